@@ -1,0 +1,195 @@
+"""The experiment config: one pydantic model per section, mirrored by the YAML file.
+
+Relative paths resolve against the YAML file's folder (passed as validation context
+`base_dir`); secrets are `${ENV_VAR}` references (`SecretRef`) resolved only when used.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_serializer,
+    field_validator,
+)
+
+from flashrsi_dagster.config.secrets import SecretRef
+from flashrsi_dagster.records.json_values import to_json_value
+
+# Experiment names end up in Dagster partition keys and folder names: no `|`, `,`, `[`, `]`, `/`.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,79}")
+_ADAPTER_TYPE = re.compile(r"[a-z][a-z0-9_-]*|[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+
+
+def _resolve(path: Path, info: ValidationInfo) -> Path:
+    base = (info.context or {}).get("base_dir") or Path.cwd()
+    return (Path(base) / path.expanduser()).resolve()
+
+
+def _must_be_dir(path: Path) -> Path:
+    if not path.is_dir():
+        raise ValueError(f"folder does not exist: {path}")
+    return path
+
+
+def _must_exist(path: Path) -> Path:
+    if not path.exists():
+        raise ValueError(f"path does not exist: {path}")
+    return path
+
+
+ResolvedPath = Annotated[Path, AfterValidator(_resolve)]
+ExistingDir = Annotated[Path, AfterValidator(_resolve), AfterValidator(_must_be_dir)]
+ExistingPath = Annotated[Path, AfterValidator(_resolve), AfterValidator(_must_exist)]
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ReasoningConfig(Section):
+    effort: Literal["minimal", "low", "medium", "high"] | None = Field(
+        None, description="OpenAI `reasoning_effort` / Responses `reasoning.effort`."
+    )
+    budget_tokens: int | None = Field(
+        None, gt=0, description="Anthropic extended-thinking budget in tokens."
+    )
+
+
+class LLMConfig(Section):
+    """How one role talks to its model. Each role has its own."""
+
+    model: str = Field(min_length=1, description="Model id sent to the endpoint.")
+    base_url: str | None = Field(
+        None,
+        description="OpenAI- or Anthropic-compatible endpoint URL; `offline` for the built-in "
+        "offline model simulator; None for the SDK's default endpoint.",
+    )
+    api_key: SecretRef | None = Field(
+        None, description="`${ENV_VAR}` reference to the key; resolved only when a call is made."
+    )
+    api: Literal["chat", "responses", "anthropic"] = Field(
+        "chat", description="`chat` / `responses` (OpenAI-compatible) or `anthropic` (Messages)."
+    )
+    temperature: float | None = Field(None, ge=0, le=2)
+    max_tokens: int | None = Field(None, gt=0, description="Cap on output tokens per call.")
+    reasoning: ReasoningConfig | None = None
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict, description="Extra JSON fields merged into every request body."
+    )
+    timeout: float = Field(120.0, gt=0, description="Seconds allowed for one model call.")
+    max_retries: int = Field(2, ge=0, description="Retries of a failed call (429, 5xx, timeout).")
+
+    @field_validator("base_url")
+    @classmethod
+    def _endpoint(cls, value: str | None) -> str | None:
+        if value is None or value == "offline" or re.match(r"https?://", value):
+            return value
+        raise ValueError("expected an http(s):// URL, `offline`, or nothing for the SDK default")
+
+    @field_serializer("extra_body")
+    def _json_safe(self, value: dict[str, Any]) -> Any:
+        return to_json_value(value)
+
+
+class RoleConfig(Section):
+    """An agent role: the target that runs tasks, or the Worker that edits harnesses."""
+
+    type: str = Field(
+        "miniagent",
+        description="Adapter: a short name from the adapter registry or `package.module:Class`.",
+    )
+    source_dir: ExistingDir | None = Field(
+        None, description="Harness folder (with components.yaml); None: the adapter's built-in."
+    )
+    llm: LLMConfig
+    timeout: float = Field(600.0, gt=0, description="Wall-clock seconds for one run.")
+    max_turns: int = Field(50, gt=0, description="Model calls allowed in one run.")
+
+    @field_validator("type")
+    @classmethod
+    def _adapter_type(cls, value: str) -> str:
+        if not _ADAPTER_TYPE.fullmatch(value):
+            raise ValueError("expected an adapter name such as `miniagent` or `package.module:Class`")
+        return value
+
+
+class ExperimentSection(Section):
+    name: str = Field(description="Unique within the home folder; letters, digits, `_.-`.")
+    home: ResolvedPath | None = Field(
+        None, validate_default=True, description="Folder of experiments; default ./.flashrsi."
+    )
+    seed: int = Field(0, description="Seed for everything the experiment randomises.")
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, value: str) -> str:
+        if not _NAME.fullmatch(value):
+            raise ValueError(
+                "expected 1-80 letters, digits, `_`, `.` or `-`, starting with a letter or digit"
+            )
+        return value
+
+    @field_validator("home", mode="before")
+    @classmethod
+    def _default_home(cls, value: Any) -> Any:
+        # The default lives where the user runs the command, not beside the YAML file.
+        return Path.cwd() / ".flashrsi" if value is None else value
+
+    @property
+    def dir(self) -> Path:
+        assert self.home is not None
+        return self.home / self.name
+
+
+class MetaHarnessConfig(Section):
+    name: Literal["meta_harness"]
+    max_steps: int = Field(20, ge=1, description="Worker edit attempts after the seed round.")
+    worker: RoleConfig = Field(description="The Worker agent; it must have file tools.")
+
+
+AlgorithmConfig = MetaHarnessConfig
+
+
+class SplitCounts(Section):
+    train: int = Field(ge=0)
+    dev: int = Field(ge=0)
+    test: int = Field(ge=0)
+
+
+class BenchmarkConfig(Section):
+    name: Literal["text_classification", "terminal_bench", "swe_bench"]
+    data_path: ExistingPath | None = Field(
+        None, description="Task data file or folder; None: the benchmark's built-in data."
+    )
+    split_counts: SplitCounts | None = Field(
+        None, description="Tasks drawn into each split; None: the benchmark's documented default."
+    )
+    limit: int | None = Field(None, ge=1, description="Use at most this many tasks per split.")
+    seed: int = Field(0, description="Seed of the deterministic split draw.")
+
+
+class ExperimentConfig(Section):
+    experiment: ExperimentSection
+    agent: RoleConfig = Field(description="The target role: runs benchmark tasks.")
+    algorithm: AlgorithmConfig
+    benchmark: BenchmarkConfig
+
+    def secret_refs(self) -> list[SecretRef]:
+        """Every `${ENV_VAR}` the config references, in config order."""
+        return list(_walk_secret_refs(self))
+
+
+def _walk_secret_refs(value: Any):
+    if isinstance(value, SecretRef):
+        yield value
+    elif isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            yield from _walk_secret_refs(getattr(value, name))

@@ -1,0 +1,392 @@
+"""Snapshots as commits in one git repository per experiment.
+
+Layout under the store root (a bare repository)::
+
+    <root>/                 bare git repo; every snapshot is a commit under refs/snapshots/<id>
+      checkouts/<key>.index git index of each checkout folder (stat cache for fast commits)
+      checkouts/<key>.base  snapshot id that checkout started from
+      tmp/                  temporary indexes of commits in progress
+
+A snapshot id is its commit sha. The commit message holds a subject line and, after a blank
+line, a JSON document with the full message, metadata, creation time and the components.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import git
+
+from flashrsi_dagster.snapshots.components import COMPONENTS_FILE, Components
+from flashrsi_dagster.snapshots.guard import (
+    DEFAULT_MAX_FILE_BYTES,
+    IGNORED_DIRS,
+    IGNORED_SUFFIXES,
+    Refusal,
+    path_problem,
+    scan,
+)
+
+_REF_PREFIX = "refs/snapshots/"
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "FlashRSI",
+    "GIT_AUTHOR_EMAIL": "flashrsi@localhost",
+    "GIT_COMMITTER_NAME": "FlashRSI",
+    "GIT_COMMITTER_EMAIL": "flashrsi@localhost",
+    # Isolate from the user's git config: filters, hooks or autocrlf there could alter bytes.
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+}
+_EXCLUDES = [f":(exclude,glob)**/{name}/**" for name in sorted(IGNORED_DIRS)] + [
+    f":(exclude,glob)**/*{suffix}" for suffix in IGNORED_SUFFIXES
+]
+
+
+class SnapshotError(RuntimeError):
+    """A snapshot operation that cannot proceed (unknown id, bad folder, bad seed)."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    id: str
+    parent_id: str | None
+    tree: str
+    created: datetime
+    message: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    components: Components = field(default_factory=lambda: Components({}))
+
+    @property
+    def short_id(self) -> str:
+        return self.id[:12]
+
+
+@dataclass(frozen=True)
+class ChangedPath:
+    status: Literal["A", "M", "D", "T"]
+    """Added, modified, deleted, or type changed (e.g. file <-> symlink, exec bit)."""
+    path: str
+
+
+@dataclass(frozen=True)
+class DiffStats:
+    files: int
+    insertions: int
+    deletions: int
+    binary_files: int
+
+
+@dataclass(frozen=True)
+class EditOutcome:
+    """What became of an edited checkout: a new child snapshot, a no-op, or a refusal."""
+
+    status: Literal["committed", "noop", "refused"]
+    parent_id: str
+    snapshot: Snapshot | None = None
+    changed: tuple[ChangedPath, ...] = ()
+    refusals: tuple[Refusal, ...] = ()
+
+    @property
+    def reason(self) -> str | None:
+        if self.status == "noop":
+            return "the edit changed no declared file (tree identical to the parent)"
+        if self.status == "refused":
+            return "; ".join(refusal.render() for refusal in self.refusals)
+        return None
+
+
+class SnapshotStore:
+    """Creates, commits and checks out immutable harness snapshots in a git repository."""
+
+    def __init__(self, root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> None:
+        self.root = Path(root).resolve()
+        self.max_file_bytes = max_file_bytes
+        if (self.root / "HEAD").exists():
+            self._repo = git.Repo(self.root)
+        else:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._repo = git.Repo.init(self.root, bare=True)
+            with self._repo.config_writer() as config:
+                config.set_value("core", "autocrlf", "false")
+                config.set_value("gc", "auto", "0")
+        (self.root / "checkouts").mkdir(exist_ok=True)
+        (self.root / "tmp").mkdir(exist_ok=True)
+        self._cache: dict[str, Snapshot] = {}
+
+    # -- creating snapshots -------------------------------------------------------------
+
+    def create_seed(
+        self,
+        source_dir: Path,
+        components: Components | None = None,
+        *,
+        message: str = "seed",
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Snapshot:
+        """Capture the declared files of `source_dir` as a root snapshot.
+
+        Without `components`, `<source_dir>/components.yaml` declares them. The same folder
+        always yields the same tree, so re-running a seed creation is recognisable by tree.
+        """
+        source_dir = Path(source_dir).resolve()
+        if not source_dir.is_dir():
+            raise SnapshotError(f"harness folder does not exist: {source_dir}")
+        if components is None:
+            components = Components.from_file(source_dir / COMPONENTS_FILE)
+        entries, refusals = scan(
+            source_dir, components.declares, max_file_bytes=self.max_file_bytes, strict=False
+        )
+        if refusals:
+            problems = "; ".join(r.render() for r in refusals)
+            raise SnapshotError(f"cannot capture harness {source_dir}: {problems}")
+        if not entries:
+            raise SnapshotError(
+                f"harness {source_dir} has no file matching its components ({components.describe()})"
+            )
+        with self._temp_index() as index:
+            self._git("add", "--force", "--", *(e.path for e in entries),
+                      index=index, work_tree=source_dir)
+            tree = self._git("write-tree", index=index)
+        return self._commit(tree, None, message, metadata, components)
+
+    def commit_child(
+        self,
+        parent: Snapshot | str,
+        checkout: Path,
+        *,
+        message: str,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> EditOutcome:
+        """Commit an edited checkout as a child of `parent`, or say why not."""
+        parent = self.get(parent)
+        checkout = Path(checkout).resolve()
+        if not checkout.is_dir():
+            raise SnapshotError(f"checkout folder does not exist: {checkout}")
+        components = parent.components
+        _, refusals = scan(
+            checkout, components.declares, max_file_bytes=self.max_file_bytes, strict=True
+        )
+        if refusals:
+            return EditOutcome("refused", parent.id, refusals=tuple(refusals))
+        with self._temp_index(self._checkout_index(checkout, parent.id)) as index:
+            if not index.exists():
+                self._git("read-tree", parent.tree, index=index)
+            self._git("add", "--all", "--force", "--", ".", *_EXCLUDES,
+                      index=index, work_tree=checkout)
+            tree = self._git("write-tree", index=index)
+            if tree == parent.tree:
+                return EditOutcome("noop", parent.id)
+            child = self._commit(tree, parent.id, message, metadata, components)
+            self._remember_checkout(checkout, index, child.id)
+        return EditOutcome("committed", parent.id, child, tuple(self.changed_paths(parent, child)))
+
+    def _commit(
+        self,
+        tree: str,
+        parent_id: str | None,
+        message: str,
+        metadata: Mapping[str, Any] | None,
+        components: Components,
+    ) -> Snapshot:
+        created = datetime.now(UTC)
+        document = {
+            "message": message,
+            "metadata": dict(metadata or {}),
+            "created": created.isoformat(),
+            "components": components.to_dict(),
+        }
+        subject = message.strip().splitlines()[0] if message.strip() else "snapshot"
+        body = f"{subject}\n\n{json.dumps(document, sort_keys=True, ensure_ascii=False)}\n"
+        parents = ["-p", parent_id] if parent_id else []
+        sha = self._git("commit-tree", tree, *parents, stdin=body)
+        git.Reference.create(self._repo, f"{_REF_PREFIX}{sha}", sha)
+        return self.get(sha)
+
+    # -- reading snapshots --------------------------------------------------------------
+
+    def get(self, snapshot: Snapshot | str) -> Snapshot:
+        """Look a snapshot up by id (or unique id prefix of at least 7 characters)."""
+        if isinstance(snapshot, Snapshot):
+            return snapshot
+        if snapshot in self._cache:
+            return self._cache[snapshot]
+        sha = self._resolve(snapshot)
+        if sha not in self._cache:
+            self._cache[sha] = self._parse(self._repo.commit(sha))
+        return self._cache[sha]
+
+    def _resolve(self, ref: str) -> str:
+        if len(ref) == 40 and (self.root / _REF_PREFIX / ref).exists():
+            return ref
+        if len(ref) < 7 or not all(c in "0123456789abcdef" for c in ref):
+            raise SnapshotError(f"not a snapshot id: {ref!r}")
+        matches = [sha for sha in self._ids() if sha.startswith(ref)]
+        if len(matches) != 1:
+            found = "no snapshot" if not matches else f"{len(matches)} snapshots"
+            raise SnapshotError(f"{found} with id {ref!r} in {self.root}")
+        return matches[0]
+
+    def _ids(self) -> list[str]:
+        listing = self._git("for-each-ref", "--format=%(objectname)", _REF_PREFIX)
+        return listing.split()
+
+    @staticmethod
+    def _parse(commit: git.Commit) -> Snapshot:
+        _, _, body = commit.message.partition("\n\n")
+        document = json.loads(body)
+        return Snapshot(
+            id=commit.hexsha,
+            parent_id=commit.parents[0].hexsha if commit.parents else None,
+            tree=commit.tree.hexsha,
+            created=datetime.fromisoformat(document["created"]),
+            message=document["message"],
+            metadata=document["metadata"],
+            components=Components.parse(document["components"]),
+        )
+
+    def history(self) -> list[Snapshot]:
+        """Every snapshot, oldest first."""
+        return sorted((self.get(sha) for sha in self._ids()), key=lambda s: (s.created, s.id))
+
+    def read_file_at(self, snapshot: Snapshot | str, path: str) -> bytes:
+        problem = path_problem(path)
+        if problem:
+            raise SnapshotError(f"{path!r}: {problem}")
+        snap = self.get(snapshot)
+        try:
+            blob = self._repo.commit(snap.id).tree / path
+        except KeyError:
+            raise SnapshotError(f"{path} is not in snapshot {snap.short_id}") from None
+        if blob.type != "blob":
+            raise SnapshotError(f"{path} is a folder in snapshot {snap.short_id}, not a file")
+        return blob.data_stream.read()
+
+    def changed_paths(self, a: Snapshot | str, b: Snapshot | str) -> list[ChangedPath]:
+        out = self._git("diff-tree", "-r", "-z", "--no-renames", "--name-status",
+                        self.get(a).id, self.get(b).id)
+        fields = out.split("\0")
+        return [
+            ChangedPath(status, path)  # type: ignore[arg-type]
+            for status, path in zip(fields[0::2], fields[1::2], strict=False)
+            if status
+        ]
+
+    def diff(self, a: Snapshot | str, b: Snapshot | str) -> str:
+        """Unified diff from `a` to `b` (binary files are named, not dumped)."""
+        return self._git("diff", "--no-color", "--no-renames", "--no-ext-diff",
+                         self.get(a).id, self.get(b).id, strip=False)
+
+    def diff_stats(self, a: Snapshot | str, b: Snapshot | str) -> DiffStats:
+        out = self._git("diff", "--numstat", "--no-renames", self.get(a).id, self.get(b).id)
+        insertions = deletions = binary = files = 0
+        for line in out.splitlines():
+            added, removed, _ = line.split("\t", 2)
+            files += 1
+            if added == "-":
+                binary += 1
+            else:
+                insertions, deletions = insertions + int(added), deletions + int(removed)
+        return DiffStats(files, insertions, deletions, binary)
+
+    # -- checkouts ----------------------------------------------------------------------
+
+    def check_out(self, snapshot: Snapshot | str, dest: Path) -> Path:
+        """Write the snapshot's files to `dest` (new or empty), bytes and exec bits exact."""
+        snap = self.get(snapshot)
+        dest = Path(dest).resolve()
+        if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+            raise SnapshotError(f"checkout destination must be a new or empty folder: {dest}")
+        dest.mkdir(parents=True, exist_ok=True)
+        with self._temp_index() as index:
+            self._git("read-tree", "--reset", "-u", snap.tree, index=index, work_tree=dest)
+            self._remember_checkout(dest, index, snap.id)
+        return dest
+
+    def forget_checkout(self, checkout: Path) -> None:
+        """Drop the cached index of a checkout folder that is about to be deleted."""
+        key = self._checkout_key(Path(checkout).resolve())
+        for suffix in (".index", ".base"):
+            (self.root / "checkouts" / f"{key}{suffix}").unlink(missing_ok=True)
+
+    @staticmethod
+    def _checkout_key(checkout: Path) -> str:
+        return hashlib.sha256(str(checkout).encode()).hexdigest()[:24]
+
+    def _checkout_index(self, checkout: Path, parent_id: str) -> Path | None:
+        """The checkout's cached index, if it was made from `parent_id`: git then re-hashes
+        only the files whose stat changed, which keeps large harnesses cheap to commit."""
+        key = self._checkout_key(checkout)
+        base = self.root / "checkouts" / f"{key}.base"
+        index = self.root / "checkouts" / f"{key}.index"
+        if base.exists() and index.exists() and base.read_text().strip() == parent_id:
+            return index
+        return None
+
+    def _remember_checkout(self, checkout: Path, index: Path, snapshot_id: str) -> None:
+        key = self._checkout_key(checkout)
+        shutil.copyfile(index, self.root / "checkouts" / f"{key}.index")
+        (self.root / "checkouts" / f"{key}.base").write_text(snapshot_id)
+
+    # -- git plumbing -------------------------------------------------------------------
+
+    def _temp_index(self, template: Path | None = None) -> _TempIndex:
+        return _TempIndex(self.root / "tmp", template)
+
+    def _git(
+        self,
+        *args: str,
+        index: Path | None = None,
+        work_tree: Path | None = None,
+        stdin: str | None = None,
+        strip: bool = True,
+    ) -> str:
+        env = dict(_IDENTITY)
+        if index is not None:
+            env["GIT_INDEX_FILE"] = str(index)
+        command = ["git", f"--git-dir={self.root}"]
+        if work_tree is not None:
+            command.append(f"--work-tree={work_tree}")
+        try:
+            return self._repo.git.execute(
+                [*command, *args],
+                env=env,
+                istream=_text_stream(stdin),
+                strip_newline_in_stdout=strip,
+            )
+        except git.GitCommandError as exc:
+            raise SnapshotError(f"git {args[0]} failed: {exc.stderr.strip()}") from exc
+
+
+class _TempIndex:
+    """A private git index file, copied from `template` when given, removed on exit."""
+
+    def __init__(self, folder: Path, template: Path | None) -> None:
+        # git refuses an empty index file, so only the name is reserved here.
+        self.path = folder / f"index-{os.getpid()}-{os.urandom(6).hex()}"
+        if template is not None:
+            shutil.copyfile(template, self.path)
+
+    def __enter__(self) -> Path:
+        return self.path
+
+    def __exit__(self, *exc: object) -> None:
+        self.path.unlink(missing_ok=True)
+        Path(f"{self.path}.lock").unlink(missing_ok=True)
+
+
+def _text_stream(text: str | None):
+    if text is None:
+        return None
+    stream = tempfile.TemporaryFile()
+    stream.write(text.encode("utf-8"))
+    stream.seek(0)
+    return stream
