@@ -61,6 +61,17 @@ class Redactor:
         ordered = sorted(values, key=len, reverse=True)
         self._literals = re.compile("|".join(map(re.escape, ordered))) if ordered else None
 
+    @property
+    def knows_secrets(self) -> bool:
+        return self._literals is not None
+
+    def leaks(self, data: bytes) -> bool:
+        """True when `data` holds a known secret value (key shapes are not checked here: a
+        harness may legitimately document what a key looks like)."""
+        if self._literals is None:
+            return False
+        return self._literals.search(data.decode("utf-8", errors="replace")) is not None
+
     def text(self, text: str) -> str:
         if self._literals is not None:
             text = self._literals.sub(REDACTED, text)

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 import git
 
+from flashrsi_dagster.records.redaction import Redactor
 from flashrsi_dagster.snapshots.components import COMPONENTS_FILE, Components
 from flashrsi_dagster.snapshots.guard import (
     DEFAULT_MAX_FILE_BYTES,
@@ -107,9 +108,18 @@ class EditOutcome:
 class SnapshotStore:
     """Creates, commits and checks out immutable harness snapshots in a git repository."""
 
-    def __init__(self, root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        secret_filter: Redactor | None = None,
+    ) -> None:
+        """`secret_filter` refuses any file holding a secret value it knows: a harness must
+        never carry credentials into the store."""
         self.root = Path(root).resolve()
         self.max_file_bytes = max_file_bytes
+        self._secrets = secret_filter if secret_filter and secret_filter.knows_secrets else None
         if (self.root / "HEAD").exists():
             self._repo = git.Repo(self.root)
         else:
@@ -152,6 +162,9 @@ class SnapshotStore:
             raise SnapshotError(
                 f"harness {source_dir} has no file matching its components ({components.describe()})"
             )
+        leaks = self._leaks(source_dir, [e.path for e in entries])
+        if leaks:
+            raise SnapshotError(f"cannot capture harness {source_dir}: {leaks[0].render()}")
         with self._temp_index() as index:
             self._git("add", "--force", "--", *(e.path for e in entries),
                       index=index, work_tree=source_dir)
@@ -177,17 +190,37 @@ class SnapshotStore:
         )
         if refusals:
             return EditOutcome("refused", parent.id, refusals=tuple(refusals))
-        with self._temp_index(self._checkout_index(checkout, parent.id)) as index:
+        template = self._checkout_index(checkout, parent.id)
+        with self._temp_index(template) as index, self._quarantine() as objects:
             if not index.exists():
                 self._git("read-tree", parent.tree, index=index)
             self._git("add", "--all", "--force", "--", ".", *_EXCLUDES,
-                      index=index, work_tree=checkout)
-            tree = self._git("write-tree", index=index)
+                      index=index, work_tree=checkout, env=objects.env)
+            tree = self._git("write-tree", index=index, env=objects.env)
             if tree == parent.tree:
                 return EditOutcome("noop", parent.id)
+            if self._secrets is not None:
+                staged = self._git("diff-index", "--cached", "--name-only", "-z", "--no-renames",
+                                   parent.tree, index=index, env=objects.env)
+                leaks = self._leaks(checkout, [p for p in staged.split("\0") if p])
+                if leaks:
+                    return EditOutcome("refused", parent.id, refusals=tuple(leaks))
+            objects.keep(self.root / "objects")
             child = self._commit(tree, parent.id, message, metadata, components)
             self._remember_checkout(checkout, index, child.id)
         return EditOutcome("committed", parent.id, child, tuple(self.changed_paths(parent, child)))
+
+    def _leaks(self, folder: Path, paths: list[str]) -> list[Refusal]:
+        if self._secrets is None:
+            return []
+        reason = "contains the value of a secret (credentials never enter a snapshot)"
+        return [
+            Refusal(path, reason)
+            for path in paths
+            if (folder / path).is_file()
+            and not (folder / path).is_symlink()
+            and self._secrets.leaks((folder / path).read_bytes())
+        ]
 
     def _commit(
         self,
@@ -341,6 +374,9 @@ class SnapshotStore:
     def _temp_index(self, template: Path | None = None) -> _TempIndex:
         return _TempIndex(self.root / "tmp", template)
 
+    def _quarantine(self) -> _Quarantine:
+        return _Quarantine(self.root / "tmp", self.root / "objects")
+
     def _git(
         self,
         *args: str,
@@ -348,8 +384,9 @@ class SnapshotStore:
         work_tree: Path | None = None,
         stdin: str | None = None,
         strip: bool = True,
+        env: Mapping[str, str] | None = None,
     ) -> str:
-        env = dict(_IDENTITY)
+        env = {**_IDENTITY, **(env or {})}
         if index is not None:
             env["GIT_INDEX_FILE"] = str(index)
         command = ["git", f"--git-dir={self.root}"]
@@ -381,6 +418,34 @@ class _TempIndex:
     def __exit__(self, *exc: object) -> None:
         self.path.unlink(missing_ok=True)
         Path(f"{self.path}.lock").unlink(missing_ok=True)
+
+
+class _Quarantine:
+    """New objects go to a private folder (git's alternates still see the store's), so an
+    edit that is refused or a no-op leaves nothing behind; `keep` moves them into the store."""
+
+    def __init__(self, folder: Path, store_objects: Path) -> None:
+        self.path = folder / f"objects-{os.getpid()}-{os.urandom(6).hex()}"
+        self.env = {
+            "GIT_OBJECT_DIRECTORY": str(self.path),
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(store_objects),
+        }
+
+    def __enter__(self) -> _Quarantine:
+        self.path.mkdir()
+        return self
+
+    def keep(self, store_objects: Path) -> None:
+        for fanout in self.path.iterdir():
+            if not fanout.is_dir() or len(fanout.name) != 2:
+                continue
+            target = store_objects / fanout.name
+            target.mkdir(exist_ok=True)
+            for obj in fanout.iterdir():
+                os.replace(obj, target / obj.name)
+
+    def __exit__(self, *exc: object) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
 
 
 def _text_stream(text: str | None):

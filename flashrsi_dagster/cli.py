@@ -1,0 +1,101 @@
+"""`flashrsi`: the command line. Each command is a small function over the engine."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import yaml
+
+from flashrsi_dagster.config import ConfigError, ExperimentConfig, load_config
+from flashrsi_dagster.experiment import ConfigChangedError, open_experiment
+from flashrsi_dagster.experiment.identity import normalised
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+_OVERRIDES_HELP = "dotted overrides, e.g. --algorithm.max_steps 2 --benchmark.limit 9"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="flashrsi",
+        description="Recursive self-improvement of agent harnesses on Dagster.",
+        allow_abbrev=False,
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    validate = commands.add_parser(
+        "validate", help="check a config and print it normalised", allow_abbrev=False,
+        epilog=_OVERRIDES_HELP,
+    )
+    validate.add_argument("--config", required=True, type=Path, help="experiment YAML file")
+    init = commands.add_parser(
+        "init", help="create (or reopen) the experiment folder of a config", allow_abbrev=False,
+        epilog=_OVERRIDES_HELP,
+    )
+    init.add_argument("--config", required=True, type=Path, help="experiment YAML file")
+    init.add_argument(
+        "--force", action="store_true",
+        help="reopen despite a changed config; marks the experiment as not validly sealed",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args, overrides = _parser().parse_known_args(argv)
+    try:
+        config = load_config(args.config, overrides)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.command == "validate":
+        return _validate(config)
+    return _init(config, force=args.force)
+
+
+def _validate(config: ExperimentConfig) -> int:
+    print(yaml.safe_dump(normalised(config), sort_keys=False, allow_unicode=True), end="")
+    _warn_unset_secrets(config)
+    print(f"# ok: {describe(config)}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _init(config: ExperimentConfig, *, force: bool) -> int:
+    try:
+        experiment = open_experiment(config, force=force)
+    except ConfigChangedError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(f"experiment {config.experiment.name}: {experiment.paths.root}")
+    print(f"  config fingerprint {experiment.meta.fingerprint[:16]}")
+    note = experiment.meta.validity_note()
+    if note:
+        print(f"  {note}")
+    return EXIT_OK
+
+
+def describe(config: ExperimentConfig) -> str:
+    """One line saying what the config will run."""
+    algorithm, bench = config.algorithm, config.benchmark
+    counts = bench.split_counts
+    splits = f"train/dev/test {counts.train}/{counts.dev}/{counts.test}" if counts else "default splits"
+    limit = f", at most {bench.limit} tasks per split" if bench.limit else ""
+    return (
+        f"{algorithm.name} (max_steps={algorithm.max_steps}) on {bench.name} ({splits}{limit}); "
+        f"target {config.agent.type} with {config.agent.llm.model}, "
+        f"worker {algorithm.worker.type} with {algorithm.worker.llm.model}; "
+        f"experiment folder {config.experiment.dir}"
+    )
+
+
+def _warn_unset_secrets(config: ExperimentConfig) -> None:
+    for ref in config.secret_refs():
+        if ref.env_var not in os.environ:
+            print(f"# note: {ref} is not set; it is read only when a model call is made",
+                  file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""An experiment: its folder, its identity, and the parts opened on it."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from flashrsi_dagster.config.models import ExperimentConfig
+from flashrsi_dagster.experiment.identity import ConfigChangedError, RunMeta, open_identity
+from flashrsi_dagster.experiment.paths import ExperimentPaths
+from flashrsi_dagster.records import Redactor
+from flashrsi_dagster.snapshots import SnapshotStore
+
+
+@dataclass
+class Experiment:
+    config: ExperimentConfig
+    paths: ExperimentPaths
+    meta: RunMeta
+    redactor: Redactor
+    snapshots: SnapshotStore
+
+
+def redactor_for(config: ExperimentConfig) -> Redactor:
+    """A redactor knowing the value of every secret the config references (where set)."""
+    return Redactor(ref.resolve() for ref in config.secret_refs() if ref.env_var in os.environ)
+
+
+def open_experiment(config: ExperimentConfig, *, force: bool = False) -> Experiment:
+    """Open (or create) the experiment folder; refuses a changed config unless `force`."""
+    paths = ExperimentPaths(config.experiment.dir)
+    redactor = redactor_for(config)
+    meta = open_identity(config, paths.run_meta, redactor, force=force)
+    store = SnapshotStore(paths.snapshots, secret_filter=redactor)
+    return Experiment(config, paths, meta, redactor, store)
+
+
+__all__ = [
+    "ConfigChangedError",
+    "Experiment",
+    "ExperimentPaths",
+    "RunMeta",
+    "open_experiment",
+    "redactor_for",
+]

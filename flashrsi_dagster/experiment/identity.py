@@ -1,0 +1,158 @@
+"""Experiment identity: `run_meta.json` pins the config an experiment was started with.
+
+Reopening with a different config is refused, listing what changed. `force=True` reopens
+anyway and marks the experiment as no longer a valid sealed experiment, for good.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from flashrsi_dagster.config.models import ExperimentConfig
+from flashrsi_dagster.records import Redactor, read_record, write_record
+
+_PACKAGES = (
+    "flashrsi-dagster", "dagster", "dagster-docker", "pydantic", "openai", "gitpython",
+    "pandas", "pyarrow", "scipy",
+)
+# Where the home folder sits does not change what the experiment is.
+_NOT_IDENTITY = {("experiment", "home")}
+
+
+class ConfigChangedError(RuntimeError):
+    """Reopening an experiment with a config that differs from the one it started with."""
+
+    def __init__(self, experiment: str, changes: list[str]) -> None:
+        self.changes = changes
+        listing = "\n".join(f"  {change}" for change in changes)
+        super().__init__(
+            f"experiment {experiment!r} was started with a different config; changed:\n{listing}\n"
+            "Use a new experiment name, or --force to continue anyway (the experiment is then "
+            "marked as no longer a valid sealed experiment)."
+        )
+
+
+class ForcedReopen(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    at: datetime
+    previous_fingerprint: str
+    changes: list[str]
+
+
+class RunMeta(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["run_meta"] = "run_meta"
+    schema_version: Literal[1] = 1
+    experiment: str
+    created: datetime
+    fingerprint: str = Field(description="sha256 of the normalised config (home excluded).")
+    config: dict[str, Any] = Field(description="The normalised config, secrets as references.")
+    packages: dict[str, str] = Field(description="Versions of Python and key packages.")
+    forced: list[ForcedReopen] = Field(default_factory=list)
+
+    @property
+    def sealed_valid(self) -> bool:
+        return not self.forced
+
+    def validity_note(self) -> str | None:
+        """The line every summary shows once the experiment was forced through a change."""
+        if self.sealed_valid:
+            return None
+        last = self.forced[-1]
+        return (
+            f"NOT A VALID SEALED EXPERIMENT: reopened with a changed config using --force "
+            f"{len(self.forced)} time(s), last on {last.at:%Y-%m-%d %H:%M} UTC "
+            f"({'; '.join(last.changes)})"
+        )
+
+
+def normalised(config: ExperimentConfig) -> dict[str, Any]:
+    return config.model_dump(mode="json")
+
+
+def fingerprint(config_json: dict[str, Any]) -> str:
+    identity = _drop(config_json, _NOT_IDENTITY)
+    canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Dotted `key: old -> new` lines, in a stable order."""
+    before, after = _flatten(_drop(old, _NOT_IDENTITY)), _flatten(_drop(new, _NOT_IDENTITY))
+    missing = object()
+    changes = []
+    for key in sorted(before.keys() | after.keys()):
+        was, now = before.get(key, missing), after.get(key, missing)
+        if was != now:
+            show = lambda v: "<absent>" if v is missing else json.dumps(v)  # noqa: E731
+            changes.append(f"{key}: {show(was)} -> {show(now)}")
+    return changes
+
+
+def package_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def open_identity(
+    config: ExperimentConfig, path: Path, redactor: Redactor, *, force: bool = False
+) -> RunMeta:
+    """Create `run_meta.json` at `path`, or check the config against it (see module doc)."""
+    current = normalised(config)
+    digest = fingerprint(current)
+    if not path.exists():
+        meta = RunMeta(
+            experiment=config.experiment.name,
+            created=datetime.now(UTC),
+            fingerprint=digest,
+            config=current,
+            packages=package_versions(),
+        )
+        write_record(path, meta, redactor)
+        return meta
+    meta = read_record(path, RunMeta)
+    if meta.fingerprint == digest:
+        return meta
+    changes = config_changes(meta.config, current)
+    if not force:
+        raise ConfigChangedError(config.experiment.name, changes)
+    meta.forced.append(
+        ForcedReopen(at=datetime.now(UTC), previous_fingerprint=meta.fingerprint, changes=changes)
+    )
+    meta.fingerprint, meta.config = digest, current
+    write_record(path, meta, redactor)
+    return meta
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict) and value:
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: value}
+
+
+def _drop(value: dict[str, Any], paths: set[tuple[str, ...]]) -> dict[str, Any]:
+    out = json.loads(json.dumps(value))
+    for path in paths:
+        node = out
+        for key in path[:-1]:
+            node = node.get(key, {})
+        node.pop(path[-1], None)
+    return out

@@ -1,0 +1,36 @@
+"""Where an experiment keeps its files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class ExperimentPaths:
+    """The folder tree of one experiment::
+
+        <home>/<name>/
+          run_meta.json     identity: config fingerprint, normalised config, package versions
+          snapshots/        the snapshot store (a bare git repository)
+          records/          trajectories and every other record, JSON or parquet
+          logs/             redacted log files
+    """
+
+    root: Path
+
+    @property
+    def run_meta(self) -> Path:
+        return self.root / "run_meta.json"
+
+    @property
+    def snapshots(self) -> Path:
+        return self.root / "snapshots"
+
+    @property
+    def records(self) -> Path:
+        return self.root / "records"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"

@@ -1,0 +1,112 @@
+"""Loading a valid config: overrides typed by the schema, paths, secrets, YAML values."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+from flashrsi_dagster.config import ConfigError, MissingSecretError, SecretRef, load_config
+from flashrsi_dagster.experiment.identity import normalised
+
+
+def test_valid_config_loads_with_defaults(config_dir):
+    config = load_config(config_dir / "exp.yaml")
+
+    assert config.experiment.name == "exp-1"
+    assert config.algorithm.max_steps == 4
+    assert config.algorithm.worker.type == "miniagent"
+    assert config.agent.llm.api == "chat"
+    assert config.benchmark.split_counts.test == 20
+
+
+def test_relative_paths_resolve_against_the_yaml_folder(config_dir):
+    config = load_config(config_dir / "exp.yaml")
+
+    assert config.agent.source_dir == (config_dir / "harness").resolve()
+
+
+def test_default_home_is_under_the_working_directory(config_dir):
+    config = load_config(config_dir / "exp.yaml")
+
+    assert config.experiment.home == Path.cwd() / ".flashrsi"
+    assert config.experiment.dir == Path.cwd() / ".flashrsi" / "exp-1"
+
+
+def test_overrides_are_coerced_by_the_schema(config_dir):
+    config = load_config(
+        config_dir / "exp.yaml",
+        ["--algorithm.max_steps", "2", "--benchmark.limit=9", "--experiment.name", "123",
+         "--agent.llm.temperature", "0.5", "--benchmark.split_counts.dev", "3"],
+    )
+
+    assert config.algorithm.max_steps == 2
+    assert config.benchmark.limit == 9
+    assert config.experiment.name == "123"  # a str field keeps the text, not the int
+    assert config.agent.llm.temperature == 0.5
+    assert config.benchmark.split_counts.dev == 3
+
+
+def test_override_paths_are_relative_to_the_working_directory(config_dir):
+    (Path.cwd() / "other").mkdir()
+
+    config = load_config(config_dir / "exp.yaml", ["--agent.source_dir", "other"])
+
+    assert config.agent.source_dir == Path.cwd() / "other"
+
+
+def test_override_can_create_an_optional_section(config_dir):
+    config = load_config(config_dir / "exp.yaml", ["--agent.llm.reasoning.effort", "high"])
+
+    assert config.agent.llm.reasoning.effort == "high"
+
+
+def test_secrets_stay_references_until_resolved(config_dir, canary):
+    config = load_config(config_dir / "exp.yaml")
+
+    key = config.agent.llm.api_key
+    assert isinstance(key, SecretRef)
+    assert key == "${FLASHRSI_TEST_CANARY_API_KEY}"
+    assert normalised(config)["agent"]["llm"]["api_key"] == "${FLASHRSI_TEST_CANARY_API_KEY}"
+    assert key.resolve() == canary
+    assert config.secret_refs() == [key]
+
+
+def test_an_unset_secret_fails_only_when_resolved(config_dir, monkeypatch):
+    monkeypatch.delenv("FLASHRSI_TEST_CANARY_API_KEY", raising=False)
+    config = load_config(config_dir / "exp.yaml")
+
+    with pytest.raises(MissingSecretError, match="FLASHRSI_TEST_CANARY_API_KEY is not set"):
+        config.agent.llm.api_key.resolve()
+
+
+def test_non_json_yaml_values_are_recorded_as_tagged_yaml(config_dir):
+    path = config_dir / "exp.yaml"
+    path.write_text(path.read_text().replace(
+        "    base_url: offline\n    api_key",
+        "    base_url: offline\n    extra_body: {since: 2024-05-01, raw: !!binary AAEC,"
+        " tags: !!set {a, b}}\n    api_key", 1))
+
+    config = load_config(path)
+
+    assert config.agent.llm.extra_body["since"] == dt.date(2024, 5, 1)  # native in the model
+    body = json.loads(json.dumps(normalised(config)))["agent"]["llm"]["extra_body"]
+    assert body["since"] == {"type": "yaml", "value": "2024-05-01\n...\n"}
+    assert body["raw"]["type"] == "yaml" and "!!binary" in body["raw"]["value"]
+    assert body["tags"]["type"] == "yaml" and "!!set" in body["tags"]["value"]
+
+
+def test_all_problems_are_reported_together(config_dir):
+    path = config_dir / "exp.yaml"
+    path.write_text(path.read_text().replace("max_steps: 4", "max_steps: 0\n  maxsteps: 1"))
+
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+
+    rendered = [p.render() for p in info.value.problems]
+    assert rendered == [
+        "algorithm.max_steps (line 13): input should be greater than or equal to 1 (got 0)",
+        "algorithm.maxsteps (line 14): unknown key 'maxsteps'; did you mean 'max_steps'?",
+    ]

@@ -1,0 +1,60 @@
+"""Shared fixtures: real harness folders on disk, a real snapshot store, a planted canary."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from flashrsi_dagster.snapshots import SnapshotStore
+
+CANARY_ENV = "FLASHRSI_TEST_CANARY_API_KEY"
+CANARY = "canary-7f3b9e21c4d5a6b8-do-not-leak"
+
+HARNESS_COMPONENTS = {"code": ["runtime/**"], "prompt": ["prompts/**"], "skill": ["skills/**"]}
+
+
+def write_harness(root: Path, files: dict[str, str | bytes], components: dict | None = None) -> Path:
+    """A harness folder: `components.yaml` plus `files` (str = text, bytes = binary)."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "components.yaml").write_text(yaml.safe_dump(components or HARNESS_COMPONENTS))
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+    return root
+
+
+@pytest.fixture
+def make_harness(tmp_path: Path) -> Callable[..., Path]:
+    def make(files: dict[str, str | bytes] | None = None, name: str = "harness", **kw) -> Path:
+        default = {
+            "prompts/system.md": "You are a careful classifier.\n",
+            "runtime/agent.py": "print('hello')\n",
+            "runtime/run.sh": "#!/bin/sh\necho run\n",
+            "skills/labels/SKILL.md": "---\ndescription: labels\n---\nUse the labels.\n",
+            "README.md": "not declared, never captured\n",
+        }
+        root = write_harness(tmp_path / name, default if files is None else files, **kw)
+        if files is None:
+            os.chmod(root / "runtime/run.sh", 0o755)
+        return root
+
+    return make
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SnapshotStore:
+    return SnapshotStore(tmp_path / "store")
+
+
+@pytest.fixture
+def canary(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv(CANARY_ENV, CANARY)
+    return CANARY

@@ -1,0 +1,260 @@
+"""The snapshot store: seeds, child commits, refusals, no-ops, checkouts, diffs and history."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import git
+import pytest
+
+from flashrsi_dagster.records import Redactor
+from flashrsi_dagster.snapshots import Components, SnapshotError, SnapshotStore
+
+BINARY = bytes(range(256)) * 64 + b"\x00\r\n\x1a"
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.lstat().st_mode) & 0o111
+
+
+def test_seed_captures_only_declared_files(store, make_harness):
+    seed = store.create_seed(make_harness())
+
+    files = store._git("ls-tree", "-r", "--name-only", seed.tree).split()
+    assert sorted(files) == [
+        "prompts/system.md", "runtime/agent.py", "runtime/run.sh", "skills/labels/SKILL.md",
+    ]
+    assert seed.parent_id is None
+    assert seed.components.roles["prompt"] == ("prompts/**",)
+
+
+def test_snapshot_is_a_real_git_commit_and_its_id_is_stable(store, make_harness):
+    seed = store.create_seed(make_harness(), message="seed", metadata={"round": 0})
+
+    repo = git.Repo(store.root)
+    assert repo.commit(seed.id).hexsha == seed.id
+    reopened = SnapshotStore(store.root)
+    assert reopened.get(seed.id) == seed
+    assert reopened.get(seed.id[:12]) == seed
+    assert reopened.get(seed.id).metadata == {"round": 0}
+
+
+def test_checkout_round_trips_binary_bytes_and_executable_bits(store, make_harness, tmp_path):
+    harness = make_harness({"runtime/blob.bin": BINARY, "runtime/tool": "#!/bin/sh\n",
+                            "prompts/crlf.md": "a\r\nb\r\n"})
+    os.chmod(harness / "runtime/tool", 0o755)
+    seed = store.create_seed(harness)
+
+    out = store.check_out(seed, tmp_path / "out")
+
+    assert (out / "runtime/blob.bin").read_bytes() == BINARY
+    assert (out / "prompts/crlf.md").read_bytes() == b"a\r\nb\r\n"
+    assert _mode(out / "runtime/tool") == 0o111
+    assert _mode(out / "runtime/blob.bin") == 0
+    assert store.read_file_at(seed, "runtime/blob.bin") == BINARY
+
+
+def test_edit_becomes_a_child_commit_with_changed_paths_and_diff(store, make_harness, tmp_path):
+    seed = store.create_seed(make_harness())
+    work = store.check_out(seed, tmp_path / "work")
+    (work / "prompts/system.md").write_text("You are a very careful classifier.\n")
+    (work / "skills/new/SKILL.md").parent.mkdir(parents=True)
+    (work / "skills/new/SKILL.md").write_text("new skill\n")
+    (work / "runtime/run.sh").unlink()
+
+    outcome = store.commit_child(seed, work, message="sharpen prompt", metadata={"step": 1})
+
+    assert outcome.status == "committed"
+    child = outcome.snapshot
+    assert child.parent_id == seed.id
+    assert git.Repo(store.root).commit(child.id).parents[0].hexsha == seed.id
+    assert {(c.status, c.path) for c in outcome.changed} == {
+        ("M", "prompts/system.md"), ("A", "skills/new/SKILL.md"), ("D", "runtime/run.sh"),
+    }
+    assert store.changed_paths(seed, child) == list(outcome.changed)
+    diff = store.diff(seed, child)
+    assert "-You are a careful classifier." in diff
+    assert "+You are a very careful classifier." in diff
+    assert "+++ b/skills/new/SKILL.md" in diff
+    stats = store.diff_stats(seed, child)
+    assert (stats.files, stats.insertions, stats.deletions) == (3, 2, 3)
+
+
+def test_executable_bit_change_alone_is_an_edit(store, make_harness, tmp_path):
+    seed = store.create_seed(make_harness())
+    work = store.check_out(seed, tmp_path / "work")
+    os.chmod(work / "runtime/agent.py", 0o755)
+
+    outcome = store.commit_child(seed, work, message="make executable")
+
+    assert outcome.status == "committed"
+    again = store.check_out(outcome.snapshot, tmp_path / "again")
+    assert _mode(again / "runtime/agent.py") == 0o111
+
+
+def test_unchanged_checkout_is_a_noop_and_creates_nothing(store, make_harness, tmp_path):
+    seed = store.create_seed(make_harness())
+    work = store.check_out(seed, tmp_path / "work")
+    (work / "prompts/system.md").write_text("changed\n")
+    (work / "prompts/system.md").write_text("You are a careful classifier.\n")
+    (work / "runtime/__pycache__").mkdir()
+    (work / "runtime/__pycache__/agent.cpython-312.pyc").write_bytes(b"\x00cache")
+
+    outcome = store.commit_child(seed, work, message="nothing really")
+
+    assert outcome.status == "noop"
+    assert outcome.snapshot is None
+    assert "identical" in outcome.reason
+    assert [s.id for s in store.history()] == [seed.id]
+
+
+@pytest.mark.parametrize(
+    ("edit", "path", "reason"),
+    [
+        (lambda w: (w / "notes.txt").write_text("x"), "notes.txt", "not a declared"),
+        (lambda w: (w / "runtime/.git").mkdir(), "runtime/.git", "git metadata"),
+        (lambda w: (w / ".git").write_text("gitdir: /tmp/x"), ".git", "git metadata"),
+        (lambda w: (w / "prompts/.gitattributes").write_text("* filter=x"),
+         "prompts/.gitattributes", "git metadata"),
+        (lambda w: os.symlink("/etc/passwd", w / "prompts/link.md"), "prompts/link.md",
+         "absolute path"),
+        (lambda w: os.symlink("../../outside.md", w / "prompts/up.md"), "prompts/up.md",
+         "outside the harness"),
+        (lambda w: (w / "prompts/big.md").write_bytes(b"x" * 2049), "prompts/big.md",
+         "over the limit"),
+        (lambda w: os.mkfifo(w / "prompts/pipe"), "prompts/pipe", "not a regular file"),
+    ],
+    ids=["undeclared", "nested-git", "git-file", "gitattributes", "abs-symlink",
+         "escaping-symlink", "too-big", "fifo"],
+)
+def test_unsafe_edits_are_refused_with_a_reason(make_harness, tmp_path, edit, path, reason):
+    store = SnapshotStore(tmp_path / "store", max_file_bytes=2048)
+    seed = store.create_seed(make_harness())
+    work = store.check_out(seed, tmp_path / "work")
+    (work / "prompts/system.md").write_text("a legitimate edit alongside\n")
+    objects_before = sorted(p.name for p in (store.root / "objects").rglob("*") if p.is_file())
+    edit(work)
+
+    outcome = store.commit_child(seed, work, message="bad")
+
+    assert outcome.status == "refused"
+    assert [r.path for r in outcome.refusals] == [path]
+    assert reason in outcome.reason
+    assert [s.id for s in store.history()] == [seed.id]
+    objects_after = sorted(p.name for p in (store.root / "objects").rglob("*") if p.is_file())
+    assert objects_after == objects_before
+
+
+def test_symlink_inside_the_harness_is_kept(store, make_harness, tmp_path):
+    seed = store.create_seed(make_harness())
+    work = store.check_out(seed, tmp_path / "work")
+    os.symlink("../prompts/system.md", work / "runtime/system.md")
+
+    outcome = store.commit_child(seed, work, message="link")
+
+    assert outcome.status == "committed"
+    out = store.check_out(outcome.snapshot, tmp_path / "out")
+    assert os.readlink(out / "runtime/system.md") == "../prompts/system.md"
+
+
+def test_edit_holding_a_known_secret_is_refused_and_leaves_no_object(make_harness, tmp_path):
+    secret = "s3cr3t-value-for-test-0042"
+    store = SnapshotStore(tmp_path / "store", secret_filter=Redactor([secret], environ={}))
+    seed = store.create_seed(make_harness())
+    work = store.check_out(seed, tmp_path / "work")
+    (work / "prompts/system.md").write_text(f"use key {secret}\n")
+
+    outcome = store.commit_child(seed, work, message="leak")
+
+    assert outcome.status == "refused"
+    assert "secret" in outcome.reason
+    loose = [p for p in (store.root).rglob("*") if p.is_file()]
+    assert not any(secret.encode() in p.read_bytes() for p in loose)
+    dump = store._git("cat-file", "--batch-all-objects", "--batch")
+    assert secret not in dump
+
+
+def test_committing_from_a_checkout_of_another_snapshot_uses_the_parent_tree(
+    store, make_harness, tmp_path
+):
+    seed = store.create_seed(make_harness())
+    work = store.check_out(seed, tmp_path / "work")
+    (work / "prompts/system.md").write_text("v1\n")
+    first = store.commit_child(seed, work, message="v1").snapshot
+    (work / "prompts/system.md").write_text("v2\n")
+
+    # Declared as a child of the seed although the folder was last committed as `first`.
+    second = store.commit_child(seed, work, message="v2 from seed")
+
+    assert second.snapshot.parent_id == seed.id
+    assert store.changed_paths(seed, second.snapshot)[0].path == "prompts/system.md"
+    assert store.read_file_at(first, "prompts/system.md") == b"v1\n"
+    assert store.read_file_at(second.snapshot, "prompts/system.md") == b"v2\n"
+
+
+def test_history_lists_snapshots_oldest_first_with_parents(store, make_harness, tmp_path):
+    seed = store.create_seed(make_harness())
+    ids = [seed.id]
+    for step in range(3):
+        work = store.check_out(seed, tmp_path / f"w{step}")
+        (work / "prompts/system.md").write_text(f"step {step}\n")
+        ids.append(store.commit_child(seed, work, message=f"step {step}").snapshot.id)
+
+    history = store.history()
+
+    assert [s.id for s in history] == ids
+    assert [s.parent_id for s in history] == [None, seed.id, seed.id, seed.id]
+    assert [s.message for s in history] == ["seed", "step 0", "step 1", "step 2"]
+
+
+def test_read_file_at_refuses_unsafe_or_missing_paths(store, make_harness):
+    seed = store.create_seed(make_harness())
+
+    for bad in ("/etc/passwd", "../x", "prompts/../../x"):
+        with pytest.raises(SnapshotError, match="not allowed"):
+            store.read_file_at(seed, bad)
+    with pytest.raises(SnapshotError, match="not in snapshot"):
+        store.read_file_at(seed, "prompts/none.md")
+    with pytest.raises(SnapshotError, match="is a folder"):
+        store.read_file_at(seed, "prompts")
+
+
+def test_checkout_refuses_a_non_empty_destination(store, make_harness, tmp_path):
+    seed = store.create_seed(make_harness())
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy/file").write_text("x")
+
+    with pytest.raises(SnapshotError, match="new or empty folder"):
+        store.check_out(seed, tmp_path / "busy")
+
+
+def test_unknown_snapshot_ids_are_refused(store, make_harness):
+    store.create_seed(make_harness())
+
+    with pytest.raises(SnapshotError, match="no snapshot"):
+        store.get("0" * 40)
+    with pytest.raises(SnapshotError, match="not a snapshot id"):
+        store.get("main")
+
+
+def test_seed_refuses_an_unsafe_declared_file_and_an_empty_selection(store, make_harness):
+    harness = make_harness()
+    os.symlink("/etc/hostname", harness / "prompts/host.md")
+    with pytest.raises(SnapshotError, match="absolute path"):
+        store.create_seed(harness)
+
+    empty = make_harness({"README.md": "nothing declared\n"}, name="empty")
+    with pytest.raises(SnapshotError, match="no file matching"):
+        store.create_seed(empty)
+
+
+def test_seed_uses_explicit_components_and_skips_git_metadata(store, make_harness):
+    harness = make_harness()
+    (harness / ".git").mkdir()
+    (harness / ".git/config").write_text("[core]\n")
+
+    seed = store.create_seed(harness, Components.parse({"prompt": ["prompts/*.md"]}))
+
+    assert store._git("ls-tree", "-r", "--name-only", seed.tree).split() == ["prompts/system.md"]
