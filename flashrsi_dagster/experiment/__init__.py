@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 
 from flashrsi_dagster.config.models import ExperimentConfig
 from flashrsi_dagster.experiment.identity import ConfigChangedError, RunMeta, open_identity
 from flashrsi_dagster.experiment.paths import ExperimentPaths
-from flashrsi_dagster.records import Redactor
+from flashrsi_dagster.records import RedactingFilter, Redactor
 from flashrsi_dagster.snapshots import SnapshotStore
 
 
@@ -19,6 +20,14 @@ class Experiment:
     meta: RunMeta
     redactor: Redactor
     snapshots: SnapshotStore
+
+    def log_handler(self, name: str = "flashrsi.log") -> logging.Handler:
+        """A file handler under `logs/` whose every line passes through redaction."""
+        self.paths.logs.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(self.paths.logs / name, encoding="utf-8")
+        handler.addFilter(RedactingFilter(self.redactor))
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        return handler
 
 
 def redactor_for(config: ExperimentConfig) -> Redactor:

@@ -7,7 +7,14 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_serializer,
+    field_validator,
+)
 
 from flashrsi_dagster.records.json_values import from_json_value, to_json_value
 
@@ -91,5 +98,6 @@ class Trajectory(BaseModel):
 
     @field_validator("messages", "metadata", mode="before")
     @classmethod
-    def _restore(cls, value: Any) -> Any:
-        return from_json_value(value)
+    def _restore(cls, value: Any, info: ValidationInfo) -> Any:
+        # Only JSON input carries encoded values; Python input is taken as given.
+        return from_json_value(value) if info.mode == "json" else value

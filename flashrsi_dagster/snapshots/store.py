@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 import git
 
+from flashrsi_dagster.records.json_values import from_json_value, to_json_value
 from flashrsi_dagster.records.redaction import Redactor
 from flashrsi_dagster.snapshots.components import COMPONENTS_FILE, Components
 from flashrsi_dagster.snapshots.guard import (
@@ -115,11 +116,13 @@ class SnapshotStore:
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         secret_filter: Redactor | None = None,
     ) -> None:
-        """`secret_filter` refuses any file holding a secret value it knows: a harness must
-        never carry credentials into the store."""
+        """`secret_filter` (default: secret-named environment variables) redacts messages and
+        metadata, and refuses any file holding a secret value it knows: a harness must never
+        carry credentials into the store."""
         self.root = Path(root).resolve()
         self.max_file_bytes = max_file_bytes
-        self._secrets = secret_filter if secret_filter and secret_filter.knows_secrets else None
+        self._redactor = secret_filter if secret_filter is not None else Redactor()
+        self._secrets = self._redactor if self._redactor.knows_secrets else None
         if (self.root / "HEAD").exists():
             self._repo = git.Repo(self.root)
         else:
@@ -231,9 +234,10 @@ class SnapshotStore:
         components: Components,
     ) -> Snapshot:
         created = datetime.now(UTC)
+        message = self._redactor.text(message)
         document = {
             "message": message,
-            "metadata": dict(metadata or {}),
+            "metadata": self._redactor.value(to_json_value(dict(metadata or {}))),
             "created": created.isoformat(),
             "components": components.to_dict(),
         }
@@ -282,7 +286,7 @@ class SnapshotStore:
             tree=commit.tree.hexsha,
             created=datetime.fromisoformat(document["created"]),
             message=document["message"],
-            metadata=document["metadata"],
+            metadata=from_json_value(document["metadata"]),
             components=Components.parse(document["components"]),
         )
 

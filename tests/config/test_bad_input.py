@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from flashrsi_dagster.cli import main
-from tests.config.conftest import VALID
+from tests.conftest import VALID
 
 
 def _edit(old: str, new: str):
