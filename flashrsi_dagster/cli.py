@@ -27,17 +27,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     validate = commands.add_parser(
-        "validate", help="check a config and print it normalised", allow_abbrev=False,
+        "validate",
+        help="check a config and print it normalised",
+        allow_abbrev=False,
         epilog=_OVERRIDES_HELP,
     )
     validate.add_argument("--config", required=True, type=Path, help="experiment YAML file")
     init = commands.add_parser(
-        "init", help="create (or reopen) the experiment folder of a config", allow_abbrev=False,
+        "init",
+        help="create (or reopen) the experiment folder of a config",
+        allow_abbrev=False,
         epilog=_OVERRIDES_HELP,
     )
     init.add_argument("--config", required=True, type=Path, help="experiment YAML file")
     init.add_argument(
-        "--force", action="store_true",
+        "--force",
+        action="store_true",
         help="reopen despite a changed config; marks the experiment as not validly sealed",
     )
     return parser
@@ -80,7 +85,9 @@ def describe(config: ExperimentConfig) -> str:
     """One line saying what the config will run."""
     algorithm, bench = config.algorithm, config.benchmark
     counts = bench.split_counts
-    splits = f"train/dev/test {counts.train}/{counts.dev}/{counts.test}" if counts else "default splits"
+    splits = (
+        f"train/dev/test {counts.train}/{counts.dev}/{counts.test}" if counts else "default splits"
+    )
     limit = f", at most {bench.limit} tasks per split" if bench.limit else ""
     return (
         f"{algorithm.name} (max_steps={algorithm.max_steps}) on {bench.name} ({splits}{limit}); "
@@ -93,8 +100,10 @@ def describe(config: ExperimentConfig) -> str:
 def _warn_unset_secrets(config: ExperimentConfig) -> None:
     for ref in config.secret_refs():
         if ref.env_var not in os.environ:
-            print(f"# note: {ref} is not set; it is read only when a model call is made",
-                  file=sys.stderr)
+            print(
+                f"# note: {ref} is not set; it is read only when a model call is made",
+                file=sys.stderr,
+            )
 
 
 if __name__ == "__main__":

@@ -40,7 +40,9 @@ benchmark:
 HARNESS_COMPONENTS = {"code": ["runtime/**"], "prompt": ["prompts/**"], "skill": ["skills/**"]}
 
 
-def write_harness(root: Path, files: dict[str, str | bytes], components: dict | None = None) -> Path:
+def write_harness(
+    root: Path, files: dict[str, str | bytes], components: dict | None = None
+) -> Path:
     """A harness folder: `components.yaml` plus `files` (str = text, bytes = binary)."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "components.yaml").write_text(yaml.safe_dump(components or HARNESS_COMPONENTS))

@@ -18,9 +18,13 @@ def _every_byte_under(root: Path) -> bytes:
     blobs = [p.read_bytes() for p in root.rglob("*") if p.is_file()]
     for repo in {p.parent for p in root.rglob("HEAD")}:
         if (repo / "objects").is_dir():
-            blobs.append(subprocess.run(
-                ["git", f"--git-dir={repo}", "cat-file", "--batch-all-objects", "--batch"],
-                capture_output=True, check=True).stdout)
+            blobs.append(
+                subprocess.run(
+                    ["git", f"--git-dir={repo}", "cat-file", "--batch-all-objects", "--batch"],
+                    capture_output=True,
+                    check=True,
+                ).stdout
+            )
     return b"\n".join(blobs)
 
 
@@ -41,7 +45,10 @@ def test_canary_never_reaches_the_experiment_home(config_dir, make_harness, cana
     handler.close()
     seed = experiment.snapshots.create_seed(harness, metadata={"note": f"key {canary}"})
     trajectory = Trajectory(
-        task_id="t1", split="dev", snapshot_id=seed.id, status=Status.ERROR,
+        task_id="t1",
+        split="dev",
+        snapshot_id=seed.id,
+        status=Status.ERROR,
         messages=[{"role": "assistant", "content": f"my key is {canary}"}],
         error={"type": "AuthError", "message": f"401 for {canary}"},
         metadata={"env": {CANARY_ENV: canary}},

@@ -1,4 +1,4 @@
-"""Load an experiment config: YAML file + overrides -> validated `ExperimentConfig` or `ConfigError`."""
+"""Load an experiment config: YAML + overrides -> an `ExperimentConfig` or a `ConfigError`."""
 
 from __future__ import annotations
 
@@ -69,8 +69,13 @@ def _validate(
 def _literal_secrets(value: Any, path: KeyPath = ()) -> list[tuple[KeyPath, str]]:
     if isinstance(value, str):
         if looks_like_key(value) and not is_reference(value):
-            return [(path, "this looks like a literal secret; export it as an environment "
-                           "variable and write its reference instead, e.g. ${OPENAI_API_KEY}")]
+            return [
+                (
+                    path,
+                    "this looks like a literal secret; export it as an environment "
+                    "variable and write its reference instead, e.g. ${OPENAI_API_KEY}",
+                )
+            ]
         return []
     if isinstance(value, dict):
         return [hit for key, item in value.items() for hit in _literal_secrets(item, (*path, key))]

@@ -117,7 +117,9 @@ class RoleConfig(Section):
     @classmethod
     def _adapter_type(cls, value: str) -> str:
         if not _ADAPTER_TYPE.fullmatch(value):
-            raise ValueError("expected an adapter name such as `miniagent` or `package.module:Class`")
+            raise ValueError(
+                "expected an adapter name such as `miniagent` or `package.module:Class`"
+            )
         return value
 
 

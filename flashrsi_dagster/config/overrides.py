@@ -28,8 +28,11 @@ def parse_overrides(tokens: list[str]) -> tuple[list[Override], list[Problem]]:
         token = tokens[index]
         index += 1
         if not token.startswith("--") or len(token) == 2:
-            problems.append(Problem("", f"unexpected argument {token!r}; overrides look like "
-                                        "--section.key VALUE"))
+            problems.append(
+                Problem(
+                    "", f"unexpected argument {token!r}; overrides look like --section.key VALUE"
+                )
+            )
             continue
         flag, has_value, raw = token.partition("=")
         if not has_value:
@@ -96,8 +99,11 @@ def _set(data: dict[str, Any], override: Override, value: Any) -> Problem | None
         if not isinstance(nxt, dict):
             path = ".".join(override.key_path[: depth + 1])
             found = type(nxt).__name__
-            return Problem(path, f"cannot set {override.flag}: {path} holds a {found}, "
-                                 "not a mapping", override=override.flag)
+            return Problem(
+                path,
+                f"cannot set {override.flag}: {path} holds a {found}, not a mapping",
+                override=override.flag,
+            )
         node = nxt
     node[override.key_path[-1]] = value
     return None

@@ -69,7 +69,8 @@ def load_yaml_document(path: Path) -> YamlDocument:
         raise ConfigError(path, [Problem("", f"config file is empty; {expected}")])
     if not isinstance(data, dict):
         found = type(data).__name__
-        raise ConfigError(path, [Problem("", f"expected a mapping at the top level, found {found}")])
+        problem = Problem("", f"expected a mapping at the top level, found {found}")
+        raise ConfigError(path, [problem])
     lines: dict[KeyPath, int] = {}
     _collect_lines(node, (), lines)
     return YamlDocument(path=path, data=data, lines=lines)

@@ -20,8 +20,15 @@ from flashrsi_dagster.config.models import ExperimentConfig
 from flashrsi_dagster.records import Redactor, read_record, write_record
 
 _PACKAGES = (
-    "flashrsi-dagster", "dagster", "dagster-docker", "pydantic", "openai", "gitpython",
-    "pandas", "pyarrow", "scipy",
+    "flashrsi-dagster",
+    "dagster",
+    "dagster-docker",
+    "pydantic",
+    "openai",
+    "gitpython",
+    "pandas",
+    "pyarrow",
+    "scipy",
 )
 # Where the home folder sits does not change what the experiment is.
 _NOT_IDENTITY = {("experiment", "home")}

@@ -10,11 +10,11 @@ from pathlib import Path
 class ExperimentPaths:
     """The folder tree of one experiment::
 
-        <home>/<name>/
-          run_meta.json     identity: config fingerprint, normalised config, package versions
-          snapshots/        the snapshot store (a bare git repository)
-          records/          trajectories and every other record, JSON or parquet
-          logs/             redacted log files
+    <home>/<name>/
+      run_meta.json     identity: config fingerprint, normalised config, package versions
+      snapshots/        the snapshot store (a bare git repository)
+      records/          trajectories and every other record, JSON or parquet
+      logs/             redacted log files
     """
 
     root: Path

@@ -99,6 +99,7 @@ class RedactingFilter(logging.Filter):
         record.msg = self._redactor.text(record.getMessage())
         record.args = None
         if record.exc_info and record.exc_info[1] is not None:
-            record.exc_text = self._redactor.text(logging.Formatter().formatException(record.exc_info))
+            formatted = logging.Formatter().formatException(record.exc_info)
+            record.exc_text = self._redactor.text(formatted)
             record.exc_info = None
         return True

@@ -1,4 +1,4 @@
-"""`components.yaml`: which harness files are evolvable, grouped by role (code, prompt, skill, …)."""
+"""`components.yaml`: which harness files are evolvable, by role (code, prompt, skill, …)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,8 @@ class Components:
     def parse(cls, data: Any, source: str = COMPONENTS_FILE) -> Components:
         if not isinstance(data, dict) or not data:
             raise ComponentsError(
-                f"{source}: expected a mapping of role -> list of globs, e.g. `prompt: [prompts/**]`"
+                f"{source}: expected a mapping of role -> list of globs, "
+                "e.g. `prompt: [prompts/**]`"
             )
         roles: dict[str, tuple[str, ...]] = {}
         for role, globs in data.items():

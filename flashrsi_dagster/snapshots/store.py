@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import tempfile
+from contextlib import nullcontext
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -163,14 +164,21 @@ class SnapshotStore:
             raise SnapshotError(f"cannot capture harness {source_dir}: {problems}")
         if not entries:
             raise SnapshotError(
-                f"harness {source_dir} has no file matching its components ({components.describe()})"
+                f"harness {source_dir} has no file matching its components "
+                f"({components.describe()})"
             )
         leaks = self._leaks(source_dir, [e.path for e in entries])
         if leaks:
             raise SnapshotError(f"cannot capture harness {source_dir}: {leaks[0].render()}")
         with self._temp_index() as index:
-            self._git("add", "--force", "--", *(e.path for e in entries),
-                      index=index, work_tree=source_dir)
+            self._git(
+                "add",
+                "--force",
+                "--",
+                *(e.path for e in entries),
+                index=index,
+                work_tree=source_dir,
+            )
             tree = self._git("write-tree", index=index)
         return self._commit(tree, None, message, metadata, components)
 
@@ -197,14 +205,31 @@ class SnapshotStore:
         with self._temp_index(template) as index, self._quarantine() as objects:
             if not index.exists():
                 self._git("read-tree", parent.tree, index=index)
-            self._git("add", "--all", "--force", "--", ".", *_EXCLUDES,
-                      index=index, work_tree=checkout, env=objects.env)
+            self._git(
+                "add",
+                "--all",
+                "--force",
+                "--",
+                ".",
+                *_EXCLUDES,
+                index=index,
+                work_tree=checkout,
+                env=objects.env,
+            )
             tree = self._git("write-tree", index=index, env=objects.env)
             if tree == parent.tree:
                 return EditOutcome("noop", parent.id)
             if self._secrets is not None:
-                staged = self._git("diff-index", "--cached", "--name-only", "-z", "--no-renames",
-                                   parent.tree, index=index, env=objects.env)
+                staged = self._git(
+                    "diff-index",
+                    "--cached",
+                    "--name-only",
+                    "-z",
+                    "--no-renames",
+                    parent.tree,
+                    index=index,
+                    env=objects.env,
+                )
                 leaks = self._leaks(checkout, [p for p in staged.split("\0") if p])
                 if leaks:
                     return EditOutcome("refused", parent.id, refusals=tuple(leaks))
@@ -308,8 +333,9 @@ class SnapshotStore:
         return blob.data_stream.read()
 
     def changed_paths(self, a: Snapshot | str, b: Snapshot | str) -> list[ChangedPath]:
-        out = self._git("diff-tree", "-r", "-z", "--no-renames", "--name-status",
-                        self.get(a).id, self.get(b).id)
+        out = self._git(
+            "diff-tree", "-r", "-z", "--no-renames", "--name-status", self.get(a).id, self.get(b).id
+        )
         fields = out.split("\0")
         return [
             ChangedPath(status, path)  # type: ignore[arg-type]
@@ -319,8 +345,15 @@ class SnapshotStore:
 
     def diff(self, a: Snapshot | str, b: Snapshot | str) -> str:
         """Unified diff from `a` to `b` (binary files are named, not dumped)."""
-        return self._git("diff", "--no-color", "--no-renames", "--no-ext-diff",
-                         self.get(a).id, self.get(b).id, strip=False)
+        return self._git(
+            "diff",
+            "--no-color",
+            "--no-renames",
+            "--no-ext-diff",
+            self.get(a).id,
+            self.get(b).id,
+            strip=False,
+        )
 
     def diff_stats(self, a: Snapshot | str, b: Snapshot | str) -> DiffStats:
         out = self._git("diff", "--numstat", "--no-renames", self.get(a).id, self.get(b).id)
@@ -396,15 +429,17 @@ class SnapshotStore:
         command = ["git", f"--git-dir={self.root}"]
         if work_tree is not None:
             command.append(f"--work-tree={work_tree}")
-        try:
-            return self._repo.git.execute(
-                [*command, *args],
-                env=env,
-                istream=_text_stream(stdin),
-                strip_newline_in_stdout=strip,
-            )
-        except git.GitCommandError as exc:
-            raise SnapshotError(f"git {args[0]} failed: {exc.stderr.strip()}") from exc
+        # git reads stdin from a real file descriptor, so input goes through a temp file.
+        with tempfile.TemporaryFile() if stdin is not None else nullcontext() as stream:
+            if stream is not None:
+                stream.write(stdin.encode("utf-8"))
+                stream.seek(0)
+            try:
+                return self._repo.git.execute(
+                    [*command, *args], env=env, istream=stream, strip_newline_in_stdout=strip
+                )
+            except git.GitCommandError as exc:
+                raise SnapshotError(f"git {args[0]} failed: {exc.stderr.strip()}") from exc
 
 
 class _TempIndex:
@@ -450,12 +485,3 @@ class _Quarantine:
 
     def __exit__(self, *exc: object) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
-
-
-def _text_stream(text: str | None):
-    if text is None:
-        return None
-    stream = tempfile.TemporaryFile()
-    stream.write(text.encode("utf-8"))
-    stream.seek(0)
-    return stream

@@ -19,39 +19,102 @@ def _edit(old: str, new: str):
 
 CASES = [
     # (id, change to the YAML text, extra CLI args, fragments the error must contain)
-    ("unknown-key", _edit("  seed: 7", "  sead: 7"), [],
-     ["experiment.sead (line 3)", "did you mean 'seed'"]),
-    ("wrong-type", _edit("max_steps: 4", "max_steps: many"), [],
-     ["algorithm.max_steps (line 13)", "valid integer"]),
-    ("missing-required", _edit("      model: simulator/worker\n", ""), [],
-     ["algorithm.worker.llm.model", "required key is missing"]),
-    ("yaml-syntax", _edit("  max_steps: 4", "  max_steps: [4"), [],
-     ["(line 1", "YAML syntax error"]),
+    (
+        "unknown-key",
+        _edit("  seed: 7", "  sead: 7"),
+        [],
+        ["experiment.sead (line 3)", "did you mean 'seed'"],
+    ),
+    (
+        "wrong-type",
+        _edit("max_steps: 4", "max_steps: many"),
+        [],
+        ["algorithm.max_steps (line 13)", "valid integer"],
+    ),
+    (
+        "missing-required",
+        _edit("      model: simulator/worker\n", ""),
+        [],
+        ["algorithm.worker.llm.model", "required key is missing"],
+    ),
+    (
+        "yaml-syntax",
+        _edit("  max_steps: 4", "  max_steps: [4"),
+        [],
+        ["(line 1", "YAML syntax error"],
+    ),
     ("empty-file", lambda text: "", [], ["config file is empty"]),
-    ("unknown-override", None, ["--algorithm.max_step", "2"],
-     ["algorithm.max_step (set by --algorithm.max_step)", "did you mean 'max_steps'"]),
-    ("override-without-value", None, ["--benchmark.limit"],
-     ["benchmark.limit", "override --benchmark.limit has no value"]),
-    ("missing-source-dir", _edit("source_dir: harness", "source_dir: no-such-harness"), [],
-     ["agent.source_dir (line 6)", "folder does not exist"]),
-    ("literal-secret", _edit("${FLASHRSI_TEST_CANARY_API_KEY}", "sk-live0123456789abcdefXYZ"), [],
-     ["agent.llm.api_key (line 10)", "literal secret", "${OPENAI_API_KEY}"]),
-    ("negative-split", _edit("dev: 5", "dev: -5"), [],
-     ["benchmark.split_counts.dev (line 20)", "greater than or equal to 0"]),
-    ("duplicate-key", _edit("  max_steps: 4", "  max_steps: 4\n  max_steps: 5"), [],
-     ["max_steps (line 14)", "duplicate key 'max_steps' (first defined on line 13)"]),
-    ("wrong-algorithm", _edit("name: meta_harness", "name: meta_harnes"), [],
-     ["algorithm.name (line 12)", "'meta_harness'", "got meta_harnes"]),
-    ("override-wrong-type", None, ["--agent.max_turns", "lots"],
-     ["agent.max_turns (set by --agent.max_turns)", "valid integer"]),
+    (
+        "unknown-override",
+        None,
+        ["--algorithm.max_step", "2"],
+        ["algorithm.max_step (set by --algorithm.max_step)", "did you mean 'max_steps'"],
+    ),
+    (
+        "override-without-value",
+        None,
+        ["--benchmark.limit"],
+        ["benchmark.limit", "override --benchmark.limit has no value"],
+    ),
+    (
+        "missing-source-dir",
+        _edit("source_dir: harness", "source_dir: no-such-harness"),
+        [],
+        ["agent.source_dir (line 6)", "folder does not exist"],
+    ),
+    (
+        "literal-secret",
+        _edit("${FLASHRSI_TEST_CANARY_API_KEY}", "sk-live0123456789abcdefXYZ"),
+        [],
+        ["agent.llm.api_key (line 10)", "literal secret", "${OPENAI_API_KEY}"],
+    ),
+    (
+        "negative-split",
+        _edit("dev: 5", "dev: -5"),
+        [],
+        ["benchmark.split_counts.dev (line 20)", "greater than or equal to 0"],
+    ),
+    (
+        "duplicate-key",
+        _edit("  max_steps: 4", "  max_steps: 4\n  max_steps: 5"),
+        [],
+        ["max_steps (line 14)", "duplicate key 'max_steps' (first defined on line 13)"],
+    ),
+    (
+        "wrong-algorithm",
+        _edit("name: meta_harness", "name: meta_harnes"),
+        [],
+        ["algorithm.name (line 12)", "'meta_harness'", "got meta_harnes"],
+    ),
+    (
+        "override-wrong-type",
+        None,
+        ["--agent.max_turns", "lots"],
+        ["agent.max_turns (set by --agent.max_turns)", "valid integer"],
+    ),
     ("not-a-mapping", lambda text: "- just\n- a list\n", [], ["expected a mapping"]),
-    ("section-not-mapping", _edit("benchmark:\n  name: text_classification\n  split_counts: "
-                                  "{train: 10, dev: 5, test: 20}\n", "benchmark: 3\n"), [],
-     ["benchmark (line 18)", "expected a mapping"]),
-    ("bad-experiment-name", _edit("name: exp-1", "name: a|b"), [],
-     ["experiment.name (line 2)", "letters, digits"]),
-    ("override-into-scalar", None, ["--agent.timeout.seconds", "3"],
-     ["agent.timeout.seconds", "unknown key 'seconds'"]),
+    (
+        "section-not-mapping",
+        _edit(
+            "benchmark:\n  name: text_classification\n  split_counts: "
+            "{train: 10, dev: 5, test: 20}\n",
+            "benchmark: 3\n",
+        ),
+        [],
+        ["benchmark (line 18)", "expected a mapping"],
+    ),
+    (
+        "bad-experiment-name",
+        _edit("name: exp-1", "name: a|b"),
+        [],
+        ["experiment.name (line 2)", "letters, digits"],
+    ),
+    (
+        "override-into-scalar",
+        None,
+        ["--agent.timeout.seconds", "3"],
+        ["agent.timeout.seconds", "unknown key 'seconds'"],
+    ),
     ("missing-file", lambda text: None, [], ["config file does not exist"]),
 ]
 
@@ -60,8 +123,9 @@ def _snapshot_tree(*roots: Path) -> set[str]:
     return {str(p) for root in roots for p in root.rglob("*")}
 
 
-@pytest.mark.parametrize(("change", "args", "fragments"),
-                         [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("change", "args", "fragments"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_bad_input_exits_non_zero_naming_the_key(config_dir, capsys, change, args, fragments):
     path = config_dir / "exp.yaml"
     if change is not None:
@@ -88,8 +152,12 @@ def test_the_installed_command_exits_non_zero(config_dir):
     path.write_text(VALID.replace("max_steps: 4", "max_steps: -1"))
     flashrsi = Path(sys.executable).parent / "flashrsi"
 
-    result = subprocess.run([str(flashrsi), "validate", "--config", str(path)],
-                            capture_output=True, text=True, env=os.environ.copy())
+    result = subprocess.run(
+        [str(flashrsi), "validate", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+    )
 
     assert result.returncode == 2
     assert "algorithm.max_steps (line 13)" in result.stderr

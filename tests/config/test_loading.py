@@ -38,8 +38,17 @@ def test_default_home_is_under_the_working_directory(config_dir):
 def test_overrides_are_coerced_by_the_schema(config_dir):
     config = load_config(
         config_dir / "exp.yaml",
-        ["--algorithm.max_steps", "2", "--benchmark.limit=9", "--experiment.name", "123",
-         "--agent.llm.temperature", "0.5", "--benchmark.split_counts.dev", "3"],
+        [
+            "--algorithm.max_steps",
+            "2",
+            "--benchmark.limit=9",
+            "--experiment.name",
+            "123",
+            "--agent.llm.temperature",
+            "0.5",
+            "--benchmark.split_counts.dev",
+            "3",
+        ],
     )
 
     assert config.algorithm.max_steps == 2
@@ -84,10 +93,14 @@ def test_an_unset_secret_fails_only_when_resolved(config_dir, monkeypatch):
 
 def test_non_json_yaml_values_are_recorded_as_tagged_yaml(config_dir):
     path = config_dir / "exp.yaml"
-    path.write_text(path.read_text().replace(
-        "    base_url: offline\n    api_key",
-        "    base_url: offline\n    extra_body: {since: 2024-05-01, raw: !!binary AAEC,"
-        " tags: !!set {a, b}}\n    api_key", 1))
+    path.write_text(
+        path.read_text().replace(
+            "    base_url: offline\n    api_key",
+            "    base_url: offline\n    extra_body: {since: 2024-05-01, raw: !!binary AAEC,"
+            " tags: !!set {a, b}}\n    api_key",
+            1,
+        )
+    )
 
     config = load_config(path)
 

@@ -37,8 +37,9 @@ def test_reopening_with_the_same_config_is_fine(config_dir):
 
 def test_a_changed_config_is_refused_listing_what_changed(config_dir):
     open_experiment(load_config(config_dir / "exp.yaml"))
-    changed = load_config(config_dir / "exp.yaml", ["--algorithm.max_steps", "9",
-                                                     "--benchmark.limit", "3"])
+    changed = load_config(
+        config_dir / "exp.yaml", ["--algorithm.max_steps", "9", "--benchmark.limit", "3"]
+    )
 
     with pytest.raises(ConfigChangedError) as info:
         open_experiment(changed)

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+
 import pytest
 
 from flashrsi_dagster.records import write_text_atomic
@@ -33,8 +34,9 @@ def test_sigkill_during_writes_never_leaves_a_torn_file(tmp_path):
     rng = random.Random(0)
     kills_mid_write = 0
     for _ in range(12):
-        writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(target)],
-                                  stdout=subprocess.PIPE, text=True)
+        writer = subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(target)], stdout=subprocess.PIPE, text=True
+        )
         assert writer.stdout.readline().strip() == "ready"
         time.sleep(rng.uniform(0.01, 0.25))
         os.kill(writer.pid, signal.SIGKILL)

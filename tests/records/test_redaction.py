@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import logging
 
-from flashrsi_dagster.records import REDACTED, RedactingFilter, Redactor, Trajectory, read_record
-from flashrsi_dagster.records import write_record
+from flashrsi_dagster.records import (
+    REDACTED,
+    RedactingFilter,
+    Redactor,
+    Trajectory,
+    read_record,
+    write_record,
+)
 
 
 def test_known_values_secret_named_env_vars_and_key_shapes_are_redacted():
@@ -31,17 +37,30 @@ def test_short_values_are_not_treated_as_secrets():
 def test_nested_values_and_keys_are_redacted():
     redactor = Redactor(["hunter2hunter2"], environ={})
 
-    value = redactor.value({"messages": [{"content": "pw hunter2hunter2"}],
-                            "hunter2hunter2": 3, "n": 1.5, "none": None})
+    value = redactor.value(
+        {
+            "messages": [{"content": "pw hunter2hunter2"}],
+            "hunter2hunter2": 3,
+            "n": 1.5,
+            "none": None,
+        }
+    )
 
-    assert value == {"messages": [{"content": f"pw {REDACTED}"}], REDACTED: 3, "n": 1.5,
-                     "none": None}
+    assert value == {
+        "messages": [{"content": f"pw {REDACTED}"}],
+        REDACTED: 3,
+        "n": 1.5,
+        "none": None,
+    }
 
 
 def test_records_are_written_redacted(tmp_path):
     redactor = Redactor(["leaky-secret-value"], environ={})
     trajectory = Trajectory(
-        task_id="t", split="dev", snapshot_id="s", status="error",
+        task_id="t",
+        split="dev",
+        snapshot_id="s",
+        status="error",
         messages=[{"role": "assistant", "content": "key is leaky-secret-value"}],
         metadata={"env": "leaky-secret-value"},
         error={"type": "RuntimeError", "message": "auth leaky-secret-value failed"},

@@ -10,15 +10,29 @@ from flashrsi_dagster.records import ErrorInfo, Status, Trajectory, Usage
 
 def _trajectory(**overrides) -> Trajectory:
     fields = dict(
-        task_id="task-1", split="dev", snapshot_id="a" * 40, attempt=1,
-        status=Status.FAILURE, answer="spam", score=0.0,
-        messages=[{"role": "user", "content": "classify"},
-                  {"role": "assistant", "content": None,
-                   "tool_calls": [{"id": "c1", "function": {"name": "shell"}}]}],
+        task_id="task-1",
+        split="dev",
+        snapshot_id="a" * 40,
+        attempt=1,
+        status=Status.FAILURE,
+        answer="spam",
+        score=0.0,
+        messages=[
+            {"role": "user", "content": "classify"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c1", "function": {"name": "shell"}}],
+            },
+        ],
         usage=Usage(input_tokens=120, output_tokens=30, cost=0.002, turns=2, tool_calls=1),
         duration=1.25,
-        metadata={"labels": ["a", "b"], "seen": dt.date(2024, 1, 2), "raw": b"\x00\x01",
-                  "ids": {3, 4}},
+        metadata={
+            "labels": ["a", "b"],
+            "seen": dt.date(2024, 1, 2),
+            "raw": b"\x00\x01",
+            "ids": {3, 4},
+        },
     )
     fields.update(overrides)
     return Trajectory(**fields)
@@ -42,8 +56,13 @@ def test_json_form_is_plain_json_with_type_and_schema_version():
     assert data["schema_version"] == 1
     assert data["status"] == "failure"
     assert data["metadata"]["seen"] == {"type": "yaml", "value": "2024-01-02\n...\n"}
-    assert data["usage"] == {"input_tokens": 120, "output_tokens": 30, "cost": 0.002,
-                             "turns": 2, "tool_calls": 1}
+    assert data["usage"] == {
+        "input_tokens": 120,
+        "output_tokens": 30,
+        "cost": 0.002,
+        "turns": 2,
+        "tool_calls": 1,
+    }
 
 
 def test_a_literal_tagged_mapping_survives_the_round_trip():

@@ -9,12 +9,14 @@ from flashrsi_dagster.snapshots import Components, ComponentsError
 
 @pytest.fixture
 def components() -> Components:
-    return Components.parse({
-        "code": ["runtime/**", "tools/*.py"],
-        "prompt": ["prompts/**"],
-        "skill": ["skills/**/SKILL.md"],
-        "config": "CLAUDE.md",
-    })
+    return Components.parse(
+        {
+            "code": ["runtime/**", "tools/*.py"],
+            "prompt": ["prompts/**"],
+            "skill": ["skills/**/SKILL.md"],
+            "config": "CLAUDE.md",
+        }
+    )
 
 
 @pytest.mark.parametrize(
@@ -53,7 +55,7 @@ def test_role_of_matches_globs_by_path_segment(components, path, role):
     ],
 )
 def test_malformed_declarations_name_the_file_and_role(data, message):
-    with pytest.raises(ComponentsError, match="components.yaml") as info:
+    with pytest.raises(ComponentsError, match=r"components\.yaml") as info:
         Components.parse(data)
     assert message in str(info.value)
 

@@ -24,7 +24,10 @@ def test_seed_captures_only_declared_files(store, make_harness):
 
     files = store._git("ls-tree", "-r", "--name-only", seed.tree).split()
     assert sorted(files) == [
-        "prompts/system.md", "runtime/agent.py", "runtime/run.sh", "skills/labels/SKILL.md",
+        "prompts/system.md",
+        "runtime/agent.py",
+        "runtime/run.sh",
+        "skills/labels/SKILL.md",
     ]
     assert seed.parent_id is None
     assert seed.components.roles["prompt"] == ("prompts/**",)
@@ -42,8 +45,9 @@ def test_snapshot_is_a_real_git_commit_and_its_id_is_stable(store, make_harness)
 
 
 def test_checkout_round_trips_binary_bytes_and_executable_bits(store, make_harness, tmp_path):
-    harness = make_harness({"runtime/blob.bin": BINARY, "runtime/tool": "#!/bin/sh\n",
-                            "prompts/crlf.md": "a\r\nb\r\n"})
+    harness = make_harness(
+        {"runtime/blob.bin": BINARY, "runtime/tool": "#!/bin/sh\n", "prompts/crlf.md": "a\r\nb\r\n"}
+    )
     os.chmod(harness / "runtime/tool", 0o755)
     seed = store.create_seed(harness)
 
@@ -71,7 +75,9 @@ def test_edit_becomes_a_child_commit_with_changed_paths_and_diff(store, make_har
     assert child.parent_id == seed.id
     assert git.Repo(store.root).commit(child.id).parents[0].hexsha == seed.id
     assert {(c.status, c.path) for c in outcome.changed} == {
-        ("M", "prompts/system.md"), ("A", "skills/new/SKILL.md"), ("D", "runtime/run.sh"),
+        ("M", "prompts/system.md"),
+        ("A", "skills/new/SKILL.md"),
+        ("D", "runtime/run.sh"),
     }
     assert store.changed_paths(seed, child) == list(outcome.changed)
     diff = store.diff(seed, child)
@@ -116,18 +122,38 @@ def test_unchanged_checkout_is_a_noop_and_creates_nothing(store, make_harness, t
         (lambda w: (w / "notes.txt").write_text("x"), "notes.txt", "not a declared"),
         (lambda w: (w / "runtime/.git").mkdir(), "runtime/.git", "git metadata"),
         (lambda w: (w / ".git").write_text("gitdir: /tmp/x"), ".git", "git metadata"),
-        (lambda w: (w / "prompts/.gitattributes").write_text("* filter=x"),
-         "prompts/.gitattributes", "git metadata"),
-        (lambda w: os.symlink("/etc/passwd", w / "prompts/link.md"), "prompts/link.md",
-         "absolute path"),
-        (lambda w: os.symlink("../../outside.md", w / "prompts/up.md"), "prompts/up.md",
-         "outside the harness"),
-        (lambda w: (w / "prompts/big.md").write_bytes(b"x" * 2049), "prompts/big.md",
-         "over the limit"),
+        (
+            lambda w: (w / "prompts/.gitattributes").write_text("* filter=x"),
+            "prompts/.gitattributes",
+            "git metadata",
+        ),
+        (
+            lambda w: os.symlink("/etc/passwd", w / "prompts/link.md"),
+            "prompts/link.md",
+            "absolute path",
+        ),
+        (
+            lambda w: os.symlink("../../outside.md", w / "prompts/up.md"),
+            "prompts/up.md",
+            "outside the harness",
+        ),
+        (
+            lambda w: (w / "prompts/big.md").write_bytes(b"x" * 2049),
+            "prompts/big.md",
+            "over the limit",
+        ),
         (lambda w: os.mkfifo(w / "prompts/pipe"), "prompts/pipe", "not a regular file"),
     ],
-    ids=["undeclared", "nested-git", "git-file", "gitattributes", "abs-symlink",
-         "escaping-symlink", "too-big", "fifo"],
+    ids=[
+        "undeclared",
+        "nested-git",
+        "git-file",
+        "gitattributes",
+        "abs-symlink",
+        "escaping-symlink",
+        "too-big",
+        "fifo",
+    ],
 )
 def test_unsafe_edits_are_refused_with_a_reason(make_harness, tmp_path, edit, path, reason):
     store = SnapshotStore(tmp_path / "store", max_file_bytes=2048)
