@@ -18,8 +18,8 @@ import json
 import os
 import shutil
 import tempfile
-from contextlib import nullcontext
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
