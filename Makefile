@@ -9,11 +9,12 @@ PYTHON ?= python3
 .PHONY: demo test lint env clean
 
 demo: env
-	@echo "== flashrsi: checking the example experiment =="
-	$(UV) run --locked flashrsi validate --config examples/meta_harness.yaml \
-		--algorithm.max_steps 2 --benchmark.limit 9 > /dev/null
-	@echo "The config above is valid. The Meta-Harness job that runs it lands with the"
-	@echo "Meta-Harness issue; until then 'make demo' stops after validation."
+	@echo "== flashrsi: validating the example experiment =="
+	@$(UV) run --locked flashrsi validate --config examples/meta_harness.yaml \
+		--algorithm.max_steps 2 --benchmark.limit 9
+	@echo "== the config is valid; the line starting with '# ok' says what it will run."
+	@echo "== The Meta-Harness job that runs it lands with its issue; until then"
+	@echo "== 'make demo' stops after validation."
 
 test: env
 	$(UV) run --locked pytest

@@ -134,6 +134,7 @@ class SnapshotStore:
                 config.set_value("gc", "auto", "0")
         (self.root / "checkouts").mkdir(exist_ok=True)
         (self.root / "tmp").mkdir(exist_ok=True)
+        _sweep_orphans(self.root / "tmp")
         self._cache: dict[str, Snapshot] = {}
 
     # -- creating snapshots -------------------------------------------------------------
@@ -485,3 +486,24 @@ class _Quarantine:
 
     def __exit__(self, *exc: object) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _sweep_orphans(tmp: Path) -> None:
+    """Remove temporary indexes and object quarantines left by processes that died mid-commit."""
+    for entry in tmp.iterdir():
+        pid = entry.name.split("-")[1] if entry.name.count("-") >= 2 else ""
+        if pid.isdigit() and not _alive(int(pid)):
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 import git
@@ -284,3 +285,19 @@ def test_seed_uses_explicit_components_and_skips_git_metadata(store, make_harnes
     seed = store.create_seed(harness, Components.parse({"prompt": ["prompts/*.md"]}))
 
     assert store._git("ls-tree", "-r", "--name-only", seed.tree).split() == ["prompts/system.md"]
+
+
+def test_reopening_the_store_sweeps_leftovers_of_dead_processes(store, tmp_path):
+    child = subprocess.Popen(["true"])
+    child.wait()
+    orphan_index = store.root / "tmp" / f"index-{child.pid}-abcdef"
+    orphan_objects = store.root / "tmp" / f"objects-{child.pid}-abcdef"
+    orphan_index.write_bytes(b"DIRC")
+    (orphan_objects / "ab").mkdir(parents=True)
+    live_index = store.root / "tmp" / f"index-{os.getpid()}-abcdef"
+    live_index.write_bytes(b"DIRC")
+
+    SnapshotStore(store.root)
+
+    assert not orphan_index.exists() and not orphan_objects.exists()
+    assert live_index.exists()
