@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -48,10 +47,6 @@ def path_problem(path: str) -> str | None:
     return None
 
 
-def _ignored(name: str, is_dir: bool) -> bool:
-    return name in IGNORED_DIRS if is_dir else name.endswith(IGNORED_SUFFIXES)
-
-
 def scan(
     root: Path, declared: Callable[[str], bool], *, max_file_bytes: int, strict: bool
 ) -> tuple[list[Entry], list[Refusal]]:
@@ -63,52 +58,51 @@ def scan(
     """
     entries: list[Entry] = []
     refusals: list[Refusal] = []
-    for rel, info in _walk(root, ""):
-        name = rel.rsplit("/", 1)[-1]
-        if name in GIT_METADATA:
+    for rel, item in _walk(root):
+        if item.name in GIT_METADATA:
             if strict:
                 refusals.append(Refusal(rel, path_problem(rel) or "git metadata"))
-            continue
-        if stat.S_ISDIR(info.st_mode):
-            continue
-        if not declared(rel):
+        elif not declared(rel):
             if strict:
                 refusals.append(Refusal(rel, "not a declared component file"))
-            continue
-        refusal = _entry_problem(root, rel, info, max_file_bytes)
-        if refusal:
-            refusals.append(Refusal(rel, refusal))
+        elif problem := _entry_problem(rel, item, max_file_bytes):
+            refusals.append(Refusal(rel, problem))
         else:
-            entries.append(Entry(rel, info.st_size, stat.S_ISLNK(info.st_mode)))
-    return entries, refusals
+            size = 0 if item.is_symlink() else item.stat(follow_symlinks=False).st_size
+            entries.append(Entry(rel, size, item.is_symlink()))
+    return entries, sorted(refusals, key=lambda r: r.path)
 
 
-def _walk(root: Path, prefix: str) -> Iterator[tuple[str, os.stat_result]]:
-    with os.scandir(root / prefix if prefix else root) as listing:
-        children = sorted(listing, key=lambda e: e.name)
-    for child in children:
-        rel = f"{prefix}/{child.name}" if prefix else child.name
-        info = child.stat(follow_symlinks=False)
-        is_dir = stat.S_ISDIR(info.st_mode)
-        if _ignored(child.name, is_dir):
-            continue
-        yield rel, info
-        if is_dir and child.name not in GIT_METADATA:
-            yield from _walk(root, rel)
+def _walk(root: Path) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """Every non-folder entry under `root` (git metadata folders included, not entered)."""
+    stack = [""]
+    while stack:
+        prefix = stack.pop()
+        with os.scandir(root / prefix if prefix else root) as listing:
+            for item in listing:
+                rel = f"{prefix}/{item.name}" if prefix else item.name
+                # DirEntry type checks use the directory listing itself: no stat call.
+                if item.is_dir(follow_symlinks=False):
+                    if item.name in GIT_METADATA:
+                        yield rel, item
+                    elif item.name not in IGNORED_DIRS:
+                        stack.append(rel)
+                elif not item.name.endswith(IGNORED_SUFFIXES):
+                    yield rel, item
 
 
-def _entry_problem(root: Path, rel: str, info: os.stat_result, max_file_bytes: int) -> str | None:
-    mode = info.st_mode
-    if stat.S_ISLNK(mode):
-        target = os.readlink(root / rel)
+def _entry_problem(rel: str, item: os.DirEntry[str], max_file_bytes: int) -> str | None:
+    if item.is_symlink():
+        target = os.readlink(item.path)
         if os.path.isabs(target):
             return f"symlink to an absolute path ({target}) is not allowed"
         resolved = os.path.normpath(os.path.join(os.path.dirname(rel), target))
         if resolved == ".." or resolved.startswith("../"):
             return f"symlink points outside the harness ({target})"
         return None
-    if not stat.S_ISREG(mode):
+    if not item.is_file(follow_symlinks=False):
         return "not a regular file or symlink"
-    if info.st_size > max_file_bytes:
-        return f"file is {info.st_size} bytes, over the limit of {max_file_bytes}"
+    size = item.stat(follow_symlinks=False).st_size
+    if size > max_file_bytes:
+        return f"file is {size} bytes, over the limit of {max_file_bytes}"
     return None

@@ -203,41 +203,40 @@ class SnapshotStore:
         if refusals:
             return EditOutcome("refused", parent.id, refusals=tuple(refusals))
         template = self._checkout_index(checkout, parent.id)
-        with self._temp_index(template) as index, self._quarantine() as objects:
+        with self._temp_index(template) as index:
             if not index.exists():
                 self._git("read-tree", parent.tree, index=index)
+            # Secrets are looked for before `git add`, so a refused edit writes no object.
+            leaks = self._leaks(checkout, self._edited_paths(index, checkout))
+            if leaks:
+                return EditOutcome("refused", parent.id, refusals=tuple(leaks))
             self._git(
-                "add",
-                "--all",
-                "--force",
-                "--",
-                ".",
-                *_EXCLUDES,
-                index=index,
-                work_tree=checkout,
-                env=objects.env,
+                "add", "--all", "--force", "--", ".", *_EXCLUDES, index=index, work_tree=checkout
             )
-            tree = self._git("write-tree", index=index, env=objects.env)
+            tree = self._git("write-tree", index=index)
             if tree == parent.tree:
                 return EditOutcome("noop", parent.id)
-            if self._secrets is not None:
-                staged = self._git(
-                    "diff-index",
-                    "--cached",
-                    "--name-only",
-                    "-z",
-                    "--no-renames",
-                    parent.tree,
-                    index=index,
-                    env=objects.env,
-                )
-                leaks = self._leaks(checkout, [p for p in staged.split("\0") if p])
-                if leaks:
-                    return EditOutcome("refused", parent.id, refusals=tuple(leaks))
-            objects.keep(self.root / "objects")
             child = self._commit(tree, parent.id, message, metadata, components)
             self._remember_checkout(checkout, index, child.id)
         return EditOutcome("committed", parent.id, child, tuple(self.changed_paths(parent, child)))
+
+    def _edited_paths(self, index: Path, checkout: Path) -> list[str]:
+        """Files that differ from `index` (by git's stat cache) or are new; only needed when
+        there are secrets to look for."""
+        if self._secrets is None:
+            return []
+        listing = self._git(
+            "ls-files",
+            "--modified",
+            "--others",
+            "-z",
+            "--",
+            ".",
+            *_EXCLUDES,
+            index=index,
+            work_tree=checkout,
+        )
+        return [path for path in listing.split("\0") if path]
 
     def _leaks(self, folder: Path, paths: list[str]) -> list[Refusal]:
         if self._secrets is None:
@@ -412,9 +411,6 @@ class SnapshotStore:
     def _temp_index(self, template: Path | None = None) -> _TempIndex:
         return _TempIndex(self.root / "tmp", template)
 
-    def _quarantine(self) -> _Quarantine:
-        return _Quarantine(self.root / "tmp", self.root / "objects")
-
     def _git(
         self,
         *args: str,
@@ -422,9 +418,8 @@ class SnapshotStore:
         work_tree: Path | None = None,
         stdin: str | None = None,
         strip: bool = True,
-        env: Mapping[str, str] | None = None,
     ) -> str:
-        env = {**_IDENTITY, **(env or {})}
+        env = dict(_IDENTITY)
         if index is not None:
             env["GIT_INDEX_FILE"] = str(index)
         command = ["git", f"--git-dir={self.root}"]
@@ -460,36 +455,8 @@ class _TempIndex:
         Path(f"{self.path}.lock").unlink(missing_ok=True)
 
 
-class _Quarantine:
-    """New objects go to a private folder (git's alternates still see the store's), so an
-    edit that is refused or a no-op leaves nothing behind; `keep` moves them into the store."""
-
-    def __init__(self, folder: Path, store_objects: Path) -> None:
-        self.path = folder / f"objects-{os.getpid()}-{os.urandom(6).hex()}"
-        self.env = {
-            "GIT_OBJECT_DIRECTORY": str(self.path),
-            "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(store_objects),
-        }
-
-    def __enter__(self) -> _Quarantine:
-        self.path.mkdir()
-        return self
-
-    def keep(self, store_objects: Path) -> None:
-        for fanout in self.path.iterdir():
-            if not fanout.is_dir() or len(fanout.name) != 2:
-                continue
-            target = store_objects / fanout.name
-            target.mkdir(exist_ok=True)
-            for obj in fanout.iterdir():
-                os.replace(obj, target / obj.name)
-
-    def __exit__(self, *exc: object) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
-
-
 def _sweep_orphans(tmp: Path) -> None:
-    """Remove temporary indexes and object quarantines left by processes that died mid-commit."""
+    """Remove temporary indexes left by processes that died mid-commit."""
     for entry in tmp.iterdir():
         pid = entry.name.split("-")[1] if entry.name.count("-") >= 2 else ""
         if pid.isdigit() and not _alive(int(pid)):

@@ -186,19 +186,20 @@ def test_symlink_inside_the_harness_is_kept(store, make_harness, tmp_path):
     assert os.readlink(out / "runtime/system.md") == "../prompts/system.md"
 
 
-def test_edit_holding_a_known_secret_is_refused_and_leaves_no_object(make_harness, tmp_path):
+@pytest.mark.parametrize("where", ["prompts/system.md", "skills/new/SKILL.md"])
+def test_edit_holding_a_known_secret_is_refused_and_leaves_no_object(make_harness, tmp_path, where):
     secret = "s3cr3t-value-for-test-0042"
     store = SnapshotStore(tmp_path / "store", secret_filter=Redactor([secret], environ={}))
     seed = store.create_seed(make_harness())
     work = store.check_out(seed, tmp_path / "work")
-    (work / "prompts/system.md").write_text(f"use key {secret}\n")
+    (work / where).parent.mkdir(parents=True, exist_ok=True)
+    (work / where).write_text(f"use key {secret}\n")
 
     outcome = store.commit_child(seed, work, message="leak")
 
     assert outcome.status == "refused"
+    assert [r.path for r in outcome.refusals] == [where]
     assert "secret" in outcome.reason
-    loose = [p for p in (store.root).rglob("*") if p.is_file()]
-    assert not any(secret.encode() in p.read_bytes() for p in loose)
     dump = store._git("cat-file", "--batch-all-objects", "--batch")
     assert secret not in dump
 
