@@ -26,26 +26,21 @@ def _parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    validate = commands.add_parser(
-        "validate",
-        help="check a config and print it normalised",
-        allow_abbrev=False,
-        epilog=_OVERRIDES_HELP,
-    )
-    validate.add_argument("--config", required=True, type=Path, help="experiment YAML file")
-    init = commands.add_parser(
-        "init",
-        help="create (or reopen) the experiment folder of a config",
-        allow_abbrev=False,
-        epilog=_OVERRIDES_HELP,
-    )
-    init.add_argument("--config", required=True, type=Path, help="experiment YAML file")
+    _config_command(commands, "validate", "check a config and print it normalised")
+    init = _config_command(commands, "init", "create (or reopen) the experiment of a config")
     init.add_argument(
         "--force",
         action="store_true",
         help="reopen despite a changed config; marks the experiment as not validly sealed",
     )
     return parser
+
+
+def _config_command(commands, name: str, summary: str) -> argparse.ArgumentParser:
+    """A sub-command that takes `--config FILE` followed by dotted overrides."""
+    command = commands.add_parser(name, help=summary, allow_abbrev=False, epilog=_OVERRIDES_HELP)
+    command.add_argument("--config", required=True, type=Path, help="experiment YAML file")
+    return command
 
 
 def main(argv: Sequence[str] | None = None) -> int:
