@@ -63,6 +63,13 @@ class ReasoningConfig(Section):
     )
 
 
+class PriceConfig(Section):
+    """USD per million tokens; with it, usage records carry a cost."""
+
+    input_per_mtok: float = Field(ge=0, description="USD per million input tokens.")
+    output_per_mtok: float = Field(ge=0, description="USD per million output tokens.")
+
+
 class LLMConfig(Section):
     """How one role talks to its model. Each role has its own."""
 
@@ -86,6 +93,7 @@ class LLMConfig(Section):
     )
     timeout: float = Field(120.0, gt=0, description="Seconds allowed for one model call.")
     max_retries: int = Field(2, ge=0, description="Retries of a failed call (429, 5xx, timeout).")
+    price: PriceConfig | None = Field(None, description="Token prices; None: cost not computed.")
 
     @field_validator("base_url")
     @classmethod

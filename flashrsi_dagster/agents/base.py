@@ -1,0 +1,129 @@
+"""The `Agent` base class: one role (target or Worker) running one harness snapshot.
+
+An adapter subclasses `Agent`, sets `name` and `description`, and implements `_run`. The base
+class owns what every adapter needs the same way: the role config copied at construction and
+frozen per run and per batch, the snapshot folder, the RunConfig record at the head of the
+messages, timing, and turning an unexpected exception into an error trajectory.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+from flashrsi_dagster.agents.run_config import run_config_message
+from flashrsi_dagster.config.models import ExperimentConfig, RoleConfig
+from flashrsi_dagster.records import ErrorInfo, Redactor, Status, Trajectory, Usage
+
+
+class AgentConfigError(TypeError):
+    """An agent was built from the wrong config (e.g. a whole experiment config)."""
+
+
+class Agent(ABC):
+    name: ClassVar[str]
+    description: ClassVar[str]
+    has_file_tools: ClassVar[bool] = False
+    """True when the agent can list, read and edit files: required of a Worker."""
+
+    def __init__(self, config: RoleConfig, files_dir: Path, *, role: str = "target") -> None:
+        if isinstance(config, ExperimentConfig):
+            raise AgentConfigError(
+                f"{type(self).__name__} takes one role's config — config.agent for the target "
+                "or config.algorithm.worker for the Worker — not the whole experiment config"
+            )
+        if not isinstance(config, RoleConfig):
+            raise AgentConfigError(f"expected a RoleConfig, got {type(config).__name__}")
+        self.config = config.model_copy(deep=True)
+        self.role = role
+        self.files_dir = Path(files_dir).resolve()
+        self.snapshot_id: str | None = None
+        self._frozen: RoleConfig | None = None
+        self.redactor = Redactor()
+
+    # -- what adapters implement ----------------------------------------------------------
+
+    @classmethod
+    def builtin_harness(cls) -> Path:
+        """The harness folder used when the role sets no `source_dir`."""
+        raise AgentConfigError(f"agent type {cls.name!r} has no built-in harness; set source_dir")
+
+    @abstractmethod
+    def _run(self, working_dir: Path, instruction: str) -> Trajectory:
+        """Run the harness on `working_dir` with the task's `instruction`.
+
+        Read settings only from `self.run_config`; return the harness's answer, status,
+        messages and usage; close every process or session started before returning."""
+
+    # -- what callers use ------------------------------------------------------------------
+
+    @property
+    def run_config(self) -> RoleConfig:
+        """The config frozen for the current run or batch (the live config outside one)."""
+        return self._frozen if self._frozen is not None else self.config
+
+    def update(self, files_dir: Path, snapshot_id: str | None = None) -> None:
+        """Run a different snapshot next: changes the files, never the model or connection."""
+        self.files_dir = Path(files_dir).resolve()
+        self.snapshot_id = snapshot_id
+
+    @contextmanager
+    def frozen(self) -> Iterator[RoleConfig]:
+        """Freeze the config for a batch of runs: edits to `self.config` apply to the next one."""
+        if self._frozen is not None:
+            yield self._frozen
+            return
+        self._frozen = self.config.model_copy(deep=True)
+        try:
+            yield self._frozen
+        finally:
+            self._frozen = None
+
+    def run(
+        self,
+        working_dir: Path,
+        instruction: str,
+        *,
+        task_id: str,
+        split: str | None = None,
+        attempt: int = 0,
+    ) -> Trajectory:
+        """One run. Never raises for the agent's own failures: they are error trajectories."""
+        started, clock = datetime.now(UTC), time.monotonic()
+        with self.frozen() as config:
+            try:
+                trajectory = self._run(Path(working_dir), instruction)
+            except Exception as exc:  # one run's failure is data, not a crash of the batch
+                trajectory = Trajectory(
+                    task_id=task_id,
+                    snapshot_id="",
+                    status=Status.ERROR,
+                    error=ErrorInfo.from_exception(exc),
+                )
+            header = run_config_message(config, self.snapshot_id, self.role, self.redactor)
+            return trajectory.model_copy(
+                update={
+                    "task_id": task_id,
+                    "split": split,
+                    "attempt": attempt,
+                    "snapshot_id": self.snapshot_id or "",
+                    "messages": [header, *trajectory.messages],
+                    "started": started,
+                    "duration": trajectory.duration or (time.monotonic() - clock),
+                    "usage": trajectory.usage or Usage(),
+                }
+            )
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most adapters hold nothing
+        """Release long-lived resources (sessions, servers); the default holds none."""
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

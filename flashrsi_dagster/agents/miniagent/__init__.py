@@ -1,0 +1,1 @@
+"""MiniAgent: the built-in harness (`harness/`), its process entry and its adapter."""

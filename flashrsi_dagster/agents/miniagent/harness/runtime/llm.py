@@ -1,0 +1,160 @@
+"""The model client: the OpenAI SDK, Chat Completions or Responses, settings passed explicitly.
+
+The loop keeps messages in the Chat Completions shape; the Responses API gets them translated.
+SDK retries follow `max_retries`; every call is bounded by `timeout`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+
+
+@dataclass
+class Reply:
+    message: dict[str, Any]
+    """The assistant message, Chat Completions shape (content, tool_calls)."""
+    text: str
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    """[{"id", "name", "arguments" (dict)}]."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class LLM:
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+        self.client = openai.OpenAI(
+            base_url=config.get("base_url"),
+            api_key=config.get("api_key") or "unused",
+            timeout=config.get("timeout", 120.0),
+            max_retries=config.get("max_retries", 2),
+            default_headers=config.get("headers") or None,
+        )
+
+    def complete(self, messages: list[dict], tools: list[dict]) -> Reply:
+        if self.config.get("api", "chat") == "responses":
+            return self._responses(messages, tools)
+        return self._chat(messages, tools)
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _params(self) -> dict[str, Any]:
+        c = self.config
+        params: dict[str, Any] = {"model": c["model"]}
+        if c.get("temperature") is not None:
+            params["temperature"] = c["temperature"]
+        if c.get("extra_body"):
+            params["extra_body"] = c["extra_body"]
+        return params
+
+    def _chat(self, messages: list[dict], tools: list[dict]) -> Reply:
+        params = self._params()
+        if self.config.get("max_tokens"):
+            params["max_tokens"] = self.config["max_tokens"]
+        effort = (self.config.get("reasoning") or {}).get("effort")
+        if effort:
+            params["reasoning_effort"] = effort
+        if tools:
+            params["tools"] = [{"type": "function", "function": t} for t in tools]
+        response = self.client.chat.completions.create(messages=messages, **params)
+        message = response.choices[0].message
+        calls = [
+            {"id": c.id, "name": c.function.name, "arguments": _arguments(c.function.arguments)}
+            for c in message.tool_calls or []
+        ]
+        wire: dict[str, Any] = {"role": "assistant", "content": message.content}
+        if message.tool_calls:
+            wire["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.function.name, "arguments": c.function.arguments},
+                }
+                for c in message.tool_calls
+            ]
+        usage = response.usage
+        return Reply(
+            wire,
+            message.content or "",
+            calls,
+            usage.prompt_tokens if usage else 0,
+            usage.completion_tokens if usage else 0,
+        )
+
+    def _responses(self, messages: list[dict], tools: list[dict]) -> Reply:
+        params = self._params()
+        if self.config.get("max_tokens"):
+            params["max_output_tokens"] = self.config["max_tokens"]
+        effort = (self.config.get("reasoning") or {}).get("effort")
+        if effort:
+            params["reasoning"] = {"effort": effort}
+        if tools:
+            params["tools"] = [{"type": "function", **t} for t in tools]
+        instructions, items = _responses_input(messages)
+        response = self.client.responses.create(
+            input=items, instructions=instructions or None, **params
+        )
+        calls = [
+            {"id": i.call_id, "name": i.name, "arguments": _arguments(i.arguments)}
+            for i in response.output
+            if i.type == "function_call"
+        ]
+        wire: dict[str, Any] = {"role": "assistant", "content": response.output_text or None}
+        if calls:
+            wire["tool_calls"] = [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+                }
+                for c in calls
+            ]
+        usage = response.usage
+        return Reply(
+            wire,
+            response.output_text or "",
+            calls,
+            usage.input_tokens if usage else 0,
+            usage.output_tokens if usage else 0,
+        )
+
+
+def _responses_input(messages: list[dict]) -> tuple[str, list[dict]]:
+    instructions, items = [], []
+    for m in messages:
+        if m["role"] == "system":
+            instructions.append(m["content"])
+        elif m["role"] == "tool":
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": m["tool_call_id"],
+                    "output": m["content"],
+                }
+            )
+        else:
+            if m.get("content"):
+                items.append({"role": m["role"], "content": m["content"]})
+            for c in m.get("tool_calls") or []:
+                items.append(
+                    {
+                        "type": "function_call",
+                        "call_id": c["id"],
+                        "name": c["function"]["name"],
+                        "arguments": c["function"]["arguments"],
+                    }
+                )
+    return "\n\n".join(instructions), items
+
+
+def _arguments(raw: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        return {"_invalid_json": raw}
+    return value if isinstance(value, dict) else {"_invalid_json": raw}

@@ -1,0 +1,45 @@
+"""The two roles: `TargetAgent(config.agent)` runs tasks, `WorkerAgent(config.algorithm.worker)`
+edits harnesses. Both look the adapter up by the role's `type`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from flashrsi_dagster.agents.base import Agent, AgentConfigError
+from flashrsi_dagster.agents.registry import adapter_class
+from flashrsi_dagster.config.models import ExperimentConfig, RoleConfig
+
+
+class WorkerConfigError(AgentConfigError):
+    """The Worker role names an agent that cannot edit files."""
+
+
+def TargetAgent(config: RoleConfig, files_dir: Path | None = None) -> Agent:
+    return _build(config, files_dir, role="target")
+
+
+def WorkerAgent(config: RoleConfig, files_dir: Path | None = None) -> Agent:
+    _refuse_experiment(config)
+    cls = adapter_class(config.type)
+    if not cls.has_file_tools:
+        raise WorkerConfigError(
+            f"algorithm.worker.type {config.type!r} ({cls.__name__}) has no file tools; the "
+            "Worker must be an agent that can list, read and edit files (e.g. `miniagent` or "
+            "`claude-code`), not a plain LLM"
+        )
+    return _build(config, files_dir, role="worker")
+
+
+def _build(config: RoleConfig, files_dir: Path | None, *, role: str) -> Agent:
+    _refuse_experiment(config)
+    cls = adapter_class(config.type)
+    folder = files_dir or config.source_dir or cls.builtin_harness()
+    return cls(config, folder, role=role)
+
+
+def _refuse_experiment(config: object) -> None:
+    if isinstance(config, ExperimentConfig):
+        raise AgentConfigError(
+            "pass one role's config — config.agent (target) or config.algorithm.worker "
+            "(Worker) — not the whole experiment config"
+        )

@@ -1,0 +1,1 @@
+"""Model connections per role: endpoints, clients, usage."""
