@@ -23,7 +23,7 @@ lint: env
 	$(UV) run --locked ruff check flashrsi_dagster tests bench
 
 env: $(UV)
-	$(UV) sync --locked --quiet
+	$(UV) sync --locked --quiet --all-extras
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
