@@ -33,7 +33,9 @@ class EchoAgent(Agent):
         self.config.llm.model = "changed-during-run"  # must not leak into this run
         assert self.run_config.llm.model == model
         return Trajectory(
-            task_id="", snapshot_id="", status=Status.SUCCESS,
+            task_id="",
+            snapshot_id="",
+            status=Status.SUCCESS,
             answer=f"{model}:{instruction}:{self.files_dir.name}",
             messages=[{"role": "assistant", "content": "done"}],
         )
@@ -132,8 +134,9 @@ def test_an_adapter_exception_becomes_an_error_trajectory(tmp_path):
 
 
 def test_run_config_holds_references_never_secret_values(tmp_path, canary):
-    agent = TargetAgent(_role(llm={"model": "m1", "api_key": "${FLASHRSI_TEST_CANARY_API_KEY}"}),
-                        tmp_path)
+    agent = TargetAgent(
+        _role(llm={"model": "m1", "api_key": "${FLASHRSI_TEST_CANARY_API_KEY}"}), tmp_path
+    )
 
     trajectory = agent.run(tmp_path, "x", task_id="t")
 

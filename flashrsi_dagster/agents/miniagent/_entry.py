@@ -17,18 +17,23 @@ import tempfile
 import threading
 from pathlib import Path
 
-import openai  # noqa: F401  - warm import, see the module docstring
-
 
 def main() -> int:
-    payload = json.loads(sys.stdin.read())
+    # Installed first: a cancel that arrives while we are still starting must not kill us
+    # before we can say so.
+    cancel = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: _cancel(cancel))
+    try:
+        import openai  # noqa: F401  - warm import, see the module docstring
+
+        payload = json.loads(sys.stdin.read())
+    except KeyboardInterrupt:
+        return 128 + signal.SIGTERM
     output = Path(payload.pop("output"))
     # Our own folder is not the harness's business: the harness imports from its snapshot.
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent]
     sys.path.insert(0, payload["files_dir"])
     os.chdir(payload["working_dir"])
-    cancel = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: _cancel(cancel))
 
     from runtime.agent import run
     from runtime.trace import Redactor

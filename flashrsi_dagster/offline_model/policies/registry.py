@@ -1,0 +1,59 @@
+"""Which policy answers a request: chosen by the request's `model` id."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from flashrsi_dagster.offline_model.conversation import Conversation, Reply
+from flashrsi_dagster.offline_model.errors import SimulatorError
+from flashrsi_dagster.offline_model.policies.classify import classify
+from flashrsi_dagster.offline_model.policies.echo import echo
+from flashrsi_dagster.offline_model.policies.script import Script, load_script
+from flashrsi_dagster.offline_model.policies.worker import improve
+
+Policy = Callable[[Conversation], Reply]
+
+SCRIPT_PREFIX = "simulator/script:"
+BUILTIN: dict[str, Policy] = {
+    "simulator/echo": echo,
+    "simulator/target": classify,
+    "simulator/worker": improve,
+}
+
+
+class PolicyRegistry:
+    """The built-in policies plus the scripts registered on one server."""
+
+    def __init__(self) -> None:
+        self._scripts: dict[str, Script] = {}
+        self._lock = threading.Lock()
+
+    def add_script(self, name: str, source: Path | str | Sequence[Any]) -> str:
+        """Register (or replace) a script; returns its model id. Raises `ScriptError`."""
+        name = name.removeprefix(SCRIPT_PREFIX)
+        if not name:
+            raise ValueError("a script needs a non-empty name")
+        replies, origin = load_script(source)
+        with self._lock:
+            self._scripts[name] = Script(name, replies, origin)
+        return SCRIPT_PREFIX + name
+
+    def model_ids(self) -> list[str]:
+        with self._lock:
+            return [*BUILTIN, *(SCRIPT_PREFIX + name for name in sorted(self._scripts))]
+
+    def resolve(self, model: str) -> Policy:
+        if model in BUILTIN:
+            return BUILTIN[model]
+        with self._lock:
+            script = self._scripts.get(model.removeprefix(SCRIPT_PREFIX))
+        if model.startswith(SCRIPT_PREFIX) and script is not None:
+            return script
+        raise SimulatorError(
+            404,
+            f"the offline model simulator has no model {model!r}; "
+            f"available: {', '.join(self.model_ids())}",
+        )

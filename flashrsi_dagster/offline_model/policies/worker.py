@@ -1,0 +1,211 @@
+"""`simulator/worker`: the demo Worker, improving a classification prompt from its history.
+
+Stateless and deterministic: every reply is decided from the conversation so far, through the
+MiniAgent tools `shell` (`{"command": str}`) and `editor` (`{"command": "view" | "create" |
+"str_replace" | "insert", "path", ...}`). Contract:
+
+- The user message names the history folder in a line `History: <relative path>` (default
+  `.history`) and the file to improve in `Prompt file: <relative path>` (default
+  `prompts/system.md`). Absolute paths and `..` are refused: it never looks outside the working
+  directory.
+- (a) `shell`: `find <history> -type f -name '*.json' | sort`.
+- (b) `shell`: `cat <file>` for every listed file (at most 50), all in one reply.
+- Failures are records with `"kind": "trajectory"`, `score` < 1 or `status` != `success`, a
+  `metadata.expected` label, and a first user message (text after `Text:` if present). With no
+  failure it replies that there is nothing to improve, and edits nothing.
+- (c) `editor view` of the prompt file; its output is read as `cat -n` lines (`<n>\t<line>`),
+  as "does not exist" / "is empty", or else as the raw file.
+- (d) Per failing label (alphabetical), up to 3 keywords: lower-cased letter-only words of 4+
+  letters, not stopwords, not yet keywords of that label, ranked by how many failing texts of
+  the label contain them (ties alphabetical). A label with a rule line gets a `str_replace`
+  extending that line; new rule lines `- <label> when the text mentions: <keywords>` are added
+  in one `insert` after the last line (or one `create` when the file does not exist).
+- (e) Once the edits are in the conversation, a final text summarising them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import PurePosixPath
+from typing import Any
+
+from flashrsi_dagster.offline_model.conversation import (
+    Conversation,
+    Reply,
+    ToolCall,
+    text_of,
+)
+from flashrsi_dagster.offline_model.policies.prompt_edits import (
+    Edit,
+    Failure,
+    plan_edits,
+    summary,
+)
+from flashrsi_dagster.offline_model.policies.rules import task
+
+DEFAULT_HISTORY = ".history"
+DEFAULT_PROMPT = "prompts/system.md"
+MAX_FILES = 50
+
+_HISTORY = re.compile(r"^\s*History:\s*`?(?P<path>[^`\s]+)`?\s*$", re.IGNORECASE | re.MULTILINE)
+_PROMPT = re.compile(r"^\s*Prompt file:\s*`?(?P<path>[^`\s]+)`?\s*$", re.I | re.MULTILINE)
+_NUMBERED = re.compile(r"^\s*(?P<number>\d+)\t(?P<line>.*)$")
+_MISSING = re.compile(r"does not exist|no such file|not found", re.IGNORECASE)
+_EMPTY = re.compile(r"\bis empty\.?\s*$", re.IGNORECASE)
+_TAG = re.compile(r"</?\w+>")  # output wrappers such as <output>…</output>
+_EDITS = ("create", "str_replace", "insert")
+
+
+def improve(conversation: Conversation) -> Reply:
+    paths = _assignment(conversation)
+    if isinstance(paths, str):
+        return Reply(text=paths)
+    history, prompt = paths
+    done = _results(conversation)
+    listing = done.get(("shell", find_command(history)))
+    if listing is None:
+        return Reply(tool_calls=(_shell(find_command(history)),))
+    files = listed_files(listing, history)
+    if unread := [path for path in files if ("shell", cat_command(path)) not in done]:
+        return Reply(tool_calls=tuple(_shell(cat_command(path)) for path in unread))
+    failures = [f for path in files if (f := failure_in(done[("shell", cat_command(path))]))]
+    if not failures:
+        return Reply(
+            text=f"Simulator worker: no failed trajectories in {history}; nothing to "
+            "improve, so nothing was edited."
+        )
+    view = done.get(("editor", "view", prompt))
+    if view is None:
+        return Reply(tool_calls=(_editor(command="view", path=prompt),))
+    lines = file_lines(view)
+    edits = plan_edits(lines or [], failures)
+    if not edits:
+        return Reply(
+            text=f"Simulator worker: {prompt} already has every keyword the "
+            f"{len(failures)} failed trajectories suggest; nothing was edited."
+        )
+    if any(("editor", command, prompt) in done for command in _EDITS):
+        return Reply(text=summary(edits, prompt, len(failures)))
+    return Reply(tool_calls=edit_calls(edits, lines, prompt))
+
+
+def _assignment(conversation: Conversation) -> tuple[str, str] | str:
+    """(history folder, prompt file) from the user message, or the reason to refuse."""
+    text = "\n".join(conversation.user_texts())
+    paths = []
+    for pattern, default in ((_HISTORY, DEFAULT_HISTORY), (_PROMPT, DEFAULT_PROMPT)):
+        match = pattern.search(text)
+        path = PurePosixPath(match["path"] if match else default)
+        if path.is_absolute() or ".." in path.parts or str(path).startswith("~"):
+            return (
+                f"Simulator worker: refusing {str(path)!r}: it only works with relative "
+                "paths inside its working directory."
+            )
+        paths.append(str(path))
+    return paths[0], paths[1]
+
+
+def _results(conversation: Conversation) -> dict[tuple[str, ...], str]:
+    """Results of earlier tool calls by what was asked: ("shell", command) or
+    ("editor", command, path)."""
+    done = {}
+    for call, result in conversation.exchanges():
+        if result is None:
+            continue
+        if call.name == "shell":
+            done[("shell", str(call.arguments.get("command")))] = result
+        elif call.name == "editor":
+            path = str(PurePosixPath(str(call.arguments.get("path"))))
+            done[("editor", str(call.arguments.get("command")), path)] = result
+    return done
+
+
+def find_command(history: str) -> str:
+    return f"find {shlex.quote(history)} -type f -name '*.json' | sort"
+
+
+def cat_command(path: str) -> str:
+    return f"cat {shlex.quote(path)}"
+
+
+def listed_files(listing: str, history: str) -> list[str]:
+    prefix = "" if history == "." else history.rstrip("/") + "/"
+    found = []
+    for raw in listing.splitlines():
+        path = _TAG.sub("", raw).strip()
+        inside = not PurePosixPath(path).is_absolute() and ".." not in PurePosixPath(path).parts
+        if inside and path.endswith(".json") and path.startswith(prefix):
+            found.append(path)
+    return sorted(set(found))[:MAX_FILES]
+
+
+def failure_in(output: str) -> Failure | None:
+    record = _json_object(output)
+    if record is None or record.get("kind") != "trajectory":
+        return None
+    score, status = record.get("score"), record.get("status")
+    scored_low = isinstance(score, int | float) and not isinstance(score, bool) and score < 1
+    metadata = record.get("metadata")
+    expected = metadata.get("expected") if isinstance(metadata, dict) else None
+    text = _first_user_text(record.get("messages"))
+    if not (scored_low or status != "success") or not isinstance(expected, str) or not text:
+        return None
+    return Failure(expected.strip(), task(text)[0])
+
+
+def _json_object(output: str) -> dict[str, Any] | None:
+    """The JSON object in a tool output, tolerating wrappers around it."""
+    start, end = output.find("{"), output.rfind("}")
+    if start < 0 or end < start:
+        return None
+    try:
+        value = json.loads(output[start : end + 1])
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _first_user_text(messages: Any) -> str:
+    for message in messages if isinstance(messages, list) else ():
+        if isinstance(message, dict) and message.get("role") == "user":
+            return text_of(message.get("content"))
+    return ""
+
+
+def file_lines(view: str) -> list[str] | None:
+    """The file's lines from `editor view` output; None when the file does not exist."""
+    numbered = [m for line in view.splitlines() if (m := _NUMBERED.match(line))]
+    if numbered:
+        lines = [""] * max(int(m["number"]) for m in numbered)
+        for match in numbered:
+            lines[int(match["number"]) - 1] = match["line"]
+        return lines
+    if _MISSING.search(view):
+        return None
+    return [] if _EMPTY.search(view) else view.splitlines()
+
+
+def edit_calls(edits: list[Edit], lines: list[str] | None, prompt: str) -> tuple[ToolCall, ...]:
+    if lines is None:
+        text = "".join(edit.new_line + "\n" for edit in edits)
+        return (_editor(command="create", path=prompt, file_text=text),)
+    calls = [
+        _editor(command="str_replace", path=prompt, old_str=edit.rule.line, new_str=edit.new_line)
+        for edit in edits
+        if edit.rule is not None
+    ]
+    if added := [edit.new_line for edit in edits if edit.rule is None]:
+        calls.append(
+            _editor(command="insert", path=prompt, insert_line=len(lines), new_str="\n".join(added))
+        )
+    return tuple(calls)
+
+
+def _shell(command: str) -> ToolCall:
+    return ToolCall("shell", {"command": command})
+
+
+def _editor(**arguments: Any) -> ToolCall:
+    return ToolCall("editor", arguments)

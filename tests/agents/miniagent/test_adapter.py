@@ -1,0 +1,221 @@
+"""MiniAgent end to end: the real entry subprocess, the real OpenAI SDK, the offline simulator."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from flashrsi_dagster.agents import TargetAgent, WorkerAgent
+from flashrsi_dagster.agents.miniagent.adapter import HARNESS
+from flashrsi_dagster.agents.miniagent.spares import ENTRY
+from flashrsi_dagster.config import RoleConfig
+from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
+from flashrsi_dagster.records import REDACTED, Status
+from tests.agents.miniagent.conftest import assert_group_gone
+from tests.conftest import CANARY_ENV
+
+
+@pytest.fixture(scope="module")
+def server():
+    with OfflineModelServer(ServerConfig()) as running:
+        yield running
+
+
+@pytest.fixture
+def harness_dir(tmp_path: Path) -> Path:
+    """A copy of the built-in harness with one folder skill."""
+    folder = tmp_path / "harness"
+    shutil.copytree(HARNESS, folder)
+    skill = folder / "skills" / "greeting"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\ndescription: how to greet\n---\nAlways greet with the word 'howdy'.\n"
+    )
+    return folder
+
+
+def _role(server, script: str, **fields) -> RoleConfig:
+    llm = {"model": f"simulator/script:{script}", "base_url": server.url, "max_retries": 0}
+    return RoleConfig.model_validate({"type": "miniagent", "llm": llm, **fields})
+
+
+def _call(tool: str, **arguments) -> dict:
+    return {"name": tool, "arguments": arguments}
+
+
+def test_scripted_task_uses_read_skill_shell_and_editor(server, harness_dir, tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    server.add_script(
+        "e2e",
+        [
+            {"tool_calls": [_call("read_skill", name="greeting")]},
+            {
+                "tool_calls": [
+                    _call("shell", command="echo hello > greeting.txt && cat greeting.txt")
+                ]
+            },
+            {
+                "tool_calls": [
+                    _call(
+                        "editor",
+                        command="str_replace",
+                        path="greeting.txt",
+                        old_str="hello",
+                        new_str="howdy",
+                    )
+                ]
+            },
+            {"tool_calls": [_call("editor", command="view", path="greeting.txt")]},
+            {"text": "done: howdy"},
+        ],
+    )
+    with TargetAgent(_role(server, "e2e"), harness_dir) as agent:
+        trajectory = agent.run(work, "Greet in greeting.txt", task_id="greet", split="dev")
+
+    assert trajectory.status == Status.SUCCESS, trajectory.error
+    assert trajectory.answer == "done: howdy"
+    assert (work / "greeting.txt").read_text() == "howdy\n"
+    roles = [m["role"] for m in trajectory.messages]
+    assert roles[:3] == ["run_config", "system", "user"]
+    assert roles.count("tool") == 4
+    tool_outputs = [m["content"] for m in trajectory.messages if m["role"] == "tool"]
+    assert "Always greet with the word 'howdy'." in tool_outputs[0]
+    assert "description:" not in tool_outputs[0]
+    assert "hello" in tool_outputs[1]
+    assert "how to greet" in trajectory.messages[1]["content"]  # skill listed in the prompt
+    usage = trajectory.usage
+    assert (usage.turns, usage.tool_calls) == (5, 4)
+    assert usage.input_tokens > 0 and usage.output_tokens > 0
+
+
+def test_a_command_that_outlives_its_timeout_leaves_no_process(server, harness_dir, tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    server.add_script(
+        "timeout",
+        [
+            {
+                "tool_calls": [
+                    _call("shell", command="echo $$ > pgid; sleep 300 & sleep 300", timeout=1)
+                ]
+            },
+            {"text": "gave up"},
+        ],
+    )
+    with TargetAgent(_role(server, "timeout"), harness_dir) as agent:
+        trajectory = agent.run(work, "wait", task_id="t")
+
+    assert trajectory.status == Status.SUCCESS
+    assert "timed out" in trajectory.messages[-2]["content"]
+    assert_group_gone(int((work / "pgid").read_text()))
+
+
+def test_run_timeout_cancels_and_keeps_the_partial_trajectory(server, harness_dir, tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    server.add_script(
+        "hang",
+        [
+            {"tool_calls": [_call("shell", command="echo started; echo $$ > pgid; sleep 300")]},
+            {"text": "never reached"},
+        ],
+    )
+    with TargetAgent(_role(server, "hang", timeout=6), harness_dir) as agent:
+        clock = time.monotonic()
+        trajectory = agent.run(work, "wait forever", task_id="t")
+        elapsed = time.monotonic() - clock
+
+    assert trajectory.status == Status.TIMEOUT
+    assert elapsed < 6 + 3
+    assert [m["role"] for m in trajectory.messages][:4] == [
+        "run_config",
+        "system",
+        "user",
+        "assistant",
+    ]
+    assert_group_gone(int((work / "pgid").read_text()))
+
+
+def test_sigterm_to_the_entry_yields_a_partial_result_within_3_seconds(
+    server, harness_dir, tmp_path
+):
+    work = tmp_path / "work"
+    work.mkdir()
+    output = tmp_path / "result.json"
+    server.add_script(
+        "sigterm",
+        [
+            {"tool_calls": [_call("shell", command="touch running; sleep 300")]},
+            {"text": "never reached"},
+        ],
+    )
+    payload = {
+        "output": str(output),
+        "files_dir": str(harness_dir),
+        "working_dir": str(work),
+        "instruction": "wait",
+        "max_turns": 5,
+        "llm": {"model": "simulator/script:sigterm", "base_url": server.url, "api_key": "x"},
+    }
+    entry = subprocess.Popen(
+        [sys.executable, str(ENTRY)], stdin=subprocess.PIPE, start_new_session=True
+    )
+    entry.stdin.write(json.dumps(payload).encode())
+    entry.stdin.close()
+    deadline = time.monotonic() + 30
+    while not (work / "running").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+    clock = time.monotonic()
+    entry.send_signal(signal.SIGTERM)
+    entry.wait(timeout=3)
+    elapsed = time.monotonic() - clock
+
+    result = json.loads(output.read_text())
+    assert elapsed < 3
+    assert result["status"] == "cancelled"
+    assert result["messages"][-1]["role"] == "assistant"  # the partial conversation is kept
+
+
+def test_canary_key_never_reaches_the_trajectory_or_the_shell(
+    server, harness_dir, tmp_path, canary
+):
+    work = tmp_path / "work"
+    work.mkdir()
+    server.add_script(
+        "canary",
+        [
+            {"tool_calls": [_call("shell", command=f"env > env.txt; echo {canary}")]},
+            {"text": f"the key is {canary}"},
+        ],
+    )
+    role = _role(server, "canary")
+    role.llm.api_key = "${" + CANARY_ENV + "}"
+    with TargetAgent(role, harness_dir) as agent:
+        trajectory = agent.run(work, "leak it", task_id="t")
+
+    dumped = trajectory.model_dump_json()
+    assert canary not in dumped
+    assert trajectory.answer == f"the key is {REDACTED}"
+    assert canary not in (work / "env.txt").read_text()
+    assert CANARY_ENV not in (work / "env.txt").read_text()
+
+
+def test_miniagent_can_be_the_worker(server, harness_dir):
+    worker = WorkerAgent(_role(server, "unused"), harness_dir)
+    worker.close()
+
+
+def test_miniagent_refuses_the_anthropic_api(server, harness_dir):
+    role = _role(server, "unused")
+    role.llm.api = "anthropic"
+    with pytest.raises(Exception, match="OpenAI-compatible"):
+        TargetAgent(role, harness_dir)

@@ -1,0 +1,60 @@
+"""`python -m flashrsi_dagster.offline_model`: serves in the foreground until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+import httpx2
+
+from flashrsi_dagster.offline_model.cli import main
+
+
+def test_it_announces_its_url_serves_scripts_and_stops_on_sigterm(tmp_path):
+    script = tmp_path / "demo.yaml"
+    script.write_text("- text: scripted hello\n")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "flashrsi_dagster.offline_model",
+            "--script",
+            f"demo={script}",
+            "--seed",
+            "3",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = process.stdout.readline().strip()
+        url = line.removeprefix("offline model simulator listening on ")
+        reply = httpx2.post(
+            f"{url}/chat/completions",
+            json={"model": "simulator/script:demo", "messages": [{"role": "user", "content": "x"}]},
+        )
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=5)
+    finally:
+        process.kill()
+
+    assert line.startswith("offline model simulator listening on http://127.0.0.1:")
+    assert url.endswith("/v1")
+    assert reply.json()["choices"][0]["message"]["content"] == "scripted hello"
+    assert code == 0
+    assert "simulator chat model=simulator/script:demo" in process.stderr.read()
+
+
+def test_bad_arguments_exit_2_with_the_reason(tmp_path, capsys):
+    missing = tmp_path / "missing.yaml"
+
+    assert main(["--script", f"demo={missing}"]) == 2
+    assert main(["--script", "no-equals-sign"]) == 2
+    assert main(["--failure-rate", "2"]) == 2
+
+    errors = capsys.readouterr().err
+    assert f"{missing}: cannot read the script file" in errors
+    assert "--script expects NAME=PATH" in errors
+    assert "failure_rate" in errors
