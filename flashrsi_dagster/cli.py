@@ -28,6 +28,11 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _config_command(commands, "validate", "check a config and print it normalised")
     init = _config_command(commands, "init", "create (or reopen) the experiment of a config")
+    commands.add_parser(
+        "offline-model",
+        help="serve the offline model simulator until stopped (see `offline-model --help`)",
+        add_help=False,
+    )
     init.add_argument(
         "--force",
         action="store_true",
@@ -44,6 +49,11 @@ def _config_command(commands, name: str, summary: str) -> argparse.ArgumentParse
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["offline-model"]:
+        from flashrsi_dagster.offline_model.cli import main as serve
+
+        return serve(argv[1:])
     args, overrides = _parser().parse_known_args(argv)
     try:
         config = load_config(args.config, overrides)

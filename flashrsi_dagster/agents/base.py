@@ -8,6 +8,7 @@ messages, timing, and turning an unexpected exception into an error trajectory.
 
 from __future__ import annotations
 
+import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
@@ -44,7 +45,9 @@ class Agent(ABC):
         self.files_dir = Path(files_dir).resolve()
         self.snapshot_id: str | None = None
         self._frozen: RoleConfig | None = None
-        self.redactor = Redactor()
+        # Knows the role's own key even when its variable is not named like a secret.
+        key = self.config.llm.api_key
+        self.redactor = Redactor([key.resolve()] if key and key.env_var in os.environ else [])
 
     # -- what adapters implement ----------------------------------------------------------
 

@@ -76,17 +76,15 @@ class LLMClient:
         if self._openai is None:
             self._openai = openai.OpenAI(
                 base_url=openai_base_url(self.config),
-                api_key=self._key() or None,
+                api_key=self._key(),
                 timeout=self.config.timeout,
                 max_retries=self.config.max_retries,
                 default_headers={ROLE_HEADER: self.role},
             )
         return self._openai
 
-    def _key(self) -> str | None:
-        if self.config.api_key is not None:
-            return self.config.api_key.resolve()
-        return "offline-simulator" if self.config.base_url == OFFLINE else None
+    def _key(self) -> str:
+        return resolve_key(self.config)
 
     def _common(self) -> dict[str, Any]:
         c = self.config
@@ -171,7 +169,7 @@ class LLMClient:
             headers={
                 "content-type": "application/json",
                 "anthropic-version": ANTHROPIC_VERSION,
-                "x-api-key": self._key() or "",
+                "x-api-key": self._key(),
                 ROLE_HEADER: self.role,
             },
         )
@@ -185,6 +183,15 @@ class LLMClient:
                     raise AnthropicAPIError(exc.code, detail) from None
             time.sleep(min(8.0, 0.5 * 2**attempt))
         raise AssertionError("unreachable")
+
+
+def resolve_key(llm: LLMConfig) -> str:
+    """The role's key, read from the environment now. Keys come from the config only, never
+    from OPENAI_API_KEY-style fallbacks; a role without one sends a placeholder that a real
+    endpoint will answer with a clear 401."""
+    if llm.api_key is not None:
+        return llm.api_key.resolve()
+    return "offline-simulator" if llm.base_url == OFFLINE else "no-api-key-configured"
 
 
 def _arguments(raw: str | None) -> dict[str, Any]:

@@ -15,8 +15,8 @@ from typing import Any
 from flashrsi_dagster.agents.base import Agent, AgentConfigError
 from flashrsi_dagster.agents.miniagent.spares import SparePool, kill_group
 from flashrsi_dagster.config.models import RoleConfig
-from flashrsi_dagster.llm.client import ROLE_HEADER
-from flashrsi_dagster.llm.endpoints import OFFLINE, openai_base_url
+from flashrsi_dagster.llm.client import ROLE_HEADER, resolve_key
+from flashrsi_dagster.llm.endpoints import openai_base_url
 from flashrsi_dagster.llm.usage import cost_of
 from flashrsi_dagster.records import ErrorInfo, Status, Trajectory, Usage
 from flashrsi_dagster.records.redaction import is_secret_env_name
@@ -66,11 +66,7 @@ class MiniAgent(Agent):
 
     def _payload(self, config: RoleConfig, working_dir: Path, instruction: str, output: Path):
         llm = config.llm
-        key = (
-            llm.api_key.resolve()
-            if llm.api_key
-            else ("offline-simulator" if llm.base_url == OFFLINE else None)
-        )
+        key = resolve_key(llm)
         return {
             "output": str(output),
             "files_dir": str(self.files_dir),
@@ -83,7 +79,7 @@ class MiniAgent(Agent):
                 "api_key": key,
                 "headers": {ROLE_HEADER: self.role},
             },
-            "secrets": [key] if key else [],
+            "secrets": [key],
         }
 
     def _trajectory(
