@@ -34,6 +34,11 @@ class ServerConfig(BaseModel):
     seed: int = Field(
         0, description="Seeds latency jitter and faults: same seed and request order, same run."
     )
+    record_bodies: bool = Field(
+        False,
+        description="Keep each model request's JSON body in the request log (`RequestRecord."
+        "body`), for tests that check what a client sent; off by default: bodies are large.",
+    )
     scripts: dict[str, Path | list[Any]] = Field(
         default_factory=dict,
         description="Script name -> YAML/JSON script file, or the list of replies itself; "

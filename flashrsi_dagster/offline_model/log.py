@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +31,9 @@ class RequestRecord(BaseModel):
     )
     fault: FaultKind | None = Field(None, description="The injected fault, if any.")
     duration: float = Field(0.0, ge=0, description="Seconds from arrival to the answer.")
+    body: dict[str, Any] | None = Field(
+        None, description="The request's JSON body, with `ServerConfig(record_bodies=True)`."
+    )
 
 
 class RequestLog:

@@ -150,6 +150,9 @@ class _HttpServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "FlashRSIOfflineModelSimulator/1"
+    # Headers and body leave in separate writes: with Nagle on, the client's delayed ACK
+    # stalls every keep-alive response by ~40 ms.
+    disable_nagle_algorithm = True
     server: _HttpServer
 
     def do_GET(self) -> None:

@@ -42,6 +42,7 @@ class _Draft:
     input_tokens: int = 0
     output_tokens: int = 0
     fault: FaultKind | None = None
+    body: dict[str, Any] | None = None
 
 
 class Simulator:
@@ -96,6 +97,8 @@ class Simulator:
 
     def _generate(self, dialect: Dialect, request: HttpRequest, draft: _Draft) -> HttpResponse:
         body = _json_body(request.body)
+        if self._config.record_bodies:
+            draft.body = body
         conversation = dialect.parse(body)
         draft.model, draft.stream = conversation.model, conversation.stream
         draft.input_tokens = input_tokens(conversation)

@@ -84,6 +84,19 @@ def test_the_request_log_records_api_model_role_stream_and_token_estimates(serve
     assert server.requests == []
 
 
+def test_request_bodies_are_kept_only_when_asked_for(server):
+    body = {**CHAT, "max_tokens": 5, "system": "be brief"}
+    post_messages(server.root_url, body)
+    with OfflineModelServer(ServerConfig(record_bodies=True)) as recording:
+        post_messages(recording.root_url, body)
+        httpx2.get(f"{recording.url}/models")
+        kept, models = recording.requests
+
+    assert server.requests[-1].body is None
+    assert kept.body == body
+    assert models.body is None
+
+
 def test_a_failing_policy_is_a_500_and_the_server_keeps_serving(server, client, monkeypatch):
     def broken(conversation):
         raise RuntimeError("policy bug")

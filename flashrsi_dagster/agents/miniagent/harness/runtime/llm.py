@@ -2,6 +2,10 @@
 
 The loop keeps messages in the Chat Completions shape; the Responses API gets them translated.
 SDK retries follow `max_retries`; every call is bounded by `timeout`.
+
+Requests go through the client's `post` with the body as built here: `create()` re-walks every
+message through the SDK's typed-dict transform on each call, which costs tens of milliseconds
+per turn once a conversation is long, for a body that is already in wire form.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import openai
+from openai.types.chat import ChatCompletion
+from openai.types.responses import Response
 
 
 @dataclass
@@ -48,9 +54,12 @@ class LLM:
         params: dict[str, Any] = {"model": c["model"]}
         if c.get("temperature") is not None:
             params["temperature"] = c["temperature"]
-        if c.get("extra_body"):
-            params["extra_body"] = c["extra_body"]
         return params
+
+    def _post(self, path: str, body: dict[str, Any], cast_to: type) -> Any:
+        return self.client.post(
+            path, body={**body, **(self.config.get("extra_body") or {})}, cast_to=cast_to
+        )
 
     def _chat(self, messages: list[dict], tools: list[dict]) -> Reply:
         params = self._params()
@@ -61,7 +70,7 @@ class LLM:
             params["reasoning_effort"] = effort
         if tools:
             params["tools"] = [{"type": "function", "function": t} for t in tools]
-        response = self.client.chat.completions.create(messages=messages, **params)
+        response = self._post("/chat/completions", {"messages": messages, **params}, ChatCompletion)
         message = response.choices[0].message
         calls = [
             {"id": c.id, "name": c.function.name, "arguments": _arguments(c.function.arguments)}
@@ -96,9 +105,9 @@ class LLM:
         if tools:
             params["tools"] = [{"type": "function", **t} for t in tools]
         instructions, items = _responses_input(messages)
-        response = self.client.responses.create(
-            input=items, instructions=instructions or None, **params
-        )
+        if instructions:
+            params["instructions"] = instructions
+        response = self._post("/responses", {"input": items, **params}, Response)
         calls = [
             {"id": i.call_id, "name": i.name, "arguments": _arguments(i.arguments)}
             for i in response.output
