@@ -19,7 +19,18 @@ from typing import Any, ClassVar
 
 from flashrsi_dagster.agents.run_config import run_config_message
 from flashrsi_dagster.config.models import ExperimentConfig, RoleConfig
+from flashrsi_dagster.llm.client import INFRA_ERRORS, AnthropicAPIError
 from flashrsi_dagster.records import ErrorInfo, Redactor, Status, Trajectory, Usage
+
+
+def status_of(exc: BaseException) -> Status:
+    """An endpoint that is down, overloaded or too slow is infrastructure, rerun by the
+    ladder; anything else is the agent's own error."""
+    if isinstance(exc, INFRA_ERRORS):
+        return Status.INFRA_ERROR
+    if isinstance(exc, AnthropicAPIError) and (exc.status >= 500 or exc.status == 429):
+        return Status.INFRA_ERROR
+    return Status.ERROR
 
 
 class AgentConfigError(TypeError):
@@ -105,7 +116,7 @@ class Agent(ABC):
                 trajectory = Trajectory(
                     task_id=task_id,
                     snapshot_id="",
-                    status=Status.ERROR,
+                    status=status_of(exc),
                     error=ErrorInfo.from_exception(exc),
                 )
             header = run_config_message(config, self.snapshot_id, self.role, self.redactor)

@@ -184,6 +184,20 @@ class BenchmarkConfig(Section):
     )
     limit: int | None = Field(None, ge=1, description="Use at most this many tasks per split.")
     seed: int = Field(0, description="Seed of the deterministic split draw.")
+    tasks_dir: ExistingDir | None = Field(
+        None, description="terminal_bench: a folder of Harbor task folders; None: built-in suite."
+    )
+    evolution_data_path: ExistingPath | None = Field(
+        None,
+        description="Tasks that replace train (same format as data_path); must not "
+        "overlap dev/test by id, instruction or checksum.",
+    )
+    evolution_limit: int | None = Field(None, ge=1, description="Use at most this many.")
+    attempts: int = Field(1, ge=1, description="Rollouts per task (K).")
+    concurrency: int = Field(4, ge=1, description="Rollouts run at the same time.")
+    max_infra_reruns: int = Field(
+        2, ge=0, description="Reruns of an infrastructure failure before it scores 0."
+    )
 
 
 class ExperimentConfig(Section):

@@ -21,6 +21,14 @@ from flashrsi_dagster.llm.usage import UsageMeter
 ROLE_HEADER = "x-flashrsi-role"
 ANTHROPIC_VERSION = "2023-06-01"
 _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
+INFRA_ERRORS = (
+    openai.APIConnectionError,  # includes timeouts
+    openai.RateLimitError,
+    openai.InternalServerError,
+    urllib.error.URLError,
+    TimeoutError,
+)
+"""Exceptions that mean the endpoint failed, not the agent."""
 
 
 class AnthropicAPIError(RuntimeError):

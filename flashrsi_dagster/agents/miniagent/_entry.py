@@ -1,34 +1,104 @@
-"""MiniAgent's process entry: `python _entry.py` reads one JSON object on stdin, runs the loop
-from the snapshot folder it names, and writes the result (redacted) to the `output` path after
-every turn. It imports nothing from the framework.
+"""MiniAgent's process entry. It imports nothing from the framework.
 
-The OpenAI SDK is imported before stdin is read: a spare process started ahead of time is then
-ready the moment a run is handed to it. On SIGTERM the run is cancelled: the running tool kills
-its process group and the partial result is written; the caller kills us 2 s later regardless.
+Two ways in, one run per process either way:
+- `python _entry.py` reads one JSON object on stdin (for containers and manual use);
+- `python _entry.py --fork-server` imports the OpenAI SDK once, then forks one child per JSON
+  line on stdin and reports `started <id> <pid>` / `exited <pid> <code>` lines on stdout
+  (`launcher.py` drives it): the import costs over a second of CPU on a small machine, so
+  paying it once per agent instead of once per rollout matters.
+Either way the loop runs from the snapshot folder the payload names and the result (redacted)
+is written to the payload's `output` path after every turn. On SIGTERM the run is cancelled:
+the running tool kills its process group and the partial result is written; the caller kills
+the process group 2 s later regardless.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import sys
 import tempfile
 import threading
+import traceback
 from pathlib import Path
 
 
 def main() -> int:
-    # Installed first: a cancel that arrives while we are still starting must not kill us
-    # before we can say so.
-    cancel = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: _cancel(cancel))
+    cancel = _on_sigterm()
     try:
-        import openai  # noqa: F401  - warm import, see the module docstring
-
         payload = json.loads(sys.stdin.read())
     except KeyboardInterrupt:
         return 128 + signal.SIGTERM
+    return run_payload(payload, cancel)
+
+
+def fork_server() -> int:
+    import openai
+    import yaml  # noqa: F401  - the harness reads agent.yaml
+
+    # A first client pulls in the HTTP transport's modules lazily (~0.25 s): do it once here.
+    openai.OpenAI(api_key="warm-up", base_url="http://127.0.0.1:9").close()
+
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes select() when a child exits
+    stdin = sys.stdin.buffer
+    while True:
+        ready, _, _ = select.select([stdin, wake_r], [], [])
+        if wake_r in ready:
+            os.read(wake_r, 4096)
+        _reap()
+        if stdin in ready:
+            line = stdin.readline()
+            if not line:
+                return 0
+            request = json.loads(line)
+            pid = os.fork()
+            if pid == 0:
+                os._exit(_child(request["payload"], wake_r, wake_w))
+            _say(f"started {request['id']} {pid}")
+
+
+def _child(payload: dict, *pipes: int) -> int:
+    """A forked run: own process group, own stderr file, the server's plumbing closed."""
+    os.setsid()
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    for fd in pipes:
+        os.close(fd)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.dup2(os.open(payload.pop("stderr"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), 2)
+    try:
+        return run_payload(payload, _on_sigterm())
+    except BaseException:
+        traceback.print_exc()
+        return 1
+    finally:
+        sys.stderr.flush()
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        _say(f"exited {pid} {os.waitstatus_to_exitcode(status)}")
+
+
+def _say(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def run_payload(payload: dict, cancel: threading.Event) -> int:
     output = Path(payload.pop("output"))
     # Our own folder is not the harness's business: the harness imports from its snapshot.
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent]
@@ -49,6 +119,13 @@ def main() -> int:
     return 0
 
 
+def _on_sigterm() -> threading.Event:
+    """Installed first thing: a cancel that arrives while starting must not kill us silently."""
+    cancel = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: _cancel(cancel))
+    return cancel
+
+
 def _cancel(event: threading.Event) -> None:
     if event.is_set():
         return
@@ -66,4 +143,4 @@ def _save(path: Path, result: dict, redactor) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(fork_server() if sys.argv[1:] == ["--fork-server"] else main())

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from flashrsi_dagster.agents.base import Agent, AgentConfigError
-from flashrsi_dagster.agents.miniagent.spares import SparePool, kill_group
+from flashrsi_dagster.agents.miniagent.launcher import ForkServer
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.llm.client import ROLE_HEADER, resolve_key
 from flashrsi_dagster.llm.endpoints import openai_base_url
@@ -38,31 +35,30 @@ class MiniAgent(Agent):
                 f"{role}: MiniAgent talks to OpenAI-compatible endpoints; set llm.api to "
                 "`chat` or `responses` (or use type `claude-code` for the Anthropic API)"
             )
-        # Secrets stay out of the child's environment: its shell must not be able to read them.
+        # Secrets stay out of the runs' environment: their shell must not be able to read them.
         env = {k: v for k, v in os.environ.items() if not is_secret_env_name(k)}
-        self._pool = SparePool(env)
-        self._pool.warm()
+        self._server = ForkServer(env)
+        self._server.start()
 
     @classmethod
     def builtin_harness(cls) -> Path:
         return HARNESS
 
     def close(self) -> None:
-        self._pool.close()
+        self._server.close()
 
     def _run(self, working_dir: Path, instruction: str) -> Trajectory:
         config = self.run_config
         with tempfile.TemporaryDirectory(prefix="miniagent-run-") as run_dir:
             output, stderr = Path(run_dir) / "result.json", Path(run_dir) / "stderr.log"
             payload = self._payload(config, working_dir, instruction, output)
+            payload["stderr"] = str(stderr)
             clock = time.monotonic()
-            process = self._pool.take(stderr)
-            timed_out = _feed_and_wait(process, payload, config.timeout)
+            run = self._server.run(payload)
+            timed_out = run.wait(config.timeout, grace=CANCEL_GRACE_SECONDS)
             result = _read_json(output)
-            tail = stderr.read_text(errors="replace")[-_STDERR_TAIL:]
-        return self._trajectory(
-            result, timed_out, process.returncode, tail, time.monotonic() - clock
-        )
+            tail = stderr.read_text(errors="replace")[-_STDERR_TAIL:] if stderr.exists() else ""
+        return self._trajectory(result, timed_out, run.exit_code, tail, time.monotonic() - clock)
 
     def _payload(self, config: RoleConfig, working_dir: Path, instruction: str, output: Path):
         llm = config.llm
@@ -132,23 +128,6 @@ def _status(result: dict[str, Any], timed_out: bool) -> Status:
     if result.get("error_kind") == "infra":
         return Status.INFRA_ERROR
     return Status.ERROR
-
-
-def _feed_and_wait(process: subprocess.Popen[bytes], payload: dict, timeout: float) -> bool:
-    """Hand the payload over and wait; on timeout cancel (SIGTERM), then kill after a grace."""
-    try:
-        assert process.stdin is not None
-        process.stdin.write(json.dumps(payload).encode())
-        process.stdin.close()
-        process.wait(timeout=timeout)
-        return False
-    except subprocess.TimeoutExpired:
-        kill_group(process, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=CANCEL_GRACE_SECONDS)
-        return True
-    finally:
-        kill_group(process)
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

@@ -14,7 +14,7 @@ import pytest
 
 from flashrsi_dagster.agents import TargetAgent, WorkerAgent
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
-from flashrsi_dagster.agents.miniagent.spares import ENTRY
+from flashrsi_dagster.agents.miniagent.launcher import ENTRY
 from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
 from flashrsi_dagster.records import REDACTED, Status

@@ -1,0 +1,127 @@
+"""Train / dev / test: drawn from one pool deterministically, or given; never overlapping.
+
+The test split is sealed: `Splits` hands it out only through `unseal_test()`, which the final
+evaluation calls once; nothing else (the Worker, selection) has a path to test ids.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from flashrsi_dagster.benchmarks.base import BenchmarkError, Task
+from flashrsi_dagster.config.models import SplitCounts
+
+SPLITS = ("train", "dev", "test")
+
+
+@dataclass(frozen=True)
+class Splits:
+    train: tuple[Task, ...]
+    dev: tuple[Task, ...]
+    _test: tuple[Task, ...] = field(repr=False)
+
+    def unseal_test(self) -> tuple[Task, ...]:
+        """The sealed test split, for the one evaluation after promotion."""
+        return self._test
+
+    @property
+    def test_size(self) -> int:
+        return len(self._test)
+
+    def require(self, split: str) -> tuple[Task, ...]:
+        tasks = {"train": self.train, "dev": self.dev}[split]
+        if not tasks:
+            raise BenchmarkError(
+                f"the {split} split is empty, but this algorithm needs one; "
+                f"set benchmark.split_counts.{split}"
+            )
+        return tasks
+
+
+def make_splits(
+    pool: list[Task],
+    counts: SplitCounts | None,
+    *,
+    seed: int,
+    limit: int | None = None,
+    source: str = "benchmark",
+) -> Splits:
+    """Explicit splits when tasks carry `metadata["split"]`, else a seeded draw by `counts`."""
+    refuse_duplicates(pool, source)
+    if any("split" in t.metadata for t in pool):
+        parts = _given(pool, source)
+    else:
+        if counts is None:
+            raise BenchmarkError(f"{source}: no split_counts and the tasks carry no split")
+        parts = _drawn(pool, counts, seed, source)
+    if limit is not None:
+        parts = {name: tasks[:limit] for name, tasks in parts.items()}
+    refuse_overlap(parts["train"], [*parts["dev"], *parts["test"]], "train", "dev/test")
+    refuse_overlap(parts["dev"], parts["test"], "dev", "test")
+    return Splits(tuple(parts["train"]), tuple(parts["dev"]), tuple(parts["test"]))
+
+
+def replace_train(splits: Splits, evolution: list[Task], *, limit: int | None, source: str):
+    """External evolution data replaces train; it must not overlap the loaded dev/test tasks
+    by id, instruction or checksum."""
+    refuse_duplicates(evolution, source)
+    held_out = [*splits.dev, *splits.unseal_test()]
+    refuse_overlap(evolution, held_out, source, "dev/test")
+    train = tuple(evolution[:limit] if limit is not None else evolution)
+    return Splits(train, splits.dev, splits.unseal_test())
+
+
+def refuse_duplicates(tasks: Iterable[Task], source: str) -> None:
+    counts = Counter(t.id for t in tasks)
+    duplicates = sorted(task_id for task_id, n in counts.items() if n > 1)
+    if duplicates:
+        raise BenchmarkError(f"{source}: duplicate task ids: {', '.join(duplicates)}")
+
+
+def refuse_overlap(first: Iterable[Task], second: Iterable[Task], a: str, b: str) -> None:
+    second = list(second)
+    keys = {
+        "id": {t.id for t in second},
+        "instruction": {t.instruction for t in second},
+        "checksum": {t.checksum for t in second},
+    }
+    clashes = sorted(
+        f"{t.id} (same {kind})"
+        for t in first
+        for kind, seen in keys.items()
+        if getattr(t, kind) in seen
+    )
+    if clashes:
+        raise BenchmarkError(f"{a} overlaps {b}: {', '.join(dict.fromkeys(clashes))}")
+
+
+def _given(pool: list[Task], source: str) -> dict[str, list[Task]]:
+    unknown = sorted({str(t.metadata.get("split")) for t in pool} - set(SPLITS))
+    if unknown:
+        raise BenchmarkError(
+            f"{source}: unknown split name(s) {', '.join(unknown)}; expected {', '.join(SPLITS)}"
+        )
+    return {name: [t for t in pool if t.metadata.get("split") == name] for name in SPLITS}
+
+
+def _drawn(pool: list[Task], counts: SplitCounts, seed: int, source: str):
+    wanted = counts.train + counts.dev + counts.test
+    if wanted > len(pool):
+        raise BenchmarkError(
+            f"{source}: split_counts ask for {wanted} tasks "
+            f"(train {counts.train} + dev {counts.dev} + test {counts.test}); the pool has "
+            f"{len(pool)}"
+        )
+    order = sorted(pool, key=lambda t: t.id)
+    random.Random(seed).shuffle(order)
+    dev_end = counts.dev
+    test_end = dev_end + counts.test
+    # Dev and test are drawn first so that growing train never reshuffles the held-out tasks.
+    return {
+        "dev": order[:dev_end],
+        "test": order[dev_end:test_end],
+        "train": order[test_end : test_end + counts.train],
+    }

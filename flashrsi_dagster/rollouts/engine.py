@@ -1,0 +1,126 @@
+"""The rollout engine: one agent, one snapshot, many tasks, bounded concurrency, resumable.
+
+Each (task, attempt) is run until it has a final result: an infrastructure failure is rerun
+at most `max_infra_reruns` times, then kept as score 0 — never dropped, so the denominator is
+always tasks x attempts. Every finished rollout is appended to the record at once; a restart
+reads the record and runs only what is missing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from flashrsi_dagster.agents.base import Agent
+from flashrsi_dagster.benchmarks.base import Benchmark, Task
+from flashrsi_dagster.records import ErrorInfo, Status, Trajectory
+from flashrsi_dagster.rollouts.record import RolloutRecord
+
+Progress = Callable[[int, int, Trajectory], None]
+"""progress(finished, total, latest): called after every final rollout."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    attempts: int = 1
+    concurrency: int = 4
+    max_infra_reruns: int = 2
+
+
+def is_final(trajectory: Trajectory, reruns_allowed: int) -> bool:
+    return (
+        trajectory.status != Status.INFRA_ERROR
+        or trajectory.metadata.get("rerun", 0) >= reruns_allowed
+    )
+
+
+def run_rollouts(
+    benchmark: Benchmark,
+    agent: Agent,
+    tasks: list[Task] | tuple[Task, ...],
+    record: RolloutRecord,
+    *,
+    split: str,
+    settings: Settings = Settings(),
+    progress: Progress | None = None,
+) -> list[Trajectory]:
+    """The final trajectory of every (task, attempt), in task order."""
+    recorded = record.load()
+    done = _final_by_key(recorded, settings.max_infra_reruns)
+    tries = _tries_by_key(recorded)
+    todo = [(t, a) for t in tasks for a in range(settings.attempts) if (t.id, a) not in done]
+    total, lock = len(tasks) * settings.attempts, threading.Lock()
+
+    def work(task: Task, attempt: int) -> None:
+        final = _run_until_final(
+            benchmark,
+            agent,
+            task,
+            attempt,
+            split,
+            record,
+            settings,
+            first_rerun=tries.get((task.id, attempt), 0),
+        )
+        with lock:
+            done[(task.id, attempt)] = final
+            if progress:
+                progress(len(done), total, final)
+
+    with agent.frozen(), ThreadPoolExecutor(max_workers=settings.concurrency) as pool:
+        for future in [pool.submit(work, t, a) for t, a in todo]:
+            future.result()
+    return [done[(t.id, a)] for t in tasks for a in range(settings.attempts)]
+
+
+def _run_until_final(
+    benchmark: Benchmark,
+    agent: Agent,
+    task: Task,
+    attempt: int,
+    split: str,
+    record: RolloutRecord,
+    settings: Settings,
+    first_rerun: int,
+) -> Trajectory:
+    rerun = first_rerun
+    while True:
+        trajectory = _one(benchmark, agent, task, attempt, split)
+        trajectory = trajectory.model_copy(
+            update={
+                "metadata": {**trajectory.metadata, "rerun": rerun},
+                "score": 0.0 if trajectory.status == Status.INFRA_ERROR else trajectory.score,
+            }
+        )
+        record.append(trajectory)
+        if is_final(trajectory, settings.max_infra_reruns):
+            return trajectory
+        rerun += 1
+
+
+def _one(benchmark: Benchmark, agent: Agent, task: Task, attempt: int, split: str) -> Trajectory:
+    try:
+        return benchmark.rollout(agent, task, split=split, attempt=attempt)
+    except Exception as exc:  # a fault outside the agent (environment, verifier): infrastructure
+        return Trajectory(
+            task_id=task.id,
+            split=split,
+            snapshot_id=agent.snapshot_id or "",
+            attempt=attempt,
+            status=Status.INFRA_ERROR,
+            score=0.0,
+            error=ErrorInfo.from_exception(exc),
+        )
+
+
+def _final_by_key(trajectories: list[Trajectory], reruns: int) -> dict:
+    return {(t.task_id, t.attempt): t for t in trajectories if is_final(t, reruns)}
+
+
+def _tries_by_key(trajectories: list[Trajectory]) -> dict:
+    tries: dict = {}
+    for t in trajectories:
+        tries[(t.task_id, t.attempt)] = tries.get((t.task_id, t.attempt), 0) + 1
+    return tries
