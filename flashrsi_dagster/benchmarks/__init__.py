@@ -1,0 +1,1 @@
+"""Benchmarks: task sets, splits and scorers that agents are evaluated on."""
