@@ -149,8 +149,8 @@ class SnapshotStore:
     ) -> Snapshot:
         """Capture the declared files of `source_dir` as a root snapshot.
 
-        Without `components`, `<source_dir>/components.yaml` declares them. The same folder
-        always yields the same tree, so re-running a seed creation is recognisable by tree.
+        Without `components`, `<source_dir>/components.yaml` declares them. Capturing the same
+        files and components again returns the existing seed instead of a second root.
         """
         source_dir = Path(source_dir).resolve()
         if not source_dir.is_dir():
@@ -181,6 +181,9 @@ class SnapshotStore:
                 work_tree=source_dir,
             )
             tree = self._git("write-tree", index=index)
+        for known in self.history():
+            if known.parent_id is None and known.tree == tree and known.components == components:
+                return known
         return self._commit(tree, None, message, metadata, components)
 
     def commit_child(

@@ -1,0 +1,180 @@
+"""The Claude Code adapter: one official SDK session per run, the snapshot as a local plugin.
+
+The session gets the native `claude_code` system prompt with the snapshot's `CLAUDE.md`
+appended when it is non-empty, and the snapshot's `skills/`, `agents/` and `hooks/` as a local
+plugin; user and project settings, auto memory and non-essential traffic are off. Session files
+live in a per-run temporary folder (`run_dir.py`) that is removed afterwards.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from flashrsi_dagster.agents.base import Agent, AgentConfigError
+from flashrsi_dagster.agents.claude_code.run_dir import run_dir
+from flashrsi_dagster.config.models import LLMConfig, RoleConfig
+from flashrsi_dagster.records import ErrorInfo, Redactor, Status, Trajectory
+
+if TYPE_CHECKING:
+    from flashrsi_dagster.agents.claude_code.session import Outcome
+
+HARNESS = Path(__file__).with_name("harness")
+CLAUDE_MD = "CLAUDE.md"
+PLACEHOLDER_KEY = "no-key"
+"""Sent when the role sets no `api_key` (the offline simulator, keyless local endpoints): the CLI
+will not start without one. No key is read from the parent environment."""
+STDERR_TAIL = 4000
+_CONFIG_KEY = {"target": "agent", "worker": "algorithm.worker"}
+# Endpoint failures worth a rerun (as for MiniAgent): no answer at all, 408, 409, 429 and 5xx.
+_RETRYABLE_HTTP = {408, 409, 429}
+
+
+class ClaudeCode(Agent):
+    name = "claude-code"
+    description = (
+        "Claude Code through the official claude-agent-sdk: the snapshot's CLAUDE.md, skills, "
+        "sub-agents and hooks on the native claude_code system prompt and tools."
+    )
+    has_file_tools = True
+
+    def __init__(self, config: RoleConfig, files_dir: Path, *, role: str = "target") -> None:
+        super().__init__(config, files_dir, role=role)
+        check_llm(self.config.llm, _CONFIG_KEY.get(role, role))
+        _require_sdk()
+
+    @classmethod
+    def builtin_harness(cls) -> Path:
+        return HARNESS
+
+    def _run(self, working_dir: Path, instruction: str) -> Trajectory:
+        from flashrsi_dagster.agents.claude_code.session import run_session  # optional extra
+
+        config = self.run_config
+        check_llm(config.llm, _CONFIG_KEY.get(self.role, self.role))
+        key = config.llm.api_key.resolve() if config.llm.api_key else PLACEHOLDER_KEY
+        redact = _redaction(self.redactor, key if config.llm.api_key else None)
+        clock = time.monotonic()
+        with run_dir(self.files_dir, key) as run:
+            outcome = run_session(
+                config,
+                run,
+                Path(working_dir).resolve(),
+                instruction,
+                self.role,
+                _claude_md(self.files_dir),
+            )
+        return _trajectory(outcome, config, redact, time.monotonic() - clock)
+
+
+def check_llm(llm: LLMConfig, where: str) -> None:
+    """Refuse what Claude Code cannot honour, naming the config key (`where` is e.g. `agent`)."""
+    if llm.api != "anthropic":
+        raise AgentConfigError(
+            f"{where}.llm.api is {llm.api!r}, but claude-code speaks the Anthropic Messages API: "
+            f"set {where}.llm.api: anthropic (for OpenAI-compatible endpoints use type miniagent)"
+        )
+    unsupported = [
+        name
+        for name, value in [("temperature", llm.temperature), ("extra_body", llm.extra_body)]
+        if value
+    ]
+    if llm.reasoning and llm.reasoning.effort == "minimal":
+        unsupported.append("reasoning.effort: minimal")
+    if unsupported:
+        raise AgentConfigError(
+            f"{where}.llm: the Claude Code CLI has no setting for {', '.join(unsupported)}; "
+            "remove it for type claude-code"
+        )
+
+
+def _require_sdk() -> None:
+    try:
+        importlib.import_module("claude_agent_sdk")
+    except ImportError as exc:
+        raise AgentConfigError(
+            "type claude-code needs the claude-agent-sdk package, which bundles the Claude Code "
+            "CLI: install the `claude` extra, e.g. pip install 'flashrsi-dagster[claude]'"
+        ) from exc
+
+
+def _claude_md(files_dir: Path) -> str | None:
+    """The snapshot's CLAUDE.md, when it has one with content (the built-in harness has none)."""
+    path = files_dir / CLAUDE_MD
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    return text if text.strip() else None
+
+
+def _redaction(redactor: Redactor, key: str | None) -> Callable[[Any], Any]:
+    """The agent's redactor plus this run's resolved key, whatever its variable is called."""
+    own = Redactor([key] if key else [])
+    return lambda value: redactor.value(own.value(value))
+
+
+def _trajectory(
+    outcome: Outcome, config: RoleConfig, redact: Callable[[Any], Any], duration: float
+) -> Trajectory:
+    transcript = outcome.transcript
+    last = transcript.last_result
+    error = _error(outcome, config.timeout)
+    metadata = {
+        "session_id": last.session_id if last else None,
+        "terminal_reason": _ending(outcome)[0],
+        "subagents": transcript.subagents,
+        "stderr_tail": "\n".join(outcome.stderr)[-STDERR_TAIL:],
+    }
+    return Trajectory(
+        task_id="",
+        snapshot_id="",
+        status=_status(outcome),
+        answer=redact(transcript.answer()),
+        messages=redact(transcript.messages),
+        usage=transcript.usage(config.llm.price),
+        duration=duration,
+        error=ErrorInfo.model_validate(redact(error.model_dump())) if error else None,
+        metadata=redact(metadata),
+    )
+
+
+def _status(outcome: Outcome) -> Status:
+    if outcome.timed_out:
+        return Status.TIMEOUT
+    last = outcome.transcript.last_result
+    if outcome.failure is None and last is not None and not last.is_error:
+        return Status.SUCCESS
+    reason, code = _ending(outcome)
+    if reason == "api_error" and (code is None or code in _RETRYABLE_HTTP or code >= 500):
+        return Status.INFRA_ERROR
+    return Status.ERROR  # the agent's own failure: max turns, an aborted session, a 4xx
+
+
+def _ending(outcome: Outcome) -> tuple[str | None, int | None]:
+    """Why the session ended, and the failing HTTP status: the SDK's `ResultError` carries
+    both, as does the last result message."""
+    last = outcome.transcript.last_result
+    reason = getattr(outcome.failure, "terminal_reason", None) or (
+        last.terminal_reason if last else None
+    )
+    code = getattr(outcome.failure, "api_error_status", None) or (
+        last.api_error_status if last else None
+    )
+    return reason, code
+
+
+def _error(outcome: Outcome, timeout: float) -> ErrorInfo | None:
+    if outcome.timed_out:
+        return ErrorInfo(
+            type="TimeoutError", message=f"the run exceeded its timeout of {timeout} s"
+        )
+    if outcome.failure is not None:
+        return ErrorInfo.from_exception(outcome.failure)
+    last = outcome.transcript.last_result
+    if last is None:
+        return ErrorInfo(type="SessionError", message="the Claude Code session gave no result")
+    if last.is_error:
+        detail = last.result or "; ".join(last.errors or []) or "no detail"
+        return ErrorInfo(type="ResultError", message=f"{last.subtype}: {detail}")
+    return None

@@ -1,0 +1,102 @@
+"""The per-run temporary folder: the CLI's state and temp files, and the snapshot as a plugin."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from flashrsi_dagster.agents.claude_code.processes import stop_processes
+
+logger = logging.getLogger("flashrsi.agents.claude_code")
+
+PLUGIN_NAME = "harness"
+"""Plugin skills and agents are named `harness:<name>` in the session."""
+PLUGIN_PARTS = ("skills", "agents", "hooks")
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """One run's private folder (mode 0700), outside the snapshot, removed when the run ends::
+
+    flashrsi-claude-XXXXXXXX/
+      config/                     CLAUDE_CONFIG_DIR: sessions, transcripts, CLI state
+      tmp/                        CLAUDE_CODE_TMPDIR: task output files, sockets
+      plugin/                     the snapshot's extensions as one local plugin
+        .claude-plugin/plugin.json
+        skills/ agents/ hooks/    copies of the snapshot's folders, when present
+      api-key                     the resolved key, read by the CLI's `apiKeyHelper`
+    """
+
+    root: Path
+
+    @property
+    def config(self) -> Path:
+        return self.root / "config"
+
+    @property
+    def tmp(self) -> Path:
+        return self.root / "tmp"
+
+    @property
+    def plugin(self) -> Path:
+        return self.root / "plugin"
+
+    @property
+    def key_file(self) -> Path:
+        return self.root / "api-key"
+
+    @property
+    def marker(self) -> bytes:
+        """The environment entry that every process of this run inherits."""
+        return f"CLAUDE_CONFIG_DIR={self.config}".encode()
+
+
+@contextmanager
+def run_dir(files_dir: Path, api_key: str) -> Iterator[RunDir]:
+    """A fresh `RunDir` for one run; on exit its processes are stopped and the folder removed."""
+    run = RunDir(Path(tempfile.mkdtemp(prefix="flashrsi-claude-")))
+    try:
+        run.config.mkdir()
+        run.tmp.mkdir()
+        run.key_file.write_text(api_key, encoding="utf-8")
+        _build_plugin(files_dir, run.plugin)
+        yield run
+    finally:
+        # A process still running would keep writing into the folder being removed.
+        stop_processes(run.marker)
+        shutil.rmtree(run.root, onexc=_leftover)
+
+
+def _build_plugin(files_dir: Path, plugin: Path) -> None:
+    """Copies, not links: nothing the session does can write into the snapshot."""
+    manifest = plugin / ".claude-plugin" / "plugin.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text(
+        json.dumps(
+            {
+                "name": PLUGIN_NAME,
+                "version": "0.0.0",
+                "description": "The FlashRSI snapshot's skills, sub-agents and hooks.",
+            }
+        ),
+        encoding="utf-8",
+    )
+    for part in PLUGIN_PARTS:
+        if (files_dir / part).is_dir():
+            shutil.copytree(files_dir / part, plugin / part)
+    # A snapshot checked out read-only would copy as read-only folders that cannot be emptied.
+    for folder, _, _ in os.walk(plugin):
+        os.chmod(folder, os.stat(folder).st_mode | stat.S_IRWXU)
+
+
+def _leftover(function, path: str, error: BaseException) -> None:
+    """Cleanup is best effort: a file that cannot be removed must not cost the run's result."""
+    logger.warning("could not remove %s from a Claude Code run folder: %s", path, error)

@@ -1,0 +1,101 @@
+"""One harness on one split, without evolving anything: `flashrsi eval`.
+
+A user checks a benchmark, an agent and an environment here before spending on evolution.
+The test split is not offered: it stays sealed for the experiment's final evaluation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from flashrsi_dagster.agents import TargetAgent, adapter_class
+from flashrsi_dagster.benchmarks.base import BenchmarkError, Task
+from flashrsi_dagster.benchmarks.loading import load_benchmark, load_splits
+from flashrsi_dagster.config.models import ExperimentConfig
+from flashrsi_dagster.experiment import ExperimentPaths, redactor_for
+from flashrsi_dagster.rollouts.engine import Progress, Settings, run_rollouts
+from flashrsi_dagster.rollouts.record import RolloutRecord
+from flashrsi_dagster.rollouts.scores import scores_frame, summary, write_parquet
+from flashrsi_dagster.snapshots import Snapshot, SnapshotStore
+
+EVAL_SPLITS = ("dev", "train")
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    split: str
+    snapshot: Snapshot
+    record_path: Path
+    scores_path: Path
+    frame: pd.DataFrame
+    summary: dict[str, Any]
+
+
+def evaluate(
+    config: ExperimentConfig,
+    *,
+    split: str,
+    task_ids: Sequence[str] | None = None,
+    snapshot_id: str | None = None,
+    fresh: bool = False,
+    progress: Progress | None = None,
+) -> Evaluation:
+    if split not in EVAL_SPLITS:
+        raise BenchmarkError(f"--split must be one of {', '.join(EVAL_SPLITS)} (test is sealed)")
+    benchmark = load_benchmark(config.benchmark)
+    tasks = _select(getattr(load_splits(config.benchmark, benchmark), split), task_ids, split)
+    paths, redactor = ExperimentPaths(config.experiment.dir), redactor_for(config)
+    store = SnapshotStore(paths.snapshots, secret_filter=redactor)
+    snapshot = store.get(snapshot_id) if snapshot_id else store.create_seed(_seed_dir(config))
+    record = RolloutRecord(paths.records / "eval" / _record_name(split, snapshot, tasks), redactor)
+    if fresh:
+        record.path.unlink(missing_ok=True)
+    settings = Settings(
+        config.benchmark.attempts, config.benchmark.concurrency, config.benchmark.max_infra_reruns
+    )
+    with tempfile.TemporaryDirectory(prefix="flashrsi-eval-") as tmp:
+        checkout = store.check_out(snapshot, Path(tmp) / "harness")
+        with TargetAgent(config.agent, checkout) as agent:
+            agent.update(checkout, snapshot.id)
+            final = run_rollouts(
+                benchmark, agent, tasks, record, split=split, settings=settings, progress=progress
+            )
+        store.forget_checkout(checkout)
+    frame = scores_frame(final)
+    scores_path = record.path.with_suffix(".parquet")
+    write_parquet(frame, scores_path)
+    return Evaluation(
+        split,
+        snapshot,
+        record.path,
+        scores_path,
+        frame,
+        summary(frame, len(tasks), settings.attempts),
+    )
+
+
+def _seed_dir(config: ExperimentConfig) -> Path:
+    return config.agent.source_dir or adapter_class(config.agent.type).builtin_harness()
+
+
+def _select(tasks: Sequence[Task], task_ids: Sequence[str] | None, split: str) -> list[Task]:
+    if not task_ids:
+        return list(tasks)
+    by_id = {t.id: t for t in tasks}
+    unknown = [i for i in task_ids if i not in by_id]
+    if unknown:
+        raise BenchmarkError(f"not in the {split} split: {', '.join(unknown)}")
+    return [by_id[i] for i in task_ids]
+
+
+def _record_name(split: str, snapshot: Snapshot, tasks: Sequence[Task]) -> str:
+    """Same harness, split and tasks: same record, so an interrupted eval resumes."""
+    digest = hashlib.sha256("\n".join(t.id for t in tasks).encode()).hexdigest()[:10]
+    return f"{split}-{snapshot.short_id}-{digest}.jsonl"

@@ -1,0 +1,64 @@
+"""The role config, and only the role config, decides how the CLI runs."""
+
+from __future__ import annotations
+
+import json
+
+from flashrsi_dagster.agents.claude_code.options import agent_options, cli_env
+from flashrsi_dagster.agents.claude_code.run_dir import RunDir
+from flashrsi_dagster.config import RoleConfig
+
+PARENT = {
+    "PATH": "/usr/bin",
+    "MY_SERVICE_API_KEY": "parent-secret-value",
+    "ANTHROPIC_API_KEY": "parent-anthropic-key",
+    "ANTHROPIC_MODEL": "claude-some-other-model",
+    "CLAUDE_CODE_USE_BEDROCK": "1",
+}
+
+
+def _role(**llm) -> RoleConfig:
+    fields = {"model": "m-1", "base_url": "http://127.0.0.1:9", "api": "anthropic", **llm}
+    return RoleConfig.model_validate({"type": "claude-code", "llm": fields, "max_turns": 7})
+
+
+def test_the_cli_environment_blanks_the_parents_secrets_and_routing(tmp_path):
+    llm = _role(max_retries=3, timeout=30, max_tokens=500).llm
+
+    env = cli_env(llm, RunDir(tmp_path), "worker", PARENT)
+
+    assert "PATH" not in env  # inherited unchanged
+    for name in ("MY_SERVICE_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_MODEL"):
+        assert env[name] == ""
+    assert env["CLAUDE_CODE_USE_BEDROCK"] == ""
+    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9"
+    assert env["ANTHROPIC_CUSTOM_HEADERS"] == "x-flashrsi-role: worker"
+    assert (env["CLAUDE_CONFIG_DIR"], env["CLAUDE_CODE_TMPDIR"]) == (
+        str(tmp_path / "config"),
+        str(tmp_path / "tmp"),
+    )
+    pins = ["ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL"]
+    assert {env[name] for name in [*pins, "CLAUDE_CODE_SUBAGENT_MODEL"]} == {"m-1"}
+    limits = ["CLAUDE_CODE_MAX_RETRIES", "API_TIMEOUT_MS", "CLAUDE_CODE_MAX_OUTPUT_TOKENS"]
+    assert [env[name] for name in limits] == ["3", "30000", "500"]
+
+
+def test_options_are_the_preset_the_plugin_and_no_implicit_settings(tmp_path):
+    config = _role(reasoning={"budget_tokens": 2048, "effort": "low"})
+
+    options = agent_options(config, RunDir(tmp_path), tmp_path / "work", "target", None, print)
+
+    assert options.system_prompt == {"type": "preset", "preset": "claude_code"}
+    assert options.setting_sources == []
+    assert options.plugins == [{"type": "local", "path": str(tmp_path / "plugin")}]
+    assert (options.cwd, options.model, options.max_turns) == (str(tmp_path / "work"), "m-1", 7)
+    assert options.permission_mode == "bypassPermissions"
+    assert (options.thinking, options.effort) == ({"type": "enabled", "budget_tokens": 2048}, "low")
+    assert str(tmp_path / "api-key") in json.loads(options.settings)["apiKeyHelper"]
+
+
+def test_claude_md_text_is_appended_to_the_preset(tmp_path):
+    options = agent_options(_role(), RunDir(tmp_path), tmp_path, "target", "Be terse.\n", print)
+
+    assert options.system_prompt["append"] == "Be terse.\n"
+    assert options.thinking == {"type": "disabled"}
