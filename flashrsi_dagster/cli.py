@@ -28,6 +28,11 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _config_command(commands, "validate", "check a config and print it normalised")
     init = _config_command(commands, "init", "create (or reopen) the experiment of a config")
+    evaluate = _config_command(commands, "eval", "evaluate one harness on a split, no evolution")
+    evaluate.add_argument("--split", required=True, choices=["dev", "train"])
+    evaluate.add_argument("--tasks", help="comma-separated task ids (default: the whole split)")
+    evaluate.add_argument("--snapshot", help="a snapshot id of the experiment (default: the seed)")
+    evaluate.add_argument("--fresh", action="store_true", help="ignore a previous record")
     commands.add_parser(
         "offline-model",
         help="serve the offline model simulator until stopped (see `offline-model --help`)",
@@ -62,6 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     if args.command == "validate":
         return _validate(config)
+    if args.command == "eval":
+        return _eval(config, args)
     return _init(config, force=args.force)
 
 
@@ -84,6 +91,52 @@ def _init(config: ExperimentConfig, *, force: bool) -> int:
     if note:
         print(f"  {note}")
     return EXIT_OK
+
+
+def _eval(config: ExperimentConfig, args: argparse.Namespace) -> int:
+    from flashrsi_dagster.benchmarks.base import BenchmarkError
+    from flashrsi_dagster.evaluation import evaluate
+    from flashrsi_dagster.snapshots import SnapshotError
+
+    def progress(done: int, total: int, t) -> None:
+        score = "-" if t.score is None else f"{t.score:g}"
+        print(
+            f"[{done}/{total}] {t.task_id}  {t.status}  score {score}  "
+            f"{t.usage.turns} turns  {t.duration:.1f}s",
+            flush=True,
+        )
+
+    try:
+        result = evaluate(
+            config,
+            split=args.split,
+            snapshot_id=args.snapshot,
+            fresh=args.fresh,
+            task_ids=args.tasks.split(",") if args.tasks else None,
+            progress=progress,
+        )
+    except (BenchmarkError, SnapshotError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    _print_summary(result)
+    return EXIT_OK
+
+
+def _print_summary(result) -> None:
+    s = result.summary
+    cost = "unpriced" if s["cost"] is None else f"${s['cost']:.4f}"
+    print(
+        f"\n{result.split} split, snapshot {result.snapshot.short_id}: "
+        f"score {s['score']:.3f} over {s['tasks']} tasks "
+        f"({s['success']} succeeded, {s['infra_reruns']} infrastructure reruns)"
+    )
+    print(
+        f"tokens {s['input_tokens']} in / {s['output_tokens']} out, {s['tool_calls']} tool "
+        f"calls, {cost}, {s['duration']:.1f}s of rollout time"
+    )
+    for mode in s["failure_modes"]:
+        print(f"  {mode['count']:4d}  {mode['status']}  {mode['error_type']}")
+    print(f"record: {result.record_path}\nscores: {result.scores_path}")
 
 
 def describe(config: ExperimentConfig) -> str:

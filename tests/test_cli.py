@@ -34,3 +34,30 @@ def test_help_lists_every_command():
 
     for command in ("validate", "init", "offline-model"):
         assert command in out
+
+
+def test_eval_scores_the_seed_harness_on_dev_and_writes_the_record(tmp_path):
+    config = Path(__file__).parents[1] / "examples" / "meta_harness.yaml"
+    args = [FLASHRSI, "eval", "--config", str(config), "--split", "dev", "--benchmark.limit", "4",
+            "--experiment.home", str(tmp_path / "home")]
+
+    result = subprocess.run(args, capture_output=True, text=True, timeout=300)
+
+    assert result.returncode == 0, result.stderr
+    assert "[4/4]" in result.stdout
+    assert "dev split, snapshot" in result.stdout and "over 4 tasks" in result.stdout
+    records = list((tmp_path / "home").rglob("records/eval/dev-*.jsonl"))
+    assert len(records) == 1 and records[0].with_suffix(".parquet").exists()
+    assert len(records[0].read_text().splitlines()) == 4
+
+
+def test_eval_refuses_the_sealed_test_split_and_unknown_tasks(tmp_path):
+    config = Path(__file__).parents[1] / "examples" / "meta_harness.yaml"
+    base = [FLASHRSI, "eval", "--config", str(config), "--experiment.home", str(tmp_path)]
+
+    sealed = subprocess.run([*base, "--split", "test"], capture_output=True, text=True)
+    unknown = subprocess.run([*base, "--split", "dev", "--tasks", "no-such-task"],
+                             capture_output=True, text=True)
+
+    assert sealed.returncode == 2 and "invalid choice: 'test'" in sealed.stderr
+    assert unknown.returncode == 2 and "not in the dev split: no-such-task" in unknown.stderr

@@ -31,24 +31,23 @@ class TurnLimit(Exception):
 
 
 def run(params: dict[str, Any], on_step: Callable[[dict], None] | None = None) -> dict[str, Any]:
-    files_dir, working_dir = Path(params["files_dir"]), Path(params["working_dir"])
-    ctx, system, tools = load_workspace(files_dir, working_dir, **params.get("limits", {}))
-    if params.get("cancel") is not None:
-        ctx.cancel = params["cancel"]
     result: dict[str, Any] = {
         "status": "running",
         "answer": None,
         "error": None,
         "error_kind": None,
-        "messages": [
-            {"role": "system", "content": system},
-            {"role": "user", "content": params["instruction"]},
-        ],
+        "messages": [{"role": "user", "content": params["instruction"]}],
         "usage": {"input_tokens": 0, "output_tokens": 0, "turns": 0, "tool_calls": 0},
     }
-    llm = LLM(params["llm"])
-    schemas = [tool.schema for tool in tools.values()]
+    llm = None
     try:
+        files_dir, working_dir = Path(params["files_dir"]), Path(params["working_dir"])
+        ctx, system, tools = load_workspace(files_dir, working_dir, **params.get("limits", {}))
+        if params.get("cancel") is not None:
+            ctx.cancel = params["cancel"]
+        result["messages"].insert(0, {"role": "system", "content": system})
+        llm = LLM(params["llm"])
+        schemas = [tool.schema for tool in tools.values()]
         for _ in range(params.get("max_turns", 50)):
             if _turn(llm, schemas, tools, ctx, result):
                 result["status"] = "completed"
@@ -60,10 +59,11 @@ def run(params: dict[str, Any], on_step: Callable[[dict], None] | None = None) -
         _fail(result, "cancelled", "agent", Cancelled("the run was cancelled"))
     except _INFRA_ERRORS as exc:
         _fail(result, "error", "infra", exc)
-    except Exception as exc:  # the agent's own failure: recorded, the partial run kept
+    except Exception as exc:  # the agent's own failure (a broken harness included): recorded
         _fail(result, "error", "agent", exc)
     finally:
-        llm.close()
+        if llm is not None:
+            llm.close()
     return result
 
 
