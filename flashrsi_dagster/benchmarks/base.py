@@ -23,6 +23,11 @@ class BenchmarkError(ValueError):
     """Bad benchmark data or splits: the message names the file, key or task ids."""
 
 
+class SystemicFault(RuntimeError):
+    """A fault no rerun can fix (a missing engine, an unsupported setup): it stops the
+    evaluation instead of being recorded as one task's infrastructure failure."""
+
+
 class Task(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 

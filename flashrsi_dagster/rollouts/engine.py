@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from flashrsi_dagster.agents.base import Agent
-from flashrsi_dagster.benchmarks.base import Benchmark, Task
+from flashrsi_dagster.benchmarks.base import Benchmark, SystemicFault, Task
 from flashrsi_dagster.records import ErrorInfo, Status, Trajectory
 from flashrsi_dagster.rollouts.record import RolloutRecord
 
@@ -103,6 +103,8 @@ def _run_until_final(
 def _one(benchmark: Benchmark, agent: Agent, task: Task, attempt: int, split: str) -> Trajectory:
     try:
         return benchmark.rollout(agent, task, split=split, attempt=attempt)
+    except SystemicFault:
+        raise
     except Exception as exc:  # a fault outside the agent (environment, verifier): infrastructure
         return Trajectory(
             task_id=task.id,

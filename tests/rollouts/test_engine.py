@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from flashrsi_dagster.agents import TargetAgent
+from flashrsi_dagster.benchmarks.base import SystemicFault
 from flashrsi_dagster.benchmarks.text_classification import TextClassification
 from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
@@ -172,3 +173,20 @@ def test_sigkill_half_way_then_restart_loses_and_repeats_nothing(tmp_path):
     lines = RolloutRecord(record_path, Redactor()).load()
     assert len(lines) == 20
     assert len({t.task_id for t in lines}) == 20
+
+
+class _NoEngine(TextClassification):
+    """A benchmark whose environment cannot exist on this machine."""
+
+    def rollout(self, agent, task, *, split, attempt):
+        raise SystemicFault("no container engine here")
+
+
+def test_a_systemic_fault_stops_the_evaluation_instead_of_scoring_zero(benchmark, tmp_path):
+    broken = _NoEngine(benchmark.data_path)
+    with OfflineModelServer(ServerConfig()) as server:
+        agent = _agent(server.url, "simulator/echo")
+        with pytest.raises(SystemicFault, match="no container engine"):
+            run_rollouts(broken, agent, broken.tasks(), _record(tmp_path), split="dev")
+
+    assert _record(tmp_path).load() == []

@@ -45,21 +45,29 @@ def fork_server() -> int:
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes select() when a child exits
-    stdin = sys.stdin.buffer
+    stdin, pending = sys.stdin.fileno(), b""
     while True:
         ready, _, _ = select.select([stdin, wake_r], [], [])
         if wake_r in ready:
             os.read(wake_r, 4096)
         _reap()
-        if stdin in ready:
-            line = stdin.readline()
-            if not line:
-                return 0
-            request = json.loads(line)
-            pid = os.fork()
-            if pid == 0:
-                os._exit(_child(request["payload"], wake_r, wake_w))
-            _say(f"started {request['id']} {pid}")
+        if stdin not in ready:
+            continue
+        # Raw reads: a buffered reader could hold several requests that select() no longer sees.
+        data = os.read(stdin, 1 << 16)
+        if not data:
+            return 0
+        pending += data
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            _fork(json.loads(line), wake_r, wake_w)
+
+
+def _fork(request: dict, *pipes: int) -> None:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(_child(request["payload"], *pipes))
+    _say(f"started {request['id']} {pid}")
 
 
 def _child(payload: dict, *pipes: int) -> int:
