@@ -53,8 +53,8 @@ class MiniAgent(Agent):
             output, stderr = Path(run_dir) / "result.json", Path(run_dir) / "stderr.log"
             payload = self._payload(config, working_dir, instruction, output)
             payload["stderr"] = str(stderr)
-            clock = time.monotonic()
             run = self._server.run(payload)
+            clock = time.monotonic()  # from the moment the run's process exists
             timed_out = run.wait(config.timeout, grace=CANCEL_GRACE_SECONDS)
             result = _read_json(output)
             tail = stderr.read_text(errors="replace")[-_STDERR_TAIL:] if stderr.exists() else ""

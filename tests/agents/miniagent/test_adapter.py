@@ -134,7 +134,8 @@ def test_run_timeout_cancels_and_keeps_the_partial_trajectory(server, harness_di
         elapsed = time.monotonic() - clock
 
     assert trajectory.status == Status.TIMEOUT
-    assert elapsed < 6 + 3
+    assert trajectory.duration < 6 + 3  # the deadline, then at most the cancel grace
+    assert elapsed < 30
     assert [m["role"] for m in trajectory.messages][:4] == [
         "run_config",
         "system",
