@@ -1,0 +1,2 @@
+# Configuration (http://old-api.internal/v1 until March)
+TIMEOUT = 30

@@ -1,0 +1,1 @@
+LEGACY = "http://old-api.internal/v1"
