@@ -7,6 +7,7 @@ The test split is not offered: it stays sealed for the experiment's final evalua
 from __future__ import annotations
 
 import hashlib
+import json
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -54,7 +55,8 @@ def evaluate(
     paths, redactor = ExperimentPaths(config.experiment.dir), redactor_for(config)
     store = SnapshotStore(paths.snapshots, secret_filter=redactor)
     snapshot = store.get(snapshot_id) if snapshot_id else store.create_seed(_seed_dir(config))
-    record = RolloutRecord(paths.records / "eval" / _record_name(split, snapshot, tasks), redactor)
+    name = _record_name(split, snapshot, tasks, config)
+    record = RolloutRecord(paths.records / "eval" / name, redactor)
     if fresh:
         record.path.unlink(missing_ok=True)
     settings = Settings(
@@ -95,7 +97,15 @@ def _select(tasks: Sequence[Task], task_ids: Sequence[str] | None, split: str) -
     return [by_id[i] for i in task_ids]
 
 
-def _record_name(split: str, snapshot: Snapshot, tasks: Sequence[Task]) -> str:
-    """Same harness, split and tasks: same record, so an interrupted eval resumes."""
-    digest = hashlib.sha256("\n".join(t.id for t in tasks).encode()).hexdigest()[:10]
+def _record_name(
+    split: str, snapshot: Snapshot, tasks: Sequence[Task], config: ExperimentConfig
+) -> str:
+    """Same harness, agent settings, benchmark settings and tasks: same record, so an
+    interrupted eval resumes; anything else gets a record of its own."""
+    identity = [
+        [t.id for t in tasks],
+        config.agent.model_dump(mode="json"),
+        config.benchmark.model_dump(mode="json", exclude={"limit", "concurrency"}),
+    ]
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:10]
     return f"{split}-{snapshot.short_id}-{digest}.jsonl"

@@ -38,8 +38,18 @@ def test_help_lists_every_command():
 
 def test_eval_scores_the_seed_harness_on_dev_and_writes_the_record(tmp_path):
     config = Path(__file__).parents[1] / "examples" / "meta_harness.yaml"
-    args = [FLASHRSI, "eval", "--config", str(config), "--split", "dev", "--benchmark.limit", "4",
-            "--experiment.home", str(tmp_path / "home")]
+    args = [
+        FLASHRSI,
+        "eval",
+        "--config",
+        str(config),
+        "--split",
+        "dev",
+        "--benchmark.limit",
+        "4",
+        "--experiment.home",
+        str(tmp_path / "home"),
+    ]
 
     result = subprocess.run(args, capture_output=True, text=True, timeout=300)
 
@@ -56,8 +66,9 @@ def test_eval_refuses_the_sealed_test_split_and_unknown_tasks(tmp_path):
     base = [FLASHRSI, "eval", "--config", str(config), "--experiment.home", str(tmp_path)]
 
     sealed = subprocess.run([*base, "--split", "test"], capture_output=True, text=True)
-    unknown = subprocess.run([*base, "--split", "dev", "--tasks", "no-such-task"],
-                             capture_output=True, text=True)
+    unknown = subprocess.run(
+        [*base, "--split", "dev", "--tasks", "no-such-task"], capture_output=True, text=True
+    )
 
     assert sealed.returncode == 2 and "invalid choice: 'test'" in sealed.stderr
     assert unknown.returncode == 2 and "not in the dev split: no-such-task" in unknown.stderr

@@ -13,6 +13,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -33,6 +34,15 @@ def status_of(exc: BaseException) -> Status:
     return Status.ERROR
 
 
+@dataclass(frozen=True)
+class TaskEnvironment:
+    """Where a task's commands run when the task has its own environment (e.g. a Harbor
+    container): the agent's shell runs `shell_prefix + [command]` instead of bash on the host."""
+
+    shell_prefix: tuple[str, ...]
+    workdir: str = "/"
+
+
 class AgentConfigError(TypeError):
     """An agent was built from the wrong config (e.g. a whole experiment config)."""
 
@@ -42,6 +52,8 @@ class Agent(ABC):
     description: ClassVar[str]
     has_file_tools: ClassVar[bool] = False
     """True when the agent can list, read and edit files: required of a Worker."""
+    supports_environment: ClassVar[bool] = False
+    """True when `_run` accepts `environment=` and runs its commands there."""
 
     def __init__(self, config: RoleConfig, files_dir: Path, *, role: str = "target") -> None:
         if isinstance(config, ExperimentConfig):
@@ -106,12 +118,20 @@ class Agent(ABC):
         task_id: str,
         split: str | None = None,
         attempt: int = 0,
+        environment: TaskEnvironment | None = None,
     ) -> Trajectory:
         """One run. Never raises for the agent's own failures: they are error trajectories."""
         started, clock = datetime.now(UTC), time.monotonic()
         with self.frozen() as config:
             try:
-                trajectory = self._run(Path(working_dir), instruction)
+                if environment is None:
+                    trajectory = self._run(Path(working_dir), instruction)
+                elif self.supports_environment:
+                    trajectory = self._run(Path(working_dir), instruction, environment=environment)
+                else:
+                    raise AgentConfigError(
+                        f"agent type {self.name!r} cannot run commands in a task environment"
+                    )
             except Exception as exc:  # one run's failure is data, not a crash of the batch
                 trajectory = Trajectory(
                     task_id=task_id,

@@ -187,6 +187,11 @@ class BenchmarkConfig(Section):
     tasks_dir: ExistingDir | None = Field(
         None, description="terminal_bench: a folder of Harbor task folders; None: built-in suite."
     )
+    harbor_environment: str = Field(
+        "local",
+        description="terminal_bench: `local` (no Docker needed), `docker`, or a "
+        "Harbor environment class as `package.module:Class`.",
+    )
     evolution_data_path: ExistingPath | None = Field(
         None,
         description="Tasks that replace train (same format as data_path); must not "

@@ -37,6 +37,7 @@ def test_the_draw_is_deterministic_and_disjoint():
             [t.id for t in s.dev],
             [t.id for t in s.unseal_test()],
         )
+
     assert ids(first) == ids(again)
     assert ids(first) != ids(other)
     train, dev, test = map(set, ids(first))

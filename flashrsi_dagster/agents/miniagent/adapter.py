@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flashrsi_dagster.agents.base import Agent, AgentConfigError
+from flashrsi_dagster.agents.base import Agent, AgentConfigError, TaskEnvironment
 from flashrsi_dagster.agents.miniagent.launcher import ForkServer
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.llm.client import ROLE_HEADER, resolve_key
@@ -27,6 +27,7 @@ class MiniAgent(Agent):
     name = "miniagent"
     description = "FlashRSI's built-in tool-using agent: shell, editor and skills, as a subprocess."
     has_file_tools = True
+    supports_environment = True
 
     def __init__(self, config: RoleConfig, files_dir: Path, *, role: str = "target") -> None:
         super().__init__(config, files_dir, role=role)
@@ -47,12 +48,16 @@ class MiniAgent(Agent):
     def close(self) -> None:
         self._server.close()
 
-    def _run(self, working_dir: Path, instruction: str) -> Trajectory:
+    def _run(
+        self, working_dir: Path, instruction: str, environment: TaskEnvironment | None = None
+    ) -> Trajectory:
         config = self.run_config
         with tempfile.TemporaryDirectory(prefix="miniagent-run-") as run_dir:
             output, stderr = Path(run_dir) / "result.json", Path(run_dir) / "stderr.log"
             payload = self._payload(config, working_dir, instruction, output)
             payload["stderr"] = str(stderr)
+            if environment is not None:
+                payload["shell_prefix"] = list(environment.shell_prefix)
             run = self._server.run(payload)
             clock = time.monotonic()  # from the moment the run's process exists
             timed_out = run.wait(config.timeout, grace=CANCEL_GRACE_SECONDS)

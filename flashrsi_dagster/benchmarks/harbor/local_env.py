@@ -58,6 +58,10 @@ class LocalEnvironmentUnavailable(RuntimeError):
     """This machine cannot run the local environment (not root, or tools missing)."""
 
 
+class EnvironmentDied(RuntimeError):
+    """The trial's container stopped existing while the trial still needed it."""
+
+
 class LocalChrootConfig(BaseModel):
     """The local environment's own settings, passed as `EnvironmentConfig.kwargs`."""
 
@@ -313,6 +317,12 @@ class LocalChrootEnvironment(BaseEnvironment):
         tests = EnvironmentPaths.tests_dir
         if self._round is not None or not PurePosixPath(target).is_relative_to(tests):
             return
+        if self._holder is None or not self._holder.running:
+            # Verifying what is left of a dead container would score the agent for a fault
+            # of the machinery: fail the trial instead, as an infrastructure error.
+            raise EnvironmentDied(
+                "the task environment died before verification (its init process is gone)"
+            )
         assert self._dirs is not None
         self._rounds += 1
         folder = self._dirs.round(self._rounds)

@@ -26,6 +26,12 @@ _INFRA_ERRORS = (
 )
 
 
+ENVIRONMENT_NOTE = (
+    "\n\nThis task runs in its own environment: every shell command runs there, in the task's "
+    "working directory. Read and change files with shell commands (the editor is not available)."
+)
+
+
 class TurnLimit(Exception):
     pass
 
@@ -45,6 +51,11 @@ def run(params: dict[str, Any], on_step: Callable[[dict], None] | None = None) -
         ctx, system, tools = load_workspace(files_dir, working_dir, **params.get("limits", {}))
         if params.get("cancel") is not None:
             ctx.cancel = params["cancel"]
+        if params.get("shell_prefix"):
+            # The task's files live in its environment, reachable only through the shell.
+            ctx.shell_prefix = list(params["shell_prefix"])
+            tools.pop("editor", None)
+            system += ENVIRONMENT_NOTE
         result["messages"].insert(0, {"role": "system", "content": system})
         llm = LLM(params["llm"])
         schemas = [tool.schema for tool in tools.values()]

@@ -34,6 +34,9 @@ class Context:
     """Set from another thread to stop the running tool and the run."""
     skills: dict[str, Skill] = field(default_factory=dict)
     """Folder skills by name."""
+    shell_prefix: list[str] | None = None
+    """When the task has its own environment (a container), the argv that runs
+    `bash -c <command>` inside it; None: bash on this machine in `working_dir`."""
 
     def __post_init__(self) -> None:
         self.working_dir = Path(self.working_dir)

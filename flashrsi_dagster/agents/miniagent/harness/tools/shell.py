@@ -39,7 +39,7 @@ class ShellTool(BaseTool):
             raise Cancelled("cancelled before the command started")
         with tempfile.TemporaryFile() as out:
             proc = subprocess.Popen(
-                ["bash", "-c", command],
+                [*(ctx.shell_prefix or ["bash", "-c"]), command],
                 cwd=ctx.working_dir,
                 stdin=subprocess.DEVNULL,
                 stdout=out,

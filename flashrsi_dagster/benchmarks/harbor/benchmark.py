@@ -1,0 +1,159 @@
+"""Terminal-Bench (and any folder of Harbor tasks) as a FlashRSI benchmark.
+
+Every rollout is one Harbor `Trial`: Harbor builds the task's environment, runs the agent —
+Harbor's own `oracle`/`nop`, or ours wrapped by `flashrsi_agent` with its shell inside the
+environment — and scores it with the task's verifier. The reward is the score. A trial that
+fails outside the agent (the environment would not build or died, the verifier broke) is an
+infrastructure failure, rerun by the engine's ladder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from pathlib import Path
+
+from harbor.models.trial.config import AgentConfig, EnvironmentConfig
+from harbor.models.trial.result import TrialResult
+
+from flashrsi_dagster.agents.base import Agent
+from flashrsi_dagster.benchmarks.base import BenchmarkError, Task
+from flashrsi_dagster.benchmarks.harbor import flashrsi_agent
+from flashrsi_dagster.benchmarks.harbor.suite import (
+    TASKS_DIR,
+    TaskDefinitionError,
+    check_task,
+    local_environment,
+    reward,
+    run_trial,
+)
+from flashrsi_dagster.benchmarks.harbor.targets import HarborBuiltinAgent
+from flashrsi_dagster.config.models import BenchmarkConfig
+from flashrsi_dagster.records import ErrorInfo, Status, Trajectory
+
+DEFAULT_SPLIT_COUNTS = {"train": 3, "dev": 4, "test": 4}
+"""For the 11 built-in tasks; a larger `tasks_dir` wants its own `split_counts`."""
+
+# Harbor's names for failures that are the agent's own doing rather than the machinery's.
+_AGENT_FAULTS = {"AgentTimeoutError": Status.TIMEOUT}
+
+
+class TerminalBench:
+    name = "terminal_bench"
+    primary_metric = "reward"
+    default_split_counts = DEFAULT_SPLIT_COUNTS
+
+    def __init__(self, tasks_dir: Path | None = None, environment: str = "local") -> None:
+        self.tasks_dir = Path(tasks_dir) if tasks_dir else TASKS_DIR
+        self.environment = _environment(environment)
+
+    @classmethod
+    def from_config(cls, config: BenchmarkConfig) -> TerminalBench:
+        return cls(config.tasks_dir, config.harbor_environment)
+
+    def tasks(self) -> list[Task]:
+        return self.tasks_from(self.tasks_dir)
+
+    def tasks_from(self, folder: Path) -> list[Task]:
+        folders = sorted(p.parent for p in Path(folder).glob("*/task.toml"))
+        if not folders:
+            raise BenchmarkError(f"{folder}: no Harbor task folders (*/task.toml) found")
+        return [_task(path) for path in folders]
+
+    def rollout(self, agent: Agent, task: Task, *, split: str, attempt: int) -> Trajectory:
+        loan = flashrsi_agent.Loan(agent, task.id, split, attempt)
+        with tempfile.TemporaryDirectory(prefix="flashrsi-trial-") as trials:
+            if isinstance(agent, HarborBuiltinAgent):
+                config = AgentConfig(name=agent.harbor_name)
+                result = self._trial(task, Path(trials), config)
+            else:
+                with flashrsi_agent.lend(loan) as token:
+                    config = AgentConfig(
+                        import_path=flashrsi_agent.IMPORT_PATH, kwargs={"token": token}
+                    )
+                    result = self._trial(task, Path(trials), config)
+        return _trajectory(task, split, attempt, agent, result, loan.trajectory)
+
+    def _trial(self, task: Task, trials: Path, agent: AgentConfig) -> TrialResult:
+        assert task.environment is not None
+        return asyncio.run(
+            run_trial(
+                task.environment, trials_dir=trials, agent=agent, environment=self.environment
+            )
+        )
+
+
+def _task(path: Path) -> Task:
+    try:
+        definition = check_task(path)
+    except TaskDefinitionError as exc:
+        raise BenchmarkError(str(exc)) from None
+    return Task(
+        id=path.name,
+        instruction=(path / "instruction.md").read_text(encoding="utf-8"),
+        environment=path.resolve(),
+        metadata=dict(definition.metadata),
+    )
+
+
+def _environment(name: str) -> EnvironmentConfig:
+    if name == "local":
+        return local_environment()
+    if ":" in name:
+        return EnvironmentConfig(import_path=name)
+    return EnvironmentConfig(type=name)
+
+
+def _trajectory(
+    task: Task,
+    split: str,
+    attempt: int,
+    agent: Agent,
+    result: TrialResult,
+    ours: Trajectory | None,
+) -> Trajectory:
+    score = reward(result)
+    base = ours or Trajectory(
+        task_id=task.id, snapshot_id=agent.snapshot_id or "", status=Status.SUCCESS
+    )
+    failure = result.exception_info
+    metadata = {**base.metadata, "reward": score, "trial": result.trial_name}
+    if ours is None and result.started_at and result.finished_at:
+        base = base.model_copy(
+            update={
+                "started": result.started_at,
+                "duration": (result.finished_at - result.started_at).total_seconds(),
+            }
+        )
+    if failure is not None and score is None:
+        status = _AGENT_FAULTS.get(failure.exception_type, Status.INFRA_ERROR)
+        error = ErrorInfo(
+            type=failure.exception_type,
+            message=failure.exception_message,
+            traceback=failure.exception_traceback,
+        )
+        return base.model_copy(
+            update={
+                "status": status,
+                "score": 0.0,
+                "error": error,
+                "split": split,
+                "attempt": attempt,
+                "metadata": metadata,
+            }
+        )
+    solved = score is not None and score >= 1.0
+    status = (
+        base.status
+        if base.status != Status.SUCCESS
+        else (Status.SUCCESS if solved else Status.FAILURE)
+    )
+    return base.model_copy(
+        update={
+            "status": status,
+            "score": score or 0.0,
+            "split": split,
+            "attempt": attempt,
+            "metadata": metadata,
+        }
+    )

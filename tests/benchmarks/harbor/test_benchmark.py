@@ -1,0 +1,189 @@
+"""Terminal-Bench through our engine: Harbor's agents and ours, the local environment."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from flashrsi_dagster.agents import TargetAgent
+from flashrsi_dagster.agents.miniagent.adapter import HARNESS
+from flashrsi_dagster.benchmarks.base import BenchmarkError
+from flashrsi_dagster.benchmarks.harbor.benchmark import TerminalBench
+from flashrsi_dagster.benchmarks.harbor.suite import TASKS_DIR
+from flashrsi_dagster.config import RoleConfig
+from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
+from flashrsi_dagster.records import Redactor, Status
+from flashrsi_dagster.rollouts.engine import Settings, run_rollouts
+from flashrsi_dagster.rollouts.record import RolloutRecord
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the local environment needs root")
+
+FLASHRSI = str(Path(sys.executable).parent / "flashrsi")
+SOLUTION = (TASKS_DIR / "fix-permissions" / "solution" / "solve.sh").read_text()
+
+
+def _miniagent(server, script: str) -> RoleConfig:
+    return RoleConfig.model_validate(
+        {
+            "type": "miniagent",
+            "llm": {
+                "model": f"simulator/script:{script}",
+                "base_url": server.url,
+                "max_retries": 0,
+            },
+        }
+    )
+
+
+def _shell(command: str) -> dict:
+    return {"tool_calls": [{"name": "shell", "arguments": {"command": command}}]}
+
+
+def test_miniagent_solves_a_builtin_task_with_its_shell_inside_the_environment(tmp_path):
+    bench = TerminalBench()
+    task = next(t for t in bench.tasks() if t.id == "fix-permissions")
+    with OfflineModelServer(ServerConfig()) as server:
+        server.add_script(
+            "solve",
+            [
+                _shell("pwd; ls /app/bin; ls -A /tests 2>/dev/null | wc -l"),
+                _shell(SOLUTION),
+                {"text": "permissions fixed"},
+            ],
+        )
+        with TargetAgent(_miniagent(server, "solve"), HARNESS) as agent:
+            final = run_rollouts(
+                bench, agent, [task], RolloutRecord(tmp_path / "r.jsonl", Redactor()), split="dev"
+            )
+
+    trajectory = final[0]
+    assert (trajectory.status, trajectory.score) == (Status.SUCCESS, 1.0), trajectory.error
+    first_output = next(m["content"] for m in trajectory.messages if m["role"] == "tool")
+    # Inside the task's root: its files are there, the verifier's tests are not.
+    assert first_output.split("\n")[1:] == ["/app", "README", "start.sh", "stop.sh", "0", ""]
+    assert trajectory.usage.tool_calls == 2
+    assert not any(
+        t["function"]["name"] == "editor"
+        for m in trajectory.messages
+        if m["role"] == "assistant"
+        for t in m.get("tool_calls") or []
+    )
+
+
+def _kill_environments_running(marker: str, stop: threading.Event) -> None:
+    """From the host, SIGKILL the init of every task environment in which a command line
+    containing `marker` runs: the environment dies under the agent."""
+    while not stop.is_set():
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                if marker.encode() not in cmdline.read_bytes().replace(b"\0", b" "):
+                    continue
+                status = (cmdline.parent / "status").read_text()
+            except OSError:
+                continue
+            init = _namespace_init(int(cmdline.parent.name), status)
+            if init is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(init, signal.SIGKILL)
+        time.sleep(0.05)
+
+
+def _namespace_init(pid: int, status: str) -> int | None:
+    """The host pid of the process that is pid 1 in `pid`'s PID namespace (None: `pid` runs
+    in the host's namespace)."""
+    if len(status.split("NSpid:")[1].splitlines()[0].split()) < 2:
+        return None
+    namespace = os.readlink(f"/proc/{pid}/ns/pid")
+    for other in Path("/proc").glob("[0-9]*"):
+        try:
+            if os.readlink(other / "ns" / "pid") != namespace:
+                continue
+            nspid = (other / "status").read_text().split("NSpid:")[1].splitlines()[0].split()
+        except OSError:
+            continue
+        if nspid[-1] == "1":
+            return int(other.name)
+    return None
+
+
+def test_an_environment_that_dies_is_rerun_twice_then_scores_zero(tmp_path):
+    bench = TerminalBench()
+    task = next(t for t in bench.tasks() if t.id == "fix-permissions")
+    stop = threading.Event()
+    killer = threading.Thread(target=_kill_environments_running, args=("sleep 7.31", stop))
+    killer.start()
+    try:
+        with OfflineModelServer(ServerConfig()) as server:
+            server.add_script("dies", [_shell("sleep 7.31"), {"text": "done"}] * 3)
+            with TargetAgent(_miniagent(server, "dies"), HARNESS) as agent:
+                final = run_rollouts(
+                    bench,
+                    agent,
+                    [task],
+                    RolloutRecord(tmp_path / "r.jsonl", Redactor()),
+                    split="dev",
+                    settings=Settings(concurrency=1),
+                )
+    finally:
+        stop.set()
+        killer.join()
+
+    assert (final[0].status, final[0].score, final[0].metadata["rerun"]) == (
+        Status.INFRA_ERROR,
+        0.0,
+        2,
+    )
+    assert len(RolloutRecord(tmp_path / "r.jsonl", Redactor()).load()) == 3
+
+
+def test_eval_checks_an_unseen_task_folder_with_harbors_oracle_and_nop(tmp_path):
+    tasks = tmp_path / "my-suite"
+    for source in sorted(TASKS_DIR.iterdir())[:3]:
+        shutil.copytree(source, tasks / f"copy-of-{source.name}")
+    config = tmp_path / "tb.yaml"
+    config.write_text(
+        "experiment: {name: suite-check}\n"
+        "agent: {type: harbor-oracle, llm: {model: none}}\n"
+        "algorithm: {name: meta_harness, worker: {llm: {model: simulator/worker}}}\n"
+        f"benchmark: {{name: terminal_bench, tasks_dir: {tasks}, concurrency: 3,\n"
+        "  split_counts: {train: 0, dev: 3, test: 0}}\n"
+    )
+    base = [
+        FLASHRSI,
+        "eval",
+        "--config",
+        str(config),
+        "--split",
+        "dev",
+        "--experiment.home",
+        str(tmp_path / "home"),
+    ]
+
+    oracle = subprocess.run(base, capture_output=True, text=True, timeout=300)
+    nop = subprocess.run(
+        [*base, "--agent.type", "harbor-nop"], capture_output=True, text=True, timeout=300
+    )
+
+    assert oracle.returncode == 0, oracle.stderr
+    assert "score 1.000 over 3 tasks" in oracle.stdout
+    assert nop.returncode == 0, nop.stderr
+    assert "score 0.000 over 3 tasks" in nop.stdout
+
+
+def test_a_malformed_task_toml_is_named(tmp_path):
+    shutil.copytree(TASKS_DIR / "fix-permissions", tmp_path / "broken")
+    (tmp_path / "broken" / "task.toml").write_text("[agent\ntimeout_sec = 1\n")
+
+    with pytest.raises(BenchmarkError, match=r"broken/task.toml: invalid TOML"):
+        TerminalBench(tmp_path).tasks()
+    with pytest.raises(BenchmarkError, match="no Harbor task folders"):
+        TerminalBench(tmp_path / "broken" / "tests").tasks()
