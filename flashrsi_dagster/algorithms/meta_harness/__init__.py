@@ -1,0 +1,8 @@
+"""Meta-Harness: the history folder for the Worker, one candidate per step, best-on-dev
+promotion, the sealed test once at the end (seed 000)."""
+
+from flashrsi_dagster.algorithms.meta_harness.evolve import evolve
+from flashrsi_dagster.algorithms.meta_harness.plan import State, Step, next_step, rank
+from flashrsi_dagster.algorithms.meta_harness.run import MetaHarness
+
+__all__ = ["MetaHarness", "State", "Step", "evolve", "next_step", "rank"]

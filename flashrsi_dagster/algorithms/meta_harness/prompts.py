@@ -1,0 +1,35 @@
+"""The Worker's instruction for one Meta-Harness step."""
+
+from __future__ import annotations
+
+from flashrsi_dagster.snapshots import Components
+
+INSTRUCTION = """\
+You are improving an agent harness. The folder you are in is a fresh copy of the seed
+harness: edit it in place so that the agent scores better on its tasks.
+
+History: {history}
+Prompt file: {prompt_file}
+
+`{history}/index.json` maps every earlier snapshot id to its source folder under
+`{history}/snapshots/`, with its round, dev score and status (regressed versions included).
+`{history}/trajectories/round-<k>/` holds each round's evaluation rollouts (`dev/`), its
+outcome (`round.json`), the edit decision (`edit.json`) and the earlier Worker run
+(`worker.json`). Read what you need with your tools; study the failures before you edit.
+
+Only these files of the harness are yours to change ({components}); any other change, or
+none, wastes this step. `{history}` is removed before your edit is committed: do not put
+anything there. Finish with a short summary of what you changed and why.
+"""
+
+
+def worker_instruction(components: Components, history: str, prompt_file: str) -> str:
+    return INSTRUCTION.format(
+        history=history, prompt_file=prompt_file, components=components.describe()
+    )
+
+
+def prompt_file_of(files: list[str], components: Components) -> str:
+    """The first file of the `prompt` role, the natural place for the Worker to start."""
+    prompts = sorted(f for f in files if components.role_of(f) == "prompt")
+    return prompts[0] if prompts else (sorted(files)[0] if files else "")

@@ -1,0 +1,105 @@
+"""Meta-Harness records: what each round did, written atomically and redacted.
+
+records/meta_harness/
+  round-000.json            RoundRecord of the seed evaluation
+  round-000-dev.jsonl       its rollouts (the engine's append-only record)
+  round-001-worker.json     the Worker's trajectory of step 1
+  round-001-edit.json       EditRecord: committed / noop / refused / worker_failed
+  round-001.json            RoundRecord of step 1 (evaluated or rejected)
+  round-001-dev.jsonl       …
+  promotion.json            Promotion
+  test.jsonl, test.json     the sealed test evaluation of the promoted snapshot
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from flashrsi_dagster.records import RecordError, read_record
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = 1
+    created: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+
+class EditRecord(Record):
+    kind: Literal["edit"] = "edit"
+    round: int
+    status: Literal["committed", "noop", "refused", "worker_failed"]
+    snapshot_id: str | None = None
+    parent_id: str
+    reason: str | None = None
+    changed: list[str] = Field(default_factory=list)
+
+
+class RoundRecord(Record):
+    kind: Literal["round"] = "round"
+    round: int
+    status: Literal["evaluated", "rejected", "worker_failed"]
+    snapshot_id: str | None = None
+    parent_id: str | None = None
+    dev_score: float | None = None
+    dev_tasks: int = 0
+    reason: str | None = None
+
+
+class Promotion(Record):
+    kind: Literal["promotion"] = "promotion"
+    snapshot_id: str
+    round: int
+    dev_score: float
+    ranking: list[tuple[int, str, float]] = Field(
+        description="(round, snapshot id, dev score), best first; ties keep the earlier round."
+    )
+
+
+class TestResult(Record):
+    kind: Literal["sealed_test"] = "sealed_test"
+    snapshot_id: str
+    test_score: float
+    test_tasks: int
+
+
+class Layout:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def round(self, k: int) -> Path:
+        return self.folder / f"round-{k:03d}.json"
+
+    def rollouts(self, k: int) -> Path:
+        return self.folder / f"round-{k:03d}-dev.jsonl"
+
+    def worker(self, k: int) -> Path:
+        return self.folder / f"round-{k:03d}-worker.json"
+
+    def edit(self, k: int) -> Path:
+        return self.folder / f"round-{k:03d}-edit.json"
+
+    @property
+    def promotion(self) -> Path:
+        return self.folder / "promotion.json"
+
+    @property
+    def test_rollouts(self) -> Path:
+        return self.folder / "test.jsonl"
+
+    @property
+    def test(self) -> Path:
+        return self.folder / "test.json"
+
+
+def read_optional[R: BaseModel](path: Path, model: type[R]) -> R | None:
+    try:
+        return read_record(path, model)
+    except RecordError:
+        if path.exists():
+            raise
+        return None

@@ -1,0 +1,228 @@
+"""Meta-Harness (seed 000): one Worker candidate per step, best-on-dev promotion, test once.
+
+Round 0 evaluates the seed on dev. Step k gives the Worker a fresh seed checkout with the
+history folder inside, removes the history, commits the edit as a child of the seed and
+evaluates it on the whole dev split; a no-op or illegal edit uses up the step and is recorded
+as a rejection. A Worker failure aborts. After `max_steps`, the best dev score is promoted
+(ties keep the earlier snapshot) and only then is the sealed test split evaluated, once.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from flashrsi_dagster.agents import Agent, TargetAgent, WorkerAgent
+from flashrsi_dagster.algorithms.meta_harness.history import HISTORY, build_history, remove_history
+from flashrsi_dagster.algorithms.meta_harness.plan import State, Step, next_step, rank
+from flashrsi_dagster.algorithms.meta_harness.prompts import prompt_file_of, worker_instruction
+from flashrsi_dagster.algorithms.meta_harness.records import (
+    EditRecord,
+    Layout,
+    Promotion,
+    RoundRecord,
+    TestResult,
+    read_optional,
+)
+from flashrsi_dagster.benchmarks.base import Benchmark, Task
+from flashrsi_dagster.benchmarks.loading import load_benchmark, load_splits
+from flashrsi_dagster.experiment import Experiment
+from flashrsi_dagster.records import Status, Trajectory, write_record
+from flashrsi_dagster.rollouts.engine import Progress, Settings, run_rollouts
+from flashrsi_dagster.rollouts.record import RolloutRecord
+from flashrsi_dagster.rollouts.scores import scores_frame, summary
+from flashrsi_dagster.snapshots import Snapshot
+
+Log = Callable[[str], None]
+
+
+class MetaHarness:
+    def __init__(
+        self, experiment: Experiment, *, log: Log = print, progress: Progress | None = None
+    ) -> None:
+        config = experiment.config
+        self.experiment = experiment
+        self.max_steps = config.algorithm.max_steps
+        self.layout = Layout(experiment.paths.records / "meta_harness")
+        self.benchmark: Benchmark = load_benchmark(config.benchmark)
+        self.splits = load_splits(config.benchmark, self.benchmark)
+        self.splits.require("dev")
+        self.settings = Settings(
+            config.benchmark.attempts,
+            config.benchmark.concurrency,
+            config.benchmark.max_infra_reruns,
+        )
+        self.log, self.progress = log, progress
+        self._target: Agent | None = None
+        self._worker: Agent | None = None
+
+    # -- state ----------------------------------------------------------------------------
+
+    def state(self) -> State:
+        rounds = [
+            read_optional(self.layout.round(k), RoundRecord) for k in range(self.max_steps + 1)
+        ]
+        return State(
+            rounds=tuple(r for r in rounds if r is not None),
+            promotion=read_optional(self.layout.promotion, Promotion),
+            test=read_optional(self.layout.test, TestResult),
+        )
+
+    def next(self) -> Step:
+        return next_step(self.state(), self.max_steps)
+
+    def run(self) -> State:
+        """Every remaining step, in order; safe to call again after a crash."""
+        try:
+            while (step := self.next()).action not in ("done", "aborted"):
+                self.do(step)
+        finally:
+            self.close()
+        return self.state()
+
+    def do(self, step: Step) -> None:
+        actions = {
+            "evaluate_seed": lambda: self.evaluate_seed(),
+            "propose": lambda: self.propose(step.round or 0),
+            "promote": self.promote,
+            "sealed_test": self.sealed_test,
+        }
+        actions[step.action]()
+
+    def close(self) -> None:
+        for agent in (self._target, self._worker):
+            if agent is not None:
+                agent.close()
+
+    # -- steps ----------------------------------------------------------------------------
+
+    def seed(self) -> Snapshot:
+        config = self.experiment.config
+        source = config.agent.source_dir or _adapter(config.agent.type).builtin_harness()
+        return self.experiment.snapshots.create_seed(source, metadata={"round": 0})
+
+    def evaluate_seed(self) -> RoundRecord:
+        seed = self.seed()
+        return self._evaluate(0, seed, parent_id=None)
+
+    def propose(self, k: int) -> RoundRecord:
+        edit = read_optional(self.layout.edit(k), EditRecord) or self._edit(k)
+        if edit.status == "committed" and edit.snapshot_id:
+            return self._evaluate(
+                k, self.experiment.snapshots.get(edit.snapshot_id), parent_id=edit.parent_id
+            )
+        status = "worker_failed" if edit.status == "worker_failed" else "rejected"
+        record = RoundRecord(round=k, status=status, parent_id=edit.parent_id, reason=edit.reason)
+        self._write(self.layout.round(k), record)
+        self.log(f"round {k}: {status} — {edit.reason}")
+        return record
+
+    def promote(self) -> Promotion:
+        ranking = rank(list(self.state().rounds))
+        best_round, best_id, best_score = ranking[0]
+        promotion = Promotion(
+            snapshot_id=best_id, round=best_round, dev_score=best_score, ranking=ranking
+        )
+        self._write(self.layout.promotion, promotion)
+        self.log(f"promoted round {best_round} ({best_id[:12]}), dev score {best_score:.3f}")
+        return promotion
+
+    def sealed_test(self) -> TestResult:
+        promotion = read_optional(self.layout.promotion, Promotion)
+        assert promotion is not None, "the sealed test runs only after promotion"
+        tasks = self.splits.unseal_test()
+        snapshot = self.experiment.snapshots.get(promotion.snapshot_id)
+        score = self._rollouts(snapshot, tasks, self.layout.test_rollouts, split="test")
+        result = TestResult(snapshot_id=snapshot.id, test_score=score, test_tasks=len(tasks))
+        self._write(self.layout.test, result)
+        self.log(f"sealed test of {snapshot.short_id}: {score:.3f} over {len(tasks)} tasks")
+        return result
+
+    # -- parts ----------------------------------------------------------------------------
+
+    def _evaluate(self, k: int, snapshot: Snapshot, parent_id: str | None) -> RoundRecord:
+        score = self._rollouts(snapshot, self.splits.dev, self.layout.rollouts(k), split="dev")
+        record = RoundRecord(
+            round=k,
+            status="evaluated",
+            snapshot_id=snapshot.id,
+            parent_id=parent_id,
+            dev_score=score,
+            dev_tasks=len(self.splits.dev),
+        )
+        self._write(self.layout.round(k), record)
+        self.log(f"round {k}: {snapshot.short_id} dev score {score:.3f}")
+        return record
+
+    def _rollouts(self, snapshot: Snapshot, tasks: tuple[Task, ...], path: Path, split: str):
+        store = self.experiment.snapshots
+        with tempfile.TemporaryDirectory(prefix="flashrsi-target-") as tmp:
+            checkout = store.check_out(snapshot, Path(tmp) / "harness")
+            target = self._target_agent(checkout)
+            target.update(checkout, snapshot.id)
+            record = RolloutRecord(path, self.experiment.redactor)
+            final = run_rollouts(
+                self.benchmark,
+                target,
+                tasks,
+                record,
+                split=split,
+                settings=self.settings,
+                progress=self.progress,
+            )
+            store.forget_checkout(checkout)
+        return summary(scores_frame(final), len(tasks), self.settings.attempts)["score"]
+
+    def _edit(self, k: int) -> EditRecord:
+        store, seed = self.experiment.snapshots, self.seed()
+        with tempfile.TemporaryDirectory(prefix="flashrsi-edit-") as tmp:
+            edit_dir = store.check_out(seed, Path(tmp) / "edit")
+            files = [p.relative_to(edit_dir).as_posix() for p in edit_dir.rglob("*") if p.is_file()]
+            build_history(edit_dir, store, self.layout, list(self.state().rounds))
+            instruction = worker_instruction(
+                seed.components, HISTORY, prompt_file_of(files, seed.components)
+            )
+            trajectory = self._worker_agent().run(edit_dir, instruction, task_id=f"worker-{k}")
+            self._write(self.layout.worker(k), trajectory)
+            remove_history(edit_dir)
+            edit = self._commit(k, seed, edit_dir, trajectory)
+            store.forget_checkout(edit_dir)
+        self._write(self.layout.edit(k), edit)
+        return edit
+
+    def _commit(self, k: int, seed: Snapshot, edit_dir: Path, worker: Trajectory) -> EditRecord:
+        if worker.status != Status.SUCCESS:
+            detail = worker.error.message if worker.error else "no error recorded"
+            reason = f"the Worker failed ({worker.status}): {detail}"
+            return EditRecord(round=k, status="worker_failed", parent_id=seed.id, reason=reason)
+        outcome = self.experiment.snapshots.commit_child(
+            seed, edit_dir, message=f"meta-harness step {k}", metadata={"round": k}
+        )
+        return EditRecord(
+            round=k,
+            status=outcome.status,
+            parent_id=seed.id,
+            reason=outcome.reason,
+            snapshot_id=outcome.snapshot.id if outcome.snapshot else None,
+            changed=[f"{c.status} {c.path}" for c in outcome.changed],
+        )
+
+    def _target_agent(self, checkout: Path) -> Agent:
+        if self._target is None:
+            self._target = TargetAgent(self.experiment.config.agent, checkout)
+        return self._target
+
+    def _worker_agent(self) -> Agent:
+        if self._worker is None:
+            self._worker = WorkerAgent(self.experiment.config.algorithm.worker)
+        return self._worker
+
+    def _write(self, path: Path, record) -> None:
+        write_record(path, record, self.experiment.redactor)
+
+
+def _adapter(adapter_type: str):
+    from flashrsi_dagster.agents import adapter_class
+
+    return adapter_class(adapter_type)
