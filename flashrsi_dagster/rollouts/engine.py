@@ -117,6 +117,11 @@ def _one(benchmark: Benchmark, agent: Agent, task: Task, attempt: int, split: st
         )
 
 
+def final_trajectories(record: RolloutRecord, reruns: int) -> list[Trajectory]:
+    """The final rollout of every (task, attempt) the record holds, in record order."""
+    return list(_final_by_key(record.load(), reruns).values())
+
+
 def _final_by_key(trajectories: list[Trajectory], reruns: int) -> dict:
     return {(t.task_id, t.attempt): t for t in trajectories if is_final(t, reruns)}
 

@@ -13,6 +13,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import pandas as pd
+
 from flashrsi_dagster.agents import Agent, TargetAgent, WorkerAgent
 from flashrsi_dagster.algorithms.meta_harness.history import HISTORY, build_history, remove_history
 from flashrsi_dagster.algorithms.meta_harness.plan import State, Step, next_step, rank
@@ -29,7 +31,12 @@ from flashrsi_dagster.benchmarks.base import Benchmark, Task
 from flashrsi_dagster.benchmarks.loading import load_benchmark, load_splits
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.records import Status, Trajectory, write_record
-from flashrsi_dagster.rollouts.engine import Progress, Settings, run_rollouts
+from flashrsi_dagster.rollouts.engine import (
+    Progress,
+    Settings,
+    final_trajectories,
+    run_rollouts,
+)
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.rollouts.scores import scores_frame, summary
 from flashrsi_dagster.snapshots import Snapshot
@@ -106,8 +113,24 @@ class MetaHarness:
         seed = self.seed()
         return self._evaluate(0, seed, parent_id=None)
 
+    def round_frame(self, k: int) -> pd.DataFrame:
+        """The scores table of round k's dev evaluation (empty for a rejected step)."""
+        record = RolloutRecord(self.layout.rollouts(k), self.experiment.redactor)
+        return scores_frame(final_trajectories(record, self.settings.max_infra_reruns))
+
     def propose(self, k: int) -> RoundRecord:
-        edit = read_optional(self.layout.edit(k), EditRecord) or self._edit(k)
+        """Step k whole: the Worker's edit, then its evaluation (or the rejection)."""
+        self.edit(k)
+        return self.finish_round(k)
+
+    def edit(self, k: int) -> EditRecord:
+        """The Worker's edit of step k (read back if it was already made)."""
+        return read_optional(self.layout.edit(k), EditRecord) or self._edit(k)
+
+    def finish_round(self, k: int) -> RoundRecord:
+        """Evaluate step k's committed candidate on dev, or record its rejection."""
+        edit = read_optional(self.layout.edit(k), EditRecord)
+        assert edit is not None, f"round {k} has no edit yet"
         if edit.status == "committed" and edit.snapshot_id:
             return self._evaluate(
                 k, self.experiment.snapshots.get(edit.snapshot_id), parent_id=edit.parent_id
