@@ -28,6 +28,20 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _config_command(commands, "validate", "check a config and print it normalised")
     init = _config_command(commands, "init", "create (or reopen) the experiment of a config")
+    run = _config_command(commands, "run", "run a whole experiment through Dagster")
+    run.add_argument(
+        "--force",
+        action="store_true",
+        help="continue despite a changed config; marks the experiment not sealed",
+    )
+    resume = commands.add_parser(
+        "resume", help="continue an interrupted experiment", allow_abbrev=False
+    )
+    resume.add_argument("--experiment", required=True, help="experiment name")
+    resume.add_argument("--home", default=".flashrsi", type=Path, help="experiments folder")
+    ui = commands.add_parser("ui", help="the Dagster UI on the experiments", allow_abbrev=False)
+    ui.add_argument("--home", default=".flashrsi", type=Path, help="experiments folder")
+    ui.add_argument("--port", default=3000, type=int)
     evaluate = _config_command(commands, "eval", "evaluate one harness on a split, no evolution")
     evaluate.add_argument("--split", required=True, choices=["dev", "train"])
     evaluate.add_argument("--tasks", help="comma-separated task ids (default: the whole split)")
@@ -60,6 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return serve(argv[1:])
     args, overrides = _parser().parse_known_args(argv)
+    if args.command in ("resume", "ui"):
+        return _resume(args) if args.command == "resume" else _ui(args)
     try:
         config = load_config(args.config, overrides)
     except ConfigError as exc:
@@ -69,6 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _validate(config)
     if args.command == "eval":
         return _eval(config, args)
+    if args.command == "run":
+        return _run(config, force=args.force)
     return _init(config, force=args.force)
 
 
@@ -91,6 +109,43 @@ def _init(config: ExperimentConfig, *, force: bool) -> int:
     if note:
         print(f"  {note}")
     return EXIT_OK
+
+
+def _run(config: ExperimentConfig, *, force: bool) -> int:
+    try:
+        experiment = open_experiment(config, force=force)
+    except ConfigChangedError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return _drive(experiment)
+
+
+def _resume(args: argparse.Namespace) -> int:
+    from flashrsi_dagster.resources import ExperimentsResource
+
+    home = args.home.resolve()
+    if not (home / args.experiment / "run_meta.json").exists():
+        print(f"error: no experiment {args.experiment!r} under {home}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return _drive(open_experiment(ExperimentsResource(home=str(home)).config(args.experiment)))
+
+
+def _drive(experiment) -> int:
+    from flashrsi_dagster.jobs.runner import drive, summary
+
+    try:
+        state = drive(experiment, say=lambda line: print(line, flush=True))
+    except RuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print(summary(experiment, state))
+    return EXIT_FAILED if any(r.status == "worker_failed" for r in state.rounds) else EXIT_OK
+
+
+def _ui(args: argparse.Namespace) -> int:
+    from flashrsi_dagster.jobs.runner import ui
+
+    return ui(args.home.resolve(), args.port)
 
 
 def _eval(config: ExperimentConfig, args: argparse.Namespace) -> int:

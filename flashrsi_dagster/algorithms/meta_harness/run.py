@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -151,9 +152,25 @@ class MetaHarness:
         self.log(f"promoted round {best_round} ({best_id[:12]}), dev score {best_score:.3f}")
         return promotion
 
+    def restart_round(self, k: int) -> None:
+        """Evaluate round k again from scratch (a rematerialization): the same snapshot, new
+        rollouts; the old record is kept beside, renamed, and no new snapshot is made."""
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+        for path in (self.layout.rollouts(k), self.layout.round(k)):
+            if path.exists():
+                path.rename(path.with_name(f"{path.stem}.replaced-{stamp}{path.suffix}"))
+
     def sealed_test(self) -> TestResult:
         promotion = read_optional(self.layout.promotion, Promotion)
         assert promotion is not None, "the sealed test runs only after promotion"
+        done = read_optional(self.layout.test, TestResult)
+        if done is not None:
+            if done.snapshot_id != promotion.snapshot_id:
+                raise RuntimeError(
+                    f"the sealed test was already evaluated, on {done.snapshot_id[:12]}; it is "
+                    f"evaluated once per experiment, so {promotion.snapshot_id[:12]} is not"
+                )
+            return done
         tasks = self.splits.unseal_test()
         snapshot = self.experiment.snapshots.get(promotion.snapshot_id)
         score = self._rollouts(snapshot, tasks, self.layout.test_rollouts, split="test")

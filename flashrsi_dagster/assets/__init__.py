@@ -1,0 +1,1 @@
+"""Dagster assets: the thin layer mapping the algorithms' steps onto partitioned assets."""

@@ -1,0 +1,54 @@
+"""Driving an experiment's rounds through Dagster: the same "what next" function serves the
+CLI (in-process, here) and the sensor (in the daemon), so both take identical steps."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from flashrsi_dagster.algorithms.meta_harness import Step
+from flashrsi_dagster.assets.meta_harness import DRIVER_TAG, FINAL_ASSETS, ROUND_ASSETS
+from flashrsi_dagster.assets.partitions import experiments, partition, round_key, rounds
+from flashrsi_dagster.resources import ExperimentIOManager, ExperimentsResource
+
+
+def resources(home: str) -> dict:
+    return {
+        "experiments_home": ExperimentsResource(home=home),
+        "io_manager": ExperimentIOManager(home=home),
+    }
+
+
+def register(instance: dg.DagsterInstance, name: str, max_steps: int) -> None:
+    """Every partition the experiment will use, known up front: the UI shows the whole grid."""
+    keys = [round_key(name, k) for k in range(max_steps + 1)]
+    instance.add_dynamic_partitions(rounds.name, keys)
+    instance.add_dynamic_partitions(experiments.name, [name])
+
+
+def run_key(name: str, step: Step) -> str:
+    return f"{name}:{step.action}:{step.round}"
+
+
+def execute(instance: dg.DagsterInstance, home: str, name: str, step: Step) -> bool:
+    """Run one step in-process; True when Dagster reports success."""
+    tags = {DRIVER_TAG: "1", "flashrsi/experiment": name, "dagster/run_key": run_key(name, step)}
+    if step.action in ("evaluate_seed", "propose"):
+        result = dg.materialize(
+            ROUND_ASSETS,
+            partition_key=partition(name, step.round or 0),
+            instance=instance,
+            resources=resources(home),
+            tags=tags,
+            raise_on_error=False,
+        )
+    else:
+        assets = FINAL_ASSETS if step.action == "promote" else FINAL_ASSETS[1:]
+        result = dg.materialize(
+            assets,
+            partition_key=name,
+            instance=instance,
+            resources=resources(home),
+            tags=tags,
+            raise_on_error=False,
+        )
+    return result.success

@@ -1,0 +1,82 @@
+"""`flashrsi run` / `resume` / `ui`: a whole experiment through Dagster, in-process, against
+the persistent instance under the experiment home, so `flashrsi ui` shows it afterwards."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import dagster as dg
+
+from flashrsi_dagster.algorithms.meta_harness import State
+from flashrsi_dagster.experiment import Experiment
+from flashrsi_dagster.jobs.driver import execute, register
+from flashrsi_dagster.resources import ExperimentsResource
+
+Say = Callable[[str], None]
+
+
+def instance_dir(home: Path) -> Path:
+    return Path(home) / ".dagster"
+
+
+def persistent_instance(home: Path) -> dg.DagsterInstance:
+    folder = instance_dir(home)
+    folder.mkdir(parents=True, exist_ok=True)
+    os.environ["DAGSTER_HOME"] = str(folder)  # the CLI's own process: the instance lives here
+    return dg.DagsterInstance.get()
+
+
+def drive(experiment: Experiment, say: Say = print) -> State:
+    """Run every remaining step of the experiment as Dagster runs; returns the final state."""
+    config = experiment.config
+    home, name = Path(config.experiment.home), config.experiment.name
+    instance = persistent_instance(home)
+    register(instance, name, config.algorithm.max_steps)
+    algorithm = ExperimentsResource(home=str(home)).meta_harness(name, log=say)
+    while (step := algorithm.next()).action not in ("done", "aborted"):
+        say(f"== {step.action}" + (f" (round {step.round})" if step.round is not None else ""))
+        if not execute(instance, str(home), name, step):
+            raise RuntimeError(f"the Dagster run for {step.action} failed; see `flashrsi ui`")
+    return algorithm.state()
+
+
+def summary(experiment: Experiment, state: State) -> str:
+    lines = [f"experiment {experiment.config.experiment.name}"]
+    note = experiment.meta.validity_note()
+    if note:
+        lines.append(f"  {note}")
+    for r in state.rounds:
+        score = "-" if r.dev_score is None else f"{r.dev_score:.3f}"
+        detail = f" ({r.reason})" if r.reason else ""
+        lines.append(f"  round {r.round}: {r.status:<13} dev {score}{detail}")
+    if state.promotion:
+        p = state.promotion
+        lines.append(f"  promoted: round {p.round}, {p.snapshot_id[:12]}, dev {p.dev_score:.3f}")
+    if state.test:
+        lines.append(
+            f"  sealed test: {state.test.test_score:.3f} over {state.test.test_tasks} tasks"
+        )
+    if any(r.status == "worker_failed" for r in state.rounds):
+        lines.append("  aborted: the Worker failed (its trajectory is kept in the records)")
+    return "\n".join(lines)
+
+
+def ui(home: Path, port: int) -> int:
+    """`dagster dev` on the experiments' instance, from the folder holding the home."""
+    env = {**os.environ, "DAGSTER_HOME": str(instance_dir(home))}
+    instance_dir(home).mkdir(parents=True, exist_ok=True)
+    command = [
+        sys.executable,
+        "-m",
+        "dagster",
+        "dev",
+        "-m",
+        "flashrsi_dagster.definitions",
+        "-p",
+        str(port),
+    ]
+    return subprocess.call(command, cwd=Path(home).resolve().parent, env=env)
