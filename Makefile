@@ -9,12 +9,10 @@ PYTHON ?= python3
 .PHONY: demo test lint env clean
 
 demo: env
-	@echo "== flashrsi: validating the example experiment =="
-	@$(UV) run --locked flashrsi validate --config examples/meta_harness.yaml \
+	@echo "== flashrsi: Meta-Harness on the built-in text classification, offline model simulator =="
+	$(UV) run --locked flashrsi run --config examples/meta_harness.yaml \
 		--algorithm.max_steps 2 --benchmark.limit 9
-	@echo "== the config is valid; the line starting with '# ok' says what it will run."
-	@echo "== The Meta-Harness job that runs it lands with its issue; until then"
-	@echo "== 'make demo' stops after validation."
+	@echo "== browse it: .venv/bin/flashrsi ui   (Dagster UI on the same instance)"
 
 test: env
 	$(UV) run --locked pytest

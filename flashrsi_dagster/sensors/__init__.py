@@ -4,8 +4,6 @@ The sensor calls the same pure `next_step` as the CLI for every experiment under
 folder and requests the next run with an idempotent run key; it stops an experiment once it is
 done or aborted (a Worker failure)."""
 
-from datetime import UTC, datetime
-
 import dagster as dg
 from pydantic import Field
 
@@ -87,7 +85,7 @@ def nightly_meta_harness(
 ) -> dg.RunRequest:
     """A new experiment each night from the config file (named after the date), seeded by
     requesting its round 0; the driver sensor takes it from there."""
-    stamp = (context.scheduled_execution_time or datetime.now(UTC)).strftime("%Y%m%d")
+    stamp = context.scheduled_execution_time.strftime("%Y%m%d")
     config = load_config(nightly.config_file)
     name = f"{config.experiment.name}-nightly-{stamp}"
     config.experiment.name, config.experiment.home = name, experiments_home.home

@@ -1,0 +1,198 @@
+"""Meta-Harness through a real Dagster instance: definitions, the driver, sensor, schedule,
+rematerialization and the `flashrsi run` / `resume` commands."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import dagster as dg
+
+from flashrsi_dagster.assets.meta_harness import DRIVER_TAG, ROUND_ASSETS
+from flashrsi_dagster.assets.partitions import parse_round_key, partition, round_key
+from flashrsi_dagster.config import load_config
+from flashrsi_dagster.definitions import defs
+from flashrsi_dagster.experiment import open_experiment
+from flashrsi_dagster.jobs.driver import execute, register, resources
+from flashrsi_dagster.resources import ExperimentsResource
+from flashrsi_dagster.sensors import NightlyConfig, meta_harness_driver, nightly_meta_harness
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
+FLASHRSI = str(Path(sys.executable).parent / "flashrsi")
+
+
+def _experiment(home: Path, steps: int = 1):
+    config = load_config(
+        EXAMPLE,
+        [
+            "--experiment.home",
+            str(home),
+            "--benchmark.limit",
+            "4",
+            "--algorithm.max_steps",
+            str(steps),
+        ],
+    )
+    return open_experiment(config)
+
+
+def test_definitions_load_and_validate():
+    keys = {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dagster",
+            "definitions",
+            "validate",
+            "-m",
+            "flashrsi_dagster.definitions",
+        ],
+        capture_output=True,
+        text=True,
+    )
+
+    assert keys == {
+        "snapshot",
+        "trajectories",
+        "scores",
+        "failure_map",
+        "paired_stats",
+        "promotion",
+        "sealed_test_score",
+    }
+    assert {job.name for job in defs.resolve_all_job_defs()} >= {
+        "meta_harness",
+        "meta_harness_finalize",
+    }
+    assert result.returncode == 0, result.stderr
+
+
+def test_round_keys_carry_the_experiment_and_are_validated():
+    assert parse_round_key(round_key("exp-1.a", 12)) == ("exp-1.a", 12)
+    for bad in ("exp|1.r001", "exp.r1", "exp"):
+        try:
+            parse_round_key(bad)
+        except ValueError as exc:
+            assert "not a Meta-Harness round key" in str(exc)
+        else:
+            raise AssertionError(bad)
+
+
+def test_the_driver_runs_the_experiment_as_partitioned_runs(tmp_path):
+    experiment = _experiment(tmp_path / "home")
+    name, home = experiment.config.experiment.name, str(tmp_path / "home")
+    with dg.instance_for_test() as instance:
+        register(instance, name, 1)
+        algorithm = ExperimentsResource(home=home).meta_harness(name, log=lambda _: None)
+        while (step := algorithm.next()).action not in ("done", "aborted"):
+            assert execute(instance, home, name, step)
+
+        state = algorithm.state()
+        assert [r.status for r in state.rounds] == ["evaluated", "evaluated"]
+        assert state.test is not None
+        event = instance.get_latest_materialization_event(dg.AssetKey("snapshot"))
+        keys = instance.get_materialized_partitions(dg.AssetKey("trajectories"))
+        assert {str(partition(name, 0)), str(partition(name, 1))} <= {str(k) for k in keys}
+        assert event.asset_materialization.metadata["snapshot_id"].value == (
+            state.rounds[1].snapshot_id
+        )
+        scores = instance.get_latest_materialization_event(dg.AssetKey("scores"))
+        assert "score_by_round" in scores.asset_materialization.metadata
+    assert (tmp_path / "home" / name / "dagster" / "trajectories" / "round-001-c0.parquet").exists()
+
+
+def test_the_sensor_requests_the_next_step_with_an_idempotent_run_key(tmp_path):
+    experiment = _experiment(tmp_path / "home")
+    name, home = experiment.config.experiment.name, str(tmp_path / "home")
+    with dg.instance_for_test() as instance:
+        register(instance, name, 1)
+        context = dg.build_sensor_context(
+            instance=instance, resources={"experiments_home": ExperimentsResource(home=home)}
+        )
+
+        first = meta_harness_driver(context)
+        again = meta_harness_driver(context)
+
+    (request,) = first.run_requests
+    assert request.run_key == f"{name}:evaluate_seed:0"
+    assert request.partition_key == str(partition(name, 0))
+    assert request.tags[DRIVER_TAG] == "1"
+    assert again.run_requests[0].run_key == request.run_key  # same state, same key
+
+
+def test_the_nightly_schedule_starts_a_new_experiment(tmp_path):
+    home = tmp_path / "home"
+    with dg.instance_for_test() as instance:
+        context = dg.build_schedule_context(
+            instance=instance,
+            resources={
+                "experiments_home": ExperimentsResource(home=str(home)),
+                "nightly": NightlyConfig(config_file=str(EXAMPLE)),
+            },
+            scheduled_execution_time=datetime(2026, 11, 30, 2, tzinfo=UTC),
+        )
+        request = nightly_meta_harness(context)
+
+        name = request.tags["flashrsi/experiment"]
+        assert name == "meta-harness-demo-nightly-20261130"
+        assert request.run_key == f"{name}:evaluate_seed:0"
+        assert (home / name / "run_meta.json").exists()
+        assert round_key(name, 0) in instance.get_dynamic_partitions("meta_harness_round")
+
+
+def test_rematerializing_a_round_reruns_that_snapshot_and_makes_no_new_one(tmp_path):
+    experiment = _experiment(tmp_path / "home", steps=0 + 1)
+    name, home = experiment.config.experiment.name, str(tmp_path / "home")
+    with dg.instance_for_test() as instance:
+        register(instance, name, 1)
+        algorithm = ExperimentsResource(home=home).meta_harness(name, log=lambda _: None)
+        while (step := algorithm.next()).action not in ("done", "aborted"):
+            assert execute(instance, home, name, step)
+        before = [s.id for s in experiment.snapshots.history()]
+        test_before = algorithm.layout.test.read_text()
+
+        # As from the UI: no driver tag.
+        result = dg.materialize(
+            ROUND_ASSETS,
+            partition_key=partition(name, 1),
+            instance=instance,
+            resources=resources(home),
+        )
+
+    assert result.success
+    assert [s.id for s in experiment.snapshots.history()] == before
+    archived = list(algorithm.layout.folder.glob("round-001-dev.replaced-*.jsonl"))
+    assert len(archived) == 1
+    assert algorithm.state().rounds[1].snapshot_id == before[1]
+    assert algorithm.layout.test.read_text() == test_before  # the sealed test is untouched
+
+
+def test_flashrsi_run_then_resume(tmp_path):
+    base = [
+        "--config",
+        str(EXAMPLE),
+        "--experiment.home",
+        str(tmp_path / "home"),
+        "--benchmark.limit",
+        "4",
+        "--algorithm.max_steps",
+        "1",
+    ]
+
+    run = subprocess.run([FLASHRSI, "run", *base], capture_output=True, text=True, timeout=600)
+    resume = subprocess.run(
+        [FLASHRSI, "resume", "--experiment", "meta-harness-demo", "--home", str(tmp_path / "home")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+    assert run.returncode == 0, run.stderr
+    assert "round 0: evaluated" in run.stdout and "round 1:" in run.stdout
+    assert "promoted: round" in run.stdout and "sealed test:" in run.stdout
+    assert resume.returncode == 0, resume.stderr
+    assert "== " not in resume.stdout  # nothing left to run
+    assert (tmp_path / "home" / ".dagster").is_dir()
