@@ -29,6 +29,11 @@ def run_key(name: str, step: Step) -> str:
     return f"{name}:{step.action}:{step.round}"
 
 
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+"""In-process runs log their events to the instance (the UI shows them); the terminal gets
+only warnings, so the CLI's own progress lines stay readable."""
+
+
 def execute(instance: dg.DagsterInstance, home: str, name: str, step: Step) -> bool:
     """Run one step in-process; True when Dagster reports success."""
     tags = {DRIVER_TAG: "1", "flashrsi/experiment": name, "dagster/run_key": run_key(name, step)}
@@ -40,6 +45,7 @@ def execute(instance: dg.DagsterInstance, home: str, name: str, step: Step) -> b
             resources=resources(home),
             tags=tags,
             raise_on_error=False,
+            run_config=QUIET,
         )
     else:
         assets = FINAL_ASSETS if step.action == "promote" else FINAL_ASSETS[1:]
@@ -50,5 +56,6 @@ def execute(instance: dg.DagsterInstance, home: str, name: str, step: Step) -> b
             resources=resources(home),
             tags=tags,
             raise_on_error=False,
+            run_config=QUIET,
         )
     return result.success

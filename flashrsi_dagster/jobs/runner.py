@@ -11,7 +11,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from flashrsi_dagster.algorithms.meta_harness import State
+from flashrsi_dagster.algorithms.meta_harness import State, Step
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.jobs.driver import execute, register
 from flashrsi_dagster.resources import ExperimentsResource
@@ -20,12 +20,18 @@ Say = Callable[[str], None]
 
 
 def instance_dir(home: Path) -> Path:
-    return Path(home) / ".dagster"
+    """The Dagster instance of a home folder (`DAGSTER_HOME`), created on first use with
+    telemetry off: nothing leaves the machine."""
+    folder = Path(home) / ".dagster"
+    settings = folder / "dagster.yaml"
+    if not settings.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        settings.write_text("telemetry:\n  enabled: false\n")
+    return folder
 
 
 def persistent_instance(home: Path) -> dg.DagsterInstance:
     folder = instance_dir(home)
-    folder.mkdir(parents=True, exist_ok=True)
     os.environ["DAGSTER_HOME"] = str(folder)  # the CLI's own process: the instance lives here
     return dg.DagsterInstance.get()
 
@@ -41,7 +47,18 @@ def drive(experiment: Experiment, say: Say = print) -> State:
         say(f"== {step.action}" + (f" (round {step.round})" if step.round is not None else ""))
         if not execute(instance, str(home), name, step):
             raise RuntimeError(f"the Dagster run for {step.action} failed; see `flashrsi ui`")
+        say(_progress(algorithm.state(), step))
     return algorithm.state()
+
+
+def _progress(state: State, step: Step) -> str:
+    if step.round is not None:
+        r = next(r for r in state.rounds if r.round == step.round)
+        score = "" if r.dev_score is None else f", dev score {r.dev_score:.3f}"
+        return f"   round {r.round}: {r.status}{score}" + (f" — {r.reason}" if r.reason else "")
+    if state.test is not None:
+        return f"   sealed test of the promoted snapshot: {state.test.test_score:.3f}"
+    return "   promoted" if state.promotion else "   done"
 
 
 def summary(experiment: Experiment, state: State) -> str:
@@ -68,7 +85,6 @@ def summary(experiment: Experiment, state: State) -> str:
 def ui(home: Path, port: int) -> int:
     """`dagster dev` on the experiments' instance, from the folder holding the home."""
     env = {**os.environ, "DAGSTER_HOME": str(instance_dir(home))}
-    instance_dir(home).mkdir(parents=True, exist_ok=True)
     command = [
         sys.executable,
         "-m",
