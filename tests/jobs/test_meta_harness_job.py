@@ -3,8 +3,11 @@ rematerialization and the `flashrsi run` / `resume` commands."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,6 +20,7 @@ from flashrsi_dagster.definitions import defs
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.jobs.driver import execute, register, resources
 from flashrsi_dagster.resources import ExperimentsResource
+from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.sensors import NightlyConfig, meta_harness_driver, nightly_meta_harness
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
@@ -196,3 +200,54 @@ def test_flashrsi_run_then_resume(tmp_path):
     assert resume.returncode == 0, resume.stderr
     assert "== " not in resume.stdout  # nothing left to run
     assert (tmp_path / "home" / ".dagster").is_dir()
+
+
+def _final_state(home: Path):
+    return ExperimentsResource(home=str(home)).meta_harness("meta-harness-demo", log=lambda _: None)
+
+
+def test_sigkill_during_round_2_then_resume_matches_an_uninterrupted_run(tmp_path):
+    args = ["--config", str(EXAMPLE), "--benchmark.limit", "4", "--algorithm.max_steps", "2"]
+    whole = subprocess.run(
+        [FLASHRSI, "run", *args, "--experiment.home", str(tmp_path / "a")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert whole.returncode == 0, whole.stderr
+
+    home = tmp_path / "b"
+    run = subprocess.Popen(
+        [FLASHRSI, "run", *args, "--experiment.home", str(home)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    records = home / "meta-harness-demo" / "records" / "meta_harness"
+    deadline = time.monotonic() + 300
+    while not (records / "round-002-edit.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(run.pid, signal.SIGKILL)
+    run.wait()
+    run.stdout.close()
+    assert not (records / "round-002.json").exists()  # killed inside round 2
+    resumed = subprocess.run(
+        [FLASHRSI, "resume", "--experiment", "meta-harness-demo", "--home", str(home)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+
+    a, b = _final_state(tmp_path / "a"), _final_state(home)
+    sa, sb = a.state(), b.state()
+    assert [(r.round, r.status, r.dev_score) for r in sa.rounds] == [
+        (r.round, r.status, r.dev_score) for r in sb.rounds
+    ]
+    tree = lambda h, s: h.experiment.snapshots.get(s).tree  # noqa: E731
+    assert tree(a, sa.promotion.snapshot_id) == tree(b, sb.promotion.snapshot_id)
+    assert sa.test.test_score == sb.test.test_score
+    for k in range(3):  # every dev rollout exactly once
+        ids = [t.task_id for t in RolloutRecord(b.layout.rollouts(k), None).load()]
+        assert sorted(ids) == sorted(set(ids)) and len(ids) == 4
