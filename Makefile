@@ -6,7 +6,7 @@ TOOLS := .tools
 UV := $(TOOLS)/bin/uv
 PYTHON ?= python3
 
-.PHONY: demo test lint env clean
+.PHONY: demo test lint env browser clean
 
 demo: env
 	@echo "== flashrsi: Meta-Harness on the built-in text classification, offline model simulator =="
@@ -14,8 +14,15 @@ demo: env
 		--algorithm.max_steps 2 --benchmark.limit 9
 	@echo "== browse it: .venv/bin/flashrsi ui   (Dagster UI on the same instance)"
 
-test: env
+test: env browser
 	$(UV) run --locked pytest
+
+# The UI test drives Debian's headless Chromium; installed here where apt and root allow.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+		else echo "chromium is not installed: the UI test will be skipped"; fi; }
 
 lint: env
 	$(UV) run --locked ruff check flashrsi_dagster tests bench

@@ -1,0 +1,153 @@
+"""The Dagster UI on a finished demo experiment: a real webserver, real headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
+BIN = Path(sys.executable).parent
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="needs Debian's chromium (make test installs it where apt is available)",
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _graphql(port: int, query: str) -> dict:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/graphql",
+        data=json.dumps({"query": query}).encode(),
+        headers={"content-type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())["data"]
+
+
+def _chromium(*args: str, profile: Path) -> subprocess.CompletedProcess:
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        "--window-size=1400,900",
+        "--virtual-time-budget=20000",
+    ]
+    return subprocess.run([CHROMIUM, *flags, *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def webserver(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ui")
+    home = root / ".flashrsi"
+    run = subprocess.run(
+        [
+            str(BIN / "flashrsi"),
+            "run",
+            "--config",
+            str(EXAMPLE),
+            "--experiment.home",
+            str(home),
+            "--benchmark.limit",
+            "4",
+            "--algorithm.max_steps",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr
+    port = _free_port()
+    server = subprocess.Popen(
+        [
+            str(BIN / "dagster-webserver"),
+            "-m",
+            "flashrsi_dagster.definitions",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(port),
+        ],
+        cwd=root,
+        env={**os.environ, "DAGSTER_HOME": str(home / ".dagster")},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.5)
+        yield port, root
+    finally:
+        os.killpg(server.pid, 15)
+        server.wait(timeout=30)
+
+
+def test_graphql_shows_the_partitions_and_metadata(webserver):
+    port, _ = webserver
+    nodes = _graphql(
+        port, "{ assetNodes { assetKey { path } partitionKeysByDimension { name partitionKeys } } }"
+    )["assetNodes"]
+    by_key = {"/".join(n["assetKey"]["path"]): n for n in nodes}
+    rounds = {
+        d["name"]: d["partitionKeys"] for d in by_key["trajectories"]["partitionKeysByDimension"]
+    }
+    assert rounds["round"] == ["meta-harness-demo.r000", "meta-harness-demo.r001"]
+    assert rounds["candidate"] == ["c0"]
+    events = _graphql(
+        port,
+        '{ assetOrError(assetKey: {path: ["snapshot"]}) { ... on Asset { '
+        "assetMaterializations(limit: 5) { partition metadataEntries { "
+        "label } } } } }",
+    )["assetOrError"]["assetMaterializations"]
+    assert len(events) == 2
+    assert all("snapshot_id" in {e["label"] for e in m["metadataEntries"]} for m in events)
+
+
+def test_chromium_renders_the_asset_graph_and_a_partitioned_asset(webserver, tmp_path):
+    port, _ = webserver
+    shot = tmp_path / "asset-graph.png"
+    graph = _chromium(
+        f"--screenshot={shot}",
+        f"http://127.0.0.1:{port}/asset-groups/meta_harness",
+        profile=tmp_path / "p1",
+    )
+    page = _chromium(
+        "--dump-dom",
+        f"http://127.0.0.1:{port}/assets/trajectories?view=partitions",
+        profile=tmp_path / "p2",
+    )
+
+    assert graph.returncode == 0 and shot.stat().st_size > 10_000
+    assert page.returncode == 0
+    assert "trajectories" in page.stdout
+    assert "meta-harness-demo.r001" in page.stdout or "Partitions" in page.stdout
+    keep = Path(os.environ.get("FLASHRSI_UI_SCREENSHOT", tmp_path / "kept.png"))
+    shutil.copyfile(shot, keep)
