@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from report import save
 
 from flashrsi_dagster.agents import TargetAgent
 from flashrsi_dagster.benchmarks.harbor.benchmark import TerminalBench
@@ -28,7 +29,6 @@ from flashrsi_dagster.records import Redactor
 from flashrsi_dagster.rollouts.engine import Settings, run_rollouts
 from flashrsi_dagster.rollouts.record import RolloutRecord
 
-OUT_FILE = Path(__file__).parent / "out" / "harbor_bench.json"
 TARGET_RATIO = 1.0
 
 
@@ -83,9 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         f"ratio ours/harbor {ratio:.3f}   target <= {TARGET_RATIO}   "
         f"{'PASS' if report['pass'] else 'MISS'}"
     )
-    OUT_FILE.parent.mkdir(parents=True, exist_ok=True)
-    OUT_FILE.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"\nJSON report: {OUT_FILE}")
+    save("harbor_bench", report)
     return 0
 
 

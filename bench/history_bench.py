@@ -11,13 +11,14 @@ round 1 <= 1.5. A report, not a test: it always exits 0.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from report import save
 
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.algorithms.meta_harness.history import build_history
@@ -26,7 +27,6 @@ from flashrsi_dagster.records import Redactor, Status, Trajectory, write_record
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.snapshots import SnapshotStore
 
-OUT_FILE = Path(__file__).parent / "out" / "history_bench.json"
 TARGET_RATIO = 1.5
 
 
@@ -107,9 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{r[f'round_{args.rounds}_s'] * 1000:.1f} ms   ratio {r['ratio']:.2f}   "
         f"target <= {TARGET_RATIO}   {'PASS' if r['pass'] else 'MISS'}"
     )
-    OUT_FILE.parent.mkdir(parents=True, exist_ok=True)
-    OUT_FILE.write_text(json.dumps(r, indent=2) + "\n")
-    print(f"\nJSON report: {OUT_FILE}")
+    save("history_bench", r)
     return 0
 
 

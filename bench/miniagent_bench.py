@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import statistics
 import sys
 import tempfile
@@ -25,12 +24,13 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from report import save
+
 from flashrsi_dagster.agents import TargetAgent
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
 
-OUT_FILE = Path(__file__).parent / "out" / "miniagent_bench.json"
 TURN_TARGET_MS, START_TARGET_S = 10.0, 0.5
 
 
@@ -119,9 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     report = measure(args.turns, args.repeats)
     print(render(report))
-    OUT_FILE.parent.mkdir(parents=True, exist_ok=True)
-    OUT_FILE.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"\nJSON report: {OUT_FILE}")
+    save("miniagent_bench", report)
     return 0
 
 

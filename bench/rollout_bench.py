@@ -11,13 +11,14 @@ ceil(N / C) x that. Target: ratio <= 1.15. A report, not a test: it always exits
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from report import save
 
 from flashrsi_dagster.agents import TargetAgent
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
@@ -28,7 +29,6 @@ from flashrsi_dagster.records import Redactor
 from flashrsi_dagster.rollouts.engine import Settings, run_rollouts
 from flashrsi_dagster.rollouts.record import RolloutRecord
 
-OUT_FILE = Path(__file__).parent / "out" / "rollout_bench.json"
 TARGET_RATIO = 1.15
 
 
@@ -92,9 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{r['ideal_s']:.3f} s; measured {r['wall_s']:.3f} s"
     )
     print(f"ratio {r['ratio']:.3f}   target <= {TARGET_RATIO}   {'PASS' if r['pass'] else 'MISS'}")
-    OUT_FILE.parent.mkdir(parents=True, exist_ok=True)
-    OUT_FILE.write_text(json.dumps(r, indent=2) + "\n")
-    print(f"\nJSON report: {OUT_FILE}")
+    save("rollout_bench", r)
     return 0
 
 

@@ -24,7 +24,6 @@ are warm-cache figures.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import random
@@ -38,10 +37,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from report import save
+
 from flashrsi_dagster.records import Redactor
 from flashrsi_dagster.snapshots import Components, Snapshot, SnapshotStore
 
-OUT_FILE = Path(__file__).resolve().parent / "out" / "snapshot_bench.json"
 TARGET_RATIO = 2.0
 CHANGED_FILES = 10
 BINARY_SHARE = 0.06
@@ -360,9 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="snapshot-bench-") as tmp:
         report = run(args, Path(tmp))
     print(render(report))
-    OUT_FILE.parent.mkdir(parents=True, exist_ok=True)
-    OUT_FILE.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"\nJSON report: {OUT_FILE}")
+    save("snapshot_bench", report)
     return 0
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from flashrsi_dagster.agents import TargetAgent, adapter_class
+from flashrsi_dagster.agents import TargetAgent, harness_dir
 from flashrsi_dagster.benchmarks.base import BenchmarkError, Task
 from flashrsi_dagster.benchmarks.loading import load_benchmark, load_splits
 from flashrsi_dagster.config.models import ExperimentConfig
@@ -54,7 +54,8 @@ def evaluate(
     tasks = _select(getattr(load_splits(config.benchmark, benchmark), split), task_ids, split)
     paths, redactor = ExperimentPaths(config.experiment.dir), redactor_for(config)
     store = SnapshotStore(paths.snapshots, secret_filter=redactor)
-    snapshot = store.get(snapshot_id) if snapshot_id else store.create_seed(_seed_dir(config))
+    seed_dir = harness_dir(config.agent)
+    snapshot = store.get(snapshot_id) if snapshot_id else store.create_seed(seed_dir)
     name = _record_name(split, snapshot, tasks, config)
     record = RolloutRecord(paths.records / "eval" / name, redactor)
     if fresh:
@@ -81,10 +82,6 @@ def evaluate(
         frame,
         summary(frame, len(tasks), settings.attempts),
     )
-
-
-def _seed_dir(config: ExperimentConfig) -> Path:
-    return config.agent.source_dir or adapter_class(config.agent.type).builtin_harness()
 
 
 def _select(tasks: Sequence[Task], task_ids: Sequence[str] | None, split: str) -> list[Task]:

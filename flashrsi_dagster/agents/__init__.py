@@ -2,7 +2,12 @@
 
 from flashrsi_dagster.agents.base import Agent, AgentConfigError
 from flashrsi_dagster.agents.registry import ADAPTERS, UnknownAdapterError, adapter_class
-from flashrsi_dagster.agents.roles import TargetAgent, WorkerAgent, WorkerConfigError
+from flashrsi_dagster.agents.roles import (
+    TargetAgent,
+    WorkerAgent,
+    WorkerConfigError,
+    harness_dir,
+)
 
 __all__ = [
     "ADAPTERS",
@@ -13,4 +18,5 @@ __all__ = [
     "WorkerAgent",
     "WorkerConfigError",
     "adapter_class",
+    "harness_dir",
 ]

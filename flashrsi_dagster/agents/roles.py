@@ -30,11 +30,14 @@ def WorkerAgent(config: RoleConfig, files_dir: Path | None = None) -> Agent:
     return _build(config, files_dir, role="worker")
 
 
+def harness_dir(config: RoleConfig) -> Path:
+    """The harness a role starts from: its `source_dir`, else its adapter's built-in one."""
+    return config.source_dir or adapter_class(config.type).builtin_harness()
+
+
 def _build(config: RoleConfig, files_dir: Path | None, *, role: str) -> Agent:
     _refuse_experiment(config)
-    cls = adapter_class(config.type)
-    folder = files_dir or config.source_dir or cls.builtin_harness()
-    return cls(config, folder, role=role)
+    return adapter_class(config.type)(config, files_dir or harness_dir(config), role=role)
 
 
 def _refuse_experiment(config: object) -> None:

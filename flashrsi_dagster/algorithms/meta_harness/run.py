@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from flashrsi_dagster.agents import Agent, TargetAgent, WorkerAgent
+from flashrsi_dagster.agents import Agent, TargetAgent, WorkerAgent, harness_dir
 from flashrsi_dagster.algorithms.meta_harness.history import HISTORY, build_history, remove_history
 from flashrsi_dagster.algorithms.meta_harness.plan import State, Step, next_step, rank
 from flashrsi_dagster.algorithms.meta_harness.prompts import prompt_file_of, worker_instruction
@@ -106,8 +106,7 @@ class MetaHarness:
     # -- steps ----------------------------------------------------------------------------
 
     def seed(self) -> Snapshot:
-        config = self.experiment.config
-        source = config.agent.source_dir or _adapter(config.agent.type).builtin_harness()
+        source = harness_dir(self.experiment.config.agent)
         return self.experiment.snapshots.create_seed(source, metadata={"round": 0})
 
     def evaluate_seed(self) -> RoundRecord:
@@ -260,9 +259,3 @@ class MetaHarness:
 
     def _write(self, path: Path, record) -> None:
         write_record(path, record, self.experiment.redactor)
-
-
-def _adapter(adapter_type: str):
-    from flashrsi_dagster.agents import adapter_class
-
-    return adapter_class(adapter_type)

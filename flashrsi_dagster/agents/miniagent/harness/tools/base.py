@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,7 +26,7 @@ class ToolError(Exception):
     """A failure the model caused; the model sees `Error: <message>` and the run goes on."""
 
 
-class BaseTool:
+class BaseTool(ABC):
     """Loads the schema and turns the model's mistakes into `Error:` text instead of raising."""
 
     name: str
@@ -43,8 +44,9 @@ class BaseTool:
         except OSError as exc:  # permissions, missing folders, full disk: still the task's data
             return f"Error: {exc}"
 
+    @abstractmethod
     def _run(self, arguments: dict[str, Any], ctx: Context) -> str:
-        raise NotImplementedError
+        """The tool's work; raise `ToolError` for a mistake the model should read about."""
 
 
 def load_schema(name: str) -> dict[str, Any]:
