@@ -1,17 +1,19 @@
 """Time to build the Meta-Harness Worker's history folder at round 1 vs round 30.
 
-Run:  .venv/bin/python bench/history_bench.py [--rounds 30] [--tasks 40]
+Run:  .venv/bin/python bench/history_bench.py [--rounds 30] [--tasks 40] [--repeats 3]
 
 A synthetic experiment: the built-in MiniAgent harness as seed, one committed child per round
-(a changed prompt line), and per round a dev record of `--tasks` rollouts. The history is built
-into a fresh edit folder, as the algorithm does before every Worker step. Target: round 30 /
-round 1 <= 1.5. A report, not a test: it always exits 0.
+(a changed prompt line), and per round a dev record of `--tasks` rollouts. Before every Worker
+step the algorithm lends the history folder into a fresh edit folder (`HistoryCache.build`)
+and takes it back, checked entry by entry, after the Worker (`take_back`); both are timed,
+at step 1 and at step `--rounds`, over `--repeats` whole experiments (median). The plain
+build from the records alone (no cache) is reported beside it, for comparison.
+Target: step 30 / step 1 <= 1.5 for the build. A report, not a test: it always exits 0.
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import sys
 import tempfile
@@ -21,7 +23,7 @@ from pathlib import Path
 from report import save
 
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
-from flashrsi_dagster.algorithms.meta_harness.history import build_history
+from flashrsi_dagster.algorithms.meta_harness.history import HistoryCache
 from flashrsi_dagster.algorithms.meta_harness.records import Layout, RoundRecord
 from flashrsi_dagster.records import Redactor, Status, Trajectory, write_record
 from flashrsi_dagster.rollouts.record import RolloutRecord
@@ -61,35 +63,58 @@ def _round(store: SnapshotStore, layout: Layout, seed, k: int, tasks: int, tmp: 
     return round_record
 
 
-def _time_build(store, layout, rounds, seed, tmp: Path, repeats: int = 5) -> float:
-    samples = []
-    for i in range(repeats):
-        edit = store.check_out(seed, tmp / f"edit-{len(rounds)}-{i}")
-        clock = time.perf_counter()
-        build_history(edit, store, layout, rounds)
-        samples.append(time.perf_counter() - clock)
-        shutil.rmtree(edit)
-    return statistics.median(samples)
+def _time_step(cache: HistoryCache, rounds, edit: Path) -> tuple[float, float]:
+    edit.mkdir()
+    clock = time.perf_counter()
+    manifest = cache.build(edit / ".history", rounds)
+    built = time.perf_counter()
+    assert cache.take_back(edit / ".history", manifest)
+    returned = time.perf_counter()
+    edit.rmdir()
+    return built - clock, returned - built
 
 
-def measure(n_rounds: int, tasks: int) -> dict:
-    with tempfile.TemporaryDirectory() as tmp_name:
-        tmp = Path(tmp_name)
-        store = SnapshotStore(tmp / "store", secret_filter=Redactor(environ={}))
-        layout = Layout(tmp / "records")
-        seed = store.create_seed(HARNESS)
-        rounds, timings = [], {}
-        for k in range(n_rounds):
-            rounds.append(_round(store, layout, seed, k, tasks, tmp))
-            if len(rounds) in (1, n_rounds):
-                timings[len(rounds)] = _time_build(store, layout, rounds, seed, tmp)
-    first, last = timings[1], timings[n_rounds]
+def _experiment(n_rounds: int, tasks: int, tmp: Path) -> dict[int, tuple[float, float, float]]:
+    """(build, take back, plain build) at step 1 and step n_rounds of one experiment."""
+    store = SnapshotStore(tmp / "store", secret_filter=Redactor(environ={}))
+    layout = Layout(tmp / "records")
+    cache = HistoryCache(tmp / "cache", store, layout)
+    seed = store.create_seed(HARNESS)
+    rounds, timings = [], {}
+    for k in range(n_rounds):
+        rounds.append(_round(store, layout, seed, k, tasks, tmp))
+        build, back = _time_step(cache, rounds, tmp / f"edit-{k}")
+        if len(rounds) in (1, n_rounds):
+            plain = HistoryCache(tmp / f"plain-{k}", store, layout)
+            timings[len(rounds)] = (build, back, _time_step(plain, rounds, tmp / f"p-{k}")[0])
+    return timings
+
+
+def measure(n_rounds: int, tasks: int, repeats: int) -> dict:
+    runs = []
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory() as tmp_name:
+            runs.append(_experiment(n_rounds, tasks, Path(tmp_name)))
+
+    def median(step: int, part: int) -> float:
+        return statistics.median(run[step][part] for run in runs)
+
+    first, last = median(1, 0), median(n_rounds, 0)
+    lent_first = first + median(1, 1)
+    lent_last = last + median(n_rounds, 1)
     return {
         "rounds": n_rounds,
         "tasks": tasks,
-        "round_1_s": round(first, 4),
-        f"round_{n_rounds}_s": round(last, 4),
+        "repeats": repeats,
+        "build_step_1_s": round(first, 4),
+        "build_step_last_s": round(last, 4),
         "ratio": round(last / first, 2),
+        "build_and_take_back_step_1_s": round(lent_first, 4),
+        "build_and_take_back_step_last_s": round(lent_last, 4),
+        "ratio_with_take_back": round(lent_last / lent_first, 2),
+        "plain_build_step_1_s": round(median(1, 2), 4),
+        "plain_build_step_last_s": round(median(n_rounds, 2), 4),
+        "plain_ratio": round(median(n_rounds, 2) / median(1, 2), 2),
         "target_ratio": TARGET_RATIO,
         "pass": last / first <= TARGET_RATIO,
     }
@@ -99,14 +124,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--tasks", type=int, default=40)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
-    r = measure(args.rounds, args.tasks)
-    print(f"history folder build, {r['tasks']} dev rollouts per round")
+    r = measure(args.rounds, args.tasks, args.repeats)
+    print(f"history folder, {r['tasks']} dev rollouts per round, median of {r['repeats']}")
+    for label, key in (("build", ""), ("build + take back", "_with_take_back")):
+        first = r["build_step_1_s"] if not key else r["build_and_take_back_step_1_s"]
+        last = r["build_step_last_s"] if not key else r["build_and_take_back_step_last_s"]
+        print(
+            f"{label:>18}: step 1 {first * 1000:.1f} ms   step {r['rounds']} "
+            f"{last * 1000:.1f} ms   ratio {r['ratio' + key]:.2f}"
+        )
     print(
-        f"round 1: {r['round_1_s'] * 1000:.1f} ms   round {r['rounds']}: "
-        f"{r[f'round_{args.rounds}_s'] * 1000:.1f} ms   ratio {r['ratio']:.2f}   "
-        f"target <= {TARGET_RATIO}   {'PASS' if r['pass'] else 'MISS'}"
+        f"{'plain build':>18}: step 1 {r['plain_build_step_1_s'] * 1000:.1f} ms   step "
+        f"{r['rounds']} {r['plain_build_step_last_s'] * 1000:.1f} ms   ratio {r['plain_ratio']:.2f}"
     )
+    print(f"target: build ratio <= {TARGET_RATIO}   {'PASS' if r['pass'] else 'MISS'}")
     save("history_bench", r)
     return 0
 

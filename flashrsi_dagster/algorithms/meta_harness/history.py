@@ -1,6 +1,6 @@
 """The Worker's history folder: every earlier version and every record, as files.
 
-Built fresh inside the Worker's edit folder before each step and removed before the commit::
+Lent to the Worker inside its edit folder before each step and taken back before the commit::
 
     .history/
       index.json                    snapshot id -> its folder, round, parent, dev score, status
@@ -13,12 +13,25 @@ Built fresh inside the Worker's edit folder before each step and removed before 
 
 Records are copied as written (already redacted); nothing is concatenated or truncated, and
 every path is relative to the edit folder, so moving that folder moves a working history.
+
+Building it afresh each step grows with the history (a checkout per snapshot, a file per
+rollout), so the folder is kept between steps in a per-experiment cache on the edit folder's
+file system and *moved* in and out. Only what changed since the last step is added. On the
+way back every entry's stat is compared with what was lent: if the Worker changed, added or
+removed anything, the cache is dropped and the next step builds a faithful one from the
+records again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from flashrsi_dagster.algorithms.meta_harness.records import Layout, RoundRecord
@@ -27,32 +40,184 @@ from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.snapshots import SnapshotStore
 
 HISTORY = ".history"
+Stats = dict[str, list[int]]
+"""Relative path -> [kind, size, mtime_ns, mode]; kind 0 file, 1 directory, 2 symlink."""
 
 
-def build_history(
-    edit_dir: Path, store: SnapshotStore, layout: Layout, rounds: list[RoundRecord]
-) -> Path:
-    history = edit_dir / HISTORY
+class HistoryCache:
+    """The history folder of one experiment, kept at `root` between Worker steps."""
+
+    VERSION = 1
+
+    def __init__(self, root: Path, store: SnapshotStore, layout: Layout) -> None:
+        self.root, self.store, self.layout = Path(root), store, layout
+        self._tree, self._manifest_path = self.root / "tree", self.root / "manifest.json"
+        self._source = {"records": str(layout.folder.resolve()), "store": str(store.root)}
+
+    @classmethod
+    def for_experiment(cls, store: SnapshotStore, layout: Layout) -> HistoryCache:
+        """A cache in the temp folder, where edit folders are made, so moves are renames.
+        Never inside the experiment home: the Worker must not find a way to its records."""
+        key = hashlib.sha256(str(layout.folder.resolve()).encode()).hexdigest()[:20]
+        return cls(Path(tempfile.gettempdir()) / "flashrsi-history" / key, store, layout)
+
+    @contextmanager
+    def lend(self, edit_dir: Path, rounds: list[RoundRecord]) -> Iterator[Path]:
+        """The history of `rounds` at `<edit_dir>/.history` while the block runs; gone after."""
+        history = Path(edit_dir) / HISTORY
+        manifest = self.build(history, rounds)
+        try:
+            yield history
+        finally:
+            self.take_back(history, manifest)
+
+    def build(self, history: Path, rounds: list[RoundRecord]) -> dict:
+        """Move the cached folder to `history` (or start one) and bring it up to date."""
+        manifest = self._claim(history)
+        if manifest is None:
+            shutil.rmtree(history, ignore_errors=True)
+            manifest = {"version": self.VERSION, "source": self._source, "snapshots": {}}
+            manifest |= {"rounds": {}, "files": _scan(history, "")}
+        _sync(history, manifest, self.store, self.layout, rounds)
+        return manifest
+
+    def take_back(self, history: Path, manifest: dict) -> bool:
+        """Return the folder to the cache if it is exactly as lent; else drop it."""
+        intact = history.is_dir() and not history.is_symlink()
+        intact = intact and _scan(history, "") == manifest["files"]
+        if intact:
+            try:
+                self.root.mkdir(parents=True, exist_ok=True)
+                os.rename(history, self._tree)
+            except OSError:  # another process returned one first, or another file system
+                intact = False
+        if intact:  # not fsynced: a torn manifest after a crash only means a fresh build
+            partial = self._manifest_path.with_suffix(".partial")
+            partial.write_text(json.dumps(manifest))
+            os.replace(partial, self._manifest_path)
+        else:
+            _remove(history)
+        return intact
+
+    def discard(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def _claim(self, history: Path) -> dict | None:
+        try:
+            manifest = json.loads(self._manifest_path.read_text())
+            self._manifest_path.unlink()  # a manifest only ever describes a tree at rest
+            os.rename(self._tree, history)
+        except (OSError, ValueError):
+            shutil.rmtree(self._tree, ignore_errors=True)
+            return None
+        if manifest.get("version") != self.VERSION or manifest.get("source") != self._source:
+            return None
+        return manifest
+
+
+def _sync(
+    history: Path, manifest: dict, store: SnapshotStore, layout: Layout, rounds: list[RoundRecord]
+) -> None:
+    files: Stats = manifest["files"]
     index: dict[str, dict] = {}
+    wanted_rounds = {}
     for record in rounds:
         if record.snapshot_id and record.snapshot_id not in index:
-            folder = Path("snapshots") / record.snapshot_id[:12]
-            store.check_out(record.snapshot_id, history / folder)
-            store.forget_checkout(history / folder)
+            folder = f"snapshots/{record.snapshot_id[:12]}"
+            if manifest["snapshots"].get(record.snapshot_id) != folder:
+                _add_snapshot(history, folder, store, record.snapshot_id, files)
+                manifest["snapshots"][record.snapshot_id] = folder
             index[record.snapshot_id] = {
-                "folder": f"{HISTORY}/{folder.as_posix()}",
+                "folder": f"{HISTORY}/{folder}",
                 "round": record.round,
                 "parent_id": record.parent_id,
                 "dev_score": record.dev_score,
                 "status": record.status,
             }
-        _copy_round(history / "trajectories" / f"round-{record.round:03d}", layout, record.round)
+        folder = f"trajectories/round-{record.round:03d}"
+        wanted_rounds[folder] = signature = _signature(layout, record.round)
+        if manifest["rounds"].get(folder) != signature:
+            _replace(history, folder, files)
+            _copy_round(history / folder, layout, record.round)
+            files.update(_scan(history / folder, folder))
+    _drop_unwanted(history, manifest, wanted_rounds, set(index))
     write_text_atomic(history / "index.json", json.dumps(index, indent=1) + "\n")
-    return history
+    files.update(_scan(history, "", deep=False))
+    for child in ("index.json", "snapshots", "trajectories"):
+        files.update(_scan(history / child, child, deep=False))
 
 
-def remove_history(edit_dir: Path) -> None:
-    shutil.rmtree(edit_dir / HISTORY, ignore_errors=True)
+def _add_snapshot(
+    history: Path, folder: str, store: SnapshotStore, snapshot_id: str, files: Stats
+) -> None:
+    _replace(history, folder, files)
+    store.check_out(snapshot_id, history / folder)
+    store.forget_checkout(history / folder)
+    files.update(_scan(history / folder, folder))
+
+
+def _drop_unwanted(history: Path, manifest: dict, rounds: dict, snapshot_ids: set[str]) -> None:
+    """Rounds and snapshots the records no longer name (a replaced evaluation, say)."""
+    for folder in set(manifest["rounds"]) - set(rounds):
+        _replace(history, folder, manifest["files"])
+    for snapshot_id in set(manifest["snapshots"]) - snapshot_ids:
+        _replace(history, manifest["snapshots"].pop(snapshot_id), manifest["files"])
+    manifest["rounds"] = rounds
+
+
+def _replace(history: Path, folder: str, files: Stats) -> None:
+    """Remove `folder` and its stat entries, ready to be written again."""
+    if folder not in files:
+        return
+    _remove(history / folder)
+    prefix = folder + "/"
+    for path in [p for p in files if p == folder or p.startswith(prefix)]:
+        del files[path]
+
+
+def _signature(layout: Layout, k: int) -> list:
+    """What a round's copy was made from: a changed record means a changed copy."""
+    signature = []
+    for path in (layout.round(k), layout.edit(k), layout.worker(k), layout.rollouts(k)):
+        try:
+            st = path.stat()
+            signature.append([st.st_ino, st.st_size, st.st_mtime_ns])
+        except FileNotFoundError:
+            signature.append(None)
+    return signature
+
+
+def _scan(path: Path, rel: str, deep: bool = True) -> Stats:
+    """Every entry at and below `path`, keyed by its path relative to the history folder."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return {}
+    out: Stats = {rel: _entry(st)}
+    stack = [(str(path), rel)] if deep and stat.S_ISDIR(st.st_mode) else []
+    while stack:  # strings, not Paths: this walks the whole history on every take-back
+        folder, prefix = stack.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                name = f"{prefix}/{entry.name}" if prefix else entry.name
+                out[name] = info = _entry(entry.stat(follow_symlinks=False))
+                if info[0] == 1:
+                    stack.append((entry.path, name))
+    return out
+
+
+def _entry(st: os.stat_result) -> list[int]:
+    if stat.S_ISDIR(st.st_mode):  # its own mtime moves as the cache adds to it
+        return [1, 0, 0, st.st_mode]
+    kind = 2 if stat.S_ISLNK(st.st_mode) else 0
+    return [kind, st.st_size, st.st_mtime_ns, st.st_mode]
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    else:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _copy_round(folder: Path, layout: Layout, k: int) -> None:

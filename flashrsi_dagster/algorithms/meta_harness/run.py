@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from flashrsi_dagster.agents import Agent, TargetAgent, WorkerAgent, harness_dir
-from flashrsi_dagster.algorithms.meta_harness.history import HISTORY, build_history, remove_history
+from flashrsi_dagster.algorithms.meta_harness.history import HISTORY, HistoryCache
 from flashrsi_dagster.algorithms.meta_harness.plan import State, Step, next_step, rank
 from flashrsi_dagster.algorithms.meta_harness.prompts import prompt_file_of, worker_instruction
 from flashrsi_dagster.algorithms.meta_harness.records import (
@@ -62,6 +62,7 @@ class MetaHarness:
             config.benchmark.max_infra_reruns,
         )
         self.log, self.progress = log, progress
+        self.history = HistoryCache.for_experiment(experiment.snapshots, self.layout)
         self._target: Agent | None = None
         self._worker: Agent | None = None
 
@@ -136,6 +137,8 @@ class MetaHarness:
                 k, self.experiment.snapshots.get(edit.snapshot_id), parent_id=edit.parent_id
             )
         status = "worker_failed" if edit.status == "worker_failed" else "rejected"
+        if status == "worker_failed":
+            self.history.discard()  # the experiment is aborted
         record = RoundRecord(round=k, status=status, parent_id=edit.parent_id, reason=edit.reason)
         self._write(self.layout.round(k), record)
         self.log(f"round {k}: {status} — {edit.reason}")
@@ -148,6 +151,7 @@ class MetaHarness:
             snapshot_id=best_id, round=best_round, dev_score=best_score, ranking=ranking
         )
         self._write(self.layout.promotion, promotion)
+        self.history.discard()  # the search is over: no Worker step will need it again
         self.log(f"promoted round {best_round} ({best_id[:12]}), dev score {best_score:.3f}")
         return promotion
 
@@ -218,13 +222,12 @@ class MetaHarness:
         with tempfile.TemporaryDirectory(prefix="flashrsi-edit-") as tmp:
             edit_dir = store.check_out(seed, Path(tmp) / "edit")
             files = [p.relative_to(edit_dir).as_posix() for p in edit_dir.rglob("*") if p.is_file()]
-            build_history(edit_dir, store, self.layout, list(self.state().rounds))
             instruction = worker_instruction(
                 seed.components, HISTORY, prompt_file_of(files, seed.components)
             )
-            trajectory = self._worker_agent().run(edit_dir, instruction, task_id=f"worker-{k}")
+            with self.history.lend(edit_dir, list(self.state().rounds)):
+                trajectory = self._worker_agent().run(edit_dir, instruction, task_id=f"worker-{k}")
             self._write(self.layout.worker(k), trajectory)
-            remove_history(edit_dir)
             edit = self._commit(k, seed, edit_dir, trajectory)
             store.forget_checkout(edit_dir)
         self._write(self.layout.edit(k), edit)
