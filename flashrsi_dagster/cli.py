@@ -127,7 +127,7 @@ def _resume(args: argparse.Namespace) -> int:
     if not (home / args.experiment / "run_meta.json").exists():
         print(f"error: no experiment {args.experiment!r} under {home}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    return _drive(open_experiment(ExperimentsResource(home=str(home)).config(args.experiment)))
+    return _drive(open_experiment(ExperimentsResource.at(home).config(args.experiment)))
 
 
 def _drive(experiment) -> int:

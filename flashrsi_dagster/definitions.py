@@ -9,7 +9,7 @@ import dagster as dg
 
 from flashrsi_dagster.assets.meta_harness import FINAL_ASSETS, ROUND_ASSETS
 from flashrsi_dagster.jobs import meta_harness, meta_harness_finalize
-from flashrsi_dagster.resources import ExperimentIOManager, ExperimentsResource
+from flashrsi_dagster.jobs.driver import resources
 from flashrsi_dagster.sensors import NightlyConfig, meta_harness_driver, nightly_meta_harness
 
 HOME = ".flashrsi"  # relative to where the code location runs; `flashrsi ui` runs it there
@@ -19,9 +19,5 @@ defs = dg.Definitions(
     jobs=[meta_harness, meta_harness_finalize],
     sensors=[meta_harness_driver],
     schedules=[nightly_meta_harness],
-    resources={
-        "experiments_home": ExperimentsResource(home=HOME),
-        "io_manager": ExperimentIOManager(home=HOME),
-        "nightly": NightlyConfig(),
-    },
+    resources={**resources(HOME), "nightly": NightlyConfig()},
 )

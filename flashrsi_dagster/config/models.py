@@ -211,6 +211,10 @@ class ExperimentConfig(Section):
     algorithm: AlgorithmConfig
     benchmark: BenchmarkConfig
 
+    def roles(self) -> list[RoleConfig]:
+        """Every agent role of the experiment: the target, then the algorithm's."""
+        return [self.agent, self.algorithm.worker]
+
     def secret_refs(self) -> list[SecretRef]:
         """Every `${ENV_VAR}` the config references, in config order."""
         return list(_walk_secret_refs(self))

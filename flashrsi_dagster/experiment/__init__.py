@@ -11,6 +11,7 @@ from flashrsi_dagster.experiment.identity import ConfigChangedError, RunMeta, op
 from flashrsi_dagster.experiment.paths import ExperimentPaths
 from flashrsi_dagster.records import RedactingFilter, Redactor
 from flashrsi_dagster.snapshots import SnapshotStore
+from flashrsi_dagster.snapshots.guard import DEFAULT_MAX_FILE_BYTES
 
 
 @dataclass
@@ -35,12 +36,14 @@ def redactor_for(config: ExperimentConfig) -> Redactor:
     return Redactor(ref.resolve() for ref in config.secret_refs() if ref.env_var in os.environ)
 
 
-def open_experiment(config: ExperimentConfig, *, force: bool = False) -> Experiment:
+def open_experiment(
+    config: ExperimentConfig, *, force: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> Experiment:
     """Open (or create) the experiment folder; refuses a changed config unless `force`."""
     paths = ExperimentPaths(config.experiment.dir)
     redactor = redactor_for(config)
     meta = open_identity(config, paths.run_meta, redactor, force=force)
-    store = SnapshotStore(paths.snapshots, secret_filter=redactor)
+    store = SnapshotStore(paths.snapshots, max_file_bytes=max_file_bytes, secret_filter=redactor)
     return Experiment(config, paths, meta, redactor, store)
 
 

@@ -8,13 +8,17 @@ import dagster as dg
 from flashrsi_dagster.algorithms.meta_harness import Step
 from flashrsi_dagster.assets.meta_harness import DRIVER_TAG, FINAL_ASSETS, ROUND_ASSETS
 from flashrsi_dagster.assets.partitions import experiments, partition, round_key, rounds
-from flashrsi_dagster.resources import ExperimentIOManager, ExperimentsResource
+from flashrsi_dagster.resources import ExperimentIOManager, ExperimentsResource, default_parts
 
 
 def resources(home: str) -> dict:
+    """Every resource a run needs; the part resources are bound at the top level too, so
+    each is one instance (the UI lists them and shows what uses them)."""
+    parts = default_parts()
     return {
-        "experiments_home": ExperimentsResource(home=home),
+        "experiments_home": ExperimentsResource(home=home, **parts),
         "io_manager": ExperimentIOManager(home=home),
+        **parts,
     }
 
 

@@ -42,13 +42,13 @@ def drive(experiment: Experiment, say: Say = print) -> State:
     home, name = Path(config.experiment.home), config.experiment.name
     instance = persistent_instance(home)
     register(instance, name, config.algorithm.max_steps)
-    algorithm = ExperimentsResource(home=str(home)).meta_harness(name, log=say)
-    while (step := algorithm.next()).action not in ("done", "aborted"):
+    experiments = ExperimentsResource.at(home)
+    while (step := experiments.next_step(name)).action not in ("done", "aborted"):
         say(f"== {step.action}" + (f" (round {step.round})" if step.round is not None else ""))
         if not execute(instance, str(home), name, step):
             raise RuntimeError(f"the Dagster run for {step.action} failed; see `flashrsi ui`")
-        say(_progress(algorithm.state(), step))
-    return algorithm.state()
+        say(_progress(experiments.state(name), step))
+    return experiments.state(name)
 
 
 def _progress(state: State, step: Step) -> str:

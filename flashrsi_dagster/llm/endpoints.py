@@ -13,24 +13,35 @@ _lock = threading.Lock()
 _server = None
 
 
-def offline_server():
-    """The process's shared offline model simulator, started on first use."""
+def offline_server(settings=None):
+    """The process's shared offline model simulator, started on first use (with `settings`,
+    a `ServerConfig`, when given; a running server is shared as it is)."""
     global _server
     with _lock:
         if _server is None:
             from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
 
-            _server = OfflineModelServer(ServerConfig()).__enter__()
-            atexit.register(_stop)
+            _server = OfflineModelServer(settings or ServerConfig()).__enter__()
         return _server
 
 
-def _stop() -> None:
+atexit.register(lambda: stop_offline_server())
+
+
+def offline_server_running() -> bool:
+    return _server is not None
+
+
+def stop_offline_server() -> None:
     global _server
     with _lock:
         if _server is not None:
             _server.__exit__(None, None, None)
             _server = None
+
+
+def uses_offline(*roles: LLMConfig) -> bool:
+    return any(llm.base_url == OFFLINE for llm in roles)
 
 
 def openai_base_url(llm: LLMConfig) -> str | None:

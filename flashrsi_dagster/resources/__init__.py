@@ -1,7 +1,21 @@
-"""Dagster resources: the experiments (with their agents, snapshot store and offline model,
-opened from each experiment's config) and the IO manager writing under the experiment home."""
+"""Dagster resources: the experiments under a home folder, and the parts they run on — the
+snapshot store, the target and Worker agents, the Harbor environment, the offline model
+server — and the IO manager writing asset values under the experiment home."""
 
-from flashrsi_dagster.resources.experiments import ExperimentsResource
+from flashrsi_dagster.resources.agents import TargetAgentResource, WorkerAgentResource
+from flashrsi_dagster.resources.experiments import ExperimentsResource, default_parts
+from flashrsi_dagster.resources.harbor import HarborEnvironmentResource
 from flashrsi_dagster.resources.io import ExperimentIOManager
+from flashrsi_dagster.resources.offline_model import OfflineModelResource
+from flashrsi_dagster.resources.snapshots import SnapshotStoreResource
 
-__all__ = ["ExperimentIOManager", "ExperimentsResource"]
+__all__ = [
+    "ExperimentIOManager",
+    "ExperimentsResource",
+    "HarborEnvironmentResource",
+    "OfflineModelResource",
+    "SnapshotStoreResource",
+    "TargetAgentResource",
+    "WorkerAgentResource",
+    "default_parts",
+]

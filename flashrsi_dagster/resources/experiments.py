@@ -1,5 +1,7 @@
 """Experiments as a Dagster resource: opened by name from their `run_meta.json`, so a run,
-a sensor or the UI needs only the home folder, never the original YAML file."""
+a sensor or the UI needs only the home folder, never the original YAML file. It hands each
+algorithm the parts it runs on from the other resources: the snapshot store, the target and
+Worker agents, the Harbor environment and the offline model server."""
 
 from __future__ import annotations
 
@@ -8,17 +10,39 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from flashrsi_dagster.algorithms.meta_harness import MetaHarness
+from flashrsi_dagster.algorithms.meta_harness import (
+    Layout,
+    MetaHarness,
+    State,
+    Step,
+    next_step,
+    read_state,
+)
+from flashrsi_dagster.algorithms.parts import Parts
 from flashrsi_dagster.config.models import ExperimentConfig
 from flashrsi_dagster.experiment import Experiment, ExperimentPaths, open_experiment
 from flashrsi_dagster.experiment.identity import RunMeta
 from flashrsi_dagster.records import read_record
+from flashrsi_dagster.resources.agents import TargetAgentResource, WorkerAgentResource
+from flashrsi_dagster.resources.harbor import HarborEnvironmentResource
+from flashrsi_dagster.resources.offline_model import OfflineModelResource
+from flashrsi_dagster.resources.snapshots import SnapshotStoreResource
 
 
 class ExperimentsResource(dg.ConfigurableResource):
     """The experiments under one home folder."""
 
     home: str = Field(".flashrsi", description="Folder holding the experiments.")
+    snapshot_store: SnapshotStoreResource
+    target_agent: TargetAgentResource
+    worker_agent: WorkerAgentResource
+    harbor: HarborEnvironmentResource
+    offline_model: OfflineModelResource
+
+    @classmethod
+    def at(cls, home: str | Path) -> ExperimentsResource:
+        """The resource with default parts: for code outside a Dagster run (CLI, sensors)."""
+        return cls(**default_parts(), home=str(home))
 
     def names(self) -> list[str]:
         root = Path(self.home)
@@ -31,7 +55,39 @@ class ExperimentsResource(dg.ConfigurableResource):
         return config
 
     def open(self, name: str) -> Experiment:
-        return open_experiment(self.config(name))
+        return open_experiment(self.config(name), max_file_bytes=self.snapshot_store.max_file_bytes)
+
+    def state(self, name: str) -> State:
+        """The experiment's records so far; nothing is started to read them."""
+        return _state(self.open(name))
+
+    def next_step(self, name: str) -> Step:
+        """What the experiment does next: the CLI and the sensor both ask here."""
+        experiment = self.open(name)
+        return next_step(_state(experiment), experiment.config.algorithm.max_steps)
 
     def meta_harness(self, name: str, log=print) -> MetaHarness:
-        return MetaHarness(self.open(name), log=log)
+        experiment = self.open(name)
+        self.offline_model.serve(experiment.config)
+        parts = Parts(
+            target=self.target_agent.build,
+            worker=self.worker_agent.build,
+            benchmark=self.harbor.benchmark,
+        )
+        return MetaHarness(experiment, parts=parts, log=log)
+
+
+def _state(experiment: Experiment) -> State:
+    layout = Layout.of(experiment.paths.records)
+    return read_state(layout, experiment.config.algorithm.max_steps)
+
+
+def default_parts() -> dict:
+    """One default instance of every part resource, keyed as the Definitions bind them."""
+    return {
+        "snapshot_store": SnapshotStoreResource(),
+        "target_agent": TargetAgentResource(),
+        "worker_agent": WorkerAgentResource(),
+        "harbor": HarborEnvironmentResource(),
+        "offline_model": OfflineModelResource(),
+    }

@@ -17,8 +17,7 @@ from flashrsi_dagster.resources import ExperimentsResource
 
 
 def next_request(experiments_home: ExperimentsResource, name: str) -> dg.RunRequest | None:
-    algorithm = experiments_home.meta_harness(name, log=lambda _: None)
-    step = algorithm.next()
+    step = experiments_home.next_step(name)
     tags = {DRIVER_TAG: "1", "flashrsi/experiment": name}
     if step.action in ("evaluate_seed", "propose"):
         return dg.RunRequest(

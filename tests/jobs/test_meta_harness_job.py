@@ -13,6 +13,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from flashrsi_dagster.algorithms.meta_harness import Layout
 from flashrsi_dagster.assets.meta_harness import DRIVER_TAG, ROUND_ASSETS
 from flashrsi_dagster.assets.partitions import parse_round_key, partition, round_key
 from flashrsi_dagster.config import load_config
@@ -90,11 +91,11 @@ def test_the_driver_runs_the_experiment_as_partitioned_runs(tmp_path):
     name, home = experiment.config.experiment.name, str(tmp_path / "home")
     with dg.instance_for_test() as instance:
         register(instance, name, 1)
-        algorithm = ExperimentsResource(home=home).meta_harness(name, log=lambda _: None)
-        while (step := algorithm.next()).action not in ("done", "aborted"):
+        experiments = ExperimentsResource.at(home)
+        while (step := experiments.next_step(name)).action not in ("done", "aborted"):
             assert execute(instance, home, name, step)
 
-        state = algorithm.state()
+        state = experiments.state(name)
         assert [r.status for r in state.rounds] == ["evaluated", "evaluated"]
         assert state.test is not None
         event = instance.get_latest_materialization_event(dg.AssetKey("snapshot"))
@@ -113,12 +114,11 @@ def test_the_sensor_requests_the_next_step_with_an_idempotent_run_key(tmp_path):
     name, home = experiment.config.experiment.name, str(tmp_path / "home")
     with dg.instance_for_test() as instance:
         register(instance, name, 1)
-        context = dg.build_sensor_context(
-            instance=instance, resources={"experiments_home": ExperimentsResource(home=home)}
-        )
-
-        first = meta_harness_driver(context)
-        again = meta_harness_driver(context)
+        with dg.build_sensor_context(
+            instance=instance, resources={"experiments_home": ExperimentsResource.at(home)}
+        ) as context:
+            first = meta_harness_driver(context)
+            again = meta_harness_driver(context)
 
     (request,) = first.run_requests
     assert request.run_key == f"{name}:evaluate_seed:0"
@@ -130,15 +130,15 @@ def test_the_sensor_requests_the_next_step_with_an_idempotent_run_key(tmp_path):
 def test_the_nightly_schedule_starts_a_new_experiment(tmp_path):
     home = tmp_path / "home"
     with dg.instance_for_test() as instance:
-        context = dg.build_schedule_context(
+        with dg.build_schedule_context(
             instance=instance,
             resources={
-                "experiments_home": ExperimentsResource(home=str(home)),
+                "experiments_home": ExperimentsResource.at(home),
                 "nightly": NightlyConfig(config_file=str(EXAMPLE)),
             },
             scheduled_execution_time=datetime(2026, 11, 30, 2, tzinfo=UTC),
-        )
-        request = nightly_meta_harness(context)
+        ) as context:
+            request = nightly_meta_harness(context)
 
         name = request.tags["flashrsi/experiment"]
         assert name == "meta-harness-demo-nightly-20261130"
@@ -152,11 +152,12 @@ def test_rematerializing_a_round_reruns_that_snapshot_and_makes_no_new_one(tmp_p
     name, home = experiment.config.experiment.name, str(tmp_path / "home")
     with dg.instance_for_test() as instance:
         register(instance, name, 1)
-        algorithm = ExperimentsResource(home=home).meta_harness(name, log=lambda _: None)
-        while (step := algorithm.next()).action not in ("done", "aborted"):
+        experiments = ExperimentsResource.at(home)
+        while (step := experiments.next_step(name)).action not in ("done", "aborted"):
             assert execute(instance, home, name, step)
         before = [s.id for s in experiment.snapshots.history()]
-        test_before = algorithm.layout.test.read_text()
+        layout = Layout.of(experiment.paths.records)
+        test_before = layout.test.read_text()
 
         # As from the UI: no driver tag.
         result = dg.materialize(
@@ -168,10 +169,10 @@ def test_rematerializing_a_round_reruns_that_snapshot_and_makes_no_new_one(tmp_p
 
     assert result.success
     assert [s.id for s in experiment.snapshots.history()] == before
-    archived = list(algorithm.layout.folder.glob("round-001-dev.replaced-*.jsonl"))
+    archived = list(layout.folder.glob("round-001-dev.replaced-*.jsonl"))
     assert len(archived) == 1
-    assert algorithm.state().rounds[1].snapshot_id == before[1]
-    assert algorithm.layout.test.read_text() == test_before  # the sealed test is untouched
+    assert experiments.state(name).rounds[1].snapshot_id == before[1]
+    assert layout.test.read_text() == test_before  # the sealed test is untouched
 
 
 def test_flashrsi_run_then_resume(tmp_path):
@@ -203,7 +204,7 @@ def test_flashrsi_run_then_resume(tmp_path):
 
 
 def _final_state(home: Path):
-    return ExperimentsResource(home=str(home)).meta_harness("meta-harness-demo", log=lambda _: None)
+    return ExperimentsResource.at(home).meta_harness("meta-harness-demo", log=lambda _: None)
 
 
 def test_sigkill_during_round_2_then_resume_matches_an_uninterrupted_run(tmp_path):

@@ -2,7 +2,8 @@
 promotion, the sealed test once at the end (seed 000)."""
 
 from flashrsi_dagster.algorithms.meta_harness.evolve import evolve
-from flashrsi_dagster.algorithms.meta_harness.plan import State, Step, next_step, rank
+from flashrsi_dagster.algorithms.meta_harness.plan import State, Step, next_step, rank, read_state
+from flashrsi_dagster.algorithms.meta_harness.records import Layout
 from flashrsi_dagster.algorithms.meta_harness.run import MetaHarness
 
-__all__ = ["MetaHarness", "State", "Step", "evolve", "next_step", "rank"]
+__all__ = ["Layout", "MetaHarness", "State", "Step", "evolve", "next_step", "rank", "read_state"]

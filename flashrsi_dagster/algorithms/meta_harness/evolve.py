@@ -15,9 +15,13 @@ from flashrsi_dagster.experiment import open_experiment
 
 def evolve(config: ExperimentConfig, *, log: Log = print) -> State:
     home = Path(tempfile.mkdtemp(prefix="flashrsi-evolve-"))
+    harness = None
     try:
         scoped = config.model_copy(deep=True)
         scoped.experiment.home = home
-        return MetaHarness(open_experiment(scoped), log=log).run()
+        harness = MetaHarness(open_experiment(scoped), log=log)
+        return harness.run()
     finally:
+        if harness is not None:
+            harness.history.discard()
         shutil.rmtree(home, ignore_errors=True)

@@ -6,7 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from flashrsi_dagster.algorithms.meta_harness.records import Promotion, RoundRecord, TestResult
+from flashrsi_dagster.algorithms.meta_harness.records import (
+    Layout,
+    Promotion,
+    RoundRecord,
+    TestResult,
+    read_optional,
+)
 
 Action = Literal["evaluate_seed", "propose", "promote", "sealed_test", "done", "aborted"]
 
@@ -22,6 +28,16 @@ class State:
     rounds: tuple[RoundRecord, ...]
     promotion: Promotion | None
     test: TestResult | None
+
+
+def read_state(layout: Layout, max_steps: int) -> State:
+    """The records so far (the one side effect of planning: reading them)."""
+    rounds = [read_optional(layout.round(k), RoundRecord) for k in range(max_steps + 1)]
+    return State(
+        rounds=tuple(r for r in rounds if r is not None),
+        promotion=read_optional(layout.promotion, Promotion),
+        test=read_optional(layout.test, TestResult),
+    )
 
 
 def next_step(state: State, max_steps: int) -> Step:

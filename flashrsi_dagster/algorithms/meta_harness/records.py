@@ -71,6 +71,11 @@ class Layout:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
 
+    @classmethod
+    def of(cls, records: Path) -> Layout:
+        """The Meta-Harness records of an experiment whose records folder is `records`."""
+        return cls(records / "meta_harness")
+
     def round(self, k: int) -> Path:
         return self.folder / f"round-{k:03d}.json"
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from flashrsi_dagster.agents import Agent, TargetAgent, WorkerAgent, harness_dir
+from flashrsi_dagster.agents import Agent, harness_dir
 from flashrsi_dagster.algorithms.meta_harness.history import HISTORY, HistoryCache
-from flashrsi_dagster.algorithms.meta_harness.plan import State, Step, next_step, rank
+from flashrsi_dagster.algorithms.meta_harness.plan import State, Step, next_step, rank, read_state
 from flashrsi_dagster.algorithms.meta_harness.prompts import prompt_file_of, worker_instruction
 from flashrsi_dagster.algorithms.meta_harness.records import (
     EditRecord,
@@ -28,8 +28,9 @@ from flashrsi_dagster.algorithms.meta_harness.records import (
     TestResult,
     read_optional,
 )
+from flashrsi_dagster.algorithms.parts import DEFAULT_PARTS, Parts
 from flashrsi_dagster.benchmarks.base import Benchmark, Task
-from flashrsi_dagster.benchmarks.loading import load_benchmark, load_splits
+from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.records import Status, Trajectory, write_record
 from flashrsi_dagster.rollouts.engine import (
@@ -47,13 +48,18 @@ Log = Callable[[str], None]
 
 class MetaHarness:
     def __init__(
-        self, experiment: Experiment, *, log: Log = print, progress: Progress | None = None
+        self,
+        experiment: Experiment,
+        *,
+        parts: Parts = DEFAULT_PARTS,
+        log: Log = print,
+        progress: Progress | None = None,
     ) -> None:
         config = experiment.config
-        self.experiment = experiment
+        self.experiment, self.parts = experiment, parts
         self.max_steps = config.algorithm.max_steps
-        self.layout = Layout(experiment.paths.records / "meta_harness")
-        self.benchmark: Benchmark = load_benchmark(config.benchmark)
+        self.layout = Layout.of(experiment.paths.records)
+        self.benchmark: Benchmark = parts.benchmark(config.benchmark)
         self.splits = load_splits(config.benchmark, self.benchmark)
         self.splits.require("dev")
         self.settings = Settings(
@@ -69,14 +75,7 @@ class MetaHarness:
     # -- state ----------------------------------------------------------------------------
 
     def state(self) -> State:
-        rounds = [
-            read_optional(self.layout.round(k), RoundRecord) for k in range(self.max_steps + 1)
-        ]
-        return State(
-            rounds=tuple(r for r in rounds if r is not None),
-            promotion=read_optional(self.layout.promotion, Promotion),
-            test=read_optional(self.layout.test, TestResult),
-        )
+        return read_state(self.layout, self.max_steps)
 
     def next(self) -> Step:
         return next_step(self.state(), self.max_steps)
@@ -252,12 +251,12 @@ class MetaHarness:
 
     def _target_agent(self, checkout: Path) -> Agent:
         if self._target is None:
-            self._target = TargetAgent(self.experiment.config.agent, checkout)
+            self._target = self.parts.target(self.experiment.config.agent, checkout)
         return self._target
 
     def _worker_agent(self) -> Agent:
         if self._worker is None:
-            self._worker = WorkerAgent(self.experiment.config.algorithm.worker)
+            self._worker = self.parts.worker(self.experiment.config.algorithm.worker, None)
         return self._worker
 
     def _write(self, path: Path, record) -> None:
