@@ -9,12 +9,15 @@ the source of truth, so a materialization that finds its step already done reads
 
 import dagster as dg
 import pandas as pd
+from pydantic import Field
 
+from flashrsi_dagster.assets.charts import score_by_round
 from flashrsi_dagster.assets.partitions import (
     CANDIDATE_DIMENSION,
     ROUND_DIMENSION,
     experiments,
     parse_round_key,
+    register,
     round_candidates,
 )
 from flashrsi_dagster.resources.experiments import ExperimentsResource
@@ -35,9 +38,44 @@ def _rematerializing(context: dg.AssetExecutionContext) -> bool:
     return DRIVER_TAG not in context.run.tags
 
 
+class NewExperiment(dg.Config):
+    """The Launchpad's settings for an experiment that does not exist yet: launch round 0 of
+    a new `<experiment>.r000` partition and it is created from `config_file`, named after the
+    partition. An existing experiment keeps the config it was created with (its run_meta)."""
+
+    config_file: str = Field(
+        "examples/meta_harness.yaml",
+        description="Experiment YAML, relative to the code location's folder (`flashrsi ui` "
+        "runs it in the folder holding the home); the default is the offline demo.",
+    )
+    max_steps: int = Field(2, ge=1, description="Worker steps after the seed round.")
+    benchmark_limit: int | None = Field(9, ge=1, description="At most this many tasks per split.")
+
+
+def _open_or_create(
+    context: dg.AssetExecutionContext, experiments_home: ExperimentsResource, new: NewExperiment
+) -> None:
+    name, k = _round(context)
+    if name in experiments_home.names():
+        if new != NewExperiment():
+            context.log.warning(f"{name} exists; its own config applies, not the launch config")
+        return
+    if k != 0:
+        raise dg.Failure(f"experiment {name!r} does not exist: launch its round 0 ({name}.r000)")
+    overrides = ["--algorithm.max_steps", str(new.max_steps)]
+    if new.benchmark_limit is not None:
+        overrides += ["--benchmark.limit", str(new.benchmark_limit)]
+    experiment = experiments_home.create(new.config_file, name=name, overrides=overrides)
+    register(context.instance, name, experiment.config.algorithm.max_steps)
+    context.log.info(f"created experiment {name} from {new.config_file}")
+
+
 @dg.asset(partitions_def=round_candidates, group_name=GROUP, kinds={"git"})
-def snapshot(context: dg.AssetExecutionContext, experiments_home: ExperimentsResource) -> dict:
+def snapshot(
+    context: dg.AssetExecutionContext, config: NewExperiment, experiments_home: ExperimentsResource
+) -> dict:
     """The round's harness snapshot: the seed at round 0, else the Worker's edit."""
+    _open_or_create(context, experiments_home, config)
     name, k = _round(context)
     algorithm = experiments_home.meta_harness(name, log=context.log.info)
     try:
@@ -108,18 +146,11 @@ def scores(
     table = summary(trajectories, n_tasks, algorithm.settings.attempts) if len(trajectories) else {}
     seed_score = next((r.dev_score for r in rounds if r.round == 0), None)
     score = table.get("score")
-    by_round = "\n".join(
-        ["| round | status | dev score |", "|---|---|---|"]
-        + [
-            f"| {r.round} | {r.status} | {'-' if r.dev_score is None else f'{r.dev_score:.3f}'} |"
-            for r in rounds
-        ]
-    )
     context.add_output_metadata(
         {
             "dev_score": score,
             "change_vs_seed": None if score is None or seed_score is None else score - seed_score,
-            "score_by_round": dg.MetadataValue.md(by_round),
+            "score_by_round": dg.MetadataValue.md(score_by_round(rounds)),
         }
     )
     return {"round": k, **table}
@@ -174,8 +205,17 @@ def promotion(context: dg.AssetExecutionContext, experiments_home: ExperimentsRe
     """The best dev score over all rounds; a tie keeps the earlier snapshot."""
     algorithm = experiments_home.meta_harness(context.partition_key, log=context.log.info)
     chosen = algorithm.promote()
+    seed = next(r for r in algorithm.state().rounds if r.round == 0)
     context.add_output_metadata(
-        {"snapshot_id": chosen.snapshot_id, "round": chosen.round, "dev_score": chosen.dev_score}
+        {
+            "snapshot_id": chosen.snapshot_id,
+            "round": chosen.round,
+            "dev_score": chosen.dev_score,
+            "change_vs_seed": chosen.dev_score - (seed.dev_score or 0.0),
+            "score_by_round": dg.MetadataValue.md(
+                score_by_round(algorithm.state().rounds, promoted=chosen.round)
+            ),
+        }
     )
     return chosen.model_dump(mode="json")
 

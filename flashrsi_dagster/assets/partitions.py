@@ -42,3 +42,10 @@ def partition(experiment: str, k: int) -> dg.MultiPartitionKey:
     return dg.MultiPartitionKey(
         {ROUND_DIMENSION: round_key(experiment, k), CANDIDATE_DIMENSION: SLOT}
     )
+
+
+def register(instance: dg.DagsterInstance, name: str, max_steps: int) -> None:
+    """Every partition the experiment will use, known up front: the UI shows the whole grid."""
+    keys = [round_key(name, k) for k in range(max_steps + 1)]
+    instance.add_dynamic_partitions(rounds.name, keys)
+    instance.add_dynamic_partitions(experiments.name, [name])

@@ -7,7 +7,7 @@ import dagster as dg
 
 from flashrsi_dagster.algorithms.meta_harness import Step
 from flashrsi_dagster.assets.meta_harness import DRIVER_TAG, FINAL_ASSETS, ROUND_ASSETS
-from flashrsi_dagster.assets.partitions import experiments, partition, round_key, rounds
+from flashrsi_dagster.assets.partitions import partition
 from flashrsi_dagster.resources import ExperimentIOManager, ExperimentsResource, default_parts
 
 
@@ -20,13 +20,6 @@ def resources(home: str) -> dict:
         "io_manager": ExperimentIOManager(home=home),
         **parts,
     }
-
-
-def register(instance: dg.DagsterInstance, name: str, max_steps: int) -> None:
-    """Every partition the experiment will use, known up front: the UI shows the whole grid."""
-    keys = [round_key(name, k) for k in range(max_steps + 1)]
-    instance.add_dynamic_partitions(rounds.name, keys)
-    instance.add_dynamic_partitions(experiments.name, [name])
 
 
 def run_key(name: str, step: Step) -> str:

@@ -12,8 +12,9 @@ from pathlib import Path
 import dagster as dg
 
 from flashrsi_dagster.algorithms.meta_harness import State, Step
+from flashrsi_dagster.assets.partitions import register
 from flashrsi_dagster.experiment import Experiment
-from flashrsi_dagster.jobs.driver import execute, register
+from flashrsi_dagster.jobs.driver import execute
 from flashrsi_dagster.resources import ExperimentsResource
 
 Say = Callable[[str], None]

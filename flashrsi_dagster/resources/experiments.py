@@ -5,6 +5,7 @@ Worker agents, the Harbor environment and the offline model server."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import dagster as dg
@@ -19,6 +20,7 @@ from flashrsi_dagster.algorithms.meta_harness import (
     read_state,
 )
 from flashrsi_dagster.algorithms.parts import Parts
+from flashrsi_dagster.config import load_config
 from flashrsi_dagster.config.models import ExperimentConfig
 from flashrsi_dagster.experiment import Experiment, ExperimentPaths, open_experiment
 from flashrsi_dagster.experiment.identity import RunMeta
@@ -53,6 +55,17 @@ class ExperimentsResource(dg.ConfigurableResource):
         config = ExperimentConfig.model_validate(meta.config)
         config.experiment.home = Path(self.home).resolve()
         return config
+
+    def create(
+        self, config_file: str | Path, *, name: str | None = None, overrides: Sequence[str] = ()
+    ) -> Experiment:
+        """A new experiment under this home from a YAML file (opening the same one again is
+        fine; a changed config is refused as everywhere else)."""
+        renamed = ["--experiment.name", name] if name else []
+        config = load_config(
+            Path(config_file), [*overrides, *renamed, "--experiment.home", self.home]
+        )
+        return open_experiment(config, max_file_bytes=self.snapshot_store.max_file_bytes)
 
     def open(self, name: str) -> Experiment:
         return open_experiment(self.config(name), max_file_bytes=self.snapshot_store.max_file_bytes)

@@ -8,11 +8,10 @@ import dagster as dg
 from pydantic import Field
 
 from flashrsi_dagster.assets.meta_harness import DRIVER_TAG
-from flashrsi_dagster.assets.partitions import partition
+from flashrsi_dagster.assets.partitions import partition, register
 from flashrsi_dagster.config import load_config
-from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.jobs import meta_harness, meta_harness_finalize
-from flashrsi_dagster.jobs.driver import register, run_key
+from flashrsi_dagster.jobs.driver import run_key
 from flashrsi_dagster.resources import ExperimentsResource
 
 
@@ -85,11 +84,10 @@ def nightly_meta_harness(
     """A new experiment each night from the config file (named after the date), seeded by
     requesting its round 0; the driver sensor takes it from there."""
     stamp = context.scheduled_execution_time.strftime("%Y%m%d")
-    config = load_config(nightly.config_file)
-    name = f"{config.experiment.name}-nightly-{stamp}"
-    config.experiment.name, config.experiment.home = name, experiments_home.home
-    open_experiment(config)
-    register(context.instance, name, config.algorithm.max_steps)
+    base = load_config(nightly.config_file).experiment.name
+    experiment = experiments_home.create(nightly.config_file, name=f"{base}-nightly-{stamp}")
+    name = experiment.config.experiment.name
+    register(context.instance, name, experiment.config.algorithm.max_steps)
     return dg.RunRequest(
         run_key=f"{name}:evaluate_seed:0",
         partition_key=partition(name, 0),

@@ -15,11 +15,11 @@ import dagster as dg
 
 from flashrsi_dagster.algorithms.meta_harness import Layout
 from flashrsi_dagster.assets.meta_harness import DRIVER_TAG, ROUND_ASSETS
-from flashrsi_dagster.assets.partitions import parse_round_key, partition, round_key
+from flashrsi_dagster.assets.partitions import parse_round_key, partition, register, round_key
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.definitions import defs
 from flashrsi_dagster.experiment import open_experiment
-from flashrsi_dagster.jobs.driver import execute, register, resources
+from flashrsi_dagster.jobs.driver import execute, resources
 from flashrsi_dagster.resources import ExperimentsResource
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.sensors import NightlyConfig, meta_harness_driver, nightly_meta_harness
@@ -106,6 +106,9 @@ def test_the_driver_runs_the_experiment_as_partitioned_runs(tmp_path):
         )
         scores = instance.get_latest_materialization_event(dg.AssetKey("scores"))
         assert "score_by_round" in scores.asset_materialization.metadata
+        promoted = instance.get_latest_materialization_event(dg.AssetKey("promotion"))
+        chart = promoted.asset_materialization.metadata["score_by_round"].value
+        assert "← promoted" in chart and chart.count("\n") == 1 + len(state.rounds)
     assert (tmp_path / "home" / name / "dagster" / "trajectories" / "round-001-c0.parquet").exists()
 
 
@@ -252,3 +255,41 @@ def test_sigkill_during_round_2_then_resume_matches_an_uninterrupted_run(tmp_pat
     for k in range(3):  # every dev rollout exactly once
         ids = [t.task_id for t in RolloutRecord(b.layout.rollouts(k), None).load()]
         assert sorted(ids) == sorted(set(ids)) and len(ids) == 4
+
+
+def test_the_launchpad_starts_a_new_experiment_from_a_typed_config_with_demo_defaults(tmp_path):
+    job = defs.resolve_job_def("meta_harness")
+    defaults = job.run_config_schema.config_type.fields["ops"].config_type.fields["snapshot"]
+    fields = defaults.config_type.fields["config"].config_type.fields
+    assert fields["config_file"].default_value == "examples/meta_harness.yaml"
+    assert (fields["max_steps"].default_value, fields["benchmark_limit"].default_value) == (2, 9)
+
+    home = str(tmp_path / "home")
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("meta_harness_round", ["from-ui.r000"])  # "Add partition"
+        launch = {"config_file": str(EXAMPLE), "max_steps": 1, "benchmark_limit": 3}
+        result = dg.materialize(
+            ROUND_ASSETS,
+            partition_key=partition("from-ui", 0),
+            instance=instance,
+            resources=resources(home),
+            run_config={"ops": {"snapshot": {"config": launch}}},
+        )
+        assert result.success
+        assert "from-ui.r001" in instance.get_dynamic_partitions("meta_harness_round")
+        experiments = ExperimentsResource.at(home)
+        assert experiments.config("from-ui").algorithm.max_steps == 1
+        assert experiments.state("from-ui").rounds[0].dev_tasks == 3
+        assert experiments.next_step("from-ui").action == "propose"
+
+        instance.add_dynamic_partitions("meta_harness_round", ["nowhere.r002"])
+        missing = dg.materialize(
+            ROUND_ASSETS,
+            partition_key=partition("nowhere", 2),
+            instance=instance,
+            resources=resources(home),
+            raise_on_error=False,
+        )
+    assert not missing.success
+    failure = next(e for e in missing.all_events if e.is_step_failure)
+    assert "does not exist: launch its round 0 (nowhere.r000)" in str(failure.event_specific_data)
