@@ -145,9 +145,12 @@ def scores(
     n_tasks = len(algorithm.splits.dev)
     table = summary(trajectories, n_tasks, algorithm.settings.attempts) if len(trajectories) else {}
     seed_score = next((r.dev_score for r in rounds if r.round == 0), None)
+    this = next((r for r in rounds if r.round == k), None)
     score = table.get("score")
     context.add_output_metadata(
         {
+            "snapshot_id": (this and this.snapshot_id) or "-",
+            "parent_id": (this and this.parent_id) or "-",
             "dev_score": score,
             "change_vs_seed": None if score is None or seed_score is None else score - seed_score,
             "score_by_round": dg.MetadataValue.md(score_by_round(rounds)),
@@ -163,8 +166,11 @@ def failure_map(context: dg.AssetExecutionContext, trajectories: pd.DataFrame) -
     from flashrsi_dagster.stats.failures import failure_map_markdown
 
     table = build(trajectories)
+    snapshots = trajectories["snapshot_id"].unique() if len(trajectories) else []
     context.add_output_metadata(
         {
+            "snapshot_id": snapshots[0] if len(snapshots) else "-",
+            "rollouts": len(trajectories),
             "failures": int(table["count"].sum()) if len(table) else 0,
             "map": dg.MetadataValue.md(failure_map_markdown(trajectories)),
         }

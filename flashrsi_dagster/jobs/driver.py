@@ -11,10 +11,11 @@ from flashrsi_dagster.assets.partitions import partition
 from flashrsi_dagster.resources import ExperimentIOManager, ExperimentsResource, default_parts
 
 
-def resources(home: str) -> dict:
-    """Every resource a run needs; the part resources are bound at the top level too, so
-    each is one instance (the UI lists them and shows what uses them)."""
-    parts = default_parts()
+def resources(home: str, **parts: dg.ConfigurableResource) -> dict:
+    """Every resource a run needs (`parts` replace default ones by key); the part resources
+    are bound at the top level too, so each is one instance (the UI lists them and shows
+    what uses them)."""
+    parts = {**default_parts(), **parts}
     return {
         "experiments_home": ExperimentsResource(home=home, **parts),
         "io_manager": ExperimentIOManager(home=home),
@@ -31,7 +32,13 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 only warnings, so the CLI's own progress lines stay readable."""
 
 
-def execute(instance: dg.DagsterInstance, home: str, name: str, step: Step) -> bool:
+def execute(
+    instance: dg.DagsterInstance,
+    home: str,
+    name: str,
+    step: Step,
+    parts: dict[str, dg.ConfigurableResource] | None = None,
+) -> bool:
     """Run one step in-process; True when Dagster reports success."""
     tags = {DRIVER_TAG: "1", "flashrsi/experiment": name, "dagster/run_key": run_key(name, step)}
     if step.action in ("evaluate_seed", "propose"):
@@ -39,7 +46,7 @@ def execute(instance: dg.DagsterInstance, home: str, name: str, step: Step) -> b
             ROUND_ASSETS,
             partition_key=partition(name, step.round or 0),
             instance=instance,
-            resources=resources(home),
+            resources=resources(home, **(parts or {})),
             tags=tags,
             raise_on_error=False,
             run_config=QUIET,
@@ -50,7 +57,7 @@ def execute(instance: dg.DagsterInstance, home: str, name: str, step: Step) -> b
             assets,
             partition_key=name,
             instance=instance,
-            resources=resources(home),
+            resources=resources(home, **(parts or {})),
             tags=tags,
             raise_on_error=False,
             run_config=QUIET,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from flashrsi_dagster.agents.base import Agent, AgentConfigError, TaskEnvironment
-from flashrsi_dagster.agents.miniagent.launcher import ForkServer
+from flashrsi_dagster.agents.miniagent.launcher import ForkServer, Run
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.llm.client import ROLE_HEADER, resolve_key
 from flashrsi_dagster.llm.endpoints import openai_base_url
@@ -38,15 +38,17 @@ class MiniAgent(Agent):
             )
         # Secrets stay out of the runs' environment: their shell must not be able to read them.
         env = {k: v for k, v in os.environ.items() if not is_secret_env_name(k)}
-        self._server = ForkServer(env)
-        self._server.start()
+        self._server = ForkServer.shared(env)
+        self._runs: set[Run] = set()
 
     @classmethod
     def builtin_harness(cls) -> Path:
         return HARNESS
 
     def close(self) -> None:
-        self._server.close()
+        """Kill this agent's runs still in flight; the shared fork server stays warm."""
+        for run in list(self._runs):
+            run.cancel(CANCEL_GRACE_SECONDS)
 
     def _run(
         self, working_dir: Path, instruction: str, environment: TaskEnvironment | None = None
@@ -60,7 +62,11 @@ class MiniAgent(Agent):
                 payload["shell_prefix"] = list(environment.shell_prefix)
             run = self._server.run(payload)
             clock = time.monotonic()  # from the moment the run's process exists
-            timed_out = run.wait(config.timeout, grace=CANCEL_GRACE_SECONDS)
+            self._runs.add(run)
+            try:
+                timed_out = run.wait(config.timeout, grace=CANCEL_GRACE_SECONDS)
+            finally:
+                self._runs.discard(run)
             result = _read_json(output)
             tail = stderr.read_text(errors="replace")[-_STDERR_TAIL:] if stderr.exists() else ""
         return self._trajectory(result, timed_out, run.exit_code, tail, time.monotonic() - clock)

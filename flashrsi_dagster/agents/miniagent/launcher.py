@@ -1,10 +1,17 @@
 """Starting MiniAgent runs: each run is its own process, forked by a server process that has
 already imported the OpenAI SDK (`_entry.py --fork-server`), so a start costs milliseconds and
-no per-rollout SDK import. The server runs with the environment given here (secrets removed)."""
+no per-rollout SDK import. The server runs with the environment given here (secrets removed).
+
+Agents share one server per environment for the life of the process: a Dagster run builds
+and closes its agents every round, and each new server would pay the SDK import (seconds on a
+small machine) again. Keys and settings travel with each run's payload, never in the server's
+environment, so sharing it shares nothing secret."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import hashlib
 import itertools
 import json
 import os
@@ -17,8 +24,28 @@ from pathlib import Path
 
 ENTRY = Path(__file__).with_name("_entry.py")
 
+_shared: dict[str, ForkServer] = {}
+_shared_lock = threading.Lock()
+
 
 class ForkServer:
+    @classmethod
+    def shared(cls, env: Mapping[str, str]) -> ForkServer:
+        """The process's server for `env`, started if needed. Idle servers of other
+        environments are stopped (they restart on their next run), so tests that change the
+        environment do not pile them up."""
+        key = hashlib.sha256(json.dumps(sorted(env.items())).encode()).hexdigest()
+        with _shared_lock:
+            server = _shared.get(key)
+            if server is None:
+                for other in _shared.values():
+                    if other.idle:
+                        other.close()
+                server = _shared[key] = cls(env)
+                atexit.register(server.close)
+        server.start()
+        return server
+
     def __init__(self, env: Mapping[str, str]) -> None:
         self._env = dict(env)
         self._lock = threading.Lock()
@@ -53,6 +80,11 @@ class ForkServer:
         if not slot.started.wait(60) or slot.pid is None:
             raise RuntimeError("the MiniAgent fork server did not start the run")
         return Run(slot)
+
+    @property
+    def idle(self) -> bool:
+        with self._lock:
+            return not self._started and not self._running
 
     def close(self) -> None:
         with self._lock:
@@ -110,13 +142,18 @@ class Run:
     def exit_code(self) -> int | None:
         return self._slot.exit_code
 
+    def cancel(self, grace: float) -> None:
+        """SIGTERM (the run stops its own tool processes), then SIGKILL after `grace`."""
+        self._slot.signal(signal.SIGTERM)
+        self._slot.exited.wait(grace)
+        self._slot.signal(signal.SIGKILL)
+
     def wait(self, timeout: float, grace: float) -> bool:
         """Wait up to `timeout`; then cancel (SIGTERM) and kill after `grace`. True if the
         deadline was hit. Leftovers of the run's process group are killed in any case."""
         timed_out = not self._slot.exited.wait(timeout)
         if timed_out:
-            self._slot.signal(signal.SIGTERM)
-            self._slot.exited.wait(grace)
+            self.cancel(grace)
         self._slot.signal(signal.SIGKILL)
         self._slot.exited.wait(5)
         return timed_out

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -220,3 +221,29 @@ def test_miniagent_refuses_the_anthropic_api(server, harness_dir):
     role.llm.api = "anthropic"
     with pytest.raises(Exception, match="OpenAI-compatible"):
         TargetAgent(role, harness_dir)
+
+
+def test_agents_share_one_warm_fork_server_and_close_kills_only_their_own_runs(
+    server, harness_dir, tmp_path
+):
+    work = tmp_path / "work"
+    work.mkdir()
+    server.add_script(
+        "closed-mid-run",
+        [{"tool_calls": [_call("shell", command="echo $$ > pgid; sleep 300")]}, "unreached"],
+    )
+    first = TargetAgent(_role(server, "closed-mid-run", timeout=120), harness_dir)
+    second = TargetAgent(_role(server, "unused"), harness_dir)
+    assert first._server is second._server  # a later round's agent starts warm
+
+    clock = time.monotonic()
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(first.run, work, "sleep", task_id="t")
+        while not (work / "pgid").exists():
+            time.sleep(0.02)
+        first.close()
+        trajectory = running.result(timeout=30)
+    assert time.monotonic() - clock < 30 and trajectory.status != Status.SUCCESS
+    assert_group_gone(int((work / "pgid").read_text()))
+    assert second._server._process is not None and second._server._process.poll() is None
+    second.close()

@@ -1,0 +1,286 @@
+"""Framework overhead per Meta-Harness round, as a share of the round's wall time.
+
+Run:  .venv/bin/python bench/round_overhead_bench.py [--latency 1.0] [--tasks 10] [--steps 2]
+                              [--concurrency 1] [--parallel 4] [--path dagster|engine]
+
+The demo experiment (`examples/meta_harness.yaml`: MiniAgent target and Worker on the offline
+simulator, built-in text-classification tasks) runs with `--tasks` dev tasks against a simulator
+server of our own that adds `--latency` seconds to every model request. Each round is timed end
+to end as `flashrsi run` runs it (`--path dagster`, the default): one in-process Dagster run of
+the round's assets on the persistent instance, resources set up and torn down, assets written
+by the IO manager. `--path engine` calls the engine's steps directly instead (round 0 is
+`evaluate_seed()`, round k is `propose(k)`), to show what Dagster adds. Per round:
+
+- wall: the round's wall-clock time;
+- model: time some model request is in flight — the union of the simulator's request
+  intervals (arrival to answer, from its request log) inside the round;
+- task: time some agent process runs but no model request is in flight — the agent doing the
+  task: its start-up, its loop, its tool commands. A process's interval is its trajectory's
+  `duration` (counted from when the process exists) back from when its rollout returned, or
+  when the Worker's trajectory was written. The built-in tasks have no environment and a
+  string-compare verifier, so the task's own work all happens inside the agent process;
+- overhead = wall - model - task: no agent process running, i.e. the framework alone
+  (Dagster's run and its resources, snapshots, checkouts, history folder, records, launching
+  agent processes, scoring, the parquet and JSON asset values);
+  `launch` is the part of it spent waiting for agent processes to start;
+- share = overhead / wall. Target: the median share over the rounds <= 0.10.
+
+With `--concurrency 1` (the default) rollouts run one after another, so the unions are plain
+sums and the parts add up exactly. With concurrency N the unions measure the critical path:
+framework work done while some agent runs is hidden, as it costs no wall time. `--parallel N`
+also runs the experiment at concurrency N and reports it beside (0 skips it); the PASS/MISS
+line is for `--concurrency`. A report, not a test: it always exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from report import save
+
+from flashrsi_dagster.algorithms.meta_harness import Layout, MetaHarness
+from flashrsi_dagster.algorithms.meta_harness.history import HistoryCache
+from flashrsi_dagster.assets.partitions import register
+from flashrsi_dagster.config import load_config
+from flashrsi_dagster.experiment import open_experiment
+from flashrsi_dagster.jobs.driver import execute
+from flashrsi_dagster.jobs.runner import persistent_instance
+from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
+from flashrsi_dagster.records import Trajectory, read_record
+from flashrsi_dagster.resources import ExperimentsResource, HarborEnvironmentResource
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "meta_harness.yaml"
+TARGET_SHARE = 0.10
+MODEL_APIS = ("chat", "responses", "anthropic")
+
+Interval = tuple[float, float]
+
+
+def union(intervals: Iterable[Interval], window: Interval) -> list[Interval]:
+    """The intervals clipped to `window` and merged where they overlap."""
+    merged: list[Interval] = []
+    for a, b in sorted((max(a, window[0]), min(b, window[1])) for a, b in intervals):
+        if b <= a:
+            continue
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def length(intervals: list[Interval]) -> float:
+    return sum(b - a for a, b in intervals)
+
+
+def _run(trajectory: Trajectory, end: float) -> tuple[Interval, Interval]:
+    """(launch, process): `started` is taken when the agent is called, `duration` from when
+    its process exists, so the process is placed back from its end and the gap is launching."""
+    start = end - trajectory.duration
+    return (trajectory.started.timestamp(), start), (start, end)
+
+
+class _TimedBenchmark:
+    """The experiment's benchmark, noting when each rollout returned (in `RUNS`)."""
+
+    def __init__(self, benchmark) -> None:
+        self._benchmark = benchmark
+
+    def __getattr__(self, name: str):
+        return getattr(self._benchmark, name)
+
+    def rollout(self, agent, task, *, split: str, attempt: int) -> Trajectory:
+        trajectory = self._benchmark.rollout(agent, task, split=split, attempt=attempt)
+        RUNS.append(_run(trajectory, time.time()))
+        return trajectory
+
+
+RUNS: list[tuple[Interval, Interval]] = []
+
+
+class _TimedHarbor(HarborEnvironmentResource):
+    """The benchmark resource of the Dagster path, with every rollout timed."""
+
+    def benchmark(self, config):
+        return _TimedBenchmark(super().benchmark(config))
+
+
+def _worker_run(layout: Layout, k: int) -> list[tuple[Interval, Interval]]:
+    """The Worker's run of step k; its trajectory is written as soon as the run returns."""
+    path = layout.worker(k)
+    if not k or not path.exists():
+        return []
+    return [_run(read_record(path, Trajectory), path.stat().st_mtime)]
+
+
+def _breakdown(window: Interval, model: list[Interval], runs: list) -> dict:
+    wall = window[1] - window[0]
+    model_u = union(model, window)
+    processes = [process for _, process in runs]
+    busy = length(union([*processes, *model_u], window))  # model calls lie inside processes
+    launching = length(union([*processes, *model_u, *(launch for launch, _ in runs)], window))
+    return {
+        "wall_s": wall,
+        "model_s": length(model_u),
+        "task_s": busy - length(model_u),
+        "overhead_s": wall - busy,
+        "launch_s": launching - busy,
+        "share": (wall - busy) / wall,
+    }
+
+
+def _timed(k: int, server: OfflineModelServer, layout: Layout, round_fn) -> dict:
+    RUNS.clear()
+    start = time.time()
+    record = round_fn()
+    window = (start, time.time())
+    model = [
+        (r.time.timestamp(), r.time.timestamp() + r.duration)
+        for r in server.requests
+        if r.api in MODEL_APIS
+    ]
+    runs = [*RUNS, *_worker_run(layout, k)]
+    calls = sum(1 for a, _ in model if window[0] <= a <= window[1])
+    row = {"round": k, "status": record.status, "runs": len(runs), "model_calls": calls}
+    return row | _breakdown(window, model, runs)
+
+
+def _engine_rounds(experiment, server: OfflineModelServer, steps: int) -> list[dict]:
+    harness = MetaHarness(experiment, log=lambda _: None)
+    harness.benchmark = _TimedBenchmark(harness.benchmark)
+    steps_of = {0: harness.evaluate_seed} | {
+        k: lambda k=k: harness.propose(k) for k in range(1, steps + 1)
+    }
+    try:
+        return [_timed(k, server, harness.layout, steps_of[k]) for k in range(steps + 1)]
+    finally:
+        harness.close()
+        harness.history.discard()
+
+
+def _dagster_rounds(experiment, server: OfflineModelServer, steps: int) -> list[dict]:
+    home, name = experiment.config.experiment.home, experiment.config.experiment.name
+    instance = persistent_instance(home)
+    register(instance, name, steps)
+    experiments = ExperimentsResource.at(home)
+    layout = Layout.of(experiment.paths.records)
+
+    def one_round(k: int):
+        assert execute(instance, str(home), name, experiments.next_step(name), _PARTS)
+        return next(r for r in experiments.state(name).rounds if r.round == k)
+
+    try:
+        return [_timed(k, server, layout, lambda k=k: one_round(k)) for k in range(steps + 1)]
+    finally:
+        HistoryCache.for_experiment(experiment.snapshots, layout).discard()
+
+
+_PARTS = {"harbor": _TimedHarbor()}
+
+
+def _config(home: Path, url: str, tasks: int, steps: int, concurrency: int):
+    return load_config(
+        EXAMPLE,
+        [
+            *("--experiment.home", str(home)),
+            *("--benchmark.limit", str(tasks)),
+            *("--benchmark.concurrency", str(concurrency)),
+            *("--algorithm.max_steps", str(steps)),
+            *("--agent.llm.base_url", url),
+            *("--algorithm.worker.llm.base_url", url),
+        ],
+    )
+
+
+def measure(latency: float, tasks: int, steps: int, concurrency: int, path: str) -> dict:
+    with (
+        OfflineModelServer(ServerConfig(latency_ms=latency * 1000)) as server,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        config = _config(Path(tmp), server.url, tasks, steps, concurrency)
+        rounds_of = _dagster_rounds if path == "dagster" else _engine_rounds
+        rounds = rounds_of(open_experiment(config), server, steps)
+    return _summary(concurrency, rounds)
+
+
+def _summary(concurrency: int, rounds: list[dict]) -> dict:
+    share = statistics.median(r["share"] for r in rounds)
+    # From round 2 on both roles' agents exist: no round pays a one-time process start.
+    warm = [r["share"] for r in rounds if r["round"] >= 2]
+    total = sum(r["overhead_s"] for r in rounds) / sum(r["wall_s"] for r in rounds)
+    return {
+        "concurrency": concurrency,
+        "rounds": [
+            {k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()} for r in rounds
+        ],
+        "median_share": round(share, 4),
+        "median_share_warm": round(statistics.median(warm), 4) if warm else None,
+        "total_share": round(total, 4),
+        "pass": share <= TARGET_SHARE,
+    }
+
+
+def _print(run: dict) -> None:
+    print(f"\nconcurrency {run['concurrency']}")
+    print("round  status     runs calls  wall s model s  task s overhead s launch s  share")
+    for r in run["rounds"]:
+        print(
+            f"{r['round']:>5}  {r['status']:<9}  {r['runs']:>3} {r['model_calls']:>5} "
+            f"{r['wall_s']:>7.2f} {r['model_s']:>7.2f} {r['task_s']:>7.2f} "
+            f"{r['overhead_s']:>10.2f} {r['launch_s']:>8.2f} {r['share']:>6.1%}"
+        )
+    warm = run["median_share_warm"]
+    print(
+        f"median share {run['median_share']:.1%}; all rounds together {run['total_share']:.1%}"
+        + (f"; median from round 2 (agents started) {warm:.1%}" if warm is not None else "")
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=1.0, help="seconds per model request")
+    parser.add_argument("--tasks", type=int, default=10, help="dev tasks")
+    parser.add_argument("--steps", type=int, default=2, help="Worker steps after the seed")
+    parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument("--parallel", type=int, default=4, help="also at this concurrency; 0: no")
+    parser.add_argument("--path", choices=("dagster", "engine"), default="dagster")
+    args = parser.parse_args(argv)
+    print(
+        f"Meta-Harness framework overhead per round: {args.tasks} dev tasks, {args.steps} Worker "
+        f"steps, model latency {args.latency:g} s (MiniAgent on the offline simulator), "
+        f"through {'Dagster, as `flashrsi run`' if args.path == 'dagster' else 'the engine'}"
+    )
+    levels = [args.concurrency]
+    if args.parallel and args.parallel != args.concurrency:
+        levels.append(args.parallel)
+    runs = [measure(args.latency, args.tasks, args.steps, c, args.path) for c in levels]
+    for run in runs:
+        _print(run)
+    head = runs[0]
+    print(
+        f"\nmedian overhead share at concurrency {head['concurrency']}: "
+        f"{head['median_share']:.1%}   target <= {TARGET_SHARE:.0%}   "
+        f"{'PASS' if head['pass'] else 'MISS'}"
+    )
+    result = {
+        "path": args.path,
+        "latency_s": args.latency,
+        "tasks": args.tasks,
+        "steps": args.steps,
+        "target_share": TARGET_SHARE,
+        "median_share": head["median_share"],
+        "pass": head["pass"],
+        "runs": runs,
+    }
+    save("round_overhead_bench", result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
