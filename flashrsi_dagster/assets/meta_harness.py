@@ -193,13 +193,18 @@ def paired_stats(
         context.add_output_metadata({"compared": False})
         return {"round": k, "compared": False}
     stats = paired(trajectories, algorithm.round_frame(0))
+    this = next((r for r in algorithm.state().rounds if r.round == k), None)
     context.add_output_metadata(
         {
+            "snapshot_id": (this and this.snapshot_id) or "-",
+            "parent_id": (this and this.parent_id) or "-",
             "lift": stats.mean_difference,
+            "standard_error": stats.standard_error,
             "z": stats.z,
             "p_value": stats.p_value,
             "won": stats.won,
             "lost": stats.lost,
+            "tied": stats.tied,
             "table": dg.MetadataValue.md(to_markdown(stats)),
         }
     )
@@ -236,10 +241,13 @@ def sealed_test_score(
         result = algorithm.sealed_test()
     finally:
         algorithm.close()
+    promoted = algorithm.state().promotion
     context.add_output_metadata(
         {
             "snapshot_id": result.snapshot_id,
+            "round": promoted.round if promoted else "-",
             "test_score": result.test_score,
+            "dev_score": promoted.dev_score if promoted else None,
             "tasks": result.test_tasks,
         }
     )

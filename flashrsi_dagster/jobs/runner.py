@@ -42,14 +42,17 @@ def drive(experiment: Experiment, say: Say = print) -> State:
     config = experiment.config
     home, name = Path(config.experiment.home), config.experiment.name
     instance = persistent_instance(home)
-    register(instance, name, config.algorithm.max_steps)
-    experiments = ExperimentsResource.at(home)
-    while (step := experiments.next_step(name)).action not in ("done", "aborted"):
-        say(f"== {step.action}" + (f" (round {step.round})" if step.round is not None else ""))
-        if not execute(instance, str(home), name, step):
-            raise RuntimeError(f"the Dagster run for {step.action} failed; see `flashrsi ui`")
-        say(_progress(experiments.state(name), step))
-    return experiments.state(name)
+    try:
+        register(instance, name, config.algorithm.max_steps)
+        experiments = ExperimentsResource.at(home)
+        while (step := experiments.next_step(name)).action not in ("done", "aborted"):
+            say(f"== {step.action}" + (f" (round {step.round})" if step.round is not None else ""))
+            if not execute(instance, str(home), name, step):
+                raise RuntimeError(f"the Dagster run for {step.action} failed; see `flashrsi ui`")
+            say(_progress(experiments.state(name), step))
+        return experiments.state(name)
+    finally:
+        instance.dispose()
 
 
 def _progress(state: State, step: Step) -> str:

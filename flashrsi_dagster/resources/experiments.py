@@ -11,6 +11,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
+from flashrsi_dagster.agents import Agent
 from flashrsi_dagster.algorithms.meta_harness import (
     Layout,
     MetaHarness,
@@ -19,9 +20,9 @@ from flashrsi_dagster.algorithms.meta_harness import (
     next_step,
     read_state,
 )
-from flashrsi_dagster.algorithms.parts import Parts
+from flashrsi_dagster.algorithms.parts import AgentFactory, Parts
 from flashrsi_dagster.config import load_config
-from flashrsi_dagster.config.models import ExperimentConfig
+from flashrsi_dagster.config.models import ExperimentConfig, RoleConfig
 from flashrsi_dagster.experiment import Experiment, ExperimentPaths, open_experiment
 from flashrsi_dagster.experiment.identity import RunMeta
 from flashrsi_dagster.records import read_record
@@ -81,10 +82,18 @@ class ExperimentsResource(dg.ConfigurableResource):
 
     def meta_harness(self, name: str, log=print) -> MetaHarness:
         experiment = self.open(name)
-        self.offline_model.serve(experiment.config)
+
+        def serving(build: AgentFactory) -> AgentFactory:
+            # the model server is started only by a step that builds an agent
+            def factory(role: RoleConfig, files_dir: Path | None) -> Agent:
+                self.offline_model.serve(experiment.config)
+                return build(role, files_dir)
+
+            return factory
+
         parts = Parts(
-            target=self.target_agent.build,
-            worker=self.worker_agent.build,
+            target=serving(self.target_agent.build),
+            worker=serving(self.worker_agent.build),
             benchmark=self.harbor.benchmark,
         )
         return MetaHarness(experiment, parts=parts, log=log)

@@ -151,3 +151,40 @@ def test_chromium_renders_the_asset_graph_and_a_partitioned_asset(webserver, tmp
     assert "meta-harness-demo.r001" in page.stdout or "Partitions" in page.stdout
     keep = Path(os.environ.get("FLASHRSI_UI_SCREENSHOT", tmp_path / "kept.png"))
     shutil.copyfile(shot, keep)
+
+
+def _repository(port: int) -> tuple[str, str]:
+    locations = _graphql(
+        port,
+        "{ workspaceOrError { ... on Workspace { locationEntries { name locationOrLoadError { "
+        "... on RepositoryLocation { repositories { name } } } } } } }",
+    )["workspaceOrError"]["locationEntries"]
+    (entry,) = locations
+    return entry["name"], entry["locationOrLoadError"]["repositories"][0]["name"]
+
+
+def test_the_resources_and_the_launchpads_demo_defaults_are_served(webserver):
+    port, _ = webserver
+    location, repository = _repository(port)
+    selector = f'repositoryName: "{repository}", repositoryLocationName: "{location}"'
+    resources = _graphql(
+        port,
+        f"{{ repositoryOrError(repositorySelector: {{{selector}}}) {{ ... on Repository {{ "
+        "allTopLevelResourceDetails { name } } } }",
+    )["repositoryOrError"]["allTopLevelResourceDetails"]
+    assert {r["name"] for r in resources} >= {
+        "experiments_home",
+        "snapshot_store",
+        "target_agent",
+        "worker_agent",
+        "harbor",
+        "offline_model",
+        "io_manager",
+    }
+    schema = _graphql(
+        port,
+        f'{{ runConfigSchemaOrError(selector: {{pipelineName: "meta_harness", {selector}}}) '
+        "{ ... on RunConfigSchema { rootDefaultYaml } } }",
+    )["runConfigSchemaOrError"]["rootDefaultYaml"]
+    assert "config_file: examples/meta_harness.yaml" in schema
+    assert "max_steps: 2" in schema and "benchmark_limit: 9" in schema
