@@ -44,6 +44,15 @@ Stats = dict[str, list[int]]
 """Relative path -> [kind, size, mtime_ns, mode]; kind 0 file, 1 directory, 2 symlink."""
 
 
+_remembered: dict[str, tuple[tuple[int, int, int], dict]] = {}
+"""Cache root -> (its manifest file's identity, the manifest) as this process wrote it."""
+
+
+def _identity(path: Path) -> tuple[int, int, int]:
+    st = os.stat(path)
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
 class HistoryCache:
     """The history folder of one experiment, kept at `root` between Worker steps."""
 
@@ -95,6 +104,7 @@ class HistoryCache:
             partial = self._manifest_path.with_suffix(".partial")
             partial.write_text(json.dumps(manifest))
             os.replace(partial, self._manifest_path)
+            _remembered[str(self.root)] = (_identity(self._manifest_path), manifest)
         else:
             _remove(history)
         return intact
@@ -103,8 +113,12 @@ class HistoryCache:
         shutil.rmtree(self.root, ignore_errors=True)
 
     def _claim(self, history: Path) -> dict | None:
+        remembered = _remembered.pop(str(self.root), None)
         try:
-            manifest = json.loads(self._manifest_path.read_text())
+            if remembered and remembered[0] == _identity(self._manifest_path):
+                manifest = remembered[1]  # this process wrote it: no need to parse it again
+            else:
+                manifest = json.loads(self._manifest_path.read_text())
             self._manifest_path.unlink()  # a manifest only ever describes a tree at rest
             os.rename(self._tree, history)
         except (OSError, ValueError):
@@ -180,8 +194,7 @@ def _signature(layout: Layout, k: int) -> list:
     signature = []
     for path in (layout.round(k), layout.edit(k), layout.worker(k), layout.rollouts(k)):
         try:
-            st = path.stat()
-            signature.append([st.st_ino, st.st_size, st.st_mtime_ns])
+            signature.append(list(_identity(path)))
         except FileNotFoundError:
             signature.append(None)
     return signature
