@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -188,3 +189,90 @@ def test_the_resources_and_the_launchpads_demo_defaults_are_served(webserver):
     )["runConfigSchemaOrError"]["rootDefaultYaml"]
     assert "config_file: examples/meta_harness.yaml" in schema
     assert "max_steps: 2" in schema and "benchmark_limit: 9" in schema
+
+
+LAUNCH = """
+mutation($params: ExecutionParams!) {
+  launchPipelineExecution(executionParams: $params) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message }
+    ... on RunConfigValidationInvalid { errors { message } }
+  }
+}"""
+
+
+def _gql(port: int, query: str, variables: dict) -> dict:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/graphql",
+        data=json.dumps({"query": query, "variables": variables}).encode(),
+        headers={"content-type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        body = json.loads(response.read())
+    assert "errors" not in body, body["errors"]
+    return body["data"]
+
+
+@contextlib.contextmanager
+def _daemon(root: Path):
+    daemon = subprocess.Popen(
+        [str(BIN / "dagster-daemon"), "run", "-m", "flashrsi_dagster.definitions"],
+        cwd=root,
+        env={**os.environ, "DAGSTER_HOME": str(root / ".flashrsi" / ".dagster")},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        yield daemon
+    finally:
+        os.killpg(daemon.pid, 15)
+        daemon.wait(timeout=60)
+
+
+def test_a_new_experiment_launched_as_from_the_launchpad_runs_its_round_0(webserver):
+    port, root = webserver
+    location, repository = _repository(port)
+    selector = {"repositoryName": repository, "repositoryLocationName": location}
+    added = _gql(
+        port,
+        "mutation($s: RepositorySelector!) { addDynamicPartition(repositorySelector: $s, "
+        'partitionsDefName: "meta_harness_round", partitionKey: "from-ui.r000") { __typename } }',
+        {"s": selector},
+    )
+    assert added["addDynamicPartition"]["__typename"] == "AddDynamicPartitionSuccess"
+    params = {
+        "selector": {**selector, "pipelineName": "meta_harness"},
+        "runConfigData": {
+            "ops": {
+                "snapshot": {
+                    "config": {"config_file": str(EXAMPLE), "max_steps": 1, "benchmark_limit": 3}
+                }
+            }
+        },
+        "executionMetadata": {
+            "tags": [
+                {"key": "dagster/partition", "value": "c0|from-ui.r000"},
+                {"key": "dagster/partition/candidate", "value": "c0"},
+                {"key": "dagster/partition/round", "value": "from-ui.r000"},
+            ]
+        },
+    }
+    launched = _gql(port, LAUNCH, {"params": params})["launchPipelineExecution"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    run_id = launched["run"]["runId"]
+
+    with _daemon(root):  # dequeues the run, as under `dagster dev` / `flashrsi ui`
+        deadline, status = time.monotonic() + 300, None
+        while time.monotonic() < deadline:
+            query = f'{{ runOrError(runId: "{run_id}") {{ ... on Run {{ status }} }} }}'
+            status = _gql(port, query, {})["runOrError"]["status"]
+            if status in ("SUCCESS", "FAILURE", "CANCELED"):
+                break
+            time.sleep(1)
+    assert status == "SUCCESS"
+    record = json.loads(
+        (root / ".flashrsi" / "from-ui" / "records" / "meta_harness" / "round-000.json").read_text()
+    )
+    assert record["status"] == "evaluated" and record["dev_tasks"] == 3
