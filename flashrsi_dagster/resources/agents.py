@@ -7,6 +7,7 @@ agent built during a run is closed when the run's step ends, also after a failur
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 import dagster as dg
 from pydantic import PrivateAttr
@@ -14,12 +15,15 @@ from pydantic import PrivateAttr
 from flashrsi_dagster.agents import Agent, TargetAgent, WorkerAgent
 from flashrsi_dagster.config.models import RoleConfig
 
+_FACTORIES = {"target": TargetAgent, "worker": WorkerAgent}
+
 
 class _AgentResource(dg.ConfigurableResource):
+    role: ClassVar[str]
     _built: list[Agent] = PrivateAttr(default_factory=list)
 
     def build(self, role: RoleConfig, files_dir: Path | None) -> Agent:
-        agent = self._factory(role, files_dir)
+        agent = _FACTORIES[self.role](role, files_dir)
         self._built.append(agent)
         return agent
 
@@ -27,22 +31,14 @@ class _AgentResource(dg.ConfigurableResource):
         while self._built:
             self._built.pop().close()
 
-    @staticmethod
-    def _factory(role: RoleConfig, files_dir: Path | None) -> Agent:
-        raise NotImplementedError
-
 
 class TargetAgentResource(_AgentResource):
     """The agent that runs the benchmark's tasks with a snapshot's harness (`agent:`)."""
 
-    @staticmethod
-    def _factory(role: RoleConfig, files_dir: Path | None) -> Agent:
-        return TargetAgent(role, files_dir)
+    role = "target"
 
 
 class WorkerAgentResource(_AgentResource):
     """The coding agent that edits the harness (`algorithm.worker:`); needs file tools."""
 
-    @staticmethod
-    def _factory(role: RoleConfig, files_dir: Path | None) -> Agent:
-        return WorkerAgent(role, files_dir)
+    role = "worker"
