@@ -1,4 +1,7 @@
-"""Meta-Harness on the offline simulator: the seed's own loop, rejections, aborts, resume."""
+"""Meta-Harness on the offline simulator: the seed's own loop, rejections, aborts, resume.
+
+The behaviour tests run twice: on the engine alone, and through a real Dagster instance
+(`instance_for_test`, one in-process run of the round assets per step, as `flashrsi run`)."""
 
 from __future__ import annotations
 
@@ -24,15 +27,52 @@ def _config(tmp_path: Path, *overrides: str):
     )
 
 
+class Driven:
+    """An experiment run to its end by `how`; what the tests look at afterwards."""
+
+    def __init__(self, config, how: str) -> None:
+        self.harness = MetaHarness(open_experiment(config), log=lambda _: None)
+        if how == "engine":
+            self.state = self.harness.run()
+        else:
+            self.state = _through_dagster(config)
+        self.layout, self.experiment = self.harness.layout, self.harness.experiment
+
+
+def _through_dagster(config):
+    import dagster as dg
+
+    from flashrsi_dagster.assets.partitions import register
+    from flashrsi_dagster.jobs.driver import execute
+    from flashrsi_dagster.resources import ExperimentsResource
+
+    home, name = str(config.experiment.home), config.experiment.name
+    experiments = ExperimentsResource.at(home)
+    with dg.instance_for_test() as instance:
+        register(instance, name, config.algorithm.max_steps)
+        while (step := experiments.next_step(name)).action not in ("done", "aborted"):
+            assert execute(instance, home, name, step)
+        materialized = instance.get_materialized_partitions(dg.AssetKey("promotion"))
+    state = experiments.state(name)
+    assert (name in materialized) == (state.promotion is not None)
+    return state
+
+
+DRIVERS = pytest.mark.parametrize("how", ["engine", "dagster"])
+
+
 def _lines(path: Path) -> int:
     return len(RolloutRecord(path, None).load()) if path.exists() else 0  # type: ignore[arg-type]
 
 
-def test_the_demo_improves_promotes_the_best_and_tests_once(tmp_path):
+@DRIVERS
+def test_the_demo_improves_promotes_the_best_and_tests_once(tmp_path, how):
     config = _config(tmp_path, "--algorithm.max_steps", "2")
-    harness = MetaHarness(open_experiment(config), log=lambda _: None)
+    server = offline_server()
+    first_request = len(server.requests)
 
-    state = harness.run()
+    driven = Driven(config, how)
+    state, harness = driven.state, driven.harness
 
     scores = [r.dev_score for r in state.rounds]
     assert [r.status for r in state.rounds] == ["evaluated"] * 3
@@ -46,6 +86,21 @@ def test_the_demo_improves_promotes_the_best_and_tests_once(tmp_path):
     assert _lines(layout.test_rollouts) == state.test.test_tasks == harness.splits.test_size
     snapshots = harness.experiment.snapshots.history()
     assert all(s.parent_id == snapshots[0].id for s in snapshots[1:])  # children of the seed
+    # The server saw it too (the demo target answers in one request): one request per rollout,
+    # the test split's all after the last dev rollout ended.
+    starts = [r for r in server.requests[first_request:] if r.role == "target"]
+    test_ids = {t.id for t in harness.splits.unseal_test()}
+    tested = [t for t in RolloutRecord(layout.test_rollouts, None).load() if t.task_id in test_ids]
+    assert len(tested) == len(test_ids) == state.test.test_tasks
+    assert len(starts) == dev + len(test_ids)
+    test_started = min(t.started for t in tested)
+    dev_ended = max(
+        t.started.timestamp() + t.duration
+        for k in range(3)
+        for t in RolloutRecord(layout.rollouts(k), None).load()
+    )
+    assert test_started.timestamp() >= dev_ended
+    assert sum(r.time >= test_started for r in starts) == len(test_ids)
 
 
 def _worker_script(name: str, replies: list[dict]) -> str:
@@ -57,9 +112,10 @@ def _shell(command: str) -> dict:
     return {"tool_calls": [{"name": "shell", "arguments": {"command": command}}]}
 
 
-def test_noop_and_illegal_edits_use_up_their_step_and_later_history_shows_them(tmp_path):
+@DRIVERS
+def test_noop_and_illegal_edits_use_up_their_step_and_later_history_shows_them(tmp_path, how):
     model = _worker_script(
-        "mh-steps",
+        f"mh-steps-{how}",
         [
             {"text": "nothing to change"},  # step 1: no-op
             _shell("echo scratch > notes.txt"),
@@ -72,9 +128,9 @@ def test_noop_and_illegal_edits_use_up_their_step_and_later_history_shows_them(t
         ],
     )
     config = _config(tmp_path, "--algorithm.max_steps", "3", "--algorithm.worker.llm.model", model)
-    harness = MetaHarness(open_experiment(config), log=lambda _: None)
 
-    state = harness.run()
+    driven = Driven(config, how)
+    state, harness = driven.state, driven.harness
 
     statuses = [(r.round, r.status) for r in state.rounds]
     assert statuses == [(0, "evaluated"), (1, "rejected"), (2, "rejected"), (3, "evaluated")]
@@ -94,8 +150,9 @@ def test_noop_and_illegal_edits_use_up_their_step_and_later_history_shows_them(t
     assert not any(f.startswith(".history") for f in files)
 
 
-def test_a_worker_failure_aborts_and_keeps_the_error_trajectory(tmp_path):
-    model = _worker_script("mh-fail", [{"error": 500}] * 6)
+@DRIVERS
+def test_a_worker_failure_aborts_and_keeps_the_error_trajectory(tmp_path, how):
+    model = _worker_script(f"mh-fail-{how}", [{"error": 500}] * 6)
     config = _config(
         tmp_path,
         "--algorithm.max_steps",
@@ -105,9 +162,8 @@ def test_a_worker_failure_aborts_and_keeps_the_error_trajectory(tmp_path):
         "--algorithm.worker.llm.max_retries",
         "0",
     )
-    harness = MetaHarness(open_experiment(config), log=lambda _: None)
-
-    state = harness.run()
+    driven = Driven(config, how)
+    state, harness = driven.state, driven.harness
 
     assert [r.status for r in state.rounds] == ["evaluated", "worker_failed"]
     assert harness.next().action == "aborted"
