@@ -6,11 +6,13 @@ The behaviour tests run twice: on the engine alone, and through a real Dagster i
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
 
+from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.algorithms.meta_harness import MetaHarness, evolve, rank
 from flashrsi_dagster.algorithms.meta_harness.records import RoundRecord
 from flashrsi_dagster.config import load_config
@@ -221,3 +223,19 @@ def test_evolve_cleans_up_when_it_fails(tmp_path):
     with pytest.raises(Exception, match="dev split is empty"):
         evolve(config, log=lambda _: None)
     assert set(Path(tempfile.gettempdir()).glob("flashrsi-evolve-*")) == before
+
+
+def test_a_re_evaluated_round_0_keeps_its_seed_when_the_harness_folder_changed(tmp_path):
+    source = tmp_path / "harness"
+    shutil.copytree(HARNESS, source)
+    config = _config(tmp_path, "--algorithm.max_steps", "1", "--agent.source_dir", str(source))
+    harness = MetaHarness(open_experiment(config), log=lambda _: None)
+    first = harness.evaluate_seed()
+    (source / "prompts" / "system.md").write_text("an edit made after round 0\n")
+
+    harness.restart_round(0)  # as a rematerialization from the UI does
+    again = harness.evaluate_seed()
+    harness.close()
+
+    assert again.snapshot_id == first.snapshot_id
+    assert len(harness.experiment.snapshots.history()) == 1

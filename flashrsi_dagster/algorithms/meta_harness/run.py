@@ -106,8 +106,16 @@ class MetaHarness:
     # -- steps ----------------------------------------------------------------------------
 
     def seed(self) -> Snapshot:
-        source = harness_dir(self.experiment.config.agent)
-        return self.experiment.snapshots.create_seed(source, metadata={"round": 0})
+        """The seed snapshot: made from the role's harness once, then always that one, even
+        if the folder has changed since (a re-evaluated round 0 must not fork the search)."""
+        store = self.experiment.snapshots
+        evaluated = read_optional(self.layout.round(0), RoundRecord)
+        if evaluated is not None and evaluated.snapshot_id:
+            return store.get(evaluated.snapshot_id)
+        made = [s for s in store.history() if s.parent_id is None]
+        if made:
+            return made[0]
+        return store.create_seed(harness_dir(self.experiment.config.agent), metadata={"round": 0})
 
     def evaluate_seed(self) -> RoundRecord:
         seed = self.seed()
