@@ -216,16 +216,15 @@ def promotion(context: dg.AssetExecutionContext, experiments_home: ExperimentsRe
     """The best dev score over all rounds; a tie keeps the earlier snapshot."""
     algorithm = experiments_home.meta_harness(context.partition_key, log=context.log.info)
     chosen = algorithm.promote()
-    seed = next(r for r in algorithm.state().rounds if r.round == 0)
+    rounds = algorithm.state().rounds
+    seed = next(r for r in rounds if r.round == 0)
     context.add_output_metadata(
         {
             "snapshot_id": chosen.snapshot_id,
             "round": chosen.round,
             "dev_score": chosen.dev_score,
             "change_vs_seed": chosen.dev_score - (seed.dev_score or 0.0),
-            "score_by_round": dg.MetadataValue.md(
-                score_by_round(algorithm.state().rounds, promoted=chosen.round)
-            ),
+            "score_by_round": dg.MetadataValue.md(score_by_round(rounds, promoted=chosen.round)),
         }
     )
     return chosen.model_dump(mode="json")
