@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from flashrsi_dagster.config import ConfigError, ExperimentConfig, load_config
-from flashrsi_dagster.experiment import ConfigChangedError, open_experiment
+from flashrsi_dagster.experiment import ConfigChangedError, Experiment, open_experiment
 from flashrsi_dagster.experiment.identity import normalised
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -97,11 +97,18 @@ def _validate(config: ExperimentConfig) -> int:
     return EXIT_OK
 
 
-def _init(config: ExperimentConfig, *, force: bool) -> int:
+def _open(config: ExperimentConfig, *, force: bool) -> Experiment | None:
+    """The experiment, or None (with the reason on stderr) when its config has changed."""
     try:
-        experiment = open_experiment(config, force=force)
+        return open_experiment(config, force=force)
     except ConfigChangedError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return None
+
+
+def _init(config: ExperimentConfig, *, force: bool) -> int:
+    experiment = _open(config, force=force)
+    if experiment is None:
         return EXIT_BAD_INPUT
     print(f"experiment {config.experiment.name}: {experiment.paths.root}")
     print(f"  config fingerprint {experiment.meta.fingerprint[:16]}")
@@ -112,12 +119,8 @@ def _init(config: ExperimentConfig, *, force: bool) -> int:
 
 
 def _run(config: ExperimentConfig, *, force: bool) -> int:
-    try:
-        experiment = open_experiment(config, force=force)
-    except ConfigChangedError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    return _drive(experiment)
+    experiment = _open(config, force=force)
+    return EXIT_BAD_INPUT if experiment is None else _drive(experiment)
 
 
 def _resume(args: argparse.Namespace) -> int:

@@ -7,10 +7,13 @@ the experiment named by the partition, call one step, and describe the result. R
 the source of truth, so a materialization that finds its step already done reads it back.
 """
 
+from collections.abc import Sequence
+
 import dagster as dg
 import pandas as pd
 from pydantic import Field
 
+from flashrsi_dagster.algorithms.meta_harness.records import RoundRecord
 from flashrsi_dagster.assets.charts import score_by_round
 from flashrsi_dagster.assets.partitions import (
     CANDIDATE_DIMENSION,
@@ -32,6 +35,15 @@ def _round(context: dg.AssetExecutionContext) -> tuple[str, int]:
     key = context.partition_key
     assert isinstance(key, dg.MultiPartitionKey)
     return parse_round_key(key.keys_by_dimension[ROUND_DIMENSION])
+
+
+def _lineage(rounds: Sequence[RoundRecord], k: int) -> dict[str, str]:
+    """Round k's snapshot and parent ids, for metadata ("-" for a rejected step's snapshot)."""
+    this = next((r for r in rounds if r.round == k), None)
+    return {
+        "snapshot_id": (this and this.snapshot_id) or "-",
+        "parent_id": (this and this.parent_id) or "-",
+    }
 
 
 def _rematerializing(context: dg.AssetExecutionContext) -> bool:
@@ -145,12 +157,10 @@ def scores(
     n_tasks = len(algorithm.splits.dev)
     table = summary(trajectories, n_tasks, algorithm.settings.attempts) if len(trajectories) else {}
     seed_score = next((r.dev_score for r in rounds if r.round == 0), None)
-    this = next((r for r in rounds if r.round == k), None)
     score = table.get("score")
     context.add_output_metadata(
         {
-            "snapshot_id": (this and this.snapshot_id) or "-",
-            "parent_id": (this and this.parent_id) or "-",
+            **_lineage(rounds, k),
             "dev_score": score,
             "change_vs_seed": None if score is None or seed_score is None else score - seed_score,
             "score_by_round": dg.MetadataValue.md(score_by_round(rounds)),
@@ -193,11 +203,9 @@ def paired_stats(
         context.add_output_metadata({"compared": False})
         return {"round": k, "compared": False}
     stats = paired(trajectories, algorithm.round_frame(0))
-    this = next((r for r in algorithm.state().rounds if r.round == k), None)
     context.add_output_metadata(
         {
-            "snapshot_id": (this and this.snapshot_id) or "-",
-            "parent_id": (this and this.parent_id) or "-",
+            **_lineage(algorithm.state().rounds, k),
             "lift": stats.mean_difference,
             "standard_error": stats.standard_error,
             "z": stats.z,

@@ -38,21 +38,27 @@ def persistent_instance(home: Path) -> dg.DagsterInstance:
 
 
 def drive(experiment: Experiment, say: Say = print) -> State:
-    """Run every remaining step of the experiment as Dagster runs; returns the final state."""
-    config = experiment.config
-    home, name = Path(config.experiment.home), config.experiment.name
-    instance = persistent_instance(home)
+    """Run every remaining step of the experiment as Dagster runs on the persistent instance
+    under its home; returns the final state."""
+    instance = persistent_instance(Path(experiment.config.experiment.home))
     try:
-        register(instance, name, config.algorithm.max_steps)
-        experiments = ExperimentsResource.at(home)
-        while (step := experiments.next_step(name)).action not in ("done", "aborted"):
-            say(f"== {step.action}" + (f" (round {step.round})" if step.round is not None else ""))
-            if not execute(instance, str(home), name, step):
-                raise RuntimeError(f"the Dagster run for {step.action} failed; see `flashrsi ui`")
-            say(_progress(experiments.state(name), step))
-        return experiments.state(name)
+        return drive_on(instance, experiment, say)
     finally:
         instance.dispose()
+
+
+def drive_on(instance: dg.DagsterInstance, experiment: Experiment, say: Say = print) -> State:
+    """Run every remaining step as Dagster runs on `instance`, one in-process run per step."""
+    config = experiment.config
+    home, name = str(config.experiment.home), config.experiment.name
+    register(instance, name, config.algorithm.max_steps)
+    experiments = ExperimentsResource.at(home)
+    while (step := experiments.next_step(name)).action not in ("done", "aborted"):
+        say(f"== {step.action}" + (f" (round {step.round})" if step.round is not None else ""))
+        if not execute(instance, home, name, step):
+            raise RuntimeError(f"the Dagster run for {step.action} failed; see `flashrsi ui`")
+        say(_progress(experiments.state(name), step))
+    return experiments.state(name)
 
 
 def _progress(state: State, step: Step) -> str:

@@ -44,19 +44,12 @@ class Driven:
 def _through_dagster(config):
     import dagster as dg
 
-    from flashrsi_dagster.assets.partitions import register
-    from flashrsi_dagster.jobs.driver import execute
-    from flashrsi_dagster.resources import ExperimentsResource
+    from flashrsi_dagster.jobs.runner import drive_on
 
-    home, name = str(config.experiment.home), config.experiment.name
-    experiments = ExperimentsResource.at(home)
     with dg.instance_for_test() as instance:
-        register(instance, name, config.algorithm.max_steps)
-        while (step := experiments.next_step(name)).action not in ("done", "aborted"):
-            assert execute(instance, home, name, step)
+        state = drive_on(instance, open_experiment(config), say=lambda _: None)
         materialized = instance.get_materialized_partitions(dg.AssetKey("promotion"))
-    state = experiments.state(name)
-    assert (name in materialized) == (state.promotion is not None)
+    assert (config.experiment.name in materialized) == (state.promotion is not None)
     return state
 
 

@@ -19,7 +19,8 @@ from flashrsi_dagster.assets.partitions import parse_round_key, partition, regis
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.definitions import defs
 from flashrsi_dagster.experiment import open_experiment
-from flashrsi_dagster.jobs.driver import execute, resources
+from flashrsi_dagster.jobs.driver import resources
+from flashrsi_dagster.jobs.runner import drive_on
 from flashrsi_dagster.resources import ExperimentsResource
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.sensors import NightlyConfig, meta_harness_driver, nightly_meta_harness
@@ -88,14 +89,10 @@ def test_round_keys_carry_the_experiment_and_are_validated():
 
 def test_the_driver_runs_the_experiment_as_partitioned_runs(tmp_path):
     experiment = _experiment(tmp_path / "home")
-    name, home = experiment.config.experiment.name, str(tmp_path / "home")
+    name = experiment.config.experiment.name
     with dg.instance_for_test() as instance:
-        register(instance, name, 1)
-        experiments = ExperimentsResource.at(home)
-        while (step := experiments.next_step(name)).action not in ("done", "aborted"):
-            assert execute(instance, home, name, step)
+        state = drive_on(instance, experiment, say=lambda _: None)
 
-        state = experiments.state(name)
         assert [r.status for r in state.rounds] == ["evaluated", "evaluated"]
         assert state.test is not None
         event = instance.get_latest_materialization_event(dg.AssetKey("snapshot"))
@@ -154,10 +151,8 @@ def test_rematerializing_a_round_reruns_that_snapshot_and_makes_no_new_one(tmp_p
     experiment = _experiment(tmp_path / "home", steps=0 + 1)
     name, home = experiment.config.experiment.name, str(tmp_path / "home")
     with dg.instance_for_test() as instance:
-        register(instance, name, 1)
+        drive_on(instance, experiment, say=lambda _: None)
         experiments = ExperimentsResource.at(home)
-        while (step := experiments.next_step(name)).action not in ("done", "aborted"):
-            assert execute(instance, home, name, step)
         before = [s.id for s in experiment.snapshots.history()]
         layout = Layout.of(experiment.paths.records)
         test_before = layout.test.read_text()

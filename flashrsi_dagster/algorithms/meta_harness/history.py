@@ -86,7 +86,7 @@ class HistoryCache:
         if manifest is None:
             shutil.rmtree(history, ignore_errors=True)
             manifest = {"version": self.VERSION, "source": self._source, "snapshots": {}}
-            manifest |= {"rounds": {}, "files": _scan(history, "")}
+            manifest |= {"rounds": {}, "files": {}}
         _sync(history, manifest, self.store, self.layout, rounds)
         return manifest
 
