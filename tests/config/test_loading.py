@@ -10,6 +10,7 @@ import pytest
 
 from flashrsi_dagster.config import ConfigError, MissingSecretError, SecretRef, load_config
 from flashrsi_dagster.experiment.identity import normalised
+from tests.conftest import VALID
 
 
 def test_valid_config_loads_with_defaults(config_dir):
@@ -123,3 +124,40 @@ def test_all_problems_are_reported_together(config_dir):
         "algorithm.max_steps (line 13): input should be greater than or equal to 1 (got 0)",
         "algorithm.maxsteps (line 14): unknown key 'maxsteps'; did you mean 'max_steps'?",
     ]
+
+
+@pytest.mark.parametrize(
+    "home",
+    [
+        "/tmp/task-runs/desk-0123456789abcdefghij/home",  # `sk-` inside a word: not a key
+        "/tmp/task-runs/sk-proj-0123456789abcdefghij/home",  # a folder is a folder: not a key
+    ],
+)
+def test_a_home_path_is_accepted_even_when_a_folder_looks_like_a_key(config_dir, home):
+    path = config_dir / "exp.yaml"
+    path.write_text(VALID.replace("  seed: 7\n", f"  seed: 7\n  home: {home}\n"))
+
+    config = load_config(path)
+
+    assert config.experiment.home == Path(home)
+
+
+def test_a_literal_key_in_a_value_is_still_refused_without_being_echoed(config_dir):
+    key = "sk-proj-0123456789abcdefghijklmnop"
+    path = config_dir / "exp.yaml"
+    path.write_text(
+        VALID.replace(
+            "    base_url: offline\n",
+            f"    base_url: offline\n    extra_body: {{auth: {key}}}\n",
+            1,
+        )
+    )
+
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+
+    assert [p.render() for p in info.value.problems] == [
+        "agent.llm.extra_body.auth (line 10): this looks like a literal secret; export it as an "
+        "environment variable and write its reference instead, e.g. ${OPENAI_API_KEY}"
+    ]
+    assert key not in str(info.value)
