@@ -6,7 +6,10 @@ import logging
 import os
 import re
 from collections.abc import Iterable, Mapping
+from functools import cached_property
 from typing import Any
+
+from flashrsi_dagster.records.encodings import SecretScanner
 
 REDACTED = "[REDACTED]"
 
@@ -90,19 +93,23 @@ class Redactor:
             if is_secret_env_name(name) and len(value) >= MIN_SECRET_LENGTH
         }
         # Longest first, so a secret that contains another one is replaced whole.
-        ordered = sorted(values, key=len, reverse=True)
-        self._literals = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        self._values = tuple(sorted(values, key=len, reverse=True))
+        self._literals = re.compile("|".join(map(re.escape, self._values))) if values else None
 
     @property
     def knows_secrets(self) -> bool:
         return self._literals is not None
 
+    @cached_property
+    def scanner(self) -> SecretScanner:
+        """The known secret values in every simple encoding (base64, hex, …), built once."""
+        return SecretScanner(self._values)
+
     def leaks(self, data: bytes) -> bool:
-        """True when `data` holds a known secret value (key shapes are not checked here: a
-        harness may legitimately document what a key looks like)."""
-        if self._literals is None:
-            return False
-        return self._literals.search(data.decode("utf-8", errors="replace")) is not None
+        """True when `data` holds a known secret value, plain or in a simple encoding (key
+        shapes are not checked here: a harness may legitimately document what a key looks
+        like)."""
+        return self.scanner.find(data) is not None
 
     def text(self, text: str) -> str:
         return _KEY_SHAPES.sub(REDACTED, self._known(text))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import stat
 import subprocess
@@ -10,7 +11,7 @@ from pathlib import Path
 import git
 import pytest
 
-from flashrsi_dagster.records import Redactor
+from flashrsi_dagster.records import REDACTED, Redactor
 from flashrsi_dagster.snapshots import Components, SnapshotError, SnapshotStore
 
 BINARY = bytes(range(256)) * 64 + b"\x00\r\n\x1a"
@@ -202,6 +203,84 @@ def test_edit_holding_a_known_secret_is_refused_and_leaves_no_object(make_harnes
     assert "secret" in outcome.reason
     dump = store._git("cat-file", "--batch-all-objects", "--batch")
     assert secret not in dump
+
+
+SECRET = "s3cr3t-value-for-test-0042"
+ENCODED = {
+    "base64": (base64.b64encode, "base64"),
+    "base64-url-unpadded": (lambda s: base64.urlsafe_b64encode(s).rstrip(b"="), "base64"),
+    "base64-inside-a-blob": (lambda s: base64.b64encode(BINARY[:7] + s + b"tail"), "base64"),
+    "hex": (lambda s: s.hex().encode(), "hex"),
+    "HEX": (lambda s: s.hex().upper().encode(), "hex"),
+    "reversed": (lambda s: s[::-1], "reversed"),
+    "url-every-byte": (lambda s: "".join(f"%{b:02X}" for b in s).encode(), "URL encoding"),
+}
+
+
+def _guarded(tmp_path: Path) -> SnapshotStore:
+    return SnapshotStore(tmp_path / "store", secret_filter=Redactor([SECRET], environ={}))
+
+
+@pytest.mark.parametrize(("encode", "encoding"), ENCODED.values(), ids=ENCODED.keys())
+def test_edit_holding_an_encoded_secret_is_refused_naming_path_and_encoding(
+    make_harness, tmp_path, encode, encoding
+):
+    store = _guarded(tmp_path)
+    seed = store.create_seed(make_harness())
+    work = store.check_out(seed, tmp_path / "work")
+    encoded = encode(SECRET.encode())
+    (work / "runtime/blob.bin").write_bytes(b"payload = '" + encoded + b"'\n")
+
+    outcome = store.commit_child(seed, work, message="leak")
+
+    assert outcome.status == "refused"
+    assert outcome.reason == (
+        f"runtime/blob.bin: its content holds the value of a secret ({encoding}); "
+        "credentials never enter a snapshot, plain or encoded"
+    )
+    dump = store._git("cat-file", "--batch-all-objects", "--batch")
+    assert encoded.decode() not in dump
+
+
+def test_a_secret_in_a_file_name_is_refused_and_not_echoed(make_harness, tmp_path):
+    store = _guarded(tmp_path)
+    seed = store.create_seed(make_harness())
+    work = store.check_out(seed, tmp_path / "work")
+    name = SECRET.encode().hex()
+    (work / f"prompts/{name}.md").write_text("harmless\n")
+
+    outcome = store.commit_child(seed, work, message="leak")
+
+    assert outcome.status == "refused"
+    assert [r.path for r in outcome.refusals] == [f"prompts/{REDACTED}.md"]
+    assert "its name holds the value of a secret (hex)" in outcome.reason
+    assert name not in outcome.reason
+
+
+def test_a_seed_holding_an_encoded_secret_is_refused(make_harness, tmp_path):
+    encoded = base64.b64encode(b"key=" + SECRET.encode()).decode()
+    harness = make_harness({"prompts/system.md": f"auth: {encoded}\n"})
+
+    with pytest.raises(
+        SnapshotError, match=r"prompts/system.md: its content .* \(base64\)"
+    ) as info:
+        _guarded(tmp_path).create_seed(harness)
+
+    assert encoded not in str(info.value) and SECRET not in str(info.value)
+
+
+def test_encoded_secrets_in_the_message_and_metadata_are_redacted(make_harness, tmp_path):
+    store = _guarded(tmp_path)
+    encoded = base64.b64encode(SECRET.encode()).decode()
+
+    seed = store.create_seed(
+        make_harness(), message=f"seed {encoded}", metadata={"note": SECRET[::-1]}
+    )
+
+    raw = store._git("cat-file", "commit", seed.id)
+    assert encoded not in raw and SECRET[::-1] not in raw
+    assert seed.message.startswith(f"seed {REDACTED}")
+    assert seed.metadata == {"note": REDACTED}
 
 
 def test_committing_from_a_checkout_of_another_snapshot_uses_the_parent_tree(
