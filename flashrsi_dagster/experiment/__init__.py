@@ -11,7 +11,7 @@ from flashrsi_dagster.experiment.identity import ConfigChangedError, RunMeta, op
 from flashrsi_dagster.experiment.paths import ExperimentPaths
 from flashrsi_dagster.records import RedactingFilter, Redactor
 from flashrsi_dagster.snapshots import SnapshotStore
-from flashrsi_dagster.snapshots.guard import DEFAULT_MAX_FILE_BYTES
+from flashrsi_dagster.snapshots.guard import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_TOTAL_BYTES
 
 
 @dataclass
@@ -37,13 +37,22 @@ def redactor_for(config: ExperimentConfig) -> Redactor:
 
 
 def open_experiment(
-    config: ExperimentConfig, *, force: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    config: ExperimentConfig,
+    *,
+    force: bool = False,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
 ) -> Experiment:
     """Open (or create) the experiment folder; refuses a changed config unless `force`."""
     paths = ExperimentPaths(config.experiment.dir)
     redactor = redactor_for(config)
     meta = open_identity(config, paths.run_meta, redactor, force=force)
-    store = SnapshotStore(paths.snapshots, max_file_bytes=max_file_bytes, secret_filter=redactor)
+    store = SnapshotStore(
+        paths.snapshots,
+        max_file_bytes=max_file_bytes,
+        max_total_bytes=max_total_bytes,
+        secret_filter=redactor,
+    )
     return Experiment(config, paths, meta, redactor, store)
 
 

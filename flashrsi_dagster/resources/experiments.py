@@ -66,10 +66,16 @@ class ExperimentsResource(dg.ConfigurableResource):
         config = load_config(
             Path(config_file), [*overrides, *renamed, "--experiment.home", self.home]
         )
-        return open_experiment(config, max_file_bytes=self.snapshot_store.max_file_bytes)
+        return self._open(config)
 
     def open(self, name: str) -> Experiment:
-        return open_experiment(self.config(name), max_file_bytes=self.snapshot_store.max_file_bytes)
+        return self._open(self.config(name))
+
+    def _open(self, config: ExperimentConfig) -> Experiment:
+        limits = self.snapshot_store
+        return open_experiment(
+            config, max_file_bytes=limits.max_file_bytes, max_total_bytes=limits.max_total_bytes
+        )
 
     def state(self, name: str) -> State:
         """The experiment's records so far; nothing is started to read them."""

@@ -33,8 +33,10 @@ from flashrsi_dagster.records.redaction import REDACTED, Redactor
 from flashrsi_dagster.snapshots.components import COMPONENTS_FILE, Components
 from flashrsi_dagster.snapshots.guard import (
     DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_TOTAL_BYTES,
     IGNORED_DIRS,
     IGNORED_SUFFIXES,
+    Entry,
     Refusal,
     path_problem,
     scan,
@@ -116,14 +118,17 @@ class SnapshotStore:
         root: Path,
         *,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
         secret_filter: Redactor | None = None,
     ) -> None:
         """`secret_filter` (default: secret-named environment variables) redacts messages and
         metadata, and refuses any file whose bytes, name or symlink target hold a secret value
         it knows, plain or in a simple encoding (see `records.encodings`): a harness must never
-        carry credentials into the store."""
+        carry credentials into the store. `max_file_bytes` caps each file, `max_total_bytes`
+        all files of one snapshot together."""
         self.root = Path(root).resolve()
         self.max_file_bytes = max_file_bytes
+        self.max_total_bytes = max_total_bytes
         self._redactor = secret_filter if secret_filter is not None else Redactor()
         # The needles (every encoding of every secret) are compiled once, here.
         self._secrets = self._redactor.scanner if self._redactor.knows_secrets else None
@@ -160,9 +165,7 @@ class SnapshotStore:
             raise SnapshotError(f"harness folder does not exist: {source_dir}")
         if components is None:
             components = Components.from_file(source_dir / COMPONENTS_FILE)
-        entries, refusals = scan(
-            source_dir, components.declares, max_file_bytes=self.max_file_bytes, strict=False
-        )
+        entries, refusals = self._scan(source_dir, components, strict=False)
         if refusals:
             problems = "; ".join(r.render() for r in self._safe(refusals))
             raise SnapshotError(f"cannot capture harness {source_dir}: {problems}")
@@ -203,9 +206,7 @@ class SnapshotStore:
         if not checkout.is_dir():
             raise SnapshotError(f"checkout folder does not exist: {checkout}")
         components = parent.components
-        _, refusals = scan(
-            checkout, components.declares, max_file_bytes=self.max_file_bytes, strict=True
-        )
+        _, refusals = self._scan(checkout, components, strict=True)
         if refusals:
             return EditOutcome("refused", parent.id, refusals=self._safe(refusals))
         template = self._checkout_index(checkout, parent.id)
@@ -225,6 +226,17 @@ class SnapshotStore:
             child = self._commit(tree, parent.id, message, metadata, components)
             self._remember_checkout(checkout, index, child.id)
         return EditOutcome("committed", parent.id, child, tuple(self.changed_paths(parent, child)))
+
+    def _scan(
+        self, folder: Path, components: Components, *, strict: bool
+    ) -> tuple[list[Entry], list[Refusal]]:
+        return scan(
+            folder,
+            components.declares,
+            max_file_bytes=self.max_file_bytes,
+            max_total_bytes=self.max_total_bytes,
+            strict=strict,
+        )
 
     def _edited_paths(self, index: Path, checkout: Path) -> list[str]:
         """Files that differ from `index` (by git's stat cache) or are new; only needed when

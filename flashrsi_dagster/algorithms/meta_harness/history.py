@@ -37,9 +37,10 @@ from pathlib import Path
 from flashrsi_dagster.algorithms.meta_harness.records import Layout, RoundRecord
 from flashrsi_dagster.records import Redactor, write_text_atomic
 from flashrsi_dagster.rollouts.record import RolloutRecord
-from flashrsi_dagster.snapshots import SnapshotStore
+from flashrsi_dagster.snapshots import HISTORY_DIR, SnapshotStore
 
-HISTORY = ".history"
+# Reserved in every snapshot: the guard refuses a symlink into it.
+HISTORY = HISTORY_DIR
 Stats = dict[str, list[int]]
 """Relative path -> [kind, size, mtime_ns, mode]; kind 0 file, 1 directory, 2 symlink."""
 
