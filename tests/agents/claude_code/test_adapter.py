@@ -182,7 +182,7 @@ def test_the_timeout_stops_the_cli_and_its_commands(server, work, tmp_path, temp
     server.add_script(
         "hang", [call("Bash", command="echo started; sleep 300"), {"text": "never reached"}]
     )
-    with TargetAgent(role(server, "hang", timeout=3)) as agent:
+    with TargetAgent(role(server, "hang", timeout=3, llm={"timeout": 2})) as agent:
         clock = time.monotonic()
         trajectory = agent.run(work, "wait", task_id="t")
         elapsed = time.monotonic() - clock

@@ -43,7 +43,12 @@ def harness_dir(tmp_path: Path) -> Path:
 
 
 def _role(server, script: str, **fields) -> RoleConfig:
-    llm = {"model": f"simulator/script:{script}", "base_url": server.url, "max_retries": 0}
+    llm = {
+        "model": f"simulator/script:{script}",
+        "base_url": server.url,
+        "max_retries": 0,
+        **fields.pop("llm", {}),
+    }
     return RoleConfig.model_validate({"type": "miniagent", "llm": llm, **fields})
 
 
@@ -129,7 +134,7 @@ def test_run_timeout_cancels_and_keeps_the_partial_trajectory(server, harness_di
             {"text": "never reached"},
         ],
     )
-    with TargetAgent(_role(server, "hang", timeout=6), harness_dir) as agent:
+    with TargetAgent(_role(server, "hang", timeout=6, llm={"timeout": 5}), harness_dir) as agent:
         clock = time.monotonic()
         trajectory = agent.run(work, "wait forever", task_id="t")
         elapsed = time.monotonic() - clock
@@ -232,7 +237,9 @@ def test_agents_share_one_warm_fork_server_and_close_kills_only_their_own_runs(
         "closed-mid-run",
         [{"tool_calls": [_call("shell", command="echo $$ > pgid; sleep 300")]}, "unreached"],
     )
-    first = TargetAgent(_role(server, "closed-mid-run", timeout=120), harness_dir)
+    first = TargetAgent(
+        _role(server, "closed-mid-run", timeout=120, llm={"timeout": 60}), harness_dir
+    )
     second = TargetAgent(_role(server, "unused"), harness_dir)
     assert first._server is second._server  # a later round's agent starts warm
 
