@@ -156,8 +156,14 @@ def _dangling_links(entries: list[Entry]) -> list[Refusal]:
     """Symlinks whose target, followed through the snapshot's own symlinks, is no file or
     folder of the snapshot: checked out, they would dangle (or loop)."""
     links = {entry.path: entry.target for entry in entries if entry.target is not None}
-    present = {entry.path for entry in entries}
-    present |= {str(folder) for entry in entries for folder in PurePosixPath(entry.path).parents}
+    if not links:
+        return []  # the common case: no set of every path to build
+    present = {".", *(entry.path for entry in entries)}
+    for entry in entries:
+        folder = entry.path
+        while "/" in folder:
+            folder = folder.rpartition("/")[0]
+            present.add(folder)
     refusals = []
     for path, target in links.items():
         resolved = _follow(target, links)
