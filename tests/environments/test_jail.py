@@ -14,7 +14,7 @@ import pytest
 
 from flashrsi_dagster.environments.jail import Jail, JailError, JailSpec, Mount, require_jails
 from flashrsi_dagster.environments.joining import JAIL_UID
-from flashrsi_dagster.environments.runtime import python_runtime
+from flashrsi_dagster.environments.runtime import python_runtime, site_packages
 
 try:
     require_jails()
@@ -96,9 +96,9 @@ def test_the_host_is_out_of_sight(jail: Jail, work: Path):
 def test_the_harness_imports_its_sdk_but_not_the_framework_or_the_labels(jail: Jail, work: Path):
     result = python(
         jail,
-        """
+        f"""
         import sys
-        sys.path.append(%r)
+        sys.path.append({str(site_packages())!r})
         import openai, yaml
         for name in ("flashrsi_dagster", "bastioncorpus", "dagster"):
             try:
@@ -106,8 +106,7 @@ def test_the_harness_imports_its_sdk_but_not_the_framework_or_the_labels(jail: J
                 print("IMPORTED", name)
             except ImportError:
                 print("refused", name)
-        """
-        % str(python_runtime().mounts[1].source.parent),
+        """,
         work,
     )
 
@@ -143,7 +142,8 @@ def test_no_loopback_port_answers_but_the_one_served(jail: Jail, work: Path):
     out, _ = process.communicate(timeout=20)
     listener.close()
 
-    assert out.split() == ["pong", "closed", "22", "closed", "5432", "closed", "6379", "closed", "8080"]
+    assert out.split()[0] == "pong"
+    assert out.split()[1::2] == ["closed"] * 4
 
 
 def test_closing_the_jail_kills_what_escaped_with_nohup_setsid_and_double_fork(work: Path):
