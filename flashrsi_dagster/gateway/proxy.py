@@ -38,6 +38,8 @@ class _Forward:
     target: str
     body: bytes
     drop_usage_chunk: bool = False
+    settled: bool = False
+    """Its end is in the ledger (done before the client sees the answer end)."""
 
 
 class Proxy:
@@ -131,13 +133,11 @@ class Proxy:
 
     def _serve(self, h: Handler, forward: _Forward, record: CallRecord) -> None:
         upstream = forward.run.grant.upstream
-        tokens = Tokens()
-        timed_out = False
         self._ledger.begin(forward.run)
         try:
-            tokens = self._exchange(h, forward, record)
+            self._exchange(h, forward, record)
         except TimeoutError:
-            timed_out = True
+            self._settle(forward, record, Tokens(), timed_out=True)
             raise errors.gateway_timeout(
                 f"gateway: the upstream {upstream.base_url} did not answer within "
                 f"{upstream.timeout:g} s"
@@ -147,12 +147,21 @@ class Proxy:
                 f"gateway: upstream {upstream.base_url} failed: {type(exc).__name__}: {exc}"
             ) from None
         finally:
-            metered = tokens if forward.route.kind is not None else None
-            self._ledger.end(forward.run, metered, timed_out=timed_out)
-            record.input_tokens, record.output_tokens = tokens.input, tokens.output
-            record.cost_usd = tokens.cost(upstream.price)
+            self._settle(forward, record, Tokens())
 
-    def _exchange(self, h: Handler, forward: _Forward, record: CallRecord) -> Tokens:
+    def _settle(
+        self, forward: _Forward, record: CallRecord, tokens: Tokens, *, timed_out: bool = False
+    ) -> None:
+        """Record the call's end once (a failed call ends with no tokens)."""
+        if forward.settled:
+            return
+        forward.settled = True
+        metered = tokens if forward.route.kind is not None else None
+        self._ledger.end(forward.run, metered, timed_out=timed_out)
+        record.input_tokens, record.output_tokens = tokens.input, tokens.output
+        record.cost_usd = tokens.cost(forward.run.grant.upstream.price)
+
+    def _exchange(self, h: Handler, forward: _Forward, record: CallRecord) -> None:
         """Upstream failures raise from here; the client's own failures do not (see _Client)."""
         upstream = forward.run.grant.upstream
         headers = request_headers(h.headers, upstream)
@@ -162,17 +171,17 @@ class Proxy:
             record.status = response.status
             out = response_headers(response)
             if "text/event-stream" in (response.getheader("Content-Type") or ""):
-                tokens = self._relay_stream(h, forward, response, out)
+                self._relay_stream(h, forward, response, out, record)
             else:
-                tokens = self._relay_whole(h, forward, response, out)
+                self._relay_whole(h, forward, response, out, record)
             reusable = not response.will_close
         finally:
             self._pool.release(conn, reusable=reusable)
-        return tokens
 
     def _relay_whole(
-        self, h: Handler, forward: _Forward, response: http.client.HTTPResponse, out: Headers
-    ) -> Tokens:
+        self, h: Handler, forward: _Forward, response: http.client.HTTPResponse, out: Headers,
+        record: CallRecord,
+    ) -> None:  # fmt: skip
         body = response.read()
         tokens = Tokens()
         if response.status in (401, 403):
@@ -184,12 +193,13 @@ class Proxy:
             )  # fmt: skip
         elif forward.route.kind is not None and 200 <= response.status < 300:
             tokens = tokens_of_body(forward.route.kind, body)
+        self._settle(forward, record, tokens)
         _Client(h).send_whole(response.status, out, body)
-        return tokens
 
     def _relay_stream(
-        self, h: Handler, forward: _Forward, response: http.client.HTTPResponse, out: Headers
-    ) -> Tokens:
+        self, h: Handler, forward: _Forward, response: http.client.HTTPResponse, out: Headers,
+        record: CallRecord,
+    ) -> None:  # fmt: skip
         kind = forward.route.kind
         meter = StreamMeter(kind, drop_usage_chunk=forward.drop_usage_chunk) if kind else None
         client = _Client(h)
@@ -197,9 +207,9 @@ class Proxy:
         # A client that goes away does not stop the read: the usage comes last, and is owed.
         while data := response.read1(_READ):
             client.write(meter.feed(data) if meter else data)
+        self._settle(forward, record, meter.tokens if meter else Tokens())
         client.write(meter.end() if meter else b"")
         client.end_stream()
-        return meter.tokens if meter else Tokens()
 
 
 class _Client:

@@ -10,11 +10,19 @@ from flashrsi_dagster.gateway.metering import Kind, Tokens, tokens_of, usage_of_
 # An event this long without its blank line is not SSE worth metering: it is relayed as it is.
 MAX_PENDING = 4 << 20
 _ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")
+# The events that close a stream (the usage has been seen by then).
+_LAST = frozenset(
+    {b"message_stop", b"response.completed", b"response.incomplete", b"response.failed"}
+)
 
 
 class StreamMeter:
     """Fed the upstream's bytes, returns the complete events to relay (a partial one waits for
     its end, so an event is never split by the gateway) and keeps the latest usage seen.
+
+    The closing event (`[DONE]`, `message_stop`, `response.completed`) and whatever follows it
+    are held until `end()`: the gateway records the usage before the client can see the call
+    end, so a run revoked as soon as its agent has its answer is never short of that call.
 
     `drop_usage_chunk`: the gateway asked a chat stream for usage the client did not ask for
     (`stream_options.include_usage`), so the final usage-only chunk is taken out again.
@@ -24,6 +32,7 @@ class StreamMeter:
         self._kind = kind
         self._drop = drop_usage_chunk
         self._pending = b""
+        self._held: list[bytes] = []
         self._usage: dict[str, Any] = {}
 
     @property
@@ -38,7 +47,7 @@ class StreamMeter:
         while (end := ends.after(start)) is not None:
             event = buffer[start:end]
             if self._keep(event):
-                out.append(event)
+                (self._held if self._held or _is_last(event) else out).append(event)
             start = end
         self._pending = buffer[start:]
         if len(self._pending) > MAX_PENDING:
@@ -49,9 +58,10 @@ class StreamMeter:
     def end(self) -> bytes:
         """What is left when the stream ends: a last event without its blank line."""
         rest, self._pending = self._pending, b""
+        held, self._held = self._held, []
         if rest and self._keep(rest):
-            return rest
-        return b""
+            held.append(rest)
+        return b"".join(held)
 
     def _keep(self, event: bytes) -> bool:
         if b'"usage"' not in event:  # most events: no JSON parsing at all
@@ -82,6 +92,15 @@ class _EventEnds:
             if found >= 0 and (best is None or found + len(terminator) < best):
                 best = found + len(terminator)
         return best
+
+
+def _is_last(event: bytes) -> bool:
+    for line in event.splitlines():
+        if line.startswith(b"event:") and line[6:].strip() in _LAST:
+            return True
+        if line.startswith(b"data:") and line[5:].strip() == b"[DONE]":
+            return True
+    return False
 
 
 def _data_of(event: bytes) -> Any:
