@@ -4,6 +4,7 @@ answers: a whole body, or a stream relayed in chunks as it arrives."""
 from __future__ import annotations
 
 import logging
+import socket
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
@@ -42,6 +43,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         self.timeout = self.server.idle_timeout  # an idle keep-alive connection is let go
+        self.disable_nagle_algorithm = self.request.family in (socket.AF_INET, socket.AF_INET6)
         super().setup()
 
     def handle_one_request(self) -> None:

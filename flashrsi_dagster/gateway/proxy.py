@@ -42,6 +42,16 @@ class _Forward:
     """Its end is in the ledger (done before the client sees the answer end)."""
 
 
+@dataclass
+class _Call:
+    """One request as it is served: its log record, written once, before the client can see
+    the answer end (so whoever acts on the answer finds the line)."""
+
+    record: CallRecord
+    started: float
+    logged: bool = False
+
+
 class Proxy:
     def __init__(self, ledger: Ledger, pool: Pool, log: CallLog, max_body: int) -> None:
         self._ledger = ledger
@@ -51,26 +61,33 @@ class Proxy:
 
     def handle(self, h: Handler, listener: Listener) -> None:
         """Never raises but for the client's own connection failing (which ends it)."""
-        started = time.perf_counter()
         url = urlsplit(h.path)
-        record = CallRecord(method=h.command, path=url.path)
+        call = _Call(CallRecord(method=h.command, path=url.path), time.perf_counter())
+        record = call.record
         run: Run | None = None
         try:
             body = h.read_body(self._max_body)
             run = self._authenticate(h, listener, record)
-            self._serve(h, self._prepare(h, run, url, body, record), record)
+            self._serve(h, self._prepare(h, run, url, body, record), call)
         except Refusal as refusal:
             record.status, record.error = refusal.status, refusal.message
             if run is not None:
                 self._ledger.refuse(run, refusal.message)
+            self._log_once(call)
             self._answer(h, refusal)
         except Exception as exc:
             record.status, record.error = 500, f"gateway bug: {type(exc).__name__}"
             logger.exception("gateway: failed on %s %s", h.command, url.path)
+            self._log_once(call)
             self._answer(h, errors.Refusal(500, "api_error", "gateway: internal error"))
         finally:
-            record.duration_ms = round((time.perf_counter() - started) * 1000, 3)
-            self._log.write(record)
+            self._log_once(call)
+
+    def _log_once(self, call: _Call) -> None:
+        if not call.logged:
+            call.logged = True
+            call.record.duration_ms = round((time.perf_counter() - call.started) * 1000, 3)
+            self._log.write(call.record)
 
     def _answer(self, h: Handler, refusal: Refusal) -> None:
         if h.response_started:  # mid-stream: cutting the connection is the only signal left
@@ -131,13 +148,13 @@ class Proxy:
             _canonical(forward, request)
         return forward
 
-    def _serve(self, h: Handler, forward: _Forward, record: CallRecord) -> None:
+    def _serve(self, h: Handler, forward: _Forward, call: _Call) -> None:
         upstream = forward.run.grant.upstream
         self._ledger.begin(forward.run)
         try:
-            self._exchange(h, forward, record)
+            self._exchange(h, forward, call)
         except TimeoutError:
-            self._settle(forward, record, Tokens(), timed_out=True)
+            self._settle(forward, call, Tokens(), timed_out=True)
             raise errors.gateway_timeout(
                 f"gateway: the upstream {upstream.base_url} did not answer within "
                 f"{upstream.timeout:g} s"
@@ -147,40 +164,46 @@ class Proxy:
                 f"gateway: upstream {upstream.base_url} failed: {type(exc).__name__}: {exc}"
             ) from None
         finally:
-            self._settle(forward, record, Tokens())
+            self._settle(forward, call, Tokens())
 
     def _settle(
-        self, forward: _Forward, record: CallRecord, tokens: Tokens, *, timed_out: bool = False
-    ) -> None:
-        """Record the call's end once (a failed call ends with no tokens)."""
+        self, forward: _Forward, call: _Call, tokens: Tokens, *, timed_out: bool = False,
+        answered: bool = False,
+    ) -> None:  # fmt: skip
+        """Record the call's end once (a failed call ends with no tokens). An `answered` call
+        is logged here too, before its last bytes leave; a failed one is logged with its
+        error by `handle`."""
         if forward.settled:
             return
         forward.settled = True
         metered = tokens if forward.route.kind is not None else None
         self._ledger.end(forward.run, metered, timed_out=timed_out)
+        record = call.record
         record.input_tokens, record.output_tokens = tokens.input, tokens.output
         record.cost_usd = tokens.cost(forward.run.grant.upstream.price)
+        if answered:
+            self._log_once(call)
 
-    def _exchange(self, h: Handler, forward: _Forward, record: CallRecord) -> None:
+    def _exchange(self, h: Handler, forward: _Forward, call: _Call) -> None:
         """Upstream failures raise from here; the client's own failures do not (see _Client)."""
         upstream = forward.run.grant.upstream
         headers = request_headers(h.headers, upstream)
         conn, response = self._pool.send(upstream, h.command, forward.target, headers, forward.body)
         reusable = False
         try:
-            record.status = response.status
+            call.record.status = response.status
             out = response_headers(response)
             if "text/event-stream" in (response.getheader("Content-Type") or ""):
-                self._relay_stream(h, forward, response, out, record)
+                self._relay_stream(h, forward, response, out, call)
             else:
-                self._relay_whole(h, forward, response, out, record)
+                self._relay_whole(h, forward, response, out, call)
             reusable = not response.will_close
         finally:
             self._pool.release(conn, reusable=reusable)
 
     def _relay_whole(
         self, h: Handler, forward: _Forward, response: http.client.HTTPResponse, out: Headers,
-        record: CallRecord,
+        call: _Call,
     ) -> None:  # fmt: skip
         body = response.read()
         tokens = Tokens()
@@ -193,12 +216,12 @@ class Proxy:
             )  # fmt: skip
         elif forward.route.kind is not None and 200 <= response.status < 300:
             tokens = tokens_of_body(forward.route.kind, body)
-        self._settle(forward, record, tokens)
+        self._settle(forward, call, tokens, answered=True)
         _Client(h).send_whole(response.status, out, body)
 
     def _relay_stream(
         self, h: Handler, forward: _Forward, response: http.client.HTTPResponse, out: Headers,
-        record: CallRecord,
+        call: _Call,
     ) -> None:  # fmt: skip
         kind = forward.route.kind
         meter = StreamMeter(kind, drop_usage_chunk=forward.drop_usage_chunk) if kind else None
@@ -207,7 +230,7 @@ class Proxy:
         # A client that goes away does not stop the read: the usage comes last, and is owed.
         while data := response.read1(_READ):
             client.write(meter.feed(data) if meter else data)
-        self._settle(forward, record, meter.tokens if meter else Tokens())
+        self._settle(forward, call, meter.tokens if meter else Tokens(), answered=True)
         client.write(meter.end() if meter else b"")
         client.end_stream()
 

@@ -65,7 +65,7 @@ class Gateway:
         self._proxy = Proxy(self._ledger, self._pool, self._log, max_body_bytes)
         self._acceptor = Acceptor(self._on_accept)
         self._listeners: dict[socket.socket, Listener] = {}
-        self._own: Listener | None = None
+        self._url: str | None = None
         self._lock = threading.Lock()
         self._state = "new"
 
@@ -75,7 +75,9 @@ class Gateway:
         if self._state != "new":
             raise GatewayError(f"the gateway cannot start: it is {self._state}")
         own = socket.create_server(self._address, backlog=128)
-        self._own = self._watch(own, binding=None)
+        host, port = own.getsockname()[:2]
+        self._url = f"http://{host}:{port}"
+        self._watch(own, binding=None)
         self._acceptor.start()
         self._state = "running"
         logger.info("gateway listening on %s", self.url)
@@ -117,10 +119,9 @@ class Gateway:
     def url(self) -> str:
         """`http://127.0.0.1:PORT`: the root of the host-loopback listener (OpenAI clients
         append `/v1`)."""
-        if self._own is None:
+        if self._url is None:
             raise GatewayError("the gateway is not started")
-        host, port = self._own.sock.getsockname()[:2]
-        return f"http://{host}:{port}"
+        return self._url
 
     # -- runs ------------------------------------------------------------------------------
 
@@ -150,15 +151,15 @@ class Gateway:
     # -- listeners -------------------------------------------------------------------------
 
     def serve(self, listener: socket.socket, *, token: str | None = None) -> None:
-        """Serve an already-listening TCP socket (e.g. one made in a jail's network namespace);
-        returns at once. The gateway owns it from now on. With `token`, it accepts that token
-        only: a token carried from one jail to another is refused there."""
+        """Serve an already-listening stream socket (TCP, e.g. one made in a jail's network
+        namespace, or Unix); returns at once. The gateway owns it from now on. With `token`,
+        it accepts that token only: a token carried from one jail to another is refused there."""
         if self._state != "running":
             raise GatewayError(f"serve: the gateway is {self._state}, not running")
         if listener.type != socket.SOCK_STREAM or not listener.getsockopt(
             socket.SOL_SOCKET, socket.SO_ACCEPTCONN
         ):
-            raise GatewayError("serve: the socket is not a listening TCP socket")
+            raise GatewayError("serve: the socket is not a listening stream socket")
         with self._lock:
             if listener in self._listeners:
                 raise GatewayError("serve: this socket is already served")

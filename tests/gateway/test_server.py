@@ -3,8 +3,10 @@ without streaming, tokens, usage per run / role / experiment, served sockets, co
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx2
@@ -265,3 +267,74 @@ def test_sixteen_parallel_calls(gateway, upstream_of):
 
     assert [r.choices[0].message.content for r in replies] == [f"call {i}" for i in range(16)]
     assert gateway.usage(run_id="r1").calls == 16
+
+
+def test_close_cuts_calls_in_flight(upstream_of, recorder):
+    gateway = Gateway().start()
+    token = _grant(gateway, Upstream(recorder.url, "chat", None))
+    recorder.hold()
+    outcome = []
+
+    def call() -> None:
+        try:
+            httpx2.post(
+                f"{gateway.url}/v1/chat/completions",
+                json={"model": "m"},
+                headers={"authorization": f"Bearer {token}"},
+                timeout=5,
+            )
+        except httpx2.HTTPError as exc:
+            outcome.append(exc)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    assert recorder.arrived.wait(5)
+    started = time.monotonic()
+
+    gateway.close()
+    caller.join(5)
+
+    assert time.monotonic() - started < 1.0
+    assert isinstance(outcome[0], httpx2.RemoteProtocolError)  # cut, not left hanging
+
+
+def test_connections_beyond_a_listeners_limit_get_a_503(upstream_of):
+    with Gateway(max_connections=1) as gateway:
+        host, port = gateway.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port))) as first:
+            time.sleep(0.05)  # accepted, idle
+            second = httpx2.get(f"{gateway.url}/v1/models")
+            first.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            answer = first.makefile("rb").read()
+
+    assert second.status_code == 503
+    assert "too many connections" in second.json()["error"]["message"]
+    assert answer.startswith(b"HTTP/1.1 401 ")
+
+
+def test_a_chunked_request_body_is_forwarded_whole(gateway, upstream_of):
+    token = _grant(gateway, upstream_of())
+    body = json.dumps({"model": "simulator/echo", "messages": USER}).encode()
+
+    answer = httpx2.post(
+        f"{gateway.url}/v1/chat/completions",
+        content=iter([body[:10], body[10:]]),  # an iterator goes out chunked
+        headers={"authorization": f"Bearer {token}", "content-type": "application/json"},
+    )
+
+    assert answer.status_code == 200
+    assert answer.json()["choices"][0]["message"]["content"] == "hello there"
+
+
+def test_a_unix_listener_is_served_too(gateway, upstream_of, tmp_path):
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(tmp_path / "gateway.sock"))
+    listener.listen()
+    gateway.serve(listener)
+    token = _grant(gateway, upstream_of())
+
+    transport = httpx2.HTTPTransport(uds=str(tmp_path / "gateway.sock"))
+    with httpx2.Client(transport=transport) as client:
+        models = client.get("http://jail/v1/models", headers={"authorization": f"Bearer {token}"})
+
+    assert models.status_code == 200 and models.json()["data"]
