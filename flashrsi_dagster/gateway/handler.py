@@ -9,7 +9,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 
-from flashrsi_dagster.gateway.errors import bad_request, too_large
+from flashrsi_dagster.gateway.errors import bad_request, error_body, too_large
 from flashrsi_dagster.gateway.listeners import Connection, Listener
 
 logger = logging.getLogger("flashrsi.gateway")
@@ -55,6 +55,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if not self.server.connection.begin():  # its listener was unserved meanwhile
             self.close_connection = True
+            body = error_body("openai", "overloaded_error", "gateway: this listener is closed")
+            self.send_whole(503, [("Content-Type", "application/json")], body)
             return
         try:
             self.server.proxy.handle(self, self.server.listener)

@@ -227,9 +227,14 @@ class Proxy:
         meter = StreamMeter(kind, drop_usage_chunk=forward.drop_usage_chunk) if kind else None
         client = _Client(h)
         client.start_stream(response.status, out)
-        # A client that goes away does not stop the read: the usage comes last, and is owed.
-        while data := response.read1(_READ):
-            client.write(meter.feed(data) if meter else data)
+        try:
+            # A client that goes away does not stop the read: the usage comes last, and is owed.
+            while data := response.read1(_READ):
+                client.write(meter.feed(data) if meter else data)
+        except BaseException as exc:  # cut mid-stream: what was used so far still counts
+            timed_out = isinstance(exc, TimeoutError)
+            self._settle(forward, call, meter.tokens if meter else Tokens(), timed_out=timed_out)
+            raise
         self._settle(forward, call, meter.tokens if meter else Tokens(), answered=True)
         client.write(meter.end() if meter else b"")
         client.end_stream()

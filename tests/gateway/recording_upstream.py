@@ -25,12 +25,14 @@ CHAT_REPLY = {
 class RecordingUpstream:
     """`requests` holds (method, path, headers) of each call, `peers` the client port it came
     from; `hold()` keeps calls waiting
-    (`arrived` is set when one does) until `release()`; `answer` sets (status, JSON body)."""
+    (`arrived` is set when one does) until `release()`; `answer` sets (status, JSON body), or
+    `stream` SSE events sent before the hold (and the rest of the stream after it)."""
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, str, dict[str, str]]] = []
         self.peers: list[int] = []
         self.answer: tuple[int, dict[str, Any]] = (200, CHAT_REPLY)
+        self.stream: list[bytes] | None = None
         self.arrived = threading.Event()
         self._go = threading.Event()
         self._go.set()
@@ -57,6 +59,9 @@ def _handler(upstream: RecordingUpstream) -> type[BaseHTTPRequestHandler]:
             upstream.requests.append((self.command, self.path, dict(self.headers.items())))
             upstream.peers.append(self.client_address[1])
             upstream.arrived.set()
+            if upstream.stream is not None:
+                self._stream(upstream.stream)
+                return
             upstream._go.wait(10)
             status, body = upstream.answer
             data = json.dumps(body).encode()
@@ -67,6 +72,16 @@ def _handler(upstream: RecordingUpstream) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
         do_GET = do_POST
+
+        def _stream(self, events: list[bytes]) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for event in events:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+            upstream._go.wait(10)
+            self.wfile.write(b"0\r\n\r\n")
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

@@ -3,6 +3,7 @@ client never sees the key; hung and missing upstreams; calls in flight at revoke
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -87,6 +88,26 @@ def test_a_hung_upstream_is_a_504_within_its_timeout(gateway):
     assert failed.value.status_code == 504
     assert "did not answer within 0.3 s" in failed.value.message
     assert gateway.revoke(token).timed_out == 1
+
+
+def test_an_upstream_stalling_mid_stream_is_cut_and_what_it_used_counts(gateway, recorder):
+    start = {"type": "message_start", "message": {"usage": {"input_tokens": 7}}}
+    recorder.stream = [b"event: message_start\ndata: " + json.dumps(start).encode() + b"\n\n"]
+    recorder.hold()
+    token = _grant(gateway, Upstream(recorder.url, "anthropic", None, timeout=0.3))
+
+    request = {"model": "m", "stream": True}
+    with (
+        pytest.raises(httpx2.RemoteProtocolError),  # no clean end: the client knows it is cut
+        httpx2.stream(
+            "POST", f"{gateway.url}/v1/messages", json=request, headers=anthropic_headers(token)
+        ) as response,
+    ):
+        assert response.status_code == 200
+        list(response.iter_lines())
+
+    used = gateway.revoke(token)
+    assert (used.calls, used.timed_out, used.input_tokens) == (1, 1, 7)
 
 
 def test_an_unreachable_upstream_is_a_502(gateway):
