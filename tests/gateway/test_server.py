@@ -4,7 +4,11 @@ without streaming, tokens, usage per run / role / experiment, served sockets, co
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import socket
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -338,3 +342,48 @@ def test_a_unix_listener_is_served_too(gateway, upstream_of, tmp_path):
         models = client.get("http://jail/v1/models", headers={"authorization": f"Bearer {token}"})
 
     assert models.status_code == 200 and models.json()["data"]
+
+
+_JAILED_CLIENT = """
+import json, os, socket, sys, urllib.request
+channel = socket.socket(fileno=int(sys.argv[1]))
+listener = socket.create_server(("127.0.0.1", 8080))
+socket.send_fds(channel, [b"L"], [listener.fileno()])
+channel.recv(1)
+body = {"model": "simulator/echo", "messages": [{"role": "user", "content": "from the jail"}]}
+request = urllib.request.Request(
+    "http://127.0.0.1:8080/v1/chat/completions", data=json.dumps(body).encode(),
+    headers={"Authorization": "Bearer " + os.environ["TOKEN"]},
+)
+reply = json.loads(urllib.request.urlopen(request, timeout=5).read())
+print(reply["choices"][0]["message"]["content"])
+"""
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap (Debian's bubblewrap)")
+def test_serve_a_listener_made_in_a_jails_network_namespace(gateway, upstream_of):
+    """The integration as the jail does it: a socket listening on the jail's own loopback,
+    handed over by file descriptor; the gateway is the only thing reachable from inside."""
+    token = _grant(gateway, upstream_of(), run_id="jailed")
+    ours, theirs = socket.socketpair()
+    jail = subprocess.Popen(
+        ["bwrap", "--unshare-net", "--die-with-parent", "--dev-bind", "/", "/",
+         sys.executable, "-c", _JAILED_CLIENT, str(theirs.fileno())],
+        pass_fds=[theirs.fileno()], env={**os.environ, "TOKEN": token},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    theirs.close()
+    ours.settimeout(10)
+    try:
+        _, fds, _, _ = socket.recv_fds(ours, 1, 1)
+        if not fds:
+            pytest.skip(f"bubblewrap cannot make a network namespace here: {jail.stderr.read()}")
+        gateway.serve(socket.socket(fileno=fds[0]), token=token)
+        ours.send(b"go")
+        out, err = jail.communicate(timeout=10)
+    finally:
+        jail.kill()
+        ours.close()
+
+    assert (jail.returncode, out.strip()) == (0, "from the jail"), err
+    assert gateway.revoke(token).calls == 1
