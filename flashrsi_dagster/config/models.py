@@ -142,6 +142,16 @@ class LLMConfig(Section):
         return to_json_value(value)
 
 
+class SpendCap(Section):
+    """A role's spending cap, enforced by the model gateway per experiment: once reached,
+    further calls are refused (an infrastructure fault with the cap in its message)."""
+
+    usd: float | None = Field(None, ge=0, description="USD the role may spend; None: no cap.")
+    tokens: int | None = Field(
+        None, ge=0, description="Input + output tokens the role may use; None: no cap."
+    )
+
+
 class RoleConfig(Section):
     """An agent role: the target that runs tasks, or the Worker that edits harnesses."""
 
@@ -161,6 +171,9 @@ class RoleConfig(Section):
         description="Wall-clock seconds for one run; more than `llm.timeout`.",
     )
     max_turns: Count = Field(50, gt=0, le=MAX_TURNS, description="Model calls allowed in one run.")
+    spend_cap: SpendCap | None = Field(
+        None, description="Caps on what this role may spend, enforced by the model gateway."
+    )
 
     @field_validator("type")
     @classmethod
@@ -191,6 +204,11 @@ class ExperimentSection(Section):
         None, validate_default=True, description="Folder of experiments; default ./.flashrsi."
     )
     seed: int = Field(0, description="Seed for everything the experiment randomises.")
+    confinement: Literal["bwrap", "none"] = Field(
+        "bwrap",
+        description="`bwrap`: every agent process runs in a bubblewrap jail behind the model "
+        "gateway; `none`: unconfined (recorded, and every summary marks the experiment).",
+    )
 
     @field_validator("name")
     @classmethod

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from flashrsi_dagster.config.models import ExperimentConfig
+from flashrsi_dagster.environments.confinement import Confinement, confinement_for
 from flashrsi_dagster.experiment.identity import ConfigChangedError, RunMeta, open_identity
 from flashrsi_dagster.experiment.paths import ExperimentPaths
 from flashrsi_dagster.records import RedactingFilter, Redactor
@@ -21,6 +22,16 @@ class Experiment:
     meta: RunMeta
     redactor: Redactor
     snapshots: SnapshotStore
+    _confinement: Confinement | None = field(default=None, repr=False)
+
+    @property
+    def confinement(self) -> Confinement:
+        """How this experiment's agents run (built on first use: planning needs none)."""
+        if self._confinement is None:
+            self._confinement = confinement_for(
+                self.config, self.paths.logs / "gateway.jsonl", self.redactor
+            )
+        return self._confinement
 
     def log_handler(self, name: str = "flashrsi.log") -> logging.Handler:
         """A file handler under `logs/` whose every line passes through redaction."""

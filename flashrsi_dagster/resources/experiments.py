@@ -23,6 +23,7 @@ from flashrsi_dagster.algorithms.meta_harness import (
 from flashrsi_dagster.algorithms.parts import AgentFactory, Parts
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.config.models import ExperimentConfig, RoleConfig
+from flashrsi_dagster.environments.confinement import Confinement
 from flashrsi_dagster.experiment import Experiment, ExperimentPaths, open_experiment
 from flashrsi_dagster.experiment.identity import RunMeta
 from flashrsi_dagster.records import read_record
@@ -91,9 +92,11 @@ class ExperimentsResource(dg.ConfigurableResource):
 
         def serving(build: AgentFactory) -> AgentFactory:
             # the model server is started only by a step that builds an agent
-            def factory(role: RoleConfig, files_dir: Path | None) -> Agent:
+            def factory(
+                role: RoleConfig, files_dir: Path | None, *, confinement: Confinement | None
+            ) -> Agent:
                 self.offline_model.serve(experiment.config)
-                return build(role, files_dir)
+                return build(role, files_dir, confinement=confinement)
 
             return factory
 

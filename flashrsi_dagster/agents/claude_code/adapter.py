@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 from flashrsi_dagster.agents.base import Agent, AgentConfigError
 from flashrsi_dagster.agents.claude_code.run_dir import run_dir
 from flashrsi_dagster.config.models import LLMConfig, RoleConfig
+from flashrsi_dagster.environments.confinement import Confinement, linked
+from flashrsi_dagster.environments.jail import Mount
 from flashrsi_dagster.records import ErrorInfo, Redactor, Status, Trajectory
 
 if TYPE_CHECKING:
@@ -41,8 +43,15 @@ class ClaudeCode(Agent):
     )
     has_file_tools = True
 
-    def __init__(self, config: RoleConfig, files_dir: Path, *, role: str = "target") -> None:
-        super().__init__(config, files_dir, role=role)
+    def __init__(
+        self,
+        config: RoleConfig,
+        files_dir: Path,
+        *,
+        role: str = "target",
+        confinement: Confinement | None = None,
+    ) -> None:
+        super().__init__(config, files_dir, role=role, confinement=confinement)
         check_llm(self.config.llm, _CONFIG_KEY.get(role, role))
         _require_sdk()
 
@@ -50,7 +59,9 @@ class ClaudeCode(Agent):
     def builtin_harness(cls) -> Path:
         return HARNESS
 
-    def _run(self, working_dir: Path, instruction: str) -> Trajectory:
+    def _run(
+        self, working_dir: Path, instruction: str, mounts: tuple[Mount, ...] = ()
+    ) -> Trajectory:
         from flashrsi_dagster.agents.claude_code.session import run_session  # optional extra
 
         config = self.run_config
@@ -58,7 +69,7 @@ class ClaudeCode(Agent):
         key = config.llm.api_key.resolve() if config.llm.api_key else PLACEHOLDER_KEY
         redact = _redaction(self.redactor, key if config.llm.api_key else None)
         clock = time.monotonic()
-        with run_dir(self.files_dir, key) as run:
+        with run_dir(self.files_dir, key) as run, linked(mounts):
             outcome = run_session(
                 config,
                 run,

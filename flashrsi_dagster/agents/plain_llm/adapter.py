@@ -8,6 +8,7 @@ from pathlib import Path
 
 from flashrsi_dagster.agents.base import Agent
 from flashrsi_dagster.config.models import RoleConfig
+from flashrsi_dagster.environments.confinement import Confinement
 from flashrsi_dagster.llm.client import LLMClient
 from flashrsi_dagster.records import Status, Trajectory, Usage
 
@@ -19,8 +20,15 @@ class PlainLLM(Agent):
     name = "llm"
     description = "One model call with the harness prompt as system message; no tools."
 
-    def __init__(self, config: RoleConfig, files_dir: Path, *, role: str = "target") -> None:
-        super().__init__(config, files_dir, role=role)
+    def __init__(
+        self,
+        config: RoleConfig,
+        files_dir: Path,
+        *,
+        role: str = "target",
+        confinement: Confinement | None = None,
+    ) -> None:
+        super().__init__(config, files_dir, role=role, confinement=confinement)
         self.client = LLMClient(self.config.llm, role)
 
     @classmethod
