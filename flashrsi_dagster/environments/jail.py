@@ -165,7 +165,8 @@ class Jail:
             "setpriv", f"--reuid={JAIL_UID}", f"--regid={JAIL_UID}", "--clear-groups",
             "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--",
             # nsenter's own --wd would resolve the folder on the host's side of the mounts.
-            "env", "-i", f"--chdir={cwd}", *(f"{k}={v}" for k, v in env.items()), *argv,
+            "env", "-i", f"--chdir={cwd}", f"PWD={cwd}", *(f"{k}={v}" for k, v in env.items()),
+            *argv,
         ]  # fmt: skip
 
     def close(self) -> None:
