@@ -65,12 +65,15 @@ class ClaudeCode(Agent):
         config = self.run_config
         check_llm(config.llm, _CONFIG_KEY.get(self.role, self.role))
         clock = time.monotonic()
-        with run_dir(self.files_dir) as run, self.confinement.run(
-            self.role,
-            config.llm,
-            writable=(Path(working_dir).resolve(), run.root),
-            read_only=(Mount(bundled_cli().parent), *mounts),
-        ) as confined:
+        with (
+            run_dir(self.files_dir) as run,
+            self.confinement.run(
+                self.role,
+                config.llm,
+                writable=(Path(working_dir).resolve(), run.root),
+                read_only=(Mount(bundled_cli().parent), *mounts),
+            ) as confined,
+        ):
             run.key_file.write_text(confined.token, encoding="utf-8")
             run.key_file.chmod(0o644)  # the jail user's CLI reads it; worthless elsewhere
             outcome = run_session(
