@@ -14,6 +14,8 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import os
+import sys
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flashrsi_dagster.config.models import ExperimentConfig, LLMConfig, RoleConfig
+from flashrsi_dagster.environments.bridge import CLIENT, CommandBridge
 from flashrsi_dagster.environments.jail import (
     Jail,
     JailSpec,
@@ -35,6 +38,8 @@ from flashrsi_dagster.records import ErrorInfo, Redactor, Status, Trajectory, Us
 
 JAIL_GATEWAY_PORT = 8086
 """Where the gateway answers inside every jail (its own network namespace: no clash)."""
+JAIL_BRIDGE_PORT = 8087
+"""Where a jailed run's commands for its task environment go (see `bridge.py`)."""
 BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "TERM": "dumb"}
 """The allow-list: a jailed process gets these and the run's own variables, nothing else."""
 
@@ -48,6 +53,8 @@ class AgentRun:
     """The gateway's root URL as the run sees it (append `/v1` for OpenAI clients)."""
     jail: Jail | None
     env: dict[str, str]
+    shell_prefix: list[str] | None = None
+    """Where the run's shell commands go when the task has an environment of its own."""
     usage: RunUsage | None = None
     """What the run used, filled in when the run's confinement ends."""
 
@@ -89,10 +96,13 @@ class Confinement:
         writable: Sequence[Path],
         read_only: Sequence[Mount] = (),
         runtime: JailSpec | None = None,
+        bridge: Sequence[str] | None = None,
     ) -> Iterator[AgentRun]:
         """Confine one run: grant a token, start its jail (if jailed) with the run's
         `writable` folders, `read_only` mounts and the agent's `runtime`, and serve the
-        gateway inside it. On exit the jail is killed and the token revoked."""
+        gateway inside it. With `bridge` (the argv prefix into a task's own environment), the
+        run's `shell_prefix` runs commands there from inside the jail. On exit the jail is
+        killed and the token revoked."""
         assert self.gateway is not None
         run_id = uuid.uuid4().hex[:12]
         token = self.gateway.grant(
@@ -101,22 +111,38 @@ class Confinement:
         run = AgentRun(token, self.gateway.url, None, dict(BASE_ENV, HOME="/tmp", TMPDIR="/tmp"))
         try:
             if not self.jailed:
+                run.shell_prefix = list(bridge) if bridge else None
                 with linked(read_only):
                     yield run
                 return
             give_to_jail_user(writable)
             mounts = (*(Mount(Path(p), writable=True) for p in writable), *read_only)
+            if bridge:
+                mounts = (*mounts, Mount(CLIENT))
             with Jail((runtime or JailSpec()).with_mounts(*mounts)) as jail:
                 listener = jail.listen(JAIL_GATEWAY_PORT)
                 self.gateway.serve(listener, token=token)
                 run.jail, run.base_url = jail, f"http://127.0.0.1:{JAIL_GATEWAY_PORT}"
+                commands = _bridge(jail, bridge, run) if bridge else None
                 try:
                     yield run
                 finally:
                     self.gateway.unserve(listener)
+                    if commands is not None:
+                        commands.close()
             _remove_mountpoints(read_only)
         finally:
             run.usage = self.gateway.revoke(token)
+
+
+def _bridge(jail: Jail, prefix: Sequence[str], run: AgentRun) -> CommandBridge:
+    """Serve the task environment's commands inside the jail; the run's shell reaches them
+    with the bridge client, run by the jail's own interpreter."""
+    bridge = CommandBridge(jail.listen(JAIL_BRIDGE_PORT), prefix)
+    python = os.path.realpath(sys.executable)
+    run.shell_prefix = [python, "-I", "-S", str(CLIENT)]
+    run.env["FLASHRSI_BRIDGE_PORT"] = str(JAIL_BRIDGE_PORT)
+    return bridge
 
 
 @contextlib.contextmanager

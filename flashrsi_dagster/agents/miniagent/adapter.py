@@ -67,17 +67,18 @@ class MiniAgent(Agent):
         with tempfile.TemporaryDirectory(prefix="miniagent-run-") as tmp:
             run_dir = Path(tmp)
             output, stderr = run_dir / "result.json", run_dir / "stderr.log"
-            with self._confine(environment).run(
+            with self.confinement.run(
                 self.role,
                 config.llm,
                 writable=(Path(working_dir).resolve(), run_dir),
                 read_only=(Mount(self.files_dir), *mounts),
                 runtime=python_runtime(),
+                bridge=environment.shell_prefix if environment else None,
             ) as confined:
                 payload = self._payload(config, working_dir, instruction, output, confined)
                 payload["stderr"] = str(stderr)
-                if environment is not None:
-                    payload["shell_prefix"] = list(environment.shell_prefix)
+                if confined.shell_prefix:
+                    payload["shell_prefix"] = confined.shell_prefix
                 server = ForkServer.shared(_server_env(confined))
                 run = server.run(payload)
                 clock = time.monotonic()  # from the moment the run's process exists
@@ -92,12 +93,6 @@ class MiniAgent(Agent):
             result, timed_out, run.exit_code, tail, time.monotonic() - clock
         )
         return gateway_verdict(trajectory, confined.usage, timed_out)
-
-    def _confine(self, environment: TaskEnvironment | None) -> Confinement:
-        """A task with an environment of its own (a Harbor trial) is confined there: the
-        agent's shell commands run inside the trial's namespaces, which a jailed process could
-        not enter. The model is still reached through the gateway only."""
-        return self.confinement if environment is None else self.confinement.unjailed()
 
     def _payload(
         self,

@@ -85,7 +85,9 @@ def _kill_environments_running(marker: str, stop: threading.Event) -> None:
     while not stop.is_set():
         for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
             try:
-                if marker.encode() not in cmdline.read_bytes().replace(b"\0", b" "):
+                line = cmdline.read_bytes().replace(b"\0", b" ")
+                # the agent's own jail runs the command's bridge client: not the environment
+                if marker.encode() not in line or b"bridge_client" in line:
                     continue
                 status = (cmdline.parent / "status").read_text()
             except OSError:
