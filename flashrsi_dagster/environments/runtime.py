@@ -4,13 +4,16 @@ the site-packages its harness needs, never the framework's own.
 The framework's virtual environment also holds the benchmark's data (the classification
 labels ship in a package), Dagster and this framework: a harness that could import them
 could read the labels or the sealed test. So the jail shows the interpreter's standard
-library, and from site-packages exactly the distributions named here and what they require,
-each at its host path (a warm fork server imported them from there before the run joined the
+library and one folder holding exactly the distributions named here and what they require,
+at its host path (a warm fork server imported them from there before the run joined the
 jail, and later imports must find the same files).
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import shutil
 import sys
 import sysconfig
 from functools import cache
@@ -29,19 +32,48 @@ HARNESS_DISTRIBUTIONS = ("openai", "pyyaml")
 def python_runtime(distributions: tuple[str, ...] = HARNESS_DISTRIBUTIONS) -> JailSpec:
     """Mounts for the interpreter and `distributions` (computed once per process)."""
     prefix = Path(sys.base_prefix).resolve()
-    site = Path(sysconfig.get_paths()["purelib"]).resolve()
-    mounts = [Mount(prefix)]
-    for top in sorted(_top_level_paths(_closure(distributions))):
-        mounts.append(Mount(site / top))
     base_site = Path(sysconfig.get_paths(vars={"base": str(prefix)})["purelib"]).resolve()
     # The interpreter's own site-packages (pip, and whatever was installed there) is hidden.
-    hidden = (base_site,) if base_site.is_relative_to(prefix) and base_site != site else ()
-    return JailSpec(tuple(mounts), hidden)
+    hidden = (base_site,) if base_site.is_relative_to(prefix) else ()
+    return JailSpec((Mount(prefix), Mount(site_packages(distributions))), hidden)
 
 
-def site_packages() -> Path:
-    """Where the harness's distributions live (for a fork server's `sys.path`)."""
-    return Path(sysconfig.get_paths()["purelib"]).resolve()
+@cache
+def site_packages(distributions: tuple[str, ...] = HARNESS_DISTRIBUTIONS) -> Path:
+    """A folder holding exactly `distributions` and their requirements, made once beside the
+    framework's site-packages (hard links where the file system allows): one read-only mount
+    per jail instead of one per package, and the same path for the fork server's imports."""
+    source = Path(sysconfig.get_paths()["purelib"]).resolve()
+    dists = _closure(distributions)
+    key = ",".join(sorted(f"{d.metadata['Name']}=={d.version}" for d in dists))
+    digest = hashlib.sha256(f"{source}|{key}".encode()).hexdigest()[:16]
+    target = source.parent / "flashrsi-harness-runtime" / digest
+    if not target.is_dir():
+        _assemble(source, sorted(_top_level_paths(dists)), target)
+    return target
+
+
+def _assemble(source: Path, tops: list[str], target: Path) -> None:
+    partial = target.with_name(f".{target.name}.{os.getpid()}")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    for top in tops:
+        if (source / top).is_dir():
+            shutil.copytree(source / top, partial / top, copy_function=_link_or_copy)
+        elif (source / top).exists():
+            _link_or_copy(source / top, partial / top)
+    os.chmod(partial, 0o755)
+    try:
+        os.rename(partial, target)
+    except OSError:  # another process made it first
+        shutil.rmtree(partial, ignore_errors=True)
+
+
+def _link_or_copy(source: str | Path, target: str | Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
 
 
 def _closure(names: tuple[str, ...]) -> list[metadata.Distribution]:
