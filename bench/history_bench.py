@@ -4,10 +4,12 @@ Run:  .venv/bin/python bench/history_bench.py [--rounds 30] [--tasks 40] [--repe
 
 A synthetic experiment: the built-in MiniAgent harness as seed, one committed child per round
 (a changed prompt line), and per round a dev record of `--tasks` rollouts. Before every Worker
-step the algorithm lends the history folder into a fresh edit folder (`HistoryCache.build`)
-and takes it back, checked entry by entry, after the Worker (`take_back`); both are timed,
-at step 1 and at step `--rounds`, over `--repeats` whole experiments (median). The plain
-build from the records alone (no cache) is reported beside it, for comparison.
+step the algorithm brings the history view up to date (`HistoryView.update`), which a jailed
+Worker then sees through a read-only bind mount: nothing is copied into its folder and
+nothing is checked after it. The update is timed at step 1 and at step `--rounds`, over
+`--repeats` whole experiments (median); the check an unconfined Worker's step adds
+(`HistoryView.intact`) is reported beside it, and so is a plain build from the records
+alone (a fresh view), for comparison.
 Target: step 30 / step 1 <= 1.5 for the build. It runs in the temp folder (where the cache
 lives) and in /dev/shm: on a VM's disk, writeback stalls make every file creation slow down as
 the run goes on, whatever the algorithm does; tmpfs shows what the algorithm itself costs.
@@ -26,7 +28,7 @@ from pathlib import Path
 from report import save
 
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
-from flashrsi_dagster.algorithms.meta_harness.history import HistoryCache
+from flashrsi_dagster.algorithms.meta_harness.history import HistoryView
 from flashrsi_dagster.algorithms.meta_harness.records import Layout, RoundRecord
 from flashrsi_dagster.records import Redactor, Status, Trajectory, write_record
 from flashrsi_dagster.rollouts.record import RolloutRecord
@@ -66,30 +68,29 @@ def _round(store: SnapshotStore, layout: Layout, seed, k: int, tasks: int, tmp: 
     return round_record
 
 
-def _time_step(cache: HistoryCache, rounds, edit: Path) -> tuple[float, float]:
-    edit.mkdir()
+def _time_step(view: HistoryView, rounds) -> tuple[float, float]:
     clock = time.perf_counter()
-    manifest = cache.build(edit / ".history", rounds)
-    built = time.perf_counter()
-    assert cache.take_back(edit / ".history", manifest)
-    returned = time.perf_counter()
-    edit.rmdir()
-    return built - clock, returned - built
+    view.update(rounds)
+    updated = time.perf_counter()
+    view.update(rounds, watch=True)  # nothing new: what watching adds is the walk
+    assert view.intact()
+    checked = time.perf_counter()
+    return updated - clock, checked - updated
 
 
 def _experiment(n_rounds: int, tasks: int, tmp: Path) -> dict[int, tuple[float, float, float]]:
-    """(build, take back, plain build) at step 1 and step n_rounds of one experiment."""
+    """(update, unconfined check, plain build) at step 1 and step n_rounds of one experiment."""
     store = SnapshotStore(tmp / "store", secret_filter=Redactor(environ={}))
     layout = Layout(tmp / "records")
-    cache = HistoryCache(tmp / "cache", store, layout)
+    view = HistoryView(tmp / "view", store, layout)
     seed = store.create_seed(HARNESS)
     rounds, timings = [], {}
     for k in range(n_rounds):
         rounds.append(_round(store, layout, seed, k, tasks, tmp))
-        build, back = _time_step(cache, rounds, tmp / f"edit-{k}")
+        update, check = _time_step(view, rounds)
         if len(rounds) in (1, n_rounds):
-            plain = HistoryCache(tmp / f"plain-{k}", store, layout)
-            timings[len(rounds)] = (build, back, _time_step(plain, rounds, tmp / f"p-{k}")[0])
+            plain = HistoryView(tmp / f"plain-{k}", store, layout)
+            timings[len(rounds)] = (update, check, _time_step(plain, rounds)[0])
     return timings
 
 
@@ -103,19 +104,19 @@ def measure(n_rounds: int, tasks: int, repeats: int, folder: str | None = None) 
         return statistics.median(run[step][part] for run in runs)
 
     first, last = median(1, 0), median(n_rounds, 0)
-    lent_first = first + median(1, 1)
-    lent_last = last + median(n_rounds, 1)
+    checked_first = first + median(1, 1)
+    checked_last = last + median(n_rounds, 1)
     return {
         "folder": folder or tempfile.gettempdir(),
         "rounds": n_rounds,
         "tasks": tasks,
         "repeats": repeats,
-        "build_step_1_s": round(first, 4),
-        "build_step_last_s": round(last, 4),
+        "update_step_1_s": round(first, 4),
+        "update_step_last_s": round(last, 4),
         "ratio": round(last / first, 2),
-        "build_and_take_back_step_1_s": round(lent_first, 4),
-        "build_and_take_back_step_last_s": round(lent_last, 4),
-        "ratio_with_take_back": round(lent_last / lent_first, 2),
+        "unconfined_step_1_s": round(checked_first, 4),
+        "unconfined_step_last_s": round(checked_last, 4),
+        "ratio_unconfined": round(checked_last / checked_first, 2),
         "plain_build_step_1_s": round(median(1, 2), 4),
         "plain_build_step_last_s": round(median(n_rounds, 2), 4),
         "plain_ratio": round(median(n_rounds, 2) / median(1, 2), 2),
@@ -148,9 +149,9 @@ def _print(r: dict) -> None:
         f"\nhistory folder in {r['folder']}: {r['tasks']} dev rollouts per round, "
         f"median of {r['repeats']}"
     )
-    for label, key in (("build", ""), ("build + take back", "_with_take_back")):
-        first = r["build_step_1_s"] if not key else r["build_and_take_back_step_1_s"]
-        last = r["build_step_last_s"] if not key else r["build_and_take_back_step_last_s"]
+    for label, key in (("update (jailed)", ""), ("update + check", "_unconfined")):
+        first = r["update_step_1_s"] if not key else r["unconfined_step_1_s"]
+        last = r["update_step_last_s"] if not key else r["unconfined_step_last_s"]
         print(
             f"{label:>18}: step 1 {first * 1000:.1f} ms   step {r['rounds']} "
             f"{last * 1000:.1f} ms   ratio {r['ratio' + key]:.2f}"
@@ -159,7 +160,7 @@ def _print(r: dict) -> None:
         f"{'plain build':>18}: step 1 {r['plain_build_step_1_s'] * 1000:.1f} ms   step "
         f"{r['rounds']} {r['plain_build_step_last_s'] * 1000:.1f} ms   ratio {r['plain_ratio']:.2f}"
     )
-    print(f"target: build ratio <= {TARGET_RATIO}   {'PASS' if r['pass'] else 'MISS'}")
+    print(f"target: update ratio <= {TARGET_RATIO}   {'PASS' if r['pass'] else 'MISS'}")
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ from pathlib import Path
 from report import save
 
 from flashrsi_dagster.algorithms.meta_harness import Layout, MetaHarness
-from flashrsi_dagster.algorithms.meta_harness.history import HistoryCache
+from flashrsi_dagster.algorithms.meta_harness.history import HistoryView
 from flashrsi_dagster.assets.partitions import register
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.experiment import open_experiment
@@ -178,7 +178,7 @@ def _dagster_rounds(experiment, server: OfflineModelServer, steps: int) -> list[
     try:
         return [_timed(k, server, layout, lambda k=k: one_round(k)) for k in range(steps + 1)]
     finally:
-        HistoryCache.for_experiment(experiment.snapshots, layout).discard()
+        HistoryView.for_experiment(experiment.snapshots, layout).discard()
 
 
 _PARTS = {"harbor": _TimedHarbor()}

@@ -115,7 +115,7 @@ def test_an_update_writes_only_what_the_records_added(exp, tmp_path):
 def test_after_an_unconfined_worker_any_change_drops_the_view(exp, tmp_path, change):
     view = HistoryView(tmp_path / "view", exp.store, exp.layout)
     exp.add_round()
-    change(view.update(exp.rounds))
+    change(view.update(exp.rounds, watch=True))
     assert not view.intact()
     assert not (tmp_path / "view").exists()
     exp.add_round()
@@ -125,7 +125,7 @@ def test_after_an_unconfined_worker_any_change_drops_the_view(exp, tmp_path, cha
 def test_an_untouched_view_is_intact(exp, tmp_path):
     view = HistoryView(tmp_path / "view", exp.store, exp.layout)
     exp.add_round()
-    view.update(exp.rounds)
+    view.update(exp.rounds, watch=True)
     assert view.intact()
 
 

@@ -62,6 +62,7 @@ class HistoryView:
         self.root, self.store, self.layout = Path(root), store, layout
         self.tree, self._manifest_path = self.root / "tree", self.root / "manifest.json"
         self._source = {"records": str(layout.folder.resolve()), "store": str(store.root)}
+        self._watched: Stats | None = None
 
     @classmethod
     def for_experiment(cls, store: SnapshotStore, layout: Layout) -> HistoryView:
@@ -69,23 +70,25 @@ class HistoryView:
         key = hashlib.sha256(str(layout.folder.resolve()).encode()).hexdigest()[:20]
         return cls(Path(tempfile.gettempdir()) / "flashrsi-history" / key, store, layout)
 
-    def update(self, rounds: list[RoundRecord]) -> Path:
-        """Bring the view up to date with `rounds` and return its folder."""
+    def update(self, rounds: list[RoundRecord], *, watch: bool = False) -> Path:
+        """Bring the view up to date with `rounds` and return its folder. `watch`: the
+        folder will be lent writable (an unconfined Worker), so remember every entry's stat
+        for `intact()` — a walk of the whole view, which a jailed step never pays."""
         manifest = self._load()
         if manifest is None:
             shutil.rmtree(self.tree, ignore_errors=True)
             manifest = {"version": self.VERSION, "source": self._source, "snapshots": {}}
-            manifest |= {"rounds": {}, "files": {}}
+            manifest["rounds"] = {}
         self.tree.mkdir(parents=True, exist_ok=True)
         _sync(self.tree, manifest, self.store, self.layout, rounds)
         self._save(manifest)
+        self._watched = _scan(self.tree, "") if watch else None
         return self.tree
 
     def intact(self) -> bool:
         """Whether the view is exactly as last written (only needed after an unconfined
         Worker, which could write to it); a changed view is dropped here."""
-        remembered = _remembered.get(str(self.root))
-        intact = remembered is not None and _scan(self.tree, "") == remembered[1]["files"]
+        intact = self._watched is not None and _scan(self.tree, "") == self._watched
         if not intact:
             self.discard()
         return intact
@@ -119,14 +122,15 @@ class HistoryView:
 def _sync(
     history: Path, manifest: dict, store: SnapshotStore, layout: Layout, rounds: list[RoundRecord]
 ) -> None:
-    files: Stats = manifest["files"]
     index: dict[str, dict] = {}
     wanted_rounds = {}
     for record in rounds:
         if record.snapshot_id and record.snapshot_id not in index:
             folder = f"snapshots/{record.snapshot_id[:12]}"
             if manifest["snapshots"].get(record.snapshot_id) != folder:
-                _add_snapshot(history, folder, store, record.snapshot_id, files)
+                _replace(history / folder)
+                store.check_out(record.snapshot_id, history / folder)
+                store.forget_checkout(history / folder)
                 manifest["snapshots"][record.snapshot_id] = folder
             index[record.snapshot_id] = {
                 "folder": f"{HISTORY}/{folder}",
@@ -138,43 +142,26 @@ def _sync(
         folder = f"trajectories/round-{record.round:03d}"
         wanted_rounds[folder] = signature = _signature(layout, record.round)
         if manifest["rounds"].get(folder) != signature:
-            _replace(history, folder, files)
+            _replace(history / folder)
             _copy_round(history / folder, layout, record.round)
-            files.update(_scan(history / folder, folder))
     _drop_unwanted(history, manifest, wanted_rounds, set(index))
     write_text_atomic(history / "index.json", json.dumps(index, indent=1) + "\n")
     os.chmod(history / "index.json", 0o644)  # the jail user reads it; atomic writes are 0600
-    files.update(_scan(history, "", deep=False))
-    for child in ("index.json", "snapshots", "trajectories"):
-        files.update(_scan(history / child, child, deep=False))
-
-
-def _add_snapshot(
-    history: Path, folder: str, store: SnapshotStore, snapshot_id: str, files: Stats
-) -> None:
-    _replace(history, folder, files)
-    store.check_out(snapshot_id, history / folder)
-    store.forget_checkout(history / folder)
-    files.update(_scan(history / folder, folder))
 
 
 def _drop_unwanted(history: Path, manifest: dict, rounds: dict, snapshot_ids: set[str]) -> None:
     """Rounds and snapshots the records no longer name (a replaced evaluation, say)."""
     for folder in set(manifest["rounds"]) - set(rounds):
-        _replace(history, folder, manifest["files"])
+        _replace(history / folder)
     for snapshot_id in set(manifest["snapshots"]) - snapshot_ids:
-        _replace(history, manifest["snapshots"].pop(snapshot_id), manifest["files"])
+        _replace(history / manifest["snapshots"].pop(snapshot_id))
     manifest["rounds"] = rounds
 
 
-def _replace(history: Path, folder: str, files: Stats) -> None:
-    """Remove `folder` and its stat entries, ready to be written again."""
-    if folder not in files:
-        return
-    _remove(history / folder)
-    prefix = folder + "/"
-    for path in [p for p in files if p == folder or p.startswith(prefix)]:
-        del files[path]
+def _replace(folder: Path) -> None:
+    """Remove `folder`, ready to be written again."""
+    if folder.is_symlink() or folder.exists():
+        _remove(folder)
 
 
 def _signature(layout: Layout, k: int) -> list:

@@ -242,8 +242,8 @@ class MetaHarness:
 
     def _worker_step(self, k: int, edit_dir: Path, instruction: str) -> Trajectory:
         """The Worker's run with the history view at `.history` (read-only in its jail)."""
-        view = self.history.update(list(self.state().rounds))
         worker = self._worker_agent()
+        view = self.history.update(list(self.state().rounds), watch=not worker.confinement.jailed)
         trajectory = worker.run(
             edit_dir,
             instruction,
