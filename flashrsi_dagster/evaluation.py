@@ -21,9 +21,10 @@ from flashrsi_dagster.benchmarks.base import BenchmarkError, Task
 from flashrsi_dagster.benchmarks.loading import load_benchmark, load_splits
 from flashrsi_dagster.config.models import ExperimentConfig
 from flashrsi_dagster.experiment import ExperimentPaths, redactor_for
+from flashrsi_dagster.records import RecordStore
 from flashrsi_dagster.rollouts.engine import Progress, Settings, run_rollouts
 from flashrsi_dagster.rollouts.record import RolloutRecord
-from flashrsi_dagster.rollouts.scores import scores_frame, summary, write_parquet
+from flashrsi_dagster.rollouts.scores import parquet_bytes, scores_frame, summary
 from flashrsi_dagster.snapshots import Snapshot, SnapshotStore
 
 EVAL_SPLITS = ("dev", "train")
@@ -57,9 +58,10 @@ def evaluate(
     seed_dir = harness_dir(config.agent)
     snapshot = store.get(snapshot_id) if snapshot_id else store.create_seed(seed_dir)
     name = _record_name(split, snapshot, tasks, config)
-    record = RolloutRecord(paths.records / "eval" / name, redactor)
+    records = RecordStore(paths.root, redactor)
+    record = RolloutRecord(paths.records / "eval" / name, records)
     if fresh:
-        record.path.unlink(missing_ok=True)
+        records.remove(record.path)
     settings = Settings(
         config.benchmark.attempts, config.benchmark.concurrency, config.benchmark.max_infra_reruns
     )
@@ -73,7 +75,7 @@ def evaluate(
         store.forget_checkout(checkout)
     frame = scores_frame(final)
     scores_path = record.path.with_suffix(".parquet")
-    write_parquet(frame, scores_path)
+    records.write_bytes(scores_path, parquet_bytes(frame))
     return Evaluation(
         split,
         snapshot,

@@ -6,11 +6,11 @@ import logging
 
 from flashrsi_dagster.records import (
     REDACTED,
+    RecordStore,
     RedactingFilter,
     Redactor,
     Trajectory,
     read_record,
-    write_record,
 )
 
 
@@ -66,7 +66,7 @@ def test_records_are_written_redacted(tmp_path):
         error={"type": "RuntimeError", "message": "auth leaky-secret-value failed"},
     )
 
-    write_record(tmp_path / "t.json", trajectory, redactor)
+    RecordStore(tmp_path, redactor).write(tmp_path / "t.json", trajectory)
 
     raw = (tmp_path / "t.json").read_text()
     assert "leaky-secret-value" not in raw

@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from flashrsi_dagster.algorithms.meta_harness.records import Layout, RoundRecord
-from flashrsi_dagster.records import Redactor, write_text_atomic
+from flashrsi_dagster.records import write_text_atomic
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.snapshots import SnapshotStore
 
@@ -245,6 +245,6 @@ def _copy_round(folder: Path, layout: Layout, k: int) -> None:
     rollouts = layout.rollouts(k)
     if rollouts.exists():
         (folder / "dev").mkdir(exist_ok=True)
-        for trajectory in RolloutRecord(rollouts, Redactor(environ={})).load():
+        for trajectory in RolloutRecord(rollouts).load():
             name = f"{trajectory.task_id}.attempt-{trajectory.attempt}.json"
             (folder / "dev" / name).write_text(trajectory.model_dump_json(indent=1) + "\n")
