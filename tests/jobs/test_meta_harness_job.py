@@ -3,7 +3,9 @@ rematerialization and the `flashrsi run` / `resume` commands."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -199,6 +201,35 @@ def test_flashrsi_run_then_resume(tmp_path):
     assert resume.returncode == 0, resume.stderr
     assert "== " not in resume.stdout  # nothing left to run
     assert (tmp_path / "home" / ".dagster").is_dir()
+
+    # The attack seen on main: a better dev score written into a round record (same size,
+    # same mtime). Resume refuses the home in one message naming the record, exit 2.
+    record = tmp_path / "home" / "meta-harness-demo" / "records" / "meta_harness" / "round-001.json"
+    before, text = record.stat(), record.read_text()
+    score = re.search(r'"dev_score": [0-9.]+', text).group()
+    record.write_text(text.replace(score, '"dev_score": 1.0'.ljust(len(score))))
+    os.utime(record, ns=(before.st_atime_ns, before.st_mtime_ns))
+    refused = subprocess.run(
+        [FLASHRSI, "resume", "--experiment", "meta-harness-demo", "--home", str(tmp_path / "home")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr == (
+        "error: experiment 'meta-harness-demo' refused: the experiment's records fail their "
+        "integrity check:\n  records/meta_harness/round-001.json: content changed since the "
+        f"framework wrote it (chain entry {_written(record)})\n"
+    )
+    assert refused.stdout == ""
+
+
+def _written(record: Path) -> int:
+    """The chain entry that wrote `record`."""
+    root = record.parents[2]
+    lines = (root / "records" / "chain.jsonl").read_text().splitlines()
+    rel = record.relative_to(root).as_posix()
+    return max(e["seq"] for e in map(json.loads, lines) if e["path"] == rel)
 
 
 def _final_state(home: Path):
