@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from flashrsi_dagster.records import RecordStore
 from flashrsi_dagster.rollouts.engine import Progress, Settings, run_rollouts
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.rollouts.scores import parquet_bytes, scores_frame, summary
+from flashrsi_dagster.scratch import scratch_dir
 from flashrsi_dagster.snapshots import Snapshot, SnapshotStore
 
 EVAL_SPLITS = ("dev", "train")
@@ -65,8 +65,8 @@ def evaluate(
     settings = Settings(
         config.benchmark.attempts, config.benchmark.concurrency, config.benchmark.max_infra_reruns
     )
-    with tempfile.TemporaryDirectory(prefix="flashrsi-eval-") as tmp:
-        checkout = store.check_out(snapshot, Path(tmp) / "harness")
+    with scratch_dir("eval-") as tmp:
+        checkout = store.check_out(snapshot, tmp / "harness")
         with TargetAgent(config.agent, checkout) as agent:
             agent.update(checkout, snapshot.id)
             final = run_rollouts(

@@ -29,7 +29,6 @@ import json
 import os
 import shutil
 import stat
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,6 +36,7 @@ from pathlib import Path
 from flashrsi_dagster.algorithms.meta_harness.records import Layout, RoundRecord
 from flashrsi_dagster.records import write_text_atomic
 from flashrsi_dagster.rollouts.record import RolloutRecord
+from flashrsi_dagster.scratch import process_dir
 from flashrsi_dagster.snapshots import SnapshotStore
 
 HISTORY = ".history"
@@ -65,10 +65,11 @@ class HistoryCache:
 
     @classmethod
     def for_experiment(cls, store: SnapshotStore, layout: Layout) -> HistoryCache:
-        """A cache in the temp folder, where edit folders are made, so moves are renames.
-        Never inside the experiment home: the Worker must not find a way to its records."""
+        """A cache in this process's scratch folder, beside the edit folders, so moves are
+        renames; it goes with the process (a killed one's is swept by the next start). Never
+        inside the experiment home: the Worker must not find a way to its records."""
         key = hashlib.sha256(str(layout.folder.resolve()).encode()).hexdigest()[:20]
-        return cls(Path(tempfile.gettempdir()) / "flashrsi-history" / key, store, layout)
+        return cls(process_dir() / "history" / key, store, layout)
 
     @contextmanager
     def lend(self, edit_dir: Path, rounds: list[RoundRecord]) -> Iterator[Path]:

@@ -9,7 +9,6 @@ as a rejection. A Worker failure aborts. After `max_steps`, the best dev score i
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,6 +40,7 @@ from flashrsi_dagster.rollouts.engine import (
 )
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.rollouts.scores import scores_frame, summary
+from flashrsi_dagster.scratch import scratch_dir
 from flashrsi_dagster.snapshots import Snapshot
 
 Log = Callable[[str], None]
@@ -212,8 +212,8 @@ class MetaHarness:
 
     def _rollouts(self, snapshot: Snapshot, tasks: tuple[Task, ...], path: Path, split: str):
         store = self.experiment.snapshots
-        with tempfile.TemporaryDirectory(prefix="flashrsi-target-") as tmp:
-            checkout = store.check_out(snapshot, Path(tmp) / "harness")
+        with scratch_dir("target-") as tmp:
+            checkout = store.check_out(snapshot, tmp / "harness")
             target = self._target_agent(checkout)
             target.update(checkout, snapshot.id)
             record = RolloutRecord(path, self.experiment.records)
@@ -231,8 +231,8 @@ class MetaHarness:
 
     def _edit(self, k: int) -> EditRecord:
         store, seed = self.experiment.snapshots, self.seed()
-        with tempfile.TemporaryDirectory(prefix="flashrsi-edit-") as tmp:
-            edit_dir = store.check_out(seed, Path(tmp) / "edit")
+        with scratch_dir("edit-") as tmp:
+            edit_dir = store.check_out(seed, tmp / "edit")
             files = [p.relative_to(edit_dir).as_posix() for p in edit_dir.rglob("*") if p.is_file()]
             instruction = worker_instruction(
                 seed.components, HISTORY, prompt_file_of(files, seed.components)
