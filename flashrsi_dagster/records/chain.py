@@ -50,6 +50,8 @@ HEAD = "records/chain.head"
 GENESIS = "0" * 64
 COVERED = ("run_meta.json", "records", "dagster")
 OPS = {"write", "append", "move", "remove", "revert"}
+_TYPES = {"seq": int, "size": int, "reverts": int}
+"""Entry fields that are not strings (None fields are left out of a line)."""
 _CHUNK = 1 << 20
 
 
@@ -124,9 +126,13 @@ class Entry:
     def parse(cls, line: bytes) -> Entry:
         """An entry from its line; ValueError when it is not one, or its hash is wrong."""
         try:
-            entry = cls(**json.loads(line))
+            fields = json.loads(line)
+            entry = cls(**fields)
         except (TypeError, json.JSONDecodeError) as exc:
             raise ValueError(f"not a chain entry ({exc})") from None
+        wrong = [k for k, v in fields.items() if not isinstance(v, _TYPES.get(k, str))]
+        if wrong:
+            raise ValueError(f"{', '.join(wrong)} of the wrong type")
         if entry.sealed().hash != entry.hash:
             raise ValueError("its hash does not match its content")
         if entry.op not in OPS or not _relative(entry.path):

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from flashrsi_dagster.records.atomic import fsync_dir, write_bytes_atomic
 from flashrsi_dagster.records.chain import (
@@ -38,7 +39,12 @@ from flashrsi_dagster.records.chain import (
     read_head,
     state_of,
 )
-from flashrsi_dagster.records.verify import file_problem, problems_of, unchained_problem
+from flashrsi_dagster.records.verify import (
+    anchor_problem,
+    file_problem,
+    problems_of,
+    unchained_problem,
+)
 
 
 @dataclass
@@ -51,7 +57,7 @@ class _Live:
     offset: int = 0
     last_line: bytes = b""
     settled: bool = False
-    running: dict[str, tuple[int, object]] = field(default_factory=dict)
+    running: dict[str, tuple[int, Any]] = field(default_factory=dict)
     """Path -> (size, sha256 object) of files this process appends to."""
 
 
@@ -90,7 +96,7 @@ class Journal:
         path, rel = self._resolve(path)
         with self._locked() as (live, fd):
             size, digest = self._running(live, path, rel)
-            after = digest.copy()  # type: ignore[attr-defined]
+            after = digest.copy()
             after.update(line)
             new_size = size + len(line)
             self._enter(live, fd, op="append", path=rel, sha256=after.hexdigest(), size=new_size)
@@ -109,8 +115,8 @@ class Journal:
     def remove(self, path: Path) -> None:
         path, rel = self._resolve(path)
         with self._locked() as (live, fd):
-            if rel not in live.replay.files and not path.exists():
-                return
+            if live.replay.expected(rel) is None and not path.exists():
+                return  # nothing there, and the chain agrees
             self._enter(live, fd, op="remove", path=rel)
             self._do(live, lambda: _unlink(path))
             live.running.pop(rel, None)
@@ -151,16 +157,11 @@ class Journal:
 
     def _catch_up(self, live: _Live, fd: int) -> None:
         """Read what others appended since; refuse a chain rewritten under this process."""
-        size = os.fstat(fd).st_size
-        if live.last_line:
+        size, last = os.fstat(fd).st_size, live.replay.last
+        if last is not None:
             start = live.offset - len(live.last_line)
             if size < live.offset or os.pread(fd, len(live.last_line), start) != live.last_line:
-                raise IntegrityError(
-                    [
-                        f"{CHAIN}: entry {live.replay.last.seq} is not the one this process "  # type: ignore[union-attr]
-                        "wrote or read: the chain was rewritten while the experiment ran"
-                    ]
-                )
+                raise IntegrityError(anchor_problem([], (last.seq, live.last_line)))
         if size > live.offset:
             data = os.pread(fd, size - live.offset, live.offset)
             for line in data[: data.rfind(b"\n") + 1].splitlines(keepends=True):
@@ -231,7 +232,7 @@ class Journal:
         operation()
         live.settled = True
 
-    def _running(self, live: _Live, path: Path, rel: str) -> tuple[int, object]:
+    def _running(self, live: _Live, path: Path, rel: str) -> tuple[int, Any]:
         """The running digest of a file about to be appended to; it must match the chain,
         or the append would vouch for content the framework never wrote."""
         cached = live.running.get(rel)

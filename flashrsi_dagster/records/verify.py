@@ -33,7 +33,7 @@ def problems_of(root: Path, anchor: Anchor | None = None) -> list[str]:
     replay, lines, broken = read_chain(chain.read_bytes())
     if broken:
         return [broken]
-    problems = _anchor_problem(lines, anchor)
+    problems = anchor_problem(lines, anchor)
     head = read_head(root / HEAD)
     stance = in_flight(replay, head)
     if stance == "refused":
@@ -114,7 +114,8 @@ def _torn(path: Path, rel: str, replay: Replay, stance: str) -> bool:
     return before is None or hashlib.sha256(data[:old_size]).hexdigest() == before.sha256
 
 
-def _anchor_problem(lines: list[bytes], anchor: Anchor | None) -> list[str]:
+def anchor_problem(lines: list[bytes], anchor: Anchor | None) -> list[str]:
+    """The chain's `lines` must still hold the entry a live process last wrote or read."""
     if anchor is None:
         return []
     seq, line = anchor
