@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -55,15 +56,30 @@ def test_a_worker_that_rewrites_a_dev_score_gets_no_promotion(tmp_path, how):
     assert state.promotion is None and state.test is None
 
 
+def test_a_dev_score_changed_in_place_is_refused_at_promotion(tmp_path):
+    config = _config(tmp_path, "--algorithm.max_steps", "1")
+    harness = MetaHarness(open_experiment(config), log=lambda _: None)
+    while (step := harness.next()).action != "promote":
+        harness.do(step)
+    record = config.experiment.dir / ROUND_1
+    _forge(record, "dev_score")
+
+    with pytest.raises(IntegrityError) as refused:
+        harness.promote()
+
+    written = _last_entry_of(config.experiment.dir, ROUND_1)
+    assert refused.value.problems == [
+        f"{ROUND_1}: content changed since the framework wrote it (chain entry {written})"
+    ]
+    assert harness.state().promotion is None
+    harness.close()
+
+
 def test_a_forged_sealed_test_score_is_refused_on_resume(tmp_path):
     config = _config(tmp_path, "--algorithm.max_steps", "1")
-    state = MetaHarness(open_experiment(config), log=lambda _: None).run()
+    MetaHarness(open_experiment(config), log=lambda _: None).run()
     test = config.experiment.dir / "records/meta_harness/test.json"
-    before, text = test.stat(), test.read_text()
-    score = f'"test_score": {state.test.test_score}'
-    forged = '"test_score": 1.0'.ljust(len(score))  # same size, same mtime
-    test.write_text(text.replace(score, forged))
-    os.utime(test, ns=(before.st_atime_ns, before.st_mtime_ns))
+    _forge(test, "test_score")
 
     harness = MetaHarness(open_experiment(config), log=lambda _: None)
     for step in (harness.run, harness.sealed_test):
@@ -73,6 +89,16 @@ def test_a_forged_sealed_test_score_is_refused_on_resume(tmp_path):
             "records/meta_harness/test.json: content changed since the framework wrote it "
             f"(chain entry {_last_entry_of(config.experiment.dir, test.name)})"
         ]
+
+
+def _forge(record: Path, field: str) -> None:
+    """Set `field` to 1.0 in place, keeping the file's size and mtime."""
+    before, text = record.stat(), record.read_text()
+    value = re.search(rf'"{field}": [0-9.e-]+', text).group()
+    assert value != f'"{field}": 1.0'
+    record.write_text(text.replace(value, f'"{field}": 1.0'.ljust(len(value))))
+    os.utime(record, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert record.stat().st_size == before.st_size
 
 
 def _last_entry_of(root: Path, name: str) -> int:
