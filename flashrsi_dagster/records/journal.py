@@ -240,7 +240,8 @@ class Journal:
             size = path.stat().st_size
         except FileNotFoundError:
             size = None
-        if cached is not None and cached[0] == size:
+        # As this process left it, and the chain still says so (no other process wrote it):
+        if cached and live.replay.expected(rel) == FileState(cached[1].hexdigest(), size or 0):
             return cached
         problem = file_problem(self.root, rel, live.replay, "settled")
         if problem:
