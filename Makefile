@@ -6,7 +6,7 @@ TOOLS := .tools
 UV := $(TOOLS)/bin/uv
 PYTHON ?= python3
 
-.PHONY: demo test lint env browser clean
+.PHONY: demo test lint env jail browser clean
 
 demo: env
 	@echo "== flashrsi: Meta-Harness on the built-in text classification, offline model simulator =="
@@ -16,6 +16,14 @@ demo: env
 
 test: env browser
 	$(UV) run --locked pytest
+
+# Every agent process runs in a bubblewrap jail (Debian's `bubblewrap`); installed here where apt
+# and root allow. Without it, agents refuse to start unless a config says `confinement: none`.
+jail:
+	@command -v bwrap >/dev/null 2>&1 || { \
+		if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+		else echo "bubblewrap is not installed (apt-get install bubblewrap): agents cannot be jailed"; fi; }
 
 # The UI test drives Debian's headless Chromium; installed here where apt and root allow.
 browser:
@@ -27,7 +35,7 @@ browser:
 lint: env
 	$(UV) run --locked ruff check flashrsi_dagster tests bench
 
-env: $(UV)
+env: $(UV) jail
 	$(UV) sync --locked --quiet --all-extras
 
 $(UV):

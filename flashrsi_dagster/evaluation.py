@@ -19,6 +19,7 @@ from flashrsi_dagster.agents import TargetAgent, harness_dir
 from flashrsi_dagster.benchmarks.base import BenchmarkError, Task
 from flashrsi_dagster.benchmarks.loading import load_benchmark, load_splits
 from flashrsi_dagster.config.models import ExperimentConfig
+from flashrsi_dagster.environments.confinement import confinement_for
 from flashrsi_dagster.experiment import ExperimentPaths, redactor_for
 from flashrsi_dagster.records import RecordStore
 from flashrsi_dagster.rollouts.engine import Progress, Settings, run_rollouts
@@ -65,9 +66,10 @@ def evaluate(
     settings = Settings(
         config.benchmark.attempts, config.benchmark.concurrency, config.benchmark.max_infra_reruns
     )
+    confinement = confinement_for(config, paths.logs / "gateway.jsonl", redactor)
     with scratch_dir("eval-") as tmp:
         checkout = store.check_out(snapshot, tmp / "harness")
-        with TargetAgent(config.agent, checkout) as agent:
+        with TargetAgent(config.agent, checkout, confinement=confinement) as agent:
             agent.update(checkout, snapshot.id)
             final = run_rollouts(
                 benchmark, agent, tasks, record, split=split, settings=settings, progress=progress

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,6 +20,8 @@ from typing import Any, ClassVar
 
 from flashrsi_dagster.agents.run_config import run_config_message
 from flashrsi_dagster.config.models import ExperimentConfig, RoleConfig
+from flashrsi_dagster.environments.confinement import Confinement
+from flashrsi_dagster.environments.jail import Mount
 from flashrsi_dagster.llm.client import INFRA_ERRORS, AnthropicAPIError
 from flashrsi_dagster.records import ErrorInfo, Redactor, Status, Trajectory, Usage
 
@@ -55,7 +57,14 @@ class Agent(ABC):
     supports_environment: ClassVar[bool] = False
     """True when `_run` accepts `environment=` and runs its commands there."""
 
-    def __init__(self, config: RoleConfig, files_dir: Path, *, role: str = "target") -> None:
+    def __init__(
+        self,
+        config: RoleConfig,
+        files_dir: Path,
+        *,
+        role: str = "target",
+        confinement: Confinement | None = None,
+    ) -> None:
         if isinstance(config, ExperimentConfig):
             raise AgentConfigError(
                 f"{type(self).__name__} takes one role's config — config.agent for the target "
@@ -68,9 +77,19 @@ class Agent(ABC):
         self.files_dir = Path(files_dir).resolve()
         self.snapshot_id: str | None = None
         self._frozen: RoleConfig | None = None
+        self._confinement = confinement
         # Knows the role's own key even when its variable is not named like a secret.
         key = self.config.llm.api_key
         self.redactor = Redactor([key.resolve()] if key and key.env_var in os.environ else [])
+
+    @property
+    def confinement(self) -> Confinement:
+        """The jail and gateway policy runs use: the experiment's, else jailed behind the
+        process's shared gateway (built on first use, so agents that start no process and
+        call no model never need one)."""
+        if self._confinement is None:
+            self._confinement = Confinement()
+        return self._confinement
 
     # -- what adapters implement ----------------------------------------------------------
 
@@ -81,7 +100,8 @@ class Agent(ABC):
 
     @abstractmethod
     def _run(self, working_dir: Path, instruction: str) -> Trajectory:
-        """Run the harness on `working_dir` with the task's `instruction`.
+        """Run the harness on `working_dir` with the task's `instruction` (and, when given,
+        `environment=` for a task environment and `mounts=` for read-only folders).
 
         Read settings only from `self.run_config`; return the harness's answer, status,
         messages and usage; close every process or session started before returning."""
@@ -119,19 +139,25 @@ class Agent(ABC):
         split: str | None = None,
         attempt: int = 0,
         environment: TaskEnvironment | None = None,
+        mounts: Sequence[Mount] = (),
     ) -> Trajectory:
-        """One run. Never raises for the agent's own failures: they are error trajectories."""
+        """One run. Never raises for the agent's own failures: they are error trajectories.
+
+        `mounts` are extra folders the run sees read-only (say, a history view inside the
+        working folder); in a jail they are bind mounts the agent cannot change."""
         started, clock = datetime.now(UTC), time.monotonic()
         with self.frozen() as config:
             try:
-                if environment is None:
-                    trajectory = self._run(Path(working_dir), instruction)
-                elif self.supports_environment:
-                    trajectory = self._run(Path(working_dir), instruction, environment=environment)
-                else:
-                    raise AgentConfigError(
-                        f"agent type {self.name!r} cannot run commands in a task environment"
-                    )
+                extra: dict[str, Any] = {}
+                if environment is not None:
+                    if not self.supports_environment:
+                        raise AgentConfigError(
+                            f"agent type {self.name!r} cannot run commands in a task environment"
+                        )
+                    extra["environment"] = environment
+                if mounts:
+                    extra["mounts"] = tuple(mounts)
+                trajectory = self._run(Path(working_dir), instruction, **extra)
             except Exception as exc:  # one run's failure is data, not a crash of the batch
                 trajectory = Trajectory(
                     task_id=task_id,
@@ -140,6 +166,11 @@ class Agent(ABC):
                     error=ErrorInfo.from_exception(exc),
                 )
             header = run_config_message(config, self.snapshot_id, self.role, self.redactor)
+            # The agent never held the key (the gateway did), but a model or an endpoint's
+            # error text may echo it: what leaves `run` is redacted whatever the adapter did.
+            trajectory = Trajectory.model_validate(
+                self.redactor.value(trajectory.model_dump(mode="json"))
+            )
             return trajectory.model_copy(
                 update={
                     "task_id": task_id,

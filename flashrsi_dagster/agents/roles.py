@@ -8,17 +8,22 @@ from pathlib import Path
 from flashrsi_dagster.agents.base import Agent, AgentConfigError
 from flashrsi_dagster.agents.registry import adapter_class
 from flashrsi_dagster.config.models import ExperimentConfig, RoleConfig
+from flashrsi_dagster.environments.confinement import Confinement
 
 
 class WorkerConfigError(AgentConfigError):
     """The Worker role names an agent that cannot edit files."""
 
 
-def TargetAgent(config: RoleConfig, files_dir: Path | None = None) -> Agent:
-    return _build(config, files_dir, role="target")
+def TargetAgent(
+    config: RoleConfig, files_dir: Path | None = None, *, confinement: Confinement | None = None
+) -> Agent:
+    return _build(config, files_dir, role="target", confinement=confinement)
 
 
-def WorkerAgent(config: RoleConfig, files_dir: Path | None = None) -> Agent:
+def WorkerAgent(
+    config: RoleConfig, files_dir: Path | None = None, *, confinement: Confinement | None = None
+) -> Agent:
     _refuse_experiment(config)
     cls = adapter_class(config.type)
     if not cls.has_file_tools:
@@ -27,7 +32,7 @@ def WorkerAgent(config: RoleConfig, files_dir: Path | None = None) -> Agent:
             "Worker must be an agent that can list, read and edit files (e.g. `miniagent` or "
             "`claude-code`), not a plain LLM"
         )
-    return _build(config, files_dir, role="worker")
+    return _build(config, files_dir, role="worker", confinement=confinement)
 
 
 def harness_dir(config: RoleConfig) -> Path:
@@ -35,9 +40,12 @@ def harness_dir(config: RoleConfig) -> Path:
     return config.source_dir or adapter_class(config.type).builtin_harness()
 
 
-def _build(config: RoleConfig, files_dir: Path | None, *, role: str) -> Agent:
+def _build(
+    config: RoleConfig, files_dir: Path | None, *, role: str, confinement: Confinement | None
+) -> Agent:
     _refuse_experiment(config)
-    return adapter_class(config.type)(config, files_dir or harness_dir(config), role=role)
+    cls = adapter_class(config.type)
+    return cls(config, files_dir or harness_dir(config), role=role, confinement=confinement)
 
 
 def _refuse_experiment(config: object) -> None:

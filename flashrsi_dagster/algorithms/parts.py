@@ -9,14 +9,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from flashrsi_dagster.agents import Agent, TargetAgent, WorkerAgent
 from flashrsi_dagster.benchmarks.base import Benchmark
 from flashrsi_dagster.benchmarks.loading import load_benchmark
 from flashrsi_dagster.config.models import BenchmarkConfig, RoleConfig
+from flashrsi_dagster.environments.confinement import Confinement
 
-AgentFactory = Callable[[RoleConfig, Path | None], Agent]
-"""A role's config and the folder holding its harness files -> a ready agent."""
+
+class AgentFactory(Protocol):
+    """A role's config, the folder holding its harness files and the experiment's
+    confinement -> a ready agent."""
+
+    def __call__(
+        self, config: RoleConfig, files_dir: Path | None, *, confinement: Confinement | None
+    ) -> Agent: ...
+
+
 BenchmarkFactory = Callable[[BenchmarkConfig], Benchmark]
 
 

@@ -14,7 +14,7 @@ from flashrsi_dagster.config.models import ExperimentConfig
 from flashrsi_dagster.config.overrides import apply_overrides, parse_overrides
 from flashrsi_dagster.config.secrets import is_reference
 from flashrsi_dagster.config.yaml_source import KeyPath, load_yaml_document
-from flashrsi_dagster.records.redaction import Redactor, looks_like_key
+from flashrsi_dagster.records.redaction import Redactor, is_identity_key, looks_like_key
 
 _SHOWN_INPUT_CHARS = 60
 
@@ -78,7 +78,13 @@ def _literal_secrets(value: Any, path: KeyPath = ()) -> list[tuple[KeyPath, str]
             ]
         return []
     if isinstance(value, dict):
-        return [hit for key, item in value.items() for hit in _literal_secrets(item, (*path, key))]
+        # Paths and ids are not keys: a folder named `sk-…` is a folder (see is_identity_key).
+        return [
+            hit
+            for key, item in value.items()
+            if not (isinstance(key, str) and is_identity_key(key))
+            for hit in _literal_secrets(item, (*path, key))
+        ]
     if isinstance(value, list):
         return [hit for i, item in enumerate(value) for hit in _literal_secrets(item, (*path, i))]
     return []

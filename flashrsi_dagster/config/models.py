@@ -6,6 +6,7 @@ Relative paths resolve against the YAML file's folder (passed as validation cont
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -13,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationInfo,
@@ -26,6 +28,32 @@ from flashrsi_dagster.records.json_values import to_json_value
 # Experiment names end up in Dagster partition keys and folder names: no `|`, `,`, `[`, `]`, `/`.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,79}")
 _ADAPTER_TYPE = re.compile(r"[a-z][a-z0-9_-]*|[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+
+# Upper bounds, checked at validation: a typo or a hostile override (`1e20`) must be an error
+# naming the key, not gigabytes of task slots or a loop that never ends.
+MAX_STEPS = 1_000
+MAX_TURNS = 1_000
+MAX_ATTEMPTS = 100
+MAX_CONCURRENCY = 256
+MAX_TASKS = 100_000
+"""Per split, and for `limit` / `evolution_limit`."""
+MAX_RETRIES = 10
+"""`llm.max_retries` and `benchmark.max_infra_reruns`."""
+MAX_TOKENS = 1_000_000
+MAX_TIMEOUT = 7 * 24 * 3600.0
+"""Seconds: a week, for any timeout."""
+
+
+def _integral(value: Any) -> Any:
+    # YAML reads `1.0e+20` as a float; as a count it must fail on the key's maximum, not on
+    # pydantic's 64-bit parse limit ("unable to parse input string").
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return value
+
+
+Count = Annotated[int, BeforeValidator(_integral)]
+"""An integer count; a whole float such as `1e20` is checked against the count's maximum."""
 
 
 def _resolve(path: Path, info: ValidationInfo) -> Path:
@@ -51,15 +79,16 @@ ExistingPath = Annotated[Path, AfterValidator(_resolve), AfterValidator(_must_ex
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # Floats must be finite: an `.inf` timeout is no timeout, and `nan` compares false to all.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 
 class ReasoningConfig(Section):
     effort: Literal["minimal", "low", "medium", "high"] | None = Field(
         None, description="OpenAI `reasoning_effort` / Responses `reasoning.effort`."
     )
-    budget_tokens: int | None = Field(
-        None, gt=0, description="Anthropic extended-thinking budget in tokens."
+    budget_tokens: Count | None = Field(
+        None, gt=0, le=MAX_TOKENS, description="Anthropic extended-thinking budget in tokens."
     )
 
 
@@ -86,13 +115,19 @@ class LLMConfig(Section):
         "chat", description="`chat` / `responses` (OpenAI-compatible) or `anthropic` (Messages)."
     )
     temperature: float | None = Field(None, ge=0, le=2)
-    max_tokens: int | None = Field(None, gt=0, description="Cap on output tokens per call.")
+    max_tokens: Count | None = Field(
+        None, gt=0, le=MAX_TOKENS, description="Cap on output tokens per call."
+    )
     reasoning: ReasoningConfig | None = None
     extra_body: dict[str, Any] = Field(
         default_factory=dict, description="Extra JSON fields merged into every request body."
     )
-    timeout: float = Field(120.0, gt=0, description="Seconds allowed for one model call.")
-    max_retries: int = Field(2, ge=0, description="Retries of a failed call (429, 5xx, timeout).")
+    timeout: float = Field(
+        120.0, gt=0, le=MAX_TIMEOUT, description="Seconds allowed for one model call."
+    )
+    max_retries: Count = Field(
+        2, ge=0, le=MAX_RETRIES, description="Retries of a failed call (429, 5xx, timeout)."
+    )
     price: PriceConfig | None = Field(None, description="Token prices; None: cost not computed.")
 
     @field_validator("base_url")
@@ -107,6 +142,16 @@ class LLMConfig(Section):
         return to_json_value(value)
 
 
+class SpendCap(Section):
+    """A role's spending cap, enforced by the model gateway per experiment: once reached,
+    further calls are refused (an infrastructure fault with the cap in its message)."""
+
+    usd: float | None = Field(None, ge=0, description="USD the role may spend; None: no cap.")
+    tokens: int | None = Field(
+        None, ge=0, description="Input + output tokens the role may use; None: no cap."
+    )
+
+
 class RoleConfig(Section):
     """An agent role: the target that runs tasks, or the Worker that edits harnesses."""
 
@@ -118,8 +163,17 @@ class RoleConfig(Section):
         None, description="Harness folder (with components.yaml); None: the adapter's built-in."
     )
     llm: LLMConfig
-    timeout: float = Field(600.0, gt=0, description="Wall-clock seconds for one run.")
-    max_turns: int = Field(50, gt=0, description="Model calls allowed in one run.")
+    timeout: float = Field(
+        600.0,
+        gt=0,
+        le=MAX_TIMEOUT,
+        validate_default=True,  # the default must still outlast `llm.timeout`
+        description="Wall-clock seconds for one run; more than `llm.timeout`.",
+    )
+    max_turns: Count = Field(50, gt=0, le=MAX_TURNS, description="Model calls allowed in one run.")
+    spend_cap: SpendCap | None = Field(
+        None, description="Caps on what this role may spend, enforced by the model gateway."
+    )
 
     @field_validator("type")
     @classmethod
@@ -130,6 +184,19 @@ class RoleConfig(Section):
             )
         return value
 
+    @field_validator("timeout")
+    @classmethod
+    def _fits_a_model_call(cls, value: float, info: ValidationInfo) -> float:
+        # `llm` is declared before `timeout`, so it is validated first; absent if it failed.
+        llm = info.data.get("llm")
+        if isinstance(llm, LLMConfig) and value <= llm.timeout:
+            raise ValueError(
+                f"expected more than this role's llm.timeout ({llm.timeout:g} s), got "
+                f"{value:g} s: one model call must fit in a run; raise this timeout or lower "
+                "llm.timeout"
+            )
+        return value
+
 
 class ExperimentSection(Section):
     name: str = Field(description="Unique within the home folder; letters, digits, `_.-`.")
@@ -137,6 +204,11 @@ class ExperimentSection(Section):
         None, validate_default=True, description="Folder of experiments; default ./.flashrsi."
     )
     seed: int = Field(0, description="Seed for everything the experiment randomises.")
+    confinement: Literal["bwrap", "none"] = Field(
+        "bwrap",
+        description="`bwrap`: every agent process runs in a bubblewrap jail behind the model "
+        "gateway; `none`: unconfined (recorded, and every summary marks the experiment).",
+    )
 
     @field_validator("name")
     @classmethod
@@ -161,7 +233,9 @@ class ExperimentSection(Section):
 
 class MetaHarnessConfig(Section):
     name: Literal["meta_harness"]
-    max_steps: int = Field(20, ge=1, description="Worker edit attempts after the seed round.")
+    max_steps: Count = Field(
+        20, ge=1, le=MAX_STEPS, description="Worker edit attempts after the seed round."
+    )
     worker: RoleConfig = Field(description="The Worker agent; it must have file tools.")
 
 
@@ -169,9 +243,9 @@ AlgorithmConfig = MetaHarnessConfig
 
 
 class SplitCounts(Section):
-    train: int = Field(ge=0)
-    dev: int = Field(ge=0)
-    test: int = Field(ge=0)
+    train: Count = Field(ge=0, le=MAX_TASKS)
+    dev: Count = Field(ge=0, le=MAX_TASKS)
+    test: Count = Field(ge=0, le=MAX_TASKS)
 
 
 class BenchmarkConfig(Section):
@@ -182,7 +256,9 @@ class BenchmarkConfig(Section):
     split_counts: SplitCounts | None = Field(
         None, description="Tasks drawn into each split; None: the benchmark's documented default."
     )
-    limit: int | None = Field(None, ge=1, description="Use at most this many tasks per split.")
+    limit: Count | None = Field(
+        None, ge=1, le=MAX_TASKS, description="Use at most this many tasks per split."
+    )
     seed: int = Field(0, description="Seed of the deterministic split draw.")
     tasks_dir: ExistingDir | None = Field(
         None, description="terminal_bench: a folder of Harbor task folders; None: built-in suite."
@@ -197,11 +273,18 @@ class BenchmarkConfig(Section):
         description="Tasks that replace train (same format as data_path); must not "
         "overlap dev/test by id, instruction or checksum.",
     )
-    evolution_limit: int | None = Field(None, ge=1, description="Use at most this many.")
-    attempts: int = Field(1, ge=1, description="Rollouts per task (K).")
-    concurrency: int = Field(4, ge=1, description="Rollouts run at the same time.")
-    max_infra_reruns: int = Field(
-        2, ge=0, description="Reruns of an infrastructure failure before it scores 0."
+    evolution_limit: Count | None = Field(
+        None, ge=1, le=MAX_TASKS, description="Use at most this many."
+    )
+    attempts: Count = Field(1, ge=1, le=MAX_ATTEMPTS, description="Rollouts per task (K).")
+    concurrency: Count = Field(
+        4, ge=1, le=MAX_CONCURRENCY, description="Rollouts run at the same time."
+    )
+    max_infra_reruns: Count = Field(
+        2,
+        ge=0,
+        le=MAX_RETRIES,
+        description="Reruns of an infrastructure failure before it scores 0.",
     )
 
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from flashrsi_dagster.config.models import ExperimentConfig
+from flashrsi_dagster.environments.confinement import Confinement, confinement_for
 from flashrsi_dagster.experiment.identity import ConfigChangedError, RunMeta, open_identity
 from flashrsi_dagster.experiment.paths import ExperimentPaths
 from flashrsi_dagster.records import RecordStore, RedactingFilter, Redactor
 from flashrsi_dagster.snapshots import SnapshotStore
-from flashrsi_dagster.snapshots.guard import DEFAULT_MAX_FILE_BYTES
+from flashrsi_dagster.snapshots.guard import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_TOTAL_BYTES
 
 
 @dataclass
@@ -23,6 +24,16 @@ class Experiment:
     snapshots: SnapshotStore
     records: RecordStore
     """The one writer of the folder's records (redacted, atomic, in the integrity chain)."""
+    _confinement: Confinement | None = field(default=None, repr=False)
+
+    @property
+    def confinement(self) -> Confinement:
+        """How this experiment's agents run (built on first use: planning needs none)."""
+        if self._confinement is None:
+            self._confinement = confinement_for(
+                self.config, self.paths.logs / "gateway.jsonl", self.redactor
+            )
+        return self._confinement
 
     def log_handler(self, name: str = "flashrsi.log") -> logging.Handler:
         """A file handler under `logs/` whose every line passes through redaction."""
@@ -39,14 +50,23 @@ def redactor_for(config: ExperimentConfig) -> Redactor:
 
 
 def open_experiment(
-    config: ExperimentConfig, *, force: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    config: ExperimentConfig,
+    *,
+    force: bool = False,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
 ) -> Experiment:
     """Open (or create) the experiment folder; refuses a changed config unless `force`."""
     paths = ExperimentPaths(config.experiment.dir)
     redactor = redactor_for(config)
     records = RecordStore(paths.root, redactor)
     meta = open_identity(config, paths.run_meta, records, force=force)
-    store = SnapshotStore(paths.snapshots, max_file_bytes=max_file_bytes, secret_filter=redactor)
+    store = SnapshotStore(
+        paths.snapshots,
+        max_file_bytes=max_file_bytes,
+        max_total_bytes=max_total_bytes,
+        secret_filter=redactor,
+    )
     return Experiment(config, paths, meta, redactor, store, records)
 
 

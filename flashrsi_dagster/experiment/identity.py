@@ -68,19 +68,31 @@ class RunMeta(BaseModel):
     forced: list[ForcedReopen] = Field(default_factory=list)
 
     @property
+    def confined(self) -> bool:
+        return self.config.get("experiment", {}).get("confinement", "bwrap") != "none"
+
+    @property
     def sealed_valid(self) -> bool:
-        return not self.forced
+        return not self.forced and self.confined
 
     def validity_note(self) -> str | None:
-        """The line every summary shows once the experiment was forced through a change."""
-        if self.sealed_valid:
-            return None
-        last = self.forced[-1]
-        return (
-            f"NOT A VALID SEALED EXPERIMENT: reopened with a changed config using --force "
-            f"{len(self.forced)} time(s), last on {last.at:%Y-%m-%d %H:%M} UTC "
-            f"({'; '.join(last.changes)})"
-        )
+        """The line every summary shows once the experiment was forced through a change, or
+        when its agents ran unconfined (nothing kept them from their own score)."""
+        notes = []
+        if not self.confined:
+            notes.append(
+                "NOT A VALID SEALED EXPERIMENT: agents ran unconfined "
+                "(experiment.confinement: none), with nothing keeping them from the records, "
+                "the labels or the test split"
+            )
+        if self.forced:
+            last = self.forced[-1]
+            notes.append(
+                f"NOT A VALID SEALED EXPERIMENT: reopened with a changed config using --force "
+                f"{len(self.forced)} time(s), last on {last.at:%Y-%m-%d %H:%M} UTC "
+                f"({'; '.join(last.changes)})"
+            )
+        return "\n".join(notes) or None
 
 
 def normalised(config: ExperimentConfig) -> dict[str, Any]:

@@ -56,9 +56,19 @@ class Completion:
 class LLMClient:
     """The model connection of one role (`agent.llm` or `algorithm.worker.llm`)."""
 
-    def __init__(self, llm: LLMConfig, role: str, *, meter: UsageMeter | None = None) -> None:
+    def __init__(
+        self,
+        llm: LLMConfig,
+        role: str,
+        *,
+        meter: UsageMeter | None = None,
+        via: tuple[str, str] | None = None,
+    ) -> None:
+        """`via`: (root URL, token) of a model gateway to call instead of the role's endpoint
+        with its key (the gateway forwards to that endpoint and injects the key)."""
         self.config = llm.model_copy(deep=True)
         self.role = role
+        self._via = via
         self.meter = meter or UsageMeter(role, llm.model, llm.price)
         self._openai: openai.OpenAI | None = None
 
@@ -83,7 +93,7 @@ class LLMClient:
     def _sdk(self) -> openai.OpenAI:
         if self._openai is None:
             self._openai = openai.OpenAI(
-                base_url=openai_base_url(self.config),
+                base_url=f"{self._via[0]}/v1" if self._via else openai_base_url(self.config),
                 api_key=self._key(),
                 timeout=self.config.timeout,
                 max_retries=self.config.max_retries,
@@ -92,7 +102,7 @@ class LLMClient:
         return self._openai
 
     def _key(self) -> str:
-        return resolve_key(self.config)
+        return self._via[1] if self._via else resolve_key(self.config)
 
     def _common(self) -> dict[str, Any]:
         c = self.config
@@ -171,7 +181,7 @@ class LLMClient:
 
     def _post_anthropic(self, body: dict[str, Any]) -> dict[str, Any]:
         request = urllib.request.Request(
-            f"{anthropic_base_url(self.config)}/v1/messages",
+            f"{self._via[0] if self._via else anthropic_base_url(self.config)}/v1/messages",
             data=json.dumps(body).encode(),
             method="POST",
             headers={

@@ -6,7 +6,10 @@ import logging
 import os
 import re
 from collections.abc import Iterable, Mapping
+from functools import cached_property
 from typing import Any
+
+from flashrsi_dagster.records.encodings import SecretScanner
 
 REDACTED = "[REDACTED]"
 
@@ -18,16 +21,30 @@ _SECRET_ENV_NAME = re.compile(
     r"(^|_)(API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|AUTH)(_|$)", re.IGNORECASE
 )
 
-# Common credential shapes, redacted even when we were never told the value.
+# Common credential shapes, redacted even when we were never told the value. A shape counts only
+# as a whole token: it must not be preceded by a letter, digit, `-` or `_` and must end where the
+# token ends, so `sk-` inside `task-classification-item-00` or `desk-0123…` is not a key.
+_TOKEN_CHAR = r"A-Za-z0-9_\-"
+_SHAPES = (
+    r"sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}",
+    r"AKIA[0-9A-Z]{16}",
+    r"gh[pousr]_[A-Za-z0-9]{30,}",
+    r"github_pat_[A-Za-z0-9_]{30,}",
+    r"xox[abposr]-[A-Za-z0-9\-]{10,}",
+    r"hf_[A-Za-z0-9]{30,}",
+    r"AIza[0-9A-Za-z_\-]{35}",
+)
 _KEY_SHAPES = re.compile(
-    r"sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}"
-    r"|AKIA[0-9A-Z]{16}"
-    r"|gh[pousr]_[A-Za-z0-9]{30,}"
-    r"|github_pat_[A-Za-z0-9_]{30,}"
-    r"|xox[abposr]-[A-Za-z0-9\-]{10,}"
-    r"|hf_[A-Za-z0-9]{30,}"
-    r"|AIza[0-9A-Za-z_\-]{35}"
-    r"|(?<=Bearer )[A-Za-z0-9._\-]{16,}"
+    rf"(?<![{_TOKEN_CHAR}])(?:{'|'.join(_SHAPES)})(?![{_TOKEN_CHAR}])"
+    # An HTTP bearer credential (RFC 6750 b64token): the whole token after the scheme.
+    r"|(?<=[Bb]earer )[A-Za-z0-9._~+/\-]{16,}=*"
+)
+
+# See `is_identity_key`.
+_IDENTITY_KEY = re.compile(
+    r"(?:[a-z0-9]+_)*(?:ids?|paths?|dirs?)"
+    r"|[a-z][a-zA-Z0-9]*(?:Ids?|Paths?|Dirs?)"
+    r"|workdir|cwd|home|folder"
 )
 
 
@@ -36,12 +53,30 @@ def is_secret_env_name(name: str) -> bool:
 
 
 def looks_like_key(text: str) -> bool:
-    """True when `text` contains a well-known credential shape (e.g. `sk-…`)."""
+    """True when `text` contains a well-known credential shape (e.g. `sk-…`) as a whole token."""
     return bool(_KEY_SHAPES.search(text))
+
+
+def is_identity_key(key: str) -> bool:
+    """True for a field that names something rather than carrying text.
+
+    Identity fields are task, snapshot, parent and run ids, paths and folders. Rewriting one
+    breaks identity downstream (a task re-run because its id changed, a round whose scores no
+    longer match its tasks), so `Redactor.value` applies key shapes to neither them nor mapping
+    keys (field names, or ids such as scores keyed by task id); known secret values are still
+    replaced. The set, matched on the whole key: `id`, `ids`, `path`, `paths`, `dir`, `dirs`
+    alone or as a snake_case suffix (`task_id`, `snapshot_ids`, `data_path`, `files_dir`,
+    `working_dir`), their camelCase forms (`taskId`, `filePath`), and `workdir`, `cwd`, `home`,
+    `folder`.
+    """
+    return bool(_IDENTITY_KEY.fullmatch(key))
 
 
 class Redactor:
     """Replaces known secret values, secret-named environment values and key shapes.
+
+    Known values are replaced wherever they occur; key shapes only as whole tokens, and never
+    in identity fields (see `is_identity_key`).
 
     `secrets` are the resolved values of every `${ENV_VAR}` the config references; the
     environment is read when the redactor is built, never at import time.
@@ -58,34 +93,54 @@ class Redactor:
             if is_secret_env_name(name) and len(value) >= MIN_SECRET_LENGTH
         }
         # Longest first, so a secret that contains another one is replaced whole.
-        ordered = sorted(values, key=len, reverse=True)
-        self._literals = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        self._values = tuple(sorted(values, key=len, reverse=True))
+        self._literals = re.compile("|".join(map(re.escape, self._values))) if values else None
 
     @property
     def knows_secrets(self) -> bool:
         return self._literals is not None
 
+    @cached_property
+    def scanner(self) -> SecretScanner:
+        """The known secret values in every simple encoding (base64, hex, …), built once."""
+        return SecretScanner(self._values)
+
     def leaks(self, data: bytes) -> bool:
-        """True when `data` holds a known secret value (key shapes are not checked here: a
-        harness may legitimately document what a key looks like)."""
-        if self._literals is None:
-            return False
-        return self._literals.search(data.decode("utf-8", errors="replace")) is not None
+        """True when `data` holds a known secret value, plain or in a simple encoding (key
+        shapes are not checked here: a harness may legitimately document what a key looks
+        like)."""
+        return self.scanner.find(data) is not None
 
     def text(self, text: str) -> str:
-        if self._literals is not None:
-            text = self._literals.sub(REDACTED, text)
-        return _KEY_SHAPES.sub(REDACTED, text)
+        return _KEY_SHAPES.sub(REDACTED, self._known(text))
 
     def value(self, value: Any) -> Any:
-        """Redact every string inside a JSON-like value (dict keys included)."""
+        """Redact every string inside a JSON-like value.
+
+        Known secret values are replaced everywhere, mapping keys included. Key shapes are
+        replaced everywhere except in identity fields and mapping keys (see `is_identity_key`):
+        an id or a path is never rewritten because it happens to look like a key.
+        """
+        return self._value(value, identity=False)
+
+    def _value(self, value: Any, identity: bool) -> Any:
         if isinstance(value, str):
-            return self.text(value)
+            return self._known(value) if identity else self.text(value)
         if isinstance(value, Mapping):
-            return {self.value(key): self.value(item) for key, item in value.items()}
+            out = {}
+            for key, item in value.items():
+                named = isinstance(key, str)
+                out[self._known(key) if named else key] = self._value(
+                    item, named and is_identity_key(key)
+                )
+            return out
         if isinstance(value, list | tuple):
-            return [self.value(item) for item in value]
+            # A list under an identity key (`task_ids`) holds identities too.
+            return [self._value(item, identity) for item in value]
         return value
+
+    def _known(self, text: str) -> str:
+        return self._literals.sub(REDACTED, text) if self._literals is not None else text
 
 
 class RedactingFilter(logging.Filter):

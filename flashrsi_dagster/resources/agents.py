@@ -14,6 +14,7 @@ from pydantic import PrivateAttr
 
 from flashrsi_dagster.agents import Agent, TargetAgent, WorkerAgent
 from flashrsi_dagster.config.models import RoleConfig
+from flashrsi_dagster.environments.confinement import Confinement
 
 _FACTORIES = {"target": TargetAgent, "worker": WorkerAgent}
 
@@ -22,8 +23,10 @@ class _AgentResource(dg.ConfigurableResource):
     role: ClassVar[str]
     _built: list[Agent] = PrivateAttr(default_factory=list)
 
-    def build(self, role: RoleConfig, files_dir: Path | None) -> Agent:
-        agent = _FACTORIES[self.role](role, files_dir)
+    def build(
+        self, role: RoleConfig, files_dir: Path | None, *, confinement: Confinement | None = None
+    ) -> Agent:
+        agent = _FACTORIES[self.role](role, files_dir, confinement=confinement)
         self._built.append(agent)
         return agent
 

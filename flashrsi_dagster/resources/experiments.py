@@ -23,6 +23,7 @@ from flashrsi_dagster.algorithms.meta_harness import (
 from flashrsi_dagster.algorithms.parts import AgentFactory, Parts
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.config.models import ExperimentConfig, RoleConfig
+from flashrsi_dagster.environments.confinement import Confinement
 from flashrsi_dagster.experiment import Experiment, ExperimentPaths, open_experiment
 from flashrsi_dagster.experiment.identity import RunMeta
 from flashrsi_dagster.records import read_record
@@ -66,10 +67,16 @@ class ExperimentsResource(dg.ConfigurableResource):
         config = load_config(
             Path(config_file), [*overrides, *renamed, "--experiment.home", self.home]
         )
-        return open_experiment(config, max_file_bytes=self.snapshot_store.max_file_bytes)
+        return self._open(config)
 
     def open(self, name: str) -> Experiment:
-        return open_experiment(self.config(name), max_file_bytes=self.snapshot_store.max_file_bytes)
+        return self._open(self.config(name))
+
+    def _open(self, config: ExperimentConfig) -> Experiment:
+        limits = self.snapshot_store
+        return open_experiment(
+            config, max_file_bytes=limits.max_file_bytes, max_total_bytes=limits.max_total_bytes
+        )
 
     def state(self, name: str) -> State:
         """The experiment's records so far; nothing is started to read them."""
@@ -85,9 +92,11 @@ class ExperimentsResource(dg.ConfigurableResource):
 
         def serving(build: AgentFactory) -> AgentFactory:
             # the model server is started only by a step that builds an agent
-            def factory(role: RoleConfig, files_dir: Path | None) -> Agent:
+            def factory(
+                role: RoleConfig, files_dir: Path | None, *, confinement: Confinement | None
+            ) -> Agent:
                 self.offline_model.serve(experiment.config)
-                return build(role, files_dir)
+                return build(role, files_dir, confinement=confinement)
 
             return factory
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dagster as dg
 from pydantic import Field
 
-from flashrsi_dagster.snapshots.guard import DEFAULT_MAX_FILE_BYTES
+from flashrsi_dagster.snapshots.guard import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_TOTAL_BYTES
 
 
 class SnapshotStoreResource(dg.ConfigurableResource):
@@ -17,4 +17,10 @@ class SnapshotStoreResource(dg.ConfigurableResource):
         ge=1,
         description="Largest file a committed harness may hold; a Worker edit with a larger one "
         "is refused (and recorded as a rejection).",
+    )
+    max_total_bytes: int = Field(
+        DEFAULT_MAX_TOTAL_BYTES,
+        ge=1,
+        description="Largest total of all files in one snapshot; a Worker edit that makes the "
+        "harness larger is refused (and recorded as a rejection).",
     )

@@ -1,7 +1,7 @@
 """Immutable harness snapshots on git: seed, child commits, checkouts, diffs and history."""
 
 from flashrsi_dagster.snapshots.components import Components, ComponentsError
-from flashrsi_dagster.snapshots.guard import Refusal
+from flashrsi_dagster.snapshots.guard import HISTORY_DIR, RESERVED_NAMES, Refusal
 from flashrsi_dagster.snapshots.store import (
     ChangedPath,
     DiffStats,
@@ -12,6 +12,8 @@ from flashrsi_dagster.snapshots.store import (
 )
 
 __all__ = [
+    "HISTORY_DIR",
+    "RESERVED_NAMES",
     "ChangedPath",
     "Components",
     "ComponentsError",

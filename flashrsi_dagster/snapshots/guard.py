@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -13,7 +14,16 @@ GIT_METADATA = frozenset({".git", ".gitattributes", ".gitmodules"})
 IGNORED_DIRS = frozenset({"__pycache__"})
 IGNORED_SUFFIXES = (".pyc", ".pyo")
 
+# Folders the framework lends into an edit folder: the Meta-Harness history of earlier
+# versions and records. Not part of any harness; a symlink into one would carry that history
+# into the snapshot's runs.
+HISTORY_DIR = ".history"
+RESERVED_NAMES = frozenset({HISTORY_DIR})
+
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
+DEFAULT_MAX_TOTAL_BYTES = 100 * 1024 * 1024
+# Symlinks followed through each other before a chain counts as a loop (Linux allows 40).
+_MAX_LINK_HOPS = 40
 
 
 @dataclass(frozen=True)
@@ -31,6 +41,8 @@ class Entry:
     """Relative POSIX path inside the checkout."""
     size: int
     symlink: bool
+    target: str | None = None
+    """A symlink's target, resolved lexically to a relative path inside the checkout."""
 
 
 def path_problem(path: str) -> str | None:
@@ -48,13 +60,20 @@ def path_problem(path: str) -> str | None:
 
 
 def scan(
-    root: Path, declared: Callable[[str], bool], *, max_file_bytes: int, strict: bool
+    root: Path,
+    declared: Callable[[str], bool],
+    *,
+    max_file_bytes: int,
+    max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
+    strict: bool,
 ) -> tuple[list[Entry], list[Refusal]]:
     """Walk `root` without following symlinks.
 
     strict=True (an edited checkout): anything undeclared or unsafe is a refusal.
     strict=False (a seed source folder): undeclared files and git metadata are simply left out,
     but declared files that are unsafe are still refused.
+    Beyond each entry on its own: a symlink must reach a file or folder of the snapshot, and
+    all files together must fit in `max_total_bytes`.
     """
     entries: list[Entry] = []
     refusals: list[Refusal] = []
@@ -67,9 +86,20 @@ def scan(
                 refusals.append(Refusal(rel, "not a declared component file"))
         elif problem := _entry_problem(rel, item, max_file_bytes):
             refusals.append(Refusal(rel, problem))
+        elif item.is_symlink():
+            entries.append(Entry(rel, 0, True, _lexical_target(rel, os.readlink(item.path))))
         else:
-            size = 0 if item.is_symlink() else item.stat(follow_symlinks=False).st_size
-            entries.append(Entry(rel, size, item.is_symlink()))
+            entries.append(Entry(rel, item.stat(follow_symlinks=False).st_size, False))
+    refusals += _dangling_links(entries)
+    total = sum(entry.size for entry in entries)
+    if total > max_total_bytes:
+        refusals.append(
+            Refusal(
+                ".",
+                f"the harness files total {total} bytes, over the snapshot limit of "
+                f"{max_total_bytes} (max_total_bytes)",
+            )
+        )
     return entries, sorted(refusals, key=lambda r: r.path)
 
 
@@ -93,16 +123,69 @@ def _walk(root: Path) -> Iterator[tuple[str, os.DirEntry[str]]]:
 
 def _entry_problem(rel: str, item: os.DirEntry[str], max_file_bytes: int) -> str | None:
     if item.is_symlink():
-        target = os.readlink(item.path)
-        if os.path.isabs(target):
-            return f"symlink to an absolute path ({target}) is not allowed"
-        resolved = os.path.normpath(os.path.join(os.path.dirname(rel), target))
-        if resolved == ".." or resolved.startswith("../"):
-            return f"symlink points outside the harness ({target})"
-        return None
+        return _symlink_problem(rel, os.readlink(item.path))
     if not item.is_file(follow_symlinks=False):
         return "not a regular file or symlink"
     size = item.stat(follow_symlinks=False).st_size
     if size > max_file_bytes:
-        return f"file is {size} bytes, over the limit of {max_file_bytes}"
+        return f"file is {size} bytes, over the limit of {max_file_bytes} (max_file_bytes)"
+    return None
+
+
+def _lexical_target(rel: str, target: str) -> str:
+    """The target as a path relative to the checkout root, `..` folded without the disk."""
+    return posixpath.normpath(posixpath.join(posixpath.dirname(rel), target))
+
+
+def _symlink_problem(rel: str, target: str) -> str | None:
+    if os.path.isabs(target):
+        return f"symlink to an absolute path ({target}) is not allowed"
+    resolved = _lexical_target(rel, target)
+    if resolved == ".." or resolved.startswith("../"):
+        return f"symlink points outside the harness ({target})"
+    reserved = RESERVED_NAMES.intersection(PurePosixPath(resolved).parts)
+    if reserved:
+        return (
+            f"symlink into the reserved folder {min(reserved)} ({target}); it is lent by the "
+            "framework and never part of a harness"
+        )
+    return None
+
+
+def _dangling_links(entries: list[Entry]) -> list[Refusal]:
+    """Symlinks whose target, followed through the snapshot's own symlinks, is no file or
+    folder of the snapshot: checked out, they would dangle (or loop)."""
+    links = {entry.path: entry.target for entry in entries if entry.target is not None}
+    if not links:
+        return []  # the common case: no set of every path to build
+    present = {".", *(entry.path for entry in entries)}
+    for entry in entries:
+        folder = entry.path
+        while "/" in folder:
+            folder = folder.rpartition("/")[0]
+            present.add(folder)
+    refusals = []
+    for path, target in links.items():
+        resolved = _follow(target, links)
+        if resolved is None:
+            refusals.append(Refusal(path, f"symlink loop ({target})"))
+        elif resolved not in present:
+            refusals.append(
+                Refusal(
+                    path,
+                    f"dangling symlink: its target {target} is no file or folder of the harness",
+                )
+            )
+    return refusals
+
+
+def _follow(path: str, links: dict[str, str]) -> str | None:
+    """`path` with every symlinked prefix replaced by its target; None for a loop."""
+    for _ in range(_MAX_LINK_HOPS):
+        parts = path.split("/")
+        prefix = next((n for n in range(1, len(parts) + 1) if "/".join(parts[:n]) in links), None)
+        if prefix is None:
+            return path
+        # Link targets are normalised and inside the checkout, so this never climbs out.
+        path = posixpath.normpath("/".join([links["/".join(parts[:prefix])], *parts[prefix:]]))
     return None

@@ -18,22 +18,25 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 import git
 
 from flashrsi_dagster.records.json_values import from_json_value, to_json_value
-from flashrsi_dagster.records.redaction import Redactor
+from flashrsi_dagster.records.redaction import REDACTED, Redactor
 from flashrsi_dagster.snapshots.components import COMPONENTS_FILE, Components
 from flashrsi_dagster.snapshots.guard import (
     DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_TOTAL_BYTES,
     IGNORED_DIRS,
     IGNORED_SUFFIXES,
+    Entry,
     Refusal,
     path_problem,
     scan,
@@ -115,15 +118,20 @@ class SnapshotStore:
         root: Path,
         *,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
         secret_filter: Redactor | None = None,
     ) -> None:
         """`secret_filter` (default: secret-named environment variables) redacts messages and
-        metadata, and refuses any file holding a secret value it knows: a harness must never
-        carry credentials into the store."""
+        metadata, and refuses any file whose bytes, name or symlink target hold a secret value
+        it knows, plain or in a simple encoding (see `records.encodings`): a harness must never
+        carry credentials into the store. `max_file_bytes` caps each file, `max_total_bytes`
+        all files of one snapshot together."""
         self.root = Path(root).resolve()
         self.max_file_bytes = max_file_bytes
+        self.max_total_bytes = max_total_bytes
         self._redactor = secret_filter if secret_filter is not None else Redactor()
-        self._secrets = self._redactor if self._redactor.knows_secrets else None
+        # The needles (every encoding of every secret) are compiled once, here.
+        self._secrets = self._redactor.scanner if self._redactor.knows_secrets else None
         if (self.root / "HEAD").exists():
             self._repo = git.Repo(self.root)
         else:
@@ -157,11 +165,9 @@ class SnapshotStore:
             raise SnapshotError(f"harness folder does not exist: {source_dir}")
         if components is None:
             components = Components.from_file(source_dir / COMPONENTS_FILE)
-        entries, refusals = scan(
-            source_dir, components.declares, max_file_bytes=self.max_file_bytes, strict=False
-        )
+        entries, refusals = self._scan(source_dir, components, strict=False)
         if refusals:
-            problems = "; ".join(r.render() for r in refusals)
+            problems = "; ".join(r.render() for r in self._safe(refusals))
             raise SnapshotError(f"cannot capture harness {source_dir}: {problems}")
         if not entries:
             raise SnapshotError(
@@ -200,11 +206,9 @@ class SnapshotStore:
         if not checkout.is_dir():
             raise SnapshotError(f"checkout folder does not exist: {checkout}")
         components = parent.components
-        _, refusals = scan(
-            checkout, components.declares, max_file_bytes=self.max_file_bytes, strict=True
-        )
+        _, refusals = self._scan(checkout, components, strict=True)
         if refusals:
-            return EditOutcome("refused", parent.id, refusals=tuple(refusals))
+            return EditOutcome("refused", parent.id, refusals=self._safe(refusals))
         template = self._checkout_index(checkout, parent.id)
         with self._temp_index(template) as index:
             if not index.exists():
@@ -222,6 +226,17 @@ class SnapshotStore:
             child = self._commit(tree, parent.id, message, metadata, components)
             self._remember_checkout(checkout, index, child.id)
         return EditOutcome("committed", parent.id, child, tuple(self.changed_paths(parent, child)))
+
+    def _scan(
+        self, folder: Path, components: Components, *, strict: bool
+    ) -> tuple[list[Entry], list[Refusal]]:
+        return scan(
+            folder,
+            components.declares,
+            max_file_bytes=self.max_file_bytes,
+            max_total_bytes=self.max_total_bytes,
+            strict=strict,
+        )
 
     def _edited_paths(self, index: Path, checkout: Path) -> list[str]:
         """Files that differ from `index` (by git's stat cache) or are new; only needed when
@@ -242,16 +257,42 @@ class SnapshotStore:
         return [path for path in listing.split("\0") if path]
 
     def _leaks(self, folder: Path, paths: list[str]) -> list[Refusal]:
+        """The paths whose name, symlink target or bytes hold a known secret, plain or encoded.
+        The refusal names the path (secrets in it redacted) and the encoding, never the value."""
         if self._secrets is None:
             return []
-        reason = "contains the value of a secret (credentials never enter a snapshot)"
-        return [
-            Refusal(path, reason)
-            for path in paths
-            if (folder / path).is_file()
-            and not (folder / path).is_symlink()
-            and self._secrets.leaks((folder / path).read_bytes())
-        ]
+        refusals = []
+        for path in paths:
+            found = self._leak_in(folder / path, path)
+            if found is not None:
+                where, encoding = found
+                reason = (
+                    f"{where} holds the value of a secret ({encoding}); credentials never "
+                    "enter a snapshot, plain or encoded"
+                )
+                refusals.append(Refusal(self._secrets.sub(REDACTED, path), reason))
+        return refusals
+
+    def _leak_in(self, item: Path, path: str) -> tuple[str, str] | None:
+        assert self._secrets is not None
+        if not os.path.lexists(item):
+            return None  # deleted in the edit: nothing of it enters the snapshot
+        if encoding := self._secrets.find(path.encode("utf-8", "surrogateescape")):
+            return "its name", encoding
+        if item.is_symlink():
+            target = os.readlink(item).encode("utf-8", "surrogateescape")
+            encoding = self._secrets.find(target)
+            return ("its symlink target", encoding) if encoding else None
+        if item.is_file() and (encoding := self._secrets.find(item.read_bytes())):
+            return "its content", encoding
+        return None
+
+    def _safe(self, refusals: list[Refusal]) -> tuple[Refusal, ...]:
+        """Refusals whose paths and reasons (which may quote a symlink target) hold no secret."""
+        if self._secrets is None:
+            return tuple(refusals)
+        scrub = self._secrets.sub
+        return tuple(Refusal(scrub(REDACTED, r.path), scrub(REDACTED, r.reason)) for r in refusals)
 
     def _commit(
         self,
@@ -263,9 +304,13 @@ class SnapshotStore:
     ) -> Snapshot:
         created = datetime.now(UTC)
         message = self._redactor.text(message)
+        metadata = self._redactor.value(to_json_value(dict(metadata or {})))
+        if self._secrets is not None:
+            message = self._secrets.sub(REDACTED, message)
+            metadata = _scrubbed(metadata, partial(self._secrets.sub, REDACTED))
         document = {
             "message": message,
-            "metadata": self._redactor.value(to_json_value(dict(metadata or {}))),
+            "metadata": metadata,
             "created": created.isoformat(),
             "components": components.to_dict(),
         }
@@ -456,6 +501,17 @@ class _TempIndex:
     def __exit__(self, *exc: object) -> None:
         self.path.unlink(missing_ok=True)
         Path(f"{self.path}.lock").unlink(missing_ok=True)
+
+
+def _scrubbed(value: Any, scrub: Callable[[str], str]) -> Any:
+    """A JSON value with `scrub` applied to every string in it, mapping keys included."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {scrub(key): _scrubbed(item, scrub) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed(item, scrub) for item in value]
+    return value
 
 
 def _sweep_orphans(tmp: Path) -> None:

@@ -1,4 +1,5 @@
-"""The Worker's history folder is lent from a cache, and is always what the records say."""
+"""The Worker's history folder is a view kept up to date from the records, and is always
+what the records say."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
-from flashrsi_dagster.algorithms.meta_harness.history import HISTORY, HistoryCache
+from flashrsi_dagster.algorithms.meta_harness.history import HistoryView
 from flashrsi_dagster.algorithms.meta_harness.records import Layout, RoundRecord
 from flashrsi_dagster.records import RecordStore, Redactor, Status, Trajectory
 from flashrsi_dagster.rollouts.record import RolloutRecord
@@ -65,14 +66,10 @@ def tree(folder: Path) -> dict[str, bytes]:
 
 
 def fresh(exp: Experiment, tmp: Path) -> dict[str, bytes]:
-    """The history built from nothing, with a cache of its own."""
-    cache = HistoryCache(tmp / "fresh-cache", exp.store, exp.layout)
-    edit = tmp / "fresh-edit"
-    edit.mkdir()
-    with cache.lend(edit, exp.rounds) as history:
-        built = tree(history)
-    cache.discard()
-    edit.rmdir()
+    """The history built from nothing, in a view of its own."""
+    view = HistoryView(tmp / "fresh-view", exp.store, exp.layout)
+    built = tree(view.update(exp.rounds))
+    view.discard()
     return built
 
 
@@ -81,81 +78,74 @@ def exp(tmp_path) -> Experiment:
     return Experiment(tmp_path)
 
 
-def lend(cache: HistoryCache, exp: Experiment, edit: Path, change=None) -> dict[str, bytes]:
-    edit.mkdir(exist_ok=True)
-    with cache.lend(edit, exp.rounds) as history:
-        seen = tree(history)
-        if change:
-            change(history)
-    assert not (edit / HISTORY).exists(), "the history is gone before the commit"
-    return seen
-
-
 def test_each_step_sees_exactly_the_history_a_fresh_build_gives(exp, tmp_path):
-    cache = HistoryCache(tmp_path / "cache", exp.store, exp.layout)
+    view = HistoryView(tmp_path / "view", exp.store, exp.layout)
     for step in range(1, 5):
         exp.add_round()
-        seen = lend(cache, exp, tmp_path / f"edit-{step}")
+        seen = tree(view.update(exp.rounds))
         assert seen == fresh(exp, tmp_path)
         index = json.loads(seen["index.json"])
         assert len(index) == step and all(
             v["folder"].startswith(".history/") for v in index.values()
         )
         assert f"trajectories/round-{step - 1:03d}/dev/t2.attempt-0.json" in seen
-    assert (tmp_path / "cache" / "tree").is_dir(), "kept between steps"
+    assert (tmp_path / "view" / "tree").is_dir(), "kept between steps"
 
 
-def test_a_worker_that_edits_its_history_does_not_change_what_the_next_step_sees(exp, tmp_path):
-    cache = HistoryCache(tmp_path / "cache", exp.store, exp.layout)
+def test_an_update_writes_only_what_the_records_added(exp, tmp_path):
+    view = HistoryView(tmp_path / "view", exp.store, exp.layout)
     exp.add_round()
-    rollout = "trajectories/round-000/dev/t0.attempt-0.json"
-
-    def tamper(history: Path) -> None:
-        (history / rollout).write_text('{"score": 1.0}\n')
-        (history / "notes.md").write_text("the Worker's own notes\n")
-
-    lend(cache, exp, tmp_path / "edit-1", change=tamper)
-    assert not (tmp_path / "cache" / "tree").exists(), "a changed history is dropped"
+    first = view.update(exp.rounds) / "trajectories" / "round-000" / "round.json"
+    before = first.stat().st_ino, first.stat().st_mtime_ns
     exp.add_round()
-    seen = lend(cache, exp, tmp_path / "edit-2")
-    assert seen == fresh(exp, tmp_path)
-    assert "notes.md" not in seen and b'"score": 1.0' not in seen[rollout]
+    view.update(exp.rounds)
+    assert (first.stat().st_ino, first.stat().st_mtime_ns) == before
 
 
 @pytest.mark.parametrize(
     "change",
     [
-        lambda h: __import__("shutil").rmtree(h),
+        lambda h: (h / "trajectories/round-000/dev/t0.attempt-0.json").write_text("{}"),
+        lambda h: (h / "notes.md").write_text("the Worker's own notes\n"),
+        lambda h: __import__("shutil").rmtree(h / "snapshots"),
         lambda h: (h / "index.json").chmod(0o755),
         lambda h: (h / "snapshots").rename(h / "moved"),
     ],
-    ids=["deleted", "chmod", "renamed"],
+    ids=["edited", "added", "deleted", "chmod", "renamed"],
 )
-def test_any_change_drops_the_cache(exp, tmp_path, change):
-    cache = HistoryCache(tmp_path / "cache", exp.store, exp.layout)
+def test_after_an_unconfined_worker_any_change_drops_the_view(exp, tmp_path, change):
+    view = HistoryView(tmp_path / "view", exp.store, exp.layout)
     exp.add_round()
-    lend(cache, exp, tmp_path / "edit-1", change=change)
-    assert not (tmp_path / "cache" / "tree").exists()
+    change(view.update(exp.rounds))
+    assert not view.intact()
+    assert not (tmp_path / "view").exists()
     exp.add_round()
-    assert lend(cache, exp, tmp_path / "edit-2") == fresh(exp, tmp_path)
+    assert tree(view.update(exp.rounds)) == fresh(exp, tmp_path)
+
+
+def test_an_untouched_view_is_intact(exp, tmp_path):
+    view = HistoryView(tmp_path / "view", exp.store, exp.layout)
+    exp.add_round()
+    view.update(exp.rounds)
+    assert view.intact()
 
 
 def test_a_re_evaluated_round_is_copied_again(exp, tmp_path):
-    cache = HistoryCache(tmp_path / "cache", exp.store, exp.layout)
+    view = HistoryView(tmp_path / "view", exp.store, exp.layout)
     exp.add_round()
     exp.add_round()
-    lend(cache, exp, tmp_path / "edit-1")
+    view.update(exp.rounds)
     exp.records.remove(exp.layout.rollouts(1))  # a rematerialization replaces its rollouts
     exp.write_rollouts(1, exp.rounds[1].snapshot_id, answer="malicious")
-    seen = lend(cache, exp, tmp_path / "edit-2")
+    seen = tree(view.update(exp.rounds))
     assert seen == fresh(exp, tmp_path)
     assert b'"malicious"' in seen["trajectories/round-001/dev/t0.attempt-0.json"]
 
 
-def test_a_cache_of_another_experiment_is_not_used(exp, tmp_path):
+def test_a_view_of_another_experiment_is_not_used(exp, tmp_path):
     exp.add_round()
-    lend(HistoryCache(tmp_path / "cache", exp.store, exp.layout), exp, tmp_path / "edit-1")
+    HistoryView(tmp_path / "view", exp.store, exp.layout).update(exp.rounds)
     other = Experiment(tmp_path / "other")
     other.add_round(answer="malicious")
-    cache = HistoryCache(tmp_path / "cache", other.store, other.layout)
-    assert lend(cache, other, tmp_path / "edit-2") == fresh(other, tmp_path)
+    view = HistoryView(tmp_path / "view", other.store, other.layout)
+    assert tree(view.update(other.rounds)) == fresh(other, tmp_path)

@@ -40,7 +40,17 @@ def test_a_worker_that_rewrites_a_dev_score_gets_no_promotion(tmp_path, how):
             {"text": "nothing to change"},
         ],
     )
-    config = _config(tmp_path, "--algorithm.max_steps", "2", "--algorithm.worker.llm.model", model)
+    # Unconfined, as on main before the jail: the jail keeps the home out of the Worker's reach;
+    # the chain is what catches a forgery should anything reach it all the same.
+    config = _config(
+        tmp_path,
+        "--algorithm.max_steps",
+        "2",
+        "--algorithm.worker.llm.model",
+        model,
+        "--experiment.confinement",
+        "none",
+    )
     harness = MetaHarness(open_experiment(config), log=lambda _: None)
 
     with pytest.raises(IntegrityError) as refused:

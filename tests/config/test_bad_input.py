@@ -116,6 +116,24 @@ CASES = [
         ["agent.timeout.seconds", "unknown key 'seconds'"],
     ),
     ("missing-file", lambda text: None, [], ["config file does not exist"]),
+    (
+        "huge-count",
+        _edit("max_steps: 4", "max_steps: 1.0e+20"),
+        [],
+        ["algorithm.max_steps (line 13)", "less than or equal to 1000"],
+    ),
+    (
+        "infinite-timeout",
+        None,
+        ["--agent.timeout", ".inf"],
+        ["agent.timeout (set by --agent.timeout)", "finite number"],
+    ),
+    (
+        "run-shorter-than-a-model-call",
+        _edit("    base_url: offline\n", "    base_url: offline\n    timeout: 900\n"),
+        [],
+        ["agent.timeout", "expected more than this role's llm.timeout (900 s), got 600 s"],
+    ),
 ]
 
 

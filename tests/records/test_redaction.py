@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from flashrsi_dagster.records import (
     REDACTED,
     RecordStore,
@@ -89,3 +91,115 @@ def test_logging_filter_redacts_messages_arguments_and_tracebacks(caplog):
 
     assert "log-secret-value" not in caplog.text
     assert REDACTED in caplog.text
+
+
+IDS = [
+    "task-classification-item-00",
+    "ask-for-the-password-001",
+    "risk-assessment-0123456789abcdef",
+    "desk-0123456789abcdefghij",
+    "flask-app-test-suite-0123456789",
+]
+KEYS = [
+    "sk-proj-" + "Ab1" * 11,
+    "sk-ant-api03-" + "x9" * 20,
+    "sk-" + "0123456789abcdefABCDEF",
+    "AKIA" + "ABCDEFGHIJ012345",
+    "ghp_" + "a1" * 18,
+    "github_pat_" + "B2_" * 12,
+    "xoxb-1234567890-abcdef",
+    "hf_" + "Z" * 34,
+    "AIza" + "Sy" * 17 + "_",
+]
+
+
+@pytest.mark.parametrize("task_id", IDS)
+def test_ids_that_merely_contain_a_key_prefix_pass_unchanged(task_id, caplog):
+    redactor = Redactor(["a-known-secret-value"], environ={})
+    record = {"task_id": task_id, "messages": [{"content": f"solved {task_id}."}]}
+    logger = logging.getLogger("flashrsi.test.redaction.ids")
+    logger.addFilter(RedactingFilter(redactor))
+    try:
+        with caplog.at_level(logging.INFO, logger=logger.name):
+            logger.info("task %s done", task_id)
+    finally:
+        logger.filters.clear()
+
+    assert redactor.text(f"running {task_id} now") == f"running {task_id} now"
+    assert redactor.value(record) == record
+    assert redactor.value({task_id: 1.0}) == {task_id: 1.0}
+    assert caplog.records[0].getMessage() == f"task {task_id} done"
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_key_shapes_are_redacted_as_whole_tokens(key):
+    redactor = Redactor(environ={})
+
+    for context in ("{}", "key={}", '"{}"', "({}).", "/tmp/{}/x", "{}\n"):
+        text = context.format(key)
+        assert redactor.text(text) == context.format(REDACTED), text
+    assert redactor.value({"content": f"use {key}"}) == {"content": f"use {REDACTED}"}
+
+
+def test_a_key_shape_glued_to_a_longer_token_is_not_a_key():
+    redactor = Redactor(environ={})
+    glued = ["x" + KEYS[0], KEYS[3] + "Z", KEYS[3] + "-v2", "my_" + KEYS[4], KEYS[8] + "q"]
+
+    assert [redactor.text(text) for text in glued] == glued
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl",
+        "authorization: bearer abc+def/ghi~jkl.mnop==",
+    ],
+)
+def test_bearer_tokens_are_redacted_whole(header):
+    scheme = header.rsplit(" ", 1)[0]
+
+    assert Redactor(environ={}).text(header) == f"{scheme} {REDACTED}"
+
+
+def test_identity_fields_keep_key_shapes_but_never_known_secret_values():
+    secret = "config-secret-1234"
+    redactor = Redactor([secret], environ={})
+    shaped = KEYS[2]
+
+    value = redactor.value(
+        {
+            "task_id": shaped,
+            "snapshot_ids": [shaped],
+            "files_dir": f"/runs/{shaped}/files",
+            "metadata": {"parent_id": shaped, "note": shaped},
+            "data_path": f"/data/{secret}.jsonl",
+            "content": shaped,
+            shaped: 1,
+        }
+    )
+
+    assert value == {
+        "task_id": shaped,
+        "snapshot_ids": [shaped],
+        "files_dir": f"/runs/{shaped}/files",
+        "metadata": {"parent_id": shaped, "note": REDACTED},
+        "data_path": f"/data/{REDACTED}.jsonl",
+        "content": REDACTED,
+        shaped: 1,
+    }
+
+
+def test_a_record_keyed_by_task_ids_round_trips_through_a_file(tmp_path):
+    redactor = Redactor(environ={})
+    trajectory = Trajectory(
+        task_id=IDS[0],
+        split="dev",
+        snapshot_id="s",
+        status="success",
+        messages=[{"role": "user", "content": f"Classify {IDS[1]}"}],
+        metadata={"scores": {task_id: 1.0 for task_id in IDS}},
+    )
+
+    RecordStore(tmp_path, redactor).write(tmp_path / "t.json", trajectory)
+
+    assert read_record(tmp_path / "t.json", Trajectory) == trajectory

@@ -13,6 +13,8 @@ from flashrsi_dagster.resources import (
     OfflineModelResource,
     TargetAgentResource,
 )
+from flashrsi_dagster.resources.experiments import ExperimentsResource, default_parts
+from flashrsi_dagster.resources.snapshots import SnapshotStoreResource
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
 
@@ -113,3 +115,16 @@ def test_the_harbor_resource_moves_trials_to_another_environment(tmp_path):
     assert HarborEnvironmentResource(environment="docker").benchmark(text).name == (
         "text_classification"
     )
+
+
+def test_the_snapshot_store_resource_sets_both_size_limits_of_every_experiment(tmp_path):
+    limits = SnapshotStoreResource(max_file_bytes=1234, max_total_bytes=56789)
+    experiments = ExperimentsResource(
+        **{**default_parts(), "snapshot_store": limits}, home=str(tmp_path)
+    )
+
+    experiment = experiments.create(EXAMPLE)
+    reopened = experiments.open(experiment.config.experiment.name)
+
+    for store in (experiment.snapshots, reopened.snapshots):
+        assert (store.max_file_bytes, store.max_total_bytes) == (1234, 56789)

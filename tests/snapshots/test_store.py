@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import stat
 import subprocess
@@ -10,8 +11,8 @@ from pathlib import Path
 import git
 import pytest
 
-from flashrsi_dagster.records import Redactor
-from flashrsi_dagster.snapshots import Components, SnapshotError, SnapshotStore
+from flashrsi_dagster.records import REDACTED, Redactor
+from flashrsi_dagster.snapshots import HISTORY_DIR, Components, SnapshotError, SnapshotStore
 
 BINARY = bytes(range(256)) * 64 + b"\x00\r\n\x1a"
 
@@ -144,6 +145,31 @@ def test_unchanged_checkout_is_a_noop_and_creates_nothing(store, make_harness, t
             "over the limit",
         ),
         (lambda w: os.mkfifo(w / "prompts/pipe"), "prompts/pipe", "not a regular file"),
+        (
+            lambda w: os.symlink("missing.md", w / "prompts/gone.md"),
+            "prompts/gone.md",
+            "dangling symlink: its target prompts/missing.md is no file or folder",
+        ),
+        (
+            lambda w: os.symlink("../README.md", w / "prompts/readme.md"),
+            "prompts/readme.md",
+            "dangling symlink",  # the undeclared file is not part of the snapshot
+        ),
+        (
+            lambda w: os.symlink("loop.md", w / "prompts/loop.md"),
+            "prompts/loop.md",
+            "symlink loop",
+        ),
+        (
+            lambda w: os.symlink("../.history", w / "prompts/history"),
+            "prompts/history",
+            "symlink into the reserved folder .history",
+        ),
+        (
+            lambda w: os.symlink("../.history/trajectories/round-1/dev", w / "prompts/dev"),
+            "prompts/dev",
+            "symlink into the reserved folder .history",
+        ),
     ],
     ids=[
         "undeclared",
@@ -154,6 +180,11 @@ def test_unchanged_checkout_is_a_noop_and_creates_nothing(store, make_harness, t
         "escaping-symlink",
         "too-big",
         "fifo",
+        "dangling-symlink",
+        "symlink-to-undeclared",
+        "symlink-loop",
+        "symlink-to-history",
+        "symlink-into-history",
     ],
 )
 def test_unsafe_edits_are_refused_with_a_reason(make_harness, tmp_path, edit, path, reason):
@@ -186,6 +217,70 @@ def test_symlink_inside_the_harness_is_kept(store, make_harness, tmp_path):
     assert os.readlink(out / "runtime/system.md") == "../prompts/system.md"
 
 
+def test_a_symlink_into_the_lent_history_is_refused_while_the_history_is_there(
+    store, make_harness, tmp_path
+):
+    seed = store.create_seed(make_harness())
+    work = store.check_out(seed, tmp_path / "work")
+    (work / HISTORY_DIR / "snapshots").mkdir(parents=True)
+    (work / HISTORY_DIR / "index.json").write_text("{}\n")
+    os.symlink(f"../{HISTORY_DIR}/index.json", work / "prompts/index.md")
+
+    outcome = store.commit_child(seed, work, message="peek")
+
+    assert outcome.status == "refused"
+    assert "prompts/index.md: symlink into the reserved folder .history" in outcome.reason
+    assert [s.id for s in store.history()] == [seed.id]
+
+
+def test_a_symlink_may_reach_its_target_through_a_symlinked_folder(store, make_harness, tmp_path):
+    seed = store.create_seed(make_harness())
+    work = store.check_out(seed, tmp_path / "work")
+    os.symlink("../skills", work / "runtime/skills")
+    os.symlink("../runtime/skills/labels/SKILL.md", work / "prompts/labels.md")
+
+    outcome = store.commit_child(seed, work, message="links")
+
+    assert outcome.status == "committed", outcome.reason
+
+
+def test_an_edit_over_the_total_size_limit_is_refused_though_each_file_fits(make_harness, tmp_path):
+    # The attack, scaled down: many files each under the per-file limit.
+    store = SnapshotStore(tmp_path / "store", max_file_bytes=4096, max_total_bytes=16_384)
+    seed = store.create_seed(make_harness())
+    work = store.check_out(seed, tmp_path / "work")
+    for n in range(5):
+        (work / f"runtime/chunk-{n}.bin").write_bytes(bytes(4000))
+
+    outcome = store.commit_child(seed, work, message="bulk")
+
+    assert outcome.status == "refused"
+    assert [r.path for r in outcome.refusals] == ["."]
+    assert "over the snapshot limit of 16384 (max_total_bytes)" in outcome.reason
+    assert [s.id for s in store.history()] == [seed.id]
+
+
+def test_a_seed_over_the_total_size_limit_is_refused(make_harness, tmp_path):
+    harness = make_harness({f"prompts/p{n}.md": "x" * 600 for n in range(4)})
+
+    with pytest.raises(SnapshotError, match=r"\.: the harness files total 2400 bytes"):
+        SnapshotStore(tmp_path / "store", max_total_bytes=2000).create_seed(harness)
+
+
+def test_the_default_limits_refuse_twenty_files_of_nine_mib(make_harness, tmp_path):
+    store = SnapshotStore(tmp_path / "store")
+    seed = store.create_seed(make_harness())
+    work = store.check_out(seed, tmp_path / "work")
+    for n in range(20):
+        with open(work / f"runtime/big-{n}.bin", "wb") as sparse:
+            sparse.truncate(9 * 1024 * 1024)  # sparse: the size counts, not the disk used
+
+    outcome = store.commit_child(seed, work, message="bulk")
+
+    assert outcome.status == "refused"
+    assert "(max_total_bytes)" in outcome.reason
+
+
 @pytest.mark.parametrize("where", ["prompts/system.md", "skills/new/SKILL.md"])
 def test_edit_holding_a_known_secret_is_refused_and_leaves_no_object(make_harness, tmp_path, where):
     secret = "s3cr3t-value-for-test-0042"
@@ -202,6 +297,84 @@ def test_edit_holding_a_known_secret_is_refused_and_leaves_no_object(make_harnes
     assert "secret" in outcome.reason
     dump = store._git("cat-file", "--batch-all-objects", "--batch")
     assert secret not in dump
+
+
+SECRET = "s3cr3t-value-for-test-0042"
+ENCODED = {
+    "base64": (base64.b64encode, "base64"),
+    "base64-url-unpadded": (lambda s: base64.urlsafe_b64encode(s).rstrip(b"="), "base64"),
+    "base64-inside-a-blob": (lambda s: base64.b64encode(BINARY[:7] + s + b"tail"), "base64"),
+    "hex": (lambda s: s.hex().encode(), "hex"),
+    "HEX": (lambda s: s.hex().upper().encode(), "hex"),
+    "reversed": (lambda s: s[::-1], "reversed"),
+    "url-every-byte": (lambda s: "".join(f"%{b:02X}" for b in s).encode(), "URL encoding"),
+}
+
+
+def _guarded(tmp_path: Path) -> SnapshotStore:
+    return SnapshotStore(tmp_path / "store", secret_filter=Redactor([SECRET], environ={}))
+
+
+@pytest.mark.parametrize(("encode", "encoding"), ENCODED.values(), ids=ENCODED.keys())
+def test_edit_holding_an_encoded_secret_is_refused_naming_path_and_encoding(
+    make_harness, tmp_path, encode, encoding
+):
+    store = _guarded(tmp_path)
+    seed = store.create_seed(make_harness())
+    work = store.check_out(seed, tmp_path / "work")
+    encoded = encode(SECRET.encode())
+    (work / "runtime/blob.bin").write_bytes(b"payload = '" + encoded + b"'\n")
+
+    outcome = store.commit_child(seed, work, message="leak")
+
+    assert outcome.status == "refused"
+    assert outcome.reason == (
+        f"runtime/blob.bin: its content holds the value of a secret ({encoding}); "
+        "credentials never enter a snapshot, plain or encoded"
+    )
+    dump = store._git("cat-file", "--batch-all-objects", "--batch")
+    assert encoded.decode() not in dump
+
+
+def test_a_secret_in_a_file_name_is_refused_and_not_echoed(make_harness, tmp_path):
+    store = _guarded(tmp_path)
+    seed = store.create_seed(make_harness())
+    work = store.check_out(seed, tmp_path / "work")
+    name = SECRET.encode().hex()
+    (work / f"prompts/{name}.md").write_text("harmless\n")
+
+    outcome = store.commit_child(seed, work, message="leak")
+
+    assert outcome.status == "refused"
+    assert [r.path for r in outcome.refusals] == [f"prompts/{REDACTED}.md"]
+    assert "its name holds the value of a secret (hex)" in outcome.reason
+    assert name not in outcome.reason
+
+
+def test_a_seed_holding_an_encoded_secret_is_refused(make_harness, tmp_path):
+    encoded = base64.b64encode(b"key=" + SECRET.encode()).decode()
+    harness = make_harness({"prompts/system.md": f"auth: {encoded}\n"})
+
+    with pytest.raises(
+        SnapshotError, match=r"prompts/system.md: its content .* \(base64\)"
+    ) as info:
+        _guarded(tmp_path).create_seed(harness)
+
+    assert encoded not in str(info.value) and SECRET not in str(info.value)
+
+
+def test_encoded_secrets_in_the_message_and_metadata_are_redacted(make_harness, tmp_path):
+    store = _guarded(tmp_path)
+    encoded = base64.b64encode(SECRET.encode()).decode()
+
+    seed = store.create_seed(
+        make_harness(), message=f"seed {encoded}", metadata={"note": SECRET[::-1]}
+    )
+
+    raw = store._git("cat-file", "commit", seed.id)
+    assert encoded not in raw and SECRET[::-1] not in raw
+    assert seed.message.startswith(f"seed {REDACTED}")
+    assert seed.metadata == {"note": REDACTED}
 
 
 def test_committing_from_a_checkout_of_another_snapshot_uses_the_parent_tree(

@@ -15,18 +15,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flashrsi_dagster.agents.base import Agent, AgentConfigError
+from flashrsi_dagster.agents.claude_code.options import bundled_cli
 from flashrsi_dagster.agents.claude_code.run_dir import run_dir
 from flashrsi_dagster.config.models import LLMConfig, RoleConfig
-from flashrsi_dagster.records import ErrorInfo, Redactor, Status, Trajectory
+from flashrsi_dagster.environments.confinement import Confinement, gateway_verdict
+from flashrsi_dagster.environments.jail import Mount
+from flashrsi_dagster.records import ErrorInfo, Status, Trajectory
 
 if TYPE_CHECKING:
     from flashrsi_dagster.agents.claude_code.session import Outcome
 
 HARNESS = Path(__file__).with_name("harness")
 CLAUDE_MD = "CLAUDE.md"
-PLACEHOLDER_KEY = "no-key"
-"""Sent when the role sets no `api_key` (the offline simulator, keyless local endpoints): the CLI
-will not start without one. No key is read from the parent environment."""
 STDERR_TAIL = 4000
 _CONFIG_KEY = {"target": "agent", "worker": "algorithm.worker"}
 # Endpoint failures worth a rerun (as for MiniAgent): no answer at all, 408, 409, 429 and 5xx.
@@ -41,8 +41,15 @@ class ClaudeCode(Agent):
     )
     has_file_tools = True
 
-    def __init__(self, config: RoleConfig, files_dir: Path, *, role: str = "target") -> None:
-        super().__init__(config, files_dir, role=role)
+    def __init__(
+        self,
+        config: RoleConfig,
+        files_dir: Path,
+        *,
+        role: str = "target",
+        confinement: Confinement | None = None,
+    ) -> None:
+        super().__init__(config, files_dir, role=role, confinement=confinement)
         check_llm(self.config.llm, _CONFIG_KEY.get(role, role))
         _require_sdk()
 
@@ -50,15 +57,25 @@ class ClaudeCode(Agent):
     def builtin_harness(cls) -> Path:
         return HARNESS
 
-    def _run(self, working_dir: Path, instruction: str) -> Trajectory:
+    def _run(
+        self, working_dir: Path, instruction: str, mounts: tuple[Mount, ...] = ()
+    ) -> Trajectory:
         from flashrsi_dagster.agents.claude_code.session import run_session  # optional extra
 
         config = self.run_config
         check_llm(config.llm, _CONFIG_KEY.get(self.role, self.role))
-        key = config.llm.api_key.resolve() if config.llm.api_key else PLACEHOLDER_KEY
-        redact = _redaction(self.redactor, key if config.llm.api_key else None)
         clock = time.monotonic()
-        with run_dir(self.files_dir, key) as run:
+        with (
+            run_dir(self.files_dir) as run,
+            self.confinement.run(
+                self.role,
+                config.llm,
+                writable=(Path(working_dir).resolve(), run.root),
+                read_only=(Mount(bundled_cli().parent), *mounts),
+            ) as confined,
+        ):
+            run.key_file.write_text(confined.token, encoding="utf-8")
+            run.key_file.chmod(0o644)  # the jail user's CLI reads it; worthless elsewhere
             outcome = run_session(
                 config,
                 run,
@@ -66,8 +83,10 @@ class ClaudeCode(Agent):
                 instruction,
                 self.role,
                 _claude_md(self.files_dir),
+                confined,
             )
-        return _trajectory(outcome, config, redact, time.monotonic() - clock)
+        trajectory = _trajectory(outcome, config, self.redactor.value, time.monotonic() - clock)
+        return gateway_verdict(trajectory, confined.usage, outcome.timed_out)
 
 
 def check_llm(llm: LLMConfig, where: str) -> None:
@@ -106,12 +125,6 @@ def _claude_md(files_dir: Path) -> str | None:
     path = files_dir / CLAUDE_MD
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     return text if text.strip() else None
-
-
-def _redaction(redactor: Redactor, key: str | None) -> Callable[[Any], Any]:
-    """The agent's redactor plus this run's resolved key, whatever its variable is called."""
-    own = Redactor([key] if key else [])
-    return lambda value: redactor.value(own.value(value))
 
 
 def _trajectory(

@@ -13,8 +13,8 @@ from claude_agent_sdk import ClaudeAgentOptions
 
 from flashrsi_dagster.agents.claude_code.run_dir import RunDir
 from flashrsi_dagster.config.models import LLMConfig, RoleConfig
+from flashrsi_dagster.environments.confinement import AgentRun
 from flashrsi_dagster.llm.client import ROLE_HEADER
-from flashrsi_dagster.llm.endpoints import anthropic_base_url
 from flashrsi_dagster.records.redaction import is_secret_env_name
 
 # Variables that choose the CLI's provider, endpoint, model or credentials. The SDK passes the
@@ -54,17 +54,21 @@ def agent_options(
     role: str,
     append: str | None,
     stderr: Callable[[str], None],
+    confined: AgentRun,
 ) -> ClaudeAgentOptions:
     """One session's options: the `claude_code` preset (plus CLAUDE.md), the snapshot's plugin,
-    no implicit user or project settings, and the role's model, endpoint and limits."""
+    no implicit user or project settings, the role's model and limits, and the model gateway
+    as its endpoint. A jailed run's CLI starts inside the jail (`jailed_cli`)."""
     llm = config.llm
+    env = cli_env(llm, run, role, base_url=confined.base_url)
     system_prompt: dict[str, Any] = {"type": "preset", "preset": "claude_code"}
     if append:
         system_prompt["append"] = append
     return ClaudeAgentOptions(
         cwd=str(working_dir),
         model=llm.model,
-        env=cli_env(llm, run, role),
+        env=env,
+        cli_path=jailed_cli(confined, run, env, working_dir) if confined.jail else None,
         # The key reaches the CLI through a helper command, not the environment, so the CLI's
         # Bash tool (which inherits the environment) cannot print it.
         settings=json.dumps({"apiKeyHelper": f"cat {shlex.quote(str(run.key_file))}"}),
@@ -81,7 +85,12 @@ def agent_options(
 
 
 def cli_env(
-    llm: LLMConfig, run: RunDir, role: str, parent: Mapping[str, str] | None = None
+    llm: LLMConfig,
+    run: RunDir,
+    role: str,
+    parent: Mapping[str, str] | None = None,
+    *,
+    base_url: str,
 ) -> dict[str, str]:
     """What the CLI adds to (and blanks in) the inherited environment."""
     parent = os.environ if parent is None else parent
@@ -98,7 +107,7 @@ def cli_env(
         limits["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(llm.max_tokens)
     return {
         **blanked,
-        "ANTHROPIC_BASE_URL": anthropic_base_url(llm),
+        "ANTHROPIC_BASE_URL": base_url,
         "ANTHROPIC_CUSTOM_HEADERS": f"{ROLE_HEADER}: {role}",
         "CLAUDE_CONFIG_DIR": str(run.config),
         "CLAUDE_CODE_TMPDIR": str(run.tmp),
@@ -106,6 +115,33 @@ def cli_env(
         **limits,
         **_QUIET,
     }
+
+
+def jailed_cli(confined: AgentRun, run: RunDir, env: dict[str, str], cwd: Path) -> str:
+    """A per-run launcher the SDK starts as its CLI: it enters the run's jail as the jail user
+    with the allow-list environment plus the CLI's own settings (what the SDK adds to the
+    environment for the CLI is passed on by name), and runs the bundled CLI there."""
+    assert confined.jail is not None
+    variables = {**confined.env, **{k: v for k, v in env.items() if v}, "HOME": str(run.tmp)}
+    variables |= {name: f"${{{name}}}" for name in _SDK_VARIABLES}  # expanded by the launcher
+    argv = confined.jail.enter_argv([str(bundled_cli())], variables, cwd)
+    passed = {f"{name}=${{{name}}}" for name in _SDK_VARIABLES}
+    command = " ".join(f'"{a}"' if a in passed else shlex.quote(a) for a in argv)
+    launcher = run.root / "claude-in-jail"
+    launcher.write_text(f'#!/bin/sh\nexec {command} "$@"\n', encoding="utf-8")
+    launcher.chmod(0o700)
+    return str(launcher)
+
+
+def bundled_cli() -> Path:
+    """The Claude Code CLI that ships inside the claude-agent-sdk wheel."""
+    import claude_agent_sdk
+
+    return Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+
+
+# What the SDK sets for the CLI beyond our `env` (entry point, version), passed on by name.
+_SDK_VARIABLES = ("CLAUDE_CODE_ENTRYPOINT", "CLAUDE_AGENT_SDK_VERSION")
 
 
 def _thinking(llm: LLMConfig) -> dict[str, Any]:

@@ -32,7 +32,8 @@ class RunDir:
       plugin/                     the snapshot's extensions as one local plugin
         .claude-plugin/plugin.json
         skills/ agents/ hooks/    copies of the snapshot's folders, when present
-      api-key                     the resolved key, read by the CLI's `apiKeyHelper`
+      api-key                     the run's gateway token, read by the CLI's `apiKeyHelper`
+      claude-in-jail              the launcher that starts the CLI inside the run's jail
     """
 
     root: Path
@@ -60,13 +61,12 @@ class RunDir:
 
 
 @contextmanager
-def run_dir(files_dir: Path, api_key: str) -> Iterator[RunDir]:
+def run_dir(files_dir: Path) -> Iterator[RunDir]:
     """A fresh `RunDir` for one run; on exit its processes are stopped and the folder removed."""
     run = RunDir(mkdtemp("claude-"))
     try:
         run.config.mkdir()
         run.tmp.mkdir()
-        run.key_file.write_text(api_key, encoding="utf-8")
         _build_plugin(files_dir, run.plugin)
         yield run
     finally:

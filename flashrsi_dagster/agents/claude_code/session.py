@@ -18,6 +18,7 @@ from flashrsi_dagster.agents.claude_code.processes import stop_processes
 from flashrsi_dagster.agents.claude_code.run_dir import RunDir
 from flashrsi_dagster.agents.claude_code.transcript import Transcript
 from flashrsi_dagster.config.models import RoleConfig
+from flashrsi_dagster.environments.confinement import AgentRun
 
 STDERR_LINES = 200
 
@@ -38,13 +39,14 @@ def run_session(
     instruction: str,
     role: str,
     append: str | None,
+    confined: AgentRun,
 ) -> Outcome:
     """Run one session to its end, its failure or its timeout; never raises for the session's
     own failures. When this returns the CLI has exited; whatever it left running is stopped
     when the run folder closes."""
     outcome = Outcome()
     outcome.transcript.prompt(instruction)
-    options = agent_options(config, run, working_dir, role, append, outcome.stderr.append)
+    options = agent_options(config, run, working_dir, role, append, outcome.stderr.append, confined)
     _run_sync(_drive(options, instruction, config.timeout, run.marker, outcome))
     return outcome
 

@@ -7,13 +7,21 @@ Two ways in, one run per process either way:
   (`launcher.py` drives it): the import costs over a second of CPU on a small machine, so
   paying it once per agent instead of once per rollout matters.
 Either way the loop runs from the snapshot folder the payload names and the result (redacted)
-is written to the payload's `output` path after every turn. On SIGTERM the run is cancelled:
+is written to the payload's `output` path after every turn.
+
+A payload with a `jail` runs confined: the forked child joins the jail's namespaces (a
+bubblewrap sandbox the framework started for this run, see `environments/jail.py`), forks the
+run into the jail's PID namespace, and the run drops to the jail user with exactly the
+payload's environment before the harness is imported. The server itself runs with `-I -S`
+and only the harness's site-packages on its path, so the run's process never had the
+framework's environment or packages. On SIGTERM the run is cancelled:
 the running tool kills its process group and the partial result is written; the caller kills
 the process group 2 s later regardless.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import select
@@ -23,6 +31,8 @@ import tempfile
 import threading
 import traceback
 from pathlib import Path
+
+_joining = None
 
 
 def main() -> int:
@@ -34,7 +44,14 @@ def main() -> int:
     return run_payload(payload, cancel)
 
 
-def fork_server() -> int:
+def fork_server(site_packages: str | None = None, joining: str | None = None) -> int:
+    if site_packages:
+        sys.path.append(site_packages)
+    if joining:  # the framework's stdlib-only jail entry, loaded by path before any fork
+        global _joining
+        spec = importlib.util.spec_from_file_location("flashrsi_joining", joining)
+        _joining = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(_joining)
     import openai
     import yaml  # noqa: F401  - the harness reads agent.yaml
 
@@ -82,12 +99,28 @@ def _child(payload: dict, *pipes: int) -> int:
     os.dup2(null, 1)
     os.dup2(os.open(payload.pop("stderr"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), 2)
     try:
+        if payload.get("jail"):
+            _join_jail(payload.pop("jail"))
         return run_payload(payload, _on_sigterm())
     except BaseException:
         traceback.print_exc()
         return 1
     finally:
         sys.stderr.flush()
+
+
+def _join_jail(jail: dict) -> None:
+    """Returns in the run's process, inside the jail; this process stays outside, waits for
+    it and exits with its code (the framework signals the whole process group)."""
+    if _joining is None:
+        raise RuntimeError("this fork server was started without jail support")
+    _joining.enter(jail["pid"])
+    pid = os.fork()
+    if pid:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the run got it too, and saves first
+        _, status = os.waitpid(pid, 0)
+        os._exit(os.waitstatus_to_exitcode(status))
+    _joining.drop_privileges(jail["env"])
 
 
 def _reap() -> None:
@@ -151,4 +184,6 @@ def _save(path: Path, result: dict, redactor) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(fork_server() if sys.argv[1:] == ["--fork-server"] else main())
+    if sys.argv[1:2] == ["--fork-server"]:
+        sys.exit(fork_server(*sys.argv[2:4]))
+    sys.exit(main())

@@ -12,8 +12,10 @@ from typing import Any
 from flashrsi_dagster.agents.base import Agent, AgentConfigError, TaskEnvironment
 from flashrsi_dagster.agents.miniagent.launcher import ForkServer, Run
 from flashrsi_dagster.config.models import RoleConfig
-from flashrsi_dagster.llm.client import ROLE_HEADER, resolve_key
-from flashrsi_dagster.llm.endpoints import openai_base_url
+from flashrsi_dagster.environments.confinement import AgentRun, Confinement, gateway_verdict
+from flashrsi_dagster.environments.jail import Mount
+from flashrsi_dagster.environments.runtime import python_runtime
+from flashrsi_dagster.llm.client import ROLE_HEADER
 from flashrsi_dagster.llm.usage import cost_of
 from flashrsi_dagster.records import ErrorInfo, Status, Trajectory, Usage
 from flashrsi_dagster.records.redaction import is_secret_env_name
@@ -29,16 +31,20 @@ class MiniAgent(Agent):
     has_file_tools = True
     supports_environment = True
 
-    def __init__(self, config: RoleConfig, files_dir: Path, *, role: str = "target") -> None:
-        super().__init__(config, files_dir, role=role)
+    def __init__(
+        self,
+        config: RoleConfig,
+        files_dir: Path,
+        *,
+        role: str = "target",
+        confinement: Confinement | None = None,
+    ) -> None:
+        super().__init__(config, files_dir, role=role, confinement=confinement)
         if config.llm.api == "anthropic":
             raise AgentConfigError(
                 f"{role}: MiniAgent talks to OpenAI-compatible endpoints; set llm.api to "
                 "`chat` or `responses` (or use type `claude-code` for the Anthropic API)"
             )
-        # Secrets stay out of the runs' environment: their shell must not be able to read them.
-        env = {k: v for k, v in os.environ.items() if not is_secret_env_name(k)}
-        self._server = ForkServer.shared(env)
         self._runs: set[Run] = set()
 
     @classmethod
@@ -51,30 +57,58 @@ class MiniAgent(Agent):
             run.cancel(CANCEL_GRACE_SECONDS)
 
     def _run(
-        self, working_dir: Path, instruction: str, environment: TaskEnvironment | None = None
+        self,
+        working_dir: Path,
+        instruction: str,
+        environment: TaskEnvironment | None = None,
+        mounts: tuple[Mount, ...] = (),
     ) -> Trajectory:
         config = self.run_config
-        with tempfile.TemporaryDirectory(prefix="miniagent-run-") as run_dir:
-            output, stderr = Path(run_dir) / "result.json", Path(run_dir) / "stderr.log"
-            payload = self._payload(config, working_dir, instruction, output)
-            payload["stderr"] = str(stderr)
-            if environment is not None:
-                payload["shell_prefix"] = list(environment.shell_prefix)
-            run = self._server.run(payload)
-            clock = time.monotonic()  # from the moment the run's process exists
-            self._runs.add(run)
-            try:
-                timed_out = run.wait(config.timeout, grace=CANCEL_GRACE_SECONDS)
-            finally:
-                self._runs.discard(run)
+        with tempfile.TemporaryDirectory(prefix="miniagent-run-") as tmp:
+            run_dir = Path(tmp)
+            output, stderr = run_dir / "result.json", run_dir / "stderr.log"
+            with self._confine(environment).run(
+                self.role,
+                config.llm,
+                writable=(Path(working_dir).resolve(), run_dir),
+                read_only=(Mount(self.files_dir), *mounts),
+                runtime=python_runtime(),
+            ) as confined:
+                payload = self._payload(config, working_dir, instruction, output, confined)
+                payload["stderr"] = str(stderr)
+                if environment is not None:
+                    payload["shell_prefix"] = list(environment.shell_prefix)
+                server = ForkServer.shared(_server_env(confined))
+                run = server.run(payload)
+                clock = time.monotonic()  # from the moment the run's process exists
+                self._runs.add(run)
+                try:
+                    timed_out = run.wait(config.timeout, grace=CANCEL_GRACE_SECONDS)
+                finally:
+                    self._runs.discard(run)
             result = _read_json(output)
             tail = stderr.read_text(errors="replace")[-_STDERR_TAIL:] if stderr.exists() else ""
-        return self._trajectory(result, timed_out, run.exit_code, tail, time.monotonic() - clock)
+        trajectory = self._trajectory(
+            result, timed_out, run.exit_code, tail, time.monotonic() - clock
+        )
+        return gateway_verdict(trajectory, confined.usage, timed_out)
 
-    def _payload(self, config: RoleConfig, working_dir: Path, instruction: str, output: Path):
+    def _confine(self, environment: TaskEnvironment | None) -> Confinement:
+        """A task with an environment of its own (a Harbor trial) is confined there: the
+        agent's shell commands run inside the trial's namespaces, which a jailed process could
+        not enter. The model is still reached through the gateway only."""
+        return self.confinement if environment is None else self.confinement.unjailed()
+
+    def _payload(
+        self,
+        config: RoleConfig,
+        working_dir: Path,
+        instruction: str,
+        output: Path,
+        confined: AgentRun,
+    ) -> dict[str, Any]:
         llm = config.llm
-        key = resolve_key(llm)
-        return {
+        payload: dict[str, Any] = {
             "output": str(output),
             "files_dir": str(self.files_dir),
             "working_dir": str(Path(working_dir).resolve()),
@@ -82,12 +116,15 @@ class MiniAgent(Agent):
             "max_turns": config.max_turns,
             "llm": {
                 **llm.model_dump(mode="json", exclude={"api_key", "base_url", "price"}),
-                "base_url": openai_base_url(llm),
-                "api_key": key,
+                "base_url": confined.openai_base_url,
+                "api_key": confined.token,
                 "headers": {ROLE_HEADER: self.role},
             },
-            "secrets": [key],
+            "secrets": [confined.token],
         }
+        if confined.jail is not None:
+            payload["jail"] = {"pid": confined.jail.pid, "env": confined.env}
+        return payload
 
     def _trajectory(
         self,
@@ -129,6 +166,16 @@ class MiniAgent(Agent):
             error=ErrorInfo(**error) if error else None,
             metadata={"exit_code": code, "stderr_tail": self.redactor.text(tail)},
         )
+
+
+def _server_env(confined: AgentRun) -> dict[str, str]:
+    """The fork server's environment. A jailed run's process is a fork of the server, and
+    `/proc/<pid>/environ` shows the server's original environment whatever the run sets
+    later: jailed runs get a server started with the allow-list only. Unconfined runs keep
+    the framework's environment less every secret-named variable."""
+    if confined.jail is not None:
+        return confined.env
+    return {k: v for k, v in os.environ.items() if not is_secret_env_name(k)}
 
 
 def _status(result: dict[str, Any], timed_out: bool) -> Status:

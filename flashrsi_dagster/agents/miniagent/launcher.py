@@ -22,7 +22,11 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
+from flashrsi_dagster.environments import joining
+from flashrsi_dagster.environments.runtime import site_packages
+
 ENTRY = Path(__file__).with_name("_entry.py")
+_SERVER_ARGS = (str(site_packages()), joining.__file__)
 
 _shared: dict[str, ForkServer] = {}
 _shared_lock = threading.Lock()
@@ -57,8 +61,10 @@ class ForkServer:
     def start(self) -> None:
         with self._lock:
             if self._process is None or self._process.poll() is not None:
+                # -I -S: no site, no user paths, no PYTHON* variables; the server imports
+                # from site-packages what the harness needs, and nothing of the framework.
                 self._process = subprocess.Popen(
-                    [sys.executable, str(ENTRY), "--fork-server"],
+                    [sys.executable, "-I", "-S", str(ENTRY), "--fork-server", *_SERVER_ARGS],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     env=self._env,

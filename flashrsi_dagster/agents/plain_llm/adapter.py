@@ -6,10 +6,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from flashrsi_dagster.agents.base import Agent
+from flashrsi_dagster.agents.base import Agent, status_of
 from flashrsi_dagster.config.models import RoleConfig
+from flashrsi_dagster.environments.confinement import Confinement, gateway_verdict
 from flashrsi_dagster.llm.client import LLMClient
-from flashrsi_dagster.records import Status, Trajectory, Usage
+from flashrsi_dagster.llm.usage import UsageMeter
+from flashrsi_dagster.records import ErrorInfo, Status, Trajectory, Usage
 
 HARNESS = Path(__file__).with_name("harness")
 PROMPT = Path("prompts/system.md")
@@ -19,44 +21,59 @@ class PlainLLM(Agent):
     name = "llm"
     description = "One model call with the harness prompt as system message; no tools."
 
-    def __init__(self, config: RoleConfig, files_dir: Path, *, role: str = "target") -> None:
-        super().__init__(config, files_dir, role=role)
-        self.client = LLMClient(self.config.llm, role)
+    def __init__(
+        self,
+        config: RoleConfig,
+        files_dir: Path,
+        *,
+        role: str = "target",
+        confinement: Confinement | None = None,
+    ) -> None:
+        super().__init__(config, files_dir, role=role, confinement=confinement)
+        self.meter = UsageMeter(role, self.config.llm.model, self.config.llm.price)
 
     @classmethod
     def builtin_harness(cls) -> Path:
         return HARNESS
 
-    def close(self) -> None:
-        self.client.close()
-
-    def _client(self) -> LLMClient:
-        """The role's client, rebuilt only when the frozen config names another model or
-        endpoint; usage keeps adding up on the same meter."""
-        llm = self.run_config.llm
-        if llm != self.client.config:
-            self.client.close()
-            self.client = LLMClient(llm, self.role, meter=self.client.meter)
-        return self.client
-
     def _run(self, working_dir: Path, instruction: str) -> Trajectory:
         clock = time.monotonic()
         system = (self.files_dir / PROMPT).read_text(encoding="utf-8")
         messages = [{"role": "system", "content": system}, {"role": "user", "content": instruction}]
-        completion = self._client().complete(messages)
-        messages.append({"role": "assistant", "content": completion.text})
-        usage = Usage(
-            input_tokens=completion.input_tokens,
-            output_tokens=completion.output_tokens,
-            cost=completion.cost,
-            turns=1,
-        )
-        return Trajectory(
-            task_id="",
-            snapshot_id="",
-            status=Status.SUCCESS,
-            answer=completion.text,
-            messages=messages,
-            usage=usage,
-            duration=time.monotonic() - clock,
-        )
+        llm = self.run_config.llm
+        # No process and no harness code run here, so there is nothing to jail; the call
+        # still goes through the gateway, which meters it and enforces the role's caps.
+        with self.confinement.unjailed().run(self.role, llm, writable=()) as confined:
+            via = (confined.base_url, confined.token)
+            client = LLMClient(llm, self.role, meter=self.meter, via=via)
+            try:
+                trajectory = _answer(client, messages)
+            except Exception as exc:  # the run's failure is data, settled by the gateway below
+                trajectory = Trajectory(
+                    task_id="",
+                    snapshot_id="",
+                    status=status_of(exc),
+                    error=ErrorInfo.from_exception(exc),
+                )
+            finally:
+                client.close()
+        trajectory.duration = time.monotonic() - clock
+        return gateway_verdict(trajectory, confined.usage, timed_out=False)
+
+
+def _answer(client: LLMClient, messages: list[dict]) -> Trajectory:
+    completion = client.complete(messages)
+    usage = Usage(
+        input_tokens=completion.input_tokens,
+        output_tokens=completion.output_tokens,
+        cost=completion.cost,
+        turns=1,
+    )
+    return Trajectory(
+        task_id="",
+        snapshot_id="",
+        status=Status.SUCCESS,
+        answer=completion.text,
+        messages=[*messages, {"role": "assistant", "content": completion.text}],
+        usage=usage,
+    )

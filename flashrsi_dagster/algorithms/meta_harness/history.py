@@ -1,6 +1,6 @@
 """The Worker's history folder: every earlier version and every record, as files.
 
-Lent to the Worker inside its edit folder before each step and taken back before the commit::
+Shown to the Worker at `.history/` inside its edit folder during each step::
 
     .history/
       index.json                    snapshot id -> its folder, round, parent, dev score, status
@@ -12,14 +12,15 @@ Lent to the Worker inside its edit folder before each step and taken back before
         dev/<task id>.json          every evaluation rollout (redacted, as recorded)
 
 Records are copied as written (already redacted); nothing is concatenated or truncated, and
-every path is relative to the edit folder, so moving that folder moves a working history.
+every path is relative to the edit folder.
 
-Building it afresh each step grows with the history (a checkout per snapshot, a file per
-rollout), so the folder is kept between steps in a per-experiment cache on the edit folder's
-file system and *moved* in and out. Only what changed since the last step is added. On the
-way back every entry's stat is compared with what was lent: if the Worker changed, added or
-removed anything, the cache is dropped and the next step builds a faithful one from the
-records again.
+The folder is a **view** the framework keeps per experiment, outside the experiment home
+(the Worker must find no way to the records), and brings up to date once per step: only
+what the records added since is written, so a step's cost does not grow with the history.
+A jailed Worker sees the view through a read-only bind mount — nothing is copied, nothing
+is checked afterwards, because nothing can have changed. An unconfined Worker
+(`confinement: none`) gets a symlink instead; then, and only then, the view is compared with
+its manifest after the step and dropped (rebuilt from the records next time) if it changed.
 """
 
 from __future__ import annotations
@@ -29,17 +30,16 @@ import json
 import os
 import shutil
 import stat
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from flashrsi_dagster.algorithms.meta_harness.records import Layout, RoundRecord
 from flashrsi_dagster.records import write_text_atomic
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.scratch import process_dir
-from flashrsi_dagster.snapshots import SnapshotStore
+from flashrsi_dagster.snapshots import HISTORY_DIR, SnapshotStore
 
-HISTORY = ".history"
+# Reserved in every snapshot: the guard refuses a symlink into it.
+HISTORY = HISTORY_DIR
 Stats = dict[str, list[int]]
 """Relative path -> [kind, size, mtime_ns, mode]; kind 0 file, 1 directory, 2 symlink."""
 
@@ -53,81 +53,67 @@ def _identity(path: Path) -> tuple[int, int, int]:
     return st.st_ino, st.st_size, st.st_mtime_ns
 
 
-class HistoryCache:
-    """The history folder of one experiment, kept at `root` between Worker steps."""
+class HistoryView:
+    """The history folder of one experiment, kept at `root/tree` between Worker steps."""
 
-    VERSION = 1
+    VERSION = 2
 
     def __init__(self, root: Path, store: SnapshotStore, layout: Layout) -> None:
         self.root, self.store, self.layout = Path(root), store, layout
-        self._tree, self._manifest_path = self.root / "tree", self.root / "manifest.json"
+        self.tree, self._manifest_path = self.root / "tree", self.root / "manifest.json"
         self._source = {"records": str(layout.folder.resolve()), "store": str(store.root)}
 
     @classmethod
-    def for_experiment(cls, store: SnapshotStore, layout: Layout) -> HistoryCache:
-        """A cache in this process's scratch folder, beside the edit folders, so moves are
-        renames; it goes with the process (a killed one's is swept by the next start). Never
-        inside the experiment home: the Worker must not find a way to its records."""
+    def for_experiment(cls, store: SnapshotStore, layout: Layout) -> HistoryView:
+        """A view in the temp folder, never inside the experiment home."""
         key = hashlib.sha256(str(layout.folder.resolve()).encode()).hexdigest()[:20]
         return cls(process_dir() / "history" / key, store, layout)
 
-    @contextmanager
-    def lend(self, edit_dir: Path, rounds: list[RoundRecord]) -> Iterator[Path]:
-        """The history of `rounds` at `<edit_dir>/.history` while the block runs; gone after."""
-        history = Path(edit_dir) / HISTORY
-        manifest = self.build(history, rounds)
-        try:
-            yield history
-        finally:
-            self.take_back(history, manifest)
-
-    def build(self, history: Path, rounds: list[RoundRecord]) -> dict:
-        """Move the cached folder to `history` (or start one) and bring it up to date."""
-        manifest = self._claim(history)
+    def update(self, rounds: list[RoundRecord]) -> Path:
+        """Bring the view up to date with `rounds` and return its folder."""
+        manifest = self._load()
         if manifest is None:
-            shutil.rmtree(history, ignore_errors=True)
+            shutil.rmtree(self.tree, ignore_errors=True)
             manifest = {"version": self.VERSION, "source": self._source, "snapshots": {}}
             manifest |= {"rounds": {}, "files": {}}
-        _sync(history, manifest, self.store, self.layout, rounds)
-        return manifest
+        self.tree.mkdir(parents=True, exist_ok=True)
+        _sync(self.tree, manifest, self.store, self.layout, rounds)
+        self._save(manifest)
+        return self.tree
 
-    def take_back(self, history: Path, manifest: dict) -> bool:
-        """Return the folder to the cache if it is exactly as lent; else drop it."""
-        intact = history.is_dir() and not history.is_symlink()
-        intact = intact and _scan(history, "") == manifest["files"]
-        if intact:
-            try:
-                self.root.mkdir(parents=True, exist_ok=True)
-                os.rename(history, self._tree)
-            except OSError:  # another process returned one first, or another file system
-                intact = False
-        if intact:  # not fsynced: a torn manifest after a crash only means a fresh build
-            partial = self._manifest_path.with_suffix(".partial")
-            partial.write_text(json.dumps(manifest))
-            os.replace(partial, self._manifest_path)
-            _remembered[str(self.root)] = (_identity(self._manifest_path), manifest)
-        else:
-            _remove(history)
+    def intact(self) -> bool:
+        """Whether the view is exactly as last written (only needed after an unconfined
+        Worker, which could write to it); a changed view is dropped here."""
+        remembered = _remembered.get(str(self.root))
+        intact = remembered is not None and _scan(self.tree, "") == remembered[1]["files"]
+        if not intact:
+            self.discard()
         return intact
 
     def discard(self) -> None:
+        _remembered.pop(str(self.root), None)
         shutil.rmtree(self.root, ignore_errors=True)
 
-    def _claim(self, history: Path) -> dict | None:
+    def _load(self) -> dict | None:
         remembered = _remembered.pop(str(self.root), None)
         try:
             if remembered and remembered[0] == _identity(self._manifest_path):
                 manifest = remembered[1]  # this process wrote it: no need to parse it again
             else:
                 manifest = json.loads(self._manifest_path.read_text())
-            self._manifest_path.unlink()  # a manifest only ever describes a tree at rest
-            os.rename(self._tree, history)
+            self._manifest_path.unlink()  # a manifest only ever describes a finished update
         except (OSError, ValueError):
-            shutil.rmtree(self._tree, ignore_errors=True)
             return None
         if manifest.get("version") != self.VERSION or manifest.get("source") != self._source:
             return None
         return manifest
+
+    def _save(self, manifest: dict) -> None:
+        # Not fsynced: a torn manifest after a crash only means a fresh build.
+        partial = self._manifest_path.with_suffix(".partial")
+        partial.write_text(json.dumps(manifest))
+        os.replace(partial, self._manifest_path)
+        _remembered[str(self.root)] = (_identity(self._manifest_path), manifest)
 
 
 def _sync(
@@ -157,6 +143,7 @@ def _sync(
             files.update(_scan(history / folder, folder))
     _drop_unwanted(history, manifest, wanted_rounds, set(index))
     write_text_atomic(history / "index.json", json.dumps(index, indent=1) + "\n")
+    os.chmod(history / "index.json", 0o644)  # the jail user reads it; atomic writes are 0600
     files.update(_scan(history, "", deep=False))
     for child in ("index.json", "snapshots", "trajectories"):
         files.update(_scan(history / child, child, deep=False))

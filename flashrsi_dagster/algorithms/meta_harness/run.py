@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from flashrsi_dagster.agents import Agent, harness_dir
-from flashrsi_dagster.algorithms.meta_harness.history import HISTORY, HistoryCache
+from flashrsi_dagster.algorithms.meta_harness.history import HISTORY, HistoryView
 from flashrsi_dagster.algorithms.meta_harness.plan import State, Step, next_step, rank, read_state
 from flashrsi_dagster.algorithms.meta_harness.prompts import prompt_file_of, worker_instruction
 from flashrsi_dagster.algorithms.meta_harness.records import (
@@ -30,6 +30,7 @@ from flashrsi_dagster.algorithms.meta_harness.records import (
 from flashrsi_dagster.algorithms.parts import DEFAULT_PARTS, Parts
 from flashrsi_dagster.benchmarks.base import Benchmark, Task
 from flashrsi_dagster.benchmarks.loading import load_splits
+from flashrsi_dagster.environments.jail import Mount
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.records import Status, Trajectory
 from flashrsi_dagster.rollouts.engine import (
@@ -68,7 +69,7 @@ class MetaHarness:
             config.benchmark.max_infra_reruns,
         )
         self.log, self.progress = log, progress
-        self.history = HistoryCache.for_experiment(experiment.snapshots, self.layout)
+        self.history = HistoryView.for_experiment(experiment.snapshots, self.layout)
         self._target: Agent | None = None
         self._worker: Agent | None = None
 
@@ -237,13 +238,26 @@ class MetaHarness:
             instruction = worker_instruction(
                 seed.components, HISTORY, prompt_file_of(files, seed.components)
             )
-            with self.history.lend(edit_dir, list(self.state().rounds)):
-                trajectory = self._worker_agent().run(edit_dir, instruction, task_id=f"worker-{k}")
+            trajectory = self._worker_step(k, edit_dir, instruction)
             self._write(self.layout.worker(k), trajectory)
             edit = self._commit(k, seed, edit_dir, trajectory)
             store.forget_checkout(edit_dir)
         self._write(self.layout.edit(k), edit)
         return edit
+
+    def _worker_step(self, k: int, edit_dir: Path, instruction: str) -> Trajectory:
+        """The Worker's run with the history view at `.history` (read-only in its jail)."""
+        view = self.history.update(list(self.state().rounds))
+        worker = self._worker_agent()
+        trajectory = worker.run(
+            edit_dir,
+            instruction,
+            task_id=f"worker-{k}",
+            mounts=(Mount(view, edit_dir / HISTORY),),
+        )
+        if not worker.confinement.jailed:
+            self.history.intact()  # an unconfined Worker could have written to it
+        return trajectory
 
     def _commit(self, k: int, seed: Snapshot, edit_dir: Path, worker: Trajectory) -> EditRecord:
         if worker.status != Status.SUCCESS:
@@ -264,12 +278,18 @@ class MetaHarness:
 
     def _target_agent(self, checkout: Path) -> Agent:
         if self._target is None:
-            self._target = self.parts.target(self.experiment.config.agent, checkout)
+            self._target = self.parts.target(
+                self.experiment.config.agent, checkout, confinement=self.experiment.confinement
+            )
         return self._target
 
     def _worker_agent(self) -> Agent:
         if self._worker is None:
-            self._worker = self.parts.worker(self.experiment.config.algorithm.worker, None)
+            self._worker = self.parts.worker(
+                self.experiment.config.algorithm.worker,
+                None,
+                confinement=self.experiment.confinement,
+            )
         return self._worker
 
     def _write(self, path: Path, record) -> None:

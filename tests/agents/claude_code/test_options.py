@@ -7,6 +7,9 @@ import json
 from flashrsi_dagster.agents.claude_code.options import agent_options, cli_env
 from flashrsi_dagster.agents.claude_code.run_dir import RunDir
 from flashrsi_dagster.config import RoleConfig
+from flashrsi_dagster.environments.confinement import AgentRun
+
+UNJAILED = AgentRun(token="t", base_url="http://127.0.0.1:8086", jail=None, env={})
 
 PARENT = {
     "PATH": "/usr/bin",
@@ -25,13 +28,13 @@ def _role(**llm) -> RoleConfig:
 def test_the_cli_environment_blanks_the_parents_secrets_and_routing(tmp_path):
     llm = _role(max_retries=3, timeout=30, max_tokens=500).llm
 
-    env = cli_env(llm, RunDir(tmp_path), "worker", PARENT)
+    env = cli_env(llm, RunDir(tmp_path), "worker", PARENT, base_url="http://127.0.0.1:8086")
 
     assert "PATH" not in env  # inherited unchanged
     for name in ("MY_SERVICE_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_MODEL"):
         assert env[name] == ""
     assert env["CLAUDE_CODE_USE_BEDROCK"] == ""
-    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9"
+    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:8086"  # the gateway, never the endpoint
     assert env["ANTHROPIC_CUSTOM_HEADERS"] == "x-flashrsi-role: worker"
     assert (env["CLAUDE_CONFIG_DIR"], env["CLAUDE_CODE_TMPDIR"]) == (
         str(tmp_path / "config"),
@@ -46,7 +49,9 @@ def test_the_cli_environment_blanks_the_parents_secrets_and_routing(tmp_path):
 def test_options_are_the_preset_the_plugin_and_no_implicit_settings(tmp_path):
     config = _role(reasoning={"budget_tokens": 2048, "effort": "low"})
 
-    options = agent_options(config, RunDir(tmp_path), tmp_path / "work", "target", None, print)
+    options = agent_options(
+        config, RunDir(tmp_path), tmp_path / "work", "target", None, print, UNJAILED
+    )
 
     assert options.system_prompt == {"type": "preset", "preset": "claude_code"}
     assert options.setting_sources == []
@@ -58,7 +63,9 @@ def test_options_are_the_preset_the_plugin_and_no_implicit_settings(tmp_path):
 
 
 def test_claude_md_text_is_appended_to_the_preset(tmp_path):
-    options = agent_options(_role(), RunDir(tmp_path), tmp_path, "target", "Be terse.\n", print)
+    options = agent_options(
+        _role(), RunDir(tmp_path), tmp_path, "target", "Be terse.\n", print, UNJAILED
+    )
 
     assert options.system_prompt["append"] == "Be terse.\n"
     assert options.thinking == {"type": "disabled"}

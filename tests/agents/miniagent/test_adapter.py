@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from flashrsi_dagster.agents import TargetAgent, WorkerAgent
+from flashrsi_dagster.agents.miniagent import launcher
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.agents.miniagent.launcher import ENTRY
 from flashrsi_dagster.config import RoleConfig
@@ -43,7 +44,12 @@ def harness_dir(tmp_path: Path) -> Path:
 
 
 def _role(server, script: str, **fields) -> RoleConfig:
-    llm = {"model": f"simulator/script:{script}", "base_url": server.url, "max_retries": 0}
+    llm = {
+        "model": f"simulator/script:{script}",
+        "base_url": server.url,
+        "max_retries": 0,
+        **fields.pop("llm", {}),
+    }
     return RoleConfig.model_validate({"type": "miniagent", "llm": llm, **fields})
 
 
@@ -129,7 +135,7 @@ def test_run_timeout_cancels_and_keeps_the_partial_trajectory(server, harness_di
             {"text": "never reached"},
         ],
     )
-    with TargetAgent(_role(server, "hang", timeout=6), harness_dir) as agent:
+    with TargetAgent(_role(server, "hang", timeout=6, llm={"timeout": 5}), harness_dir) as agent:
         clock = time.monotonic()
         trajectory = agent.run(work, "wait forever", task_id="t")
         elapsed = time.monotonic() - clock
@@ -230,20 +236,30 @@ def test_agents_share_one_warm_fork_server_and_close_kills_only_their_own_runs(
     work.mkdir()
     server.add_script(
         "closed-mid-run",
-        [{"tool_calls": [_call("shell", command="echo $$ > pgid; sleep 300")]}, "unreached"],
+        [{"tool_calls": [_call("shell", command="sleep 307")]}, "unreached"],
     )
-    first = TargetAgent(_role(server, "closed-mid-run", timeout=120), harness_dir)
-    second = TargetAgent(_role(server, "unused"), harness_dir)
-    assert first._server is second._server  # a later round's agent starts warm
+    server.add_script("warm", ["done"])
+    first = TargetAgent(
+        _role(server, "closed-mid-run", timeout=120, llm={"timeout": 60}), harness_dir
+    )
+    second = TargetAgent(_role(server, "warm"), harness_dir)
+    assert second.run(work, "warm up", task_id="t").status == Status.SUCCESS
+    servers = {key: s._process.pid for key, s in launcher._shared.items() if s._process}
 
     clock = time.monotonic()
     with ThreadPoolExecutor(1) as pool:
         running = pool.submit(first.run, work, "sleep", task_id="t")
-        while not (work / "pgid").exists():
+        while not _pids("sleep 307"):
             time.sleep(0.02)
         first.close()
         trajectory = running.result(timeout=30)
     assert time.monotonic() - clock < 30 and trajectory.status != Status.SUCCESS
-    assert_group_gone(int((work / "pgid").read_text()))
-    assert second._server._process is not None and second._server._process.poll() is None
+    assert not _pids("sleep 307")
+    # a later round's agent starts warm: the same server, still running
+    assert {key: s._process.pid for key, s in launcher._shared.items() if s._process} == servers
+    assert all(s._process.poll() is None for s in launcher._shared.values() if s._process)
     second.close()
+
+
+def _pids(pattern: str) -> list[str]:
+    return subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()

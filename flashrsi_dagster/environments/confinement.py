@@ -1,0 +1,234 @@
+"""How one agent run is confined: a jail around its processes, and the model gateway as the
+only way to its model.
+
+Every run gets a per-run gateway token in place of the role's key, so no key is ever in an
+agent's environment, files or `/proc`; the gateway injects the real key, meters the run and
+enforces the role's spending caps. A jailed run reaches the gateway through a socket the
+framework opens inside the jail's network namespace, on `JAIL_GATEWAY_PORT`; an unconfined run
+(`experiment.confinement: none`, recorded and shown in every summary) talks to the gateway's
+host listener, still without a key.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import dataclasses
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from flashrsi_dagster.config.models import ExperimentConfig, LLMConfig, RoleConfig
+from flashrsi_dagster.environments.jail import (
+    Jail,
+    JailSpec,
+    Mount,
+    give_to_jail_user,
+    require_jails,
+)
+from flashrsi_dagster.gateway import Caps, Gateway, RunUsage, Upstream
+from flashrsi_dagster.llm.client import resolve_key
+from flashrsi_dagster.llm.endpoints import OFFLINE, offline_server
+from flashrsi_dagster.records import ErrorInfo, Redactor, Status, Trajectory, Usage
+
+JAIL_GATEWAY_PORT = 8086
+"""Where the gateway answers inside every jail (its own network namespace: no clash)."""
+BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "TERM": "dumb"}
+"""The allow-list: a jailed process gets these and the run's own variables, nothing else."""
+
+
+@dataclass
+class AgentRun:
+    """One run's view of its confinement: where its model is and with which token."""
+
+    token: str
+    base_url: str
+    """The gateway's root URL as the run sees it (append `/v1` for OpenAI clients)."""
+    jail: Jail | None
+    env: dict[str, str]
+    usage: RunUsage | None = None
+    """What the run used, filled in when the run's confinement ends."""
+
+    @property
+    def openai_base_url(self) -> str:
+        return f"{self.base_url}/v1"
+
+
+@dataclass
+class Confinement:
+    """An experiment's (or a caller's) confinement policy and gateway.
+
+    `jailed=False` is the explicit `experiment.confinement: none`; `experiment` attributes the
+    gateway's metering; `gateway` defaults to the process's shared one."""
+
+    jailed: bool = True
+    experiment: str = ""
+    gateway: Gateway | None = None
+    caps: dict[str, Caps] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.jailed:
+            require_jails()
+        if self.gateway is None:
+            self.gateway = shared_gateway()
+        for role, caps in self.caps.items():
+            self.gateway.set_caps(self.experiment, role, caps)
+
+    def unjailed(self) -> Confinement:
+        """The same gateway and metering without a jail (for runs confined elsewhere)."""
+        return dataclasses.replace(self, jailed=False, caps={})
+
+    @contextlib.contextmanager
+    def run(
+        self,
+        role: str,
+        llm: LLMConfig,
+        *,
+        writable: Sequence[Path],
+        read_only: Sequence[Mount] = (),
+        runtime: JailSpec | None = None,
+    ) -> Iterator[AgentRun]:
+        """Confine one run: grant a token, start its jail (if jailed) with the run's
+        `writable` folders, `read_only` mounts and the agent's `runtime`, and serve the
+        gateway inside it. On exit the jail is killed and the token revoked."""
+        assert self.gateway is not None
+        run_id = uuid.uuid4().hex[:12]
+        token = self.gateway.grant(
+            experiment=self.experiment, role=role, run_id=run_id, upstream=upstream_of(llm)
+        )
+        run = AgentRun(token, self.gateway.url, None, dict(BASE_ENV, HOME="/tmp", TMPDIR="/tmp"))
+        try:
+            if not self.jailed:
+                with linked(read_only):
+                    yield run
+                return
+            give_to_jail_user(writable)
+            mounts = (*(Mount(Path(p), writable=True) for p in writable), *read_only)
+            with Jail((runtime or JailSpec()).with_mounts(*mounts)) as jail:
+                listener = jail.listen(JAIL_GATEWAY_PORT)
+                self.gateway.serve(listener, token=token)
+                run.jail, run.base_url = jail, f"http://127.0.0.1:{JAIL_GATEWAY_PORT}"
+                try:
+                    yield run
+                finally:
+                    self.gateway.unserve(listener)
+            _remove_mountpoints(read_only)
+        finally:
+            run.usage = self.gateway.revoke(token)
+
+
+@contextlib.contextmanager
+def linked(mounts: Sequence[Mount]) -> Iterator[None]:
+    """Unconfined stand-in for read-only mounts placed elsewhere: symlinks, removed after.
+    Nothing stops an unconfined agent from writing through them (see `HistoryView.intact`)."""
+    made = []
+    try:
+        for mount in mounts:
+            if mount.target is not None and mount.target != mount.source:
+                mount.target.symlink_to(mount.source, target_is_directory=mount.source.is_dir())
+                made.append(mount.target)
+        yield
+    finally:
+        for link in made:
+            with contextlib.suppress(FileNotFoundError):
+                link.unlink()
+
+
+def _remove_mountpoints(mounts: Sequence[Mount]) -> None:
+    """bubblewrap leaves an empty folder where a mount inside a writable folder was."""
+    for mount in mounts:
+        if mount.target is not None and mount.target != mount.source:
+            with contextlib.suppress(OSError):
+                mount.target.rmdir()
+
+
+def gateway_verdict(trajectory: Trajectory, usage: RunUsage | None, timed_out: bool) -> Trajectory:
+    """The run's trajectory as the gateway saw it: tokens and cost are the gateway's count
+    (a harness can misreport its own), a refused call (a spending cap) is an infrastructure
+    fault, and so is a run cut short at its timeout while waiting on the model."""
+    if usage is None:
+        return trajectory
+    update: dict = {
+        "usage": (trajectory.usage or Usage()).model_copy(
+            update={
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                "cost": usage.cost_usd,
+            }
+        )
+    }
+    if usage.refused:
+        message = "; ".join(dict.fromkeys(usage.refused))
+        update |= {
+            "status": Status.INFRA_ERROR,
+            "error": ErrorInfo(type="GatewayRefused", message=message),
+        }
+    elif timed_out and (usage.in_flight or usage.timed_out):
+        message = (
+            f"the run was cut short at its timeout while waiting on the model "
+            f"({usage.in_flight} call(s) in flight, {usage.timed_out} timed out): "
+            "an endpoint fault, not the agent's answer"
+        )
+        update |= {
+            "status": Status.INFRA_ERROR,
+            "error": ErrorInfo(type="EndpointHung", message=message),
+        }
+    return trajectory.model_copy(update=update)
+
+
+def caps_of(roles: dict[str, RoleConfig]) -> dict[str, Caps]:
+    return {
+        role: Caps(max_usd=config.spend_cap.usd, max_tokens=config.spend_cap.tokens)
+        for role, config in roles.items()
+        if config.spend_cap is not None
+    }
+
+
+def upstream_of(llm: LLMConfig) -> Upstream:
+    """The real endpoint behind the gateway for a role: its URL prefix for `/v1` and key."""
+    if llm.base_url == OFFLINE:
+        base = offline_server().root_url.rstrip("/") + "/v1"
+    elif llm.base_url:
+        base = llm.base_url.rstrip("/")
+        if llm.api == "anthropic" and not base.endswith("/v1"):
+            base += "/v1"
+    else:
+        base = (
+            "https://api.anthropic.com/v1"
+            if llm.api == "anthropic"
+            else "https://api.openai.com/v1"
+        )
+    return Upstream(
+        base_url=base, api=llm.api, key=resolve_key(llm), price=llm.price, timeout=llm.timeout
+    )
+
+
+def confinement_for(config: ExperimentConfig, log: Path, redactor: Redactor) -> Confinement:
+    """An experiment's confinement: its `confinement` setting, its roles' spending caps, and
+    a gateway of its own whose redacted request log is `log`."""
+    roles = {"target": config.agent, "worker": config.algorithm.worker}
+    return Confinement(
+        jailed=config.experiment.confinement == "bwrap",
+        experiment=config.experiment.name,
+        gateway=shared_gateway(log, redactor),
+        caps=caps_of(roles),
+    )
+
+
+_lock = threading.Lock()
+_gateways: dict[Path | None, Gateway] = {}
+
+
+def shared_gateway(log: Path | None = None, redactor: Redactor | None = None) -> Gateway:
+    """The process's gateway writing to `log` (one per experiment; `None`: the gateway of
+    agents built outside an experiment), started on first use and closed at exit."""
+    with _lock:
+        gateway = _gateways.get(log)
+        if gateway is None:
+            if log is not None:
+                log.parent.mkdir(parents=True, exist_ok=True)
+            gateway = _gateways[log] = Gateway(log_path=log, redactor=redactor).start()
+            atexit.register(gateway.close)
+        return gateway

@@ -1,0 +1,246 @@
+"""The jail every agent process runs in: a bubblewrap sandbox that agent processes join.
+
+An agent is model-written code (the Worker's edits become the target's harness), so what it
+can reach is decided by the kernel, not by a prompt. A jail is one `bwrap` process per run:
+
+* **mount namespace**: the system folders (`/usr`, `/etc`, …) and the agent's runtime (the
+  Python installation and the few site-packages its harness needs) read-only; the run's own
+  folders writable; a private `/tmp`; nothing else of the host — no experiment home, no
+  benchmark data, no framework package, no `/root`;
+* **PID namespace** with a fresh `/proc`: the host's processes (and their environments) are
+  invisible, and when the jail ends every process in it is killed by the kernel — `nohup`,
+  `setsid` and double forks included;
+* **network namespace** with loopback only. The framework opens one listening socket inside
+  it (`listen`) and serves it from outside: the model gateway. Nothing else answers there;
+* `--die-with-parent`: if the framework dies, even by SIGKILL, the jail dies with it.
+
+The sandbox's own first process is a shim that waits on a pipe from the framework. Agent
+processes do not start inside bwrap: they *join* the jail's namespaces (`joining.enter` in a
+forked child, or `enter_argv()` for a CLI), so a warm fork server can start a run in milliseconds
+instead of paying its SDK imports in every jail. Joined processes drop to an unprivileged user
+with `no_new_privs` before any agent code runs.
+
+Entering another process's namespaces needs root; bubblewrap itself comes from the
+distribution (`apt-get install bubblewrap`). Where either is missing, `require_jails()` says
+so and what to do instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from flashrsi_dagster.environments.joining import JAIL_UID, NAMESPACES
+
+JAIL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+SYSTEM_READ_ONLY = ("/usr", "/etc")
+SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+START_TIMEOUT = 10.0
+
+
+class JailError(RuntimeError):
+    """A jail cannot be built or entered here: the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Mount:
+    """Host path `source` visible at `target` inside the jail (the same path by default)."""
+
+    source: Path
+    target: Path | None = None
+    writable: bool = False
+
+    @property
+    def inside(self) -> Path:
+        return self.target or self.source
+
+
+@dataclass(frozen=True)
+class JailSpec:
+    """What one run's jail shows. Everything not listed here does not exist inside."""
+
+    mounts: tuple[Mount, ...] = ()
+    hidden: tuple[Path, ...] = field(default=())
+    """Folders under a mount replaced by an empty tmpfs (e.g. a Python's own site-packages)."""
+
+    def with_mounts(self, *mounts: Mount) -> JailSpec:
+        return JailSpec((*self.mounts, *mounts), self.hidden)
+
+
+def require_jails() -> None:
+    """Raise `JailError` unless jails can run here (bubblewrap installed, running as root)."""
+    if shutil.which("bwrap") is None:
+        raise JailError(
+            "agent confinement needs bubblewrap, which is not installed: `apt-get install "
+            "bubblewrap` (the project's `make` set-up does it as root), or set "
+            "`experiment.confinement: none` to run agents unconfined (the experiment is then "
+            "marked unconfined in every summary)"
+        )
+    if os.geteuid() != 0:
+        raise JailError(
+            "agent confinement enters bubblewrap namespaces with setns(), which needs root; "
+            "run as root, or set `experiment.confinement: none` (the experiment is then "
+            "marked unconfined in every summary)"
+        )
+
+
+class Jail:
+    """One running sandbox. `close()` (or the framework's death) kills everything in it."""
+
+    def __init__(self, spec: JailSpec) -> None:
+        self.spec = spec
+        info_r, info_w = os.pipe()
+        try:
+            self._process = subprocess.Popen(
+                _bwrap_argv(spec, info_w),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(info_w,),
+                env={"PATH": JAIL_PATH},
+                start_new_session=True,
+            )
+        finally:
+            os.close(info_w)
+        try:
+            self.pid = self._wait_ready(info_r)
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            os.close(info_r)
+
+    def _wait_ready(self, info_r: int) -> int:
+        """The sandbox's first process's host pid, once its mounts are in place (the shim
+        prints a line only after bubblewrap has set everything up)."""
+        assert self._process.stdout is not None
+        ready = threading.Timer(START_TIMEOUT, self._process.kill)
+        ready.start()
+        try:
+            line = self._process.stdout.readline()
+        finally:
+            ready.cancel()
+        if not line:
+            self._process.wait()
+            error = (self._process.stderr.read() if self._process.stderr else b"").decode()
+            raise JailError(f"bubblewrap could not start the jail: {error.strip() or 'no output'}")
+        return int(json.loads(os.read(info_r, 4096))["child-pid"])
+
+    def listen(self, port: int) -> socket.socket:
+        """A TCP socket listening on 127.0.0.1:`port` inside the jail's network namespace,
+        for the framework to serve from outside. Made in a short-lived thread of its own,
+        because a network namespace is entered per thread."""
+        made: list[socket.socket | BaseException] = []
+
+        def make() -> None:
+            try:
+                with _open_ns(self.pid, "net") as fd:
+                    os.setns(fd, os.CLONE_NEWNET)
+                made.append(socket.create_server(("127.0.0.1", port), backlog=64))
+            except BaseException as exc:
+                made.append(exc)
+
+        thread = threading.Thread(target=make, name="jail-listen")
+        thread.start()
+        thread.join()
+        if isinstance(made[0], BaseException):
+            raise JailError(f"cannot listen inside the jail: {made[0]}") from made[0]
+        return made[0]
+
+    def enter_argv(self, argv: Sequence[str], env: dict[str, str], cwd: Path) -> list[str]:
+        """`argv` run inside the jail, as the jail user, with exactly `env`: for agents that
+        are a program of their own (a CLI) rather than a fork of ours."""
+        flags = [f"--{'mount' if n == 'mnt' else n}" for n in NAMESPACES]
+        return [
+            "nsenter", f"--target={self.pid}", *flags, "--",
+            "setpriv", f"--reuid={JAIL_UID}", f"--regid={JAIL_UID}", "--clear-groups",
+            "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--",
+            # nsenter's own --wd would resolve the folder on the host's side of the mounts.
+            "env", "-i", f"--chdir={cwd}", f"PWD={cwd}", *(f"{k}={v}" for k, v in env.items()),
+            *argv,
+        ]  # fmt: skip
+
+    def close(self) -> None:
+        """Kill the jail: its first process dies, and the kernel kills the rest of its PID
+        namespace with it. Idempotent."""
+        process = self._process
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
+    def __enter__(self) -> Jail:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def give_to_jail_user(paths: Iterable[Path]) -> None:
+    """Make the run's writable folders the jail user's (it has no other rights on them)."""
+    for root in paths:
+        os.lchown(root, JAIL_UID, JAIL_UID)
+        for folder, dirs, files in os.walk(root):
+            for name in (*dirs, *files):
+                os.lchown(os.path.join(folder, name), JAIL_UID, JAIL_UID)
+
+
+@contextlib.contextmanager
+def _open_ns(pid: int, name: str):
+    fd = os.open(f"/proc/{pid}/ns/{name}", os.O_RDONLY)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _bwrap_argv(spec: JailSpec, info_fd: int) -> list[str]:
+    argv = [
+        # Every namespace but the user one: joined processes stay in the host's user
+        # namespace as an unprivileged user, and files they create keep real owners.
+        "bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+        "--unshare-cgroup", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+        "--clearenv", "--setenv", "PATH", JAIL_PATH,
+        "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
+    ]  # fmt: skip
+    for folder in SYSTEM_READ_ONLY:
+        argv += ["--ro-bind", folder, folder]
+    for link in SYSTEM_LINKS:
+        if os.path.islink(link):
+            argv += ["--symlink", os.readlink(link), link]
+        elif os.path.isdir(link):
+            argv += ["--ro-bind", link, link]
+    made: set[Path] = {Path("/"), Path("/tmp")}
+    for mount in spec.mounts:
+        argv += _parents(mount.inside, made)
+        flag = "--bind" if mount.writable else "--ro-bind"
+        argv += [flag, str(mount.source), str(mount.inside)]
+    for folder in spec.hidden:
+        argv += ["--tmpfs", str(folder), "--remount-ro", str(folder)]
+    # The shim: says it is ready once bubblewrap has built everything, then waits for the
+    # framework to close its stdin (or die).
+    return [*argv, "--info-fd", str(info_fd), "--", "/bin/sh", "-c", "echo; read _"]
+
+
+def _parents(path: Path, made: set[Path]) -> list[str]:
+    """bubblewrap creates missing parent folders as 0700, which the jail user could not
+    cross: create them 0755 first."""
+    argv: list[str] = []
+    for parent in reversed(path.parents):
+        if parent not in made:
+            made.add(parent)
+            argv += ["--perms", "0755", "--dir", str(parent)]
+    return argv

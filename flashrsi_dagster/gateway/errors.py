@@ -1,0 +1,67 @@
+"""Errors: `GatewayError` for the caller's mistakes, `Refusal` for a request the gateway answers
+itself, in the client's dialect so that real SDKs raise their usual exception types."""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+Dialect = Literal["openai", "anthropic"]
+
+
+class GatewayError(RuntimeError):
+    """A misuse of the gateway's API (unknown token, unenforceable cap, not started ...)."""
+
+
+class Refusal(Exception):
+    """A request answered by the gateway itself: `status`, an error `kind`, a clear message."""
+
+    def __init__(self, status: int, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.kind = kind
+        self.message = message
+
+    def body(self, dialect: Dialect) -> bytes:
+        return error_body(dialect, self.kind, self.message)
+
+
+def error_body(dialect: Dialect, kind: str, message: str) -> bytes:
+    """`{"error": {...}}` for OpenAI clients; `{"type": "error", "error": {...}}` for Anthropic."""
+    if dialect == "anthropic":
+        shape = {"type": "error", "error": {"type": kind, "message": message}}
+    else:
+        shape = {"error": {"type": kind, "message": message, "param": None, "code": kind}}
+    return json.dumps(shape).encode()
+
+
+def unauthorized(message: str) -> Refusal:
+    return Refusal(401, "authentication_error", message)
+
+
+def budget_exceeded(message: str) -> Refusal:
+    return Refusal(402, "budget_exceeded", message)
+
+
+def forbidden(message: str) -> Refusal:
+    return Refusal(403, "permission_error", message)
+
+
+def not_found(message: str) -> Refusal:
+    return Refusal(404, "not_found_error", message)
+
+
+def bad_request(message: str) -> Refusal:
+    return Refusal(400, "invalid_request_error", message)
+
+
+def too_large(message: str) -> Refusal:
+    return Refusal(413, "request_too_large", message)
+
+
+def bad_gateway(message: str) -> Refusal:
+    return Refusal(502, "api_error", message)
+
+
+def gateway_timeout(message: str) -> Refusal:
+    return Refusal(504, "timeout_error", message)

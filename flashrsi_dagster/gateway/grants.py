@@ -1,0 +1,102 @@
+"""What a run may use: its `Upstream` (where its calls go, with the real key), the `Caps` of its
+role, and the per-run token that names it. Tokens are kept only as SHA-256 digests."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Literal
+from urllib.parse import urlsplit
+
+from flashrsi_dagster.config.models import PriceConfig
+from flashrsi_dagster.gateway.errors import GatewayError
+
+Api = Literal["chat", "responses", "anthropic"]
+Family = Literal["openai", "anthropic"]
+
+# A distinctive prefix lets every log line be scrubbed of tokens by shape, without keeping them.
+TOKEN_PREFIX = "frsi-gw-"
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """One real endpoint and how to authenticate to it."""
+
+    base_url: str
+    """Replaces the request path's leading `/v1`: `https://api.openai.com/v1`,
+    `http://127.0.0.1:PORT/v1`, `https://api.anthropic.com/v1`."""
+    api: Api
+    """Decides the auth header upstream: Bearer for chat/responses, `x-api-key` for anthropic."""
+    key: str | None = field(repr=False)
+    """The real key, resolved. Never logged, never returned, left out of `repr`."""
+    price: PriceConfig | None = None
+    """USD per million tokens; None: calls through this upstream have no cost."""
+    timeout: float = 120.0
+    """Seconds allowed for each step of one upstream call (connect, first byte, each read)."""
+    models: frozenset[str] | None = None
+    """When set, requests naming another model are refused (403): a run cannot switch to a
+    pricier model than the one it was priced for."""
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise GatewayError(f"upstream base_url must be an http(s) URL, got {self.base_url!r}")
+        if self.api not in ("chat", "responses", "anthropic"):
+            raise GatewayError(f"upstream api must be chat, responses or anthropic: {self.api!r}")
+        if not self.timeout > 0:
+            raise GatewayError(f"upstream timeout must be positive, got {self.timeout}")
+
+    @property
+    def family(self) -> Family:
+        return "anthropic" if self.api == "anthropic" else "openai"
+
+    @cached_property
+    def origin(self) -> tuple[str, str, int]:
+        """(scheme, host, port): the key of the upstream's keep-alive pool."""
+        parts = urlsplit(self.base_url)
+        default = 443 if parts.scheme == "https" else 80
+        return parts.scheme, parts.hostname or "", parts.port or default
+
+    @cached_property
+    def path_prefix(self) -> str:
+        return urlsplit(self.base_url).path.rstrip("/")
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Limits per (experiment, role), summed over all its runs; None = unlimited."""
+
+    max_usd: float | None = None
+    max_tokens: int | None = None
+    """Input plus output tokens."""
+
+    def __post_init__(self) -> None:
+        for name, value in (("max_usd", self.max_usd), ("max_tokens", self.max_tokens)):
+            if value is not None and value < 0:
+                raise GatewayError(f"caps: {name} must not be negative, got {value}")
+
+
+@dataclass(frozen=True)
+class Grant:
+    """Who a token speaks for, and where its calls go."""
+
+    experiment: str
+    role: str
+    run_id: str
+    upstream: Upstream
+    token_id: str
+    """A short digest of the token: safe to log, useless to present."""
+
+
+def new_token() -> str:
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def token_id(token_digest: str) -> str:
+    return token_digest[:12]

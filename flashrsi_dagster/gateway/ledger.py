@@ -1,0 +1,131 @@
+"""`Ledger`: the live tokens, what each run used, the caps per (experiment, role), all under one
+lock. Runs stay after revoke, so late-ending calls still count and totals stay complete."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from flashrsi_dagster.gateway.errors import GatewayError
+from flashrsi_dagster.gateway.grants import Caps, Grant
+from flashrsi_dagster.gateway.metering import RunUsage, Tokens, Usage
+
+# A hostile run can be refused in a loop: its `refused` list keeps the first messages only.
+MAX_REFUSED = 100
+
+
+@dataclass(eq=False)
+class Run:
+    """One grant and what it used."""
+
+    grant: Grant
+    usage: Usage = field(default_factory=Usage)
+    refused: list[str] = field(default_factory=list)
+    in_flight: int = 0
+    timed_out: int = 0
+    revoked: bool = False
+
+    def report(self) -> RunUsage:
+        u = self.usage
+        return RunUsage(
+            u.input_tokens, u.output_tokens, u.cost_usd, u.calls,
+            list(self.refused), self.in_flight, self.timed_out,
+        )  # fmt: skip
+
+
+class Ledger:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs: dict[str, Run] = {}  # token digest -> run, revoked ones included
+        self._roles: dict[tuple[str, str], Usage] = {}
+        self._caps: dict[tuple[str, str], Caps] = {}
+
+    def add(self, token_digest: str, grant: Grant) -> None:
+        key = (grant.experiment, grant.role)
+        with self._lock:
+            _check_priced(self._caps.get(key), [grant], key)
+            self._runs[token_digest] = Run(grant)
+            self._roles.setdefault(key, Usage())
+
+    def set_caps(self, experiment: str, role: str, caps: Caps) -> None:
+        key = (experiment, role)
+        with self._lock:
+            grants = [r.grant for r in self._runs.values() if not r.revoked]
+            _check_priced(caps, [g for g in grants if (g.experiment, g.role) == key], key)
+            self._caps[key] = caps
+
+    def find(self, token_digest: str) -> Run | None:
+        """The run of a token, revoked or not (the caller refuses revoked ones)."""
+        return self._runs.get(token_digest)
+
+    def revoke(self, token_digest: str) -> RunUsage:
+        with self._lock:
+            run = self._runs.get(token_digest)
+            if run is None:
+                raise GatewayError("revoke: unknown token")
+            run.revoked = True
+            return run.report()
+
+    def over_cap(self, run: Run) -> str | None:
+        """Why the run's role may not start another call, or None."""
+        g = run.grant
+        with self._lock:
+            caps, used = self._caps.get((g.experiment, g.role)), self._roles[g.experiment, g.role]
+            if caps is None:
+                return None
+            head = f"gateway: role {g.role!r} of experiment {g.experiment!r} reached its cap of"
+            if caps.max_tokens is not None and used.tokens >= caps.max_tokens:
+                return f"{head} {caps.max_tokens} tokens (used {used.tokens})"
+            spent = used.cost_usd
+            if caps.max_usd is None:
+                return None
+            if spent is None:  # unpriced calls made before the cap was set
+                return f"{head} ${caps.max_usd:g}: its cost is unknown (unpriced calls)"
+            if spent >= caps.max_usd:
+                return f"{head} ${caps.max_usd:g} (used ${spent:.6g})"
+            return None
+
+    def refuse(self, run: Run, message: str) -> None:
+        with self._lock:
+            if len(run.refused) < MAX_REFUSED:
+                run.refused.append(message)
+
+    def begin(self, run: Run) -> None:
+        with self._lock:
+            run.in_flight += 1
+
+    def end(self, run: Run, tokens: Tokens | None, *, timed_out: bool = False) -> None:
+        """An upstream call ended; `tokens` None: not a model call (it is not counted)."""
+        cost = None if tokens is None else tokens.cost(run.grant.upstream.price)
+        g = run.grant
+        with self._lock:
+            run.in_flight -= 1
+            run.timed_out += timed_out
+            if tokens is not None:
+                run.usage.add(tokens, cost)
+                self._roles[g.experiment, g.role].add(tokens, cost)
+
+    def totals(self, experiment: str | None, role: str | None, run_id: str | None) -> Usage:
+        total = Usage()
+        with self._lock:
+            for run in self._runs.values():
+                g = run.grant
+                if (
+                    (experiment is None or g.experiment == experiment)
+                    and (role is None or g.role == role)
+                    and (run_id is None or g.run_id == run_id)
+                ):
+                    total.merge(run.usage)
+        return total
+
+
+def _check_priced(caps: Caps | None, grants: list[Grant], key: tuple[str, str]) -> None:
+    """A USD cap over an unpriced upstream could never be reached: refuse it up front."""
+    if caps is None or caps.max_usd is None:
+        return
+    for grant in grants:
+        if grant.upstream.price is None:
+            raise GatewayError(
+                f"role {key[1]!r} of experiment {key[0]!r} has a USD cap, but the upstream "
+                f"{grant.upstream.base_url} of run {grant.run_id!r} has no price"
+            )

@@ -1,0 +1,308 @@
+"""`Proxy`: serves one request: authenticate the token, check route, model and caps, forward
+with the real key, relay the answer (streams as they arrive), meter it, log it."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from flashrsi_dagster.gateway import errors
+from flashrsi_dagster.gateway.errors import Refusal
+from flashrsi_dagster.gateway.grants import digest, token_id
+from flashrsi_dagster.gateway.handler import Handler, Headers
+from flashrsi_dagster.gateway.ledger import Ledger, Run
+from flashrsi_dagster.gateway.listeners import Listener
+from flashrsi_dagster.gateway.log import CallLog, CallRecord
+from flashrsi_dagster.gateway.metering import Tokens, tokens_of_body
+from flashrsi_dagster.gateway.routes import Route, dialect_of, route_of
+from flashrsi_dagster.gateway.streams import StreamMeter
+from flashrsi_dagster.gateway.upstream import Pool, request_headers, response_headers
+
+logger = logging.getLogger("flashrsi.gateway")
+
+_JSON = [("Content-Type", "application/json")]
+_READ = 65536
+
+
+@dataclass
+class _Forward:
+    """One request on its way upstream."""
+
+    run: Run
+    route: Route
+    target: str
+    body: bytes
+    drop_usage_chunk: bool = False
+    settled: bool = False
+    """Its end is in the ledger (done before the client sees the answer end)."""
+
+
+@dataclass
+class _Call:
+    """One request as it is served: its log record, written once, before the client can see
+    the answer end (so whoever acts on the answer finds the line)."""
+
+    record: CallRecord
+    started: float
+    logged: bool = False
+
+
+class Proxy:
+    def __init__(self, ledger: Ledger, pool: Pool, log: CallLog, max_body: int) -> None:
+        self._ledger = ledger
+        self._pool = pool
+        self._log = log
+        self._max_body = max_body
+
+    def handle(self, h: Handler, listener: Listener) -> None:
+        """Never raises but for the client's own connection failing (which ends it)."""
+        url = urlsplit(h.path)
+        call = _Call(CallRecord(method=h.command, path=url.path), time.perf_counter())
+        record = call.record
+        run: Run | None = None
+        try:
+            body = h.read_body(self._max_body)
+            run = self._authenticate(h, listener, record)
+            self._serve(h, self._prepare(h, run, url, body, record), call)
+        except Refusal as refusal:
+            record.status, record.error = refusal.status, refusal.message
+            if run is not None:
+                self._ledger.refuse(run, refusal.message)
+            self._log_once(call)
+            self._answer(h, refusal)
+        except Exception as exc:
+            record.status, record.error = 500, f"gateway bug: {type(exc).__name__}"
+            logger.exception("gateway: failed on %s %s", h.command, url.path)
+            self._log_once(call)
+            self._answer(h, errors.Refusal(500, "api_error", "gateway: internal error"))
+        finally:
+            self._log_once(call)
+
+    def _log_once(self, call: _Call) -> None:
+        if not call.logged:
+            call.logged = True
+            call.record.duration_ms = round((time.perf_counter() - call.started) * 1000, 3)
+            self._log.write(call.record)
+
+    def _answer(self, h: Handler, refusal: Refusal) -> None:
+        if h.response_started:  # mid-stream: cutting the connection is the only signal left
+            h.close_connection = True
+            return
+        h.send_whole(refusal.status, _JSON, refusal.body(dialect_of(h.path, h.headers)))
+
+    def _authenticate(self, h: Handler, listener: Listener, record: CallRecord) -> Run:
+        token = _token_of(h)
+        if token is None:
+            raise errors.unauthorized(
+                "gateway: no token: send `Authorization: Bearer <token>` or `x-api-key: <token>`"
+            )
+        token_digest = digest(token)
+        record.token_id = token_id(token_digest)
+        if listener.binding is not None and token_digest != listener.binding:
+            message = "gateway: this token is not valid on this listener"
+            if (bound := self._ledger.find(listener.binding)) is not None:
+                self._ledger.refuse(bound, message)
+            raise errors.unauthorized(message)
+        run = self._ledger.find(token_digest)
+        if run is None:
+            raise errors.unauthorized("gateway: unknown token")
+        g = run.grant
+        record.experiment, record.role, record.run_id = g.experiment, g.role, g.run_id
+        if run.revoked:
+            raise errors.unauthorized(f"gateway: token revoked: run {g.run_id!r} has ended")
+        return run
+
+    def _prepare(self, h: Handler, run: Run, url: Any, body: bytes, record: CallRecord) -> _Forward:
+        """Route, model and caps checked; the body as it will go upstream."""
+        route = route_of(h.command, url.path)
+        upstream = run.grant.upstream
+        if route is None:
+            raise errors.not_found(f"gateway: no route {h.command} {url.path}")
+        if route.family not in (None, upstream.family):
+            raise errors.not_found(
+                f"gateway: {url.path} is not available: this run's upstream speaks the "
+                f"{upstream.family} API"
+            )
+        request = _json_object(body)
+        if request is not None:
+            model = request.get("model")
+            record.model = model if isinstance(model, str) else None
+            record.stream = request.get("stream") is True
+        allowed = upstream.models
+        if h.command == "POST" and allowed is not None and record.model not in allowed:
+            raise errors.forbidden(
+                f"gateway: model {record.model!r} is not allowed for this run "
+                f"(allowed: {', '.join(sorted(allowed))})"
+            )
+        if route.kind is not None and (reason := self._ledger.over_cap(run)) is not None:
+            raise errors.budget_exceeded(reason)
+        target = upstream.path_prefix + url.path.removeprefix("/v1")
+        target += f"?{url.query}" if url.query else ""
+        forward = _Forward(run, route, target, body)
+        if request is not None and (upstream.models is not None or route.kind == "chat"):
+            _canonical(forward, request)
+        return forward
+
+    def _serve(self, h: Handler, forward: _Forward, call: _Call) -> None:
+        upstream = forward.run.grant.upstream
+        self._ledger.begin(forward.run)
+        try:
+            self._exchange(h, forward, call)
+        except TimeoutError:
+            self._settle(forward, call, Tokens(), timed_out=True)
+            raise errors.gateway_timeout(
+                f"gateway: the upstream {upstream.base_url} did not answer within "
+                f"{upstream.timeout:g} s"
+            ) from None
+        except (OSError, http.client.HTTPException) as exc:
+            raise errors.bad_gateway(
+                f"gateway: upstream {upstream.base_url} failed: {type(exc).__name__}: {exc}"
+            ) from None
+        finally:
+            self._settle(forward, call, Tokens())
+
+    def _settle(
+        self, forward: _Forward, call: _Call, tokens: Tokens, *, timed_out: bool = False,
+        answered: bool = False,
+    ) -> None:  # fmt: skip
+        """Record the call's end once (a failed call ends with no tokens). An `answered` call
+        is logged here too, before its last bytes leave; a failed one is logged with its
+        error by `handle`."""
+        if forward.settled:
+            return
+        forward.settled = True
+        metered = tokens if forward.route.kind is not None else None
+        self._ledger.end(forward.run, metered, timed_out=timed_out)
+        record = call.record
+        record.input_tokens, record.output_tokens = tokens.input, tokens.output
+        record.cost_usd = tokens.cost(forward.run.grant.upstream.price)
+        if answered:
+            self._log_once(call)
+
+    def _exchange(self, h: Handler, forward: _Forward, call: _Call) -> None:
+        """Upstream failures raise from here; the client's own failures do not (see _Client)."""
+        upstream = forward.run.grant.upstream
+        headers = request_headers(h.headers, upstream)
+        conn, response = self._pool.send(upstream, h.command, forward.target, headers, forward.body)
+        reusable = False
+        try:
+            call.record.status = response.status
+            out = response_headers(response)
+            if "text/event-stream" in (response.getheader("Content-Type") or ""):
+                self._relay_stream(h, forward, response, out, call)
+            else:
+                self._relay_whole(h, forward, response, out, call)
+            reusable = not response.will_close
+        finally:
+            self._pool.release(conn, reusable=reusable)
+
+    def _relay_whole(
+        self, h: Handler, forward: _Forward, response: http.client.HTTPResponse, out: Headers,
+        call: _Call,
+    ) -> None:  # fmt: skip
+        body = response.read()
+        tokens = Tokens()
+        if response.status in (401, 403):
+            # The upstream's words may quote part of the real key ("sk-ab***yz"): not relayed.
+            out, body = _JSON, errors.error_body(
+                dialect_of(h.path, h.headers), "upstream_auth_error",
+                f"gateway: the upstream {forward.run.grant.upstream.base_url} refused the "
+                f"gateway's credentials (HTTP {response.status})",
+            )  # fmt: skip
+        elif forward.route.kind is not None and 200 <= response.status < 300:
+            tokens = tokens_of_body(forward.route.kind, body)
+        self._settle(forward, call, tokens, answered=True)
+        _Client(h).send_whole(response.status, out, body)
+
+    def _relay_stream(
+        self, h: Handler, forward: _Forward, response: http.client.HTTPResponse, out: Headers,
+        call: _Call,
+    ) -> None:  # fmt: skip
+        kind = forward.route.kind
+        meter = StreamMeter(kind, drop_usage_chunk=forward.drop_usage_chunk) if kind else None
+        client = _Client(h)
+        client.start_stream(response.status, out)
+        try:
+            # A client that goes away does not stop the read: the usage comes last, and is owed.
+            while data := response.read1(_READ):
+                client.write(meter.feed(data) if meter else data)
+        except BaseException as exc:  # cut mid-stream: what was used so far still counts
+            timed_out = isinstance(exc, TimeoutError)
+            self._settle(forward, call, meter.tokens if meter else Tokens(), timed_out=timed_out)
+            raise
+        self._settle(forward, call, meter.tokens if meter else Tokens(), answered=True)
+        client.write(meter.end() if meter else b"")
+        client.end_stream()
+
+
+class _Client:
+    """Writes to the client; once it has gone away, further writes are dropped (the proxy
+    goes on reading the upstream to meter it) and the connection is closed afterwards."""
+
+    def __init__(self, h: Handler) -> None:
+        self._h = h
+        self.gone = False
+
+    def send_whole(self, status: int, headers: Headers, body: bytes) -> None:
+        self._do(self._h.send_whole, status, headers, body)
+
+    def start_stream(self, status: int, headers: Headers) -> None:
+        self._do(self._h.start_stream, status, headers)
+
+    def write(self, data: bytes) -> None:
+        self._do(self._h.write_chunk, data)
+
+    def end_stream(self) -> None:
+        self._do(self._h.end_stream)
+
+    def _do(self, write: Any, *args: Any) -> None:
+        if self.gone:
+            return
+        try:
+            write(*args)
+        except OSError:
+            self.gone = True
+            self._h.close_connection = True
+
+
+def _token_of(h: Handler) -> str | None:
+    auth = h.headers.get("Authorization") or ""
+    scheme, _, value = auth.strip().partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    return (h.headers.get("x-api-key") or "").strip() or None
+
+
+def _json_object(body: bytes) -> dict[str, Any] | None:
+    """The request as JSON, or None: a body that is not a JSON object goes upstream as it is
+    (the upstream's 400 says what is wrong) and meters as nothing."""
+    try:
+        value = json.loads(body) if body else None
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _canonical(forward: _Forward, request: dict[str, Any]) -> None:
+    """Re-encode the body when the gateway relies on what it says.
+
+    A chat stream must report its usage, so `stream_options.include_usage` is set (and the extra
+    usage chunk dropped again for a client that did not ask). When only some models are allowed,
+    the body sent is the one checked: duplicate keys cannot name a second model the upstream's
+    parser would pick instead.
+    """
+    options = request.get("stream_options")
+    streaming_chat = forward.route.kind == "chat" and request.get("stream") is True
+    asked = isinstance(options, dict) and options.get("include_usage") is True
+    if streaming_chat and not asked:
+        request["stream_options"] = {**(options if isinstance(options, dict) else {})}
+        request["stream_options"]["include_usage"] = True
+        forward.drop_usage_chunk = True
+    elif forward.run.grant.upstream.models is None:
+        return
+    forward.body = json.dumps(request, ensure_ascii=False).encode()

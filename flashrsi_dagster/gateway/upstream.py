@@ -1,0 +1,145 @@
+"""Calls to the real endpoints: the client's credentials out, the real key in, and a small
+keep-alive pool of `http.client` connections per origin (https for real endpoints)."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import socket
+import ssl
+import threading
+from collections.abc import Iterable
+from email.message import Message
+
+from flashrsi_dagster.gateway.grants import Upstream
+
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+# The client's credentials, and headers that would let a run choose whose bill it lands on.
+CREDENTIALS = frozenset(
+    {"authorization", "x-api-key", "api-key", "cookie", "openai-organization", "openai-project"}
+)
+# Set by http.client or by the gateway itself (bodies go upstream uncompressed, to be metered).
+REWRITTEN = frozenset({"host", "content-length", "accept-encoding", "expect"})
+ANTHROPIC_VERSION = "2023-06-01"
+
+# Broken on first use, a reused keep-alive connection had been closed by the upstream while
+# idle: the request never reached it, so it is sent once more on a fresh connection.
+_STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
+
+Origin = tuple[str, str, int]
+
+
+def request_headers(incoming: Message, upstream: Upstream) -> list[tuple[str, str]]:
+    dropped = HOP_BY_HOP | CREDENTIALS | REWRITTEN | _connection_tokens(incoming)
+    headers = [(name, value) for name, value in incoming.items() if name.lower() not in dropped]
+    if upstream.key is not None:
+        if upstream.api == "anthropic":
+            headers.append(("x-api-key", upstream.key))
+        else:
+            headers.append(("Authorization", f"Bearer {upstream.key}"))
+    if upstream.api == "anthropic" and incoming.get("anthropic-version") is None:
+        headers.append(("anthropic-version", ANTHROPIC_VERSION))
+    return headers
+
+
+def response_headers(response: http.client.HTTPResponse) -> list[tuple[str, str]]:
+    dropped = HOP_BY_HOP | {"content-length", "set-cookie"} | _connection_tokens(response.msg)
+    return [(name, value) for name, value in response.getheaders() if name.lower() not in dropped]
+
+
+def _connection_tokens(headers: Message) -> frozenset[str]:
+    """Headers named in `Connection:` are hop-by-hop too (RFC 9110, 7.6.1)."""
+    values: Iterable[str] = headers.get_all("connection") or ()
+    return frozenset(t.strip().lower() for v in values for t in v.split(",") if t.strip())
+
+
+class Pool:
+    """Idle keep-alive connections per origin, and the busy ones (so `close` can cut them)."""
+
+    def __init__(self, per_origin: int = 8) -> None:
+        self._per_origin = per_origin
+        self._idle: dict[Origin, list[http.client.HTTPConnection]] = {}
+        self._busy: dict[http.client.HTTPConnection, Origin] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        self._tls = ssl.create_default_context()
+
+    def send(
+        self, upstream: Upstream, method: str, target: str, headers: list[tuple[str, str]],
+        body: bytes,
+    ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:  # fmt: skip
+        """Send one request; the caller reads the response, then `release`s the connection."""
+        while True:
+            conn, reused = self._acquire(upstream)
+            try:
+                conn.putrequest(method, target)  # adds Host and Accept-Encoding: identity
+                for name, value in headers:
+                    conn.putheader(name, value)
+                if body or method not in ("GET", "HEAD"):
+                    conn.putheader("Content-Length", str(len(body)))
+                conn.endheaders(body or None)
+                return conn, conn.getresponse()
+            except _STALE:
+                self.release(conn, reusable=False)
+                if not reused:
+                    raise
+            except BaseException:
+                self.release(conn, reusable=False)
+                raise
+
+    def release(self, conn: http.client.HTTPConnection, *, reusable: bool) -> None:
+        with self._lock:
+            origin = self._busy.pop(conn, None)
+            idle = self._idle.setdefault(origin, []) if origin else []
+            if reusable and origin and not self._closed and len(idle) < self._per_origin:
+                idle.append(conn)
+                return
+        conn.close()
+
+    def close(self) -> None:
+        """Close idle connections; shut busy ones, so that calls blocked on them end now."""
+        with self._lock:
+            self._closed = True
+            idle = [c for conns in self._idle.values() for c in conns]
+            busy = list(self._busy)
+            self._idle.clear()
+        for conn in idle:
+            conn.close()
+        for conn in busy:
+            if conn.sock is not None:
+                with contextlib.suppress(OSError):
+                    conn.sock.shutdown(socket.SHUT_RDWR)
+
+    def _acquire(self, upstream: Upstream) -> tuple[http.client.HTTPConnection, bool]:
+        scheme, host, port = upstream.origin
+        with self._lock:
+            if self._closed:
+                raise ConnectionAbortedError("the gateway is closing")
+            idle = self._idle.get(upstream.origin)
+            conn = idle.pop() if idle else None
+            if conn is None:
+                if scheme == "https":
+                    conn = http.client.HTTPSConnection(
+                        host, port, timeout=upstream.timeout, context=self._tls
+                    )
+                else:
+                    conn = http.client.HTTPConnection(host, port, timeout=upstream.timeout)
+            self._busy[conn] = upstream.origin
+        reused = conn.sock is not None
+        conn.timeout = upstream.timeout
+        if reused:
+            conn.sock.settimeout(upstream.timeout)
+        return conn, reused

@@ -1,0 +1,205 @@
+"""The jail, attacked from inside: what a process that joined it can and cannot do."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from flashrsi_dagster.environments.jail import Jail, JailError, JailSpec, Mount, require_jails
+from flashrsi_dagster.environments.joining import JAIL_UID
+from flashrsi_dagster.environments.runtime import python_runtime, site_packages
+
+try:
+    require_jails()
+except JailError as exc:
+    pytest.skip(f"jails cannot run here: {exc}", allow_module_level=True)
+
+ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp"}
+
+
+def sh(jail: Jail, script: str, cwd: Path, timeout: float = 10) -> subprocess.CompletedProcess:
+    argv = jail.enter_argv(["/bin/sh", "-c", script], ENV, cwd)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+
+
+def python(jail: Jail, code: str, cwd: Path) -> subprocess.CompletedProcess:
+    return sh(jail, f"{sys.base_prefix}/bin/python3 -I -c {_quote(code)}", cwd)
+
+
+def _quote(code: str) -> str:
+    return "'" + textwrap.dedent(code).replace("'", "'\"'\"'") + "'"
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    folder = tmp_path / "run"
+    folder.mkdir()
+    os.chown(folder, JAIL_UID, JAIL_UID)
+    return folder
+
+
+@pytest.fixture
+def jail(work: Path):
+    with Jail(python_runtime().with_mounts(Mount(work, writable=True))) as jail:
+        yield jail
+
+
+def test_a_joined_process_is_nobody_without_capabilities(jail: Jail, work: Path):
+    result = sh(jail, "id -u; grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs)' /proc/self/status", work)
+
+    lines = result.stdout.split()
+    assert lines[0] == str(JAIL_UID)
+    assert "CapEff:" in lines and lines[lines.index("CapEff:") + 1] == "0" * 16
+    assert lines[lines.index("NoNewPrivs:") + 1] == "1"
+
+
+def test_only_the_run_folder_is_writable(jail: Jail, work: Path, tmp_path: Path):
+    result = sh(
+        jail,
+        "echo ok > inside.txt && echo private > /tmp/scratch && cat /tmp/scratch; "
+        "for p in /usr/x /etc/x /x " + str(tmp_path / "outside.txt") + "; do "
+        "(echo no > $p) 2>/dev/null && echo WROTE $p; done",
+        work,
+    )
+
+    assert (work / "inside.txt").read_text() == "ok\n"
+    assert "private" in result.stdout
+    assert "WROTE" not in result.stdout
+    assert not (tmp_path / "outside.txt").exists()
+
+
+def test_the_host_is_out_of_sight(jail: Jail, work: Path):
+    framework = Path(__file__).resolve().parents[2] / "flashrsi_dagster"
+    result = sh(
+        jail,
+        f"ls -A /root; ls {framework} 2>&1; ls -A {framework.parent} 2>&1; "
+        "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done",
+        work,
+    )
+
+    lines = result.stdout.splitlines()
+    assert lines[0] == ".pyenv"  # only the interpreter's folder, not /root's files
+    assert "No such file" in lines[1]  # not the framework,
+    assert lines[2] == ".venv"  # only the harness's part of site-packages
+    processes = [line for line in lines[3:] if line.strip()]
+    # bwrap's init, the shim and this script: no process of the host's
+    assert {line.split()[0] for line in processes} <= {"bwrap", "/bin/sh", "tr"}, processes
+
+
+def test_the_harness_imports_its_sdk_but_not_the_framework_or_the_labels(jail: Jail, work: Path):
+    result = python(
+        jail,
+        f"""
+        import sys
+        sys.path.append({str(site_packages())!r})
+        import openai, yaml
+        for name in ("flashrsi_dagster", "bastioncorpus", "dagster"):
+            try:
+                __import__(name)
+                print("IMPORTED", name)
+            except ImportError:
+                print("refused", name)
+        """,
+        work,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split().count("refused") == 3
+
+
+def test_no_loopback_port_answers_but_the_one_served(jail: Jail, work: Path):
+    listener = jail.listen(8086)
+    listener.settimeout(5)
+    code = """
+    import socket
+    s = socket.create_connection(("127.0.0.1", 8086), timeout=5)
+    s.sendall(b"ping")
+    print(s.recv(10).decode())
+    for port in (22, 5432, 6379, 8080):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=2)
+            print("OPEN", port)
+        except OSError:
+            print("closed", port)
+    """
+    process = subprocess.Popen(
+        jail.enter_argv(
+            ["/bin/sh", "-c", f"{sys.base_prefix}/bin/python3 -I -c {_quote(code)}"], ENV, work
+        ),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    connection, _ = listener.accept()
+    assert connection.recv(10) == b"ping"
+    connection.sendall(b"pong")
+    out, _ = process.communicate(timeout=20)
+    listener.close()
+
+    assert out.split()[0] == "pong"
+    assert out.split()[1::2] == ["closed"] * 4
+
+
+def test_closing_the_jail_kills_what_escaped_with_nohup_setsid_and_double_fork(work: Path):
+    jail = Jail(python_runtime().with_mounts(Mount(work, writable=True)))
+    sh(
+        jail,
+        "nohup sleep 901 >/dev/null 2>&1 & setsid sleep 902 >/dev/null 2>&1 & "
+        "(sh -c 'sleep 903 &' &) >/dev/null 2>&1; sleep 0.2",
+        work,
+    )
+    assert _sleepers() == {"901", "902", "903"}
+
+    jail.close()
+    time.sleep(0.2)
+
+    assert _sleepers() == set()
+
+
+def test_the_jail_dies_with_the_framework_even_by_sigkill(tmp_path: Path, work: Path):
+    framework = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
+            import subprocess, sys, time
+            from pathlib import Path
+            from flashrsi_dagster.environments.jail import Jail, Mount
+            from flashrsi_dagster.environments.runtime import python_runtime
+            jail = Jail(python_runtime().with_mounts(Mount(Path({str(work)!r}), writable=True)))
+            subprocess.run(jail.enter_argv(
+                ["/bin/sh", "-c", "setsid nohup sleep 904 >/dev/null 2>&1 & sleep 0.1"],
+                {{"PATH": "/usr/bin:/bin"}}, Path({str(work)!r})))
+            print("ready", flush=True)
+            time.sleep(60)
+            """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert framework.stdout is not None and framework.stdout.readline().strip() == "ready"
+    assert _sleepers() == {"904"}
+
+    framework.send_signal(signal.SIGKILL)
+    framework.wait()
+    deadline = time.monotonic() + 2
+    while _sleepers() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+    assert _sleepers() == set()
+
+
+def test_a_bad_mount_is_a_clear_error(tmp_path: Path):
+    with pytest.raises(JailError, match="bubblewrap could not start the jail"):
+        Jail(JailSpec((Mount(tmp_path / "missing"),)))
+
+
+def _sleepers() -> set[str]:
+    out = subprocess.run(["pgrep", "-a", "sleep"], capture_output=True, text=True).stdout
+    return {line.split()[-1] for line in out.splitlines() if line.split()[-1].startswith("90")}

@@ -1,0 +1,50 @@
+"""The call log: one line per request, flushed; no key, no token, no body, whatever a run does."""
+
+from __future__ import annotations
+
+import httpx2
+import openai
+import pytest
+
+from flashrsi_dagster.gateway import Gateway
+from flashrsi_dagster.records import Redactor
+from tests.gateway.conftest import CANARY_KEY, USER, log_lines, openai_client
+
+
+def test_every_call_is_logged_without_the_key_or_the_token(gateway, upstream_of, log_path):
+    token = gateway.grant(experiment="x", role="worker", run_id="r1", upstream=upstream_of())
+    client = openai_client(gateway, token)
+    client.chat.completions.create(model="simulator/echo", messages=USER)
+    list(client.chat.completions.create(model="simulator/echo", messages=USER, stream=True))
+    # A hostile run writes its token where the log would copy it.
+    with pytest.raises(openai.NotFoundError):
+        client.chat.completions.create(model=f"{token}/{CANARY_KEY}", messages=USER)
+    gateway.revoke(token)
+    with pytest.raises(openai.AuthenticationError):
+        client.chat.completions.create(model="simulator/echo", messages=USER)
+
+    text = log_path.read_text()
+    assert CANARY_KEY not in text and token not in text and "hello there" not in text
+    lines = log_lines(log_path)
+    assert [(e["status"], e["stream"]) for e in lines] == [
+        (200, False), (200, True), (404, False), (401, False)
+    ]  # fmt: skip
+    first = lines[0]
+    assert first["experiment"] == "x" and first["role"] == "worker" and first["run_id"] == "r1"
+    assert first["model"] == "simulator/echo" and first["path"] == "/v1/chat/completions"
+    assert (first["input_tokens"], first["output_tokens"]) == (3, 3)
+    assert len(first["token_id"]) == 12 and first["duration_ms"] > 0
+    assert lines[-1]["error"] == "gateway: token revoked: run 'r1' has ended"
+
+
+def test_the_given_redactor_guards_every_line(tmp_path, upstream_of):
+    log_path = tmp_path / "gateway.jsonl"
+    with Gateway(log_path=log_path, redactor=Redactor(["private-model-name"])) as gateway:
+        token = gateway.grant(experiment="x", role="r", run_id="r1", upstream=upstream_of())
+        httpx2.post(
+            f"{gateway.url}/v1/chat/completions",
+            json={"model": "private-model-name", "messages": USER},
+            headers={"authorization": f"Bearer {token}"},
+        )
+
+    assert log_lines(log_path)[0]["model"] == "[REDACTED]"
