@@ -25,7 +25,7 @@ from flashrsi_dagster.agents import TargetAgent
 from flashrsi_dagster.benchmarks.harbor.benchmark import TerminalBench
 from flashrsi_dagster.benchmarks.harbor.suite import time_builtin_suite
 from flashrsi_dagster.config import RoleConfig
-from flashrsi_dagster.records import Redactor
+from flashrsi_dagster.records import RecordStore, Redactor
 from flashrsi_dagster.rollouts.engine import Settings, run_rollouts
 from flashrsi_dagster.rollouts.record import RolloutRecord
 
@@ -41,7 +41,7 @@ def ours(folder: Path) -> tuple[float, list[float]]:
         bench,
         agent,
         bench.tasks(),
-        RolloutRecord(folder / "r.jsonl", Redactor()),
+        RolloutRecord(folder / "r.jsonl", RecordStore(folder, Redactor())),
         split="dev",
         settings=Settings(concurrency=8),
     )

@@ -30,7 +30,7 @@ from report import save
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.algorithms.meta_harness.history import HistoryView
 from flashrsi_dagster.algorithms.meta_harness.records import Layout, RoundRecord
-from flashrsi_dagster.records import Redactor, Status, Trajectory, write_record
+from flashrsi_dagster.records import RecordStore, Redactor, Status, Trajectory
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.snapshots import SnapshotStore
 
@@ -43,7 +43,8 @@ def _round(store: SnapshotStore, layout: Layout, seed, k: int, tasks: int, tmp: 
         work = store.check_out(seed, tmp / f"w{k}")
         (work / "prompts" / "system.md").write_text(f"prompt of round {k}\n")
         snapshot = store.commit_child(seed, work, message=f"round {k}").snapshot
-    record = RolloutRecord(layout.rollouts(k), Redactor(environ={}))
+    records = RecordStore(layout.folder.parent, Redactor(environ={}))
+    record = RolloutRecord(layout.rollouts(k), records)
     for i in range(tasks):
         record.append(
             Trajectory(
@@ -64,7 +65,7 @@ def _round(store: SnapshotStore, layout: Layout, seed, k: int, tasks: int, tmp: 
         parent_id=None if k == 0 else seed.id,
         dev_score=0.5,
     )
-    write_record(layout.round(k), round_record, Redactor(environ={}))
+    records.write(layout.round(k), round_record)
     return round_record
 
 

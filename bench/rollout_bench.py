@@ -25,7 +25,7 @@ from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.benchmarks.text_classification import TextClassification
 from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
-from flashrsi_dagster.records import Redactor
+from flashrsi_dagster.records import RecordStore, Redactor
 from flashrsi_dagster.rollouts.engine import Settings, run_rollouts
 from flashrsi_dagster.rollouts.record import RolloutRecord
 
@@ -33,7 +33,7 @@ TARGET_RATIO = 1.15
 
 
 def _timed_batch(agent, bench, tasks, folder: Path, name: str, concurrency: int) -> float:
-    record = RolloutRecord(folder / f"{name}.jsonl", Redactor())
+    record = RolloutRecord(folder / f"{name}.jsonl", RecordStore(folder, Redactor()))
     clock = time.perf_counter()
     run_rollouts(
         bench, agent, tasks, record, split="dev", settings=Settings(concurrency=concurrency)

@@ -13,6 +13,7 @@ import yaml
 from flashrsi_dagster.config import ConfigError, ExperimentConfig, load_config
 from flashrsi_dagster.experiment import ConfigChangedError, Experiment, open_experiment
 from flashrsi_dagster.experiment.identity import normalised
+from flashrsi_dagster.records import IntegrityError
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -97,13 +98,16 @@ def _validate(config: ExperimentConfig) -> int:
     return EXIT_OK
 
 
-def _open(config: ExperimentConfig, *, force: bool) -> Experiment | None:
-    """The experiment, or None (with the reason on stderr) when its config has changed."""
+def _open(config: ExperimentConfig, *, force: bool = False) -> Experiment | None:
+    """The experiment, or None (with the reason on stderr) when its config has changed or
+    its records fail the integrity check."""
     try:
         return open_experiment(config, force=force)
     except ConfigChangedError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return None
+    except IntegrityError as exc:
+        print(f"error: experiment {config.experiment.name!r} refused: {exc}", file=sys.stderr)
+    return None
 
 
 def _init(config: ExperimentConfig, *, force: bool) -> int:
@@ -130,7 +134,8 @@ def _resume(args: argparse.Namespace) -> int:
     if not (home / args.experiment / "run_meta.json").exists():
         print(f"error: no experiment {args.experiment!r} under {home}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    return _drive(open_experiment(ExperimentsResource.at(home).config(args.experiment)))
+    experiment = _open(ExperimentsResource.at(home).config(args.experiment))
+    return EXIT_BAD_INPUT if experiment is None else _drive(experiment)
 
 
 def _drive(experiment) -> int:
@@ -138,6 +143,10 @@ def _drive(experiment) -> int:
 
     try:
         state = drive(experiment, say=lambda line: print(line, flush=True))
+    except IntegrityError as exc:
+        name = experiment.config.experiment.name
+        print(f"error: experiment {name!r} refused: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILED

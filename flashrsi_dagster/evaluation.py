@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,9 +21,11 @@ from flashrsi_dagster.benchmarks.loading import load_benchmark, load_splits
 from flashrsi_dagster.config.models import ExperimentConfig
 from flashrsi_dagster.environments.confinement import confinement_for
 from flashrsi_dagster.experiment import ExperimentPaths, redactor_for
+from flashrsi_dagster.records import RecordStore
 from flashrsi_dagster.rollouts.engine import Progress, Settings, run_rollouts
 from flashrsi_dagster.rollouts.record import RolloutRecord
-from flashrsi_dagster.rollouts.scores import scores_frame, summary, write_parquet
+from flashrsi_dagster.rollouts.scores import parquet_bytes, scores_frame, summary
+from flashrsi_dagster.scratch import scratch_dir
 from flashrsi_dagster.snapshots import Snapshot, SnapshotStore
 
 EVAL_SPLITS = ("dev", "train")
@@ -58,15 +59,16 @@ def evaluate(
     seed_dir = harness_dir(config.agent)
     snapshot = store.get(snapshot_id) if snapshot_id else store.create_seed(seed_dir)
     name = _record_name(split, snapshot, tasks, config)
-    record = RolloutRecord(paths.records / "eval" / name, redactor)
+    records = RecordStore(paths.root, redactor)
+    record = RolloutRecord(paths.records / "eval" / name, records)
     if fresh:
-        record.path.unlink(missing_ok=True)
+        records.remove(record.path)
     settings = Settings(
         config.benchmark.attempts, config.benchmark.concurrency, config.benchmark.max_infra_reruns
     )
     confinement = confinement_for(config, paths.logs / "gateway.jsonl", redactor)
-    with tempfile.TemporaryDirectory(prefix="flashrsi-eval-") as tmp:
-        checkout = store.check_out(snapshot, Path(tmp) / "harness")
+    with scratch_dir("eval-") as tmp:
+        checkout = store.check_out(snapshot, tmp / "harness")
         with TargetAgent(config.agent, checkout, confinement=confinement) as agent:
             agent.update(checkout, snapshot.id)
             final = run_rollouts(
@@ -75,7 +77,7 @@ def evaluate(
         store.forget_checkout(checkout)
     frame = scores_frame(final)
     scores_path = record.path.with_suffix(".parquet")
-    write_parquet(frame, scores_path)
+    records.write_bytes(scores_path, parquet_bytes(frame))
     return Evaluation(
         split,
         snapshot,

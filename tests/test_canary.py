@@ -9,7 +9,7 @@ from pathlib import Path
 from flashrsi_dagster.cli import main
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.experiment import open_experiment
-from flashrsi_dagster.records import Status, Trajectory, write_record
+from flashrsi_dagster.records import Status, Trajectory
 from tests.conftest import CANARY_ENV
 
 
@@ -53,7 +53,7 @@ def test_canary_never_reaches_the_experiment_home(config_dir, make_harness, cana
         error={"type": "AuthError", "message": f"401 for {canary}"},
         metadata={"env": {CANARY_ENV: canary}},
     )
-    write_record(experiment.paths.records / "t1.json", trajectory, experiment.redactor)
+    experiment.records.write(experiment.paths.records / "t1.json", trajectory)
     work = experiment.snapshots.check_out(seed, config_dir / "work")
     (work / "prompts/system.md").write_text(f"remember {canary}\n")
     refused = experiment.snapshots.commit_child(seed, work, message="leak the key")

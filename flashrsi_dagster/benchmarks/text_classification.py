@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
 from pathlib import Path
 
 from flashrsi_dagster.agents.base import Agent
 from flashrsi_dagster.benchmarks.base import BenchmarkError, Task
 from flashrsi_dagster.config.models import BenchmarkConfig
 from flashrsi_dagster.records import Status, Trajectory
+from flashrsi_dagster.scratch import scratch_dir
 
 DEFAULT_SPLIT_COUNTS = {"train": 60, "dev": 40, "test": 80}
 """Of the 180 distinct built-in rows: dev and test large enough for paired statistics."""
@@ -54,9 +54,9 @@ class TextClassification:
         return [_task(row, self.labels) for row in _read_jsonl(path)]
 
     def rollout(self, agent: Agent, task: Task, *, split: str, attempt: int) -> Trajectory:
-        with tempfile.TemporaryDirectory(prefix="flashrsi-task-") as work:
+        with scratch_dir("task-") as work:
             trajectory = agent.run(
-                Path(work), task.instruction, task_id=task.id, split=split, attempt=attempt
+                work, task.instruction, task_id=task.id, split=split, attempt=attempt
             )
         return score(task, trajectory)
 

@@ -10,7 +10,7 @@ from flashrsi_dagster.config.models import ExperimentConfig
 from flashrsi_dagster.environments.confinement import Confinement, confinement_for
 from flashrsi_dagster.experiment.identity import ConfigChangedError, RunMeta, open_identity
 from flashrsi_dagster.experiment.paths import ExperimentPaths
-from flashrsi_dagster.records import RedactingFilter, Redactor
+from flashrsi_dagster.records import RecordStore, RedactingFilter, Redactor
 from flashrsi_dagster.snapshots import SnapshotStore
 from flashrsi_dagster.snapshots.guard import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_TOTAL_BYTES
 
@@ -22,6 +22,8 @@ class Experiment:
     meta: RunMeta
     redactor: Redactor
     snapshots: SnapshotStore
+    records: RecordStore
+    """The one writer of the folder's records (redacted, atomic, in the integrity chain)."""
     _confinement: Confinement | None = field(default=None, repr=False)
 
     @property
@@ -57,14 +59,15 @@ def open_experiment(
     """Open (or create) the experiment folder; refuses a changed config unless `force`."""
     paths = ExperimentPaths(config.experiment.dir)
     redactor = redactor_for(config)
-    meta = open_identity(config, paths.run_meta, redactor, force=force)
+    records = RecordStore(paths.root, redactor)
+    meta = open_identity(config, paths.run_meta, records, force=force)
     store = SnapshotStore(
         paths.snapshots,
         max_file_bytes=max_file_bytes,
         max_total_bytes=max_total_bytes,
         secret_filter=redactor,
     )
-    return Experiment(config, paths, meta, redactor, store)
+    return Experiment(config, paths, meta, redactor, store, records)
 
 
 __all__ = [

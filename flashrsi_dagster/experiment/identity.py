@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from flashrsi_dagster.config.models import ExperimentConfig
-from flashrsi_dagster.records import Redactor, read_record, write_record
+from flashrsi_dagster.records import RecordStore, read_record
 
 _PACKAGES = (
     "flashrsi-dagster",
@@ -129,7 +129,7 @@ def package_versions() -> dict[str, str]:
 
 
 def open_identity(
-    config: ExperimentConfig, path: Path, redactor: Redactor, *, force: bool = False
+    config: ExperimentConfig, path: Path, records: RecordStore, *, force: bool = False
 ) -> RunMeta:
     """Create `run_meta.json` at `path`, or check the config against it (see module doc)."""
     current = normalised(config)
@@ -142,7 +142,7 @@ def open_identity(
             config=current,
             packages=package_versions(),
         )
-        write_record(path, meta, redactor)
+        records.write(path, meta)
         return meta
     meta = read_record(path, RunMeta)
     if meta.fingerprint == digest:
@@ -154,7 +154,7 @@ def open_identity(
         ForcedReopen(at=datetime.now(UTC), previous_fingerprint=meta.fingerprint, changes=changes)
     )
     meta.fingerprint, meta.config = digest, current
-    write_record(path, meta, redactor)
+    records.write(path, meta)
     return meta
 
 

@@ -14,6 +14,9 @@ class ExperimentPaths:
       run_meta.json     identity: config fingerprint, normalised config, package versions
       snapshots/        the snapshot store (a bare git repository)
       records/          trajectories and every other record, JSON or parquet
+        chain.jsonl     the integrity chain: one entry per framework write (records/chain.py)
+        chain.head      its last entry's seq and hash
+      dagster/          asset values the IO manager keeps (derived; chained too)
       logs/             redacted log files
     """
 

@@ -8,6 +8,7 @@ import dagster as dg
 from flashrsi_dagster.algorithms.meta_harness import Step
 from flashrsi_dagster.assets.meta_harness import DRIVER_TAG, FINAL_ASSETS, ROUND_ASSETS
 from flashrsi_dagster.assets.partitions import partition
+from flashrsi_dagster.records import IntegrityError
 from flashrsi_dagster.resources import ExperimentIOManager, ExperimentsResource, default_parts
 
 
@@ -39,7 +40,9 @@ def execute(
     step: Step,
     parts: dict[str, dg.ConfigurableResource] | None = None,
 ) -> bool:
-    """Run one step in-process; True when Dagster reports success."""
+    """Run one step in-process; True when Dagster reports success. A step refused because
+    the records fail their integrity check raises that `IntegrityError` here, so the caller
+    can name the files instead of pointing at a failed run."""
     tags = {DRIVER_TAG: "1", "flashrsi/experiment": name, "dagster/run_key": run_key(name, step)}
     if step.action in ("evaluate_seed", "propose"):
         result = dg.materialize(
@@ -62,4 +65,14 @@ def execute(
             raise_on_error=False,
             run_config=QUIET,
         )
+    _raise_integrity_failure(result)
     return result.success
+
+
+def _raise_integrity_failure(result: dg.ExecuteInProcessResult) -> None:
+    for event in result.get_step_failure_events():
+        error = event.step_failure_data.error
+        while error is not None:
+            if error.cls_name == IntegrityError.__name__:
+                raise IntegrityError.from_message(error.message)
+            error = error.cause

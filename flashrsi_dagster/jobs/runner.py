@@ -48,7 +48,10 @@ def drive(experiment: Experiment, say: Say = print) -> State:
 
 
 def drive_on(instance: dg.DagsterInstance, experiment: Experiment, say: Say = print) -> State:
-    """Run every remaining step as Dagster runs on `instance`, one in-process run per step."""
+    """Run every remaining step as Dagster runs on `instance`, one in-process run per step.
+    A resumed experiment whose records fail the integrity check is refused before any step
+    (`IntegrityError`, naming the files)."""
+    experiment.records.verify()
     config = experiment.config
     home, name = str(config.experiment.home), config.experiment.name
     register(instance, name, config.algorithm.max_steps)

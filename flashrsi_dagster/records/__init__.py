@@ -1,14 +1,19 @@
-"""Records: the append-only, redacted, atomically written source of truth."""
+"""Records: the append-only, redacted, atomically written and chained source of truth."""
 
 from flashrsi_dagster.records.atomic import write_bytes_atomic, write_text_atomic
+from flashrsi_dagster.records.chain import IntegrityError
+from flashrsi_dagster.records.journal import Journal
 from flashrsi_dagster.records.redaction import REDACTED, RedactingFilter, Redactor
-from flashrsi_dagster.records.store import RecordError, dump_record, read_record, write_record
+from flashrsi_dagster.records.store import RecordError, RecordStore, dump_record, read_record
 from flashrsi_dagster.records.trajectory import ErrorInfo, Status, Trajectory, Usage
 
 __all__ = [
     "REDACTED",
     "ErrorInfo",
+    "IntegrityError",
+    "Journal",
     "RecordError",
+    "RecordStore",
     "RedactingFilter",
     "Redactor",
     "Status",
@@ -17,6 +22,5 @@ __all__ = [
     "dump_record",
     "read_record",
     "write_bytes_atomic",
-    "write_record",
     "write_text_atomic",
 ]

@@ -1,4 +1,4 @@
-"""Reading and writing records: redacted, atomic, and loud about the file when it is bad."""
+"""Reading and writing records: redacted, atomic, chained, and loud about the file when bad."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from flashrsi_dagster.records.atomic import write_text_atomic
+from flashrsi_dagster.records.journal import Journal
 from flashrsi_dagster.records.redaction import Redactor
 
 
@@ -19,8 +19,16 @@ def dump_record(record: BaseModel, redactor: Redactor) -> str:
     return json.dumps(redactor.value(record.model_dump(mode="json")), indent=1, ensure_ascii=False)
 
 
-def write_record(path: Path, record: BaseModel, redactor: Redactor) -> None:
-    write_text_atomic(path, dump_record(record, redactor) + "\n")
+class RecordStore(Journal):
+    """An experiment folder's writer: a `Journal` (every write atomic and in the integrity
+    chain) that also serialises records and passes them through the experiment's redactor."""
+
+    def __init__(self, root: Path, redactor: Redactor) -> None:
+        super().__init__(root)
+        self.redactor = redactor
+
+    def write(self, path: Path, record: BaseModel) -> None:
+        self.write_bytes(path, (dump_record(record, self.redactor) + "\n").encode("utf-8"))
 
 
 def read_record[R: BaseModel](path: Path, model: type[R]) -> R:

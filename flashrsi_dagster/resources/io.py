@@ -1,5 +1,9 @@
 """An IO manager that keeps asset values inside the experiment folder, readable without
-Dagster: tables as parquet, everything else as JSON."""
+Dagster: tables as parquet, everything else as JSON.
+
+The values are derived from the records, but the UI shows them and downstream assets load
+them, so they are written through the experiment's integrity chain like the records, and a
+value is checked against it before it is loaded."""
 
 from __future__ import annotations
 
@@ -12,27 +16,34 @@ import pandas as pd
 from pydantic import Field
 
 from flashrsi_dagster.assets.partitions import parse_round_key
-from flashrsi_dagster.records import write_text_atomic
-from flashrsi_dagster.rollouts.scores import write_parquet
+from flashrsi_dagster.records import Journal
+from flashrsi_dagster.rollouts.scores import parquet_bytes
 
 
 class ExperimentIOManager(dg.ConfigurableIOManager):
     home: str = Field(".flashrsi", description="Folder holding the experiments.")
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
-        path = self._path(context.asset_key, context.partition_key)
+        journal, path = self._path(context.asset_key, context.partition_key)
         if isinstance(obj, pd.DataFrame):
-            write_parquet(obj, path.with_suffix(".parquet"))
+            journal.write_bytes(path.with_suffix(".parquet"), parquet_bytes(obj))
         else:
-            write_text_atomic(path.with_suffix(".json"), json.dumps(obj, indent=1, default=str))
+            text = json.dumps(obj, indent=1, default=str)
+            journal.write_bytes(path.with_suffix(".json"), text.encode("utf-8"))
 
     def load_input(self, context: dg.InputContext) -> Any:
-        path = self._path(context.asset_key, context.asset_partition_key)
-        if path.with_suffix(".parquet").exists():
-            return pd.read_parquet(path.with_suffix(".parquet"))
-        return json.loads(path.with_suffix(".json").read_text())
+        journal, path = self._path(context.asset_key, context.asset_partition_key)
+        table = path.with_suffix(".parquet")
+        path = table if table.exists() else path.with_suffix(".json")
+        journal.check(path)
+        if path == table:
+            return pd.read_parquet(table)
+        return json.loads(path.read_text())
 
-    def _path(self, asset_key: dg.AssetKey, key: str | dg.MultiPartitionKey) -> Path:
+    def _path(
+        self, asset_key: dg.AssetKey, key: str | dg.MultiPartitionKey
+    ) -> tuple[Journal, Path]:
+        """The experiment's journal and the value's path (without its suffix)."""
         keys = key.keys_by_dimension if isinstance(key, dg.MultiPartitionKey) else {}
         if "round" in keys:
             experiment, k = parse_round_key(keys["round"])
@@ -40,4 +51,5 @@ class ExperimentIOManager(dg.ConfigurableIOManager):
         else:
             experiment, name = str(key), "experiment"
         asset = "-".join(asset_key.path)
-        return Path(self.home) / experiment / "dagster" / asset / name
+        root = Path(self.home) / experiment
+        return Journal(root), root / "dagster" / asset / name

@@ -6,8 +6,8 @@ denominator: a rollout lost to infrastructure counts 0, it is never dropped.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -83,8 +83,8 @@ def summary(frame: pd.DataFrame, n_tasks: int, attempts: int = 1) -> dict[str, A
     }
 
 
-def write_parquet(frame: pd.DataFrame, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    frame.to_parquet(tmp, index=False)
-    tmp.replace(path)
+def parquet_bytes(frame: pd.DataFrame) -> bytes:
+    """The table as parquet, to be written through the experiment's record store."""
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()

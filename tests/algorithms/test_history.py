@@ -11,7 +11,7 @@ import pytest
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.algorithms.meta_harness.history import HistoryView
 from flashrsi_dagster.algorithms.meta_harness.records import Layout, RoundRecord
-from flashrsi_dagster.records import Redactor, Status, Trajectory, write_record
+from flashrsi_dagster.records import RecordStore, Redactor, Status, Trajectory
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.snapshots import SnapshotStore
 
@@ -23,6 +23,7 @@ class Experiment:
         self.tmp = tmp
         self.store = SnapshotStore(tmp / "store", secret_filter=Redactor(environ={}))
         self.layout = Layout(tmp / "records")
+        self.records = RecordStore(tmp, Redactor(environ={}))
         self.seed = self.store.create_seed(HARNESS)
         self.rounds: list[RoundRecord] = []
 
@@ -37,12 +38,12 @@ class Experiment:
         record = RoundRecord(
             round=k, status="evaluated", snapshot_id=snapshot.id, dev_score=0.5, dev_tasks=3
         )
-        write_record(self.layout.round(k), record, Redactor(environ={}))
+        self.records.write(self.layout.round(k), record)
         self.rounds.append(record)
         return record
 
     def write_rollouts(self, k: int, snapshot_id: str, answer: str) -> None:
-        record = RolloutRecord(self.layout.rollouts(k), Redactor(environ={}))
+        record = RolloutRecord(self.layout.rollouts(k), self.records)
         for i in range(3):
             record.append(
                 Trajectory(
@@ -134,7 +135,7 @@ def test_a_re_evaluated_round_is_copied_again(exp, tmp_path):
     exp.add_round()
     exp.add_round()
     view.update(exp.rounds)
-    exp.layout.rollouts(1).unlink()  # a rematerialization replaces the round's rollouts
+    exp.records.remove(exp.layout.rollouts(1))  # a rematerialization replaces its rollouts
     exp.write_rollouts(1, exp.rounds[1].snapshot_id, answer="malicious")
     seen = tree(view.update(exp.rounds))
     assert seen == fresh(exp, tmp_path)

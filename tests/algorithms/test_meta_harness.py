@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
 
+from flashrsi_dagster import scratch
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.algorithms.meta_harness import MetaHarness, evolve, rank
 from flashrsi_dagster.algorithms.meta_harness.records import RoundRecord
@@ -192,17 +192,17 @@ def test_a_restart_continues_without_repeating_finished_rounds(tmp_path):
 
 
 def test_evolve_runs_in_a_temporary_folder_and_removes_it(tmp_path):
-    before = set(Path(tempfile.gettempdir()).glob("flashrsi-evolve-*"))
+    before = set(scratch.process_dir().glob("evolve-*"))
 
     state = evolve(_config(tmp_path, "--algorithm.max_steps", "1"), log=lambda _: None)
 
     assert state.test is not None
-    assert set(Path(tempfile.gettempdir()).glob("flashrsi-evolve-*")) == before
+    assert set(scratch.process_dir().glob("evolve-*")) == before
     assert not (tmp_path / "home").exists()
 
 
 def test_evolve_cleans_up_when_it_fails(tmp_path):
-    before = set(Path(tempfile.gettempdir()).glob("flashrsi-evolve-*"))
+    before = set(scratch.process_dir().glob("evolve-*"))
     config = _config(
         tmp_path,
         "--benchmark.split_counts.dev",
@@ -215,7 +215,7 @@ def test_evolve_cleans_up_when_it_fails(tmp_path):
 
     with pytest.raises(Exception, match="dev split is empty"):
         evolve(config, log=lambda _: None)
-    assert set(Path(tempfile.gettempdir()).glob("flashrsi-evolve-*")) == before
+    assert set(scratch.process_dir().glob("evolve-*")) == before
 
 
 def test_a_re_evaluated_round_0_keeps_its_seed_when_the_harness_folder_changed(tmp_path):

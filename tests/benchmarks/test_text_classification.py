@@ -13,7 +13,7 @@ from flashrsi_dagster.benchmarks.base import BenchmarkError, Task
 from flashrsi_dagster.benchmarks.loading import load_benchmark, load_splits
 from flashrsi_dagster.benchmarks.text_classification import TextClassification, normalise, score
 from flashrsi_dagster.config import BenchmarkConfig, RoleConfig
-from flashrsi_dagster.records import Redactor, Status, Trajectory
+from flashrsi_dagster.records import RecordStore, Redactor, Status, Trajectory
 from flashrsi_dagster.rollouts.engine import Settings, run_rollouts
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.rollouts.scores import scores_frame, summary
@@ -87,7 +87,7 @@ def test_a_better_harness_prompt_scores_better(tmp_path):
             (harness / "prompts/system.md").write_text(
                 (HARNESS / "prompts/system.md").read_text() + extra
             )
-            record = RolloutRecord(tmp_path / f"{name}.jsonl", Redactor())
+            record = RolloutRecord(tmp_path / f"{name}.jsonl", RecordStore(tmp_path, Redactor()))
             final = run_rollouts(
                 benchmark, agent, splits.dev, record, split="dev", settings=Settings(concurrency=4)
             )

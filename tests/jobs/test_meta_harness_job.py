@@ -3,7 +3,9 @@ rematerialization and the `flashrsi run` / `resume` commands."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from flashrsi_dagster import scratch
 from flashrsi_dagster.algorithms.meta_harness import Layout
 from flashrsi_dagster.assets.meta_harness import DRIVER_TAG, ROUND_ASSETS
 from flashrsi_dagster.assets.partitions import parse_round_key, partition, register, round_key
@@ -200,6 +203,35 @@ def test_flashrsi_run_then_resume(tmp_path):
     assert "== " not in resume.stdout  # nothing left to run
     assert (tmp_path / "home" / ".dagster").is_dir()
 
+    # The attack seen on main: a better dev score written into a round record (same size,
+    # same mtime). Resume refuses the home in one message naming the record, exit 2.
+    record = tmp_path / "home" / "meta-harness-demo" / "records" / "meta_harness" / "round-001.json"
+    before, text = record.stat(), record.read_text()
+    score = re.search(r'"dev_score": [0-9.]+', text).group()
+    record.write_text(text.replace(score, '"dev_score": 1.0'.ljust(len(score))))
+    os.utime(record, ns=(before.st_atime_ns, before.st_mtime_ns))
+    refused = subprocess.run(
+        [FLASHRSI, "resume", "--experiment", "meta-harness-demo", "--home", str(tmp_path / "home")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr == (
+        "error: experiment 'meta-harness-demo' refused: the experiment's records fail their "
+        "integrity check:\n  records/meta_harness/round-001.json: content changed since the "
+        f"framework wrote it (chain entry {_written(record)})\n"
+    )
+    assert refused.stdout == ""
+
+
+def _written(record: Path) -> int:
+    """The chain entry that wrote `record`."""
+    root = record.parents[2]
+    lines = (root / "records" / "chain.jsonl").read_text().splitlines()
+    rel = record.relative_to(root).as_posix()
+    return max(e["seq"] for e in map(json.loads, lines) if e["path"] == rel)
+
 
 def _final_state(home: Path):
     return ExperimentsResource.at(home).meta_harness("meta-harness-demo", log=lambda _: None)
@@ -215,29 +247,39 @@ def test_sigkill_during_round_2_then_resume_matches_an_uninterrupted_run(tmp_pat
     )
     assert whole.returncode == 0, whole.stderr
 
-    home = tmp_path / "b"
+    home, temp = tmp_path / "b", tmp_path / "tmp"  # a temp folder of their own, to look into
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp)}
     run = subprocess.Popen(
         [FLASHRSI, "run", *args, "--experiment.home", str(home)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
         start_new_session=True,
+        env=env,
     )
     records = home / "meta-harness-demo" / "records" / "meta_harness"
     deadline = time.monotonic() + 300
     while not (records / "round-002-edit.json").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
+    scratch_root = temp / f"flashrsi-{os.getuid()}"
+    left = scratch_root / f"{run.pid}-{scratch.start_time(run.pid)}"
     os.killpg(run.pid, signal.SIGKILL)
     run.wait()
     run.stdout.close()
     assert not (records / "round-002.json").exists()  # killed inside round 2
+    assert (left / "history").is_dir()  # what the kill left: the Worker's history, at least
     resumed = subprocess.run(
         [FLASHRSI, "resume", "--experiment", "meta-harness-demo", "--home", str(home)],
         capture_output=True,
         text=True,
         timeout=600,
+        env=env,
     )
     assert resumed.returncode == 0, resumed.stderr
+    # The next start swept the dead process's temp data; its own went with its clean exit.
+    assert sorted(p.name for p in temp.glob("flashrsi*")) == [scratch_root.name]
+    assert list(scratch_root.iterdir()) == []
 
     a, b = _final_state(tmp_path / "a"), _final_state(home)
     sa, sb = a.state(), b.state()

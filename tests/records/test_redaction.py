@@ -8,11 +8,11 @@ import pytest
 
 from flashrsi_dagster.records import (
     REDACTED,
+    RecordStore,
     RedactingFilter,
     Redactor,
     Trajectory,
     read_record,
-    write_record,
 )
 
 
@@ -68,7 +68,7 @@ def test_records_are_written_redacted(tmp_path):
         error={"type": "RuntimeError", "message": "auth leaky-secret-value failed"},
     )
 
-    write_record(tmp_path / "t.json", trajectory, redactor)
+    RecordStore(tmp_path, redactor).write(tmp_path / "t.json", trajectory)
 
     raw = (tmp_path / "t.json").read_text()
     assert "leaky-secret-value" not in raw
@@ -200,6 +200,6 @@ def test_a_record_keyed_by_task_ids_round_trips_through_a_file(tmp_path):
         metadata={"scores": {task_id: 1.0 for task_id in IDS}},
     )
 
-    write_record(tmp_path / "t.json", trajectory, redactor)
+    RecordStore(tmp_path, redactor).write(tmp_path / "t.json", trajectory)
 
     assert read_record(tmp_path / "t.json", Trajectory) == trajectory

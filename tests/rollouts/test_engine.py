@@ -18,7 +18,7 @@ from flashrsi_dagster.benchmarks.base import SystemicFault
 from flashrsi_dagster.benchmarks.text_classification import TextClassification
 from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
-from flashrsi_dagster.records import Redactor, Status
+from flashrsi_dagster.records import RecordStore, Redactor, Status
 from flashrsi_dagster.rollouts.engine import Settings, run_rollouts
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.rollouts.scores import scores_frame, summary
@@ -42,7 +42,7 @@ def _agent(url: str, model: str):
 
 
 def _record(tmp_path: Path) -> RolloutRecord:
-    return RolloutRecord(tmp_path / "rollouts.jsonl", Redactor())
+    return RolloutRecord(tmp_path / "rollouts.jsonl", RecordStore(tmp_path, Redactor()))
 
 
 def test_every_task_is_scored_and_wrong_answers_are_not_rerun(benchmark, tmp_path):
@@ -117,21 +117,23 @@ def test_a_restart_runs_only_what_is_missing(benchmark, tmp_path):
 
 _KILLABLE = textwrap.dedent("""
     import sys
+    from pathlib import Path
     from flashrsi_dagster.agents import TargetAgent
     from flashrsi_dagster.benchmarks.text_classification import TextClassification
     from flashrsi_dagster.config import RoleConfig
     from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
-    from flashrsi_dagster.records import Redactor
+    from flashrsi_dagster.records import RecordStore, Redactor
     from flashrsi_dagster.rollouts.engine import Settings, run_rollouts
     from flashrsi_dagster.rollouts.record import RolloutRecord
 
-    data, record = sys.argv[1], sys.argv[2]
-    bench = TextClassification(__import__("pathlib").Path(data))
+    data, record = Path(sys.argv[1]), Path(sys.argv[2])
+    bench = TextClassification(data)
     with OfflineModelServer(ServerConfig(latency_ms=150)) as server:
         role = RoleConfig.model_validate({"type": "llm", "llm": {
             "model": "simulator/echo", "base_url": server.url, "max_retries": 0}})
         run_rollouts(bench, TargetAgent(role), bench.tasks(),
-                     RolloutRecord(record, Redactor()), split="dev",
+                     RolloutRecord(record, RecordStore(record.parent, Redactor())),
+                     split="dev",
                      settings=Settings(concurrency=2))
 """)
 
@@ -154,7 +156,7 @@ def test_sigkill_half_way_then_restart_loses_and_repeats_nothing(tmp_path):
         time.sleep(0.02)
     os.killpg(engine.pid, signal.SIGKILL)
     engine.wait()
-    survived = {t.task_id for t in RolloutRecord(record_path, Redactor()).load()}
+    survived = {t.task_id for t in RolloutRecord(record_path).load()}
     assert 6 <= len(survived) < 20
 
     bench = TextClassification(data)
@@ -163,16 +165,17 @@ def test_sigkill_half_way_then_restart_loses_and_repeats_nothing(tmp_path):
             bench,
             _agent(server.url, "simulator/echo"),
             bench.tasks(),
-            RolloutRecord(record_path, Redactor()),
+            RolloutRecord(record_path, RecordStore(tmp_path, Redactor())),
             split="dev",
         )
         rerun = len(server.requests)
 
     assert rerun == 20 - len(survived)
     assert sorted(t.task_id for t in final) == sorted(f"t{i}" for i in range(20))
-    lines = RolloutRecord(record_path, Redactor()).load()
+    lines = RolloutRecord(record_path).load()
     assert len(lines) == 20
     assert len({t.task_id for t in lines}) == 20
+    RecordStore(tmp_path, Redactor()).verify()  # the crash left the chain consistent
 
 
 class _NoEngine(TextClassification):

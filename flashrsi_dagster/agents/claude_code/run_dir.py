@@ -7,13 +7,13 @@ import logging
 import os
 import shutil
 import stat
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from flashrsi_dagster.agents.claude_code.processes import stop_processes
+from flashrsi_dagster.scratch import mkdtemp
 
 logger = logging.getLogger("flashrsi.agents.claude_code")
 
@@ -26,7 +26,7 @@ PLUGIN_PARTS = ("skills", "agents", "hooks")
 class RunDir:
     """One run's private folder (mode 0700), outside the snapshot, removed when the run ends::
 
-    flashrsi-claude-XXXXXXXX/
+    <scratch folder>/claude-XXXXXXXX/   (see flashrsi_dagster.scratch)
       config/                     CLAUDE_CONFIG_DIR: sessions, transcripts, CLI state
       tmp/                        CLAUDE_CODE_TMPDIR: task output files, sockets
       plugin/                     the snapshot's extensions as one local plugin
@@ -63,7 +63,7 @@ class RunDir:
 @contextmanager
 def run_dir(files_dir: Path) -> Iterator[RunDir]:
     """A fresh `RunDir` for one run; on exit its processes are stopped and the folder removed."""
-    run = RunDir(Path(tempfile.mkdtemp(prefix="flashrsi-claude-")))
+    run = RunDir(mkdtemp("claude-"))
     try:
         run.config.mkdir()
         run.tmp.mkdir()

@@ -30,12 +30,12 @@ import json
 import os
 import shutil
 import stat
-import tempfile
 from pathlib import Path
 
 from flashrsi_dagster.algorithms.meta_harness.records import Layout, RoundRecord
-from flashrsi_dagster.records import Redactor, write_text_atomic
+from flashrsi_dagster.records import write_text_atomic
 from flashrsi_dagster.rollouts.record import RolloutRecord
+from flashrsi_dagster.scratch import process_dir
 from flashrsi_dagster.snapshots import HISTORY_DIR, SnapshotStore
 
 # Reserved in every snapshot: the guard refuses a symlink into it.
@@ -68,7 +68,7 @@ class HistoryView:
     def for_experiment(cls, store: SnapshotStore, layout: Layout) -> HistoryView:
         """A view in the temp folder, never inside the experiment home."""
         key = hashlib.sha256(str(layout.folder.resolve()).encode()).hexdigest()[:20]
-        return cls(Path(tempfile.gettempdir()) / "flashrsi-history" / key, store, layout)
+        return cls(process_dir() / "history" / key, store, layout)
 
     def update(self, rounds: list[RoundRecord], *, watch: bool = False) -> Path:
         """Bring the view up to date with `rounds` and return its folder. `watch`: the
@@ -220,6 +220,6 @@ def _copy_round(folder: Path, layout: Layout, k: int) -> None:
     rollouts = layout.rollouts(k)
     if rollouts.exists():
         (folder / "dev").mkdir(exist_ok=True)
-        for trajectory in RolloutRecord(rollouts, Redactor(environ={})).load():
+        for trajectory in RolloutRecord(rollouts).load():
             name = f"{trajectory.task_id}.attempt-{trajectory.attempt}.json"
             (folder / "dev" / name).write_text(trajectory.model_dump_json(indent=1) + "\n")

@@ -9,7 +9,6 @@ as a rejection. A Worker failure aborts. After `max_steps`, the best dev score i
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,7 +32,7 @@ from flashrsi_dagster.benchmarks.base import Benchmark, Task
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.environments.jail import Mount
 from flashrsi_dagster.experiment import Experiment
-from flashrsi_dagster.records import Status, Trajectory, write_record
+from flashrsi_dagster.records import Status, Trajectory
 from flashrsi_dagster.rollouts.engine import (
     Progress,
     Settings,
@@ -42,6 +41,7 @@ from flashrsi_dagster.rollouts.engine import (
 )
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.rollouts.scores import scores_frame, summary
+from flashrsi_dagster.scratch import scratch_dir
 from flashrsi_dagster.snapshots import Snapshot
 
 Log = Callable[[str], None]
@@ -82,7 +82,9 @@ class MetaHarness:
         return next_step(self.state(), self.max_steps)
 
     def run(self) -> State:
-        """Every remaining step, in order; safe to call again after a crash."""
+        """Every remaining step, in order; safe to call again after a crash (a folder whose
+        records fail the integrity check is refused, naming the files)."""
+        self.experiment.records.verify()
         try:
             while (step := self.next()).action not in ("done", "aborted"):
                 self.do(step)
@@ -124,7 +126,7 @@ class MetaHarness:
 
     def round_frame(self, k: int) -> pd.DataFrame:
         """The scores table of round k's dev evaluation (empty for a rejected step)."""
-        record = RolloutRecord(self.layout.rollouts(k), self.experiment.redactor)
+        record = RolloutRecord(self.layout.rollouts(k))
         return scores_frame(final_trajectories(record, self.settings.max_infra_reruns))
 
     def propose(self, k: int) -> RoundRecord:
@@ -153,6 +155,7 @@ class MetaHarness:
         return record
 
     def promote(self) -> Promotion:
+        self.experiment.records.verify()  # the ranking must rest on what the rounds recorded
         ranking = rank(list(self.state().rounds))
         best_round, best_id, best_score = ranking[0]
         promotion = Promotion(
@@ -169,9 +172,11 @@ class MetaHarness:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         for path in (self.layout.rollouts(k), self.layout.round(k)):
             if path.exists():
-                path.rename(path.with_name(f"{path.stem}.replaced-{stamp}{path.suffix}"))
+                archived = path.with_name(f"{path.stem}.replaced-{stamp}{path.suffix}")
+                self.experiment.records.move(path, archived)
 
     def sealed_test(self) -> TestResult:
+        self.experiment.records.verify()  # neither the promotion nor a result may be forged
         promotion = read_optional(self.layout.promotion, Promotion)
         assert promotion is not None, "the sealed test runs only after promotion"
         done = read_optional(self.layout.test, TestResult)
@@ -208,11 +213,11 @@ class MetaHarness:
 
     def _rollouts(self, snapshot: Snapshot, tasks: tuple[Task, ...], path: Path, split: str):
         store = self.experiment.snapshots
-        with tempfile.TemporaryDirectory(prefix="flashrsi-target-") as tmp:
-            checkout = store.check_out(snapshot, Path(tmp) / "harness")
+        with scratch_dir("target-") as tmp:
+            checkout = store.check_out(snapshot, tmp / "harness")
             target = self._target_agent(checkout)
             target.update(checkout, snapshot.id)
-            record = RolloutRecord(path, self.experiment.redactor)
+            record = RolloutRecord(path, self.experiment.records)
             final = run_rollouts(
                 self.benchmark,
                 target,
@@ -227,8 +232,8 @@ class MetaHarness:
 
     def _edit(self, k: int) -> EditRecord:
         store, seed = self.experiment.snapshots, self.seed()
-        with tempfile.TemporaryDirectory(prefix="flashrsi-edit-") as tmp:
-            edit_dir = store.check_out(seed, Path(tmp) / "edit")
+        with scratch_dir("edit-") as tmp:
+            edit_dir = store.check_out(seed, tmp / "edit")
             files = [p.relative_to(edit_dir).as_posix() for p in edit_dir.rglob("*") if p.is_file()]
             instruction = worker_instruction(
                 seed.components, HISTORY, prompt_file_of(files, seed.components)
@@ -288,4 +293,4 @@ class MetaHarness:
         return self._worker
 
     def _write(self, path: Path, record) -> None:
-        write_record(path, record, self.experiment.redactor)
+        self.experiment.records.write(path, record)

@@ -10,7 +10,6 @@ infrastructure failure, rerun by the engine's ladder.
 from __future__ import annotations
 
 import asyncio
-import tempfile
 from pathlib import Path
 
 from harbor.models.trial.config import AgentConfig, EnvironmentConfig
@@ -30,6 +29,7 @@ from flashrsi_dagster.benchmarks.harbor.suite import (
 from flashrsi_dagster.benchmarks.harbor.targets import HarborBuiltinAgent
 from flashrsi_dagster.config.models import BenchmarkConfig
 from flashrsi_dagster.records import ErrorInfo, Status, Trajectory
+from flashrsi_dagster.scratch import scratch_dir
 
 DEFAULT_SPLIT_COUNTS = {"train": 3, "dev": 4, "test": 4}
 """For the 11 built-in tasks; a larger `tasks_dir` wants its own `split_counts`."""
@@ -62,16 +62,16 @@ class TerminalBench:
 
     def rollout(self, agent: Agent, task: Task, *, split: str, attempt: int) -> Trajectory:
         loan = flashrsi_agent.Loan(agent, task.id, split, attempt)
-        with tempfile.TemporaryDirectory(prefix="flashrsi-trial-") as trials:
+        with scratch_dir("trial-") as trials:
             if isinstance(agent, HarborBuiltinAgent):
                 config = AgentConfig(name=agent.harbor_name)
-                result = self._trial(task, Path(trials), config)
+                result = self._trial(task, trials, config)
             else:
                 with flashrsi_agent.lend(loan) as token:
                     config = AgentConfig(
                         import_path=flashrsi_agent.IMPORT_PATH, kwargs={"token": token}
                     )
-                    result = self._trial(task, Path(trials), config)
+                    result = self._trial(task, trials, config)
         return _trajectory(task, split, attempt, agent, result, loan.trajectory)
 
     def _trial(self, task: Task, trials: Path, agent: AgentConfig) -> TrialResult:

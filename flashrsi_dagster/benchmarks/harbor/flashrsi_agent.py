@@ -9,7 +9,6 @@ the trajectory comes back through the same loan.
 from __future__ import annotations
 
 import asyncio
-import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from harbor.models.agent.context import AgentContext
 import flashrsi_dagster
 from flashrsi_dagster.agents.base import Agent, TaskEnvironment
 from flashrsi_dagster.records import Trajectory
+from flashrsi_dagster.scratch import scratch_dir
 
 IMPORT_PATH = "flashrsi_dagster.benchmarks.harbor.flashrsi_agent:FlashRSIHarborAgent"
 
@@ -82,10 +82,10 @@ class FlashRSIHarborAgent(BaseAgent):
                 "local) — use it, or Harbor's own agents"
             )
         task_env = TaskEnvironment(shell_prefix=tuple(shell_argv()))
-        with tempfile.TemporaryDirectory(prefix="flashrsi-harbor-") as scratch:
+        with scratch_dir("harbor-") as scratch:
             loan.trajectory = await asyncio.to_thread(
                 loan.agent.run,
-                Path(scratch),
+                scratch,
                 instruction,
                 task_id=loan.task_id,
                 split=loan.split,

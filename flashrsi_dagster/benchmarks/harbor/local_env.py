@@ -48,6 +48,7 @@ from flashrsi_dagster.benchmarks.harbor.dockerfile import (
     parse_dockerfile,
 )
 from flashrsi_dagster.benchmarks.harbor.sandbox import Bind, Outcome
+from flashrsi_dagster.scratch import process_dir
 
 LOCAL_ENV_IMPORT_PATH = "flashrsi_dagster.benchmarks.harbor.local_env:LocalChrootEnvironment"
 ROOT_USERS = (None, "root", 0, "0")
@@ -70,7 +71,7 @@ class LocalChrootConfig(BaseModel):
     work_root: Path | None = Field(
         default=None,
         description="Folder holding each trial's root while it runs; default "
-        "<system temp>/flashrsi-harbor.",
+        "`harbor/` in the process's scratch folder (see flashrsi_dagster.scratch).",
     )
     host_dirs: tuple[str, ...] = Field(
         default=rootfs.DEFAULT_HOST_DIRS,
@@ -187,7 +188,7 @@ class LocalChrootEnvironment(BaseEnvironment):
             raise self._definition_error
         self.preflight()
         assert self.recipe is not None
-        work_root = self.settings.work_root or Path(tempfile.gettempdir()) / "flashrsi-harbor"
+        work_root = self.settings.work_root or process_dir() / "harbor"
         work_root.mkdir(parents=True, exist_ok=True)
         work = work_root.resolve() / f"{self.session_id}-{uuid.uuid4().hex[:8]}"
         self._dirs = rootfs.EnvDirs(work)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from flashrsi_dagster import scratch
 from flashrsi_dagster.agents.claude_code.adapter import HARNESS
 from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.offline_model import OfflineModelServer, RequestRecord, ServerConfig
@@ -30,7 +31,14 @@ def temp_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "system-tmp"
     folder.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    monkeypatch.setattr(scratch, "_mine", {})  # this process's scratch folder goes there too
     return folder
+
+
+def left_in(temp_root: Path) -> list[Path]:
+    """What runs left in the temp folder: all but the scratch folder this process keeps."""
+    mine = scratch.process_dir()
+    return [p for p in temp_root.rglob("*") if p not in (mine, mine.parent)]
 
 
 @pytest.fixture

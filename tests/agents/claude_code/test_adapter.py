@@ -19,6 +19,7 @@ from flashrsi_dagster.snapshots import SnapshotStore
 from tests.agents.claude_code.conftest import (
     CLAUDE_MD_MARKER,
     call,
+    left_in,
     live_processes_under,
     requests_for,
     role,
@@ -66,7 +67,7 @@ def test_the_cli_writes_and_edits_a_file_with_the_snapshots_claude_md(
     assert first.role == "target"  # the x-flashrsi-role header
     assert CLAUDE_MD_MARKER in first.body["system"][-1]["text"]
     assert tree_digest(harness_dir) == snapshot_before
-    assert list(temp_root.iterdir()) == []
+    assert left_in(temp_root) == []
     assert live_processes_under(tmp_path) == []
 
 
@@ -133,7 +134,7 @@ def test_a_snapshot_without_claude_md_gets_the_bare_preset(server, work, tmp_pat
     system = requests_for(server, "bare")[0].body["system"]
     assert CLAUDE_MD_MARKER not in json.dumps(system)
     assert tree_digest(checkout) == snapshot_before
-    assert list(temp_root.iterdir()) == []
+    assert left_in(temp_root) == []
 
 
 def test_an_endpoint_error_is_an_infra_error_with_a_redacted_diagnostic(server, work, canary):
@@ -193,7 +194,7 @@ def test_the_timeout_stops_the_cli_and_its_commands(server, work, tmp_path, temp
     assert _tool_uses(trajectory) == ["Bash"]  # the partial transcript and usage are kept
     assert trajectory.usage.turns == 1 and trajectory.usage.input_tokens > 0
     assert live_processes_under(tmp_path) == []
-    assert list(temp_root.iterdir()) == []
+    assert left_in(temp_root) == []
 
 
 def test_the_key_stays_out_of_the_trajectory_and_the_cli_shell(server, work, canary, monkeypatch):

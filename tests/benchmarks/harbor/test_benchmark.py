@@ -21,7 +21,7 @@ from flashrsi_dagster.benchmarks.harbor.benchmark import TerminalBench
 from flashrsi_dagster.benchmarks.harbor.suite import TASKS_DIR
 from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
-from flashrsi_dagster.records import Redactor, Status
+from flashrsi_dagster.records import RecordStore, Redactor, Status
 from flashrsi_dagster.rollouts.engine import Settings, run_rollouts
 from flashrsi_dagster.rollouts.record import RolloutRecord
 
@@ -29,6 +29,10 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the local environment
 
 FLASHRSI = str(Path(sys.executable).parent / "flashrsi")
 SOLUTION = (TASKS_DIR / "fix-permissions" / "solution" / "solve.sh").read_text()
+
+
+def _store(tmp_path: Path) -> RecordStore:
+    return RecordStore(tmp_path, Redactor())
 
 
 def _miniagent(server, script: str) -> RoleConfig:
@@ -62,7 +66,11 @@ def test_miniagent_solves_a_builtin_task_with_its_shell_inside_the_environment(t
         )
         with TargetAgent(_miniagent(server, "solve"), HARNESS) as agent:
             final = run_rollouts(
-                bench, agent, [task], RolloutRecord(tmp_path / "r.jsonl", Redactor()), split="dev"
+                bench,
+                agent,
+                [task],
+                RolloutRecord(tmp_path / "r.jsonl", _store(tmp_path)),
+                split="dev",
             )
 
     trajectory = final[0]
@@ -131,7 +139,7 @@ def test_an_environment_that_dies_is_rerun_twice_then_scores_zero(tmp_path):
                     bench,
                     agent,
                     [task],
-                    RolloutRecord(tmp_path / "r.jsonl", Redactor()),
+                    RolloutRecord(tmp_path / "r.jsonl", _store(tmp_path)),
                     split="dev",
                     settings=Settings(concurrency=1),
                 )
@@ -144,7 +152,7 @@ def test_an_environment_that_dies_is_rerun_twice_then_scores_zero(tmp_path):
         0.0,
         2,
     )
-    assert len(RolloutRecord(tmp_path / "r.jsonl", Redactor()).load()) == 3
+    assert len(RolloutRecord(tmp_path / "r.jsonl").load()) == 3
 
 
 def test_eval_checks_an_unseen_task_folder_with_harbors_oracle_and_nop(tmp_path):
