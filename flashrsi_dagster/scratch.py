@@ -3,8 +3,10 @@
     <tempfile.gettempdir()>/flashrsi-<uid>/    the root: this user's, mode 0700
       <pid>-<start>/                           one process's folder (its pid and start time)
         edit-XXXXXXXX/  target-XXXXXXXX/ …      what `mkdtemp` / `scratch_dir` make
-        history/<experiment key>/              the Worker's history cache (Meta-Harness)
         harbor/                                local-environment trial roots
+      history/<experiment key>/                the Worker's history view (Meta-Harness): kept
+                                               across processes, removed when its experiment
+                                               ends (promotion or abort)
 
 The start time (clock ticks after boot, field 22 of `/proc/<pid>/stat`) makes the name unique
 even when the kernel reuses a pid. A process makes its folder on first use, and before that

@@ -41,8 +41,6 @@ def test_engine_modules_do_not_import_dagster():
 PACKAGE = Path(flashrsi_dagster.__file__).parent
 NOT_FRAMEWORK = {"harness", "tasks"}
 """Folders of agent harnesses and Harbor tasks: snapshot and task data, not framework code."""
-MAKES_ITS_OWN_TEMP = {"agents/miniagent/adapter.py"}
-"""Being rewritten elsewhere; to use `scratch` when that lands."""
 TEMP_FOLDER = re.compile(r"tempfile\.(mkdtemp|TemporaryDirectory|gettempdir)\(")
 
 
@@ -61,7 +59,7 @@ def test_every_temp_folder_of_the_framework_comes_from_scratch():
     offenders = [
         rel
         for rel, text in sources.items()
-        if TEMP_FOLDER.search(text) and rel not in MAKES_ITS_OWN_TEMP | {"scratch.py"}
+        if TEMP_FOLDER.search(text) and rel != "scratch.py"
     ]
 
     assert "algorithms/meta_harness/run.py" in sources

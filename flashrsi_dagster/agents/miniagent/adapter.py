@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from flashrsi_dagster.llm.client import ROLE_HEADER
 from flashrsi_dagster.llm.usage import cost_of
 from flashrsi_dagster.records import ErrorInfo, Status, Trajectory, Usage
 from flashrsi_dagster.records.redaction import is_secret_env_name
+from flashrsi_dagster.scratch import scratch_dir
 
 HARNESS = Path(__file__).with_name("harness")
 CANCEL_GRACE_SECONDS = 2.0
@@ -64,8 +64,7 @@ class MiniAgent(Agent):
         mounts: tuple[Mount, ...] = (),
     ) -> Trajectory:
         config = self.run_config
-        with tempfile.TemporaryDirectory(prefix="miniagent-run-") as tmp:
-            run_dir = Path(tmp)
+        with scratch_dir("miniagent-run-") as run_dir:
             output, stderr = run_dir / "result.json", run_dir / "stderr.log"
             with self.confinement.run(
                 self.role,

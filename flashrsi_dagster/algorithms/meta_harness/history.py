@@ -35,7 +35,7 @@ from pathlib import Path
 from flashrsi_dagster.algorithms.meta_harness.records import Layout, RoundRecord
 from flashrsi_dagster.records import write_text_atomic
 from flashrsi_dagster.rollouts.record import RolloutRecord
-from flashrsi_dagster.scratch import process_dir
+from flashrsi_dagster import scratch
 from flashrsi_dagster.snapshots import HISTORY_DIR, SnapshotStore
 
 # Reserved in every snapshot: the guard refuses a symlink into it.
@@ -66,9 +66,11 @@ class HistoryView:
 
     @classmethod
     def for_experiment(cls, store: SnapshotStore, layout: Layout) -> HistoryView:
-        """A view in the temp folder, never inside the experiment home."""
+        """The experiment's view in the framework's temp root, never inside the experiment
+        home. It outlives the process (each Dagster run of the daemon flow is one), so a step
+        adds only its round whichever process runs it; the experiment's end removes it."""
         key = hashlib.sha256(str(layout.folder.resolve()).encode()).hexdigest()[:20]
-        return cls(process_dir() / "history" / key, store, layout)
+        return cls(scratch.root() / "history" / key, store, layout)
 
     def update(self, rounds: list[RoundRecord], *, watch: bool = False) -> Path:
         """Bring the view up to date with `rounds` and return its folder. `watch`: the
