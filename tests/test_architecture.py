@@ -57,9 +57,7 @@ def test_every_temp_folder_of_the_framework_comes_from_scratch():
     """So that one sweep finds whatever a killed process left behind (see scratch.py)."""
     sources = _framework_sources()
     offenders = [
-        rel
-        for rel, text in sources.items()
-        if TEMP_FOLDER.search(text) and rel != "scratch.py"
+        rel for rel, text in sources.items() if TEMP_FOLDER.search(text) and rel != "scratch.py"
     ]
 
     assert "algorithms/meta_harness/run.py" in sources

@@ -32,10 +32,10 @@ import shutil
 import stat
 from pathlib import Path
 
+from flashrsi_dagster import scratch
 from flashrsi_dagster.algorithms.meta_harness.records import Layout, RoundRecord
 from flashrsi_dagster.records import write_text_atomic
 from flashrsi_dagster.rollouts.record import RolloutRecord
-from flashrsi_dagster import scratch
 from flashrsi_dagster.snapshots import HISTORY_DIR, SnapshotStore
 
 # Reserved in every snapshot: the guard refuses a symlink into it.
