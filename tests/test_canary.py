@@ -65,3 +65,43 @@ def test_canary_never_reaches_the_experiment_home(config_dir, make_harness, cana
     assert canary.encode() not in _every_byte_under(home)
     captured = capsys.readouterr()
     assert canary not in captured.out + captured.err
+
+
+def test_canary_never_reaches_a_dagster_event_a_record_or_a_snapshot(tmp_path, canary):
+    """A whole experiment through Dagster whose target model answers with the key (as an
+    endpoint's error text might): the key reaches no Dagster event, asset value, record, log or
+    snapshot, in any simple encoding, and the jailed agents never held it."""
+    import dagster as dg
+
+    from flashrsi_dagster.jobs.runner import drive_on
+    from flashrsi_dagster.llm.endpoints import offline_server
+
+    offline_server().add_script("says-the-key", [{"text": f"benign; my key is {canary}"}] * 200)
+    example = Path(__file__).parent.parent / "examples" / "meta_harness.yaml"
+    config = load_config(
+        example,
+        [
+            "--experiment.home", str(tmp_path / "home"),
+            "--experiment.name", "canary-dagster",
+            "--benchmark.limit", "3",
+            "--algorithm.max_steps", "1",
+            "--agent.llm.model", "simulator/script:says-the-key",
+            "--agent.llm.api_key", "${" + CANARY_ENV + "}",
+        ],
+    )  # fmt: skip
+    (tmp_path / "dagster").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        state = drive_on(instance, open_experiment(config), say=lambda _: None)
+
+    assert state.test is not None  # the experiment ran to its sealed test
+    everything = _every_byte_under(tmp_path)
+    assert b"my key is [REDACTED]" in everything  # the key did flow, and was caught
+    for form in _encodings(canary):
+        assert form not in everything, form
+
+
+def _encodings(secret: str) -> list[bytes]:
+    import base64
+
+    raw = secret.encode()
+    return [raw, base64.b64encode(raw)[:-4], raw.hex().encode(), raw[::-1]]

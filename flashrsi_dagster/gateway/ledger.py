@@ -47,6 +47,12 @@ class Ledger:
             self._runs[token_digest] = Run(grant)
             self._roles.setdefault(key, Usage())
 
+    def carry(self, used: dict[tuple[str, str], Usage]) -> None:
+        """Add what (experiment, role) pairs used before this gateway started."""
+        with self._lock:
+            for key, usage in used.items():
+                self._roles.setdefault(key, Usage()).merge(usage)
+
     def set_caps(self, experiment: str, role: str, caps: Caps) -> None:
         key = (experiment, role)
         with self._lock:

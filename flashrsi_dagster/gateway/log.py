@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from flashrsi_dagster.gateway.grants import TOKEN_PREFIX
+from flashrsi_dagster.gateway.metering import Tokens, Usage
 from flashrsi_dagster.records.redaction import REDACTED, Redactor
 
 _TOKEN_SHAPE = re.compile(re.escape(TOKEN_PREFIX) + r"[A-Za-z0-9_\-]*")
@@ -86,3 +87,25 @@ class CallLog:
 
 def _cut(text: str | None, limit: int = MAX_FIELD) -> str | None:
     return text if text is None or len(text) <= limit else text[:limit] + "..."
+
+
+def logged_usage(path: Path) -> dict[tuple[str, str], Usage]:
+    """What each (experiment, role) used according to an existing call log: the calls of
+    earlier processes, so that a role's cap holds across a resume. Unreadable lines (a torn
+    last line after a crash) are skipped."""
+    totals: dict[tuple[str, str], Usage] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return totals
+    for line in lines:
+        try:
+            call = json.loads(line)
+            key = (call["experiment"], call["role"])
+            tokens = Tokens(int(call["input_tokens"]), int(call["output_tokens"]))
+        except (ValueError, KeyError, TypeError):
+            continue
+        if key[0] is None or call.get("status") is None or not (tokens.input or tokens.output):
+            continue
+        totals.setdefault(key, Usage()).add(tokens, call.get("cost_usd"))
+    return totals

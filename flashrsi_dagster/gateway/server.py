@@ -23,7 +23,7 @@ from flashrsi_dagster.gateway.grants import Caps, Grant, Upstream, digest, new_t
 from flashrsi_dagster.gateway.handler import Context, Handler
 from flashrsi_dagster.gateway.ledger import Ledger
 from flashrsi_dagster.gateway.listeners import Acceptor, Connection, Listener
-from flashrsi_dagster.gateway.log import CallLog
+from flashrsi_dagster.gateway.log import CallLog, logged_usage
 from flashrsi_dagster.gateway.metering import RunUsage, Usage
 from flashrsi_dagster.gateway.proxy import Proxy
 from flashrsi_dagster.gateway.upstream import Pool
@@ -60,6 +60,8 @@ class Gateway:
         self._max_connections = max_connections
         self._idle_timeout = idle_timeout
         self._ledger = Ledger()
+        if log_path is not None:  # an experiment's log: its roles' spending so far counts
+            self._ledger.carry(logged_usage(log_path))
         self._log = CallLog(log_path, redactor)
         self._pool = Pool()
         self._proxy = Proxy(self._ledger, self._pool, self._log, max_body_bytes)

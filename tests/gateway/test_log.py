@@ -6,7 +6,7 @@ import httpx2
 import openai
 import pytest
 
-from flashrsi_dagster.gateway import Gateway
+from flashrsi_dagster.gateway import Caps, Gateway
 from flashrsi_dagster.records import Redactor
 from tests.gateway.conftest import CANARY_KEY, USER, log_lines, openai_client
 
@@ -48,3 +48,22 @@ def test_the_given_redactor_guards_every_line(tmp_path, upstream_of):
         )
 
     assert log_lines(log_path)[0]["model"] == "[REDACTED]"
+
+
+def test_a_roles_spending_in_the_log_counts_against_its_cap_after_a_restart(tmp_path, upstream_of):
+    """A resumed experiment's gateway is a new one: what the log says the role used counts."""
+    log_path = tmp_path / "gateway.jsonl"
+    with Gateway(log_path=log_path) as first:
+        token = first.grant(experiment="x", role="worker", run_id="r1", upstream=upstream_of())
+        openai_client(first, token).chat.completions.create(model="simulator/echo", messages=USER)
+    with log_path.open("a") as log:
+        log.write('{"torn": \n')  # a crash mid-line is skipped
+
+    with Gateway(log_path=log_path) as second:
+        assert second.usage(experiment="x", role="worker").input_tokens == 0  # runs: this one's
+        second.set_caps("x", "worker", Caps(max_tokens=6))
+        token = second.grant(experiment="x", role="worker", run_id="r2", upstream=upstream_of())
+        with pytest.raises(openai.APIStatusError, match="reached its cap of 6 tokens"):
+            openai_client(second, token).chat.completions.create(
+                model="simulator/echo", messages=USER
+            )
