@@ -226,8 +226,15 @@ def upstream_of(llm: LLMConfig) -> Upstream:
             if llm.api == "anthropic"
             else "https://api.openai.com/v1"
         )
+    # Only the role's model: a harness that switches models would be evaluated on another
+    # model than the one the experiment names (and bill it to the role).
     return Upstream(
-        base_url=base, api=llm.api, key=resolve_key(llm), price=llm.price, timeout=llm.timeout
+        base_url=base,
+        api=llm.api,
+        key=resolve_key(llm),
+        price=llm.price,
+        timeout=llm.timeout,
+        models=frozenset({llm.model}),
     )
 
 

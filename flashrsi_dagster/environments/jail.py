@@ -33,6 +33,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import threading
 from collections.abc import Iterable, Sequence
@@ -187,6 +188,20 @@ class Jail:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def read_from_jail(path: Path, limit: int) -> bytes | None:
+    """A file a jailed agent could have written, read as data and nothing else: not through a
+    symlink (it could point at any host file), not from a FIFO or device (it could block the
+    framework forever), at most `limit` bytes. None when it is missing or not a plain file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return handle.read(limit)
 
 
 def give_to_jail_user(paths: Iterable[Path]) -> None:

@@ -12,7 +12,7 @@ from flashrsi_dagster.agents.base import Agent, AgentConfigError, TaskEnvironmen
 from flashrsi_dagster.agents.miniagent.launcher import ForkServer, Run
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import AgentRun, Confinement, gateway_verdict
-from flashrsi_dagster.environments.jail import Mount
+from flashrsi_dagster.environments.jail import Mount, read_from_jail
 from flashrsi_dagster.environments.runtime import python_runtime
 from flashrsi_dagster.llm.client import ROLE_HEADER
 from flashrsi_dagster.llm.usage import cost_of
@@ -23,6 +23,8 @@ from flashrsi_dagster.scratch import scratch_dir
 HARNESS = Path(__file__).with_name("harness")
 CANCEL_GRACE_SECONDS = 2.0
 _STDERR_TAIL = 4000
+MAX_RESULT_BYTES = 64 << 20
+"""A run's result (its whole trajectory) is read up to this size; larger is no result."""
 
 
 class MiniAgent(Agent):
@@ -65,11 +67,15 @@ class MiniAgent(Agent):
     ) -> Trajectory:
         config = self.run_config
         with scratch_dir("miniagent-run-") as run_dir:
-            output, stderr = run_dir / "result.json", run_dir / "stderr.log"
+            # The run writes only its result, in a folder of its own; its stderr goes to a
+            # file it cannot reach (the fork server opens it before the run joins its jail).
+            out, stderr = run_dir / "out", run_dir / "stderr.log"
+            out.mkdir()
+            output = out / "result.json"
             with self.confinement.run(
                 self.role,
                 config.llm,
-                writable=(Path(working_dir).resolve(), run_dir),
+                writable=(Path(working_dir).resolve(), out),
                 read_only=(Mount(self.files_dir), *mounts),
                 runtime=python_runtime(),
                 bridge=environment.shell_prefix if environment else None,
@@ -86,7 +92,7 @@ class MiniAgent(Agent):
                     timed_out = run.wait(config.timeout, grace=CANCEL_GRACE_SECONDS)
                 finally:
                     self._runs.discard(run)
-            result = _read_json(output)
+            result = _parse_result(read_from_jail(output, MAX_RESULT_BYTES))
             tail = stderr.read_text(errors="replace")[-_STDERR_TAIL:] if stderr.exists() else ""
         trajectory = self._trajectory(
             result, timed_out, run.exit_code, tail, time.monotonic() - clock
@@ -182,8 +188,9 @@ def _status(result: dict[str, Any], timed_out: bool) -> Status:
     return Status.ERROR
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
+def _parse_result(data: bytes | None) -> dict[str, Any] | None:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
+        result = json.loads(data) if data else None
+    except ValueError:
         return None
+    return result if isinstance(result, dict) else None
