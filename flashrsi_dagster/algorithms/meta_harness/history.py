@@ -25,6 +25,7 @@ its manifest after the step and dropped (rebuilt from the records next time) if 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -98,6 +99,8 @@ class HistoryView:
     def discard(self) -> None:
         _remembered.pop(str(self.root), None)
         shutil.rmtree(self.root, ignore_errors=True)
+        with contextlib.suppress(OSError):  # the views' folder, once no experiment has one
+            self.root.parent.rmdir()
 
     def _load(self) -> dict | None:
         remembered = _remembered.pop(str(self.root), None)
