@@ -80,11 +80,11 @@ def sleep_args(count: int) -> list[str]:
 # -- experiments -----------------------------------------------------------------------------
 
 
-def config(home: Path, *overrides: str) -> ExperimentConfig:
-    """The offline Meta-Harness example, small: three tasks per split, one rollout at a time
-    (a script hands out its replies in request order)."""
+def config(home: Path, *overrides: str, example: Path = EXAMPLE) -> ExperimentConfig:
+    """An offline Meta-Harness example, small: three tasks per split at most, one rollout at
+    a time (a script hands out its replies in request order)."""
     base = ["--experiment.home", str(home), "--benchmark.limit", "3"]
-    return load_config(EXAMPLE, [*base, "--benchmark.concurrency", "1", *overrides])
+    return load_config(example, [*base, "--benchmark.concurrency", "1", *overrides])
 
 
 @dataclass
