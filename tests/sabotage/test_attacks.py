@@ -572,8 +572,9 @@ def test_only_the_gateway_answers_on_loopback(attacked: Attacked):
     worker = _outputs(attacked, ports_step)[0]
     targets = _reported(attacked, "ports")
 
+    # The simulator and the gateway always answer on the host; the services where installed.
     listening = [(h, p) for h, p in scene.ports if _listening(h, p)]
-    assert len(listening) >= 3  # the attack is meaningful: these answer on the host
+    assert len(listening) >= 2
     for report in [worker, *targets]:
         for host, port in listening:
             assert f"closed {host} {port}" in report, report
