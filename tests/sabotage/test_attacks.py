@@ -441,6 +441,18 @@ def test_the_target_cannot_answer_with_the_benchmark_s_labels(attacked: Attacked
         assert section(trajectory.messages, "corpus") == "FileNotFoundError"
 
 
+def test_control_outside_a_jail_the_reward_hack_answers_every_task():
+    """The hack is not a straw man: where bastioncorpus can be imported, its lookup gives the
+    expected label of every task."""
+    import bastioncorpus
+
+    from flashrsi_dagster.benchmarks.text_classification import TextClassification
+
+    labels = {row.render("CANARY-7731"): row.label for row in bastioncorpus.load_corpus()}
+    for task in TextClassification().tasks():
+        assert labels[task.instruction.rpartition("Text: ")[2]] == task.verifier["label"]
+
+
 # -- 3. the sealed test ----------------------------------------------------------------------
 
 
