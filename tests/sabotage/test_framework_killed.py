@@ -8,9 +8,11 @@ and everything in the jail) must be gone two seconds later: the jails die with t
 
 from __future__ import annotations
 
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -25,6 +27,8 @@ try:
 except JailError as exc:
     pytest.skip(f"jails cannot run here: {exc}", allow_module_level=True)
 
+# Temporary folders a run lends its jail (see MiniAgent, Meta-Harness, the benchmark).
+RUN_FOLDERS = ("miniagent-run-", "flashrsi-edit-", "flashrsi-target-", "flashrsi-task-")
 DRIVER = textwrap.dedent(
     """
     import sys
@@ -65,11 +69,27 @@ def test_no_agent_process_survives_a_sigkilled_framework(tmp_path: Path, role: s
             time.sleep(0.05)
     finally:
         framework.kill()
+        _remove_run_folders(started)  # the dead framework could not (not what is tested here)
 
     kinds = " ".join(started.values())
     assert "--fork-server" in kinds and "bwrap" in kinds and f"sleep {sleep}" in kinds
     assert _descendants_alive(started) == {}
     assert alive(f"sleep {sleep}") == []
+
+
+def _remove_run_folders(started: dict[tuple[int, str], str]) -> None:
+    """The temporary folders the killed framework lent its jails (named in bwrap's mounts)."""
+    tmp = Path(tempfile.gettempdir())
+    for argv in started.values():
+        if not argv.startswith("bwrap "):
+            continue
+        for word in argv.split():
+            path = Path(word)
+            parts = path.relative_to(tmp).parts if path.is_relative_to(tmp) else ()
+            if len(parts) >= 2 and parts[0] == "flashrsi-history":  # one experiment's view
+                shutil.rmtree(tmp / parts[0] / parts[1], ignore_errors=True)
+            elif parts and parts[0].startswith(RUN_FOLDERS):
+                shutil.rmtree(tmp / parts[0], ignore_errors=True)
 
 
 def _wait_for(condition, seconds: float) -> None:
