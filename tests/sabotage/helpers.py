@@ -71,10 +71,11 @@ def script_model(name: str, replies: list[dict] | None = None) -> str:
 
 
 def sleep_args(count: int) -> list[str]:
-    """`sleep` durations that name this test's processes only: 9xx seconds and a unique
-    fraction, so `alive()` cannot confuse them with another test's sleepers."""
+    """`sleep` durations that name this test's processes only: 97x seconds and a unique
+    fraction, so `alive()` cannot confuse them with another test's sleepers (nor theirs
+    with ours: the jail tests look for `sleep 90x`)."""
     tag = uuid.uuid4().int % 10**8
-    return [f"9{n:02d}.{tag:08d}" for n in range(count)]
+    return [f"97{n}.{tag:08d}" for n in range(count)]
 
 
 # -- experiments -----------------------------------------------------------------------------
