@@ -1,0 +1,13 @@
+"""The sabotage suite: attacks by scripted Workers and targets (offline simulator) through the
+real framework — bubblewrap jails, the model gateway, the git snapshot store, Harbor's local
+environment — one test per attack, each asserting on the records where Meta-Harness keeps its
+rejections (edit and round records, trajectories).
+
+- test_attacks.py: one jailed experiment, one Worker step per attack (records, reward hack,
+  sealed test, keys, escapes, writes outside, other experiments, site-packages, loopback,
+  history, oversized edits), plus target code attacking from every dev rollout;
+- test_framework_killed.py: SIGKILL the framework while an agent sleeps in a tool call;
+- test_hung_endpoint.py: a hung model hit through the run's timeout is an infrastructure fault;
+- test_harbor.py: forged rewards in a Harbor trial, and the unjailed Harbor target;
+- test_holes.py: attacks that succeed today, marked xfail(strict=True) with the hole they use.
+"""

@@ -1,0 +1,111 @@
+"""Sabotage by the endpoint: the target's model hangs.
+
+A run cut at its timeout while waiting on the model says nothing about the harness, so it must
+be an infrastructure fault (rerun by the ladder, then scored 0 with the denominator kept), not
+the harness's verdict `timeout`: at the cut, the gateway still has the call in flight
+(`environments.confinement.gateway_verdict`). Each test serves the target from a simulator
+of its own whose seeded fault plan decides which requests hang.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flashrsi_dagster.algorithms.meta_harness import MetaHarness
+from flashrsi_dagster.environments.jail import JailError, require_jails
+from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
+from flashrsi_dagster.records import Status, Trajectory
+from flashrsi_dagster.rollouts.record import RolloutRecord
+from tests.sabotage.helpers import config, shell, start
+
+try:
+    require_jails()
+except JailError as exc:
+    pytest.skip(f"jails cannot run here: {exc}", allow_module_level=True)
+
+SCRIPT = "sleepy-target"
+
+
+def _hanging_server(seed: int) -> OfflineModelServer:
+    """Half the requests hang; which ones is fixed by `seed` (see FaultPlan)."""
+    plan = ServerConfig(
+        failure_rate=0.5,
+        failure_kinds=("hang",),
+        hang_seconds=6,
+        seed=seed,
+        scripts={SCRIPT: [shell("sleep 0.8")] * 4},
+    )
+    return OfflineModelServer(plan)
+
+
+def _evaluate_seed(home: Path, server: OfflineModelServer, *overrides: str) -> MetaHarness:
+    harness = start(
+        config(
+            home,
+            *("--benchmark.limit", "1", "--benchmark.max_infra_reruns", "1"),
+            *("--agent.llm.base_url", server.url, *overrides),
+        )
+    )
+    try:
+        harness.evaluate_seed()
+    finally:
+        harness.close()
+    return harness
+
+
+def _tries(harness: MetaHarness) -> list[Trajectory]:
+    return RolloutRecord(harness.layout.rollouts(0), harness.experiment.redactor).load()
+
+
+def test_a_run_cut_while_the_model_hangs_is_an_infrastructure_fault(tmp_path: Path):
+    """Attack (or accident): the model answers the target's first call (a 0.8 s shell
+    command), then hangs on the second; the run is cut at its 2.5 s timeout while that call
+    is in flight (the gateway would give up on it only at 2 s after it began). What stops it
+    counting as the harness's failure: the gateway's in-flight count turns the `timeout` into
+    `infra_error`, which the ladder reruns (the rerun meets the same fate)."""
+    with _hanging_server(seed=3) as server:  # requests: ok, hang, ok, hang
+        harness = _evaluate_seed(
+            tmp_path / "home",
+            server,
+            *("--agent.llm.model", f"simulator/script:{SCRIPT}", "--agent.llm.timeout", "2"),
+            *("--agent.llm.max_retries", "0", "--agent.timeout", "2.5"),
+        )
+    hung = [r for r in server.requests if r.fault == "hang"]  # logged once cut at close
+
+    tries = _tries(harness)
+    assert len(hung) == 2
+    assert [t.metadata["rerun"] for t in tries] == [0, 1]
+    for trajectory in tries:
+        assert trajectory.status == Status.INFRA_ERROR, trajectory.error
+        assert trajectory.error is not None and trajectory.error.type == "EndpointHung"
+        assert "(1 call(s) in flight, 0 timed out)" in trajectory.error.message
+        assert trajectory.duration >= 2.5
+    round_zero = harness.state().rounds[0]
+    assert (round_zero.dev_score, round_zero.dev_tasks) == (0.0, 1)  # kept, scored 0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="The gateway records its own upstream timeout (504) as a refusal of the run "
+    "(`Proxy.handle` calls `Ledger.refuse` for every `Refusal`, not only spending caps), and "
+    "`gateway_verdict` makes any run with a refusal an infra_error (`GatewayRefused`): a run "
+    "whose SDK retried past one hung call and answered loses its verdict and is rerun; once "
+    "the reruns are used up, a right answer scores 0. (A run cut after such a timeout is "
+    "also labelled GatewayRefused instead of EndpointHung.)",
+)
+def test_a_run_that_recovers_from_one_hung_call_keeps_its_verdict(tmp_path: Path):
+    """Accident: the first model call hangs, the SDK gives up after 1 s and retries, the retry
+    answers, the run completes. Should hold: that run's verdict is its answer's."""
+    with _hanging_server(seed=38) as server:  # requests: hang, then none
+        harness = _evaluate_seed(
+            tmp_path / "home",
+            server,
+            *("--agent.llm.timeout", "1", "--agent.llm.max_retries", "2"),
+            *("--agent.timeout", "10"),
+        )
+
+    first = _tries(harness)[0]
+    assert first.answer is not None  # it did answer, after the retry
+    assert first.status in (Status.SUCCESS, Status.FAILURE), first.error
