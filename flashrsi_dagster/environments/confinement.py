@@ -171,37 +171,50 @@ def _remove_mountpoints(mounts: Sequence[Mount]) -> None:
 
 
 def gateway_verdict(trajectory: Trajectory, usage: RunUsage | None, timed_out: bool) -> Trajectory:
-    """The run's trajectory as the gateway saw it: tokens and cost are the gateway's count
-    (a harness can misreport its own), a refused call (a spending cap) is an infrastructure
-    fault, and so is a run cut short at its timeout while waiting on the model."""
+    """The run's trajectory as the gateway saw it. Tokens and cost are the gateway's count (a
+    harness can misreport its own). An infrastructure fault — rerun by the ladder — is what
+    the framework saw, never what the harness claims: a call refused by a spending cap, a run
+    cut at its timeout while waiting on the model, or a fault the harness reports *and* the
+    gateway saw (an endpoint that failed or did not answer). A harness that calls its own
+    answered run an endpoint failure buys no rerun."""
     if usage is None:
         return trajectory
+    counted = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
     update: dict = {
         "usage": (trajectory.usage or Usage()).model_copy(
-            update={
-                "input_tokens": usage.input_tokens,
-                "output_tokens": usage.output_tokens,
-                "cost": usage.cost_usd,
-            }
+            update={**counted, "cost": usage.cost_usd}
         )
     }
-    if usage.refused:
-        message = "; ".join(dict.fromkeys(usage.refused))
-        update |= {
-            "status": Status.INFRA_ERROR,
-            "error": ErrorInfo(type="GatewayRefused", message=message),
-        }
-    elif timed_out and (usage.in_flight or usage.timed_out):
-        message = (
-            f"the run was cut short at its timeout while waiting on the model "
-            f"({usage.in_flight} call(s) in flight, {usage.timed_out} timed out): "
-            "an endpoint fault, not the agent's answer"
-        )
-        update |= {
-            "status": Status.INFRA_ERROR,
-            "error": ErrorInfo(type="EndpointHung", message=message),
-        }
+    fault = _fault(trajectory, usage, timed_out)
+    if fault is not None:
+        update |= {"status": fault[0], "error": ErrorInfo(type=fault[1], message=fault[2])}
     return trajectory.model_copy(update=update)
+
+
+def _fault(trajectory: Trajectory, usage: RunUsage, timed_out: bool):
+    if usage.capped:
+        return Status.INFRA_ERROR, "GatewayRefused", "; ".join(dict.fromkeys(usage.capped))
+    if timed_out and (usage.in_flight or usage.timed_out):
+        return (
+            Status.INFRA_ERROR,
+            "EndpointHung",
+            (
+                f"the run was cut short at its timeout while waiting on the model "
+                f"({usage.in_flight} call(s) in flight, {usage.timed_out} timed out): "
+                "an endpoint fault, not the agent's answer"
+            ),
+        )
+    if trajectory.status == Status.INFRA_ERROR and not usage.failed:
+        claimed = trajectory.error.message if trajectory.error else "no message"
+        return (
+            Status.ERROR,
+            "UnbackedInfraClaim",
+            (
+                "the run reported an infrastructure fault that the gateway never saw (every model "
+                f"call it made was answered): {claimed}"
+            ),
+        )
+    return None
 
 
 def caps_of(roles: dict[str, RoleConfig]) -> dict[str, Caps]:

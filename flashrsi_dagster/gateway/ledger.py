@@ -21,8 +21,10 @@ class Run:
     grant: Grant
     usage: Usage = field(default_factory=Usage)
     refused: list[str] = field(default_factory=list)
+    capped: list[str] = field(default_factory=list)
     in_flight: int = 0
     timed_out: int = 0
+    failed: int = 0
     revoked: bool = False
 
     def report(self) -> RunUsage:
@@ -30,6 +32,7 @@ class Run:
         return RunUsage(
             u.input_tokens, u.output_tokens, u.cost_usd, u.calls,
             list(self.refused), self.in_flight, self.timed_out,
+            list(self.capped), self.failed,
         )  # fmt: skip
 
 
@@ -91,10 +94,17 @@ class Ledger:
                 return f"{head} ${caps.max_usd:g} (used ${spent:.6g})"
             return None
 
-    def refuse(self, run: Run, message: str) -> None:
+    def refuse(self, run: Run, message: str, *, capped: bool = False) -> None:
         with self._lock:
             if len(run.refused) < MAX_REFUSED:
                 run.refused.append(message)
+            if capped and len(run.capped) < MAX_REFUSED:
+                run.capped.append(message)
+
+    def fail(self, run: Run) -> None:
+        """An upstream call of the run failed on the endpoint's side (see `RunUsage.failed`)."""
+        with self._lock:
+            run.failed += 1
 
     def begin(self, run: Run) -> None:
         with self._lock:
@@ -107,6 +117,7 @@ class Ledger:
         with self._lock:
             run.in_flight -= 1
             run.timed_out += timed_out
+            run.failed += timed_out
             if tokens is not None:
                 run.usage.add(tokens, cost)
                 self._roles[g.experiment, g.role].add(tokens, cost)

@@ -4,7 +4,7 @@ kept per run and per (experiment, role)."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from flashrsi_dagster.config.models import PriceConfig
@@ -124,3 +124,8 @@ class RunUsage:
     """Upstream calls still running at revoke (a run cut short while waiting on a model)."""
     timed_out: int
     """Upstream calls that hit `Upstream.timeout`."""
+    capped: list[str] = field(default_factory=list)
+    """Of `refused`, the calls refused because the role reached a spending cap."""
+    failed: int = 0
+    """Upstream calls that failed on the endpoint's side: no answer, a timeout, HTTP 429 or
+    5xx. What an infrastructure fault of the run must be backed by."""

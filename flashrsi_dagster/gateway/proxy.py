@@ -72,7 +72,8 @@ class Proxy:
         except Refusal as refusal:
             record.status, record.error = refusal.status, refusal.message
             if run is not None:
-                self._ledger.refuse(run, refusal.message)
+                capped = refusal.kind == "budget_exceeded"
+                self._ledger.refuse(run, refusal.message, capped=capped)
             self._log_once(call)
             self._answer(h, refusal)
         except Exception as exc:
@@ -160,6 +161,7 @@ class Proxy:
                 f"{upstream.timeout:g} s"
             ) from None
         except (OSError, http.client.HTTPException) as exc:
+            self._ledger.fail(forward.run)
             raise errors.bad_gateway(
                 f"gateway: upstream {upstream.base_url} failed: {type(exc).__name__}: {exc}"
             ) from None
@@ -192,6 +194,8 @@ class Proxy:
         reusable = False
         try:
             call.record.status = response.status
+            if response.status == 429 or response.status >= 500:
+                self._ledger.fail(forward.run)
             out = response_headers(response)
             if "text/event-stream" in (response.getheader("Content-Type") or ""):
                 self._relay_stream(h, forward, response, out, call)

@@ -27,8 +27,9 @@ from flashrsi_dagster.config.models import ExperimentConfig
 from flashrsi_dagster.environments.runtime import site_packages
 from flashrsi_dagster.experiment import Experiment, open_experiment
 from flashrsi_dagster.llm.endpoints import offline_server
-from flashrsi_dagster.records import Redactor, Status, Trajectory, read_record, write_record
+from flashrsi_dagster.records import Redactor, Status, Trajectory, read_record
 from flashrsi_dagster.records.encodings import needles
+from flashrsi_dagster.records.store import RecordStore
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.snapshots import SnapshotStore
 from tests.test_canary import _every_byte_under
@@ -165,7 +166,8 @@ def plant_finished(home: Path, name: str, test_tasks: tuple[Task, ...]) -> Path:
     root = home / name
     SnapshotStore(root / "snapshots").create_seed(BUILTIN_HARNESS)
     records = Layout.of(root / "records")
-    rollouts = RolloutRecord(records.test_rollouts, Redactor(environ={}))
+    store = RecordStore(root, Redactor(environ={}))
+    rollouts = RolloutRecord(records.test_rollouts, store)
     for task in test_tasks:
         rollouts.append(
             Trajectory(
@@ -179,7 +181,7 @@ def plant_finished(home: Path, name: str, test_tasks: tuple[Task, ...]) -> Path:
             )
         )
     result = TestResult(snapshot_id="0" * 40, test_score=1.0, test_tasks=len(test_tasks))
-    write_record(records.test, result, Redactor(environ={}))
+    store.write(records.test, result)
     return root
 
 

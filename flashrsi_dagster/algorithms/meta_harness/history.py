@@ -42,7 +42,7 @@ from flashrsi_dagster.snapshots import HISTORY_DIR, SnapshotStore
 # Reserved in every snapshot: the guard refuses a symlink into it.
 HISTORY = HISTORY_DIR
 Stats = dict[str, list[int]]
-"""Relative path -> [kind, size, mtime_ns, mode]; kind 0 file, 1 directory, 2 symlink."""
+"""Relative path -> [kind, size, mtime_ns, ctime_ns, mode]; kind 0 file, 1 dir, 2 symlink."""
 
 
 _remembered: dict[str, tuple[tuple[int, int, int], dict]] = {}
@@ -200,10 +200,12 @@ def _scan(path: Path, rel: str, deep: bool = True) -> Stats:
 
 
 def _entry(st: os.stat_result) -> list[int]:
-    if stat.S_ISDIR(st.st_mode):  # its own mtime moves as the cache adds to it
-        return [1, 0, 0, st.st_mode]
+    # ctime too: no file operation can set it back, so an edit hidden behind a restored
+    # mtime (`touch -r`) still shows.
+    if stat.S_ISDIR(st.st_mode):  # its own times move as the view adds to it
+        return [1, 0, 0, 0, st.st_mode]
     kind = 2 if stat.S_ISLNK(st.st_mode) else 0
-    return [kind, st.st_size, st.st_mtime_ns, st.st_mode]
+    return [kind, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode]
 
 
 def _remove(path: Path) -> None:
