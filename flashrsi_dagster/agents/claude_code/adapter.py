@@ -70,12 +70,14 @@ class ClaudeCode(Agent):
             self.confinement.run(
                 self.role,
                 config.llm,
-                writable=(Path(working_dir).resolve(), run.root),
-                read_only=(Mount(bundled_cli().parent), *mounts),
+                # Not the run folder itself: its launcher runs as root on the host.
+                writable=(Path(working_dir).resolve(), run.config, run.tmp),
+                read_only=(Mount(bundled_cli().parent), Mount(run.plugin), *mounts),
             ) as confined,
         ):
+            # The token (worthless outside this jail) where the CLI's key helper reads it.
             run.key_file.write_text(confined.token, encoding="utf-8")
-            run.key_file.chmod(0o644)  # the jail user's CLI reads it; worthless elsewhere
+            run.key_file.chmod(0o644)
             outcome = run_session(
                 config,
                 run,

@@ -27,13 +27,14 @@ class RunDir:
     """One run's private folder (mode 0700), outside the snapshot, removed when the run ends::
 
     <scratch folder>/claude-XXXXXXXX/   (see flashrsi_dagster.scratch)
-      config/                     CLAUDE_CONFIG_DIR: sessions, transcripts, CLI state
+      config/                     CLAUDE_CONFIG_DIR: sessions, transcripts, CLI state, and
+        api-key                   the run's gateway token, read by the CLI's `apiKeyHelper`
       tmp/                        CLAUDE_CODE_TMPDIR: task output files, sockets
       plugin/                     the snapshot's extensions as one local plugin
         .claude-plugin/plugin.json
         skills/ agents/ hooks/    copies of the snapshot's folders, when present
-      api-key                     the run's gateway token, read by the CLI's `apiKeyHelper`
-      claude-in-jail              the launcher that starts the CLI inside the run's jail
+      claude-in-jail              the launcher that starts the CLI inside the run's jail (never
+                                  visible inside it: it runs as root on the host)
     """
 
     root: Path
@@ -52,7 +53,7 @@ class RunDir:
 
     @property
     def key_file(self) -> Path:
-        return self.root / "api-key"
+        return self.config / "api-key"
 
     @property
     def marker(self) -> bytes:

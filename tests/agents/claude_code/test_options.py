@@ -59,7 +59,7 @@ def test_options_are_the_preset_the_plugin_and_no_implicit_settings(tmp_path):
     assert (options.cwd, options.model, options.max_turns) == (str(tmp_path / "work"), "m-1", 7)
     assert options.permission_mode == "bypassPermissions"
     assert (options.thinking, options.effort) == ({"type": "enabled", "budget_tokens": 2048}, "low")
-    assert str(tmp_path / "api-key") in json.loads(options.settings)["apiKeyHelper"]
+    assert str(tmp_path / "config" / "api-key") in json.loads(options.settings)["apiKeyHelper"]
 
 
 def test_claude_md_text_is_appended_to_the_preset(tmp_path):
