@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from flashrsi_dagster.config import ConfigError, ExperimentConfig, load_config
+from flashrsi_dagster.environments.jail import JailError, require_jails
 from flashrsi_dagster.experiment import ConfigChangedError, Experiment, open_experiment
 from flashrsi_dagster.experiment.identity import normalised
 from flashrsi_dagster.records import IntegrityError
@@ -82,6 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if not _can_confine(config):
+        return EXIT_BAD_INPUT
     if args.command == "validate":
         return _validate(config)
     if args.command == "eval":
@@ -89,6 +92,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "run":
         return _run(config, force=args.force)
     return _init(config, force=args.force)
+
+
+def _can_confine(config: ExperimentConfig) -> bool:
+    """Jailed agents need bubblewrap and root: say so before anything is written."""
+    if config.experiment.confinement == "none":
+        return True
+    try:
+        require_jails()
+    except JailError as exc:
+        print(f"error: experiment.confinement: {exc}", file=sys.stderr)
+        return False
+    return True
 
 
 def _validate(config: ExperimentConfig) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import signal
 import subprocess
 import sys
@@ -72,3 +73,31 @@ def test_eval_refuses_the_sealed_test_split_and_unknown_tasks(tmp_path):
 
     assert sealed.returncode == 2 and "invalid choice: 'test'" in sealed.stderr
     assert unknown.returncode == 2 and "not in the dev split: no-such-task" in unknown.stderr
+
+
+def test_without_bubblewrap_run_refuses_before_writing_anything(tmp_path):
+    """A jailed experiment on a machine that cannot jail: exit 2 with what to do, and no
+    experiment folder; `confinement: none` is the explicit way out."""
+    config = Path(__file__).parents[1] / "examples" / "meta_harness.yaml"
+    bare = tmp_path / "bin"  # a PATH with git (GitPython needs it) but without bwrap
+    bare.mkdir()
+    (bare / "git").symlink_to(shutil.which("git"))
+    home = tmp_path / "home"
+    env = {"PATH": str(bare), "HOME": str(tmp_path)}
+    args = ["--config", str(config), "--experiment.home", str(home), "--benchmark.limit", "3"]
+
+    for command in ("validate", "run"):
+        refused = subprocess.run(
+            [FLASHRSI, command, *args], capture_output=True, text=True, env=env
+        )
+        assert refused.returncode == 2
+        assert "experiment.confinement" in refused.stderr and "bubblewrap" in refused.stderr
+    assert not home.exists()
+
+    allowed = subprocess.run(
+        [FLASHRSI, "validate", *args, "--experiment.confinement", "none"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert allowed.returncode == 0, allowed.stderr
