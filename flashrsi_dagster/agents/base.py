@@ -81,6 +81,11 @@ class Agent(ABC):
         # Knows the role's own key even when its variable is not named like a secret.
         key = self.config.llm.api_key
         self.redactor = Redactor([key.resolve()] if key and key.env_var in os.environ else [])
+        self._setup()
+
+    def _setup(self) -> None:  # noqa: B027 - optional hook
+        """Called at the end of construction: an adapter checks its role config here (naming
+        the key) and builds what it keeps between runs. The default needs nothing."""
 
     @property
     def confinement(self) -> Confinement:

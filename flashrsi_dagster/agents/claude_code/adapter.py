@@ -18,7 +18,7 @@ from flashrsi_dagster.agents.base import Agent, AgentConfigError
 from flashrsi_dagster.agents.claude_code.options import bundled_cli
 from flashrsi_dagster.agents.claude_code.run_dir import run_dir
 from flashrsi_dagster.config.models import LLMConfig, RoleConfig
-from flashrsi_dagster.environments.confinement import Confinement, gateway_verdict
+from flashrsi_dagster.environments.confinement import gateway_verdict
 from flashrsi_dagster.environments.jail import Mount
 from flashrsi_dagster.records import ErrorInfo, Status, Trajectory
 
@@ -41,16 +41,8 @@ class ClaudeCode(Agent):
     )
     has_file_tools = True
 
-    def __init__(
-        self,
-        config: RoleConfig,
-        files_dir: Path,
-        *,
-        role: str = "target",
-        confinement: Confinement | None = None,
-    ) -> None:
-        super().__init__(config, files_dir, role=role, confinement=confinement)
-        check_llm(self.config.llm, _CONFIG_KEY.get(role, role))
+    def _setup(self) -> None:
+        check_llm(self.config.llm, _CONFIG_KEY.get(self.role, self.role))
         _require_sdk()
 
     @classmethod

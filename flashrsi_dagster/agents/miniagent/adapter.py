@@ -11,7 +11,7 @@ from typing import Any
 from flashrsi_dagster.agents.base import Agent, AgentConfigError, TaskEnvironment
 from flashrsi_dagster.agents.miniagent.launcher import ForkServer, Run
 from flashrsi_dagster.config.models import RoleConfig
-from flashrsi_dagster.environments.confinement import AgentRun, Confinement, gateway_verdict
+from flashrsi_dagster.environments.confinement import AgentRun, gateway_verdict
 from flashrsi_dagster.environments.jail import Mount, read_from_jail
 from flashrsi_dagster.environments.runtime import python_runtime
 from flashrsi_dagster.llm.client import ROLE_HEADER
@@ -33,18 +33,10 @@ class MiniAgent(Agent):
     has_file_tools = True
     supports_environment = True
 
-    def __init__(
-        self,
-        config: RoleConfig,
-        files_dir: Path,
-        *,
-        role: str = "target",
-        confinement: Confinement | None = None,
-    ) -> None:
-        super().__init__(config, files_dir, role=role, confinement=confinement)
-        if config.llm.api == "anthropic":
+    def _setup(self) -> None:
+        if self.config.llm.api == "anthropic":
             raise AgentConfigError(
-                f"{role}: MiniAgent talks to OpenAI-compatible endpoints; set llm.api to "
+                f"{self.role}: MiniAgent talks to OpenAI-compatible endpoints; set llm.api to "
                 "`chat` or `responses` (or use type `claude-code` for the Anthropic API)"
             )
         self._runs: set[Run] = set()

@@ -7,8 +7,7 @@ import time
 from pathlib import Path
 
 from flashrsi_dagster.agents.base import Agent, status_of
-from flashrsi_dagster.config.models import RoleConfig
-from flashrsi_dagster.environments.confinement import Confinement, gateway_verdict
+from flashrsi_dagster.environments.confinement import gateway_verdict
 from flashrsi_dagster.llm.client import LLMClient
 from flashrsi_dagster.llm.usage import UsageMeter
 from flashrsi_dagster.records import ErrorInfo, Status, Trajectory, Usage
@@ -21,16 +20,8 @@ class PlainLLM(Agent):
     name = "llm"
     description = "One model call with the harness prompt as system message; no tools."
 
-    def __init__(
-        self,
-        config: RoleConfig,
-        files_dir: Path,
-        *,
-        role: str = "target",
-        confinement: Confinement | None = None,
-    ) -> None:
-        super().__init__(config, files_dir, role=role, confinement=confinement)
-        self.meter = UsageMeter(role, self.config.llm.model, self.config.llm.price)
+    def _setup(self) -> None:
+        self.meter = UsageMeter(self.role, self.config.llm.model, self.config.llm.price)
 
     @classmethod
     def builtin_harness(cls) -> Path:
