@@ -24,6 +24,7 @@ from flashrsi_dagster.agents import TargetAgent
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.benchmarks.text_classification import TextClassification
 from flashrsi_dagster.config import RoleConfig
+from flashrsi_dagster.environments.confinement import Confinement
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
 from flashrsi_dagster.records import RecordStore, Redactor
 from flashrsi_dagster.rollouts.engine import Settings, run_rollouts
@@ -41,7 +42,7 @@ def _timed_batch(agent, bench, tasks, folder: Path, name: str, concurrency: int)
     return time.perf_counter() - clock
 
 
-def measure(latency_ms: float, n_tasks: int, concurrency: int) -> dict:
+def measure(latency_ms: float, n_tasks: int, concurrency: int, jailed: bool = True) -> dict:
     bench = TextClassification()
     tasks = bench.tasks()[:n_tasks]
     with (
@@ -54,7 +55,8 @@ def measure(latency_ms: float, n_tasks: int, concurrency: int) -> dict:
                 "llm": {"model": "simulator/target", "base_url": server.url, "max_retries": 0},
             }
         )
-        with TargetAgent(role, HARNESS) as agent:
+        confinement = Confinement(jailed=jailed, experiment="rollout-bench")
+        with TargetAgent(role, HARNESS, confinement=confinement) as agent:
             _timed_batch(agent, bench, tasks[:2], Path(tmp), "warm-up", 1)
             singles = [
                 _timed_batch(agent, bench, [t], Path(tmp), f"single-{i}", 1)
@@ -64,6 +66,7 @@ def measure(latency_ms: float, n_tasks: int, concurrency: int) -> dict:
     per_task = statistics.median(singles)
     ideal = math.ceil(n_tasks / concurrency) * per_task
     return {
+        "confinement": "bwrap" if jailed else "none",
         "latency_ms": latency_ms,
         "tasks": n_tasks,
         "concurrency": concurrency,
@@ -81,11 +84,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency-ms", type=float, default=1000)
     parser.add_argument("--tasks", type=int, default=32)
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument(
+        "--confinement", choices=("bwrap", "none"), default="bwrap", help="jailed runs or not"
+    )
     args = parser.parse_args(argv)
-    r = measure(args.latency_ms, args.tasks, args.concurrency)
+    r = measure(args.latency_ms, args.tasks, args.concurrency, args.confinement == "bwrap")
     print(
         f"rollout engine: {r['tasks']} tasks, concurrency {r['concurrency']}, model latency "
-        f"{r['latency_ms']:.0f} ms (MiniAgent on the offline simulator)"
+        f"{r['latency_ms']:.0f} ms (MiniAgent on the offline simulator, confinement "
+        f"{r['confinement']})"
     )
     print(
         f"per task alone {r['per_task_s']:.3f} s; ideal ceil(N/C) x per task = "
