@@ -263,16 +263,14 @@ CLIENT_CODE = """
         s.sendall(raw)
         return s
     def output(s):
+        # the output up to the exit frame, or to the end of the connection
         data = b""
-        with s:
-            while True:
-                try:
-                    chunk = s.recv(65536)
-                except OSError:
+        with s, s.makefile("rb") as stream:
+            while len(header := stream.read(4)) == 4:
+                (length,) = struct.unpack(">I", header)
+                if length == 0xFFFFFFFF:
                     break
-                if not chunk:
-                    break
-                data += chunk
+                data += stream.read(length)
         return data
 """
 
@@ -302,7 +300,8 @@ def test_odd_requests_do_not_break_the_bridge(tmp_path: Path):
     with jailed_run(tmp_path, bridge=BRIDGE) as (run, work):
         found = json.loads(inside(run, work, attack).splitlines()[0])
 
-    assert found["odd"] == [0] * 7  # closed without output
+    # each closed without output (or reset, the request left unread)
+    assert set(found["odd"]) <= {0, "ConnectionResetError", "BrokenPipeError"}, found
     assert "still-serving" in found["honest"]
 
 
