@@ -15,9 +15,11 @@ import contextlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import tracemalloc
 from collections.abc import Iterator, Sequence
@@ -39,6 +41,7 @@ from flashrsi_dagster.environments.jail import JailError, require_jails
 from flashrsi_dagster.environments.runtime import python_runtime, site_packages
 from flashrsi_dagster.gateway import Caps, Gateway
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
+from tests.benchmarks.harbor.conftest import TASK_TOML, needs_local_env, write_task
 from tests.sabotage.helpers import alive, say, script_model, sleep_args, unique
 
 try:
@@ -629,3 +632,84 @@ def test_claude_code_s_shell_cannot_reach_its_launcher_plugin_or_another_run(
     assert "neighbour-token" not in text
     assert "Read-only file system" in text
     assert neighbour.name not in text.split("== scratch", 1)[1].split("== neighbour")[0]
+
+
+# -- a Harbor trial with internet ------------------------------------------------------------
+
+
+@needs_local_env
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "HOLE: the local environment gives a trial a network namespace of its own only for "
+        "`network_mode = no-network`; a `public` task (Harbor's default, most Terminal-Bench "
+        "tasks) runs in the host's network namespace, and the command bridge runs the jailed "
+        "agent's commands there as root: the agent reaches every service on the host's "
+        "loopback (Dagster's webserver and gRPC servers, the run storage database, the "
+        "gateway's unbound host listener, other experiments' simulators), undoing the jail's "
+        "'only the gateway' network. Fix: every trial gets its own network namespace; a "
+        "public one is connected to the outside through a user-mode NAT (slirp4netns/pasta, "
+        "which keep host loopback unreachable) or a veth with 127.0.0.0/8 and the host's "
+        "addresses dropped."
+    ),
+)
+def test_a_jailed_harbor_target_cannot_reach_host_loopback_through_a_public_trial(
+    tmp_path: Path,
+):
+    """Attack: the target of a task with internet (`network_mode = public`) sends, through
+    the command bridge, a command that connects to a service on the host's loopback (here a
+    listener the test opens, standing for Dagster or the run database) and prints what it
+    says. What should stop it: the trial's network is not the host's."""
+    import asyncio
+
+    from harbor.models.task.config import EnvironmentConfig, NetworkPolicy
+    from harbor.models.trial.paths import TrialPaths
+
+    from flashrsi_dagster.benchmarks.harbor.local_env import LocalChrootEnvironment
+
+    banner = unique("host-loopback-only")
+    service = socket.create_server(("127.0.0.1", 0))
+    port = service.getsockname()[1]
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                connection, _ = service.accept()
+                with connection:
+                    connection.sendall(banner.encode() + b"\n")
+
+    threading.Thread(target=serve, daemon=True).start()
+    task = write_task(tmp_path / "task", task_toml=TASK_TOML.replace("no-network", "public"))
+    trial = TrialPaths(tmp_path / "trial")
+    trial.mkdir()
+    env = LocalChrootEnvironment(
+        environment_dir=task / "environment",
+        environment_name="task",
+        session_id="round2__public__env",
+        trial_paths=trial,
+        task_env_config=EnvironmentConfig(network_mode="public"),
+        network_policy=NetworkPolicy(network_mode="public"),
+        work_root=tmp_path / "work",
+    )
+    probe = f"exec 3<>/dev/tcp/127.0.0.1/{port} && head -c 200 <&3"
+    attack = f"""
+        import subprocess
+        done = subprocess.run([*{json.dumps(list(CLIENT_PREFIX))}, {probe!r}],
+                              capture_output=True, text=True, timeout=20)
+        print(done.returncode, done.stdout, done.stderr)
+    """
+
+    async def scenario() -> str:
+        await env.start(force_build=False)
+        try:
+            with jailed_run(tmp_path, bridge=env.shell_argv()) as (run, work):
+                return inside(run, work, attack)
+        finally:
+            await env.stop(delete=True)
+
+    try:
+        out = asyncio.run(scenario())
+    finally:
+        service.close()
+
+    assert banner not in out, f"the jailed target read a host loopback service: {out}"
