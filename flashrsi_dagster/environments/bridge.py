@@ -28,6 +28,8 @@ CLIENT = Path(__file__).with_name("bridge_client.py")
 EXIT = 0xFFFFFFFF
 GRACE = 0.5  # seconds between SIGTERM and SIGKILL of a command whose client is gone
 MAX_REQUEST = 1 << 20
+MAX_COMMANDS = 16
+"""Commands one jail may run in its task environment at once; more wait for a slot."""
 
 
 class CommandBridge:
@@ -36,6 +38,7 @@ class CommandBridge:
     def __init__(self, listener: socket.socket, prefix: Sequence[str]) -> None:
         self._listener, self._prefix = listener, list(prefix)
         self._closed = threading.Event()
+        self._slots = threading.BoundedSemaphore(MAX_COMMANDS)
         self._thread = threading.Thread(target=self._accept, name="command-bridge", daemon=True)
         self._thread.start()
 
@@ -52,21 +55,33 @@ class CommandBridge:
                 connection, _ = self._listener.accept()
             except OSError:
                 return
+            # A slot before a thread: a jail opening thousands of connections gets them
+            # served MAX_COMMANDS at a time, not thousands of threads and root processes.
+            while not self._slots.acquire(timeout=0.5):
+                if self._closed.is_set():
+                    connection.close()
+                    return
             threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
 
     def _serve(self, connection: socket.socket) -> None:
+        try:
+            self._run_one(connection)
+        finally:
+            self._slots.release()
+
+    def _run_one(self, connection: socket.socket) -> None:
         with connection:
             try:
                 command = _read_request(connection)
-            except (OSError, ValueError):
+                process = subprocess.Popen(
+                    [*self._prefix, command],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            except (OSError, ValueError, KeyError, TypeError):  # a bad request ends itself only
                 return
-            process = subprocess.Popen(
-                [*self._prefix, command],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
             threading.Thread(
                 target=_kill_when_gone, args=(connection, process), daemon=True
             ).start()

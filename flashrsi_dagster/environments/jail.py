@@ -28,6 +28,7 @@ so and what to do instead.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -41,11 +42,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flashrsi_dagster.environments.joining import JAIL_UID, NAMESPACES
+from flashrsi_dagster.environments.pids import PidsGroup
 
 JAIL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SYSTEM_READ_ONLY = ("/usr", "/etc")
 SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 START_TIMEOUT = 10.0
+TMP_BYTES = 512 << 20
+_ids = itertools.count()
 
 
 class JailError(RuntimeError):
@@ -99,10 +103,11 @@ class Jail:
 
     def __init__(self, spec: JailSpec) -> None:
         self.spec = spec
+        self.group = PidsGroup.create(f"jail-{os.getpid()}-{next(_ids)}")
         info_r, info_w = os.pipe()
         try:
             self._process = subprocess.Popen(
-                _bwrap_argv(spec, info_w),
+                self._in_group(_bwrap_argv(spec, info_w)),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -119,6 +124,12 @@ class Jail:
             raise
         finally:
             os.close(info_r)
+
+    def _in_group(self, argv: list[str]) -> list[str]:
+        """`argv` started inside the jail's pids group (so is everything it starts)."""
+        if self.group is None:
+            return argv
+        return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.group.procs), *argv]
 
     def _wait_ready(self, info_r: int) -> int:
         """The sandbox's first process's host pid, once its mounts are in place (the shim
@@ -161,14 +172,14 @@ class Jail:
         """`argv` run inside the jail, as the jail user, with exactly `env`: for agents that
         are a program of their own (a CLI) rather than a fork of ours."""
         flags = [f"--{'mount' if n == 'mnt' else n}" for n in NAMESPACES]
-        return [
+        return self._in_group([
             "nsenter", f"--target={self.pid}", *flags, "--",
             "setpriv", f"--reuid={JAIL_UID}", f"--regid={JAIL_UID}", "--clear-groups",
             "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--",
             # nsenter's own --wd would resolve the folder on the host's side of the mounts.
             "env", "-i", f"--chdir={cwd}", f"PWD={cwd}", *(f"{k}={v}" for k, v in env.items()),
             *argv,
-        ]  # fmt: skip
+        ])  # fmt: skip
 
     def close(self) -> None:
         """Kill the jail: its first process dies, and the kernel kills the rest of its PID
@@ -182,6 +193,8 @@ class Jail:
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
+        if self.group is not None:
+            self.group.remove()
 
     def __enter__(self) -> Jail:
         return self
@@ -193,15 +206,17 @@ class Jail:
 def read_from_jail(path: Path, limit: int) -> bytes | None:
     """A file a jailed agent could have written, read as data and nothing else: not through a
     symlink (it could point at any host file), not from a FIFO or device (it could block the
-    framework forever), at most `limit` bytes. None when it is missing or not a plain file."""
+    framework forever), and only when at most `limit` bytes. None otherwise (missing, not a
+    plain file, too large)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
             return None
-        return handle.read(limit)
+        return handle.read(info.st_size)  # not read(limit): that allocates `limit` bytes
 
 
 def give_to_jail_user(paths: Iterable[Path]) -> None:
@@ -229,7 +244,9 @@ def _bwrap_argv(spec: JailSpec, info_fd: int) -> list[str]:
         "bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
         "--unshare-cgroup", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
         "--clearenv", "--setenv", "PATH", JAIL_PATH,
-        "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
+        "--proc", "/proc", "--dev", "/dev",
+        # The private /tmp is RAM: bounded, so that jails cannot exhaust the machine.
+        "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
     ]  # fmt: skip
     for folder in SYSTEM_READ_ONLY:
         argv += ["--ro-bind", folder, folder]

@@ -4,6 +4,7 @@ answers: a whole body, or a stream relayed in chunks as it arrives."""
 from __future__ import annotations
 
 import logging
+import re
 import socket
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
@@ -15,6 +16,8 @@ from flashrsi_dagster.gateway.listeners import Connection, Listener
 logger = logging.getLogger("flashrsi.gateway")
 
 Headers = list[tuple[str, str]]
+
+_HEX = re.compile(rb"[0-9a-fA-F]{1,16}")
 
 
 class Serves(Protocol):
@@ -86,11 +89,12 @@ class Handler(BaseHTTPRequestHandler):
         parts, total = [], 0
         while True:
             line = self.rfile.readline(1024).split(b";")[0].strip()
-            try:
-                size = int(line, 16)
-            except ValueError:
+            # Hex digits only: int() would also take "-1" (read to the end, past the limit),
+            # "0x10" and "1_0".
+            if not _HEX.fullmatch(line):
                 self.close_connection = True
-                raise bad_request("gateway: malformed chunked request body") from None
+                raise bad_request("gateway: malformed chunked request body")
+            size = int(line, 16)
             if size == 0:
                 break
             total += size

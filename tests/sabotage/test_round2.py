@@ -139,16 +139,6 @@ def run(params, on_step=None):
 # -- the model gateway, from inside a jail ---------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "HOLE: `Handler._read_chunked` parses a chunk size with int(line, 16), which accepts "
-        "'-1'; `rfile.read(-1)` then reads to the end of the stream, so the body limit never "
-        "applies and the framework buffers whatever the jail sends (no token needed: the body "
-        "is read before authentication). Fix: accept only [0-9a-fA-F]+ chunk sizes (no sign, "
-        "no 0x, no underscores) and refuse with 400 otherwise."
-    ),
-)
 def test_a_negative_chunk_size_does_not_lift_the_body_limit(tmp_path: Path):
     """Attack: a chunked request whose first chunk size is `-1`, followed by 64 MB, against a
     gateway whose body limit is 64 KiB: every byte sent is a byte of the framework's memory.
@@ -308,17 +298,6 @@ def test_odd_requests_do_not_break_the_bridge(tmp_path: Path):
     assert "still-serving" in found["honest"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "HOLE: `CommandBridge` starts a thread and a host process chain for every connection, "
-        "with no limit: a jailed agent can open thousands of connections and make the "
-        "framework start thousands of threads and `nsenter`/`bash` processes as root on the "
-        "host (unlike the gateway, which caps a listener at 64 connections and answers the "
-        "rest 503). Fix: a per-bridge semaphore (e.g. 16 commands at once); refuse or queue "
-        "the rest."
-    ),
-)
 def test_the_bridge_bounds_the_commands_a_jail_runs_at_once(tmp_path: Path):
     """Attack: the jailed run opens 80 connections, each a command that sleeps. What should
     stop it: the bridge runs a bounded number at once (at most the gateway's 64)."""
@@ -385,17 +364,6 @@ def _wait_gone(tag: str, seconds: float = 5) -> list[str]:
 # -- resources -------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "HOLE: a jail has no process limit: no pids cgroup, and RLIMIT_NPROC is the host's "
-        "(96364 here, for uid 65534 shared by every jail) while pid_max is 32768. One jailed "
-        "run can take every pid of the machine: the framework then cannot fork (no fork "
-        "server, no jail, no git) and every other run fails. Fix: one pids cgroup per jail "
-        "(pids.max ~ 512; bwrap's pid joined before any agent) or a uid per jail with "
-        "RLIMIT_NPROC set in `drop_privileges`."
-    ),
-)
 def test_a_jail_cannot_start_unbounded_processes(tmp_path: Path):
     """Attack: the fork bomb's first second — the jailed run starts 800 sleeping processes.
     What should stop it: a per-jail process limit well under that; forks fail (EAGAIN)."""
@@ -422,16 +390,6 @@ def test_a_jail_cannot_start_unbounded_processes(tmp_path: Path):
     assert started < 800, "800 processes started in one jail"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "HOLE: the jail's private /tmp is a tmpfs with bubblewrap's default size, half the "
-        "machine's RAM (12 GB here); tmpfs pages are RAM that no OOM kill of the run frees. "
-        "Two jailed runs filling /tmp exhaust the machine, and the OOM killer takes the "
-        "framework. Fix: `--size` before `--tmpfs /tmp` in `_bwrap_argv` (bubblewrap >= 0.8 "
-        "has it), e.g. 512 MiB, or a memory cgroup per jail that tmpfs pages are charged to."
-    ),
-)
 def test_a_jail_s_tmp_cannot_hold_the_machine_s_memory(tmp_path: Path):
     """Attack: /tmp inside the jail is RAM; a run that fills it holds that RAM until its jail
     ends. What should stop it: a size limit on the jail's /tmp (checked, not filled, here:
@@ -443,18 +401,6 @@ def test_a_jail_s_tmp_cannot_hold_the_machine_s_memory(tmp_path: Path):
     assert size <= 1 << 30, f"the jail's /tmp can hold {size / 2**30:.1f} GiB of RAM"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "HOLE: MiniAgent's run writes its stderr to a host file (`stderr.log`, opened by the "
-        "fork server before the run joins its jail), with no size limit, and the adapter "
-        "reads it whole (`stderr.read_text()[-4000:]`) to keep a 4000-character tail: a "
-        "harness that writes gigabytes to fd 2 fills the host's disk outside its run folder "
-        "and makes the framework load all of it into memory (OOM). Fix: read only the tail "
-        "(seek to max(0, size - 16 KiB)), and cap the file (RLIMIT_FSIZE in the run, or a "
-        "pipe drained into a bounded ring buffer by the launcher)."
-    ),
-)
 def test_a_harness_s_stderr_is_not_read_whole_by_the_framework(tmp_path: Path):
     """Attack: the Worker's code in the target writes 256 MB to its stderr, then answers.
     What should stop it: the framework keeps a tail of the run's stderr and never holds the

@@ -114,13 +114,14 @@ def _join_jail(jail: dict) -> None:
     it and exits with its code (the framework signals the whole process group)."""
     if _joining is None:
         raise RuntimeError("this fork server was started without jail support")
+    group = os.open(jail["cgroup"], os.O_WRONLY) if jail.get("cgroup") else None
     _joining.enter(jail["pid"])
     pid = os.fork()
     if pid:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the run got it too, and saves first
         _, status = os.waitpid(pid, 0)
         os._exit(os.waitstatus_to_exitcode(status))
-    _joining.drop_privileges(jail["env"])
+    _joining.drop_privileges(jail["env"], group)
 
 
 def _reap() -> None:

@@ -85,7 +85,7 @@ class MiniAgent(Agent):
                 finally:
                     self._runs.discard(run)
             result = _parse_result(read_from_jail(output, MAX_RESULT_BYTES))
-            tail = stderr.read_text(errors="replace")[-_STDERR_TAIL:] if stderr.exists() else ""
+            tail = _tail(stderr, _STDERR_TAIL)
         trajectory = self._trajectory(
             result, timed_out, run.exit_code, tail, time.monotonic() - clock
         )
@@ -115,7 +115,12 @@ class MiniAgent(Agent):
             "secrets": [confined.token],
         }
         if confined.jail is not None:
-            payload["jail"] = {"pid": confined.jail.pid, "env": confined.env}
+            group = confined.jail.group
+            payload["jail"] = {
+                "pid": confined.jail.pid,
+                "env": confined.env,
+                "cgroup": str(group.procs) if group else None,
+            }
         return payload
 
     def _trajectory(
@@ -178,6 +183,16 @@ def _status(result: dict[str, Any], timed_out: bool) -> Status:
     if result.get("error_kind") == "infra":
         return Status.INFRA_ERROR
     return Status.ERROR
+
+
+def _tail(path: Path, chars: int) -> str:
+    """The end of a file a run wrote, read from its end: a run can make it any size."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(max(0, handle.seek(0, os.SEEK_END) - 4 * chars))
+            return handle.read().decode(errors="replace")[-chars:]
+    except FileNotFoundError:
+        return ""
 
 
 def _parse_result(data: bytes | None) -> dict[str, Any] | None:
