@@ -42,6 +42,7 @@ class Ledger:
         self._runs: dict[str, Run] = {}  # token digest -> run, revoked ones included
         self._roles: dict[tuple[str, str], Usage] = {}
         self._caps: dict[tuple[str, str], Caps] = {}
+        self._reserved: dict[tuple[str, str], int] = {}  # tokens of calls in flight, per role
 
     def add(self, token_digest: str, grant: Grant) -> None:
         key = (grant.experiment, grant.role)
@@ -75,24 +76,51 @@ class Ledger:
             run.revoked = True
             return run.report()
 
-    def over_cap(self, run: Run) -> str | None:
-        """Why the run's role may not start another call, or None."""
+    def over_cap(self, run: Run, reserve: int = 0) -> str | None:
+        """Why the run's role may not start another call, or None. Calls in flight count with
+        what they reserved, so parallel calls cannot all pass a cap that each alone would."""
         g = run.grant
         with self._lock:
-            caps, used = self._caps.get((g.experiment, g.role)), self._roles[g.experiment, g.role]
-            if caps is None:
-                return None
-            head = f"gateway: role {g.role!r} of experiment {g.experiment!r} reached its cap of"
-            if caps.max_tokens is not None and used.tokens >= caps.max_tokens:
-                return f"{head} {caps.max_tokens} tokens (used {used.tokens})"
-            spent = used.cost_usd
-            if caps.max_usd is None:
-                return None
-            if spent is None:  # unpriced calls made before the cap was set
-                return f"{head} ${caps.max_usd:g}: its cost is unknown (unpriced calls)"
-            if spent >= caps.max_usd:
-                return f"{head} ${caps.max_usd:g} (used ${spent:.6g})"
+            return self._over_cap(g, reserve)
+
+    def _over_cap(self, g: Grant, reserve: int) -> str | None:
+        """A call alone may cross the cap (it is let finish); one that would start while
+        others are in flight may not, if together they could."""
+        key = (g.experiment, g.role)
+        caps, used, others = self._caps.get(key), self._roles[key], self._reserved.get(key, 0)
+        if caps is None:
             return None
+        head = f"gateway: role {g.role!r} of experiment {g.experiment!r} reached its cap of"
+        parallel = f", with calls in flight that may use {others + reserve} tokens"
+        if caps.max_tokens is not None:
+            if used.tokens >= caps.max_tokens:
+                return f"{head} {caps.max_tokens} tokens (used {used.tokens})"
+            if others and used.tokens + others + reserve > caps.max_tokens:
+                return f"{head} {caps.max_tokens} tokens (used {used.tokens}{parallel})"
+        if caps.max_usd is None:
+            return None
+        spent = used.cost_usd
+        if spent is None:  # unpriced calls made before the cap was set
+            return f"{head} ${caps.max_usd:g}: its cost is unknown (unpriced calls)"
+        if spent >= caps.max_usd:
+            return f"{head} ${caps.max_usd:g} (used ${spent:.6g})"
+        price = g.upstream.price
+        worst = (others + reserve) * max(price.input_per_mtok, price.output_per_mtok) / 1e6
+        if others and spent + worst > caps.max_usd:
+            return f"{head} ${caps.max_usd:g} (used ${spent:.6g}{parallel})"
+        return None
+
+    def admit(self, run: Run, reserve: int) -> str | None:
+        """Start a call that may use up to `reserve` tokens, unless the role's cap forbids it
+        (the reason); atomic, so two calls cannot both take the last of a cap."""
+        g = run.grant
+        with self._lock:
+            reason = self._over_cap(g, reserve)
+            if reason is None:
+                run.in_flight += 1
+                key = (g.experiment, g.role)
+                self._reserved[key] = self._reserved.get(key, 0) + reserve
+            return reason
 
     def refuse(self, run: Run, message: str, *, capped: bool = False) -> None:
         with self._lock:
@@ -106,16 +134,17 @@ class Ledger:
         with self._lock:
             run.failed += 1
 
-    def begin(self, run: Run) -> None:
-        with self._lock:
-            run.in_flight += 1
-
-    def end(self, run: Run, tokens: Tokens | None, *, timed_out: bool = False) -> None:
+    def end(
+        self, run: Run, tokens: Tokens | None, *, timed_out: bool = False, reserved: int = 0
+    ) -> None:
         """An upstream call ended; `tokens` None: not a model call (it is not counted)."""
         cost = None if tokens is None else tokens.cost(run.grant.upstream.price)
         g = run.grant
         with self._lock:
             run.in_flight -= 1
+            self._reserved[g.experiment, g.role] = (
+                self._reserved.get((g.experiment, g.role), 0) - reserved
+            )
             run.timed_out += timed_out
             run.failed += timed_out
             if tokens is not None:

@@ -38,6 +38,8 @@ class _Forward:
     target: str
     body: bytes
     drop_usage_chunk: bool = False
+    reserve: int = 0
+    """Tokens the call may use at most (held against the role's cap while it runs)."""
     settled: bool = False
     """Its end is in the ledger (done before the client sees the answer end)."""
 
@@ -145,13 +147,16 @@ class Proxy:
         target = upstream.path_prefix + url.path.removeprefix("/v1")
         target += f"?{url.query}" if url.query else ""
         forward = _Forward(run, route, target, body)
+        if route.kind is not None:
+            forward.reserve = _worst_case_tokens(request, body)
         if request is not None and (upstream.models is not None or route.kind == "chat"):
             _canonical(forward, request)
         return forward
 
     def _serve(self, h: Handler, forward: _Forward, call: _Call) -> None:
         upstream = forward.run.grant.upstream
-        self._ledger.begin(forward.run)
+        if (reason := self._ledger.admit(forward.run, forward.reserve)) is not None:
+            raise errors.budget_exceeded(reason)
         try:
             self._exchange(h, forward, call)
         except TimeoutError:
@@ -179,7 +184,7 @@ class Proxy:
             return
         forward.settled = True
         metered = tokens if forward.route.kind is not None else None
-        self._ledger.end(forward.run, metered, timed_out=timed_out)
+        self._ledger.end(forward.run, metered, timed_out=timed_out, reserved=forward.reserve)
         record = call.record
         record.input_tokens, record.output_tokens = tokens.input, tokens.output
         record.cost_usd = tokens.cost(forward.run.grant.upstream.price)
@@ -310,3 +315,18 @@ def _canonical(forward: _Forward, request: dict[str, Any]) -> None:
     elif forward.run.grant.upstream.models is None:
         return
     forward.body = json.dumps(request, ensure_ascii=False).encode()
+
+
+DEFAULT_MAX_OUTPUT = 4096
+"""Output tokens a request that names no limit is assumed to take, for cap reservations."""
+
+
+def _worst_case_tokens(request: dict[str, Any] | None, body: bytes) -> int:
+    """An upper estimate of a call's tokens: its output limit, and its input as at most one
+    token per 3 bytes of body."""
+    limits = [
+        value
+        for name in ("max_tokens", "max_completion_tokens", "max_output_tokens")
+        if isinstance(value := (request or {}).get(name), int) and value > 0
+    ]
+    return (max(limits) if limits else DEFAULT_MAX_OUTPUT) + len(body) // 3

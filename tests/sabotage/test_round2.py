@@ -173,21 +173,10 @@ def test_a_negative_chunk_size_does_not_lift_the_body_limit(tmp_path: Path):
     assert sent < 16 << 20, f"the gateway took {sent >> 20} MB past its {limit >> 10} KiB limit"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "HOLE: a spending cap is checked when a call starts (`Ledger.over_cap`) against what "
-        "finished calls used; calls in flight count for nothing, so a run at its cap fires "
-        "as many calls at once as its listener admits (64) and every one is forwarded and "
-        "billed. Fix: while a role has a cap, count calls in flight against it (reserve each "
-        "call's max_tokens / worst-case cost at begin, settle at end), or admit one call at "
-        "a time once the role is within one call's cost of its cap."
-    ),
-)
 def test_parallel_calls_cannot_overshoot_a_spending_cap(tmp_path: Path):
     """Attack: the role's cap is 1 token, so one call may be made; the jailed run makes 12 at
-    once against a model that takes 1.5 s to answer. What should stop it: the calls in
-    flight count against the cap; one is answered, the others refused (402)."""
+    once against a model that takes 1.5 s to answer. Stops it: a call in flight holds its
+    worst case against the cap (`Ledger.admit`); one is answered, the others refused (402)."""
     attack = """
         import http.client, json, os, threading
         statuses = []
