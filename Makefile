@@ -17,13 +17,14 @@ demo: env
 test: env browser
 	$(UV) run --locked pytest
 
-# Every agent process runs in a bubblewrap jail (Debian's `bubblewrap`); installed here where apt
-# and root allow. Without it, agents refuse to start unless a config says `confinement: none`.
+# Every agent process runs in a bubblewrap jail (Debian's `bubblewrap`), and a Harbor trial with
+# internet gets its own network through slirp4netns; installed here where apt and root allow.
+# Without bubblewrap, agents refuse to start unless a config says `confinement: none`.
 jail:
-	@command -v bwrap >/dev/null 2>&1 || { \
+	@{ command -v bwrap && command -v slirp4netns; } >/dev/null 2>&1 || { \
 		if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
-		else echo "bubblewrap is not installed (apt-get install bubblewrap): agents cannot be jailed"; fi; }
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap slirp4netns >/dev/null; \
+		else echo "bubblewrap / slirp4netns missing (apt-get install bubblewrap slirp4netns): agents cannot be jailed"; fi; }
 
 # The UI test drives Debian's headless Chromium; installed here where apt and root allow.
 browser:

@@ -6,7 +6,7 @@ bridge, MiniAgent's fork server, the bundled Claude Code CLI and the offline sim
 
 Attack code runs as a jailed agent would: a process that joined the run's jail as the jail
 user (`inside`), a scripted target's shell, or a harness the Worker rewrote (`rewritten`).
-An attack that succeeds is an `xfail(strict=True)` naming the hole and the fix.
+Each attack that once succeeded was an `xfail(strict=True)` naming the hole; all are closed.
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def run(params, on_step=None):
 def test_a_negative_chunk_size_does_not_lift_the_body_limit(tmp_path: Path):
     """Attack: a chunked request whose first chunk size is `-1`, followed by 64 MB, against a
     gateway whose body limit is 64 KiB: every byte sent is a byte of the framework's memory.
-    What should stop it: the gateway refuses the request at the bad chunk size and reads no
+    Stops it: the gateway refuses the request at the bad chunk size and reads no
     further, so the client can push no more than its socket buffers hold."""
     limit, push = 64 << 10, 64 << 20
     attack = f"""
@@ -355,7 +355,7 @@ def _wait_gone(tag: str, seconds: float = 5) -> list[str]:
 
 def test_a_jail_cannot_start_unbounded_processes(tmp_path: Path):
     """Attack: the fork bomb's first second — the jailed run starts 800 sleeping processes.
-    What should stop it: a per-jail process limit well under that; forks fail (EAGAIN)."""
+    Stops it: a per-jail process limit well under that; forks fail (EAGAIN)."""
     (nap,) = sleep_args(1)
     attack = f"""
         import subprocess
@@ -381,7 +381,7 @@ def test_a_jail_cannot_start_unbounded_processes(tmp_path: Path):
 
 def test_a_jail_s_tmp_cannot_hold_the_machine_s_memory(tmp_path: Path):
     """Attack: /tmp inside the jail is RAM; a run that fills it holds that RAM until its jail
-    ends. What should stop it: a size limit on the jail's /tmp (checked, not filled, here:
+    ends. Stops it: a size limit on the jail's /tmp (checked, not filled, here:
     the kernel's own statvfs of that tmpfs)."""
     with jailed_run(tmp_path) as (run, work):
         out = inside(run, work, "import os; s = os.statvfs('/tmp'); print(s.f_blocks * s.f_frsize)")
@@ -392,7 +392,7 @@ def test_a_jail_s_tmp_cannot_hold_the_machine_s_memory(tmp_path: Path):
 
 def test_a_harness_s_stderr_is_not_read_whole_by_the_framework(tmp_path: Path):
     """Attack: the Worker's code in the target writes 256 MB to its stderr, then answers.
-    What should stop it: the framework keeps a tail of the run's stderr and never holds the
+    Stops it: the framework keeps a tail of the run's stderr and never holds the
     whole of it (measured: the peak of the framework's Python allocations during the run)."""
     harness = rewritten(
         tmp_path,
@@ -573,28 +573,13 @@ def test_claude_code_s_shell_cannot_reach_its_launcher_plugin_or_another_run(
 
 
 @needs_local_env
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "HOLE: the local environment gives a trial a network namespace of its own only for "
-        "`network_mode = no-network`; a `public` task (Harbor's default, most Terminal-Bench "
-        "tasks) runs in the host's network namespace, and the command bridge runs the jailed "
-        "agent's commands there as root: the agent reaches every service on the host's "
-        "loopback (Dagster's webserver and gRPC servers, the run storage database, the "
-        "gateway's unbound host listener, other experiments' simulators), undoing the jail's "
-        "'only the gateway' network. Fix: every trial gets its own network namespace; a "
-        "public one is connected to the outside through a user-mode NAT (slirp4netns/pasta, "
-        "which keep host loopback unreachable) or a veth with 127.0.0.0/8 and the host's "
-        "addresses dropped."
-    ),
-)
 def test_a_jailed_harbor_target_cannot_reach_host_loopback_through_a_public_trial(
     tmp_path: Path,
 ):
     """Attack: the target of a task with internet (`network_mode = public`) sends, through
     the command bridge, a command that connects to a service on the host's loopback (here a
     listener the test opens, standing for Dagster or the run database) and prints what it
-    says. What should stop it: the trial's network is not the host's."""
+    says. Stops it: the trial's network is not the host's."""
     import asyncio
 
     from harbor.models.task.config import EnvironmentConfig, NetworkPolicy

@@ -205,7 +205,7 @@ class LocalChrootEnvironment(BaseEnvironment):
         self._holder = sandbox.Holder(
             self._dirs.rootfs,
             self._binds,
-            new_net=self._network_disabled,
+            public=not self._network_disabled,
             log_path=self._dirs.holder_log,
         )
         await self._holder.start()
@@ -295,9 +295,10 @@ class LocalChrootEnvironment(BaseEnvironment):
         assert self._holder.pid is not None
         if self._round is None:
             return sandbox.enter_argv(self._holder.pid, root, inner)
-        net_of = self._holder.pid if self._network_disabled else None
+        # The verifier shares the trial's network (its own namespace, see `sandbox.Holder`), so
+        # it reaches what the agent left listening there.
         return sandbox.ephemeral_argv(
-            root, [*self._binds, *self._round], inner, net_of=net_of, new_net=False
+            root, [*self._binds, *self._round], inner, net_of=self._holder.pid, new_net=False
         )
 
     def _default_cwd(self) -> str:

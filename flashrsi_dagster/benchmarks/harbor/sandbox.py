@@ -5,7 +5,8 @@ A trial's root is a host folder (see `rootfs`). Commands never run in the host's
 namespace, so no mount made here is ever visible to (or left behind on) the host:
 
 * the **holder** is the trial's "container": `unshare` makes new mount, PID, UTS and IPC
-  namespaces (and a network namespace with only loopback when the task has no internet),
+  namespaces and a network namespace of its own (only loopback when the task has no
+  internet; with internet, slirp4netns's user-mode NAT, which keeps host loopback out),
   bind-mounts the host's read-only folders into the root, mounts a fresh `/proc`, chroots,
   and waits as PID 1. `enter_argv` runs a command inside it with `nsenter`, so background
   services an agent starts survive its command and are still there for later ones;
@@ -25,6 +26,7 @@ import asyncio
 import contextlib
 import os
 import shlex
+import shutil
 import signal
 import tempfile
 from dataclasses import dataclass
@@ -164,13 +166,18 @@ def ephemeral_argv(
 class Holder:
     """A chrooted PID 1 keeping one set of namespaces alive: the trial's container."""
 
-    def __init__(self, root: Path, binds: list[Bind], *, new_net: bool, log_path: Path) -> None:
-        self.root, self.binds, self.new_net, self.log_path = root, binds, new_net, log_path
+    def __init__(self, root: Path, binds: list[Bind], *, public: bool, log_path: Path) -> None:
+        """`public`: the trial may reach the internet. Its network namespace is its own
+        either way (the agent's commands run there as root: the host's loopback services,
+        the framework's own included, must be out of reach); a public one is connected to
+        the outside through slirp4netns's user-mode NAT, which keeps host loopback out."""
+        self.root, self.binds, self.public, self.log_path = root, binds, public, log_path
         self._proc: asyncio.subprocess.Process | None = None
+        self._nat: asyncio.subprocess.Process | None = None
         self.pid: int | None = None
 
     async def start(self) -> None:
-        script = _setup_script(self.root, self.binds, loopback=self.new_net)
+        script = _setup_script(self.root, self.binds, loopback=True)
         # Ready only once chrooted: a command entering earlier would see the host's root.
         # PID 1 is bash, which reaps the orphans of background commands (sleep would not,
         # and `ps` in the container would fill with zombies).
@@ -184,7 +191,7 @@ class Holder:
             "setpriv",
             "--pdeathsig",
             "KILL",
-            *_unshare(new_net=self.new_net),
+            *_unshare(new_net=True),
             "/bin/sh",
             "-c",
             script,
@@ -207,9 +214,19 @@ class Holder:
             await self.stop()
             raise SandboxError(f"could not start the sandbox: {self.log_path.read_text()[-2000:]}")
         self.pid = _only_child(self._proc.pid)
+        if self.public:
+            try:
+                self._nat = await _connect_outside(self.pid, self.log_path)
+            except BaseException:
+                await self.stop()
+                raise
 
     async def stop(self) -> None:
         """Kill PID 1, which takes every process of the namespace with it."""
+        if self._nat is not None:
+            kill_group(self._nat.pid)
+            await self._nat.wait()
+            self._nat = None
         if self._proc is None:
             return
         kill_group(self._proc.pid)
@@ -219,6 +236,38 @@ class Holder:
     @property
     def running(self) -> bool:
         return self._proc is not None and self._proc.returncode is None and self.pid is not None
+
+
+async def _connect_outside(pid: int, log_path: Path) -> asyncio.subprocess.Process:
+    """slirp4netns on `pid`'s network namespace: a tap device with NAT to the outside, DNS,
+    and no way to the host's loopback; dies with the framework (pdeathsig)."""
+    if shutil.which("slirp4netns") is None:
+        raise SandboxError(
+            "a task with network access needs slirp4netns for its own network namespace "
+            "(`apt-get install slirp4netns`; the project's `make` set-up installs it as root)"
+        )
+    ready_r, ready_w = os.pipe()
+    try:
+        with log_path.open("ab") as log:
+            nat = await asyncio.create_subprocess_exec(
+                "setpriv", "--pdeathsig", "KILL", "slirp4netns", "--configure",
+                "--mtu=65520", "--disable-host-loopback", f"--ready-fd={ready_w}",
+                str(pid), "tap0",
+                stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log,
+                pass_fds=(ready_w,), start_new_session=True,
+            )  # fmt: skip
+        os.close(ready_w)
+        ready = await asyncio.wait_for(asyncio.to_thread(os.read, ready_r, 1), HOLDER_START_SEC)
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(ready_w)
+        os.close(ready_r)
+    if ready != b"1":
+        kill_group(nat.pid)
+        raise SandboxError(
+            f"slirp4netns could not connect the trial: {log_path.read_text()[-2000:]}"
+        )
+    return nat
 
 
 def _only_child(pid: int) -> int:
