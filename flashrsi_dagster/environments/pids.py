@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from pathlib import Path
 
 MAX_PIDS = 512
@@ -47,19 +46,27 @@ class PidsGroup:
         return cls(folder)
 
     def remove(self) -> None:
-        """Once the jail is gone (its processes may take a moment to be reaped)."""
-        for _ in range(50):
-            try:
-                self.folder.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.01)
+        """Once the jail is gone. Its last processes may not be reaped yet: then the group
+        is removed by the next `create` instead of waiting for them here."""
+        try:
+            self.folder.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            _leftover.append(self.folder)
+
+
+_leftover: list[Path] = []
+"""Groups of this process's closed jails whose processes were still exiting."""
 
 
 def _sweep(parent: Path) -> None:
-    """Remove the (empty) groups of jails whose framework process died without closing them."""
+    """Remove what earlier jails left: this process's closed groups, and the (empty) groups
+    of jails whose framework process died without closing them."""
+    for folder in list(_leftover):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+            _leftover.remove(folder)
     for folder in parent.glob("jail-*-*"):
         pid = int(folder.name.split("-")[1])
         if not Path(f"/proc/{pid}").exists():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import time
@@ -58,6 +59,7 @@ class MiniAgent(Agent):
         mounts: tuple[Mount, ...] = (),
     ) -> Trajectory:
         config = self.run_config
+        _compile_once(self.files_dir)
         with scratch_dir("miniagent-run-") as run_dir:
             # The run writes only its result, in a folder of its own; its stderr goes to a
             # file it cannot reach (the fork server opens it before the run joins its jail).
@@ -163,6 +165,17 @@ class MiniAgent(Agent):
             error=ErrorInfo(**error) if error else None,
             metadata={"exit_code": code, "stderr_tail": self.redactor.text(tail)},
         )
+
+
+_compiled: set[Path] = set()
+
+
+def _compile_once(files_dir: Path) -> None:
+    """Byte-compile a snapshot's Python once, before its first run: a jailed run sees the
+    snapshot read-only and would otherwise compile every module on every run."""
+    if files_dir not in _compiled:
+        compileall.compile_dir(files_dir, quiet=2, workers=1)
+        _compiled.add(files_dir)
 
 
 def _server_env(confined: AgentRun) -> dict[str, str]:
