@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if not _can_confine(config):
+    if not _preflight(config):
         return EXIT_BAD_INPUT
     if args.command == "validate":
         return _validate(config)
@@ -94,21 +94,56 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _init(config, force=args.force)
 
 
-def _can_confine(config: ExperimentConfig) -> bool:
-    """Jailed agents need bubblewrap and root: say so before anything is written."""
+def _preflight(config: ExperimentConfig) -> bool:
+    """What can be checked without a model, before anything is written: every problem is
+    printed (naming the key) and the command refuses to go on."""
+    problems = [*_confinement_problems(config), *_role_problems(config)]
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    return not problems
+
+
+def _confinement_problems(config: ExperimentConfig) -> list[str]:
+    """Jailed agents need bubblewrap and root."""
     if config.experiment.confinement == "none":
-        return True
+        return []
     try:
         require_jails()
     except JailError as exc:
-        print(f"error: experiment.confinement: {exc}", file=sys.stderr)
-        return False
-    return True
+        return [f"experiment.confinement: {exc}"]
+    return []
+
+
+def _role_problems(config: ExperimentConfig) -> list[str]:
+    """A Worker that cannot edit files, and keys referenced but not set (a run would spend
+    its whole budget, sealed test included, on refused calls)."""
+    from flashrsi_dagster.agents.registry import UnknownAdapterError, adapter_class
+
+    problems = []
+    worker = config.algorithm.worker
+    for where, role in (("agent", config.agent), ("algorithm.worker", worker)):
+        try:
+            cls = adapter_class(role.type)
+        except UnknownAdapterError as exc:
+            problems.append(f"{where}.type: {exc}")
+            continue
+        if role is worker and not cls.has_file_tools:
+            problems.append(
+                f"algorithm.worker.type: {worker.type!r} has no file tools; the Worker must be "
+                "an agent that can list, read and edit files (e.g. `miniagent`, `claude-code`)"
+            )
+    for where, role in (("agent", config.agent), ("algorithm.worker", worker)):
+        key = role.llm.api_key
+        if key is not None and key.env_var not in os.environ:
+            problems.append(
+                f"{where}.llm.api_key: {key} is not set; export {key.env_var} in the shell "
+                "that runs flashrsi"
+            )
+    return problems
 
 
 def _validate(config: ExperimentConfig) -> int:
     print(yaml.safe_dump(normalised(config), sort_keys=False, allow_unicode=True), end="")
-    _warn_unset_secrets(config)
     print(f"# ok: {describe(config)}", file=sys.stderr)
     return EXIT_OK
 
@@ -235,15 +270,6 @@ def describe(config: ExperimentConfig) -> str:
         f"worker {algorithm.worker.type} with {algorithm.worker.llm.model}; "
         f"experiment folder {config.experiment.dir}"
     )
-
-
-def _warn_unset_secrets(config: ExperimentConfig) -> None:
-    for ref in config.secret_refs():
-        if ref.env_var not in os.environ:
-            print(
-                f"# note: {ref} is not set; it is read only when a model call is made",
-                file=sys.stderr,
-            )
 
 
 if __name__ == "__main__":

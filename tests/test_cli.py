@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -101,3 +102,26 @@ def test_without_bubblewrap_run_refuses_before_writing_anything(tmp_path):
         env=env,
     )
     assert allowed.returncode == 0, allowed.stderr
+
+
+def test_validate_and_run_refuse_what_would_fail_later_before_writing_anything(tmp_path):
+    """A Worker without file tools, an unknown adapter and a key referenced but not set:
+    exit 2 naming each key path, and no experiment folder."""
+    config = Path(__file__).parents[1] / "examples" / "meta_harness.yaml"
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if k != "FLASHRSI_UNSET_KEY"}
+    args = [
+        *("--config", str(config), "--experiment.home", str(home)),
+        *("--algorithm.worker.type", "llm", "--agent.type", "no-such-agent"),
+        *("--agent.llm.api_key", "${FLASHRSI_UNSET_KEY}"),
+    ]
+
+    for command in ("validate", "run"):
+        refused = subprocess.run(
+            [FLASHRSI, command, *args], capture_output=True, text=True, env=env
+        )
+        assert refused.returncode == 2, refused.stderr
+        for key in ("algorithm.worker.type", "agent.type", "agent.llm.api_key"):
+            assert f"error: {key}:" in refused.stderr
+        assert "FLASHRSI_UNSET_KEY" in refused.stderr
+    assert not home.exists()
