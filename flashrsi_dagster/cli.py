@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if not _preflight(config):
+    if args.command != "init" and not _preflight(config):  # init runs no agent
         return EXIT_BAD_INPUT
     if args.command == "validate":
         return _validate(config)
