@@ -66,7 +66,7 @@ def evaluate(
     settings = Settings(
         config.benchmark.attempts, config.benchmark.concurrency, config.benchmark.max_infra_reruns
     )
-    confinement = confinement_for(config, paths.logs / "gateway.jsonl", redactor)
+    confinement = confinement_for(config, paths.gateway_log, redactor)
     with scratch_dir("eval-") as tmp:
         checkout = store.check_out(snapshot, tmp / "harness")
         with TargetAgent(config.agent, checkout, confinement=confinement) as agent:

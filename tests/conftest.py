@@ -9,7 +9,21 @@ from pathlib import Path
 import pytest
 import yaml
 
+from flashrsi_dagster.environments.jail import JailError, require_jails
 from flashrsi_dagster.snapshots import SnapshotStore
+
+
+def _why_no_jails() -> str | None:
+    try:
+        require_jails()
+    except JailError as exc:
+        return f"jails cannot run here: {exc}"
+    return None
+
+
+_NO_JAILS = _why_no_jails()
+needs_jails = pytest.mark.skipif(_NO_JAILS is not None, reason=_NO_JAILS or "")
+"""For tests of the jail itself (bubblewrap and root; `make test` and CI have both)."""
 
 CANARY_ENV = "FLASHRSI_TEST_CANARY_API_KEY"
 CANARY = "canary-7f3b9e21c4d5a6b8-do-not-leak"

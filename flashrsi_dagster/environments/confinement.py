@@ -33,7 +33,7 @@ from flashrsi_dagster.environments.jail import (
 )
 from flashrsi_dagster.gateway import Caps, Gateway, RunUsage, Upstream
 from flashrsi_dagster.llm.client import resolve_key
-from flashrsi_dagster.llm.endpoints import OFFLINE, offline_server
+from flashrsi_dagster.llm.endpoints import anthropic_base_url, openai_base_url
 from flashrsi_dagster.records import ErrorInfo, Redactor, Status, Trajectory, Usage
 
 JAIL_GATEWAY_PORT = 8086
@@ -227,18 +227,10 @@ def caps_of(roles: dict[str, RoleConfig]) -> dict[str, Caps]:
 
 def upstream_of(llm: LLMConfig) -> Upstream:
     """The real endpoint behind the gateway for a role: its URL prefix for `/v1` and key."""
-    if llm.base_url == OFFLINE:
-        base = offline_server().root_url.rstrip("/") + "/v1"
-    elif llm.base_url:
-        base = llm.base_url.rstrip("/")
-        if llm.api == "anthropic" and not base.endswith("/v1"):
-            base += "/v1"
+    if llm.api == "anthropic":
+        base = f"{anthropic_base_url(llm)}/v1"
     else:
-        base = (
-            "https://api.anthropic.com/v1"
-            if llm.api == "anthropic"
-            else "https://api.openai.com/v1"
-        )
+        base = (openai_base_url(llm) or "https://api.openai.com/v1").rstrip("/")
     # Only the role's model: a harness that switches models would be evaluated on another
     # model than the one the experiment names (and bill it to the role).
     return Upstream(

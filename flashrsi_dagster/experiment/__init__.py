@@ -30,9 +30,7 @@ class Experiment:
     def confinement(self) -> Confinement:
         """How this experiment's agents run (built on first use: planning needs none)."""
         if self._confinement is None:
-            self._confinement = confinement_for(
-                self.config, self.paths.logs / "gateway.jsonl", self.redactor
-            )
+            self._confinement = confinement_for(self.config, self.paths.gateway_log, self.redactor)
         return self._confinement
 
     def log_handler(self, name: str = "flashrsi.log") -> logging.Handler:

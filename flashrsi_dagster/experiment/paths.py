@@ -17,7 +17,7 @@ class ExperimentPaths:
         chain.jsonl     the integrity chain: one entry per framework write (records/chain.py)
         chain.head      its last entry's seq and hash
       dagster/          asset values the IO manager keeps (derived; chained too)
-      logs/             redacted log files
+      logs/             redacted log files, the gateway's call log (gateway.jsonl) among them
     """
 
     root: Path
@@ -37,3 +37,8 @@ class ExperimentPaths:
     @property
     def logs(self) -> Path:
         return self.root / "logs"
+
+    @property
+    def gateway_log(self) -> Path:
+        """The model gateway's redacted call log (what each role spent, across resumes)."""
+        return self.logs / "gateway.jsonl"

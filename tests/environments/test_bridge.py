@@ -11,14 +11,12 @@ from pathlib import Path
 import pytest
 
 from flashrsi_dagster.environments.bridge import CLIENT, CommandBridge
-from flashrsi_dagster.environments.jail import Jail, JailError, Mount, require_jails
+from flashrsi_dagster.environments.jail import Jail, Mount
 from flashrsi_dagster.environments.joining import JAIL_UID
 from flashrsi_dagster.environments.runtime import python_runtime
+from tests.conftest import needs_jails
 
-try:
-    require_jails()
-except JailError as exc:
-    pytest.skip(f"jails cannot run here: {exc}", allow_module_level=True)
+pytestmark = needs_jails
 
 
 @pytest.fixture

@@ -12,14 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from flashrsi_dagster.environments.jail import Jail, JailError, JailSpec, Mount, require_jails
+from flashrsi_dagster.environments.jail import Jail, JailError, JailSpec, Mount
 from flashrsi_dagster.environments.joining import JAIL_UID
 from flashrsi_dagster.environments.runtime import python_runtime, site_packages
+from tests.conftest import needs_jails
 
-try:
-    require_jails()
-except JailError as exc:
-    pytest.skip(f"jails cannot run here: {exc}", allow_module_level=True)
+pytestmark = needs_jails
 
 ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp"}
 

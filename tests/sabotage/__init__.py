@@ -8,9 +8,8 @@ rejections (edit and round records, trajectories).
   history, oversized edits), plus target code attacking from every dev rollout;
 - test_framework_killed.py: SIGKILL the framework while an agent sleeps in a tool call;
 - test_hung_endpoint.py: a hung model hit through the run's timeout is an infrastructure fault;
-- test_harbor.py: forged rewards in a Harbor trial, and the unjailed Harbor target;
+- test_harbor.py: forged rewards in a Harbor trial, and Worker code in a (jailed) Harbor target;
 - test_holes.py: the holes a first red-team pass found through the jail, now closed;
 - test_round2.py: the second pass (gateway HTTP edges, the command bridge, resource exhaustion,
-  the harness runtime, Claude Code's launcher, a public Harbor trial); open holes are strict
-  xfails naming the fix.
+  the harness runtime, Claude Code's launcher, a public Harbor trial), each once a hole.
 """

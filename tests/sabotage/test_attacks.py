@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from flashrsi_dagster.environments.confinement import JAIL_GATEWAY_PORT
-from flashrsi_dagster.environments.jail import JailError, require_jails
 from flashrsi_dagster.llm.endpoints import offline_server
+from tests.conftest import needs_jails
 from tests.sabotage.helpers import (
     BUILTIN_HARNESS,
     CORPUS,
@@ -50,10 +50,7 @@ from tests.sabotage.helpers import (
     unique,
 )
 
-try:
-    require_jails()
-except JailError as exc:
-    pytest.skip(f"jails cannot run here: {exc}", allow_module_level=True)
+pytestmark = needs_jails
 
 # The target's key is a reference whose name does not look secret; the Worker's one does.
 TARGET_KEY_VAR, WORKER_KEY_VAR = "FLASHRSI_TEST_CANARY_REF", "FLASHRSI_TEST_CANARY_API_KEY"

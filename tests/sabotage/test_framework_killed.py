@@ -19,13 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from flashrsi_dagster.environments.jail import JailError, require_jails
+from tests.conftest import needs_jails
 from tests.sabotage.helpers import EXAMPLE, alive, sleep_args
 
-try:
-    require_jails()
-except JailError as exc:
-    pytest.skip(f"jails cannot run here: {exc}", allow_module_level=True)
+pytestmark = needs_jails
 
 # Temporary folders a run lends its jail (see MiniAgent, Meta-Harness, the benchmark).
 RUN_FOLDERS = ("miniagent-run-", "flashrsi-edit-", "flashrsi-target-", "flashrsi-task-")

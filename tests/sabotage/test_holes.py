@@ -17,7 +17,7 @@ import pytest
 from flashrsi_dagster.agents import TargetAgent
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.config import RoleConfig
-from flashrsi_dagster.environments.jail import JailError, require_jails
+from tests.conftest import needs_jails
 from tests.sabotage.helpers import (
     Finished,
     config,
@@ -28,10 +28,7 @@ from tests.sabotage.helpers import (
     unique,
 )
 
-try:
-    require_jails()
-except JailError as exc:
-    pytest.skip(f"jails cannot run here: {exc}", allow_module_level=True)
+pytestmark = needs_jails
 
 SWITCHED_MODEL = "simulator/echo"
 

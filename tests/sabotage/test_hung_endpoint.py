@@ -11,19 +11,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from flashrsi_dagster.algorithms.meta_harness import MetaHarness
-from flashrsi_dagster.environments.jail import JailError, require_jails
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
 from flashrsi_dagster.records import Status, Trajectory
 from flashrsi_dagster.rollouts.record import RolloutRecord
+from tests.conftest import needs_jails
 from tests.sabotage.helpers import config, shell, start
 
-try:
-    require_jails()
-except JailError as exc:
-    pytest.skip(f"jails cannot run here: {exc}", allow_module_level=True)
+pytestmark = needs_jails
 
 SCRIPT = "sleepy-target"
 

@@ -37,17 +37,14 @@ from flashrsi_dagster.environments.confinement import (
     AgentRun,
     Confinement,
 )
-from flashrsi_dagster.environments.jail import JailError, require_jails
 from flashrsi_dagster.environments.runtime import python_runtime, site_packages
 from flashrsi_dagster.gateway import Caps, Gateway
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
 from tests.benchmarks.harbor.conftest import TASK_TOML, needs_local_env, write_task
+from tests.conftest import needs_jails
 from tests.sabotage.helpers import alive, say, script_model, sleep_args, unique
 
-try:
-    require_jails()
-except JailError as exc:
-    pytest.skip(f"jails cannot run here: {exc}", allow_module_level=True)
+pytestmark = needs_jails
 
 PYTHON = os.path.realpath(sys.executable)
 """The interpreter as the jail shows it (the runtime mounts the real installation)."""

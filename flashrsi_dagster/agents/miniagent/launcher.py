@@ -26,7 +26,6 @@ from flashrsi_dagster.environments import joining
 from flashrsi_dagster.environments.runtime import site_packages
 
 ENTRY = Path(__file__).with_name("_entry.py")
-_SERVER_ARGS = (str(site_packages()), joining.__file__)
 
 _shared: dict[str, ForkServer] = {}
 _shared_lock = threading.Lock()
@@ -64,7 +63,7 @@ class ForkServer:
                 # -I -S: no site, no user paths, no PYTHON* variables; the server imports
                 # from site-packages what the harness needs, and nothing of the framework.
                 self._process = subprocess.Popen(
-                    [sys.executable, "-I", "-S", str(ENTRY), "--fork-server", *_SERVER_ARGS],
+                    [sys.executable, "-I", "-S", str(ENTRY), "--fork-server", *_server_args()],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     env=self._env,
@@ -123,6 +122,12 @@ class ForkServer:
                 slot.exited.set()
             self._started.clear()
             self._running.clear()
+
+
+def _server_args() -> tuple[str, str]:
+    """Where the server imports the harness's packages from, and the jail entry it loads
+    (made on first use, not at import: the runtime folder may have to be assembled)."""
+    return str(site_packages()), str(joining.__file__)
 
 
 class _Slot:
