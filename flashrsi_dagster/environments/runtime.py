@@ -16,6 +16,8 @@ import os
 import shutil
 import sys
 import sysconfig
+import threading
+import uuid
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -23,6 +25,8 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 from flashrsi_dagster.environments.jail import JailSpec, Mount
+
+_assembling = threading.Lock()
 
 HARNESS_DISTRIBUTIONS = ("openai", "pyyaml")
 """What a Python harness may import beyond the standard library (with their requirements)."""
@@ -48,13 +52,21 @@ def site_packages(distributions: tuple[str, ...] = HARNESS_DISTRIBUTIONS) -> Pat
     key = ",".join(sorted(f"{d.metadata['Name']}=={d.version}" for d in dists))
     digest = hashlib.sha256(f"{source}|{key}".encode()).hexdigest()[:16]
     target = source.parent / "flashrsi-harness-runtime" / digest
-    if not target.is_dir():
-        _assemble(source, sorted(_top_level_paths(dists)), target)
+    _ensure(source, sorted(_top_level_paths(dists)), target)
     return target
 
 
+def _ensure(source: Path, tops: list[str], target: Path) -> None:
+    """`target` holding `tops` from `source`, complete, whoever asks at the same time: rollouts
+    start concurrently (one thread assembles, the others wait), and processes race by rename."""
+    with _assembling:
+        if not target.is_dir():
+            _assemble(source, tops, target)
+
+
 def _assemble(source: Path, tops: list[str], target: Path) -> None:
-    partial = target.with_name(f".{target.name}.{os.getpid()}")
+    # Unique per attempt: another process may be assembling the same folder right now.
+    partial = target.with_name(f".{target.name}.{uuid.uuid4().hex}")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     for top in tops:

@@ -201,3 +201,21 @@ def test_a_bad_mount_is_a_clear_error(tmp_path: Path):
 def _sleepers() -> set[str]:
     out = subprocess.run(["pgrep", "-a", "sleep"], capture_output=True, text=True).stdout
     return {line.split()[-1] for line in out.splitlines() if line.split()[-1].startswith("90")}
+
+
+def test_the_harness_runtime_is_complete_when_many_runs_ask_for_it_at_once(tmp_path: Path):
+    """Rollouts start concurrently, and each asks for the runtime folder: whoever asks while
+    it is being assembled waits for a complete one (a half-made folder broke every run)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from flashrsi_dagster.environments.runtime import _closure, _ensure, _top_level_paths
+
+    source = site_packages().parent.parent / "site-packages"
+    tops = sorted(_top_level_paths(_closure(("openai", "pyyaml"))))
+    target = tmp_path / "runtime"
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: _ensure(source, tops, target), range(8)))
+
+    assert sorted(p.name for p in target.iterdir()) == tops
+    assert (target / "openai" / "__init__.py").is_file()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no partial left
