@@ -21,7 +21,7 @@ from pathlib import Path
 
 from report import save
 
-from flashrsi_dagster.agents import TargetAgent
+from flashrsi_dagster.agents import target_agent
 from flashrsi_dagster.benchmarks.harbor.benchmark import TerminalBench
 from flashrsi_dagster.benchmarks.harbor.suite import time_builtin_suite
 from flashrsi_dagster.config import RoleConfig
@@ -35,7 +35,7 @@ TARGET_RATIO = 1.0
 def ours(folder: Path) -> tuple[float, list[float]]:
     bench = TerminalBench()
     role = RoleConfig.model_validate({"type": "harbor-oracle", "llm": {"model": "none"}})
-    agent = TargetAgent(role)
+    agent = target_agent(role)
     clock = time.perf_counter()
     final = run_rollouts(
         bench,

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from report import save
 
-from flashrsi_dagster.agents import TargetAgent
+from flashrsi_dagster.agents import target_agent
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.environments.confinement import JAIL_GATEWAY_PORT, Confinement
@@ -60,7 +60,7 @@ def per_rollout(repeats: int, jailed: bool) -> list[float]:
     with OfflineModelServer(ServerConfig()) as server, tempfile.TemporaryDirectory() as tmp:
         role.llm.base_url = server.url
         confinement = Confinement(jailed=jailed, experiment="bench")
-        with TargetAgent(role, HARNESS, confinement=confinement) as agent:
+        with target_agent(role, HARNESS, confinement=confinement) as agent:
             agent.run(Path(tmp), "warm up", task_id="warm")  # the fork server's SDK import
             starts = []
             for i in range(repeats):

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from report import save
 
-from flashrsi_dagster.agents import TargetAgent
+from flashrsi_dagster.agents import target_agent
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
@@ -71,7 +71,7 @@ def measure(turns: int, repeats: int) -> dict:
     with OfflineModelServer(ServerConfig()) as server, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         (work / "note.txt").write_text("hello\n")
-        with TargetAgent(_role(server), HARNESS) as agent:
+        with target_agent(_role(server), HARNESS) as agent:
             time.sleep(3)  # let the fork server finish importing the SDK
             per_turn, starts = [], []
             for i in range(repeats):
@@ -92,7 +92,7 @@ def measure(turns: int, repeats: int) -> dict:
 
 def _first_start(server, work: Path) -> float:
     """A run started right after the agent is built: it waits for the fork server's import."""
-    with TargetAgent(_role(server), HARNESS) as agent:
+    with target_agent(_role(server), HARNESS) as agent:
         return _run(agent, server, work, "first", 1)[0]
 
 

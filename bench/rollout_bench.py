@@ -20,7 +20,7 @@ from pathlib import Path
 
 from report import save
 
-from flashrsi_dagster.agents import TargetAgent
+from flashrsi_dagster.agents import target_agent
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.benchmarks.text_classification import TextClassification
 from flashrsi_dagster.config import RoleConfig
@@ -56,7 +56,7 @@ def measure(latency_ms: float, n_tasks: int, concurrency: int, jailed: bool = Tr
             }
         )
         confinement = Confinement(jailed=jailed, experiment="rollout-bench")
-        with TargetAgent(role, HARNESS, confinement=confinement) as agent:
+        with target_agent(role, HARNESS, confinement=confinement) as agent:
             _timed_batch(agent, bench, tasks[:2], Path(tmp), "warm-up", 1)
             singles = [
                 _timed_batch(agent, bench, [t], Path(tmp), f"single-{i}", 1)

@@ -120,19 +120,21 @@ def _role_problems(config: ExperimentConfig) -> list[str]:
     from flashrsi_dagster.agents.registry import UnknownAdapterError, adapter_class
 
     problems = []
-    worker = config.algorithm.worker
-    for where, role in (("agent", config.agent), ("algorithm.worker", worker)):
+    editing = config.algorithm.EDITING_ROLES
+    for name, role in config.roles().items():
+        where = config.role_key(name)
         try:
             cls = adapter_class(role.type)
         except UnknownAdapterError as exc:
             problems.append(f"{where}.type: {exc}")
             continue
-        if role is worker and not cls.has_file_tools:
+        if name in editing and not cls.has_file_tools:
             problems.append(
-                f"algorithm.worker.type: {worker.type!r} has no file tools; the Worker must be "
-                "an agent that can list, read and edit files (e.g. `miniagent`, `claude-code`)"
+                f"{where}.type: {role.type!r} has no file tools; the {name} must be an agent "
+                "that can list, read and edit files (e.g. `miniagent`, `claude-code`)"
             )
-    for where, role in (("agent", config.agent), ("algorithm.worker", worker)):
+    for name, role in config.roles().items():
+        where = config.role_key(name)
         key = role.llm.api_key
         if key is not None and key.env_var not in os.environ:
             problems.append(
@@ -264,10 +266,12 @@ def describe(config: ExperimentConfig) -> str:
         f"train/dev/test {counts.train}/{counts.dev}/{counts.test}" if counts else "default splits"
     )
     limit = f", at most {bench.limit} tasks per split" if bench.limit else ""
+    parameters = ", ".join(
+        f"{k}={v}" for k, v in algorithm.model_dump(exclude={"name", *algorithm.roles()}).items()
+    )
+    roles = ", ".join(f"{n} {r.type} with {r.llm.model}" for n, r in config.roles().items())
     return (
-        f"{algorithm.name} (max_steps={algorithm.max_steps}) on {bench.name} ({splits}{limit}); "
-        f"target {config.agent.type} with {config.agent.llm.model}, "
-        f"worker {algorithm.worker.type} with {algorithm.worker.llm.model}; "
+        f"{algorithm.name} ({parameters}) on {bench.name} ({splits}{limit}); {roles}; "
         f"experiment folder {config.experiment.dir}"
     )
 

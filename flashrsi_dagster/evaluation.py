@@ -15,10 +15,10 @@ from typing import Any
 
 import pandas as pd
 
-from flashrsi_dagster.agents import TargetAgent, harness_dir
+from flashrsi_dagster.agents import harness_dir, target_agent
 from flashrsi_dagster.benchmarks.base import BenchmarkError, Task
 from flashrsi_dagster.benchmarks.loading import load_benchmark, load_splits
-from flashrsi_dagster.config.models import ExperimentConfig
+from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.environments.confinement import confinement_for
 from flashrsi_dagster.experiment import ExperimentPaths, redactor_for
 from flashrsi_dagster.records import RecordStore
@@ -69,7 +69,7 @@ def evaluate(
     confinement = confinement_for(config, paths.gateway_log, redactor)
     with scratch_dir("eval-") as tmp:
         checkout = store.check_out(snapshot, tmp / "harness")
-        with TargetAgent(config.agent, checkout, confinement=confinement) as agent:
+        with target_agent(config.agent, checkout, confinement=confinement) as agent:
             agent.update(checkout, snapshot.id)
             final = run_rollouts(
                 benchmark, agent, tasks, record, split=split, settings=settings, progress=progress

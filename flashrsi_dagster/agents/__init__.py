@@ -3,20 +3,20 @@
 from flashrsi_dagster.agents.base import Agent, AgentConfigError
 from flashrsi_dagster.agents.registry import ADAPTERS, UnknownAdapterError, adapter_class
 from flashrsi_dagster.agents.roles import (
-    TargetAgent,
-    WorkerAgent,
     WorkerConfigError,
     harness_dir,
+    target_agent,
+    worker_agent,
 )
 
 __all__ = [
     "ADAPTERS",
     "Agent",
     "AgentConfigError",
-    "TargetAgent",
     "UnknownAdapterError",
-    "WorkerAgent",
     "WorkerConfigError",
     "adapter_class",
     "harness_dir",
+    "target_agent",
+    "worker_agent",
 ]

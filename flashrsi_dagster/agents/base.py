@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from flashrsi_dagster.agents.run_config import run_config_message
-from flashrsi_dagster.config.models import ExperimentConfig, RoleConfig
+from flashrsi_dagster.config.experiment import ExperimentConfig
+from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import Confinement
 from flashrsi_dagster.environments.jail import Mount
 from flashrsi_dagster.llm.client import INFRA_ERRORS, AnthropicAPIError

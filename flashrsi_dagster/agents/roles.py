@@ -1,4 +1,4 @@
-"""The two roles: `TargetAgent(config.agent)` runs tasks, `WorkerAgent(config.algorithm.worker)`
+"""The two roles: `target_agent(config.agent)` runs tasks, `worker_agent(config.algorithm.worker)`
 edits harnesses. Both look the adapter up by the role's `type`."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ from pathlib import Path
 
 from flashrsi_dagster.agents.base import Agent, AgentConfigError
 from flashrsi_dagster.agents.registry import adapter_class
-from flashrsi_dagster.config.models import ExperimentConfig, RoleConfig
+from flashrsi_dagster.config.experiment import ExperimentConfig
+from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import Confinement
 
 
@@ -15,13 +16,13 @@ class WorkerConfigError(AgentConfigError):
     """The Worker role names an agent that cannot edit files."""
 
 
-def TargetAgent(
+def target_agent(
     config: RoleConfig, files_dir: Path | None = None, *, confinement: Confinement | None = None
 ) -> Agent:
     return _build(config, files_dir, role="target", confinement=confinement)
 
 
-def WorkerAgent(
+def worker_agent(
     config: RoleConfig, files_dir: Path | None = None, *, confinement: Confinement | None = None
 ) -> Agent:
     _refuse_experiment(config)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from flashrsi_dagster.agents import Agent, TargetAgent, WorkerAgent
+from flashrsi_dagster.agents import Agent, target_agent, worker_agent
 from flashrsi_dagster.benchmarks.base import Benchmark
 from flashrsi_dagster.benchmarks.loading import load_benchmark
 from flashrsi_dagster.config.models import BenchmarkConfig, RoleConfig
@@ -32,8 +32,8 @@ BenchmarkFactory = Callable[[BenchmarkConfig], Benchmark]
 
 @dataclass(frozen=True)
 class Parts:
-    target: AgentFactory = TargetAgent
-    worker: AgentFactory = WorkerAgent
+    target: AgentFactory = target_agent
+    worker: AgentFactory = worker_agent
     benchmark: BenchmarkFactory = load_benchmark
 
 

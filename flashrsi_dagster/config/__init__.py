@@ -1,19 +1,20 @@
 """Experiment configuration: pydantic models, YAML loading, dotted overrides, secret references."""
 
+from flashrsi_dagster.config.algorithms import AlgorithmConfig, MetaHarnessConfig
 from flashrsi_dagster.config.errors import ConfigError, Problem
+from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.config.loading import config_from_dict, load_config
 from flashrsi_dagster.config.models import (
     BenchmarkConfig,
-    ExperimentConfig,
     ExperimentSection,
     LLMConfig,
-    MetaHarnessConfig,
     RoleConfig,
     SplitCounts,
 )
 from flashrsi_dagster.config.secrets import MissingSecretError, SecretRef
 
 __all__ = [
+    "AlgorithmConfig",
     "BenchmarkConfig",
     "ConfigError",
     "ExperimentConfig",

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from flashrsi_dagster.config import schema
 from flashrsi_dagster.config.errors import ConfigError, Problem
-from flashrsi_dagster.config.models import ExperimentConfig
+from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.config.overrides import apply_overrides, parse_overrides
 from flashrsi_dagster.config.secrets import is_reference
 from flashrsi_dagster.config.yaml_source import KeyPath, load_yaml_document

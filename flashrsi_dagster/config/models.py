@@ -231,17 +231,6 @@ class ExperimentSection(Section):
         return self.home / self.name
 
 
-class MetaHarnessConfig(Section):
-    name: Literal["meta_harness"]
-    max_steps: Count = Field(
-        20, ge=1, le=MAX_STEPS, description="Worker edit attempts after the seed round."
-    )
-    worker: RoleConfig = Field(description="The Worker agent; it must have file tools.")
-
-
-AlgorithmConfig = MetaHarnessConfig
-
-
 class SplitCounts(Section):
     train: Count = Field(ge=0, le=MAX_TASKS)
     dev: Count = Field(ge=0, le=MAX_TASKS)
@@ -286,26 +275,3 @@ class BenchmarkConfig(Section):
         le=MAX_RETRIES,
         description="Reruns of an infrastructure failure before it scores 0.",
     )
-
-
-class ExperimentConfig(Section):
-    experiment: ExperimentSection
-    agent: RoleConfig = Field(description="The target role: runs benchmark tasks.")
-    algorithm: AlgorithmConfig
-    benchmark: BenchmarkConfig
-
-    def roles(self) -> list[RoleConfig]:
-        """Every agent role of the experiment: the target, then the algorithm's."""
-        return [self.agent, self.algorithm.worker]
-
-    def secret_refs(self) -> list[SecretRef]:
-        """Every `${ENV_VAR}` the config references, in config order."""
-        return list(_walk_secret_refs(self))
-
-
-def _walk_secret_refs(value: Any):
-    if isinstance(value, SecretRef):
-        yield value
-    elif isinstance(value, BaseModel):
-        for name in type(value).model_fields:
-            yield from _walk_secret_refs(getattr(value, name))

@@ -22,7 +22,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flashrsi_dagster.config.models import ExperimentConfig, LLMConfig, RoleConfig
+from flashrsi_dagster.config.experiment import ExperimentConfig
+from flashrsi_dagster.config.models import LLMConfig, RoleConfig
 from flashrsi_dagster.environments.bridge import CLIENT, CommandBridge
 from flashrsi_dagster.environments.jail import (
     Jail,
@@ -246,7 +247,7 @@ def upstream_of(llm: LLMConfig) -> Upstream:
 def confinement_for(config: ExperimentConfig, log: Path, redactor: Redactor) -> Confinement:
     """An experiment's confinement: its `confinement` setting, its roles' spending caps, and
     a gateway of its own whose redacted request log is `log`."""
-    roles = {"target": config.agent, "worker": config.algorithm.worker}
+    roles = config.roles()
     return Confinement(
         jailed=config.experiment.confinement == "bwrap",
         experiment=config.experiment.name,

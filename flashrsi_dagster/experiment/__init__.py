@@ -6,7 +6,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 
-from flashrsi_dagster.config.models import ExperimentConfig
+from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.environments.confinement import Confinement, confinement_for
 from flashrsi_dagster.experiment.identity import ConfigChangedError, RunMeta, open_identity
 from flashrsi_dagster.experiment.paths import ExperimentPaths

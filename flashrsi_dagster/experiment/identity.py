@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from flashrsi_dagster.config.models import ExperimentConfig
+from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.records import RecordStore, read_record
 
 _PACKAGES = (

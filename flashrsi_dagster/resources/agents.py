@@ -12,11 +12,11 @@ from typing import ClassVar
 import dagster as dg
 from pydantic import PrivateAttr
 
-from flashrsi_dagster.agents import Agent, TargetAgent, WorkerAgent
+from flashrsi_dagster.agents import Agent, target_agent, worker_agent
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import Confinement
 
-_FACTORIES = {"target": TargetAgent, "worker": WorkerAgent}
+_FACTORIES = {"target": target_agent, "worker": worker_agent}
 
 
 class _AgentResource(dg.ConfigurableResource):

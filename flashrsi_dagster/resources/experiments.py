@@ -22,7 +22,8 @@ from flashrsi_dagster.algorithms.meta_harness import (
 )
 from flashrsi_dagster.algorithms.parts import AgentFactory, Parts
 from flashrsi_dagster.config import load_config
-from flashrsi_dagster.config.models import ExperimentConfig, RoleConfig
+from flashrsi_dagster.config.experiment import ExperimentConfig
+from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import Confinement
 from flashrsi_dagster.experiment import Experiment, ExperimentPaths, open_experiment
 from flashrsi_dagster.experiment.identity import RunMeta

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dagster as dg
 from pydantic import Field, PrivateAttr
 
-from flashrsi_dagster.config.models import ExperimentConfig
+from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.llm import endpoints
 
 
@@ -25,7 +25,7 @@ class OfflineModelResource(dg.ConfigurableResource):
 
     def serve(self, config: ExperimentConfig) -> str | None:
         """The simulator's URL when the experiment uses it (starting it if needed)."""
-        if not endpoints.uses_offline(*(role.llm for role in config.roles())):
+        if not endpoints.uses_offline(*(role.llm for role in config.roles().values())):
             return None
         if not self.start:
             raise RuntimeError(

@@ -9,10 +9,10 @@ import pytest
 from flashrsi_dagster.agents import (
     Agent,
     AgentConfigError,
-    TargetAgent,
     UnknownAdapterError,
-    WorkerAgent,
     WorkerConfigError,
+    target_agent,
+    worker_agent,
 )
 from flashrsi_dagster.config import RoleConfig, load_config
 from flashrsi_dagster.records import Status, Trajectory
@@ -52,9 +52,9 @@ def test_constructors_refuse_a_whole_experiment_config(config_dir):
     config = load_config(config_dir / "exp.yaml")
 
     with pytest.raises(AgentConfigError, match=r"config\.agent .* not the whole experiment"):
-        TargetAgent(config)
+        target_agent(config)
     with pytest.raises(AgentConfigError, match="not the whole experiment config"):
-        WorkerAgent(config)
+        worker_agent(config)
     with pytest.raises(AgentConfigError, match="not the whole experiment config"):
         EchoAgent(config, Path("."))
 
@@ -63,20 +63,20 @@ def test_a_plain_llm_worker_is_refused_at_start_up():
     worker = RoleConfig.model_validate({"type": "llm", "llm": {"model": "m"}})
 
     with pytest.raises(WorkerConfigError, match=r"worker\.type 'llm' .* has no file tools"):
-        WorkerAgent(worker)
+        worker_agent(worker)
 
 
 def test_unknown_adapter_types_are_named():
     with pytest.raises(UnknownAdapterError, match="unknown agent type 'nope'"):
-        TargetAgent(_role(type="nope"), Path("."))
+        target_agent(_role(type="nope"), Path("."))
     with pytest.raises(UnknownAdapterError, match="cannot import agent type"):
-        TargetAgent(_role(type="no.such.module:Agent"), Path("."))
+        target_agent(_role(type="no.such.module:Agent"), Path("."))
     with pytest.raises(UnknownAdapterError, match="not an Agent subclass"):
-        TargetAgent(_role(type="pathlib:Path"), Path("."))
+        target_agent(_role(type="pathlib:Path"), Path("."))
 
 
 def test_external_adapter_by_import_path_runs_with_run_config_first(tmp_path):
-    agent = TargetAgent(_role(), tmp_path / "snap-a")
+    agent = target_agent(_role(), tmp_path / "snap-a")
     agent.update(tmp_path / "snap-a", "a" * 40)
 
     trajectory = agent.run(tmp_path, "hello", task_id="t1", split="dev")
@@ -93,7 +93,7 @@ def test_external_adapter_by_import_path_runs_with_run_config_first(tmp_path):
 
 def test_config_is_copied_at_construction_and_frozen_per_run(tmp_path):
     role = _role()
-    agent = TargetAgent(role, tmp_path)
+    agent = target_agent(role, tmp_path)
     role.llm.model = "edited-by-caller"
 
     first = agent.run(tmp_path, "x", task_id="t")
@@ -104,7 +104,7 @@ def test_config_is_copied_at_construction_and_frozen_per_run(tmp_path):
 
 
 def test_a_batch_shares_one_frozen_config(tmp_path):
-    agent = TargetAgent(_role(), tmp_path)
+    agent = target_agent(_role(), tmp_path)
 
     with agent.frozen():
         answers = [agent.run(tmp_path, "x", task_id=f"t{i}").answer for i in range(3)]
@@ -113,7 +113,7 @@ def test_a_batch_shares_one_frozen_config(tmp_path):
 
 
 def test_update_changes_files_never_the_model(tmp_path):
-    agent = TargetAgent(_role(), tmp_path / "a")
+    agent = target_agent(_role(), tmp_path / "a")
 
     agent.update(tmp_path / "b", "b" * 40)
 
@@ -122,7 +122,7 @@ def test_update_changes_files_never_the_model(tmp_path):
 
 
 def test_an_adapter_exception_becomes_an_error_trajectory(tmp_path):
-    agent = TargetAgent(_role(), tmp_path)
+    agent = target_agent(_role(), tmp_path)
 
     trajectory = agent.run(tmp_path, "boom", task_id="t9", split="dev")
 
@@ -134,7 +134,7 @@ def test_an_adapter_exception_becomes_an_error_trajectory(tmp_path):
 
 
 def test_run_config_holds_references_never_secret_values(tmp_path, canary):
-    agent = TargetAgent(
+    agent = target_agent(
         _role(llm={"model": "m1", "api_key": "${FLASHRSI_TEST_CANARY_API_KEY}"}), tmp_path
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flashrsi_dagster.agents import TargetAgent
+from flashrsi_dagster.agents import target_agent
 from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.environments.confinement import Confinement
 from flashrsi_dagster.gateway import Caps, Gateway
@@ -20,7 +20,7 @@ def _role() -> RoleConfig:
 def test_the_call_goes_through_the_gateway_and_is_metered_there(tmp_path: Path):
     with Gateway() as gateway:
         confinement = Confinement(jailed=False, experiment="e1", gateway=gateway)
-        with TargetAgent(_role(), confinement=confinement) as agent:
+        with target_agent(_role(), confinement=confinement) as agent:
             trajectory = agent.run(tmp_path, "hello there", task_id="t")
         used = gateway.usage(experiment="e1", role="target")
 
@@ -33,7 +33,7 @@ def test_a_role_over_its_token_cap_is_an_infrastructure_fault_naming_the_cap(tmp
     with Gateway() as gateway:
         caps = {"target": Caps(max_tokens=1)}
         confinement = Confinement(jailed=False, experiment="e2", gateway=gateway, caps=caps)
-        with TargetAgent(_role(), confinement=confinement) as agent:
+        with target_agent(_role(), confinement=confinement) as agent:
             first = agent.run(tmp_path, "one", task_id="t1")
             second = agent.run(tmp_path, "two", task_id="t2")
 

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from flashrsi_dagster.agents import TargetAgent
+from flashrsi_dagster.agents import target_agent
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.benchmarks.base import BenchmarkError, Task
 from flashrsi_dagster.benchmarks.loading import load_benchmark, load_splits
@@ -82,7 +82,7 @@ def test_a_better_harness_prompt_scores_better(tmp_path):
     )
 
     scores = {}
-    with TargetAgent(role, harness) as agent:
+    with target_agent(role, harness) as agent:
         for name, extra in (("seed", ""), ("improved", rules)):
             (harness / "prompts/system.md").write_text(
                 (HARNESS / "prompts/system.md").read_text() + extra

@@ -258,4 +258,4 @@ def test_a_run_must_outlast_one_model_call(config_dir, role):
     ]
     assert _problems(path, [f"--{role}.llm.timeout", "900"])[0].startswith(f"{role}.timeout (line ")
     config = load_config(path, [f"--{role}.timeout", "121", f"--{role}.llm.timeout", "120"])
-    assert config.roles()[0 if role == "agent" else 1].timeout == 121
+    assert config.roles()["target" if role == "agent" else "worker"].timeout == 121

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from flashrsi_dagster.agents import TargetAgent
+from flashrsi_dagster.agents import target_agent
 from flashrsi_dagster.benchmarks.base import SystemicFault
 from flashrsi_dagster.benchmarks.text_classification import TextClassification
 from flashrsi_dagster.config import RoleConfig
@@ -38,7 +38,7 @@ def _agent(url: str, model: str):
     role = RoleConfig.model_validate(
         {"type": "llm", "llm": {"model": model, "base_url": url, "max_retries": 0}}
     )
-    return TargetAgent(role)
+    return target_agent(role)
 
 
 def _record(tmp_path: Path) -> RolloutRecord:
@@ -118,7 +118,7 @@ def test_a_restart_runs_only_what_is_missing(benchmark, tmp_path):
 _KILLABLE = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from flashrsi_dagster.agents import TargetAgent
+    from flashrsi_dagster.agents import target_agent
     from flashrsi_dagster.benchmarks.text_classification import TextClassification
     from flashrsi_dagster.config import RoleConfig
     from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
@@ -131,7 +131,7 @@ _KILLABLE = textwrap.dedent("""
     with OfflineModelServer(ServerConfig(latency_ms=150)) as server:
         role = RoleConfig.model_validate({"type": "llm", "llm": {
             "model": "simulator/echo", "base_url": server.url, "max_retries": 0}})
-        run_rollouts(bench, TargetAgent(role), bench.tasks(),
+        run_rollouts(bench, target_agent(role), bench.tasks(),
                      RolloutRecord(record, RecordStore(record.parent, Redactor())),
                      split="dev",
                      settings=Settings(concurrency=2))

@@ -23,7 +23,7 @@ from flashrsi_dagster.algorithms.meta_harness.records import (
 )
 from flashrsi_dagster.benchmarks.base import Task
 from flashrsi_dagster.config import load_config
-from flashrsi_dagster.config.models import ExperimentConfig
+from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.environments.runtime import site_packages
 from flashrsi_dagster.experiment import Experiment, open_experiment
 from flashrsi_dagster.llm.endpoints import offline_server

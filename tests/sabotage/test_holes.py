@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from flashrsi_dagster.agents import TargetAgent
+from flashrsi_dagster.agents import target_agent
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.config import RoleConfig
 from tests.conftest import needs_jails
@@ -126,7 +126,7 @@ def _target_run(tmp_path: Path, command: str):
     )
     work = tmp_path / "task"
     work.mkdir()
-    with TargetAgent(role, HARNESS) as agent:
+    with target_agent(role, HARNESS) as agent:
         return agent.run(work, "attack", task_id="t")
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from flashrsi_dagster import scratch
-from flashrsi_dagster.agents import TargetAgent
+from flashrsi_dagster.agents import target_agent
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.environments.bridge import CLIENT
@@ -107,7 +107,7 @@ def run_target(tmp_path: Path, harness: Path, replies: list[dict] | None = None)
     model = script_model(unique("round2-target"), replies or [say()])
     work = tmp_path / "task"
     work.mkdir(exist_ok=True)
-    with TargetAgent(_role(model), harness) as agent:
+    with target_agent(_role(model), harness) as agent:
         return agent.run(work, "attack", task_id="t")
 
 
@@ -545,7 +545,7 @@ def test_claude_code_s_shell_cannot_reach_its_launcher_plugin_or_another_run(
     work = tmp_path / "work"
     work.mkdir()
     try:
-        with TargetAgent(role) as agent:
+        with target_agent(role) as agent:
             trajectory = agent.run(work, "probe", task_id="t")
     finally:
         shutil.rmtree(neighbour)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from flashrsi_dagster.agents.base import Agent, AgentConfigError
 from flashrsi_dagster.agents.claude_code.options import bundled_cli
 from flashrsi_dagster.agents.claude_code.run_dir import run_dir
+from flashrsi_dagster.config.experiment import role_key
 from flashrsi_dagster.config.models import LLMConfig, RoleConfig
 from flashrsi_dagster.environments.confinement import gateway_verdict
 from flashrsi_dagster.environments.jail import Mount
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
 HARNESS = Path(__file__).with_name("harness")
 CLAUDE_MD = "CLAUDE.md"
 STDERR_TAIL = 4000
-_CONFIG_KEY = {"target": "agent", "worker": "algorithm.worker"}
 # Endpoint failures worth a rerun (as for MiniAgent): no answer at all, 408, 409, 429 and 5xx.
 _RETRYABLE_HTTP = {408, 409, 429}
 
@@ -42,7 +42,7 @@ class ClaudeCode(Agent):
     has_file_tools = True
 
     def _setup(self) -> None:
-        check_llm(self.config.llm, _CONFIG_KEY.get(self.role, self.role))
+        check_llm(self.config.llm, role_key(self.role))
         _require_sdk()
 
     @classmethod
@@ -55,7 +55,7 @@ class ClaudeCode(Agent):
         from flashrsi_dagster.agents.claude_code.session import run_session  # optional extra
 
         config = self.run_config
-        check_llm(config.llm, _CONFIG_KEY.get(self.role, self.role))
+        check_llm(config.llm, role_key(self.role))
         clock = time.monotonic()
         with (
             run_dir(self.files_dir) as run,

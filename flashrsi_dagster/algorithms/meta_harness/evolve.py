@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from flashrsi_dagster.algorithms.meta_harness.plan import State
 from flashrsi_dagster.algorithms.meta_harness.run import Log, MetaHarness
-from flashrsi_dagster.config.models import ExperimentConfig
+from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.scratch import scratch_dir
 

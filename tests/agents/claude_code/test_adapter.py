@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from flashrsi_dagster.agents import AgentConfigError, TargetAgent, WorkerAgent
+from flashrsi_dagster.agents import AgentConfigError, target_agent, worker_agent
 from flashrsi_dagster.agents.claude_code.adapter import HARNESS, ClaudeCode
 from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.records import REDACTED, Status
@@ -50,7 +50,7 @@ def test_the_cli_writes_and_edits_a_file_with_the_snapshots_claude_md(
         ],
     )
     snapshot_before = tree_digest(harness_dir)
-    with TargetAgent(role(server, "edit"), harness_dir) as agent:
+    with target_agent(role(server, "edit"), harness_dir) as agent:
         trajectory = agent.run(work, "Write notes.md", task_id="notes", split="dev")
 
     assert trajectory.status == Status.SUCCESS, trajectory.error
@@ -86,7 +86,7 @@ def test_snapshot_skills_and_sub_agents_load_as_a_plugin(server, harness_dir, wo
             {"text": "the helper says four"},
         ],
     )
-    with WorkerAgent(role(server, "plugin"), harness_dir) as worker:
+    with worker_agent(role(server, "plugin"), harness_dir) as worker:
         trajectory = worker.run(work, "Ask the helper", task_id="ask")
 
     assert trajectory.status == Status.SUCCESS, trajectory.error
@@ -107,7 +107,7 @@ def test_the_run_waits_for_background_sub_agents_and_counts_their_usage(server, 
         [call("Agent", description="look around", prompt="Look.", subagent_type="general-purpose")]
         + ["done"] * 4,
     )
-    with TargetAgent(role(server, "background")) as agent:
+    with target_agent(role(server, "background")) as agent:
         trajectory = agent.run(work, "Delegate", task_id="t")
 
     assert trajectory.status == Status.SUCCESS, trajectory.error
@@ -126,7 +126,7 @@ def test_a_snapshot_without_claude_md_gets_the_bare_preset(server, work, tmp_pat
     checkout = store.check_out(seed, tmp_path / "checkout")
     snapshot_before = tree_digest(checkout)
     server.add_script("bare", [{"text": "hi"}])
-    with TargetAgent(role(server, "bare"), checkout) as agent:
+    with target_agent(role(server, "bare"), checkout) as agent:
         trajectory = agent.run(work, "Say hi", task_id="hi")
 
     assert trajectory.status == Status.SUCCESS, trajectory.error
@@ -141,7 +141,7 @@ def test_an_endpoint_error_is_an_infra_error_with_a_redacted_diagnostic(server, 
     script = f"fail-{canary}"  # the simulator's error text names the script: here, the key
     server.add_script(script, [{"error": 500}])
     failing = role(server, script, llm={"api_key": "${" + CANARY_ENV + "}"})
-    with TargetAgent(failing) as agent:
+    with target_agent(failing) as agent:
         clock = time.monotonic()
         trajectory = agent.run(work, "anything", task_id="t")
         elapsed = time.monotonic() - clock
@@ -160,7 +160,7 @@ def test_a_refused_connection_is_an_infra_error(server, work):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     closed = role(server, "unused", llm={"base_url": f"http://127.0.0.1:{port}"})
-    with TargetAgent(closed) as agent:
+    with target_agent(closed) as agent:
         trajectory = agent.run(work, "anything", task_id="t")
 
     assert trajectory.status == Status.INFRA_ERROR
@@ -170,7 +170,7 @@ def test_a_refused_connection_is_an_infra_error(server, work):
 
 def test_running_out_of_turns_is_the_agents_error(server, work):
     server.add_script("loop", [call("Bash", command="true")] * 3)
-    with TargetAgent(role(server, "loop", max_turns=2)) as agent:
+    with target_agent(role(server, "loop", max_turns=2)) as agent:
         trajectory = agent.run(work, "loop", task_id="t")
 
     assert trajectory.status == Status.ERROR
@@ -183,7 +183,7 @@ def test_the_timeout_stops_the_cli_and_its_commands(server, work, tmp_path, temp
     server.add_script(
         "hang", [call("Bash", command="echo started; sleep 300"), {"text": "never reached"}]
     )
-    with TargetAgent(role(server, "hang", timeout=3, llm={"timeout": 2})) as agent:
+    with target_agent(role(server, "hang", timeout=3, llm={"timeout": 2})) as agent:
         clock = time.monotonic()
         trajectory = agent.run(work, "wait", task_id="t")
         elapsed = time.monotonic() - clock
@@ -203,7 +203,7 @@ def test_the_key_stays_out_of_the_trajectory_and_the_cli_shell(server, work, can
         "leak", [call("Bash", command="env > env.txt"), {"text": f"the key is {canary}"}]
     )
     keyed = role(server, "leak", llm={"api_key": "${" + CANARY_ENV + "}"})
-    with TargetAgent(keyed) as agent:
+    with target_agent(keyed) as agent:
         trajectory = agent.run(work, f"print {canary}", task_id="t")
 
     assert trajectory.status == Status.SUCCESS, trajectory.error
@@ -221,7 +221,7 @@ def test_run_is_synchronous_from_a_worker_thread_or_inside_an_event_loop(server,
     server.add_script(f"sync-{caller}", ["ok"])
 
     def run():
-        with TargetAgent(role(server, f"sync-{caller}")) as agent:
+        with target_agent(role(server, f"sync-{caller}")) as agent:
             return agent.run(work, "say ok", task_id="t")
 
     async def inside_a_loop():
@@ -237,14 +237,14 @@ def test_run_is_synchronous_from_a_worker_thread_or_inside_an_event_loop(server,
 
 
 def test_claude_code_can_be_the_worker_on_its_built_in_harness(server):
-    worker = WorkerAgent(role(server, "unused"))
+    worker = worker_agent(role(server, "unused"))
 
     assert isinstance(worker, ClaudeCode)
     assert worker.files_dir == HARNESS.resolve()
 
 
 @pytest.mark.parametrize(
-    ("build", "key"), [(TargetAgent, "agent.llm.api"), (WorkerAgent, "algorithm.worker.llm.api")]
+    ("build", "key"), [(target_agent, "agent.llm.api"), (worker_agent, "algorithm.worker.llm.api")]
 )
 def test_an_openai_api_is_refused_naming_the_key(server, build, key):
     chat = role(server, "unused", llm={"api": "chat"})
@@ -257,11 +257,11 @@ def test_settings_the_cli_cannot_honour_are_refused(server):
     warm = role(server, "unused", llm={"temperature": 0.2})
 
     with pytest.raises(AgentConfigError, match=r"agent\.llm: .* no setting for temperature"):
-        TargetAgent(warm)
+        target_agent(warm)
 
 
 def test_a_missing_sdk_asks_for_the_claude_extra(server, monkeypatch):
     monkeypatch.setitem(sys.modules, "claude_agent_sdk", None)  # makes the import fail
 
     with pytest.raises(AgentConfigError, match="install the `claude` extra"):
-        TargetAgent(RoleConfig.model_validate(role(server, "unused").model_dump()))
+        target_agent(RoleConfig.model_validate(role(server, "unused").model_dump()))

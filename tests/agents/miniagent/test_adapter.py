@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from flashrsi_dagster.agents import TargetAgent, WorkerAgent
+from flashrsi_dagster.agents import target_agent, worker_agent
 from flashrsi_dagster.agents.miniagent import launcher
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.agents.miniagent.launcher import ENTRY
@@ -84,7 +84,7 @@ def test_scripted_task_uses_read_skill_shell_and_editor(server, harness_dir, tmp
             {"text": "done: howdy"},
         ],
     )
-    with TargetAgent(_role(server, "e2e"), harness_dir) as agent:
+    with target_agent(_role(server, "e2e"), harness_dir) as agent:
         trajectory = agent.run(work, "Greet in greeting.txt", task_id="greet", split="dev")
 
     assert trajectory.status == Status.SUCCESS, trajectory.error
@@ -117,7 +117,7 @@ def test_a_command_that_outlives_its_timeout_leaves_no_process(server, harness_d
             {"text": "gave up"},
         ],
     )
-    with TargetAgent(_role(server, "timeout"), harness_dir) as agent:
+    with target_agent(_role(server, "timeout"), harness_dir) as agent:
         trajectory = agent.run(work, "wait", task_id="t")
 
     assert trajectory.status == Status.SUCCESS
@@ -135,7 +135,7 @@ def test_run_timeout_cancels_and_keeps_the_partial_trajectory(server, harness_di
             {"text": "never reached"},
         ],
     )
-    with TargetAgent(_role(server, "hang", timeout=6, llm={"timeout": 5}), harness_dir) as agent:
+    with target_agent(_role(server, "hang", timeout=6, llm={"timeout": 5}), harness_dir) as agent:
         clock = time.monotonic()
         trajectory = agent.run(work, "wait forever", task_id="t")
         elapsed = time.monotonic() - clock
@@ -207,7 +207,7 @@ def test_canary_key_never_reaches_the_trajectory_or_the_shell(
     )
     role = _role(server, "canary")
     role.llm.api_key = "${" + CANARY_ENV + "}"
-    with TargetAgent(role, harness_dir) as agent:
+    with target_agent(role, harness_dir) as agent:
         trajectory = agent.run(work, "leak it", task_id="t")
 
     dumped = trajectory.model_dump_json()
@@ -218,7 +218,7 @@ def test_canary_key_never_reaches_the_trajectory_or_the_shell(
 
 
 def test_miniagent_can_be_the_worker(server, harness_dir):
-    worker = WorkerAgent(_role(server, "unused"), harness_dir)
+    worker = worker_agent(_role(server, "unused"), harness_dir)
     worker.close()
 
 
@@ -226,7 +226,7 @@ def test_miniagent_refuses_the_anthropic_api(server, harness_dir):
     role = _role(server, "unused")
     role.llm.api = "anthropic"
     with pytest.raises(Exception, match="OpenAI-compatible"):
-        TargetAgent(role, harness_dir)
+        target_agent(role, harness_dir)
 
 
 def test_agents_share_one_warm_fork_server_and_close_kills_only_their_own_runs(
@@ -239,10 +239,10 @@ def test_agents_share_one_warm_fork_server_and_close_kills_only_their_own_runs(
         [{"tool_calls": [_call("shell", command="sleep 307")]}, "unreached"],
     )
     server.add_script("warm", ["done"])
-    first = TargetAgent(
+    first = target_agent(
         _role(server, "closed-mid-run", timeout=120, llm={"timeout": 60}), harness_dir
     )
-    second = TargetAgent(_role(server, "warm"), harness_dir)
+    second = target_agent(_role(server, "warm"), harness_dir)
     assert second.run(work, "warm up", task_id="t").status == Status.SUCCESS
     servers = {key: s._process.pid for key, s in launcher._shared.items() if s._process}
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from flashrsi_dagster.agents import TargetAgent
+from flashrsi_dagster.agents import target_agent
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.benchmarks.base import BenchmarkError
 from flashrsi_dagster.benchmarks.harbor.benchmark import TerminalBench
@@ -64,7 +64,7 @@ def test_miniagent_solves_a_builtin_task_with_its_shell_inside_the_environment(t
                 {"text": "permissions fixed"},
             ],
         )
-        with TargetAgent(_miniagent(server, "solve"), HARNESS) as agent:
+        with target_agent(_miniagent(server, "solve"), HARNESS) as agent:
             final = run_rollouts(
                 bench,
                 agent,
@@ -134,7 +134,7 @@ def test_an_environment_that_dies_is_rerun_twice_then_scores_zero(tmp_path):
     try:
         with OfflineModelServer(ServerConfig()) as server:
             server.add_script("dies", [_shell("sleep 7.31"), {"text": "done"}] * 3)
-            with TargetAgent(_miniagent(server, "dies"), HARNESS) as agent:
+            with target_agent(_miniagent(server, "dies"), HARNESS) as agent:
                 final = run_rollouts(
                     bench,
                     agent,

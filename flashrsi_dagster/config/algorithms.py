@@ -1,0 +1,37 @@
+"""The `algorithm` section: one config per algorithm, told apart by `name`. Each declares its
+parameters and its own agent roles (the Worker, a reviewer, …) besides the target."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from flashrsi_dagster.config.models import MAX_STEPS, Count, RoleConfig, Section
+
+
+class AlgorithmSection(Section):
+    """What every algorithm's config has: a name and its roles."""
+
+    EDITING_ROLES: ClassVar[frozenset[str]] = frozenset({"worker"})
+    """Roles that edit harness files: their adapter must have file tools."""
+
+    def roles(self) -> dict[str, RoleConfig]:
+        """The algorithm's agent roles by name (the target is the experiment's `agent`)."""
+        return {
+            name: value
+            for name in type(self).model_fields
+            if isinstance(value := getattr(self, name), RoleConfig)
+        }
+
+
+class MetaHarnessConfig(AlgorithmSection):
+    name: Literal["meta_harness"]
+    max_steps: Count = Field(
+        20, ge=1, le=MAX_STEPS, description="Worker edit attempts after the seed round."
+    )
+    worker: RoleConfig = Field(description="The Worker agent; it must have file tools.")
+
+
+AlgorithmConfig = MetaHarnessConfig
+"""A union discriminated by `name` once there is more than one algorithm."""
