@@ -46,11 +46,11 @@ from report import save
 
 from flashrsi_dagster.algorithms.meta_harness import Layout, MetaHarness
 from flashrsi_dagster.algorithms.meta_harness.history import HistoryView
-from flashrsi_dagster.assets.partitions import register
 from flashrsi_dagster.config import load_config
+from flashrsi_dagster.defs import defs_for
 from flashrsi_dagster.experiment import open_experiment
-from flashrsi_dagster.jobs.driver import execute
-from flashrsi_dagster.jobs.runner import persistent_instance
+from flashrsi_dagster.jobs.in_process import InProcessRuns
+from flashrsi_dagster.jobs.instance import persistent_instance
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
 from flashrsi_dagster.records import Trajectory, read_record
 from flashrsi_dagster.resources import ExperimentsResource, HarborEnvironmentResource
@@ -167,13 +167,14 @@ def _engine_rounds(experiment, server: OfflineModelServer, steps: int) -> list[d
 def _dagster_rounds(experiment, server: OfflineModelServer, steps: int) -> list[dict]:
     home, name = experiment.config.experiment.home, experiment.config.experiment.name
     instance = persistent_instance(home)
-    register(instance, name, steps)
+    defs_for("meta_harness").register(instance, name, experiment.config.algorithm)
     experiments = ExperimentsResource.at(home)
     layout = Layout.of(experiment.paths.records)
+    runs = InProcessRuns(instance, str(home), _PARTS)
 
     def one_round(k: int):
-        assert execute(instance, str(home), name, experiments.next_step(name), _PARTS)
-        return next(r for r in experiments.state(name).rounds if r.round == k)
+        assert runs.execute("meta_harness", name, experiments.next_step(name))
+        return experiments.algorithm(name).read_state().round(k)
 
     try:
         return [_timed(k, server, layout, lambda k=k: one_round(k)) for k in range(steps + 1)]

@@ -191,7 +191,7 @@ def _resume(args: argparse.Namespace) -> int:
 
 
 def _drive(experiment) -> int:
-    from flashrsi_dagster.jobs.runner import drive, summary
+    from flashrsi_dagster.jobs.cli_driver import drive, summary
 
     try:
         state = drive(experiment, say=lambda line: print(line, flush=True))
@@ -207,7 +207,7 @@ def _drive(experiment) -> int:
 
 
 def _ui(args: argparse.Namespace) -> int:
-    from flashrsi_dagster.jobs.runner import ui
+    from flashrsi_dagster.jobs.instance import ui
 
     return ui(args.home.resolve(), args.port)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,10 +23,9 @@ from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.environments.confinement import confinement_for
 from flashrsi_dagster.experiment import ExperimentPaths, redactor_for
 from flashrsi_dagster.records import RecordStore
-from flashrsi_dagster.rollouts.engine import Progress, Settings, run_rollouts
+from flashrsi_dagster.rollouts.engine import Progress, Settings, evaluate_snapshot
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.rollouts.scores import parquet_bytes, scores_frame, summary
-from flashrsi_dagster.scratch import scratch_dir
 from flashrsi_dagster.snapshots import Snapshot, SnapshotStore
 
 EVAL_SPLITS = ("dev", "train")
@@ -63,18 +63,22 @@ def evaluate(
     record = RolloutRecord(paths.records / "eval" / name, records)
     if fresh:
         records.remove(record.path)
-    settings = Settings(
-        config.benchmark.attempts, config.benchmark.concurrency, config.benchmark.max_infra_reruns
-    )
+    settings = Settings.of(config.benchmark)
     confinement = confinement_for(config, paths.gateway_log, redactor)
-    with scratch_dir("eval-") as tmp:
-        checkout = store.check_out(snapshot, tmp / "harness")
-        with target_agent(config.agent, checkout, confinement=confinement) as agent:
-            agent.update(checkout, snapshot.id)
-            final = run_rollouts(
-                benchmark, agent, tasks, record, split=split, settings=settings, progress=progress
-            )
-        store.forget_checkout(checkout)
+    with ExitStack() as agents:
+        final = evaluate_snapshot(
+            store,
+            snapshot,
+            lambda checkout: agents.enter_context(
+                target_agent(config.agent, checkout, confinement=confinement)
+            ),
+            benchmark,
+            tasks,
+            record,
+            split=split,
+            settings=settings,
+            progress=progress,
+        )
     frame = scores_frame(final)
     scores_path = record.path.with_suffix(".parquet")
     records.write_bytes(scores_path, parquet_bytes(frame))

@@ -11,7 +11,7 @@ from pathlib import Path
 import flashrsi_dagster
 
 # The thin Dagster layer; everything else is engine.
-DAGSTER_LAYER = {"assets", "resources", "jobs", "sensors", "definitions"}
+DAGSTER_LAYER = {"assets", "resources", "jobs", "sensors", "defs", "definitions"}
 
 
 def _engine_modules() -> list[str]:
@@ -61,4 +61,21 @@ def test_every_temp_folder_of_the_framework_comes_from_scratch():
     ]
 
     assert "algorithms/meta_harness/run.py" in sources
+    assert offenders == []
+
+
+IMPORT = re.compile(r"^\s*(?:from|import)\s+flashrsi_dagster\.(\w+)", re.MULTILINE)
+
+
+def test_assets_do_not_import_resources():
+    """Assets reach their resources through the context (`required_resource_keys`): the
+    resources may build on the assets' partitions, never the other way round."""
+    sources = _framework_sources()
+    offenders = [
+        rel
+        for rel, text in sources.items()
+        if rel.startswith("assets/") and "resources" in IMPORT.findall(text)
+    ]
+
+    assert "assets/meta_harness.py" in sources
     assert offenders == []

@@ -73,7 +73,7 @@ def test_canary_never_reaches_a_dagster_event_a_record_or_a_snapshot(tmp_path, c
     snapshot, in any simple encoding, and the jailed agents never held it."""
     import dagster as dg
 
-    from flashrsi_dagster.jobs.runner import drive_on
+    from flashrsi_dagster.jobs.cli_driver import drive_on
     from flashrsi_dagster.llm.endpoints import offline_server
 
     offline_server().add_script("says-the-key", [{"text": f"benign; my key is {canary}"}] * 200)

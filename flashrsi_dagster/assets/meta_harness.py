@@ -1,266 +1,266 @@
-"""Meta-Harness as assets. Per round x candidate: `snapshot` (the seed, or the Worker's edit
-committed as a child of the seed) -> `trajectories` (its dev rollouts) -> `scores`,
-`failure_map`, `paired_stats` (vs the seed). Per experiment: `promotion` -> `sealed_test_score`.
+"""Meta-Harness as assets, keyed `meta_harness/<name>`.
+
+Per candidate (round x slot): `snapshot` (the seed, or the Worker's edit committed as a child
+of the seed) -> the round's `evaluation`: `trajectories` (its dev rollouts), `scores`,
+`failure_map` and `paired_stats` (against its parent's round), made together, so
+rematerializing a round's trajectories brings the rest of the round up to date. Per
+experiment: `promotion` (depends on every round's scores: a changed round marks it stale) ->
+`sealed_test_score`, set apart in its own group; `summary` is reported by every step.
 
 The algorithm lives in `flashrsi_dagster.algorithms.meta_harness`; these functions only open
 the experiment named by the partition, call one step, and describe the result. Records stay
-the source of truth, so a materialization that finds its step already done reads it back.
+the source of truth, so a materialization that finds its step already done reads it back, and
+a step asked for out of turn fails without changing anything.
 """
 
-from collections.abc import Sequence
+from __future__ import annotations
+
+from collections.abc import Iterator
 
 import dagster as dg
 import pandas as pd
-from pydantic import Field
 
-from flashrsi_dagster.algorithms.meta_harness.records import RoundRecord
-from flashrsi_dagster.assets.charts import score_by_round
-from flashrsi_dagster.assets.partitions import (
-    CANDIDATE_DIMENSION,
-    ROUND_DIMENSION,
-    experiments,
-    parse_round_key,
-    register,
-    round_candidates,
-)
-from flashrsi_dagster.resources.experiments import ExperimentsResource
+from flashrsi_dagster.algorithms.base import StepOrderError
+from flashrsi_dagster.algorithms.meta_harness import MetaHarness
+from flashrsi_dagster.assets import describe
+from flashrsi_dagster.assets.context import DRIVER_TAG, algorithm_of, candidate, experiment_of
+from flashrsi_dagster.assets.partitions import AlgorithmPartitions
 from flashrsi_dagster.rollouts.scores import summary
+from flashrsi_dagster.stats.failures import failure_map as failure_table
+from flashrsi_dagster.stats.failures import failure_map_markdown
+from flashrsi_dagster.stats.paired import paired, to_markdown
 
-GROUP = "meta_harness"
-DRIVER_TAG = "flashrsi/driver"
-"""Set on runs the round driver launches; a run without it (e.g. from the UI) re-runs work."""
-
-
-def _round(context: dg.AssetExecutionContext) -> tuple[str, int]:
-    key = context.partition_key
-    assert isinstance(key, dg.MultiPartitionKey)
-    return parse_round_key(key.keys_by_dimension[ROUND_DIMENSION])
+PREFIX = "meta_harness"
+PARTITIONS = AlgorithmPartitions.of(PREFIX)
+GROUP, SEALED_GROUP = "meta_harness", "meta_harness_sealed_test"
+RESOURCES = {"experiments_home"}
 
 
-def _lineage(rounds: Sequence[RoundRecord], k: int) -> dict[str, str]:
-    """Round k's snapshot and parent ids, for metadata ("-" for a rejected step's snapshot)."""
-    this = next((r for r in rounds if r.round == k), None)
-    return {
-        "snapshot_id": (this and this.snapshot_id) or "-",
-        "parent_id": (this and this.parent_id) or "-",
-    }
+def key(name: str) -> dg.AssetKey:
+    return dg.AssetKey([PREFIX, name])
 
 
-def _rematerializing(context: dg.AssetExecutionContext) -> bool:
-    return DRIVER_TAG not in context.run.tags
+SUMMARY = dg.AssetSpec(
+    key("summary"),
+    group_name=GROUP,
+    partitions_def=PARTITIONS.experiments,
+    deps=[dg.AssetDep(key("scores"), partition_mapping=PARTITIONS.experiment_dependency())],
+    description="The experiment at a glance: score by round, best so far, rejections with "
+    "their reasons, the promotion and the sealed test. Reported by every step.",
+)
 
 
-class NewExperiment(dg.Config):
-    """The Launchpad's settings for an experiment that does not exist yet: launch round 0 of
-    a new `<experiment>.r000` partition and it is created from `config_file`, named after the
-    partition. An existing experiment keeps the config it was created with (its run_meta)."""
-
-    config_file: str = Field(
-        "examples/meta_harness.yaml",
-        description="Experiment YAML, relative to the code location's folder (`flashrsi ui` "
-        "runs it in the folder holding the home); the default is the offline demo.",
-    )
-    max_steps: int = Field(2, ge=1, description="Worker steps after the seed round.")
-    benchmark_limit: int | None = Field(9, ge=1, description="At most this many tasks per split.")
+def _open(context: dg.AssetExecutionContext) -> tuple[MetaHarness, str, int]:
+    name, k, _slot = candidate(context)
+    return algorithm_of(context, name), name, k  # type: ignore[return-value]
 
 
-def _open_or_create(
-    context: dg.AssetExecutionContext, experiments_home: ExperimentsResource, new: NewExperiment
-) -> None:
-    name, k = _round(context)
-    if name in experiments_home.names():
-        if new != NewExperiment():
-            context.log.warning(f"{name} exists; its own config applies, not the launch config")
-        return
-    if k != 0:
-        raise dg.Failure(f"experiment {name!r} does not exist: launch its round 0 ({name}.r000)")
-    overrides = ["--algorithm.max_steps", str(new.max_steps)]
-    if new.benchmark_limit is not None:
-        overrides += ["--benchmark.limit", str(new.benchmark_limit)]
-    experiment = experiments_home.create(new.config_file, name=name, overrides=overrides)
-    register(context.instance, name, experiment.config.algorithm.max_steps)
-    context.log.info(f"created experiment {name} from {new.config_file}")
-
-
-@dg.asset(partitions_def=round_candidates, group_name=GROUP, kinds={"git"})
-def snapshot(
-    context: dg.AssetExecutionContext, config: NewExperiment, experiments_home: ExperimentsResource
-) -> dict:
-    """The round's harness snapshot: the seed at round 0, else the Worker's edit."""
-    _open_or_create(context, experiments_home, config)
-    name, k = _round(context)
-    algorithm = experiments_home.meta_harness(name, log=context.log.info)
+def _refusing_out_of_turn(step):
+    """Run an engine step; a step asked for out of turn fails the asset with its reason."""
     try:
-        if k == 0:
-            seed = algorithm.seed()
-            info = {"round": 0, "status": "seed", "snapshot_id": seed.id, "parent_id": None}
-        else:
-            info = algorithm.edit(k).model_dump(mode="json")
-        store = algorithm.experiment.snapshots
-    finally:
-        algorithm.close()
-    metadata = {
-        "snapshot_id": info.get("snapshot_id") or "-",
-        "parent_id": info.get("parent_id") or "-",
-        "status": info["status"],
-        "reason": info.get("reason") or "-",
-    }
-    if info.get("snapshot_id") and info.get("parent_id"):
-        stats = store.diff_stats(info["parent_id"], info["snapshot_id"])
-        metadata.update(
-            files_changed=stats.files, insertions=stats.insertions, deletions=stats.deletions
+        return step()
+    except StepOrderError as exc:
+        raise dg.Failure(description=str(exc), allow_retries=False) from None
+
+
+@dg.asset(
+    key=key("snapshot"),
+    partitions_def=PARTITIONS.grid,
+    group_name=GROUP,
+    kinds={"git"},
+    required_resource_keys=RESOURCES,
+    check_specs=[
+        dg.AssetCheckSpec(
+            "edit_within_declared_paths",
+            asset=key("snapshot"),
+            description="Every path the committed edit changed is declared in components.yaml.",
         )
-    context.add_output_metadata(metadata)
-    return info
+    ],
+)
+def snapshot(context: dg.AssetExecutionContext) -> Iterator:
+    """The round's harness snapshot: the seed at round 0, else the Worker's edit, with its
+    diff against the parent and what the Worker did."""
+    algorithm, name, k = _open(context)
+    if k == 0:
+        info = {"round": 0, "status": "seed", "snapshot_id": algorithm.seed().id, "parent_id": None}
+    else:
+        info = _refusing_out_of_turn(lambda: algorithm.edit(k)).model_dump(mode="json")
+    store = algorithm.experiment.snapshots
+    metadata = describe.snapshot(store, info, PARTITIONS, name, key("snapshot"))
+    if k > 0:
+        metadata.update(describe.worker(algorithm.layout.worker(k)))
+    yield dg.Output(info, metadata=metadata)
+    yield describe.edit_check(store, info, "edit_within_declared_paths")
 
 
-@dg.asset(partitions_def=round_candidates, group_name=GROUP, kinds={"parquet"})
-def trajectories(
-    context: dg.AssetExecutionContext, snapshot: dict, experiments_home: ExperimentsResource
-) -> pd.DataFrame:
-    """One row per dev rollout of the round's snapshot (empty for a rejected edit)."""
-    name, k = _round(context)
-    algorithm = experiments_home.meta_harness(name, log=context.log.info)
-    try:
-        if _rematerializing(context):
-            algorithm.restart_round(k)
-        record = algorithm.evaluate_seed() if k == 0 else algorithm.finish_round(k)
-        frame = algorithm.round_frame(k)
-    finally:
-        algorithm.close()
-    context.add_output_metadata(
-        {
+@dg.multi_asset(
+    outs={
+        "trajectories": dg.AssetOut(
+            key=key("trajectories"),
+            kinds={"parquet"},
+            description="One row per dev rollout of the round's snapshot (none for a "
+            "rejected edit), with a passing and a failing transcript.",
+        ),
+        "scores": dg.AssetOut(
+            key=key("scores"),
+            description="The round's dev score over its fixed denominator, and its cost.",
+        ),
+        "failure_map": dg.AssetOut(
+            key=key("failure_map"),
+            description="Failures grouped by status and error class, with example task ids.",
+        ),
+        "paired_stats": dg.AssetOut(
+            key=key("paired_stats"),
+            description="The round's candidate against its parent's round, task by task.",
+        ),
+    },
+    ins={"snapshot": dg.AssetIn(key("snapshot"))},
+    internal_asset_deps={
+        "trajectories": {key("snapshot")},
+        "scores": {key("trajectories")},
+        "failure_map": {key("trajectories")},
+        "paired_stats": {key("trajectories")},
+    },
+    partitions_def=PARTITIONS.grid,
+    group_name=GROUP,
+    can_subset=False,
+    required_resource_keys=RESOURCES,
+    check_specs=[
+        dg.AssetCheckSpec(
+            "score_in_unit_interval",
+            asset=key("scores"),
+            description="The dev score lies in [0, 1] over tasks x attempts, every rollout "
+            "counted (infrastructure failures as 0).",
+        )
+    ],
+)
+def evaluation(context: dg.AssetExecutionContext, snapshot: dict) -> Iterator:
+    """The round's dev evaluation: run (or read back) its rollouts, then describe them."""
+    algorithm, name, k = _open(context)
+    if DRIVER_TAG not in context.run.tags:  # launched by hand: evaluate the round again
+        algorithm.restart_round(k)
+    record = algorithm.evaluate_seed() if k == 0 else algorithm.finish_round(k)
+    frame = algorithm.round_frame(k)
+    state = algorithm.read_state()
+    tasks, attempts = len(algorithm.splits.dev), algorithm.settings.attempts
+    table = summary(frame, tasks, attempts) if len(frame) else {}
+    yield dg.Output(
+        frame, output_name="trajectories", metadata=describe.trajectories(record, frame, algorithm)
+    )
+    yield dg.Output(
+        {"round": k, **table},
+        output_name="scores",
+        metadata=describe.scores(state, k, table),
+    )
+    yield dg.Output(
+        failure_table(frame),
+        output_name="failure_map",
+        metadata={
             "snapshot_id": record.snapshot_id or "-",
-            "status": record.status,
-            "dev_score": record.dev_score,
-            "rollouts": len(frame),
-            "preview": dg.MetadataValue.md(
-                frame.head(20).to_markdown(index=False)
-                if len(frame)
-                else "_no rollouts: the edit was rejected_"
-            ),
-        }
+            "failures": int((frame["status"] != "success").sum()) if len(frame) else 0,
+            "map": dg.MetadataValue.md(failure_map_markdown(frame)),
+        },
     )
-    return frame
+    yield _paired(algorithm, state, k, frame)
+    yield describe.score_check(table, tasks * attempts, "score_in_unit_interval", key("scores"))
+    context.log_event(_summary(algorithm, name))
 
 
-@dg.asset(partitions_def=round_candidates, group_name=GROUP)
-def scores(
-    context: dg.AssetExecutionContext,
-    trajectories: pd.DataFrame,
-    experiments_home: ExperimentsResource,
-) -> dict:
-    """The round's dev score and its cost, beside the score of every round so far."""
-    name, k = _round(context)
-    algorithm = experiments_home.meta_harness(name, log=context.log.info)
-    rounds = algorithm.state().rounds
-    n_tasks = len(algorithm.splits.dev)
-    table = summary(trajectories, n_tasks, algorithm.settings.attempts) if len(trajectories) else {}
-    seed_score = next((r.dev_score for r in rounds if r.round == 0), None)
-    score = table.get("score")
-    context.add_output_metadata(
-        {
-            **_lineage(rounds, k),
-            "dev_score": score,
-            "change_vs_seed": None if score is None or seed_score is None else score - seed_score,
-            "score_by_round": dg.MetadataValue.md(score_by_round(rounds)),
-        }
+def _paired(algorithm: MetaHarness, state, k: int, frame: pd.DataFrame) -> dg.Output:
+    parent = state.parent_round(k)
+    if parent is None or not len(frame):
+        return dg.Output(
+            {"round": k, "compared": False},
+            output_name="paired_stats",
+            metadata={"compared": False},
+        )
+    stats = paired(frame, algorithm.round_frame(parent.round))
+    metadata = {
+        **describe.lineage(state, k),
+        "parent_round": parent.round,
+        **describe.figures(
+            lift=stats.mean_difference,
+            standard_error=stats.standard_error,
+            z=stats.z,
+            p_value=stats.p_value,
+        ),
+        "won": stats.won,
+        "lost": stats.lost,
+        "tied": stats.tied,
+        "table": dg.MetadataValue.md(to_markdown(stats)),
+    }
+    value = {"round": k, "parent_round": parent.round, "compared": True}
+    return dg.Output(
+        {**value, **stats.model_dump(mode="json")}, output_name="paired_stats", metadata=metadata
     )
-    return {"round": k, **table}
 
 
-@dg.asset(partitions_def=round_candidates, group_name=GROUP)
-def failure_map(context: dg.AssetExecutionContext, trajectories: pd.DataFrame) -> pd.DataFrame:
-    """Failures grouped by status and error class, with example task ids."""
-    from flashrsi_dagster.stats.failures import failure_map as build
-    from flashrsi_dagster.stats.failures import failure_map_markdown
-
-    table = build(trajectories)
-    snapshots = trajectories["snapshot_id"].unique() if len(trajectories) else []
-    context.add_output_metadata(
-        {
-            "snapshot_id": snapshots[0] if len(snapshots) else "-",
-            "rollouts": len(trajectories),
-            "failures": int(table["count"].sum()) if len(table) else 0,
-            "map": dg.MetadataValue.md(failure_map_markdown(trajectories)),
-        }
+def _summary(algorithm: MetaHarness, name: str) -> dg.AssetMaterialization:
+    return dg.AssetMaterialization(
+        asset_key=SUMMARY.key,
+        partition=name,
+        metadata=describe.summary(algorithm.experiment, algorithm.read_state()),
     )
-    return table
 
 
-@dg.asset(partitions_def=round_candidates, group_name=GROUP)
-def paired_stats(
-    context: dg.AssetExecutionContext,
-    trajectories: pd.DataFrame,
-    experiments_home: ExperimentsResource,
-) -> dict:
-    """The round's candidate against its parent (the seed), task by task."""
-    from flashrsi_dagster.stats.paired import paired, to_markdown
-
-    name, k = _round(context)
-    algorithm = experiments_home.meta_harness(name, log=context.log.info)
-    if k == 0 or not len(trajectories):
-        context.add_output_metadata({"compared": False})
-        return {"round": k, "compared": False}
-    stats = paired(trajectories, algorithm.round_frame(0))
-    context.add_output_metadata(
-        {
-            **_lineage(algorithm.state().rounds, k),
-            "lift": stats.mean_difference,
-            "standard_error": stats.standard_error,
-            "z": stats.z,
-            "p_value": stats.p_value,
-            "won": stats.won,
-            "lost": stats.lost,
-            "tied": stats.tied,
-            "table": dg.MetadataValue.md(to_markdown(stats)),
-        }
-    )
-    return {"round": k, "compared": True, **stats.model_dump(mode="json")}
+@dg.asset(
+    key=key("promotion"),
+    partitions_def=PARTITIONS.experiments,
+    group_name=GROUP,
+    deps=[dg.AssetDep(key("scores"), partition_mapping=PARTITIONS.experiment_dependency())],
+    required_resource_keys=RESOURCES,
+)
+def promotion(context: dg.AssetExecutionContext) -> Iterator:
+    """The best dev score over all rounds (a tie keeps the earlier snapshot), once every
+    round has its result. It re-ranks until the sealed test has run, then stays frozen."""
+    name = experiment_of(context)
+    algorithm: MetaHarness = algorithm_of(context, name)  # type: ignore[assignment]
+    chosen = _refusing_out_of_turn(algorithm.promote)
+    state = algorithm.read_state()
+    yield dg.Output(chosen.model_dump(mode="json"), metadata=describe.promotion(state))
+    context.log_event(_summary(algorithm, name))
 
 
-@dg.asset(partitions_def=experiments, group_name=GROUP)
-def promotion(context: dg.AssetExecutionContext, experiments_home: ExperimentsResource) -> dict:
-    """The best dev score over all rounds; a tie keeps the earlier snapshot."""
-    algorithm = experiments_home.meta_harness(context.partition_key, log=context.log.info)
-    chosen = algorithm.promote()
-    rounds = algorithm.state().rounds
-    seed = next(r for r in rounds if r.round == 0)
-    context.add_output_metadata(
-        {
-            "snapshot_id": chosen.snapshot_id,
-            "round": chosen.round,
-            "dev_score": chosen.dev_score,
-            "change_vs_seed": chosen.dev_score - (seed.dev_score or 0.0),
-            "score_by_round": dg.MetadataValue.md(score_by_round(rounds, promoted=chosen.round)),
-        }
-    )
-    return chosen.model_dump(mode="json")
+@dg.asset(
+    key=key("sealed_test_score"),
+    partitions_def=PARTITIONS.experiments,
+    group_name=SEALED_GROUP,
+    kinds={"sealed"},
+    deps=[promotion],
+    required_resource_keys=RESOURCES,
+    check_specs=[
+        dg.AssetCheckSpec(
+            "evaluated_once_after_promotion",
+            asset=key("sealed_test_score"),
+            description="One sealed-test record, of the promoted snapshot, written after the "
+            "promotion, with exactly tasks x attempts rollouts.",
+        ),
+        dg.AssetCheckSpec(
+            "splits_disjoint",
+            asset=key("sealed_test_score"),
+            description="Train, dev and test share no task id, instruction or checksum.",
+        ),
+        dg.AssetCheckSpec(
+            "dev_test_gap",
+            asset=key("sealed_test_score"),
+            description="Warns when the promoted dev score exceeds the test score by more "
+            "than the configured threshold (`experiments_home.dev_test_gap_warning`).",
+        ),
+    ],
+)
+def sealed_test_score(context: dg.AssetExecutionContext) -> Iterator:
+    """The promoted snapshot on the sealed test split: evaluated once, after the search; a
+    later materialization reads that one result back."""
+    name = experiment_of(context)
+    algorithm: MetaHarness = algorithm_of(context, name)  # type: ignore[assignment]
+    result = _refusing_out_of_turn(algorithm.sealed_test)
+    state = algorithm.read_state()
+    yield dg.Output(result.model_dump(mode="json"), metadata=describe.sealed_test(state))
+    threshold = context.resources.experiments_home.dev_test_gap_warning
+    yield from describe.sealed_checks(algorithm, state, threshold, key("sealed_test_score"))
+    context.log_event(_summary(algorithm, name))
 
 
-@dg.asset(partitions_def=experiments, group_name=GROUP, deps=[promotion])
-def sealed_test_score(
-    context: dg.AssetExecutionContext, experiments_home: ExperimentsResource
-) -> dict:
-    """The promoted snapshot on the sealed test split: evaluated once, after the search."""
-    algorithm = experiments_home.meta_harness(context.partition_key, log=context.log.info)
-    try:
-        result = algorithm.sealed_test()
-    finally:
-        algorithm.close()
-    promoted = algorithm.state().promotion
-    context.add_output_metadata(
-        {
-            "snapshot_id": result.snapshot_id,
-            "round": promoted.round if promoted else "-",
-            "test_score": result.test_score,
-            "dev_score": promoted.dev_score if promoted else None,
-            "tasks": result.test_tasks,
-        }
-    )
-    return result.model_dump(mode="json")
-
-
-ROUND_ASSETS = [snapshot, trajectories, scores, failure_map, paired_stats]
+ASSETS = [snapshot, evaluation, promotion, sealed_test_score, SUMMARY]
+ROUND_ASSETS = [snapshot, evaluation]
 FINAL_ASSETS = [promotion, sealed_test_score]
-__all__ = ["CANDIDATE_DIMENSION", "DRIVER_TAG", "FINAL_ASSETS", "ROUND_ASSETS"]

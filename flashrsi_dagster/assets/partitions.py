@@ -1,51 +1,65 @@
-"""Partitions of the Meta-Harness assets: a dense grid of round x candidate slot.
+"""Partitions of an algorithm's assets: a dense grid of experiment x candidate.
 
-The round dimension is dynamic and its key carries the experiment (`<experiment>.r003`), so
-several experiments coexist; the candidate dimension holds fixed slot names (Meta-Harness has
-one candidate per round, `c0`), the real snapshot id going into metadata. Unique ids per round
-would turn the cross product into phantom partitions. Experiment-level assets (promotion, sealed
-test) are partitioned by experiment.
+Both dimensions are dynamic and belong to one algorithm (`meta_harness_experiment`,
+`meta_harness_candidate`). A candidate key names a round and a slot (`r003.c0`), the real
+snapshot id going into metadata: unique ids per round would turn the cross product into
+phantom partitions. The experiment dimension is what experiment-level assets (promotion, the
+sealed test, the summary) are partitioned by, so they depend on every candidate of *their*
+experiment and on no other (`MultiToSingleDimensionPartitionMapping`). Keys read round first
+(`r003.c0|demo`): Dagster joins dimension values in the order of the dimension names.
+
+Experiments with fewer rounds or other slots than another of the same algorithm show the
+difference as never-materialized partitions; nothing requests them.
 """
 
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass
 
 import dagster as dg
 
-ROUND_DIMENSION, CANDIDATE_DIMENSION = "round", "candidate"
-SLOT = "c0"
+from flashrsi_dagster.experiment.keys import candidate_key, parse_candidate_key
 
-rounds = dg.DynamicPartitionsDefinition(name="meta_harness_round")
-round_candidates = dg.MultiPartitionsDefinition(
-    {ROUND_DIMENSION: rounds, CANDIDATE_DIMENSION: dg.StaticPartitionsDefinition([SLOT])}
-)
-experiments = dg.DynamicPartitionsDefinition(name="meta_harness_experiment")
-
-_ROUND_KEY = re.compile(r"(?P<experiment>[A-Za-z0-9][A-Za-z0-9_.-]{0,79})\.r(?P<round>\d{3,})")
+CANDIDATE, EXPERIMENT = "candidate", "experiment"
 
 
-def round_key(experiment: str, k: int) -> str:
-    key = f"{experiment}.r{k:03d}"
-    parse_round_key(key)  # refuse anything Dagster would silently drop
-    return key
+@dataclass(frozen=True)
+class AlgorithmPartitions:
+    """The partitions of one algorithm's assets."""
+
+    experiments: dg.DynamicPartitionsDefinition
+    candidates: dg.DynamicPartitionsDefinition
+    grid: dg.MultiPartitionsDefinition
+
+    @classmethod
+    def of(cls, algorithm: str) -> AlgorithmPartitions:
+        experiments = dg.DynamicPartitionsDefinition(name=f"{algorithm}_{EXPERIMENT}")
+        candidates = dg.DynamicPartitionsDefinition(name=f"{algorithm}_{CANDIDATE}")
+        grid = dg.MultiPartitionsDefinition({CANDIDATE: candidates, EXPERIMENT: experiments})
+        return cls(experiments, candidates, grid)
+
+    def key(self, experiment: str, k: int, slot: str) -> dg.MultiPartitionKey:
+        return dg.MultiPartitionKey({CANDIDATE: candidate_key(k, slot), EXPERIMENT: experiment})
+
+    def experiment_dependency(self) -> dg.MultiToSingleDimensionPartitionMapping:
+        """From an experiment-level asset to every candidate of its experiment."""
+        return dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=EXPERIMENT)
+
+    def register(
+        self, instance: dg.DagsterInstance, name: str, rounds: int, slots: tuple[str, ...]
+    ) -> None:
+        """Every partition the experiment will use, known up front: the UI shows the grid."""
+        keys = [candidate_key(k, slot) for k in range(rounds) for slot in slots]
+        instance.add_dynamic_partitions(self.candidates.name, keys)
+        instance.add_dynamic_partitions(self.experiments.name, [name])
+
+    def is_registered(self, instance: dg.DagsterInstance, name: str) -> bool:
+        return instance.has_dynamic_partition(self.experiments.name, name)
 
 
-def parse_round_key(key: str) -> tuple[str, int]:
-    match = _ROUND_KEY.fullmatch(key)
-    if match is None:
-        raise ValueError(f"not a Meta-Harness round key: {key!r} (expected <experiment>.r<NNN>)")
-    return match["experiment"], int(match["round"])
-
-
-def partition(experiment: str, k: int) -> dg.MultiPartitionKey:
-    return dg.MultiPartitionKey(
-        {ROUND_DIMENSION: round_key(experiment, k), CANDIDATE_DIMENSION: SLOT}
-    )
-
-
-def register(instance: dg.DagsterInstance, name: str, max_steps: int) -> None:
-    """Every partition the experiment will use, known up front: the UI shows the whole grid."""
-    keys = [round_key(name, k) for k in range(max_steps + 1)]
-    instance.add_dynamic_partitions(rounds.name, keys)
-    instance.add_dynamic_partitions(experiments.name, [name])
+def candidate_of(key: str | dg.MultiPartitionKey) -> tuple[str, int, str]:
+    """(experiment, round, slot) of a grid partition key."""
+    if not isinstance(key, dg.MultiPartitionKey):
+        raise ValueError(f"not a candidate partition: {key!r} (expected r<NNN>.<slot>|<name>)")
+    k, slot = parse_candidate_key(key.keys_by_dimension[CANDIDATE])
+    return key.keys_by_dimension[EXPERIMENT], k, slot

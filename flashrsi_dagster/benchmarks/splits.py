@@ -21,15 +21,24 @@ SPLITS = ("train", "dev", "test")
 class Splits:
     train: tuple[Task, ...]
     dev: tuple[Task, ...]
-    _test: tuple[Task, ...] = field(repr=False)
+    _test: tuple[Task, ...] | None = field(repr=False)
+    """None once dropped for the search (`without_test`)."""
 
     def unseal_test(self) -> tuple[Task, ...]:
         """The sealed test split, for the one evaluation after promotion."""
+        if self._test is None:
+            raise RuntimeError(
+                "the test split is not loaded during the search; the final step loads it"
+            )
         return self._test
 
     @property
     def test_size(self) -> int:
-        return len(self._test)
+        return len(self.unseal_test())
+
+    def without_test(self) -> Splits:
+        """These splits with the test tasks dropped from memory: what a search holds."""
+        return Splits(self.train, self.dev, None)
 
     def require(self, split: str) -> tuple[Task, ...]:
         tasks = {"train": self.train, "dev": self.dev}[split]

@@ -4,7 +4,14 @@ from flashrsi_dagster.records.atomic import write_bytes_atomic, write_text_atomi
 from flashrsi_dagster.records.chain import IntegrityError
 from flashrsi_dagster.records.journal import Journal
 from flashrsi_dagster.records.redaction import REDACTED, RedactingFilter, Redactor
-from flashrsi_dagster.records.store import RecordError, RecordStore, dump_record, read_record
+from flashrsi_dagster.records.store import (
+    Record,
+    RecordError,
+    RecordStore,
+    dump_record,
+    read_optional,
+    read_record,
+)
 from flashrsi_dagster.records.trajectory import ErrorInfo, Status, Trajectory, Usage
 
 __all__ = [
@@ -12,6 +19,7 @@ __all__ = [
     "ErrorInfo",
     "IntegrityError",
     "Journal",
+    "Record",
     "RecordError",
     "RecordStore",
     "RedactingFilter",
@@ -20,6 +28,7 @@ __all__ = [
     "Trajectory",
     "Usage",
     "dump_record",
+    "read_optional",
     "read_record",
     "write_bytes_atomic",
     "write_text_atomic",

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from flashrsi_dagster.records.journal import Journal
 from flashrsi_dagster.records.redaction import Redactor
@@ -43,3 +45,22 @@ def read_record[R: BaseModel](path: Path, model: type[R]) -> R:
             f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors()
         )
         raise RecordError(f"{path}: not a valid {model.__name__} record: {problems}") from exc
+
+
+def read_optional[R: BaseModel](path: Path, model: type[R]) -> R | None:
+    """The record at `path`, or None when there is none yet (a damaged one still raises)."""
+    try:
+        return read_record(path, model)
+    except RecordError:
+        if path.exists():
+            raise
+        return None
+
+
+class Record(BaseModel):
+    """What every algorithm's records share: a schema version and when it was written."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = 1
+    created: datetime = Field(default_factory=lambda: datetime.now(UTC))

@@ -3,7 +3,7 @@ snapshot store, the target and Worker agents, the Harbor environment, the offlin
 server — and the IO manager writing asset values under the experiment home."""
 
 from flashrsi_dagster.resources.agents import TargetAgentResource, WorkerAgentResource
-from flashrsi_dagster.resources.experiments import ExperimentsResource, default_parts
+from flashrsi_dagster.resources.experiments import ExperimentsResource, default_parts, resources
 from flashrsi_dagster.resources.harbor import HarborEnvironmentResource
 from flashrsi_dagster.resources.io import ExperimentIOManager
 from flashrsi_dagster.resources.offline_model import OfflineModelResource
@@ -18,4 +18,5 @@ __all__ = [
     "TargetAgentResource",
     "WorkerAgentResource",
     "default_parts",
+    "resources",
 ]

@@ -1,7 +1,10 @@
 """Experiments as a Dagster resource: opened by name from their `run_meta.json`, so a run,
-a sensor or the UI needs only the home folder, never the original YAML file. It hands each
-algorithm the parts it runs on from the other resources: the snapshot store, the target and
-Worker agents, the Harbor environment and the offline model server."""
+a sensor or the UI needs only the home folder, never the original YAML file. It opens each
+experiment's algorithm through the registry, with the parts from the other resources: the
+snapshot store, the agents, the Harbor environment and the offline model server.
+
+One resource instance serves one run (or one sensor tick): an experiment and its algorithm
+are opened once and shared by every asset of the run, and closed when the run ends."""
 
 from __future__ import annotations
 
@@ -9,18 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import dagster as dg
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from flashrsi_dagster.agents import Agent
-from flashrsi_dagster.algorithms.meta_harness import (
-    Layout,
-    MetaHarness,
-    State,
-    Step,
-    next_step,
-    read_state,
-)
+from flashrsi_dagster.algorithms.base import Algorithm, Log, Step
 from flashrsi_dagster.algorithms.parts import AgentFactory, Parts
+from flashrsi_dagster.algorithms.registry import open_algorithm
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.config.models import RoleConfig
@@ -38,20 +35,35 @@ class ExperimentsResource(dg.ConfigurableResource):
     """The experiments under one home folder."""
 
     home: str = Field(".flashrsi", description="Folder holding the experiments.")
+    dev_test_gap_warning: float = Field(
+        0.10,
+        ge=0,
+        description="A dev-test gap (promoted dev score minus sealed test score) above this "
+        "makes the sealed test's gap check warn.",
+    )
     snapshot_store: SnapshotStoreResource
     target_agent: TargetAgentResource
     worker_agent: WorkerAgentResource
     harbor: HarborEnvironmentResource
     offline_model: OfflineModelResource
+    _experiments: dict[str, Experiment] = PrivateAttr(default_factory=dict)
+    _algorithms: dict[str, Algorithm] = PrivateAttr(default_factory=dict)
 
     @classmethod
     def at(cls, home: str | Path) -> ExperimentsResource:
         """The resource with default parts: for code outside a Dagster run (CLI, sensors)."""
         return cls(**default_parts(), home=str(home))
 
-    def names(self) -> list[str]:
+    def names(self, algorithm: str | None = None) -> list[str]:
+        """The experiments under the home (of one algorithm, if given), by name."""
         root = Path(self.home)
-        return sorted(p.parent.name for p in root.glob("*/run_meta.json")) if root.is_dir() else []
+        names = sorted(p.parent.name for p in root.glob("*/run_meta.json")) if root.is_dir() else []
+        if algorithm is None:
+            return names
+        return [n for n in names if self.config(n).algorithm.name == algorithm]
+
+    def exists(self, name: str) -> bool:
+        return ExperimentPaths(Path(self.home) / name).run_meta.is_file()
 
     def config(self, name: str) -> ExperimentConfig:
         meta = read_record(ExperimentPaths(Path(self.home) / name).run_meta, RunMeta)
@@ -71,7 +83,9 @@ class ExperimentsResource(dg.ConfigurableResource):
         return self._open(config)
 
     def open(self, name: str) -> Experiment:
-        return self._open(self.config(name))
+        if name not in self._experiments:
+            self._experiments[name] = self._open(self.config(name))
+        return self._experiments[name]
 
     def _open(self, config: ExperimentConfig) -> Experiment:
         limits = self.snapshot_store
@@ -79,16 +93,27 @@ class ExperimentsResource(dg.ConfigurableResource):
             config, max_file_bytes=limits.max_file_bytes, max_total_bytes=limits.max_total_bytes
         )
 
-    def state(self, name: str) -> State:
-        """The experiment's records so far; nothing is started to read them."""
-        return _state(self.open(name))
+    def algorithm(self, name: str, log: Log = print) -> Algorithm:
+        """The experiment's algorithm, opened once per run with this run's parts."""
+        if name not in self._algorithms:
+            self._algorithms[name] = open_algorithm(self.open(name), parts=self._parts(name))
+        algorithm = self._algorithms[name]
+        algorithm.log = log  # type: ignore[attr-defined]  # each asset logs to its own step
+        return algorithm
 
     def next_step(self, name: str) -> Step:
-        """What the experiment does next: the CLI and the sensor both ask here."""
-        experiment = self.open(name)
-        return next_step(_state(experiment), experiment.config.algorithm.max_steps)
+        """What the experiment does next: the CLI, the sensor and the schedule ask here."""
+        algorithm = self.algorithm(name)
+        return algorithm.next_step(algorithm.read_state())
 
-    def meta_harness(self, name: str, log=print) -> MetaHarness:
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        self.close()
+
+    def close(self) -> None:
+        while self._algorithms:
+            self._algorithms.popitem()[1].close()
+
+    def _parts(self, name: str) -> Parts:
         experiment = self.open(name)
 
         def serving(build: AgentFactory) -> AgentFactory:
@@ -101,17 +126,11 @@ class ExperimentsResource(dg.ConfigurableResource):
 
             return factory
 
-        parts = Parts(
+        return Parts(
             target=serving(self.target_agent.build),
             worker=serving(self.worker_agent.build),
             benchmark=self.harbor.benchmark,
         )
-        return MetaHarness(experiment, parts=parts, log=log)
-
-
-def _state(experiment: Experiment) -> State:
-    layout = Layout.of(experiment.paths.records)
-    return read_state(layout, experiment.config.algorithm.max_steps)
 
 
 def default_parts() -> dict:
@@ -122,4 +141,18 @@ def default_parts() -> dict:
         "worker_agent": WorkerAgentResource(),
         "harbor": HarborEnvironmentResource(),
         "offline_model": OfflineModelResource(),
+    }
+
+
+def resources(home: str, **parts: dg.ConfigurableResource) -> dict:
+    """Every resource a run needs (`parts` replace default ones by key); the part resources
+    are bound at the top level too, so each is one instance (the UI lists them and shows
+    what uses them)."""
+    from flashrsi_dagster.resources.io import ExperimentIOManager
+
+    parts = {**default_parts(), **parts}
+    return {
+        "experiments_home": ExperimentsResource(home=home, **parts),
+        "io_manager": ExperimentIOManager(home=home),
+        **parts,
     }

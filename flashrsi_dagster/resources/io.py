@@ -15,7 +15,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
-from flashrsi_dagster.assets.partitions import parse_round_key
+from flashrsi_dagster.assets.partitions import candidate_of
 from flashrsi_dagster.records import Journal
 from flashrsi_dagster.rollouts.scores import parquet_bytes
 
@@ -44,10 +44,9 @@ class ExperimentIOManager(dg.ConfigurableIOManager):
         self, asset_key: dg.AssetKey, key: str | dg.MultiPartitionKey
     ) -> tuple[Journal, Path]:
         """The experiment's journal and the value's path (without its suffix)."""
-        keys = key.keys_by_dimension if isinstance(key, dg.MultiPartitionKey) else {}
-        if "round" in keys:
-            experiment, k = parse_round_key(keys["round"])
-            name = f"round-{k:03d}-{keys['candidate']}"
+        if isinstance(key, dg.MultiPartitionKey):
+            experiment, k, slot = candidate_of(key)
+            name = f"round-{k:03d}-{slot}"
         else:
             experiment, name = str(key), "experiment"
         asset = "-".join(asset_key.path)

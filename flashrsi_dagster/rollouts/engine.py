@@ -12,11 +12,15 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 from flashrsi_dagster.agents.base import Agent
 from flashrsi_dagster.benchmarks.base import Benchmark, SystemicFault, Task
+from flashrsi_dagster.config.models import BenchmarkConfig
 from flashrsi_dagster.records import ErrorInfo, Status, Trajectory
 from flashrsi_dagster.rollouts.record import RolloutRecord
+from flashrsi_dagster.scratch import scratch_dir
+from flashrsi_dagster.snapshots import Snapshot, SnapshotStore
 
 Progress = Callable[[int, int, Trajectory], None]
 """progress(finished, total, latest): called after every final rollout."""
@@ -27,6 +31,11 @@ class Settings:
     attempts: int = 1
     concurrency: int = 4
     max_infra_reruns: int = 2
+
+    @classmethod
+    def of(cls, config: BenchmarkConfig) -> Settings:
+        """The rollout settings a benchmark section asks for."""
+        return cls(config.attempts, config.concurrency, config.max_infra_reruns)
 
 
 def is_final(trajectory: Trajectory, reruns_allowed: int) -> bool:
@@ -73,6 +82,32 @@ def run_rollouts(
         for future in [pool.submit(work, t, a) for t, a in todo]:
             future.result()
     return [done[(t.id, a)] for t in tasks for a in range(settings.attempts)]
+
+
+def evaluate_snapshot(
+    store: SnapshotStore,
+    snapshot: Snapshot,
+    agent_for: Callable[[Path], Agent],
+    benchmark: Benchmark,
+    tasks: list[Task] | tuple[Task, ...],
+    record: RolloutRecord,
+    *,
+    split: str,
+    settings: Settings,
+    progress: Progress | None = None,
+) -> list[Trajectory]:
+    """A snapshot on tasks: checked out in a scratch folder, the agent (`agent_for(checkout)`,
+    which may be one kept across snapshots) pointed at it, every rollout run or resumed."""
+    with scratch_dir("target-") as tmp:
+        checkout = store.check_out(snapshot, tmp / "harness")
+        try:
+            agent = agent_for(checkout)
+            agent.update(checkout, snapshot.id)
+            return run_rollouts(
+                benchmark, agent, tasks, record, split=split, settings=settings, progress=progress
+            )
+        finally:
+            store.forget_checkout(checkout)
 
 
 def _run_until_final(

@@ -1,65 +1,53 @@
 """The round driver as a sensor, and the nightly schedule that starts a new experiment.
 
-The sensor calls the same pure `next_step` as the CLI for every experiment under the home
-folder and requests the next run with an idempotent run key; it stops an experiment once it is
-done or aborted (a Worker failure)."""
+The sensor asks every experiment under the home folder for its next step (the same
+`next_step` as the CLI) and requests that step's run through its algorithm's mapping, with
+an idempotent run key; it leaves an experiment alone while any of its runs is active, and
+stops asking once it is done or aborted.
+
+The schedule only *requests* a `start_experiment` run: previewing it creates nothing."""
+
+from __future__ import annotations
 
 import dagster as dg
 from pydantic import Field
 
-from flashrsi_dagster.assets.meta_harness import DRIVER_TAG
-from flashrsi_dagster.assets.partitions import partition, register
+from flashrsi_dagster.assets.context import EXPERIMENT_TAG
 from flashrsi_dagster.config import load_config
-from flashrsi_dagster.jobs import meta_harness, meta_harness_finalize
-from flashrsi_dagster.jobs.driver import run_key
-from flashrsi_dagster.resources import ExperimentsResource
+from flashrsi_dagster.defs import ALGORITHM_DEFS, defs_for
+from flashrsi_dagster.jobs.start import start_experiment
+
+ACTIVE = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+]
 
 
-def next_request(experiments_home: ExperimentsResource, name: str) -> dg.RunRequest | None:
-    step = experiments_home.next_step(name)
-    tags = {DRIVER_TAG: "1", "flashrsi/experiment": name}
-    if step.action in ("evaluate_seed", "propose"):
-        return dg.RunRequest(
-            run_key=run_key(name, step),
-            job_name=meta_harness.name,
-            partition_key=partition(name, step.round or 0),
-            tags=tags,
-        )
-    if step.action in ("promote", "sealed_test"):
-        return dg.RunRequest(
-            run_key=run_key(name, step),
-            job_name=meta_harness_finalize.name,
-            partition_key=name,
-            tags=tags,
-        )
-    return None
+def next_request(experiments_home, name: str) -> dg.RunRequest | None:
+    """The run that does the experiment's next step, through its algorithm's mapping."""
+    algorithm = experiments_home.config(name).algorithm.name
+    return defs_for(algorithm).request(name, experiments_home.next_step(name))
 
 
 @dg.sensor(
-    jobs=[meta_harness, meta_harness_finalize],
+    jobs=[job for d in ALGORITHM_DEFS.values() for job in d.jobs],
     minimum_interval_seconds=15,
     default_status=dg.DefaultSensorStatus.STOPPED,
+    required_resource_keys={"experiments_home"},
 )
-def meta_harness_driver(
-    context: dg.SensorEvaluationContext, experiments_home: ExperimentsResource
-) -> dg.SensorResult:
-    """Requests each experiment's next round once its previous run has finished."""
+def round_driver(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+    """Requests each experiment's next step once its previous run has finished."""
+    experiments = context.resources.experiments_home
     requests = []
-    for name in experiments_home.names():
+    for name in experiments.names():
         active = context.instance.get_runs(
-            filters=dg.RunsFilter(
-                tags={"flashrsi/experiment": name},
-                statuses=[
-                    dg.DagsterRunStatus.QUEUED,
-                    dg.DagsterRunStatus.STARTED,
-                    dg.DagsterRunStatus.NOT_STARTED,
-                ],
-            ),
-            limit=1,
+            filters=dg.RunsFilter(tags={EXPERIMENT_TAG: name}, statuses=ACTIVE), limit=1
         )
         if active:
             continue
-        request = next_request(experiments_home, name)
+        request = next_request(experiments, name)
         if request is not None:
             requests.append(request)
     return dg.SensorResult(run_requests=requests)
@@ -73,23 +61,25 @@ class NightlyConfig(dg.ConfigurableResource):
 
 @dg.schedule(
     cron_schedule="0 2 * * *",
-    job=meta_harness,
+    execution_timezone="UTC",
+    job=start_experiment,
     default_status=dg.DefaultScheduleStatus.STOPPED,
+    required_resource_keys={"nightly"},
 )
-def nightly_meta_harness(
-    context: dg.ScheduleEvaluationContext,
-    nightly: NightlyConfig,
-    experiments_home: ExperimentsResource,
-) -> dg.RunRequest:
-    """A new experiment each night from the config file (named after the date), seeded by
-    requesting its round 0; the driver sensor takes it from there."""
+def nightly_evolution(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+    """A new experiment each night from the config file, named after the date: the run it
+    requests creates it, and the driver sensor takes it from there."""
+    config_file = context.resources.nightly.config_file
     stamp = context.scheduled_execution_time.strftime("%Y%m%d")
-    base = load_config(nightly.config_file).experiment.name
-    experiment = experiments_home.create(nightly.config_file, name=f"{base}-nightly-{stamp}")
-    name = experiment.config.experiment.name
-    register(context.instance, name, experiment.config.algorithm.max_steps)
+    name = f"{load_config(config_file).experiment.name}-nightly-{stamp}"
     return dg.RunRequest(
-        run_key=f"{name}:evaluate_seed:0",
-        partition_key=partition(name, 0),
-        tags={DRIVER_TAG: "1", "flashrsi/experiment": name},
+        run_key=f"nightly:{name}",
+        run_config={
+            "ops": {
+                "create_experiment": {
+                    "config": {"config_file": config_file, "name": name, "overrides": []}
+                }
+            }
+        },
+        tags={EXPERIMENT_TAG: name},
     )

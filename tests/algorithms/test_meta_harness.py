@@ -15,6 +15,7 @@ from flashrsi_dagster import scratch
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.algorithms.meta_harness import MetaHarness, evolve, rank
 from flashrsi_dagster.algorithms.meta_harness.records import RoundRecord
+from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.llm.endpoints import offline_server
@@ -44,11 +45,12 @@ class Driven:
 def _through_dagster(config):
     import dagster as dg
 
-    from flashrsi_dagster.jobs.runner import drive_on
+    from flashrsi_dagster.jobs.cli_driver import drive_on
 
     with dg.instance_for_test() as instance:
         state = drive_on(instance, open_experiment(config), say=lambda _: None)
-        materialized = instance.get_materialized_partitions(dg.AssetKey("promotion"))
+        promotion = dg.AssetKey(["meta_harness", "promotion"])
+        materialized = instance.get_materialized_partitions(promotion)
     assert (config.experiment.name in materialized) == (state.promotion is not None)
     return state
 
@@ -78,13 +80,14 @@ def test_the_demo_improves_promotes_the_best_and_tests_once(tmp_path, how):
     layout = harness.layout
     dev = sum(_lines(layout.rollouts(k)) for k in range(3))
     assert dev == 6 * (1 + 2)  # N x (1 + max_steps), no more
-    assert _lines(layout.test_rollouts) == state.test.test_tasks == harness.splits.test_size
+    test_split = load_splits(config.benchmark, harness.benchmark).unseal_test()
+    assert _lines(layout.test_rollouts) == state.test.test_tasks == len(test_split)
     snapshots = harness.experiment.snapshots.history()
     assert all(s.parent_id == snapshots[0].id for s in snapshots[1:])  # children of the seed
     # The server saw it too (the demo target answers in one request): one request per rollout,
     # the test split's all after the last dev rollout ended.
     starts = [r for r in server.requests[first_request:] if r.role == "target"]
-    test_ids = {t.id for t in harness.splits.unseal_test()}
+    test_ids = {t.id for t in test_split}
     tested = [t for t in RolloutRecord(layout.test_rollouts, None).load() if t.task_id in test_ids]
     assert len(tested) == len(test_ids) == state.test.test_tasks
     assert len(starts) == dev + len(test_ids)

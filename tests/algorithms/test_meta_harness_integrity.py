@@ -61,7 +61,7 @@ def test_a_worker_that_rewrites_a_dev_score_gets_no_promotion(tmp_path, how):
         f"{ROUND_1}: content changed since the framework wrote it (chain entry {written})"
     ]
     assert '"dev_score": 1.0' in record.read_text()  # the forgery is there, and refused
-    state = harness.state()
+    state = harness.read_state()
     assert [r.round for r in state.rounds] == [0, 1, 2]
     assert state.promotion is None and state.test is None
 
@@ -81,7 +81,7 @@ def test_a_dev_score_changed_in_place_is_refused_at_promotion(tmp_path):
     assert refused.value.problems == [
         f"{ROUND_1}: content changed since the framework wrote it (chain entry {written})"
     ]
-    assert harness.state().promotion is None
+    assert harness.read_state().promotion is None
     harness.close()
 
 

@@ -14,7 +14,8 @@ from flashrsi_dagster.algorithms.meta_harness import records as mh
 from flashrsi_dagster.benchmarks.harbor.suite import TASKS_DIR
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.experiment import open_experiment
-from flashrsi_dagster.jobs.runner import drive, persistent_instance
+from flashrsi_dagster.jobs.cli_driver import drive
+from flashrsi_dagster.jobs.instance import persistent_instance
 from flashrsi_dagster.llm.endpoints import offline_server
 from flashrsi_dagster.records import Status, read_record
 from flashrsi_dagster.rollouts.record import RolloutRecord

@@ -1,5 +1,6 @@
-"""Meta-Harness through a real Dagster instance: definitions, the driver, sensor, schedule,
-rematerialization and the `flashrsi run` / `resume` commands."""
+"""Meta-Harness through a real Dagster instance: definitions, the in-process driver, the
+sensor, the schedule, the experiment starter, the search's order, rematerialization, and the
+`flashrsi run` / `resume` commands."""
 
 from __future__ import annotations
 
@@ -14,41 +15,65 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from flashrsi_dagster import scratch
 from flashrsi_dagster.algorithms.meta_harness import Layout
-from flashrsi_dagster.assets.meta_harness import DRIVER_TAG, ROUND_ASSETS
-from flashrsi_dagster.assets.partitions import parse_round_key, partition, register, round_key
+from flashrsi_dagster.assets.context import DRIVER_TAG, EXPERIMENT_TAG
+from flashrsi_dagster.assets.meta_harness import PARTITIONS, key
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.definitions import defs
+from flashrsi_dagster.defs import defs_for
 from flashrsi_dagster.experiment import open_experiment
-from flashrsi_dagster.jobs.driver import resources
-from flashrsi_dagster.jobs.runner import drive_on
-from flashrsi_dagster.resources import ExperimentsResource
+from flashrsi_dagster.experiment.keys import candidate_key, parse_candidate_key
+from flashrsi_dagster.jobs.cli_driver import drive_on
+from flashrsi_dagster.llm.endpoints import offline_server
+from flashrsi_dagster.resources import ExperimentsResource, resources
 from flashrsi_dagster.rollouts.record import RolloutRecord
-from flashrsi_dagster.sensors import NightlyConfig, meta_harness_driver, nightly_meta_harness
+from flashrsi_dagster.sensors import NightlyConfig, nightly_evolution, round_driver
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
 FLASHRSI = str(Path(sys.executable).parent / "flashrsi")
+MH = defs_for("meta_harness")
 
 
-def _experiment(home: Path, steps: int = 1):
-    config = load_config(
-        EXAMPLE,
-        [
-            "--experiment.home",
-            str(home),
-            "--benchmark.limit",
-            "4",
-            "--algorithm.max_steps",
-            str(steps),
-        ],
-    )
+def _experiment(home: Path, steps: int = 1, name: str | None = None):
+    overrides = ["--experiment.home", str(home), "--benchmark.limit", "4"]
+    overrides += ["--algorithm.max_steps", str(steps)]
+    config = load_config(EXAMPLE, [*overrides, *(["--experiment.name", name] if name else [])])
     return open_experiment(config)
 
 
+def _materialize(instance, home, job: str, partition, *, tags=None, selection=None):
+    """A run of one of the definitions' jobs as the UI would launch it: no driver tag."""
+    job_def = defs.resolve_job_def(job)
+    return job_def.execute_in_process(
+        instance=instance,
+        partition_key=partition,
+        resources=resources(home),
+        tags=tags or {},
+        asset_selection=selection,
+        raise_on_error=False,
+    )
+
+
+def _failure(result) -> str:
+    return "\n".join(str(e.event_specific_data) for e in result.all_events if e.is_step_failure)
+
+
+def _latest(instance, name: str, partition=None):
+    event = instance.get_latest_materialization_event(key(name))
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key(name), asset_partitions=[str(partition)])
+        if partition is not None
+        else key(name),
+        limit=1,
+    ).records
+    return (records[0].asset_materialization if records else event.asset_materialization).metadata
+
+
 def test_definitions_load_and_validate():
-    keys = {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()}
+    keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     result = subprocess.run(
         [
             sys.executable,
@@ -64,33 +89,45 @@ def test_definitions_load_and_validate():
     )
 
     assert keys == {
-        "snapshot",
-        "trajectories",
-        "scores",
-        "failure_map",
-        "paired_stats",
-        "promotion",
-        "sealed_test_score",
+        f"meta_harness/{name}"
+        for name in (
+            "snapshot",
+            "trajectories",
+            "scores",
+            "failure_map",
+            "paired_stats",
+            "promotion",
+            "sealed_test_score",
+            "summary",
+        )
     }
     assert {job.name for job in defs.resolve_all_job_defs()} >= {
         "meta_harness",
         "meta_harness_finalize",
+        "start_experiment",
     }
     assert result.returncode == 0, result.stderr
 
 
-def test_round_keys_carry_the_experiment_and_are_validated():
-    assert parse_round_key(round_key("exp-1.a", 12)) == ("exp-1.a", 12)
-    for bad in ("exp|1.r001", "exp.r1", "exp"):
-        try:
-            parse_round_key(bad)
-        except ValueError as exc:
-            assert "not a Meta-Harness round key" in str(exc)
-        else:
-            raise AssertionError(bad)
+def test_candidate_keys_read_round_first_and_are_validated():
+    assert parse_candidate_key(candidate_key(12, "c0")) == (12, "c0")
+    assert str(PARTITIONS.key("exp-1.a", 3, "c0")) == "r003.c0|exp-1.a"
+    for bad in ("r1.c0", "r001", "r001.c|0", "exp.r001"):
+        with pytest.raises(ValueError, match="not a candidate key"):
+            parse_candidate_key(bad)
 
 
-def test_the_driver_runs_the_experiment_as_partitioned_runs(tmp_path):
+def test_the_promotion_depends_on_every_round_of_its_own_experiment_only():
+    graph = defs.resolve_asset_graph()
+    parents = graph.get(key("promotion")).parent_keys
+    assert key("scores") in parents
+    mapping = graph.get_partition_mapping(key("promotion"), key("scores"))
+    assert isinstance(mapping, dg.MultiToSingleDimensionPartitionMapping)
+    sealed = graph.get(key("sealed_test_score"))
+    assert sealed.group_name != graph.get(key("promotion")).group_name  # set apart
+
+
+def test_the_driver_runs_the_experiment_as_runs_of_its_jobs(tmp_path):
     experiment = _experiment(tmp_path / "home")
     name = experiment.config.experiment.name
     with dg.instance_for_test() as instance:
@@ -98,39 +135,48 @@ def test_the_driver_runs_the_experiment_as_partitioned_runs(tmp_path):
 
         assert [r.status for r in state.rounds] == ["evaluated", "evaluated"]
         assert state.test is not None
-        event = instance.get_latest_materialization_event(dg.AssetKey("snapshot"))
-        keys = instance.get_materialized_partitions(dg.AssetKey("trajectories"))
-        assert {str(partition(name, 0)), str(partition(name, 1))} <= {str(k) for k in keys}
-        assert event.asset_materialization.metadata["snapshot_id"].value == (
-            state.rounds[1].snapshot_id
+        runs = instance.get_runs()
+        assert sorted({r.job_name for r in runs}) == ["meta_harness", "meta_harness_finalize"]
+        assert all(r.tags[EXPERIMENT_TAG] == name for r in runs)
+        keys = {str(k) for k in instance.get_materialized_partitions(key("trajectories"))}
+        assert {str(PARTITIONS.key(name, k, "c0")) for k in (0, 1)} <= keys
+        snapshot = _latest(instance, "snapshot", PARTITIONS.key(name, 1, "c0"))
+        assert snapshot["snapshot_id"].value == state.rounds[1].snapshot_id
+        assert "```diff" in snapshot["diff"].value
+        assert snapshot["parent"].value.endswith("r000.c0%7Cmeta-harness-demo")
+        assert "worker_activity" in snapshot and "worker_trajectory" in snapshot
+        summary = _latest(instance, "summary", name)["chart"].value
+        assert "promoted" in summary and "meta-harness-demo" in summary
+        checks = instance.event_log_storage.get_latest_asset_check_execution_by_key(
+            [dg.AssetCheckKey(key("sealed_test_score"), "evaluated_once_after_promotion")]
         )
-        scores = instance.get_latest_materialization_event(dg.AssetKey("scores"))
-        assert "score_by_round" in scores.asset_materialization.metadata
-        promoted = instance.get_latest_materialization_event(dg.AssetKey("promotion"))
-        chart = promoted.asset_materialization.metadata["score_by_round"].value
-        assert "← promoted" in chart and chart.count("\n") == 1 + len(state.rounds)
-    assert (tmp_path / "home" / name / "dagster" / "trajectories" / "round-001-c0.parquet").exists()
+        assert checks and all(c.status.value == "SUCCEEDED" for c in checks.values())
+    value = tmp_path / "home" / name / "dagster" / "meta_harness-trajectories" / "round-001-c0"
+    assert value.with_suffix(".parquet").exists()
 
 
 def test_the_sensor_requests_the_next_step_with_an_idempotent_run_key(tmp_path):
     experiment = _experiment(tmp_path / "home")
     name, home = experiment.config.experiment.name, str(tmp_path / "home")
     with dg.instance_for_test() as instance:
-        register(instance, name, 1)
+        MH.register(instance, name, experiment.config.algorithm)
         with dg.build_sensor_context(
             instance=instance, resources={"experiments_home": ExperimentsResource.at(home)}
         ) as context:
-            first = meta_harness_driver(context)
-            again = meta_harness_driver(context)
+            first = round_driver(context)
+            again = round_driver(context)
 
     (request,) = first.run_requests
-    assert request.run_key == f"{name}:evaluate_seed:0"
-    assert request.partition_key == str(partition(name, 0))
+    assert request.run_key == f"{name}:evaluate_seed:r000.c0"
+    assert request.job_name == "meta_harness"
+    assert request.partition_key == str(PARTITIONS.key(name, 0, "c0"))
     assert request.tags[DRIVER_TAG] == "1"
     assert again.run_requests[0].run_key == request.run_key  # same state, same key
 
 
-def test_the_nightly_schedule_starts_a_new_experiment(tmp_path):
+def test_previewing_the_nightly_schedule_creates_nothing_and_its_run_starts_the_experiment(
+    tmp_path,
+):
     home = tmp_path / "home"
     with dg.instance_for_test() as instance:
         with dg.build_schedule_context(
@@ -141,39 +187,116 @@ def test_the_nightly_schedule_starts_a_new_experiment(tmp_path):
             },
             scheduled_execution_time=datetime(2026, 11, 30, 2, tzinfo=UTC),
         ) as context:
-            request = nightly_meta_harness(context)
+            request = nightly_evolution(context)
 
-        name = request.tags["flashrsi/experiment"]
+        name = request.tags[EXPERIMENT_TAG]
         assert name == "meta-harness-demo-nightly-20261130"
-        assert request.run_key == f"{name}:evaluate_seed:0"
+        assert not home.exists()  # a preview (or tick) writes nothing
+        assert instance.get_dynamic_partitions(PARTITIONS.experiments.name) == []
+        assert nightly_evolution.execution_timezone == "UTC"
+
+        result = defs.resolve_job_def("start_experiment").execute_in_process(
+            instance=instance, run_config=request.run_config, resources=resources(str(home))
+        )
+        assert result.success
         assert (home / name / "run_meta.json").exists()
-        assert round_key(name, 0) in instance.get_dynamic_partitions("meta_harness_round")
+        assert instance.get_dynamic_partitions(PARTITIONS.experiments.name) == [name]
 
 
-def test_rematerializing_a_round_reruns_that_snapshot_and_makes_no_new_one(tmp_path):
-    experiment = _experiment(tmp_path / "home", steps=0 + 1)
-    name, home = experiment.config.experiment.name, str(tmp_path / "home")
+def test_the_start_job_creates_an_experiment_the_launchpad_way(tmp_path):
+    job = defs.resolve_job_def("start_experiment")
+    ops = job.run_config_schema.config_type.fields["ops"].config_type.fields
+    fields = ops["create_experiment"].config_type.fields["config"].config_type.fields
+    assert fields["config_file"].default_value == "examples/meta_harness.yaml"
+
+    home = str(tmp_path / "home")
+    launch = {
+        "config_file": str(EXAMPLE),
+        "name": "from-ui",
+        "overrides": ["--benchmark.limit", "3", "--algorithm.max_steps", "1"],
+    }
     with dg.instance_for_test() as instance:
-        drive_on(instance, experiment, say=lambda _: None)
-        experiments = ExperimentsResource.at(home)
-        before = [s.id for s in experiment.snapshots.history()]
-        layout = Layout.of(experiment.paths.records)
-        test_before = layout.test.read_text()
-
-        # As from the UI: no driver tag.
-        result = dg.materialize(
-            ROUND_ASSETS,
-            partition_key=partition(name, 1),
+        result = job.execute_in_process(
             instance=instance,
+            run_config={"ops": {"create_experiment": {"config": launch}}},
             resources=resources(home),
         )
+        assert result.success
+        candidates = instance.get_dynamic_partitions(PARTITIONS.candidates.name)
+        assert candidates == ["r000.c0", "r001.c0"]
+        experiments = ExperimentsResource.at(home)
+        assert experiments.config("from-ui").algorithm.max_steps == 1
+        assert experiments.next_step("from-ui").action == "evaluate_seed"
 
-    assert result.success
-    assert [s.id for s in experiment.snapshots.history()] == before
-    archived = list(layout.folder.glob("round-001-dev.replaced-*.jsonl"))
-    assert len(archived) == 1
-    assert experiments.state(name).rounds[1].snapshot_id == before[1]
-    assert layout.test.read_text() == test_before  # the sealed test is untouched
+        instance.add_dynamic_partitions(PARTITIONS.experiments.name, ["nowhere"])
+        missing = _materialize(instance, home, "meta_harness", PARTITIONS.key("nowhere", 0, "c0"))
+    assert not missing.success
+    assert "does not exist" in _failure(missing) and "start_experiment" in _failure(missing)
+
+
+def test_promotion_and_the_sealed_test_mid_search_fail_and_change_nothing(tmp_path):
+    experiment = _experiment(tmp_path / "home", steps=2)
+    name, home = experiment.config.experiment.name, str(tmp_path / "home")
+    layout = Layout.of(experiment.paths.records)
+    with dg.instance_for_test() as instance:
+        MH.register(instance, name, experiment.config.algorithm)
+        first = _materialize(instance, home, "meta_harness", PARTITIONS.key(name, 0, "c0"))
+        assert first.success
+        records = sorted(p.name for p in layout.folder.iterdir())
+        requests = len(offline_server().requests)
+
+        early = _materialize(instance, home, "meta_harness_finalize", name)
+        sealed = _materialize(
+            instance, home, "meta_harness_finalize", name, selection=[key("sealed_test_score")]
+        )
+
+    assert not early.success and not sealed.success
+    assert "promotion refused: the search is not finished: round(s) 1, 2" in _failure(early)
+    assert "the sealed test refused" in _failure(sealed)
+    assert sorted(p.name for p in layout.folder.iterdir()) == records  # nothing written
+    assert len(offline_server().requests) == requests  # not one model request, test or other
+
+
+def test_rematerializing_a_rounds_trajectories_updates_the_round_and_re_ranks(tmp_path):
+    experiment = _experiment(tmp_path / "home", steps=1)
+    name, home = experiment.config.experiment.name, str(tmp_path / "home")
+    layout = Layout.of(experiment.paths.records)
+    with dg.instance_for_test() as instance:
+        MH.register(instance, name, experiment.config.algorithm)
+        runs = [PARTITIONS.key(name, 0, "c0"), PARTITIONS.key(name, 1, "c0")]
+        for partition in runs:
+            assert _materialize(
+                instance, home, "meta_harness", partition, tags={DRIVER_TAG: "1"}
+            ).success
+        assert _materialize(
+            instance, home, "meta_harness_finalize", name, selection=[key("promotion")]
+        ).success
+        before = [s.id for s in experiment.snapshots.history()]
+        promoted = json.loads(layout.promotion.read_text())
+
+        # As from the asset page: only `trajectories` of round 0 selected, no driver tag.
+        again = _materialize(
+            instance, home, "meta_harness", runs[0], selection=[key("trajectories")]
+        )
+        assert again.success
+        updated = {
+            e.asset_key for e in again.all_events if e.event_type_value == "ASSET_MATERIALIZATION"
+        }
+        assert {
+            key(n) for n in ("trajectories", "scores", "failure_map", "paired_stats")
+        } <= updated
+        status = instance.get_latest_materialization_event(key("promotion"))
+        promotion_time = status.timestamp
+        scores_time = instance.get_latest_materialization_event(key("scores")).timestamp
+        assert scores_time > promotion_time  # the promotion is older than a round it ranks
+        step = ExperimentsResource.at(home).next_step(name)
+
+    assert [s.id for s in experiment.snapshots.history()] == before  # no new snapshot
+    assert len(list(layout.folder.glob("round-000-dev.replaced-*.jsonl"))) == 1
+    # The simulator is deterministic: the same scores, the same ranking, so the promotion is
+    # still current and the sealed test comes next (a changed ranking: tests/algorithms).
+    assert json.loads(layout.promotion.read_text()) == promoted
+    assert step.action == "sealed_test"
 
 
 def test_flashrsi_run_then_resume(tmp_path):
@@ -234,7 +357,7 @@ def _written(record: Path) -> int:
 
 
 def _final_state(home: Path):
-    return ExperimentsResource.at(home).meta_harness("meta-harness-demo", log=lambda _: None)
+    return ExperimentsResource.at(home).algorithm("meta-harness-demo", log=lambda _: None)
 
 
 def test_sigkill_during_round_2_then_resume_matches_an_uninterrupted_run(tmp_path):
@@ -283,7 +406,7 @@ def test_sigkill_during_round_2_then_resume_matches_an_uninterrupted_run(tmp_pat
     assert list(scratch_root.iterdir()) == []
 
     a, b = _final_state(tmp_path / "a"), _final_state(home)
-    sa, sb = a.state(), b.state()
+    sa, sb = a.read_state(), b.read_state()
     assert [(r.round, r.status, r.dev_score) for r in sa.rounds] == [
         (r.round, r.status, r.dev_score) for r in sb.rounds
     ]
@@ -293,41 +416,3 @@ def test_sigkill_during_round_2_then_resume_matches_an_uninterrupted_run(tmp_pat
     for k in range(3):  # every dev rollout exactly once
         ids = [t.task_id for t in RolloutRecord(b.layout.rollouts(k), None).load()]
         assert sorted(ids) == sorted(set(ids)) and len(ids) == 4
-
-
-def test_the_launchpad_starts_a_new_experiment_from_a_typed_config_with_demo_defaults(tmp_path):
-    job = defs.resolve_job_def("meta_harness")
-    defaults = job.run_config_schema.config_type.fields["ops"].config_type.fields["snapshot"]
-    fields = defaults.config_type.fields["config"].config_type.fields
-    assert fields["config_file"].default_value == "examples/meta_harness.yaml"
-    assert (fields["max_steps"].default_value, fields["benchmark_limit"].default_value) == (2, 9)
-
-    home = str(tmp_path / "home")
-    with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions("meta_harness_round", ["from-ui.r000"])  # "Add partition"
-        launch = {"config_file": str(EXAMPLE), "max_steps": 1, "benchmark_limit": 3}
-        result = dg.materialize(
-            ROUND_ASSETS,
-            partition_key=partition("from-ui", 0),
-            instance=instance,
-            resources=resources(home),
-            run_config={"ops": {"snapshot": {"config": launch}}},
-        )
-        assert result.success
-        assert "from-ui.r001" in instance.get_dynamic_partitions("meta_harness_round")
-        experiments = ExperimentsResource.at(home)
-        assert experiments.config("from-ui").algorithm.max_steps == 1
-        assert experiments.state("from-ui").rounds[0].dev_tasks == 3
-        assert experiments.next_step("from-ui").action == "propose"
-
-        instance.add_dynamic_partitions("meta_harness_round", ["nowhere.r002"])
-        missing = dg.materialize(
-            ROUND_ASSETS,
-            partition_key=partition("nowhere", 2),
-            instance=instance,
-            resources=resources(home),
-            raise_on_error=False,
-        )
-    assert not missing.success
-    failure = next(e for e in missing.all_events if e.is_step_failure)
-    assert "does not exist: launch its round 0 (nowhere.r000)" in str(failure.event_specific_data)

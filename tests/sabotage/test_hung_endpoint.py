@@ -77,7 +77,7 @@ def test_a_run_cut_while_the_model_hangs_is_an_infrastructure_fault(tmp_path: Pa
         assert trajectory.error is not None and trajectory.error.type == "EndpointHung"
         assert "(1 call(s) in flight, 0 timed out)" in trajectory.error.message
         assert trajectory.duration >= 2.5
-    round_zero = harness.state().rounds[0]
+    round_zero = harness.read_state().rounds[0]
     assert (round_zero.dev_score, round_zero.dev_tasks) == (0.0, 1)  # kept, scored 0
 
 

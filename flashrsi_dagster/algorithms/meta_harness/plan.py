@@ -1,26 +1,23 @@
-"""What comes next, as a pure function of the records so far: the CLI loop and the Dagster
-sensor both call `next_step`, so they can never disagree."""
+"""What comes next, as a pure function of the records so far: the CLI loop, the Dagster
+sensor and every step's own order check call `next_step`, so they can never disagree."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
-from typing import Literal
 
+from flashrsi_dagster.algorithms.base import Step
 from flashrsi_dagster.algorithms.meta_harness.records import (
     Layout,
     Promotion,
     RoundRecord,
     TestResult,
-    read_optional,
 )
+from flashrsi_dagster.records import read_optional
 
-Action = Literal["evaluate_seed", "propose", "promote", "sealed_test", "done", "aborted"]
-
-
-@dataclass(frozen=True)
-class Step:
-    action: Action
-    round: int | None = None
+SLOT = "c0"
+"""Meta-Harness has one candidate per round."""
 
 
 @dataclass(frozen=True)
@@ -28,6 +25,16 @@ class State:
     rounds: tuple[RoundRecord, ...]
     promotion: Promotion | None
     test: TestResult | None
+
+    def round(self, k: int) -> RoundRecord | None:
+        return next((r for r in self.rounds if r.round == k), None)
+
+    def parent_round(self, k: int) -> RoundRecord | None:
+        """The evaluated round whose snapshot round k's candidate was made from."""
+        this = self.round(k)
+        if this is None or this.parent_id is None:
+            return None
+        return next((r for r in self.rounds if r.snapshot_id == this.parent_id), None)
 
 
 def read_state(layout: Layout, max_steps: int) -> State:
@@ -41,19 +48,49 @@ def read_state(layout: Layout, max_steps: int) -> State:
 
 
 def next_step(state: State, max_steps: int) -> Step:
-    done = {r.round: r for r in state.rounds}
+    done = {r.round for r in state.rounds}
     if any(r.status == "worker_failed" for r in state.rounds):
         return Step("aborted")
     if 0 not in done:
-        return Step("evaluate_seed", 0)
+        return Step("evaluate_seed", 0, SLOT)
     for k in range(1, max_steps + 1):
         if k not in done:
-            return Step("propose", k)
-    if state.promotion is None:
-        return Step("promote")
+            return Step("propose", k, SLOT)
+    if state.test is None and (state.promotion is None or stale(state)):
+        # again whenever a round's score changed before the test
+        return Step("promote", basis=ranking_digest(state.rounds))
     if state.test is None:
         return Step("sealed_test")
     return Step("done")
+
+
+def stale(state: State) -> bool:
+    """Whether the promotion no longer matches the rounds' ranking (a round re-evaluated)."""
+    if state.promotion is None:
+        return False
+    return [list(r) for r in rank(state.rounds)] != [list(r) for r in state.promotion.ranking]
+
+
+def still_missing(state: State, max_steps: int, action: str) -> str | None:
+    """Why `action` cannot run yet, or None when it is the search's turn (or already done,
+    which the step itself reads back)."""
+    step = next_step(state, max_steps)
+    if action == "promote" and (state.promotion is not None or step.action == "promote"):
+        return None
+    if action == "sealed_test" and (state.test is not None or step.action == "sealed_test"):
+        return None
+    if step.action == "aborted":
+        return "the search was aborted (a Worker failed); nothing is promoted or tested"
+    missing = [k for k in range(max_steps + 1) if state.round(k) is None]
+    if missing:
+        rounds = ", ".join(str(k) for k in missing)
+        return f"the search is not finished: round(s) {rounds} of 0..{max_steps} have no result yet"
+    return "the promotion is missing or stale: promote first (it re-ranks the rounds)"
+
+
+def ranking_digest(rounds: tuple[RoundRecord, ...]) -> str:
+    """A short name for the ranking the rounds give (for telling promotions apart)."""
+    return hashlib.sha256(json.dumps(rank(rounds)).encode()).hexdigest()[:10]
 
 
 def rank(rounds: tuple[RoundRecord, ...] | list[RoundRecord]) -> list[tuple[int, str, float]]:

@@ -13,20 +13,12 @@ records/meta_harness/
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from flashrsi_dagster.records import RecordError, read_record
-
-
-class Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    schema_version: Literal[1] = 1
-    created: datetime = Field(default_factory=lambda: datetime.now(UTC))
+from flashrsi_dagster.records import Record
 
 
 class EditRecord(Record):
@@ -99,12 +91,3 @@ class Layout:
     @property
     def test(self) -> Path:
         return self.folder / "test.json"
-
-
-def read_optional[R: BaseModel](path: Path, model: type[R]) -> R | None:
-    try:
-        return read_record(path, model)
-    except RecordError:
-        if path.exists():
-            raise
-        return None

@@ -9,15 +9,25 @@ as a rejection. A Worker failure aborts. After `max_steps`, the best dev score i
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
+from typing import ClassVar
 
 import pandas as pd
 
 from flashrsi_dagster.agents import Agent, harness_dir
+from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
 from flashrsi_dagster.algorithms.meta_harness.history import HISTORY, HistoryView
-from flashrsi_dagster.algorithms.meta_harness.plan import State, Step, next_step, rank, read_state
+from flashrsi_dagster.algorithms.meta_harness.plan import (
+    SLOT,
+    State,
+    next_step,
+    rank,
+    read_state,
+    stale,
+    still_missing,
+)
 from flashrsi_dagster.algorithms.meta_harness.prompts import prompt_file_of, worker_instruction
 from flashrsi_dagster.algorithms.meta_harness.records import (
     EditRecord,
@@ -25,29 +35,34 @@ from flashrsi_dagster.algorithms.meta_harness.records import (
     Promotion,
     RoundRecord,
     TestResult,
-    read_optional,
 )
 from flashrsi_dagster.algorithms.parts import DEFAULT_PARTS, Parts
 from flashrsi_dagster.benchmarks.base import Benchmark, Task
 from flashrsi_dagster.benchmarks.loading import load_splits
+from flashrsi_dagster.benchmarks.splits import Splits
+from flashrsi_dagster.config.algorithms import MetaHarnessConfig
 from flashrsi_dagster.environments.jail import Mount
 from flashrsi_dagster.experiment import Experiment
-from flashrsi_dagster.records import Status, Trajectory
+from flashrsi_dagster.records import Status, Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import (
     Progress,
     Settings,
+    evaluate_snapshot,
     final_trajectories,
-    run_rollouts,
 )
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.rollouts.scores import scores_frame, summary
 from flashrsi_dagster.scratch import scratch_dir
 from flashrsi_dagster.snapshots import Snapshot
 
-Log = Callable[[str], None]
-
 
 class MetaHarness:
+    """Meta-Harness on the algorithm seam. Opening it is cheap (planning reads records only);
+    the benchmark and the dev split are loaded by the first step that needs them, and the
+    test split only by the sealed test."""
+
+    name: ClassVar[str] = "meta_harness"
+
     def __init__(
         self,
         experiment: Experiment,
@@ -60,26 +75,50 @@ class MetaHarness:
         self.experiment, self.parts = experiment, parts
         self.max_steps = config.algorithm.max_steps
         self.layout = Layout.of(experiment.paths.records)
-        self.benchmark: Benchmark = parts.benchmark(config.benchmark)
-        self.splits = load_splits(config.benchmark, self.benchmark)
-        self.splits.require("dev")
-        self.settings = Settings(
-            config.benchmark.attempts,
-            config.benchmark.concurrency,
-            config.benchmark.max_infra_reruns,
-        )
+        self.settings = Settings.of(config.benchmark)
         self.log, self.progress = log, progress
         self.history = HistoryView.for_experiment(experiment.snapshots, self.layout)
         self._target: Agent | None = None
         self._worker: Agent | None = None
 
+    @classmethod
+    def slots(cls, config: MetaHarnessConfig) -> tuple[str, ...]:
+        return (SLOT,)
+
+    @classmethod
+    def rounds(cls, config: MetaHarnessConfig) -> int:
+        return config.max_steps + 1
+
+    @cached_property
+    def benchmark(self) -> Benchmark:
+        return self.parts.benchmark(self.experiment.config.benchmark)
+
+    @cached_property
+    def splits(self) -> Splits:
+        """Train and dev; the test tasks are dropped as soon as the splits are drawn."""
+        splits = load_splits(self.experiment.config.benchmark, self.benchmark).without_test()
+        splits.require("dev")
+        return splits
+
     # -- state ----------------------------------------------------------------------------
 
-    def state(self) -> State:
+    def read_state(self) -> State:
         return read_state(self.layout, self.max_steps)
 
+    def next_step(self, state: State) -> Step:
+        return next_step(state, self.max_steps)
+
     def next(self) -> Step:
-        return next_step(self.state(), self.max_steps)
+        return self.next_step(self.read_state())
+
+    def _require_turn(self, action: str) -> State:
+        """The state, if `action` may run now; else StepOrderError, nothing changed."""
+        state = self.read_state()
+        missing = still_missing(state, self.max_steps, action)
+        if missing is not None:
+            what = {"promote": "promotion", "sealed_test": "the sealed test"}[action]
+            raise StepOrderError(f"{what} refused: {missing}")
+        return state
 
     def run(self) -> State:
         """Every remaining step, in order; safe to call again after a crash (a folder whose
@@ -90,7 +129,7 @@ class MetaHarness:
                 self.do(step)
         finally:
             self.close()
-        return self.state()
+        return self.read_state()
 
     def do(self, step: Step) -> None:
         actions = {
@@ -99,6 +138,8 @@ class MetaHarness:
             "promote": self.promote,
             "sealed_test": self.sealed_test,
         }
+        if step.action not in actions:
+            raise StepOrderError(f"nothing to do for {step.describe()}")
         actions[step.action]()
 
     def close(self) -> None:
@@ -135,8 +176,23 @@ class MetaHarness:
         return self.finish_round(k)
 
     def edit(self, k: int) -> EditRecord:
-        """The Worker's edit of step k (read back if it was already made)."""
-        return read_optional(self.layout.edit(k), EditRecord) or self._edit(k)
+        """The Worker's edit of step k (read back if it was already made). A new edit waits
+        for every earlier round: the Worker's history must be complete."""
+        made = read_optional(self.layout.edit(k), EditRecord)
+        if made is not None:
+            return made
+        state = self.read_state()
+        missing = [j for j in range(k) if state.round(j) is None]
+        if missing or state.test is not None or not 1 <= k <= self.max_steps:
+            reason = (
+                f"round(s) {', '.join(map(str, missing))} have no result yet"
+                if missing
+                else "the search is over (the sealed test has run)"
+                if state.test is not None
+                else f"rounds are 1..{self.max_steps}"
+            )
+            raise StepOrderError(f"the Worker's edit of round {k} refused: {reason}")
+        return self._edit(k)
 
     def finish_round(self, k: int) -> RoundRecord:
         """Evaluate step k's committed candidate on dev, or record its rejection."""
@@ -155,8 +211,19 @@ class MetaHarness:
         return record
 
     def promote(self) -> Promotion:
+        """The best dev score over all rounds, once every round has its result. Before the
+        sealed test it re-ranks whenever a round's score changed; after it, the promotion is
+        frozen and a changed ranking is only reported (`ranking_now`)."""
+        state = self._require_turn("promote")
         self.experiment.records.verify()  # the ranking must rest on what the rounds recorded
-        ranking = rank(list(self.state().rounds))
+        if state.promotion is not None and (state.test is not None or not stale(state)):
+            if stale(state):
+                self.log(
+                    "the ranking changed after the sealed test; the promotion stays frozen "
+                    f"on round {state.promotion.round} and the test is not run again"
+                )
+            return state.promotion
+        ranking = rank(list(state.rounds))
         best_round, best_id, best_score = ranking[0]
         promotion = Promotion(
             snapshot_id=best_id, round=best_round, dev_score=best_score, ranking=ranking
@@ -176,10 +243,10 @@ class MetaHarness:
                 self.experiment.records.move(path, archived)
 
     def sealed_test(self) -> TestResult:
+        state = self._require_turn("sealed_test")
         self.experiment.records.verify()  # neither the promotion nor a result may be forged
-        promotion = read_optional(self.layout.promotion, Promotion)
-        assert promotion is not None, "the sealed test runs only after promotion"
-        done = read_optional(self.layout.test, TestResult)
+        promotion, done = state.promotion, state.test
+        assert promotion is not None
         if done is not None:
             if done.snapshot_id != promotion.snapshot_id:
                 raise RuntimeError(
@@ -187,7 +254,7 @@ class MetaHarness:
                     f"evaluated once per experiment, so {promotion.snapshot_id[:12]} is not"
                 )
             return done
-        tasks = self.splits.unseal_test()
+        tasks = load_splits(self.experiment.config.benchmark, self.benchmark).unseal_test()
         snapshot = self.experiment.snapshots.get(promotion.snapshot_id)
         score = self._rollouts(snapshot, tasks, self.layout.test_rollouts, split="test")
         result = TestResult(snapshot_id=snapshot.id, test_score=score, test_tasks=len(tasks))
@@ -212,22 +279,17 @@ class MetaHarness:
         return record
 
     def _rollouts(self, snapshot: Snapshot, tasks: tuple[Task, ...], path: Path, split: str):
-        store = self.experiment.snapshots
-        with scratch_dir("target-") as tmp:
-            checkout = store.check_out(snapshot, tmp / "harness")
-            target = self._target_agent(checkout)
-            target.update(checkout, snapshot.id)
-            record = RolloutRecord(path, self.experiment.records)
-            final = run_rollouts(
-                self.benchmark,
-                target,
-                tasks,
-                record,
-                split=split,
-                settings=self.settings,
-                progress=self.progress,
-            )
-            store.forget_checkout(checkout)
+        final = evaluate_snapshot(
+            self.experiment.snapshots,
+            snapshot,
+            self._target_agent,
+            self.benchmark,
+            tasks,
+            RolloutRecord(path, self.experiment.records),
+            split=split,
+            settings=self.settings,
+            progress=self.progress,
+        )
         return summary(scores_frame(final), len(tasks), self.settings.attempts)["score"]
 
     def _edit(self, k: int) -> EditRecord:
@@ -248,7 +310,9 @@ class MetaHarness:
     def _worker_step(self, k: int, edit_dir: Path, instruction: str) -> Trajectory:
         """The Worker's run with the history view at `.history` (read-only in its jail)."""
         worker = self._worker_agent()
-        view = self.history.update(list(self.state().rounds), watch=not worker.confinement.jailed)
+        view = self.history.update(
+            list(self.read_state().rounds), watch=not worker.confinement.jailed
+        )
         trajectory = worker.run(
             edit_dir,
             instruction,

@@ -1,0 +1,81 @@
+"""The algorithm seam: what every algorithm is to the host (the CLI, the Dagster layer).
+
+An algorithm reads its state from its records, says what comes next as a pure function of
+that state, does one step, and closes what it opened. Steps are the unit the host schedules:
+a *round step* (`round` set) runs in the algorithm's round job for one (round, slot)
+partition; `promote` and `sealed_test` run in its finalize job; `done` and `aborted` end it.
+The search's order is the algorithm's to enforce: a step asked for out of turn raises
+`StepOrderError` before it changes anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+from flashrsi_dagster.config.algorithms import AlgorithmConfig
+
+FINALIZE_ACTIONS = ("promote", "sealed_test")
+END_ACTIONS = ("done", "aborted")
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One unit of work: an action, and for a round step its round and candidate slot."""
+
+    action: str
+    round: int | None = None
+    slot: str | None = None
+    basis: str | None = None
+    """What the step acts on, when the same step can come again on new evidence (a
+    promotion after a round was re-evaluated): hosts tell the two apart by it."""
+
+    @property
+    def finished(self) -> bool:
+        return self.action in END_ACTIONS
+
+    def describe(self) -> str:
+        where = (
+            ""
+            if self.round is None
+            else f" (round {self.round}" + (f", {self.slot})" if self.slot else ")")
+        )
+        return f"{self.action}{where}"
+
+
+class StepOrderError(RuntimeError):
+    """A step asked for before the search allows it (promotion or the sealed test mid-search,
+    a round whose parent is not evaluated yet); the message says what is still missing."""
+
+
+class Algorithm(Protocol):
+    """An algorithm opened on one experiment."""
+
+    name: ClassVar[str]
+
+    @classmethod
+    def slots(cls, config: AlgorithmConfig) -> tuple[str, ...]:
+        """The candidate slots of a round (partition keys: letters, digits, `_`, `-`)."""
+        ...
+
+    @classmethod
+    def rounds(cls, config: AlgorithmConfig) -> int:
+        """How many rounds the experiment can have (the seed's included)."""
+        ...
+
+    def read_state(self) -> Any:
+        """The state so far, read from the records (nothing is started to read it)."""
+        ...
+
+    def next_step(self, state: Any) -> Step:
+        """What comes next: a pure function of `state` and the config."""
+        ...
+
+    def do(self, step: Step) -> None:
+        """Do one step (refusing it, unchanged, if it is not the search's turn)."""
+        ...
+
+    def close(self) -> None: ...

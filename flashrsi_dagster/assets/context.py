@@ -1,0 +1,47 @@
+"""What every algorithm's assets read from their Dagster context: which experiment, round and
+slot a partition names, whether the round driver launched the run, and the experiment's
+algorithm (opened once per run by the `experiments_home` resource)."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from flashrsi_dagster.algorithms.base import Algorithm
+from flashrsi_dagster.assets.partitions import candidate_of
+
+DRIVER_TAG = "flashrsi/driver"
+"""Set on runs the round driver launches; a run without it (e.g. from the UI) re-runs work."""
+EXPERIMENT_TAG = "flashrsi/experiment"
+"""Every run of an experiment carries it, however launched: the driver waits for them."""
+
+
+def candidate(context: dg.AssetExecutionContext) -> tuple[str, int, str]:
+    """(experiment, round, slot) of the run's partition; tags the run with the experiment."""
+    name, k, slot = candidate_of(context.partition_key)
+    _tag(context, name)
+    return name, k, slot
+
+
+def experiment_of(context: dg.AssetExecutionContext) -> str:
+    """The experiment of an experiment-partitioned asset; tags the run with it."""
+    name = context.partition_key
+    _tag(context, name)
+    return name
+
+
+def algorithm_of(context: dg.AssetExecutionContext, name: str) -> Algorithm:
+    experiments = context.resources.experiments_home
+    if not experiments.exists(name):
+        raise dg.Failure(
+            description=f"experiment {name!r} does not exist under {experiments.home}: start "
+            "it with the `start_experiment` job (Launchpad) or `flashrsi run`",
+            allow_retries=False,
+        )
+    return experiments.algorithm(name, log=context.log.info)
+
+
+def _tag(context: dg.AssetExecutionContext, name: str) -> None:
+    # A run launched from the UI has no experiment tag; the driver sensor waits for runs by
+    # that tag, so the run adds it as soon as it knows its experiment.
+    if context.run.tags.get(EXPERIMENT_TAG) != name:
+        context.instance.add_run_tags(context.run_id, {EXPERIMENT_TAG: name})

@@ -1,0 +1,281 @@
+"""Asset metadata and check results: what the UI shows of a step, read from the records.
+
+The renderings themselves (diffs, transcripts, charts, rounding) are engine code in
+`flashrsi_dagster.views`; this module picks what each asset shows and wraps it for Dagster.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import dagster as dg
+import pandas as pd
+
+from flashrsi_dagster.assets.partitions import AlgorithmPartitions
+from flashrsi_dagster.experiment import Experiment
+from flashrsi_dagster.records import Trajectory, read_optional
+from flashrsi_dagster.rollouts.engine import final_trajectories
+from flashrsi_dagster.rollouts.record import RolloutRecord
+from flashrsi_dagster.snapshots import SnapshotStore
+from flashrsi_dagster.views import (
+    RoundRow,
+    cost_text,
+    diff_markdown,
+    experiment_chart,
+    pick_examples,
+    round_figures,
+    score_text,
+    trajectory_markdown,
+    worker_activity_markdown,
+)
+
+TRANSCRIPT_CHARS = 12_000
+
+
+def figures(**values: float | int | None) -> dict[str, Any]:
+    """Numbers for metadata, rounded as every view rounds them (None shows as "-")."""
+    return {name: "-" if v is None else v for name, v in round_figures(values).items()}
+
+
+def snapshot_link(
+    partitions: AlgorithmPartitions, asset: dg.AssetKey, name: str, k: int, slot: str
+):
+    """A link to another candidate's snapshot page (its parent, say) in the same UI."""
+    partition = str(partitions.key(name, k, slot))
+    return dg.MetadataValue.url(f"/assets/{'/'.join(asset.path)}?partition={quote(partition)}")
+
+
+def snapshot(
+    store: SnapshotStore, info: dict, partitions: AlgorithmPartitions, name: str, asset: dg.AssetKey
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = {
+        "snapshot_id": info.get("snapshot_id") or "-",
+        "parent_id": info.get("parent_id") or "-",
+        "status": info["status"],
+        "reason": info.get("reason") or "-",
+    }
+    parent_round = info.get("parent_round", 0 if info.get("parent_id") else None)
+    if parent_round is not None:
+        metadata["parent"] = snapshot_link(partitions, asset, name, parent_round, "c0")
+    child, parent = info.get("snapshot_id"), info.get("parent_id")
+    if child and parent:
+        stats = store.diff_stats(parent, child)
+        metadata.update(
+            files_changed=stats.files,
+            insertions=stats.insertions,
+            deletions=stats.deletions,
+            diff=dg.MetadataValue.md(diff_markdown(store, parent, child)),
+        )
+    return metadata
+
+
+def worker(path: Path) -> dict[str, Any]:
+    """What the Worker of a step did: its activity, then its whole transcript (cut)."""
+    trajectory = read_optional(path, Trajectory)
+    if trajectory is None:
+        return {}
+    return {
+        "worker_status": str(trajectory.status),
+        "worker_activity": dg.MetadataValue.md(worker_activity_markdown(trajectory)),
+        "worker_trajectory": dg.MetadataValue.md(
+            trajectory_markdown(trajectory, max_chars=TRANSCRIPT_CHARS)
+        ),
+    }
+
+
+def edit_check(store: SnapshotStore, info: dict, check: str) -> dg.AssetCheckResult:
+    """Every path a committed edit changed is declared by its parent's components."""
+    child, parent = info.get("snapshot_id"), info.get("parent_id")
+    if not (child and parent):
+        return dg.AssetCheckResult(
+            check_name=check, passed=True, metadata={"edit": f"none ({info['status']})"}
+        )
+    declared = store.get(parent).components
+    changed = [c.path for c in store.changed_paths(parent, child)]
+    outside = [p for p in changed if not declared.declares(p)]
+    return dg.AssetCheckResult(
+        check_name=check,
+        passed=not outside,
+        metadata={"changed": len(changed), "outside_declared_paths": ", ".join(outside) or "-"},
+    )
+
+
+def trajectories(record, frame: pd.DataFrame, algorithm) -> dict[str, Any]:
+    """The round's rollouts: a preview table, and one passing and one failing transcript."""
+    k = record.round
+    metadata: dict[str, Any] = {
+        "snapshot_id": record.snapshot_id or "-",
+        "status": record.status,
+        **figures(dev_score=record.dev_score),
+        "rollouts": len(frame),
+    }
+    if not len(frame):
+        metadata["preview"] = dg.MetadataValue.md("_no rollouts: the edit was rejected_")
+        return metadata
+    metadata["preview"] = dg.MetadataValue.md(frame.head(20).round(3).to_markdown(index=False))
+    rollouts = RolloutRecord(algorithm.layout.rollouts(k))
+    passing, failing = pick_examples(
+        final_trajectories(rollouts, algorithm.settings.max_infra_reruns)
+    )
+    for label, example in (("passing_example", passing), ("failing_example", failing)):
+        text = (
+            "_none in this round_"
+            if example is None
+            else trajectory_markdown(example, max_chars=TRANSCRIPT_CHARS)
+        )
+        metadata[label] = dg.MetadataValue.md(text)
+    return metadata
+
+
+def lineage(state, k: int) -> dict[str, str]:
+    """Round k's snapshot and parent ids ("-" for a rejected step's snapshot)."""
+    this = state.round(k)
+    return {
+        "snapshot_id": (this and this.snapshot_id) or "-",
+        "parent_id": (this and this.parent_id) or "-",
+    }
+
+
+def scores(state, k: int, table: dict) -> dict[str, Any]:
+    score = table.get("score")
+    parent = state.parent_round(k)
+    change = None if score is None or parent is None else score - (parent.dev_score or 0.0)
+    cost = table.get("cost")
+    return {
+        **lineage(state, k),
+        **figures(dev_score=score, change_vs_parent=change),
+        "cost": "unpriced (no llm.price)" if cost is None else cost_text(cost),
+        "input_tokens": table.get("input_tokens", 0),
+        "output_tokens": table.get("output_tokens", 0),
+    }
+
+
+def score_check(table: dict, denominator: int, check: str, asset: dg.AssetKey):
+    if not table:
+        return dg.AssetCheckResult(
+            check_name=check, asset_key=asset, passed=True, metadata={"rollouts": 0}
+        )
+    score, missing = table["score"], table["missing"]
+    return dg.AssetCheckResult(
+        check_name=check,
+        asset_key=asset,
+        passed=score is not None and 0.0 <= score <= 1.0 and missing == 0,
+        metadata={**figures(score=score), "denominator": denominator, "missing": missing},
+    )
+
+
+def chart_rows(name: str, state) -> list[RoundRow]:
+    promoted = state.promotion.round if state.promotion else None
+    return [
+        RoundRow(
+            experiment=name,
+            round=r.round,
+            slot="c0",
+            status=r.status,
+            dev_score=r.dev_score,
+            reason=r.reason,
+            promoted=r.round == promoted,
+        )
+        for r in state.rounds
+    ]
+
+
+def summary(experiment: Experiment, state) -> dict[str, Any]:
+    name = experiment.config.experiment.name
+    scored = [r.dev_score for r in state.rounds if r.dev_score is not None]
+    metadata: dict[str, Any] = {
+        "chart": dg.MetadataValue.md(experiment_chart(chart_rows(name, state))),
+        "rounds": len(state.rounds),
+        "rejected": sum(r.status == "rejected" for r in state.rounds),
+        **figures(best_dev_score=max(scored, default=None)),
+    }
+    if state.promotion:
+        metadata["promoted_round"] = state.promotion.round
+    if state.test:
+        metadata.update(figures(test_score=state.test.test_score))
+    note = experiment.meta.validity_note()
+    if note:
+        metadata["validity"] = note
+    return metadata
+
+
+def promotion(state) -> dict[str, Any]:
+    from flashrsi_dagster.algorithms.meta_harness.plan import rank, stale
+
+    chosen, seed = state.promotion, state.round(0)
+    metadata: dict[str, Any] = {
+        "snapshot_id": chosen.snapshot_id,
+        "round": chosen.round,
+        **figures(
+            dev_score=chosen.dev_score,
+            change_vs_seed=chosen.dev_score - ((seed and seed.dev_score) or 0.0),
+        ),
+        "chart": dg.MetadataValue.md(experiment_chart(chart_rows("", state))),
+    }
+    if stale(state):  # only after the sealed test: before it, the promotion re-ranks
+        leader = rank(state.rounds)[0]
+        metadata["ranking_changed"] = (
+            f"round {leader[0]} now leads on dev ({score_text(leader[2])}); the promotion "
+            "is frozen because the sealed test has run, and the test is not run again"
+        )
+    return metadata
+
+
+def sealed_test(state) -> dict[str, Any]:
+    test, chosen, seed = state.test, state.promotion, state.round(0)
+    return {
+        "snapshot_id": test.snapshot_id,
+        "promoted_round": chosen.round,
+        **figures(
+            test_score=test.test_score,
+            promoted_dev_score=chosen.dev_score,
+            seed_dev_score=seed.dev_score if seed else None,
+            dev_test_gap=chosen.dev_score - test.test_score,
+        ),
+        "tasks": test.test_tasks,
+        "evaluated": f"once, at {test.created:%Y-%m-%d %H:%M:%S} UTC; this is that one result "
+        "read back, not a second test",
+    }
+
+
+def sealed_checks(algorithm, state, threshold: float, asset: dg.AssetKey):
+    """The sealed test's checks: once after promotion, disjoint splits, the dev-test gap."""
+    from flashrsi_dagster.benchmarks.loading import load_splits
+    from flashrsi_dagster.benchmarks.splits import refuse_overlap
+
+    test, chosen = state.test, state.promotion
+    expected = test.test_tasks * algorithm.settings.attempts
+    recorded = final_trajectories(
+        RolloutRecord(algorithm.layout.test_rollouts), algorithm.settings.max_infra_reruns
+    )
+    yield dg.AssetCheckResult(
+        check_name="evaluated_once_after_promotion",
+        asset_key=asset,
+        passed=test.snapshot_id == chosen.snapshot_id
+        and test.created >= chosen.created
+        and len(recorded) == expected,
+        metadata={"rollouts": len(recorded), "expected": expected},
+    )
+    splits = load_splits(algorithm.experiment.config.benchmark, algorithm.benchmark)
+    try:
+        refuse_overlap(splits.train, [*splits.dev, *splits.unseal_test()], "train", "dev/test")
+        refuse_overlap(splits.dev, splits.unseal_test(), "dev", "test")
+        overlap = None
+    except ValueError as exc:
+        overlap = str(exc)
+    yield dg.AssetCheckResult(
+        check_name="splits_disjoint",
+        asset_key=asset,
+        passed=overlap is None,
+        metadata={"overlap": overlap or "-"},
+    )
+    gap = chosen.dev_score - test.test_score
+    yield dg.AssetCheckResult(
+        check_name="dev_test_gap",
+        asset_key=asset,
+        passed=gap <= threshold,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata=figures(dev_test_gap=gap, threshold=threshold),
+    )

@@ -1,0 +1,74 @@
+"""An algorithm's Dagster definitions, and the one mapping from its steps to runs.
+
+Every algorithm declares its assets, its round job (one run per round x slot partition) and
+its finalize job (promotion, then the sealed test, per experiment). `request()` turns the
+algorithm's next step into a `RunRequest`; the sensor, the nightly schedule and the CLI's
+in-process driver all use it, so a step is launched the same way wherever it comes from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dagster as dg
+
+from flashrsi_dagster.algorithms.base import Algorithm, Step
+from flashrsi_dagster.assets.context import DRIVER_TAG, EXPERIMENT_TAG
+from flashrsi_dagster.assets.partitions import AlgorithmPartitions
+from flashrsi_dagster.config.algorithms import AlgorithmConfig
+
+
+@dataclass(frozen=True)
+class AlgorithmDefs:
+    algorithm: type[Algorithm]
+    partitions: AlgorithmPartitions
+    assets: Sequence[Any]
+    round_job: dg.UnresolvedAssetJobDefinition
+    finalize_job: dg.UnresolvedAssetJobDefinition
+    sealed_test: dg.AssetKey
+    """The finalize job's last asset: a `sealed_test` step runs only it."""
+
+    @property
+    def name(self) -> str:
+        return self.algorithm.name
+
+    @property
+    def jobs(self) -> list[dg.UnresolvedAssetJobDefinition]:
+        return [self.round_job, self.finalize_job]
+
+    def register(self, instance: dg.DagsterInstance, name: str, config: AlgorithmConfig) -> None:
+        """The experiment's partitions, all of them up front."""
+        rounds, slots = self.algorithm.rounds(config), self.algorithm.slots(config)
+        self.partitions.register(instance, name, rounds, slots)
+
+    def request(self, name: str, step: Step) -> dg.RunRequest | None:
+        """The run that does `step` of experiment `name`; None once it is finished."""
+        tags = {DRIVER_TAG: "1", EXPERIMENT_TAG: name}
+        key = run_key(name, step)
+        if step.round is not None:
+            return dg.RunRequest(
+                run_key=key,
+                job_name=self.round_job.name,
+                partition_key=self.partitions.key(name, step.round, step.slot or "c0"),
+                tags=tags,
+            )
+        if step.action in ("promote", "sealed_test"):
+            return dg.RunRequest(
+                run_key=key,
+                job_name=self.finalize_job.name,
+                partition_key=name,
+                tags=tags,
+                asset_selection=[self.sealed_test] if step.action == "sealed_test" else None,
+            )
+        return None
+
+
+def run_key(name: str, step: Step) -> str:
+    """Idempotent per step: the sensor never launches the same step twice. A step that can
+    come again on new evidence (a promotion re-ranking after a re-evaluated round) names what
+    it acts on in `basis`, so the new one gets a key of its own."""
+    where = "" if step.round is None else f":r{step.round:03d}.{step.slot}"
+    basis = f":{step.basis}" if step.basis else ""
+    return f"{name}:{step.action}{where}{basis}"

@@ -1,0 +1,55 @@
+"""One step of an experiment as an in-process run of its algorithm's job, requested through
+the same step -> run mapping as the sensor, so the run belongs to the named job (the UI lists
+it under that job) and carries the same tags and run key."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from flashrsi_dagster.algorithms.base import Step
+from flashrsi_dagster.defs import build_definitions, defs_for
+from flashrsi_dagster.records import IntegrityError
+
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+"""In-process runs log their events to the instance (the UI shows them); the terminal gets
+only warnings, so the CLI's own progress lines stay readable."""
+
+
+class InProcessRuns:
+    """Runs steps of the experiments under one home on `instance`, in this process."""
+
+    def __init__(
+        self,
+        instance: dg.DagsterInstance,
+        home: str,
+        parts: dict[str, dg.ConfigurableResource] | None = None,
+    ) -> None:
+        self.instance = instance
+        self.definitions = build_definitions(home, **(parts or {}))
+
+    def execute(self, algorithm: str, name: str, step: Step) -> bool:
+        """Run one step; True when Dagster reports success. A step refused because the
+        records fail their integrity check raises that `IntegrityError` here, so the caller
+        can name the files instead of pointing at a failed run."""
+        request = defs_for(algorithm).request(name, step)
+        assert request is not None and request.job_name, f"{step.describe()} is not a run"
+        job = self.definitions.resolve_job_def(request.job_name)
+        result = job.execute_in_process(
+            instance=self.instance,
+            partition_key=request.partition_key,
+            tags={**request.tags, "dagster/run_key": request.run_key or ""},
+            asset_selection=request.asset_selection,
+            raise_on_error=False,
+            run_config=QUIET,
+        )
+        _raise_integrity_failure(result)
+        return result.success
+
+
+def _raise_integrity_failure(result: dg.ExecuteInProcessResult) -> None:
+    for event in result.get_step_failure_events():
+        error = event.step_failure_data.error
+        while error is not None:
+            if error.cls_name == IntegrityError.__name__:
+                raise IntegrityError.from_message(error.message)
+            error = error.cause

@@ -1,0 +1,43 @@
+"""The Dagster instance of a home folder, and the UI on it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+
+
+def instance_dir(home: Path) -> Path:
+    """The Dagster instance of a home folder (`DAGSTER_HOME`), created on first use with
+    telemetry off: nothing leaves the machine."""
+    folder = Path(home) / ".dagster"
+    settings = folder / "dagster.yaml"
+    if not settings.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        settings.write_text("telemetry:\n  enabled: false\n")
+    return folder
+
+
+def persistent_instance(home: Path) -> dg.DagsterInstance:
+    folder = instance_dir(home)
+    os.environ["DAGSTER_HOME"] = str(folder)  # the CLI's own process: the instance lives here
+    return dg.DagsterInstance.get()
+
+
+def ui(home: Path, port: int) -> int:
+    """`dagster dev` on the experiments' instance, from the folder holding the home."""
+    env = {**os.environ, "DAGSTER_HOME": str(instance_dir(home))}
+    command = [
+        sys.executable,
+        "-m",
+        "dagster",
+        "dev",
+        "-m",
+        "flashrsi_dagster.definitions",
+        "-p",
+        str(port),
+    ]
+    return subprocess.call(command, cwd=Path(home).resolve().parent, env=env)

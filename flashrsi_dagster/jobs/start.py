@@ -1,0 +1,54 @@
+"""Starting an experiment from the UI (or the nightly schedule): a small job with a typed
+config. It creates the experiment from a YAML file and registers its partitions; the round
+driver sensor takes it from there. Nothing else creates an experiment in the Dagster layer,
+so previewing a schedule or a sensor tick has no side effects."""
+
+from __future__ import annotations
+
+import dagster as dg
+from pydantic import Field
+
+from flashrsi_dagster.assets.context import EXPERIMENT_TAG
+from flashrsi_dagster.defs import defs_for
+
+
+class StartExperiment(dg.Config):
+    """What the Launchpad asks for; the defaults start the offline demo."""
+
+    config_file: str = Field(
+        "examples/meta_harness.yaml",
+        description="Experiment YAML, relative to the code location's folder (`flashrsi ui` "
+        "runs it in the folder holding the home); the default is the offline demo.",
+    )
+    name: str | None = Field(None, description="Experiment name; None: the file's own.")
+    overrides: list[str] = Field(
+        default_factory=lambda: ["--algorithm.max_steps", "2", "--benchmark.limit", "9"],
+        description="Dotted overrides as on the command line, e.g. --benchmark.limit 9.",
+    )
+
+
+@dg.op(required_resource_keys={"experiments_home"})
+def create_experiment(context: dg.OpExecutionContext, config: StartExperiment) -> str:
+    """Create (or reopen, unchanged) the experiment and register every partition it uses."""
+    experiments = context.resources.experiments_home
+    experiment = experiments.create(
+        config.config_file, name=config.name, overrides=config.overrides
+    )
+    settings = experiment.config
+    name = settings.experiment.name
+    defs_for(settings.algorithm.name).register(context.instance, name, settings.algorithm)
+    context.instance.add_run_tags(context.run_id, {EXPERIMENT_TAG: name})
+    context.add_output_metadata(
+        {
+            "experiment": name,
+            "algorithm": settings.algorithm.name,
+            "folder": str(experiment.paths.root),
+            "next": "the round driver sensor (Automation tab) runs its rounds",
+        }
+    )
+    return name
+
+
+@dg.job(description="Create an experiment from a YAML file and register its partitions.")
+def start_experiment() -> None:
+    create_experiment()

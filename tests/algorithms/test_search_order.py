@@ -1,0 +1,122 @@
+"""The search's order, enforced by the algorithm itself: promotion and the sealed test only
+when `next_step` says so, re-ranking until the test has run, frozen after it, and the test
+split out of memory until the final step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flashrsi_dagster.algorithms.base import Step, StepOrderError
+from flashrsi_dagster.algorithms.meta_harness import MetaHarness
+from flashrsi_dagster.algorithms.registry import algorithm_class, open_algorithm
+from flashrsi_dagster.config import load_config
+from flashrsi_dagster.experiment import open_experiment
+from flashrsi_dagster.records import Status
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
+
+
+def _harness(tmp_path: Path, steps: int = 1) -> MetaHarness:
+    config = load_config(
+        EXAMPLE,
+        ["--experiment.home", str(tmp_path / "home"), "--benchmark.limit", "4"]
+        + ["--algorithm.max_steps", str(steps)],
+    )
+    return open_algorithm(open_experiment(config), log=lambda _: None)  # type: ignore[return-value]
+
+
+def _until(harness: MetaHarness, action: str) -> None:
+    while (step := harness.next()).action != action:
+        harness.do(step)
+
+
+def _reevaluate(harness: MetaHarness, k: int) -> None:
+    """What rematerializing round k's trajectories does."""
+    harness.restart_round(k)
+    if k == 0:
+        harness.evaluate_seed()
+    else:
+        harness.finish_round(k)
+
+
+class _Zeroing:
+    """The real benchmark, every answer marked wrong: a re-evaluation that scores 0."""
+
+    def __init__(self, benchmark) -> None:
+        self.inner, self.name = benchmark, benchmark.name
+
+    def rollout(self, agent, task, *, split, attempt):
+        real = self.inner.rollout(agent, task, split=split, attempt=attempt)
+        return real.model_copy(update={"score": 0.0, "status": Status.FAILURE})
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_algorithms_are_opened_through_the_registry():
+    assert algorithm_class("meta_harness") is MetaHarness
+    with pytest.raises(ValueError, match="unknown algorithm 'nope' \\(known: meta_harness\\)"):
+        algorithm_class("nope")
+
+
+def test_promotion_and_the_test_refuse_mid_search_and_write_nothing(tmp_path):
+    harness = _harness(tmp_path, steps=2)
+    harness.do(harness.next())  # round 0 only
+    written = sorted(p.name for p in harness.layout.folder.iterdir())
+
+    with pytest.raises(StepOrderError, match=r"round\(s\) 1, 2 of 0\.\.2 have no result yet"):
+        harness.promote()
+    with pytest.raises(StepOrderError, match="the sealed test refused"):
+        harness.sealed_test()
+    with pytest.raises(StepOrderError, match=r"round 2 refused: round\(s\) 1 have no result"):
+        harness.edit(2)
+    with pytest.raises(StepOrderError, match="nothing to do for done"):
+        harness.do(Step("done"))
+
+    assert sorted(p.name for p in harness.layout.folder.iterdir()) == written
+    harness.close()
+
+
+def test_the_test_split_is_not_in_memory_before_the_final_step(tmp_path):
+    harness = _harness(tmp_path)
+    _until(harness, "sealed_test")
+
+    with pytest.raises(RuntimeError, match="not loaded during the search"):
+        harness.splits.unseal_test()
+    harness.do(harness.next())
+    assert harness.read_state().test is not None
+    harness.close()
+
+
+def test_a_changed_ranking_re_promotes_before_the_test_and_is_only_reported_after(tmp_path):
+    logged: list[str] = []
+    harness = _harness(tmp_path)
+    harness.log = logged.append
+    _until(harness, "sealed_test")
+    first = harness.read_state().promotion
+    real = harness.benchmark
+
+    # The promoted round re-evaluated (a rematerialization) and now scores 0.
+    harness.benchmark = _Zeroing(real)
+    _reevaluate(harness, first.round)
+    step = harness.next()
+    assert step.action == "promote" and step.basis is not None
+    again = harness.promote()
+    assert again.round != first.round and again.ranking != first.ranking
+    assert harness.next().action == "sealed_test"
+
+    harness.benchmark = real
+    harness.do(harness.next())  # the sealed test, of the new promotion
+    tested = harness.read_state().test
+    assert tested.snapshot_id == again.snapshot_id
+
+    # After the test: the ranking changes again, the promotion stays, nothing is re-tested.
+    harness.benchmark = _Zeroing(real)
+    _reevaluate(harness, again.round)
+    assert harness.next().action == "done"
+    assert harness.promote() == harness.read_state().promotion == again
+    assert any("promotion stays frozen" in line for line in logged)
+    assert harness.sealed_test() == tested
+    harness.close()
