@@ -14,10 +14,10 @@ import pandas as pd
 from pydantic import Field
 
 from flashrsi_dagster.algorithms.meta_harness.records import RoundRecord
-from flashrsi_dagster.assets.charts import score_by_round
 from flashrsi_dagster.assets.partitions import (
     CANDIDATE_DIMENSION,
     ROUND_DIMENSION,
+    SLOT,
     experiments,
     parse_round_key,
     register,
@@ -25,6 +25,7 @@ from flashrsi_dagster.assets.partitions import (
 )
 from flashrsi_dagster.resources.experiments import ExperimentsResource
 from flashrsi_dagster.rollouts.scores import summary
+from flashrsi_dagster.views import RoundRow, experiment_chart
 
 GROUP = "meta_harness"
 DRIVER_TAG = "flashrsi/driver"
@@ -44,6 +45,13 @@ def _lineage(rounds: Sequence[RoundRecord], k: int) -> dict[str, str]:
         "snapshot_id": (this and this.snapshot_id) or "-",
         "parent_id": (this and this.parent_id) or "-",
     }
+
+
+def _score_by_round(name: str, rounds: Sequence[RoundRecord], promoted: int | None = None) -> str:
+    return experiment_chart(
+        RoundRow(name, r.round, SLOT, r.status, r.dev_score, r.reason, promoted=r.round == promoted)
+        for r in rounds
+    )
 
 
 def _rematerializing(context: dg.AssetExecutionContext) -> bool:
@@ -163,7 +171,7 @@ def scores(
             **_lineage(rounds, k),
             "dev_score": score,
             "change_vs_seed": None if score is None or seed_score is None else score - seed_score,
-            "score_by_round": dg.MetadataValue.md(score_by_round(rounds)),
+            "score_by_round": dg.MetadataValue.md(_score_by_round(name, rounds)),
         }
     )
     return {"round": k, **table}
@@ -232,7 +240,9 @@ def promotion(context: dg.AssetExecutionContext, experiments_home: ExperimentsRe
             "round": chosen.round,
             "dev_score": chosen.dev_score,
             "change_vs_seed": chosen.dev_score - (seed.dev_score or 0.0),
-            "score_by_round": dg.MetadataValue.md(score_by_round(rounds, promoted=chosen.round)),
+            "score_by_round": dg.MetadataValue.md(
+                _score_by_round(context.partition_key, rounds, promoted=chosen.round)
+            ),
         }
     )
     return chosen.model_dump(mode="json")
