@@ -28,7 +28,16 @@ def pick_examples(
     failing = [t for t in rollouts if t.status != Status.SUCCESS]
     return (
         min(passing, key=_order, default=None),
-        min(failing, key=lambda t: (FAILURE_PREFERENCE.index(t.status), *_order(t)), default=None),
+        min(failing, key=lambda t: (_preference(t.status), *_order(t)), default=None),
+    )
+
+
+def _preference(status: Status) -> int:
+    """A status this module does not know yet (a new one) comes last, rather than failing."""
+    return (
+        FAILURE_PREFERENCE.index(status)
+        if status in FAILURE_PREFERENCE
+        else len(FAILURE_PREFERENCE)
     )
 
 

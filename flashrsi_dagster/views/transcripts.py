@@ -56,10 +56,11 @@ def _header(t: Trajectory, part: int) -> str:
     lines = [
         f"**Task** {code(t.task_id)} ({split}attempt {t.attempt}) "
         f"on snapshot {code(t.snapshot_id[:12] or '-')}",
+        "",  # a paragraph each: a single line break renders as a space
         " · ".join(figures),
     ]
     if t.answer is not None:
-        lines += ["", "**Answer**", fence(clip(t.answer, part))]
+        lines += ["", "**Answer**", fence(clip(t.answer, part) or "(empty)")]
     if t.error is not None:
         lines += ["", f"**Error** {code(t.error.type)}", fence(clip(t.error.message, part))]
         if t.error.traceback:  # its end says where it broke
