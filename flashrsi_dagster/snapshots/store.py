@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
@@ -52,6 +53,7 @@ _IDENTITY = {
     "GIT_CONFIG_NOSYSTEM": "1",
     "GIT_CONFIG_GLOBAL": os.devnull,
 }
+_DIFF_OPTIONS = ("--no-color", "--no-renames", "--no-ext-diff", "--no-textconv")
 _EXCLUDES = [f":(exclude,glob)**/{name}/**" for name in sorted(IGNORED_DIRS)] + [
     f":(exclude,glob)**/*{suffix}" for suffix in IGNORED_SUFFIXES
 ]
@@ -392,16 +394,14 @@ class SnapshotStore:
         ]
 
     def diff(self, a: Snapshot | str, b: Snapshot | str) -> str:
-        """Unified diff from `a` to `b` (binary files are named, not dumped)."""
-        return self._git(
-            "diff",
-            "--no-color",
-            "--no-renames",
-            "--no-ext-diff",
-            self.get(a).id,
-            self.get(b).id,
-            strip=False,
-        )
+        """Unified diff from `a` to `b` (binary files are named, not dumped). Bytes that are
+        not UTF-8 come back as lone surrogates (`surrogateescape`)."""
+        return self._git("diff", *_DIFF_OPTIONS, self.get(a).id, self.get(b).id, strip=False)
+
+    def diff_command(self, a: Snapshot | str, b: Snapshot | str) -> str:
+        """The shell command that prints `diff(a, b)`, for a reader who wants it whole."""
+        ids = (self.get(a).id, self.get(b).id)
+        return shlex.join(["git", f"--git-dir={self.root}", "diff", *_DIFF_OPTIONS, *ids])
 
     def diff_stats(self, a: Snapshot | str, b: Snapshot | str) -> DiffStats:
         out = self._git("diff", "--numstat", "--no-renames", self.get(a).id, self.get(b).id)

@@ -90,6 +90,18 @@ def test_edit_becomes_a_child_commit_with_changed_paths_and_diff(store, make_har
     assert (stats.files, stats.insertions, stats.deletions) == (3, 2, 3)
 
 
+def test_diff_command_prints_the_diff_in_a_shell(store, make_harness, tmp_path):
+    seed = store.create_seed(make_harness())
+    work = store.check_out(seed, tmp_path / "work")
+    (work / "prompts/system.md").write_text("You are a very careful classifier.\n")
+    child = store.commit_child(seed, work, message="sharpen prompt").snapshot
+
+    command = store.diff_command(seed, child.id[:12])
+
+    printed = subprocess.run(command, shell=True, capture_output=True, text=True, check=True)
+    assert printed.stdout == store.diff(seed, child)
+
+
 def test_executable_bit_change_alone_is_an_edit(store, make_harness, tmp_path):
     seed = store.create_seed(make_harness())
     work = store.check_out(seed, tmp_path / "work")
