@@ -13,8 +13,6 @@ the source of truth, so a materialization that finds its step already done reads
 a step asked for out of turn fails without changing anything.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterator
 
 import dagster as dg

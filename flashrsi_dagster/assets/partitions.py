@@ -14,6 +14,7 @@ difference as never-materialized partitions; nothing requests them.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import dagster as dg
@@ -43,7 +44,9 @@ class AlgorithmPartitions:
 
     def experiment_dependency(self) -> dg.MultiToSingleDimensionPartitionMapping:
         """From an experiment-level asset to every candidate of its experiment."""
-        return dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=EXPERIMENT)
+        with warnings.catch_warnings():  # beta since 1.x; the one built-in mapping that fits
+            warnings.simplefilter("ignore", dg.BetaWarning)
+            return dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=EXPERIMENT)
 
     def register(
         self, instance: dg.DagsterInstance, name: str, rounds: int, slots: tuple[str, ...]

@@ -3,8 +3,6 @@ config. It creates the experiment from a YAML file and registers its partitions;
 driver sensor takes it from there. Nothing else creates an experiment in the Dagster layer,
 so previewing a schedule or a sensor tick has no side effects."""
 
-from __future__ import annotations
-
 import dagster as dg
 from pydantic import Field
 
@@ -28,7 +26,7 @@ class StartExperiment(dg.Config):
 
 
 @dg.op(required_resource_keys={"experiments_home"})
-def create_experiment(context: dg.OpExecutionContext, config: StartExperiment) -> str:
+def create_experiment(context: dg.OpExecutionContext, config: StartExperiment) -> None:
     """Create (or reopen, unchanged) the experiment and register every partition it uses."""
     experiments = context.resources.experiments_home
     experiment = experiments.create(
@@ -46,7 +44,6 @@ def create_experiment(context: dg.OpExecutionContext, config: StartExperiment) -
             "next": "the round driver sensor (Automation tab) runs its rounds",
         }
     )
-    return name
 
 
 @dg.job(description="Create an experiment from a YAML file and register its partitions.")

@@ -7,8 +7,6 @@ stops asking once it is done or aborted.
 
 The schedule only *requests* a `start_experiment` run: previewing it creates nothing."""
 
-from __future__ import annotations
-
 import dagster as dg
 from pydantic import Field
 
@@ -16,6 +14,7 @@ from flashrsi_dagster.assets.context import EXPERIMENT_TAG
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.defs import ALGORITHM_DEFS, defs_for
 from flashrsi_dagster.jobs.start import start_experiment
+from flashrsi_dagster.resources import ExperimentsResource
 
 ACTIVE = [
     dg.DagsterRunStatus.QUEUED,
@@ -25,7 +24,7 @@ ACTIVE = [
 ]
 
 
-def next_request(experiments_home, name: str) -> dg.RunRequest | None:
+def next_request(experiments_home: ExperimentsResource, name: str) -> dg.RunRequest | None:
     """The run that does the experiment's next step, through its algorithm's mapping."""
     algorithm = experiments_home.config(name).algorithm.name
     return defs_for(algorithm).request(name, experiments_home.next_step(name))
@@ -35,11 +34,12 @@ def next_request(experiments_home, name: str) -> dg.RunRequest | None:
     jobs=[job for d in ALGORITHM_DEFS.values() for job in d.jobs],
     minimum_interval_seconds=15,
     default_status=dg.DefaultSensorStatus.STOPPED,
-    required_resource_keys={"experiments_home"},
 )
-def round_driver(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+def round_driver(
+    context: dg.SensorEvaluationContext, experiments_home: ExperimentsResource
+) -> dg.SensorResult:
     """Requests each experiment's next step once its previous run has finished."""
-    experiments = context.resources.experiments_home
+    experiments = experiments_home
     requests = []
     for name in experiments.names():
         active = context.instance.get_runs(
@@ -64,12 +64,13 @@ class NightlyConfig(dg.ConfigurableResource):
     execution_timezone="UTC",
     job=start_experiment,
     default_status=dg.DefaultScheduleStatus.STOPPED,
-    required_resource_keys={"nightly"},
 )
-def nightly_evolution(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+def nightly_evolution(
+    context: dg.ScheduleEvaluationContext, nightly: NightlyConfig
+) -> dg.RunRequest:
     """A new experiment each night from the config file, named after the date: the run it
     requests creates it, and the driver sensor takes it from there."""
-    config_file = context.resources.nightly.config_file
+    config_file = nightly.config_file
     stamp = context.scheduled_execution_time.strftime("%Y%m%d")
     name = f"{load_config(config_file).experiment.name}-nightly-{stamp}"
     return dg.RunRequest(

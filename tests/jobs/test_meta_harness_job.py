@@ -23,12 +23,12 @@ from flashrsi_dagster.assets.context import DRIVER_TAG, EXPERIMENT_TAG
 from flashrsi_dagster.assets.meta_harness import PARTITIONS, key
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.definitions import defs
-from flashrsi_dagster.defs import defs_for
+from flashrsi_dagster.defs import build_definitions, defs_for
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.experiment.keys import candidate_key, parse_candidate_key
 from flashrsi_dagster.jobs.cli_driver import drive_on
 from flashrsi_dagster.llm.endpoints import offline_server
-from flashrsi_dagster.resources import ExperimentsResource, resources
+from flashrsi_dagster.resources import ExperimentsResource
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.sensors import NightlyConfig, nightly_evolution, round_driver
 
@@ -46,11 +46,10 @@ def _experiment(home: Path, steps: int = 1, name: str | None = None):
 
 def _materialize(instance, home, job: str, partition, *, tags=None, selection=None):
     """A run of one of the definitions' jobs as the UI would launch it: no driver tag."""
-    job_def = defs.resolve_job_def(job)
+    job_def = build_definitions(str(home)).resolve_job_def(job)
     return job_def.execute_in_process(
         instance=instance,
         partition_key=partition,
-        resources=resources(home),
         tags=tags or {},
         asset_selection=selection,
         raise_on_error=False,
@@ -195,9 +194,8 @@ def test_previewing_the_nightly_schedule_creates_nothing_and_its_run_starts_the_
         assert instance.get_dynamic_partitions(PARTITIONS.experiments.name) == []
         assert nightly_evolution.execution_timezone == "UTC"
 
-        result = defs.resolve_job_def("start_experiment").execute_in_process(
-            instance=instance, run_config=request.run_config, resources=resources(str(home))
-        )
+        result = build_definitions(str(home)).resolve_job_def("start_experiment")
+        result = result.execute_in_process(instance=instance, run_config=request.run_config)
         assert result.success
         assert (home / name / "run_meta.json").exists()
         assert instance.get_dynamic_partitions(PARTITIONS.experiments.name) == [name]
@@ -216,10 +214,12 @@ def test_the_start_job_creates_an_experiment_the_launchpad_way(tmp_path):
         "overrides": ["--benchmark.limit", "3", "--algorithm.max_steps", "1"],
     }
     with dg.instance_for_test() as instance:
-        result = job.execute_in_process(
-            instance=instance,
-            run_config={"ops": {"create_experiment": {"config": launch}}},
-            resources=resources(home),
+        result = (
+            build_definitions(home)
+            .resolve_job_def("start_experiment")
+            .execute_in_process(
+                instance=instance, run_config={"ops": {"create_experiment": {"config": launch}}}
+            )
         )
         assert result.success
         candidates = instance.get_dynamic_partitions(PARTITIONS.candidates.name)
@@ -274,10 +274,11 @@ def test_rematerializing_a_rounds_trajectories_updates_the_round_and_re_ranks(tm
         before = [s.id for s in experiment.snapshots.history()]
         promoted = json.loads(layout.promotion.read_text())
 
-        # As from the asset page: only `trajectories` of round 0 selected, no driver tag.
-        again = _materialize(
-            instance, home, "meta_harness", runs[0], selection=[key("trajectories")]
-        )
+        # As from the asset page: `trajectories` of round 0 selected (the UI adds the assets
+        # made with it), no driver tag.
+        with_it = dg.AssetSelection.assets(key("trajectories")).required_multi_asset_neighbors()
+        selected = list(with_it.resolve(defs.resolve_asset_graph()))
+        again = _materialize(instance, home, "meta_harness", runs[0], selection=selected)
         assert again.success
         updated = {
             e.asset_key for e in again.all_events if e.event_type_value == "ASSET_MATERIALIZATION"
