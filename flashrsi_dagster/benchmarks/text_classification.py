@@ -32,8 +32,6 @@ CANARY = "CANARY-7731"
 
 class TextClassification:
     name = "text_classification"
-    primary_metric = "accuracy"
-
     default_split_counts = DEFAULT_SPLIT_COUNTS
 
     def __init__(self, data_path: Path | None = None) -> None:

@@ -40,7 +40,6 @@ _AGENT_FAULTS = {"AgentTimeoutError": Status.TIMEOUT}
 
 class TerminalBench:
     name = "terminal_bench"
-    primary_metric = "reward"
     default_split_counts = DEFAULT_SPLIT_COUNTS
 
     def __init__(self, tasks_dir: Path | None = None, environment: str = "local") -> None:
@@ -54,11 +53,12 @@ class TerminalBench:
     def tasks(self) -> list[Task]:
         return self.tasks_from(self.tasks_dir)
 
-    def tasks_from(self, folder: Path) -> list[Task]:
-        folders = sorted(p.parent for p in Path(folder).glob("*/task.toml"))
+    def tasks_from(self, path: Path) -> list[Task]:
+        """The tasks of a folder of Harbor task folders."""
+        folders = sorted(p.parent for p in Path(path).glob("*/task.toml"))
         if not folders:
-            raise BenchmarkError(f"{folder}: no Harbor task folders (*/task.toml) found")
-        return [_task(path) for path in folders]
+            raise BenchmarkError(f"{path}: no Harbor task folders (*/task.toml) found")
+        return [_task(folder) for folder in folders]
 
     def rollout(self, agent: Agent, task: Task, *, split: str, attempt: int) -> Trajectory:
         loan = wrapped_agent.Loan(agent, task.id, split, attempt)
