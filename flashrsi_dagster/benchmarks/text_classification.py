@@ -17,6 +17,7 @@ import json
 import re
 from pathlib import Path
 
+from flashrsi_dagster import instruction_markers as markers
 from flashrsi_dagster.agents.base import Agent
 from flashrsi_dagster.benchmarks.base import BenchmarkError, Task
 from flashrsi_dagster.config.models import BenchmarkConfig
@@ -83,8 +84,8 @@ def normalise(answer: str) -> str:
 def instruction(text: str, labels: list[str]) -> str:
     return (
         "Classify the text below. Reply with exactly one label and nothing else.\n"
-        f"Labels: {', '.join(labels)}\n"
-        f"Text: {text}"
+        f"{markers.LABELS} {', '.join(labels)}\n"
+        f"{markers.TEXT} {text}"
     )
 
 
