@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,6 +18,7 @@ from flashrsi_dagster.records import Trajectory
 
 if TYPE_CHECKING:
     from flashrsi_dagster.agents.base import Agent
+    from flashrsi_dagster.config.models import BenchmarkConfig
 
 
 class BenchmarkError(ValueError):
@@ -49,14 +51,42 @@ class Task(BaseModel):
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
+@runtime_checkable
 class Benchmark(Protocol):
+    """What the engine asks of a benchmark. `loading` builds one from the config's `benchmark`
+    section (`from_config`) and draws the splits from its tasks (`tasks`, `tasks_from`,
+    `default_split_counts`, `name`); the rollout engine calls `rollout`, concurrently, once per
+    (task, attempt) until the result is final.
+
+    Errors: bad data or splits raise `BenchmarkError` naming the file, key or task ids; a
+    fault no rerun can fix raises `SystemicFault` from `rollout` and stops the evaluation; any
+    other exception from `rollout` is recorded as that rollout's infrastructure failure and
+    rerun by the engine's ladder (then scored 0, never dropped)."""
+
     name: str
-    primary_metric: str
+    """The registry name (`benchmark.name`); names the task pool in split errors."""
+
+    default_split_counts: Mapping[str, int] | None
+    """Train / dev / test sizes used when the config gives no `split_counts`; None when no
+    default fits, so the config (or the tasks' `metadata["split"]`) must say."""
+
+    @classmethod
+    def from_config(cls, config: BenchmarkConfig) -> Self:
+        """The benchmark the config's `benchmark` section describes."""
+        ...
 
     def tasks(self) -> list[Task]:
-        """The whole task pool; a task may carry `metadata["split"]` to fix its split."""
+        """The whole task pool, ids unique; a task may carry `metadata["split"]` to fix its
+        split."""
+        ...
+
+    def tasks_from(self, path: Path) -> list[Task]:
+        """Tasks from another file or folder in this benchmark's format
+        (`benchmark.evolution_data_path`), to replace the train split."""
         ...
 
     def rollout(self, agent: Agent, task: Task, *, split: str, attempt: int) -> Trajectory:
-        """Run `agent` on `task` and score it. Never raises for the agent's failures."""
+        """Run `agent` on `task` and score it into the trajectory (status, score). The
+        agent's own failures (a wrong answer, a timeout) are data: a trajectory, never an
+        exception. Called from several threads at once."""
         ...

@@ -23,7 +23,7 @@ def load_benchmark(config: BenchmarkConfig) -> Benchmark:
 
 def load_splits(config: BenchmarkConfig, benchmark: Benchmark) -> Splits:
     counts = config.split_counts
-    if counts is None and getattr(benchmark, "default_split_counts", None):
+    if counts is None and benchmark.default_split_counts:
         counts = SplitCounts(**benchmark.default_split_counts)
     splits = make_splits(
         benchmark.tasks(), counts, seed=config.seed, limit=config.limit, source=benchmark.name

@@ -17,6 +17,7 @@ import json
 import re
 from pathlib import Path
 
+from flashrsi_dagster import instruction_markers as markers
 from flashrsi_dagster.agents.base import Agent
 from flashrsi_dagster.benchmarks.base import BenchmarkError, Task
 from flashrsi_dagster.config.models import BenchmarkConfig
@@ -32,8 +33,6 @@ CANARY = "CANARY-7731"
 
 class TextClassification:
     name = "text_classification"
-    primary_metric = "accuracy"
-
     default_split_counts = DEFAULT_SPLIT_COUNTS
 
     def __init__(self, data_path: Path | None = None) -> None:
@@ -85,8 +84,8 @@ def normalise(answer: str) -> str:
 def instruction(text: str, labels: list[str]) -> str:
     return (
         "Classify the text below. Reply with exactly one label and nothing else.\n"
-        f"Labels: {', '.join(labels)}\n"
-        f"Text: {text}"
+        f"{markers.LABELS} {', '.join(labels)}\n"
+        f"{markers.TEXT} {text}"
     )
 
 

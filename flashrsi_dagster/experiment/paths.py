@@ -17,7 +17,8 @@ class ExperimentPaths:
         chain.jsonl     the integrity chain: one entry per framework write (records/chain.py)
         chain.head      its last entry's seq and hash
       dagster/          asset values the IO manager keeps (derived; chained too)
-      logs/             redacted log files, the gateway's call log (gateway.jsonl) among them
+      logs/             redacted logs, outside the chain
+        gateway.jsonl   the model gateway's call log: one line per model call (gateway/log.py)
     """
 
     root: Path

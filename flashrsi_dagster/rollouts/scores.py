@@ -55,11 +55,6 @@ def scores_frame(trajectories: Sequence[Trajectory]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS).astype({"cost": "float64"})
 
 
-def per_task(frame: pd.DataFrame) -> pd.Series:
-    """Mean score of each task over its attempts."""
-    return frame.groupby("task_id", sort=False)["score"].mean()
-
-
 def summary(frame: pd.DataFrame, n_tasks: int, attempts: int = 1) -> dict[str, Any]:
     denominator = n_tasks * attempts
     failures = frame[frame["status"] != str(Status.SUCCESS)]

@@ -19,7 +19,7 @@ from flashrsi_dagster.jobs.instance import persistent_instance
 from flashrsi_dagster.llm.endpoints import offline_server
 from flashrsi_dagster.records import Status, read_record
 from flashrsi_dagster.rollouts.record import RolloutRecord
-from tests.benchmarks.harbor.conftest import needs_local_env
+from tests.environments.local_chroot.conftest import needs_local_env
 
 pytestmark = [
     needs_local_env,

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from flashrsi_dagster.benchmarks.harbor.suite import TASKS_DIR
-from tests.benchmarks.harbor.conftest import needs_local_env
+from tests.environments.local_chroot.conftest import needs_local_env
 from tests.sabotage.helpers import (
     Finished,
     alive,

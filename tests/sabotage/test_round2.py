@@ -40,8 +40,8 @@ from flashrsi_dagster.environments.confinement import (
 from flashrsi_dagster.environments.runtime import python_runtime, site_packages
 from flashrsi_dagster.gateway import Caps, Gateway
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
-from tests.benchmarks.harbor.conftest import TASK_TOML, needs_local_env, write_task
 from tests.conftest import needs_jails
+from tests.environments.local_chroot.conftest import TASK_TOML, needs_local_env, write_task
 from tests.sabotage.helpers import alive, say, script_model, sleep_args, unique
 
 pytestmark = needs_jails
@@ -582,7 +582,7 @@ def test_a_jailed_harbor_target_cannot_reach_host_loopback_through_a_public_tria
     from harbor.models.task.config import EnvironmentConfig, NetworkPolicy
     from harbor.models.trial.paths import TrialPaths
 
-    from flashrsi_dagster.benchmarks.harbor.local_env import LocalChrootEnvironment
+    from flashrsi_dagster.environments.local_chroot.environment import LocalChrootEnvironment
 
     banner = unique("host-loopback-only")
     service = socket.create_server(("127.0.0.1", 0))

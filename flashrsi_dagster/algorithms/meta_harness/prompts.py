@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from flashrsi_dagster import instruction_markers as markers
 from flashrsi_dagster.snapshots import Components
 
 INSTRUCTION = """\
 You are improving an agent harness. The folder you are in is a fresh copy of the seed
 harness: edit it in place so that the agent scores better on its tasks.
 
-History: {history}
-Prompt file: {prompt_file}
+{history_marker} {history}
+{prompt_file_marker} {prompt_file}
 
 `{history}/index.json` maps every earlier snapshot id to its source folder under
 `{history}/snapshots/`, with its round, dev score and status (regressed versions included).
@@ -25,7 +26,11 @@ anything there. Finish with a short summary of what you changed and why.
 
 def worker_instruction(components: Components, history: str, prompt_file: str) -> str:
     return INSTRUCTION.format(
-        history=history, prompt_file=prompt_file, components=components.describe()
+        history_marker=markers.HISTORY,
+        history=history,
+        prompt_file_marker=markers.PROMPT_FILE,
+        prompt_file=prompt_file,
+        components=components.describe(),
     )
 
 

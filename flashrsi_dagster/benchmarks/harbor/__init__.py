@@ -9,10 +9,11 @@ Harbor (PyPI `harbor`, pinned to 0.25.0) is the Terminal-Bench 2 harness. A task
     ├── tests/test.sh      run by the verifier; writes /logs/verifier/reward.txt (or .json)
     └── solution/solve.sh  the reference solution the `oracle` agent runs
 
-Modules: `local_env` (a Harbor environment for machines without a Docker engine, selected by
-import path), with `dockerfile`, `build`, `rootfs`, `sandbox` and `transfer` behind it;
-`tasks/` (the built-in suite) and `suite` (running tasks through Trial and Job); `agents`
-(a scripted shell agent).
+Modules: `tasks/` (the built-in suite) and `suite` (running tasks through Trial and Job, by
+default in the local chroot environment, `flashrsi_dagster.environments.local_chroot`);
+`benchmark` (Terminal-Bench as a FlashRSI benchmark); `wrapped_agent` (a FlashRSI agent wrapped
+as a Harbor agent) and `targets` (Harbor's own agents as FlashRSI targets); `scripted_agent` (a
+Harbor agent that runs fixed shell commands, for tests).
 """
 
 import os

@@ -1,7 +1,7 @@
 """Terminal-Bench (and any folder of Harbor tasks) as a FlashRSI benchmark.
 
 Every rollout is one Harbor `Trial`: Harbor builds the task's environment, runs the agent —
-Harbor's own `oracle`/`nop`, or ours wrapped by `flashrsi_agent` with its shell inside the
+Harbor's own `oracle`/`nop`, or ours wrapped by `wrapped_agent` with its shell inside the
 environment — and scores it with the task's verifier. The reward is the score. A trial that
 fails outside the agent (the environment would not build or died, the verifier broke) is an
 infrastructure failure, rerun by the engine's ladder.
@@ -17,7 +17,7 @@ from harbor.models.trial.result import TrialResult
 
 from flashrsi_dagster.agents.base import Agent
 from flashrsi_dagster.benchmarks.base import BenchmarkError, Task
-from flashrsi_dagster.benchmarks.harbor import flashrsi_agent
+from flashrsi_dagster.benchmarks.harbor import wrapped_agent
 from flashrsi_dagster.benchmarks.harbor.suite import (
     TASKS_DIR,
     TaskDefinitionError,
@@ -40,7 +40,6 @@ _AGENT_FAULTS = {"AgentTimeoutError": Status.TIMEOUT}
 
 class TerminalBench:
     name = "terminal_bench"
-    primary_metric = "reward"
     default_split_counts = DEFAULT_SPLIT_COUNTS
 
     def __init__(self, tasks_dir: Path | None = None, environment: str = "local") -> None:
@@ -54,22 +53,23 @@ class TerminalBench:
     def tasks(self) -> list[Task]:
         return self.tasks_from(self.tasks_dir)
 
-    def tasks_from(self, folder: Path) -> list[Task]:
-        folders = sorted(p.parent for p in Path(folder).glob("*/task.toml"))
+    def tasks_from(self, path: Path) -> list[Task]:
+        """The tasks of a folder of Harbor task folders."""
+        folders = sorted(p.parent for p in Path(path).glob("*/task.toml"))
         if not folders:
-            raise BenchmarkError(f"{folder}: no Harbor task folders (*/task.toml) found")
-        return [_task(path) for path in folders]
+            raise BenchmarkError(f"{path}: no Harbor task folders (*/task.toml) found")
+        return [_task(folder) for folder in folders]
 
     def rollout(self, agent: Agent, task: Task, *, split: str, attempt: int) -> Trajectory:
-        loan = flashrsi_agent.Loan(agent, task.id, split, attempt)
+        loan = wrapped_agent.Loan(agent, task.id, split, attempt)
         with scratch_dir("trial-") as trials:
             if isinstance(agent, HarborBuiltinAgent):
                 config = AgentConfig(name=agent.harbor_name)
                 result = self._trial(task, trials, config)
             else:
-                with flashrsi_agent.lend(loan) as token:
+                with wrapped_agent.lend(loan) as token:
                     config = AgentConfig(
-                        import_path=flashrsi_agent.IMPORT_PATH, kwargs={"token": token}
+                        import_path=wrapped_agent.IMPORT_PATH, kwargs={"token": token}
                     )
                     result = self._trial(task, trials, config)
         return _trajectory(task, split, attempt, agent, result, loan.trajectory)

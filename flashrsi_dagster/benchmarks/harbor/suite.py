@@ -26,7 +26,7 @@ from harbor.models.trial.result import TrialResult
 from harbor.trial.trial import Trial
 from pydantic import ValidationError
 
-from flashrsi_dagster.benchmarks.harbor.local_env import LOCAL_ENV_IMPORT_PATH
+from flashrsi_dagster.environments.local_chroot.environment import LOCAL_ENV_IMPORT_PATH
 
 TASKS_DIR = Path(__file__).parent / "tasks"
 REQUIRED_FILES = ("instruction.md", "environment", "tests/test.sh")

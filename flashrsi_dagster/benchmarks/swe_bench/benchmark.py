@@ -30,7 +30,6 @@ class EnvironmentUnavailable(SystemicFault):
 
 class SWEBench:
     name = "swe_bench"
-    primary_metric = "resolved"
 
     default_split_counts = None
     """None: Lite (300), Verified (500) and the full set (2,294) differ too much for one

@@ -6,6 +6,7 @@ Rule line:      `- <label> when the text mentions: <kw1>, <kw2>, ...`
 Default line:   `Default label: <label>`
 Task message:   an optional `Labels: a, b, c` line (the allowed labels) and an optional `Text:`
                 line; what follows `Text:` is the text to classify (else the whole message).
+                The text classification benchmark writes them (`instruction_markers`).
 Skill list:     lines `- <name>: <description>` under a line containing the word "Skills".
 """
 
@@ -14,13 +15,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from flashrsi_dagster import instruction_markers as markers
+
 _RULE = re.compile(
     r"^\s*(?:[-*]\s*)?`?(?P<label>\w[\w .-]*?)`?\s+when the text mentions:\s*(?P<keywords>.*)$",
     re.IGNORECASE,
 )
 _DEFAULT = re.compile(r"^\s*(?:[-*]\s*)?Default label:\s*`?(?P<label>[^`]+?)`?\s*\.?\s*$", re.I)
-_LABELS = re.compile(r"^\s*Labels:\s*(?P<labels>.*)$", re.IGNORECASE)
-_TEXT = re.compile(r"^\s*Text:[ \t]*", re.IGNORECASE | re.MULTILINE)
+_LABELS = re.compile(rf"^\s*{re.escape(markers.LABELS)}\s*(?P<labels>.*)$", re.IGNORECASE)
+_TEXT = re.compile(rf"^\s*{re.escape(markers.TEXT)}[ \t]*", re.IGNORECASE | re.MULTILINE)
 _SKILLS_HEADING = re.compile(r"\bSkills\b")
 _SKILL = re.compile(r"^\s*[-*]\s*`?(?P<name>[\w.-]+)`?\s*:\s*(?P<description>.*)$")
 

@@ -6,8 +6,8 @@ MiniAgent tools `shell` (`{"command": str}`) and `editor` (`{"command": "view" |
 
 - The user message names the history folder in a line `History: <relative path>` (default
   `.history`) and the file to improve in `Prompt file: <relative path>` (default
-  `prompts/system.md`). Absolute paths and `..` are refused: it never looks outside the working
-  directory.
+  `prompts/system.md`), as the Meta-Harness Worker instruction does (`instruction_markers`).
+  Absolute paths and `..` are refused: it never looks outside the working directory.
 - (a) `shell`: `find <history> -type f -name '*.json' | sort`.
 - (b) `shell`: `cat <file>` for every listed file (at most 50), all in one reply.
 - Failures are records with `"kind": "trajectory"`, `score` < 1 or `status` != `success`, a
@@ -31,6 +31,7 @@ import shlex
 from pathlib import PurePosixPath
 from typing import Any
 
+from flashrsi_dagster import instruction_markers as markers
 from flashrsi_dagster.offline_model.conversation import (
     Conversation,
     Reply,
@@ -49,8 +50,12 @@ DEFAULT_HISTORY = ".history"
 DEFAULT_PROMPT = "prompts/system.md"
 MAX_FILES = 50
 
-_HISTORY = re.compile(r"^\s*History:\s*`?(?P<path>[^`\s]+)`?\s*$", re.IGNORECASE | re.MULTILINE)
-_PROMPT = re.compile(r"^\s*Prompt file:\s*`?(?P<path>[^`\s]+)`?\s*$", re.I | re.MULTILINE)
+_HISTORY = re.compile(
+    rf"^\s*{re.escape(markers.HISTORY)}\s*`?(?P<path>[^`\s]+)`?\s*$", re.I | re.MULTILINE
+)
+_PROMPT = re.compile(
+    rf"^\s*{re.escape(markers.PROMPT_FILE)}\s*`?(?P<path>[^`\s]+)`?\s*$", re.I | re.MULTILINE
+)
 _NUMBERED = re.compile(r"^\s*(?P<number>\d+)\t(?P<line>.*)$")
 _MISSING = re.compile(r"does not exist|no such file|not found", re.IGNORECASE)
 _EMPTY = re.compile(r"\bis empty\.?\s*$", re.IGNORECASE)

@@ -8,9 +8,11 @@ from pathlib import Path
 import openai
 import pytest
 
+from flashrsi_dagster.algorithms.meta_harness.prompts import worker_instruction
 from flashrsi_dagster.offline_model.conversation import Conversation, Message
 from flashrsi_dagster.offline_model.policies.worker import file_lines, improve
 from flashrsi_dagster.records import Status, Trajectory
+from flashrsi_dagster.snapshots import Components
 from tests.offline_model.workspace_tools import EDITOR_TOOL, SHELL_TOOL, Workspace
 
 PROMPT = (
@@ -108,6 +110,18 @@ def test_the_worker_learns_a_spam_rule_from_failures_and_the_target_follows_it(c
     fresh = "Last chance to join the lottery"
     assert _classify(client, PROMPT, fresh) == "ham"
     assert _classify(client, improved, fresh) == "spam"
+
+
+def test_it_follows_the_paths_the_meta_harness_worker_instruction_names(client, tmp_path):
+    workspace = _workspace(tmp_path, HISTORY)
+    (tmp_path / ".history").rename(tmp_path / "seen")
+    (tmp_path / "prompts/system.md").rename(tmp_path / "prompts/main.md")
+    components = Components.parse({"prompt": ["prompts/*.md"]})
+
+    _drive(client, workspace, worker_instruction(components, "seen", "prompts/main.md"))
+
+    assert workspace.commands[0] == "find seen -type f -name '*.json' | sort"
+    assert "spam when the text mentions: lottery" in (tmp_path / "prompts/main.md").read_text()
 
 
 def test_an_existing_rule_is_extended_in_place(client, tmp_path):

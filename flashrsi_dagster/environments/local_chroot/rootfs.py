@@ -13,7 +13,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from flashrsi_dagster.benchmarks.harbor.sandbox import Bind
+from flashrsi_dagster.environments.local_chroot.sandbox import Bind
 
 DEFAULT_HOST_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64")
 DEVICES = ("null", "zero", "full", "random", "urandom")

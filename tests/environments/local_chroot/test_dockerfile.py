@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from flashrsi_dagster.benchmarks.harbor.dockerfile import (
+from flashrsi_dagster.environments.local_chroot.dockerfile import (
     Copy,
     DockerfileError,
     MakeDir,

@@ -26,7 +26,7 @@ from flashrsi_dagster.agents.base import Agent, TaskEnvironment
 from flashrsi_dagster.records import Trajectory
 from flashrsi_dagster.scratch import scratch_dir
 
-IMPORT_PATH = "flashrsi_dagster.benchmarks.harbor.flashrsi_agent:FlashRSIHarborAgent"
+IMPORT_PATH = f"{__name__}:FlashRSIHarborAgent"
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Shared pieces for the Harbor tests: skip without root, and build task folders on disk."""
+"""Shared pieces for tests that run the local chroot environment: skip where it cannot run
+(not root, tools missing), and build Harbor task folders on disk."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HARBOR_TELEMETRY", "0")
 
-from flashrsi_dagster.benchmarks.harbor.local_env import (
+from flashrsi_dagster.environments.local_chroot.environment import (
     LocalChrootEnvironment,
     LocalEnvironmentUnavailable,
 )

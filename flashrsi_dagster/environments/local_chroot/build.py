@@ -11,9 +11,9 @@ import tarfile
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
-from flashrsi_dagster.benchmarks.harbor.dockerfile import Copy, MakeDir, Recipe, Run, Step
-from flashrsi_dagster.benchmarks.harbor.sandbox import DEFAULT_PATH, Outcome
-from flashrsi_dagster.benchmarks.harbor.transfer import pack, repack_archive
+from flashrsi_dagster.environments.local_chroot.dockerfile import Copy, MakeDir, Recipe, Run, Step
+from flashrsi_dagster.environments.local_chroot.sandbox import DEFAULT_PATH, Outcome
+from flashrsi_dagster.environments.local_chroot.transfer import pack, repack_archive
 
 TAIL = 2000  # characters of a failed step's output quoted in the error
 

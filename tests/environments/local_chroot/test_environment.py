@@ -16,11 +16,11 @@ import pytest
 from harbor.models.task.config import EnvironmentConfig, NetworkPolicy
 from harbor.models.trial.paths import TrialPaths
 
-from flashrsi_dagster.benchmarks.harbor.build import BuildError
-from flashrsi_dagster.benchmarks.harbor.dockerfile import DockerfileError
-from flashrsi_dagster.benchmarks.harbor.local_env import LocalChrootEnvironment
-from flashrsi_dagster.benchmarks.harbor.sandbox import CommandTimeout
-from tests.benchmarks.harbor.conftest import needs_local_env, write_task
+from flashrsi_dagster.environments.local_chroot.build import BuildError
+from flashrsi_dagster.environments.local_chroot.dockerfile import DockerfileError
+from flashrsi_dagster.environments.local_chroot.environment import LocalChrootEnvironment
+from flashrsi_dagster.environments.local_chroot.sandbox import CommandTimeout
+from tests.environments.local_chroot.conftest import needs_local_env, write_task
 
 pytestmark = needs_local_env
 

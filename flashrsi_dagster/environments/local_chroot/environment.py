@@ -39,18 +39,18 @@ from harbor.environments.capabilities import EnvironmentCapabilities
 from harbor.models.trial.paths import EnvironmentPaths
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from flashrsi_dagster.benchmarks.harbor import build, rootfs, sandbox, transfer
-from flashrsi_dagster.benchmarks.harbor.dockerfile import (
+from flashrsi_dagster.environments.local_chroot import build, rootfs, sandbox, transfer
+from flashrsi_dagster.environments.local_chroot.dockerfile import (
     Copy,
     DockerfileError,
     MakeDir,
     Recipe,
     parse_dockerfile,
 )
-from flashrsi_dagster.benchmarks.harbor.sandbox import Bind, Outcome
+from flashrsi_dagster.environments.local_chroot.sandbox import Bind, Outcome
 from flashrsi_dagster.scratch import process_dir
 
-LOCAL_ENV_IMPORT_PATH = "flashrsi_dagster.benchmarks.harbor.local_env:LocalChrootEnvironment"
+LOCAL_ENV_IMPORT_PATH = f"{__name__}:LocalChrootEnvironment"
 ROOT_USERS = (None, "root", 0, "0")
 _UNPACK = 'mkdir -p -- "$1" && exec tar -x --no-same-owner -C "$1" -f -'
 

@@ -19,7 +19,7 @@ from harbor.agents.base import BaseAgent
 from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
 
-SCRIPTED_AGENT_IMPORT_PATH = "flashrsi_dagster.benchmarks.harbor.agents:ScriptedShellAgent"
+SCRIPTED_AGENT_IMPORT_PATH = f"{__name__}:ScriptedShellAgent"
 
 
 class ScriptedShellAgent(BaseAgent):

@@ -10,9 +10,7 @@ import pytest
 from harbor.models.trial.config import AgentConfig, EnvironmentConfig
 from harbor.models.trial.result import TrialResult
 
-from flashrsi_dagster.benchmarks.harbor.agents import SCRIPTED_AGENT_IMPORT_PATH
-from flashrsi_dagster.benchmarks.harbor.dockerfile import DockerfileError
-from flashrsi_dagster.benchmarks.harbor.local_env import LocalChrootEnvironment
+from flashrsi_dagster.benchmarks.harbor.scripted_agent import SCRIPTED_AGENT_IMPORT_PATH
 from flashrsi_dagster.benchmarks.harbor.suite import (
     TaskDefinitionError,
     builtin_task_dirs,
@@ -21,7 +19,9 @@ from flashrsi_dagster.benchmarks.harbor.suite import (
     run_trial,
     time_builtin_suite,
 )
-from tests.benchmarks.harbor.conftest import TASK_TOML, needs_local_env, write_task
+from flashrsi_dagster.environments.local_chroot.dockerfile import DockerfileError
+from flashrsi_dagster.environments.local_chroot.environment import LocalChrootEnvironment
+from tests.environments.local_chroot.conftest import TASK_TOML, needs_local_env, write_task
 
 pytestmark = [
     needs_local_env,
