@@ -21,8 +21,10 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
 def _harness(tmp_path: Path, steps: int = 1) -> MetaHarness:
     config = load_config(
         EXAMPLE,
-        ["--experiment.home", str(tmp_path / "home"), "--benchmark.limit", "4"]
-        + ["--algorithm.max_steps", str(steps)],
+        [
+            *("--experiment.home", str(tmp_path / "home")),
+            *("--benchmark.limit", "4", "--algorithm.max_steps", str(steps)),
+        ],
     )
     return open_algorithm(open_experiment(config), log=lambda _: None)  # type: ignore[return-value]
 
