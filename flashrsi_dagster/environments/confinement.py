@@ -192,7 +192,18 @@ def gateway_verdict(trajectory: Trajectory, usage: RunUsage | None, timed_out: b
     return trajectory.model_copy(update=update)
 
 
+KEY_REFUSED = "EndpointRefusedKey"
+"""The error type of a run whose model calls the endpoint refused for the role's key."""
+
+
 def _fault(trajectory: Trajectory, usage: RunUsage, timed_out: bool):
+    if usage.key_refused and trajectory.status != Status.SUCCESS:
+        return (
+            Status.INFRA_ERROR,
+            KEY_REFUSED,
+            f"the model endpoint refused the role's key on {usage.key_refused} call(s) "
+            "(HTTP 401/403)",
+        )
     if usage.capped:
         return Status.INFRA_ERROR, "GatewayRefused", "; ".join(dict.fromkeys(usage.capped))
     if timed_out and (usage.in_flight or usage.timed_out):

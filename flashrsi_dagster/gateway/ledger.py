@@ -25,6 +25,7 @@ class Run:
     in_flight: int = 0
     timed_out: int = 0
     failed: int = 0
+    key_refused: int = 0
     revoked: bool = False
 
     def report(self) -> RunUsage:
@@ -32,7 +33,7 @@ class Run:
         return RunUsage(
             u.input_tokens, u.output_tokens, u.cost_usd, u.calls,
             list(self.refused), self.in_flight, self.timed_out,
-            list(self.capped), self.failed,
+            list(self.capped), self.failed, self.key_refused,
         )  # fmt: skip
 
 
@@ -133,6 +134,11 @@ class Ledger:
         """An upstream call of the run failed on the endpoint's side (see `RunUsage.failed`)."""
         with self._lock:
             run.failed += 1
+
+    def refuse_key(self, run: Run) -> None:
+        """The endpoint refused the role's key (HTTP 401/403; see `RunUsage.key_refused`)."""
+        with self._lock:
+            run.key_refused += 1
 
     def end(
         self, run: Run, tokens: Tokens | None, *, timed_out: bool = False, reserved: int = 0

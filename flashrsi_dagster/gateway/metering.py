@@ -129,3 +129,6 @@ class RunUsage:
     failed: int = 0
     """Upstream calls that failed on the endpoint's side: no answer, a timeout, HTTP 429 or
     5xx. What an infrastructure fault of the run must be backed by."""
+    key_refused: int = 0
+    """Upstream calls the endpoint refused for the role's key (HTTP 401 or 403): no rerun
+    helps, and an evaluation where every rollout saw it stops (see `rollouts.engine`)."""

@@ -217,6 +217,7 @@ class Proxy:
         body = response.read()
         tokens = Tokens()
         if response.status in (401, 403):
+            self._ledger.refuse_key(forward.run)
             # The upstream's words may quote part of the real key ("sk-ab***yz"): not relayed.
             out, body = _JSON, errors.error_body(
                 dialect_of(h.path, h.headers), "upstream_auth_error",

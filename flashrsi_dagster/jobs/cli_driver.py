@@ -42,7 +42,7 @@ def drive_on(instance: dg.DagsterInstance, experiment: Experiment, say: Say = pr
         while not (step := experiments.next_step(name)).finished:
             say(f"== {step.describe()}")
             if not runs.execute(algorithm.name, name, step):
-                raise RuntimeError(f"the Dagster run for {step.action} failed; see `flashrsi ui`")
+                raise RuntimeError(f"{step.describe()} failed: {runs.failure}")
             say(_progress(experiments.algorithm(name).read_state(), step))
         return experiments.algorithm(name).read_state()
     finally:

@@ -30,7 +30,8 @@ class InProcessRuns:
     def execute(self, algorithm: str, name: str, step: Step) -> bool:
         """Run one step; True when Dagster reports success. A step refused because the
         records fail their integrity check raises that `IntegrityError` here, so the caller
-        can name the files instead of pointing at a failed run."""
+        can name the files instead of pointing at a failed run; see `failure` for why
+        another step failed."""
         request = defs_for(algorithm).request(name, step)
         assert request is not None and request.job_name, f"{step.describe()} is not a run"
         job = self.definitions.resolve_job_def(request.job_name)
@@ -43,7 +44,11 @@ class InProcessRuns:
             run_config=QUIET,
         )
         _raise_integrity_failure(result)
+        self.failure = None if result.success else _root_cause(result)
         return result.success
+
+    failure: str | None = None
+    """Why the last step failed, in one line: the innermost error's message."""
 
 
 def _raise_integrity_failure(result: dg.ExecuteInProcessResult) -> None:
@@ -53,3 +58,17 @@ def _raise_integrity_failure(result: dg.ExecuteInProcessResult) -> None:
             if error.cls_name == IntegrityError.__name__:
                 raise IntegrityError.from_message(error.message)
             error = error.cause
+
+
+def _root_cause(result: dg.ExecuteInProcessResult) -> str:
+    """The innermost error of the first failed step (a Dagster trace wraps the real one)."""
+    for event in result.get_step_failure_events():
+        error = event.step_failure_data.error
+        user = event.step_failure_data.user_failure_data
+        if user is not None and user.description:
+            return user.description
+        while error is not None and error.cause is not None:
+            error = error.cause
+        if error is not None:
+            return f"{error.cls_name}: {error.message.strip()}"
+    return "the run failed before any step (see `flashrsi ui`)"

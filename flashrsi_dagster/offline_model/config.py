@@ -34,6 +34,12 @@ class ServerConfig(BaseModel):
     seed: int = Field(
         0, description="Seeds latency jitter and faults: same seed and request order, same run."
     )
+    accepted_keys: tuple[str, ...] = Field(
+        (),
+        description="When set, a model request must carry one of these keys (`Authorization: "
+        "Bearer` or `x-api-key`); any other gets 401 in the endpoint's dialect, as a real "
+        "endpoint answers a wrong key. Empty (the default): every key is accepted.",
+    )
     record_bodies: bool = Field(
         False,
         description="Keep each model request's JSON body in the request log (`RequestRecord."

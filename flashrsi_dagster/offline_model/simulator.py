@@ -93,7 +93,17 @@ class Simulator:
         if dialect is None:
             return _not_found(request, path)
         draft.api = dialect.api  # type: ignore[assignment]
+        if not self._key_accepted(request):
+            message = "offline model simulator: the request's API key is not accepted"
+            return HttpResponse.json(401, dialect.error_body(401, message))
         return _answer_errors(dialect, lambda: self._generate(dialect, request, draft))
+
+    def _key_accepted(self, request: HttpRequest) -> bool:
+        accepted = self._config.accepted_keys
+        if not accepted:
+            return True
+        bearer = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        return bearer in accepted or request.headers.get("x-api-key", "") in accepted
 
     def _generate(self, dialect: Dialect, request: HttpRequest, draft: _Draft) -> HttpResponse:
         body = _json_body(request.body)

@@ -17,6 +17,7 @@ from pathlib import Path
 from flashrsi_dagster.agents.base import Agent
 from flashrsi_dagster.benchmarks.base import Benchmark, SystemicFault, Task
 from flashrsi_dagster.config.models import BenchmarkConfig
+from flashrsi_dagster.environments.confinement import KEY_REFUSED
 from flashrsi_dagster.records import ErrorInfo, Status, Trajectory
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.scratch import scratch_dir
@@ -103,11 +104,28 @@ def evaluate_snapshot(
         try:
             agent = agent_for(checkout)
             agent.update(checkout, snapshot.id)
-            return run_rollouts(
+            final = run_rollouts(
                 benchmark, agent, tasks, record, split=split, settings=settings, progress=progress
             )
         finally:
             store.forget_checkout(checkout)
+    refuse_key_refusals(final, agent.role)
+    return final
+
+
+def refuse_key_refusals(final: list[Trajectory], role: str) -> None:
+    """Every rollout refused for its key: a wrong or revoked key, not the harness's score.
+    Recording those zeros as the snapshot's score (and going on to the sealed test) would
+    spend the search on nothing; stop instead, naming the role."""
+    if final and all(t.error is not None and t.error.type == KEY_REFUSED for t in final):
+        raise KeyRefused(
+            f"the model endpoint refused the {role} role's key on every rollout "
+            f"({len(final)}): check its llm.api_key and llm.base_url"
+        )
+
+
+class KeyRefused(SystemicFault):
+    """The endpoint refused the role's key on every rollout of an evaluation."""
 
 
 def _run_until_final(

@@ -13,7 +13,9 @@ from flashrsi_dagster.algorithms.meta_harness import MetaHarness
 from flashrsi_dagster.algorithms.registry import algorithm_class, open_algorithm
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.experiment import open_experiment
+from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
 from flashrsi_dagster.records import Status
+from flashrsi_dagster.rollouts.engine import KeyRefused
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
 
@@ -122,3 +124,26 @@ def test_a_changed_ranking_re_promotes_before_the_test_and_is_only_reported_afte
     assert any("promotion stays frozen" in line for line in logged)
     assert harness.sealed_test() == tested
     harness.close()
+
+
+def test_an_endpoint_that_refuses_every_key_stops_the_search_before_the_sealed_test(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("FLASHRSI_TEST_TARGET_KEY", "sk-not-the-accepted-one")
+    with OfflineModelServer(ServerConfig(accepted_keys=("sk-the-accepted-one",))) as server:
+        config = load_config(
+            EXAMPLE,
+            [
+                *("--experiment.home", str(tmp_path / "home"), "--benchmark.limit", "3"),
+                *("--agent.llm.base_url", server.url),
+                *("--agent.llm.api_key", "${FLASHRSI_TEST_TARGET_KEY}"),
+            ],
+        )
+        harness = open_algorithm(open_experiment(config), log=lambda _: None)
+        with pytest.raises(KeyRefused, match="refused the target role's key on every rollout"):
+            harness.run()
+        statuses = {r.status_code for r in server.requests}
+
+    assert statuses == {401}  # every call was refused: not a harness's wrong answer
+    state = harness.read_state()
+    assert state.rounds == () and state.promotion is None and state.test is None

@@ -148,3 +148,17 @@ def test_shutdown_is_prompt_with_idle_keep_alive_connections_open():
         assert time.monotonic() - started < 1.0
         with pytest.raises(httpx2.HTTPError):
             keep_alive.post(endpoint, json=CHAT)
+
+
+def test_accepted_keys_refuse_any_other_key_with_401_as_a_real_endpoint_does():
+    with OfflineModelServer(ServerConfig(accepted_keys=("sk-right",))) as server:
+        right = openai.OpenAI(base_url=server.url, api_key="sk-right", max_retries=0)
+        wrong = openai.OpenAI(base_url=server.url, api_key="sk-wrong", max_retries=0)
+        messages = [{"role": "user", "content": "hello"}]
+
+        answered = right.chat.completions.create(model="simulator/echo", messages=messages)
+        with pytest.raises(openai.AuthenticationError):
+            wrong.chat.completions.create(model="simulator/echo", messages=messages)
+
+    assert answered.choices[0].message.content
+    assert [r.status_code for r in server.requests] == [200, 401]
