@@ -4,8 +4,8 @@ the class, and experiments are opened through here."""
 from __future__ import annotations
 
 from flashrsi_dagster.algorithms.base import Algorithm, Log
+from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
 from flashrsi_dagster.algorithms.meta_harness import MetaHarness
-from flashrsi_dagster.algorithms.parts import DEFAULT_PARTS, Parts
 from flashrsi_dagster.experiment import Experiment
 
 ALGORITHMS: dict[str, type[Algorithm]] = {MetaHarness.name: MetaHarness}
@@ -20,8 +20,8 @@ def algorithm_class(name: str) -> type[Algorithm]:
 
 
 def open_algorithm(
-    experiment: Experiment, *, parts: Parts = DEFAULT_PARTS, log: Log = print
+    experiment: Experiment, *, builders: Builders = DEFAULT_BUILDERS, log: Log = print
 ) -> Algorithm:
     """The experiment's algorithm, ready to read its state and take steps."""
     cls = algorithm_class(experiment.config.algorithm.name)
-    return cls(experiment, parts=parts, log=log)  # type: ignore[call-arg]
+    return cls(experiment, builders=builders, log=log)  # type: ignore[call-arg]

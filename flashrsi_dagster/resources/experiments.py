@@ -1,6 +1,6 @@
 """Experiments as a Dagster resource: opened by name from their `run_meta.json`, so a run,
 a sensor or the UI needs only the home folder, never the original YAML file. It opens each
-experiment's algorithm through the registry, with the parts from the other resources: the
+experiment's algorithm through the registry, with builders made from the other resources: the
 snapshot store, the agents, the Harbor environment and the offline model server.
 
 One resource instance serves one run (or one sensor tick): an experiment and its algorithm
@@ -16,7 +16,7 @@ from pydantic import Field, PrivateAttr
 
 from flashrsi_dagster.agents import Agent
 from flashrsi_dagster.algorithms.base import Algorithm, Log, Step
-from flashrsi_dagster.algorithms.parts import AgentFactory, Parts
+from flashrsi_dagster.algorithms.builders import AgentFactory, Builders
 from flashrsi_dagster.algorithms.registry import open_algorithm
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.config.experiment import ExperimentConfig
@@ -94,9 +94,9 @@ class ExperimentsResource(dg.ConfigurableResource):
         )
 
     def algorithm(self, name: str, log: Log = print) -> Algorithm:
-        """The experiment's algorithm, opened once per run with this run's parts."""
+        """The experiment's algorithm, opened once per run with builders from this run's resources."""
         if name not in self._algorithms:
-            self._algorithms[name] = open_algorithm(self.open(name), parts=self._parts(name))
+            self._algorithms[name] = open_algorithm(self.open(name), builders=self._builders(name))
         algorithm = self._algorithms[name]
         algorithm.log = log  # type: ignore[attr-defined]  # each asset logs to its own step
         return algorithm
@@ -113,7 +113,7 @@ class ExperimentsResource(dg.ConfigurableResource):
         while self._algorithms:
             self._algorithms.popitem()[1].close()
 
-    def _parts(self, name: str) -> Parts:
+    def _builders(self, name: str) -> Builders:
         experiment = self.open(name)
 
         def serving(build: AgentFactory) -> AgentFactory:
@@ -126,7 +126,7 @@ class ExperimentsResource(dg.ConfigurableResource):
 
             return factory
 
-        return Parts(
+        return Builders(
             target=serving(self.target_agent.build),
             worker=serving(self.worker_agent.build),
             benchmark=self.harbor.benchmark,

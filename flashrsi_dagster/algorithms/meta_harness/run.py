@@ -18,6 +18,7 @@ import pandas as pd
 
 from flashrsi_dagster.agents import Agent, harness_dir
 from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
+from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
 from flashrsi_dagster.algorithms.meta_harness.history import HISTORY, HistoryView
 from flashrsi_dagster.algorithms.meta_harness.plan import (
     SLOT,
@@ -36,7 +37,6 @@ from flashrsi_dagster.algorithms.meta_harness.records import (
     RoundRecord,
     TestResult,
 )
-from flashrsi_dagster.algorithms.parts import DEFAULT_PARTS, Parts
 from flashrsi_dagster.benchmarks.base import Benchmark, Task
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
@@ -67,12 +67,12 @@ class MetaHarness:
         self,
         experiment: Experiment,
         *,
-        parts: Parts = DEFAULT_PARTS,
+        builders: Builders = DEFAULT_BUILDERS,
         log: Log = print,
         progress: Progress | None = None,
     ) -> None:
         config = experiment.config
-        self.experiment, self.parts = experiment, parts
+        self.experiment, self.builders = experiment, builders
         self.max_steps = config.algorithm.max_steps
         self.layout = Layout.of(experiment.paths.records)
         self.settings = Settings.of(config.benchmark)
@@ -91,7 +91,7 @@ class MetaHarness:
 
     @cached_property
     def benchmark(self) -> Benchmark:
-        return self.parts.benchmark(self.experiment.config.benchmark)
+        return self.builders.benchmark(self.experiment.config.benchmark)
 
     @cached_property
     def splits(self) -> Splits:
@@ -342,14 +342,14 @@ class MetaHarness:
 
     def _target_agent(self, checkout: Path) -> Agent:
         if self._target is None:
-            self._target = self.parts.target(
+            self._target = self.builders.target(
                 self.experiment.config.agent, checkout, confinement=self.experiment.confinement
             )
         return self._target
 
     def _worker_agent(self) -> Agent:
         if self._worker is None:
-            self._worker = self.parts.worker(
+            self._worker = self.builders.worker(
                 self.experiment.config.algorithm.worker,
                 None,
                 confinement=self.experiment.confinement,

@@ -31,10 +31,10 @@ BenchmarkFactory = Callable[[BenchmarkConfig], Benchmark]
 
 
 @dataclass(frozen=True)
-class Parts:
+class Builders:
     target: AgentFactory = target_agent
     worker: AgentFactory = worker_agent
     benchmark: BenchmarkFactory = load_benchmark
 
 
-DEFAULT_PARTS = Parts()
+DEFAULT_BUILDERS = Builders()
