@@ -94,7 +94,7 @@ class ExperimentsResource(dg.ConfigurableResource):
         )
 
     def algorithm(self, name: str, log: Log = print) -> Algorithm:
-        """The experiment's algorithm, opened once per run with builders from this run's resources."""
+        """The experiment's algorithm, opened once per run, built from this run's resources."""
         if name not in self._algorithms:
             self._algorithms[name] = open_algorithm(self.open(name), builders=self._builders(name))
         algorithm = self._algorithms[name]
