@@ -6,6 +6,7 @@ The renderings themselves (diffs, transcripts, charts, rounding) are engine code
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -199,6 +200,41 @@ def summary(experiment: Experiment, state) -> dict[str, Any]:
     if note:
         metadata["validity"] = note
     return metadata
+
+
+NIGHTLY = re.compile(r"(?P<base>.+)-nightly-(?P<date>\d{8})")
+"""How `nightly_evolution` names its experiments."""
+
+
+def previous_night(name: str, names: list[str]) -> str | None:
+    """The nightly experiment of the same config on the night before `name`'s, if any."""
+    this = NIGHTLY.fullmatch(name)
+    if this is None:
+        return None
+    earlier = [
+        (m["date"], n)
+        for n in names
+        if (m := NIGHTLY.fullmatch(n)) and m["base"] == this["base"] and m["date"] < this["date"]
+    ]
+    return max(earlier)[1] if earlier else None
+
+
+def night_comparison(state, previous: str, before) -> dict[str, Any]:
+    """Tonight's result beside the previous night's: best dev score and sealed test."""
+    best = max((r.dev_score for r in state.rounds if r.dev_score is not None), default=None)
+    then = max((r.dev_score for r in before.rounds if r.dev_score is not None), default=None)
+    test, then_test = state.test and state.test.test_score, before.test and before.test.test_score
+    return {
+        "previous_night": previous,
+        **figures(
+            previous_best_dev_score=then,
+            best_dev_change_vs_previous_night=None if best is None or then is None else best - then,
+            previous_test_score=then_test,
+            test_change_vs_previous_night=None
+            if test is None or then_test is None
+            else test - then_test,
+        ),
+    }
 
 
 def promotion(state) -> dict[str, Any]:

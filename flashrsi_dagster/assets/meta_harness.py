@@ -161,7 +161,7 @@ def evaluation(context: dg.AssetExecutionContext, snapshot: dict) -> Iterator:
     )
     yield _paired(algorithm, state, k, frame)
     yield describe.score_check(table, tasks * attempts, "score_in_unit_interval", key("scores"))
-    context.log_event(_summary(algorithm, name))
+    context.log_event(_summary(context, algorithm, name))
 
 
 def _paired(algorithm: MetaHarness, state, k: int, frame: pd.DataFrame) -> dg.Output:
@@ -193,12 +193,16 @@ def _paired(algorithm: MetaHarness, state, k: int, frame: pd.DataFrame) -> dg.Ou
     )
 
 
-def _summary(algorithm: MetaHarness, name: str) -> dg.AssetMaterialization:
-    return dg.AssetMaterialization(
-        asset_key=SUMMARY.key,
-        partition=name,
-        metadata=describe.summary(algorithm.experiment, algorithm.read_state()),
-    )
+def _summary(context, algorithm: MetaHarness, name: str) -> dg.AssetMaterialization:
+    """The experiment's summary as of now; a nightly experiment's beside the night before."""
+    state = algorithm.read_state()
+    metadata = describe.summary(algorithm.experiment, state)
+    experiments = context.resources.experiments_home
+    previous = describe.previous_night(name, experiments.names(PREFIX))
+    if previous is not None:
+        before = experiments.algorithm(previous).read_state()
+        metadata.update(describe.night_comparison(state, previous, before))
+    return dg.AssetMaterialization(asset_key=SUMMARY.key, partition=name, metadata=metadata)
 
 
 @dg.asset(
@@ -216,7 +220,7 @@ def promotion(context: dg.AssetExecutionContext) -> Iterator:
     chosen = _refusing_out_of_turn(algorithm.promote)
     state = algorithm.read_state()
     yield dg.Output(chosen.model_dump(mode="json"), metadata=describe.promotion(state))
-    context.log_event(_summary(algorithm, name))
+    context.log_event(_summary(context, algorithm, name))
 
 
 @dg.asset(
@@ -256,7 +260,7 @@ def sealed_test_score(context: dg.AssetExecutionContext) -> Iterator:
     yield dg.Output(result.model_dump(mode="json"), metadata=describe.sealed_test(state))
     threshold = context.resources.experiments_home.dev_test_gap_warning
     yield from describe.sealed_checks(algorithm, state, threshold, key("sealed_test_score"))
-    context.log_event(_summary(algorithm, name))
+    context.log_event(_summary(context, algorithm, name))
 
 
 ASSETS = [snapshot, evaluation, promotion, sealed_test_score, SUMMARY]

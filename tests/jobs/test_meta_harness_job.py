@@ -417,3 +417,14 @@ def test_sigkill_during_round_2_then_resume_matches_an_uninterrupted_run(tmp_pat
     for k in range(3):  # every dev rollout exactly once
         ids = [t.task_id for t in RolloutRecord(b.layout.rollouts(k), None).load()]
         assert sorted(ids) == sorted(set(ids)) and len(ids) == 4
+
+
+def test_a_nightly_experiments_summary_compares_it_with_the_night_before(tmp_path):
+    home = tmp_path / "home"
+    with dg.instance_for_test() as instance:
+        for night in ("meta-harness-demo-nightly-20261129", "meta-harness-demo-nightly-20261130"):
+            drive_on(instance, _experiment(home, steps=1, name=night), say=lambda _: None)
+        summary = _latest(instance, "summary", "meta-harness-demo-nightly-20261130")
+
+    assert summary["previous_night"].value == "meta-harness-demo-nightly-20261129"
+    assert summary["test_change_vs_previous_night"].value == 0.0  # same config, same simulator
