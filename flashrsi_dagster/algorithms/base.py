@@ -16,6 +16,8 @@ from typing import Any, ClassVar, Protocol
 
 from flashrsi_dagster.config.algorithms import AlgorithmConfig
 
+ONLY_SLOT = "c0"
+"""The slot of an algorithm with one candidate per round."""
 FINALIZE_ACTIONS = ("promote", "sealed_test")
 END_ACTIONS = ("done", "aborted")
 
@@ -38,12 +40,10 @@ class Step:
         return self.action in END_ACTIONS
 
     def describe(self) -> str:
-        where = (
-            ""
-            if self.round is None
-            else f" (round {self.round}" + (f", {self.slot})" if self.slot else ")")
-        )
-        return f"{self.action}{where}"
+        if self.round is None:
+            return self.action
+        slot = f", {self.slot}" if self.slot not in (None, ONLY_SLOT) else ""
+        return f"{self.action} (round {self.round}{slot})"
 
 
 class StepOrderError(RuntimeError):

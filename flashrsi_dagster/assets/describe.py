@@ -14,6 +14,7 @@ from urllib.parse import quote
 import dagster as dg
 import pandas as pd
 
+from flashrsi_dagster.algorithms.base import ONLY_SLOT
 from flashrsi_dagster.assets.partitions import AlgorithmPartitions
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.records import Trajectory, read_optional
@@ -59,7 +60,7 @@ def snapshot(
     }
     parent_round = info.get("parent_round", 0 if info.get("parent_id") else None)
     if parent_round is not None:
-        metadata["parent"] = snapshot_link(partitions, asset, name, parent_round, "c0")
+        metadata["parent"] = snapshot_link(partitions, asset, name, parent_round, ONLY_SLOT)
     child, parent = info.get("snapshot_id"), info.get("parent_id")
     if child and parent:
         stats = store.diff_stats(parent, child)
@@ -173,7 +174,7 @@ def chart_rows(name: str, state) -> list[RoundRow]:
         RoundRow(
             experiment=name,
             round=r.round,
-            slot="c0",
+            slot=ONLY_SLOT,
             status=r.status,
             dev_score=r.dev_score,
             reason=r.reason,

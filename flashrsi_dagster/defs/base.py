@@ -14,7 +14,7 @@ from typing import Any
 
 import dagster as dg
 
-from flashrsi_dagster.algorithms.base import Algorithm, Step
+from flashrsi_dagster.algorithms.base import ONLY_SLOT, Algorithm, Step
 from flashrsi_dagster.assets.context import DRIVER_TAG, EXPERIMENT_TAG
 from flashrsi_dagster.assets.partitions import AlgorithmPartitions
 from flashrsi_dagster.config.algorithms import AlgorithmConfig
@@ -51,7 +51,7 @@ class AlgorithmDefs:
             return dg.RunRequest(
                 run_key=key,
                 job_name=self.round_job.name,
-                partition_key=self.partitions.key(name, step.round, step.slot or "c0"),
+                partition_key=self.partitions.key(name, step.round, step.slot or ONLY_SLOT),
                 tags=tags,
             )
         if step.action in ("promote", "sealed_test"):

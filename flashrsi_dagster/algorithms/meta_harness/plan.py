@@ -7,7 +7,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from flashrsi_dagster.algorithms.base import Step
+from flashrsi_dagster.algorithms.base import ONLY_SLOT, Step
 from flashrsi_dagster.algorithms.meta_harness.records import (
     Layout,
     Promotion,
@@ -16,7 +16,7 @@ from flashrsi_dagster.algorithms.meta_harness.records import (
 )
 from flashrsi_dagster.records import read_optional
 
-SLOT = "c0"
+SLOT = ONLY_SLOT
 """Meta-Harness has one candidate per round."""
 
 
