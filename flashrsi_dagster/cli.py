@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,10 +10,10 @@ from pathlib import Path
 import yaml
 
 from flashrsi_dagster.config import ConfigError, ExperimentConfig, load_config
-from flashrsi_dagster.environments.jail import JailError, require_jails
 from flashrsi_dagster.experiment import ConfigChangedError, Experiment, open_experiment
 from flashrsi_dagster.experiment.identity import normalised
 from flashrsi_dagster.records import IntegrityError
+from flashrsi_dagster.validation import dry_run
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -83,7 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if args.command != "init" and not _preflight(config):  # init runs no agent
+    # init runs no agent; eval needs only the split it scores
+    splits = (args.split,) if args.command == "eval" else None
+    if args.command != "init" and not _preflight(config, splits):
         return EXIT_BAD_INPUT
     if args.command == "validate":
         return _validate(config)
@@ -94,54 +95,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _init(config, force=args.force)
 
 
-def _preflight(config: ExperimentConfig) -> bool:
-    """What can be checked without a model, before anything is written: every problem is
-    printed (naming the key) and the command refuses to go on."""
-    problems = [*_confinement_problems(config), *_role_problems(config)]
+def _preflight(config: ExperimentConfig, splits: tuple[str, ...] | None = None) -> bool:
+    """The dry run, before anything is written: every problem is printed (one line each,
+    naming the key) and the command refuses to go on."""
+    problems = dry_run(config, splits=splits)
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     return not problems
-
-
-def _confinement_problems(config: ExperimentConfig) -> list[str]:
-    """Jailed agents need bubblewrap and root."""
-    if config.experiment.confinement == "none":
-        return []
-    try:
-        require_jails()
-    except JailError as exc:
-        return [f"experiment.confinement: {exc}"]
-    return []
-
-
-def _role_problems(config: ExperimentConfig) -> list[str]:
-    """A Worker that cannot edit files, and keys referenced but not set (a run would spend
-    its whole budget, sealed test included, on refused calls)."""
-    from flashrsi_dagster.agents.registry import UnknownAdapterError, adapter_class
-
-    problems = []
-    editing = config.algorithm.EDITING_ROLES
-    for name, role in config.roles().items():
-        where = config.role_key(name)
-        try:
-            cls = adapter_class(role.type)
-        except UnknownAdapterError as exc:
-            problems.append(f"{where}.type: {exc}")
-            continue
-        if name in editing and not cls.has_file_tools:
-            problems.append(
-                f"{where}.type: {role.type!r} has no file tools; the {name} must be an agent "
-                "that can list, read and edit files (e.g. `miniagent`, `claude-code`)"
-            )
-    for name, role in config.roles().items():
-        where = config.role_key(name)
-        key = role.llm.api_key
-        if key is not None and key.env_var not in os.environ:
-            problems.append(
-                f"{where}.llm.api_key: {key} is not set; export {key.env_var} in the shell "
-                "that runs flashrsi"
-            )
-    return problems
 
 
 def _validate(config: ExperimentConfig) -> int:
