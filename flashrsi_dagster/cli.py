@@ -5,15 +5,22 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
+from pydantic import ValidationError
 
 from flashrsi_dagster.config import ConfigError, ExperimentConfig, load_config
-from flashrsi_dagster.experiment import ConfigChangedError, Experiment, open_experiment
+from flashrsi_dagster.experiment import (
+    ConfigChangedError,
+    Experiment,
+    ExperimentPaths,
+    open_experiment,
+)
 from flashrsi_dagster.experiment.identity import normalised
-from flashrsi_dagster.records import IntegrityError
-from flashrsi_dagster.validation import dry_run
+from flashrsi_dagster.records import IntegrityError, RecordError
+from flashrsi_dagster.validation import dry_run, one_line
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -39,9 +46,9 @@ def _parser() -> argparse.ArgumentParser:
         "resume", help="continue an interrupted experiment", allow_abbrev=False
     )
     resume.add_argument("--experiment", required=True, help="experiment name")
-    resume.add_argument("--home", default=".flashrsi", type=Path, help="experiments folder")
+    _home_argument(resume)
     ui = commands.add_parser("ui", help="the Dagster UI on the experiments", allow_abbrev=False)
-    ui.add_argument("--home", default=".flashrsi", type=Path, help="experiments folder")
+    _home_argument(ui)
     ui.add_argument("--port", default=3000, type=int)
     evaluate = _config_command(commands, "eval", "evaluate one harness on a split, no evolution")
     evaluate.add_argument("--split", required=True, choices=["dev", "train"])
@@ -61,6 +68,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _home_argument(command: argparse.ArgumentParser) -> None:
+    # `--experiment.home` too: the spelling that `run` and `init` take as an override.
+    command.add_argument(
+        "--home",
+        "--experiment.home",
+        dest="home",
+        default=".flashrsi",
+        type=Path,
+        help="experiments folder",
+    )
+
+
 def _config_command(commands, name: str, summary: str) -> argparse.ArgumentParser:
     """A sub-command that takes `--config FILE` followed by dotted overrides."""
     command = commands.add_parser(name, help=summary, allow_abbrev=False, epilog=_OVERRIDES_HELP)
@@ -76,6 +95,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve(argv[1:])
     args, overrides = _parser().parse_known_args(argv)
     if args.command in ("resume", "ui"):
+        if overrides:  # the experiment's own config is used; nothing may silently not apply
+            print(
+                f"error: {args.command} takes no overrides: {' '.join(overrides)}", file=sys.stderr
+            )
+            return EXIT_BAD_INPUT
         return _resume(args) if args.command == "resume" else _ui(args)
     try:
         config = load_config(args.config, overrides)
@@ -113,13 +137,22 @@ def _validate(config: ExperimentConfig) -> int:
 def _open(config: ExperimentConfig, *, force: bool = False) -> Experiment | None:
     """The experiment, or None (with the reason on stderr) when its config has changed or
     its records fail the integrity check."""
+    started = datetime.now(UTC)
     try:
-        return open_experiment(config, force=force)
+        experiment = open_experiment(config, force=force)
     except ConfigChangedError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return None
     except IntegrityError as exc:
         print(f"error: experiment {config.experiment.name!r} refused: {exc}", file=sys.stderr)
-    return None
+        return None
+    for replaced in experiment.meta.replaced:
+        if replaced.at >= started:
+            print(
+                f"note: experiment {config.experiment.name} had run no rollout, so its config "
+                f"was replaced (recorded in run_meta.json): {'; '.join(replaced.changes)}"
+            )
+    return experiment
 
 
 def _init(config: ExperimentConfig, *, force: bool) -> int:
@@ -140,14 +173,39 @@ def _run(config: ExperimentConfig, *, force: bool) -> int:
 
 
 def _resume(args: argparse.Namespace) -> int:
+    config = _stored_config(args.home.resolve(), args.experiment)
+    if config is None or not _preflight(config):
+        return EXIT_BAD_INPUT
+    experiment = _open(config)
+    return EXIT_BAD_INPUT if experiment is None else _drive(experiment)
+
+
+def _stored_config(home: Path, name: str) -> ExperimentConfig | None:
+    """The config the experiment runs with, from its run_meta.json; None (saying why) when
+    there is no such experiment or its record cannot be read back."""
     from flashrsi_dagster.resources import ExperimentsResource
 
-    home = args.home.resolve()
-    if not (home / args.experiment / "run_meta.json").exists():
-        print(f"error: no experiment {args.experiment!r} under {home}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    experiment = _open(ExperimentsResource.at(home).config(args.experiment))
-    return EXIT_BAD_INPUT if experiment is None else _drive(experiment)
+    experiments, folder = ExperimentsResource.at(home), home / name
+    meta = ExperimentPaths(folder).run_meta
+    if not folder.is_dir():
+        known = ", ".join(experiments.names()) or "none"
+        print(
+            f"error: no experiment {name!r} under {home} (experiments there: {known})",
+            file=sys.stderr,
+        )
+    elif not meta.is_file():
+        print(
+            f"error: {folder} has no run_meta.json, so no experiment was started there (`flashrsi "
+            f"eval` writes records without one); start it with `flashrsi run --config FILE "
+            f"--experiment.home {home}`",
+            file=sys.stderr,
+        )
+    else:
+        try:
+            return experiments.config(name)
+        except (RecordError, ValidationError) as exc:
+            print(f"error: {meta}: its config cannot be reopened: {one_line(exc)}", file=sys.stderr)
+    return None
 
 
 def _drive(experiment) -> int:

@@ -22,12 +22,20 @@ from flashrsi_dagster.benchmarks.loading import load_benchmark, load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.environments.jail import JailError, require_jails
+from flashrsi_dagster.records import RecordError
 from flashrsi_dagster.snapshots.components import COMPONENTS_FILE, Components, ComponentsError
 
 EVOLVED_ROLE = "target"
 """The role whose harness becomes the seed snapshot that the algorithm evolves."""
 
-_SELF_DESCRIBING = (BenchmarkError, ComponentsError, AgentConfigError, UnknownAdapterError)
+_SELF_DESCRIBING = (
+    BenchmarkError,
+    ComponentsError,
+    AgentConfigError,
+    UnknownAdapterError,
+    RecordError,
+    ValidationError,
+)
 """Errors whose message already names the file or key: shown without their type."""
 
 
@@ -90,7 +98,7 @@ def _adapters(config: ExperimentConfig) -> tuple[dict[str, type[Agent]], list[st
         try:
             cls = adapter_class(role.type)
         except Exception as exc:  # a user's adapter module may fail to import in any way
-            problems.append(f"{where}.type: {_one_line(exc)}")
+            problems.append(f"{where}.type: {one_line(exc)}")
             continue
         classes[name] = cls
         if name in config.algorithm.EDITING_ROLES and not cls.has_file_tools:
@@ -125,7 +133,7 @@ def _harnesses(config: ExperimentConfig, adapters: dict[str, type[Agent]]) -> li
             folder = config.roles()[name].source_dir or cls.builtin_harness()
             components = Components.from_file(folder / COMPONENTS_FILE)
         except (AgentConfigError, ComponentsError) as exc:
-            problems.append(f"{where}: {_one_line(exc)}")
+            problems.append(f"{where}: {one_line(exc)}")
             continue
         if name == EVOLVED_ROLE and not _declares_a_file(folder, components):
             problems.append(
@@ -169,7 +177,7 @@ def _split_sizes(config: ExperimentConfig, splits: Splits, needed: tuple[str, ..
 
 def _benchmark_problem(config: ExperimentConfig, exc: Exception) -> str:
     """A loader's error under the key that supplied the data it names."""
-    message = _one_line(exc)
+    message = one_line(exc)
     if message.startswith("benchmark."):
         return message
     bench = config.benchmark
@@ -180,7 +188,7 @@ def _benchmark_problem(config: ExperimentConfig, exc: Exception) -> str:
     return f"benchmark: {message}"
 
 
-def _one_line(exc: Exception) -> str:
+def one_line(exc: Exception) -> str:
     """An exception as one line: our loaders' messages already name what is wrong; anything
     else keeps its type, since its message alone may not say what kind of failure it is."""
     if isinstance(exc, ValidationError):

@@ -77,10 +77,12 @@ def replace_train(splits: Splits, evolution: list[Task], *, limit: int | None, s
     """External evolution data replaces train; it must not overlap the loaded dev/test tasks
     by id, instruction or checksum."""
     refuse_duplicates(evolution, source)
-    held_out = [*splits.dev, *splits.unseal_test()]
+    # The sealed tasks are compared here, never handed out: `unseal_test()` stays the final
+    # evaluation's one call, so anything else calling it (a dry run, selection) is a bug.
+    held_out = [*splits.dev, *splits._test]
     refuse_overlap(evolution, held_out, source, "dev/test")
     train = tuple(evolution[:limit] if limit is not None else evolution)
-    return Splits(train, splits.dev, splits.unseal_test())
+    return Splits(train, splits.dev, splits._test)
 
 
 def refuse_duplicates(tasks: Iterable[Task], source: str) -> None:
