@@ -56,7 +56,8 @@ def dry_run(config: ExperimentConfig, *, splits: tuple[str, ...] | None = None) 
         drawn, loading = _splits(config, benchmark)
         problems += loading
         if drawn is not None:
-            problems += _split_sizes(config, drawn, splits or config.algorithm.REQUIRED_SPLITS)
+            needer = "this command" if splits else config.algorithm.name
+            problems += _split_sizes(drawn, splits or config.algorithm.REQUIRED_SPLITS, needer)
         if EVOLVED_ROLE in adapters:
             problem = benchmark.adapter_problem(adapters[EVOLVED_ROLE])
             if problem:
@@ -163,13 +164,12 @@ def _splits(config: ExperimentConfig, benchmark: Benchmark) -> tuple[Splits | No
         return None, [_benchmark_problem(config, exc)]
 
 
-def _split_sizes(config: ExperimentConfig, splits: Splits, needed: tuple[str, ...]) -> list[str]:
-    """Splits the command cannot do without; test is counted, not unsealed."""
+def _split_sizes(splits: Splits, needed: tuple[str, ...], needer: str) -> list[str]:
+    """Splits that must not be empty; test is counted, not unsealed."""
     sizes = {"train": len(splits.train), "dev": len(splits.dev), "test": splits.test_size}
     return [
-        f"benchmark.split_counts.{name}: the {name} split is empty, but it is needed "
-        f"({config.algorithm.name} selects on dev and scores the promoted snapshot on test; "
-        f"eval scores the split it is given): give it tasks"
+        f"benchmark.split_counts.{name}: the {name} split is empty, but {needer} needs it; "
+        f"give it tasks (benchmark.split_counts.{name}, or data rows with split: {name})"
         for name in needed
         if not sizes[name]
     ]
