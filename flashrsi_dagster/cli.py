@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
+from pydantic import ValidationError
 
 from flashrsi_dagster.config import ConfigError, ExperimentConfig, load_config
-from flashrsi_dagster.environments.jail import JailError, require_jails
-from flashrsi_dagster.experiment import ConfigChangedError, Experiment, open_experiment
+from flashrsi_dagster.experiment import (
+    ConfigChangedError,
+    Experiment,
+    ExperimentPaths,
+    open_experiment,
+)
 from flashrsi_dagster.experiment.identity import normalised
-from flashrsi_dagster.records import IntegrityError
+from flashrsi_dagster.records import IntegrityError, RecordError
+from flashrsi_dagster.validation import dry_run, one_line
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -40,9 +46,9 @@ def _parser() -> argparse.ArgumentParser:
         "resume", help="continue an interrupted experiment", allow_abbrev=False
     )
     resume.add_argument("--experiment", required=True, help="experiment name")
-    resume.add_argument("--home", default=".flashrsi", type=Path, help="experiments folder")
+    _home_argument(resume)
     ui = commands.add_parser("ui", help="the Dagster UI on the experiments", allow_abbrev=False)
-    ui.add_argument("--home", default=".flashrsi", type=Path, help="experiments folder")
+    _home_argument(ui)
     ui.add_argument("--port", default=3000, type=int)
     evaluate = _config_command(commands, "eval", "evaluate one harness on a split, no evolution")
     evaluate.add_argument("--split", required=True, choices=["dev", "train"])
@@ -62,6 +68,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _home_argument(command: argparse.ArgumentParser) -> None:
+    # `--experiment.home` too: the spelling that `run` and `init` take as an override.
+    command.add_argument(
+        "--home",
+        "--experiment.home",
+        dest="home",
+        default=".flashrsi",
+        type=Path,
+        help="experiments folder",
+    )
+
+
 def _config_command(commands, name: str, summary: str) -> argparse.ArgumentParser:
     """A sub-command that takes `--config FILE` followed by dotted overrides."""
     command = commands.add_parser(name, help=summary, allow_abbrev=False, epilog=_OVERRIDES_HELP)
@@ -77,13 +95,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve(argv[1:])
     args, overrides = _parser().parse_known_args(argv)
     if args.command in ("resume", "ui"):
+        if overrides:  # the experiment's own config is used; nothing may silently not apply
+            print(
+                f"error: {args.command} takes no overrides: {' '.join(overrides)}", file=sys.stderr
+            )
+            return EXIT_BAD_INPUT
         return _resume(args) if args.command == "resume" else _ui(args)
     try:
         config = load_config(args.config, overrides)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if args.command != "init" and not _preflight(config):  # init runs no agent
+    # init runs no agent; eval needs only the split it scores
+    splits = (args.split,) if args.command == "eval" else None
+    if args.command != "init" and not _preflight(config, splits):
         return EXIT_BAD_INPUT
     if args.command == "validate":
         return _validate(config)
@@ -94,54 +119,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _init(config, force=args.force)
 
 
-def _preflight(config: ExperimentConfig) -> bool:
-    """What can be checked without a model, before anything is written: every problem is
-    printed (naming the key) and the command refuses to go on."""
-    problems = [*_confinement_problems(config), *_role_problems(config)]
+def _preflight(config: ExperimentConfig, splits: tuple[str, ...] | None = None) -> bool:
+    """The dry run, before anything is written: every problem is printed (one line each,
+    naming the key) and the command refuses to go on."""
+    problems = dry_run(config, splits=splits)
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     return not problems
-
-
-def _confinement_problems(config: ExperimentConfig) -> list[str]:
-    """Jailed agents need bubblewrap and root."""
-    if config.experiment.confinement == "none":
-        return []
-    try:
-        require_jails()
-    except JailError as exc:
-        return [f"experiment.confinement: {exc}"]
-    return []
-
-
-def _role_problems(config: ExperimentConfig) -> list[str]:
-    """A Worker that cannot edit files, and keys referenced but not set (a run would spend
-    its whole budget, sealed test included, on refused calls)."""
-    from flashrsi_dagster.agents.registry import UnknownAdapterError, adapter_class
-
-    problems = []
-    editing = config.algorithm.EDITING_ROLES
-    for name, role in config.roles().items():
-        where = config.role_key(name)
-        try:
-            cls = adapter_class(role.type)
-        except UnknownAdapterError as exc:
-            problems.append(f"{where}.type: {exc}")
-            continue
-        if name in editing and not cls.has_file_tools:
-            problems.append(
-                f"{where}.type: {role.type!r} has no file tools; the {name} must be an agent "
-                "that can list, read and edit files (e.g. `miniagent`, `claude-code`)"
-            )
-    for name, role in config.roles().items():
-        where = config.role_key(name)
-        key = role.llm.api_key
-        if key is not None and key.env_var not in os.environ:
-            problems.append(
-                f"{where}.llm.api_key: {key} is not set; export {key.env_var} in the shell "
-                "that runs flashrsi"
-            )
-    return problems
 
 
 def _validate(config: ExperimentConfig) -> int:
@@ -153,13 +137,22 @@ def _validate(config: ExperimentConfig) -> int:
 def _open(config: ExperimentConfig, *, force: bool = False) -> Experiment | None:
     """The experiment, or None (with the reason on stderr) when its config has changed or
     its records fail the integrity check."""
+    started = datetime.now(UTC)
     try:
-        return open_experiment(config, force=force)
+        experiment = open_experiment(config, force=force)
     except ConfigChangedError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return None
     except IntegrityError as exc:
         print(f"error: experiment {config.experiment.name!r} refused: {exc}", file=sys.stderr)
-    return None
+        return None
+    for replaced in experiment.meta.replaced:
+        if replaced.at >= started:
+            print(
+                f"note: experiment {config.experiment.name} had run no rollout, so its config "
+                f"was replaced (recorded in run_meta.json): {'; '.join(replaced.changes)}"
+            )
+    return experiment
 
 
 def _init(config: ExperimentConfig, *, force: bool) -> int:
@@ -180,14 +173,39 @@ def _run(config: ExperimentConfig, *, force: bool) -> int:
 
 
 def _resume(args: argparse.Namespace) -> int:
+    config = _stored_config(args.home.resolve(), args.experiment)
+    if config is None or not _preflight(config):
+        return EXIT_BAD_INPUT
+    experiment = _open(config)
+    return EXIT_BAD_INPUT if experiment is None else _drive(experiment)
+
+
+def _stored_config(home: Path, name: str) -> ExperimentConfig | None:
+    """The config the experiment runs with, from its run_meta.json; None (saying why) when
+    there is no such experiment or its record cannot be read back."""
     from flashrsi_dagster.resources import ExperimentsResource
 
-    home = args.home.resolve()
-    if not (home / args.experiment / "run_meta.json").exists():
-        print(f"error: no experiment {args.experiment!r} under {home}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    experiment = _open(ExperimentsResource.at(home).config(args.experiment))
-    return EXIT_BAD_INPUT if experiment is None else _drive(experiment)
+    experiments, folder = ExperimentsResource.at(home), home / name
+    meta = ExperimentPaths(folder).run_meta
+    if not folder.is_dir():
+        known = ", ".join(experiments.names()) or "none"
+        print(
+            f"error: no experiment {name!r} under {home} (experiments there: {known})",
+            file=sys.stderr,
+        )
+    elif not meta.is_file():
+        print(
+            f"error: {folder} has no run_meta.json, so no experiment was started there (`flashrsi "
+            f"eval` writes records without one); start it with `flashrsi run --config FILE "
+            f"--experiment.home {home}`",
+            file=sys.stderr,
+        )
+    else:
+        try:
+            return experiments.config(name)
+        except (RecordError, ValidationError) as exc:
+            print(f"error: {meta}: its config cannot be reopened: {one_line(exc)}", file=sys.stderr)
+    return None
 
 
 def _drive(experiment) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -10,6 +11,9 @@ import sys
 from pathlib import Path
 
 import openai
+
+from flashrsi_dagster.cli import main
+from tests.conftest import CANARY_ENV
 
 FLASHRSI = str(Path(sys.executable).parent / "flashrsi")
 
@@ -125,3 +129,108 @@ def test_validate_and_run_refuse_what_would_fail_later_before_writing_anything(t
             assert f"error: {key}:" in refused.stderr
         assert "FLASHRSI_UNSET_KEY" in refused.stderr
     assert not home.exists()
+
+
+def test_a_config_fixed_before_any_rollout_runs_without_force(tmp_path):
+    """An experiment that never ran a rollout takes the fixed config (recorded, still
+    sealed-valid); once it ran rollouts a changed config is refused; `resume` finds it under
+    `--experiment.home`."""
+    config = Path(__file__).parents[1] / "examples" / "meta_harness.yaml"
+    home = tmp_path / "home"
+    base = ["--config", str(config), "--experiment.home", str(home)]
+    small = [*base, "--algorithm.max_steps", "1", "--benchmark.limit", "1"]
+    broken = [*small, "--agent.llm.api", "anthropic"]
+
+    def flashrsi(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([FLASHRSI, *args], capture_output=True, text=True, timeout=600)
+
+    refused = flashrsi("run", *broken)
+    assert refused.returncode == 2 and "agent.llm.api: miniagent" in refused.stderr
+    assert not home.exists()
+    assert flashrsi("init", *broken).returncode == 0  # init runs no agent: no dry run
+
+    fixed = flashrsi("run", *small)
+
+    assert fixed.returncode == 0, fixed.stderr
+    assert (
+        'config was replaced (recorded in run_meta.json): agent.llm.api: "anthropic" -> "chat"'
+        in fixed.stdout
+    )
+    assert "NOT A VALID SEALED EXPERIMENT" not in fixed.stdout
+    meta = json.loads((home / "meta-harness-demo" / "run_meta.json").read_text())
+    assert [r["changes"] for r in meta["replaced"]] == [['agent.llm.api: "anthropic" -> "chat"']]
+    assert meta["forced"] == []
+
+    changed = flashrsi("run", *small, "--agent.max_turns", "9")
+    assert changed.returncode == 2
+    assert (
+        "has run rollouts under it" in changed.stderr
+        and "agent.max_turns: 8 -> 9" in changed.stderr
+    )
+
+    resumed = flashrsi(
+        "resume", "--experiment", "meta-harness-demo", "--experiment.home", str(home)
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert "sealed test: " in resumed.stdout
+
+
+def test_resume_says_there_is_no_experiment_only_when_there_is_none(config_dir, capsys):
+    home = Path.cwd() / "experiments"
+    path = str(config_dir / "exp.yaml")
+    assert main(["init", "--config", path, "--experiment.home", str(home)]) == 0
+    (home / "eval-only").mkdir()
+
+    missing = main(["resume", "--experiment", "exp-2", "--experiment.home", str(home)])
+    assert missing == 2
+    assert (
+        f"no experiment 'exp-2' under {home} (experiments there: exp-1)" in capsys.readouterr().err
+    )
+
+    unstarted = main(["resume", "--experiment", "eval-only", "--experiment.home", str(home)])
+    assert unstarted == 2
+    assert f"{home / 'eval-only'} has no run_meta.json" in capsys.readouterr().err
+
+    overridden = main(["resume", "--experiment", "exp-1", "--benchmark.limit", "3"])
+    assert overridden == 2
+    assert "resume takes no overrides: --benchmark.limit 3" in capsys.readouterr().err
+
+
+def test_resume_finds_the_experiment_under_experiment_home_and_dry_runs_it(
+    config_dir, capsys, monkeypatch
+):
+    """The key set when the experiment was created is gone from this shell: refused before
+    anything runs, naming the key — which also shows the experiment was found."""
+    home = Path.cwd() / "experiments"
+    monkeypatch.setenv(CANARY_ENV, "set-at-init")
+    path = str(config_dir / "exp.yaml")
+    assert main(["init", "--config", path, "--experiment.home", str(home)]) == 0
+    monkeypatch.delenv(CANARY_ENV)
+    before = sorted(p for p in home.rglob("*"))
+
+    code = main(["resume", "--experiment", "exp-1", "--experiment.home", str(home)])
+
+    assert code == 2
+    assert f"error: agent.llm.api_key: ${{{CANARY_ENV}}} is not set" in capsys.readouterr().err
+    assert sorted(p for p in home.rglob("*")) == before
+
+
+def test_resume_refuses_a_stored_config_that_no_longer_validates_in_one_line(config_dir, capsys):
+    """An experiment written before floats had to be finite (`timeout: .inf` stored as
+    Infinity) cannot be reopened as it is: one line naming the file and the key."""
+    home = Path.cwd() / "experiments"
+    assert (
+        main(["init", "--config", str(config_dir / "exp.yaml"), "--experiment.home", str(home)])
+        == 0
+    )
+    run_meta = home / "exp-1" / "run_meta.json"
+    meta = json.loads(run_meta.read_text())
+    meta["config"]["agent"]["timeout"] = float("inf")
+    run_meta.write_text(json.dumps(meta))
+
+    code = main(["resume", "--experiment", "exp-1", "--experiment.home", str(home)])
+
+    [line] = capsys.readouterr().err.splitlines()
+    assert code == 2
+    assert line.startswith(f"error: {run_meta}: its config cannot be reopened: agent.timeout: ")
+    assert "finite number" in line

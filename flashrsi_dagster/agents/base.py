@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from flashrsi_dagster.agents.run_config import run_config_message
-from flashrsi_dagster.config.experiment import ExperimentConfig
+from flashrsi_dagster.config.experiment import ExperimentConfig, role_key
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import Confinement
 from flashrsi_dagster.environments.jail import Mount
@@ -57,6 +57,12 @@ class Agent(ABC):
     """True when the agent can list, read and edit files: required of a Worker."""
     supports_environment: ClassVar[bool] = False
     """True when `_run` accepts `environment=` and runs its commands there."""
+    task_environment_only: ClassVar[bool] = False
+    """True when the agent runs only inside a task's own environment (Harbor's own agents)."""
+    supported_apis: ClassVar[tuple[str, ...]] = ("chat", "responses", "anthropic")
+    """The `llm.api` dialects the adapter speaks, preferred first."""
+    api_hint: ClassVar[str] = ""
+    """Said after a refused `llm.api`: where to go instead."""
 
     def __init__(
         self,
@@ -73,6 +79,9 @@ class Agent(ABC):
             )
         if not isinstance(config, RoleConfig):
             raise AgentConfigError(f"expected a RoleConfig, got {type(config).__name__}")
+        problems = type(self).config_problems(config, role_key(role))
+        if problems:
+            raise AgentConfigError("; ".join(problems))
         self.config = config.model_copy(deep=True)
         self.role = role
         self.files_dir = Path(files_dir).resolve()
@@ -83,6 +92,20 @@ class Agent(ABC):
         key = self.config.llm.api_key
         self.redactor = Redactor([key.resolve()] if key and key.env_var in os.environ else [])
         self._setup()
+
+    @classmethod
+    def config_problems(cls, config: RoleConfig, where: str) -> list[str]:
+        """What this adapter cannot honour in a role's config, one line each naming the key
+        under `where` (`agent`, `algorithm.worker`). It starts nothing, so the dry run asks
+        it before anything is written; construction refuses the same problems."""
+        api = config.llm.api
+        if api in cls.supported_apis:
+            return []
+        return [
+            f"{where}.llm.api: {cls.name} does not speak {api!r}, only "
+            f"{' or '.join(cls.supported_apis)}: set {where}.llm.api: {cls.supported_apis[0]}"
+            f"{cls.api_hint}"
+        ]
 
     def _setup(self) -> None:  # noqa: B027 - optional hook
         """Called at the end of construction: an adapter checks its role config here (naming

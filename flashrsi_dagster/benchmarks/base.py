@@ -90,3 +90,8 @@ class Benchmark(Protocol):
         agent's own failures (a wrong answer, a timeout) are data: a trajectory, never an
         exception. Called from several threads at once."""
         ...
+
+    def adapter_problem(self, adapter: type[Agent]) -> str | None:
+        """Why agents of this adapter class cannot run this benchmark's tasks, or None.
+        Asked before a run: such a target would turn every rollout into an error."""
+        ...

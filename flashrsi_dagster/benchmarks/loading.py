@@ -26,7 +26,7 @@ def load_splits(config: BenchmarkConfig, benchmark: Benchmark) -> Splits:
     if counts is None and benchmark.default_split_counts:
         counts = SplitCounts(**benchmark.default_split_counts)
     splits = make_splits(
-        benchmark.tasks(), counts, seed=config.seed, limit=config.limit, source=benchmark.name
+        benchmark.tasks(), counts, seed=config.seed, limit=config.limit, source=_source(config)
     )
     if config.evolution_data_path is not None:
         evolution = benchmark.tasks_from(config.evolution_data_path)
@@ -37,6 +37,12 @@ def load_splits(config: BenchmarkConfig, benchmark: Benchmark) -> Splits:
             source=str(config.evolution_data_path),
         )
     return splits
+
+
+def _source(config: BenchmarkConfig) -> str:
+    """What the pool was read from, for messages: the file or folder given, else built-in."""
+    given = config.data_path or config.tasks_dir
+    return str(given) if given else f"{config.name} (built-in data)"
 
 
 __all__ = ["BENCHMARKS", "BenchmarkError", "load_benchmark", "load_splits"]

@@ -26,15 +26,19 @@ class Splits:
 
     def unseal_test(self) -> tuple[Task, ...]:
         """The sealed test split, for the one evaluation after promotion."""
+        return self._sealed()
+
+    @property
+    def test_size(self) -> int:
+        """Counted, not handed out: `unseal_test()` stays the final evaluation's call."""
+        return len(self._sealed())
+
+    def _sealed(self) -> tuple[Task, ...]:
         if self._test is None:
             raise RuntimeError(
                 "the test split is not loaded during the search; the final step loads it"
             )
         return self._test
-
-    @property
-    def test_size(self) -> int:
-        return len(self.unseal_test())
 
     def without_test(self) -> Splits:
         """These splits with the test tasks dropped from memory: what a search holds."""
@@ -77,10 +81,12 @@ def replace_train(splits: Splits, evolution: list[Task], *, limit: int | None, s
     """External evolution data replaces train; it must not overlap the loaded dev/test tasks
     by id, instruction or checksum."""
     refuse_duplicates(evolution, source)
-    held_out = [*splits.dev, *splits.unseal_test()]
-    refuse_overlap(evolution, held_out, source, "dev/test")
+    # The sealed tasks are compared here, never handed out: `unseal_test()` stays the final
+    # evaluation's one call, so anything else calling it (a dry run, selection) is a bug.
+    sealed = splits._sealed()
+    refuse_overlap(evolution, [*splits.dev, *sealed], source, "dev/test")
     train = tuple(evolution[:limit] if limit is not None else evolution)
-    return Splits(train, splits.dev, splits.unseal_test())
+    return Splits(train, splits.dev, sealed)
 
 
 def refuse_duplicates(tasks: Iterable[Task], source: str) -> None:

@@ -52,6 +52,14 @@ class TextClassification:
         """Tasks of another file in this benchmark's format (e.g. evolution data)."""
         return [_task(row, self.labels) for row in _read_jsonl(path)]
 
+    def adapter_problem(self, adapter: type[Agent]) -> str | None:
+        if adapter.task_environment_only:
+            return (
+                f"{adapter.name} runs only inside a task's own environment, and "
+                f"{self.name} tasks have none (use it with benchmark.name: terminal_bench)"
+            )
+        return None
+
     def rollout(self, agent: Agent, task: Task, *, split: str, attempt: int) -> Trajectory:
         with scratch_dir("task-") as work:
             trajectory = agent.run(
@@ -122,19 +130,42 @@ def _builtin_rows() -> list[dict]:
 
 def _read_jsonl(path: Path) -> list[dict]:
     rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(_text_of(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise BenchmarkError(f"{path}: line {number}: not JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise BenchmarkError(
+                f"{path}: line {number}: expected a JSON object with id, text and label, "
+                f"got {type(row).__name__}"
+            )
         missing = [
-            key for key in ("id", "text", "label") if not isinstance(row.get(key), str | int)
+            key
+            for key in ("id", "text", "label")
+            if not isinstance(row.get(key), str | int) or row.get(key) == ""
         ]
         if missing:
-            raise BenchmarkError(f"{path}: line {number}: missing or non-text {', '.join(missing)}")
+            raise BenchmarkError(
+                f"{path}: line {number}: missing, empty or non-text {', '.join(missing)}"
+            )
         rows.append(row)
     if not rows:
-        raise BenchmarkError(f"{path}: no rows")
+        raise BenchmarkError(f"{path}: no rows; expected JSON Lines of {{id, text, label}}")
     return rows
+
+
+def _text_of(path: Path) -> str:
+    if path.is_dir():
+        raise BenchmarkError(
+            f"{path}: a folder; text_classification reads one JSON Lines file of "
+            "{id, text, label} rows"
+        )
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BenchmarkError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise BenchmarkError(f"{path}: not UTF-8 text (byte {exc.start})") from None

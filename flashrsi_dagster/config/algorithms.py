@@ -15,6 +15,9 @@ class AlgorithmSection(Section):
 
     EDITING_ROLES: ClassVar[frozenset[str]] = frozenset({"worker"})
     """Roles that edit harness files: their adapter must have file tools."""
+    REQUIRED_SPLITS: ClassVar[tuple[str, ...]] = ("dev", "test")
+    """Splits that must not be empty: selection is on dev, the sealed test scores the
+    promoted snapshot (an empty one has no score, found only at the very end)."""
 
     def roles(self) -> dict[str, RoleConfig]:
         """The algorithm's agent roles by name (the target is the experiment's `agent`)."""

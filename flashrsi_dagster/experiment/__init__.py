@@ -58,13 +58,14 @@ def open_experiment(
     paths = ExperimentPaths(config.experiment.dir)
     redactor = redactor_for(config)
     records = RecordStore(paths.root, redactor)
-    meta = open_identity(config, paths.run_meta, records, force=force)
     store = SnapshotStore(
         paths.snapshots,
         max_file_bytes=max_file_bytes,
         max_total_bytes=max_total_bytes,
         secret_filter=redactor,
     )
+    seeded = lambda: any(s.parent_id is None for s in store.history())  # noqa: E731
+    meta = open_identity(config, paths.run_meta, records, force=force, seeded=seeded)
     return Experiment(config, paths, meta, redactor, store, records)
 
 

@@ -1,7 +1,10 @@
 """Experiment identity: `run_meta.json` pins the config an experiment was started with.
 
-Reopening with a different config is refused, listing what changed. `force=True` reopens
-anyway and marks the experiment as no longer a valid sealed experiment, for good.
+Reopening with a different config is refused, listing what changed, once the experiment has
+run a rollout. Before that no result exists under the old config, so the new one is adopted
+and the replacement recorded (`RunMeta.replaced`) — unless it would change what the seed
+snapshot is captured from after the seed was captured. `force=True` reopens anyway and marks
+the experiment as no longer a valid sealed experiment, for good.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
+from collections.abc import Callable
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -16,8 +20,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from flashrsi_dagster.config.experiment import ExperimentConfig
+from flashrsi_dagster.config.experiment import ExperimentConfig, role_key
 from flashrsi_dagster.records import RecordStore, read_record
+from flashrsi_dagster.records.chain import CHAIN
 
 _PACKAGES = (
     "flashrsi-dagster",
@@ -32,16 +37,20 @@ _PACKAGES = (
 )
 # Where the home folder sits does not change what the experiment is.
 _NOT_IDENTITY = {("experiment", "home")}
+_SEED_KEYS = tuple(f"{role_key('target')}.{key}" for key in ("source_dir", "type"))
+"""What the seed snapshot is captured from; once captured it is kept (a re-evaluated round 0
+must not fork the search), so these cannot change under a captured seed."""
 
 
 class ConfigChangedError(RuntimeError):
     """Reopening an experiment with a config that differs from the one it started with."""
 
-    def __init__(self, experiment: str, changes: list[str]) -> None:
+    def __init__(self, experiment: str, changes: list[str], reason: str) -> None:
         self.changes = changes
         listing = "\n".join(f"  {change}" for change in changes)
         super().__init__(
-            f"experiment {experiment!r} was started with a different config; changed:\n{listing}\n"
+            f"experiment {experiment!r} was started with a different config and {reason}; "
+            f"changed:\n{listing}\n"
             "Use a new experiment name, or --force to continue anyway (the experiment is then "
             "marked as no longer a valid sealed experiment)."
         )
@@ -55,17 +64,31 @@ class ForcedReopen(BaseModel):
     changes: list[str]
 
 
+class ReplacedBeforeRollouts(BaseModel):
+    """A config replaced while the experiment had run no rollout: nothing was measured under
+    the old one, so the experiment stays valid."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    at: datetime
+    previous_fingerprint: str
+    changes: list[str]
+
+
 class RunMeta(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["run_meta"] = "run_meta"
-    schema_version: Literal[1] = 1
+    schema_version: Literal[1, 2] = Field(2, description="2 added `replaced`; 1 reads as is.")
     experiment: str
     created: datetime
     fingerprint: str = Field(description="sha256 of the normalised config (home excluded).")
     config: dict[str, Any] = Field(description="The normalised config, secrets as references.")
     packages: dict[str, str] = Field(description="Versions of Python and key packages.")
     forced: list[ForcedReopen] = Field(default_factory=list)
+    replaced: list[ReplacedBeforeRollouts] = Field(
+        default_factory=list, description="Configs replaced before any rollout ran."
+    )
 
     @property
     def confined(self) -> bool:
@@ -129,9 +152,15 @@ def package_versions() -> dict[str, str]:
 
 
 def open_identity(
-    config: ExperimentConfig, path: Path, records: RecordStore, *, force: bool = False
+    config: ExperimentConfig,
+    path: Path,
+    records: RecordStore,
+    *,
+    force: bool = False,
+    seeded: Callable[[], bool],
 ) -> RunMeta:
-    """Create `run_meta.json` at `path`, or check the config against it (see module doc)."""
+    """Create `run_meta.json` at `path`, or check the config against it (see module doc).
+    `seeded` says whether the seed snapshot was captured already."""
     current = normalised(config)
     digest = fingerprint(current)
     if not path.exists():
@@ -148,14 +177,40 @@ def open_identity(
     if meta.fingerprint == digest:
         return meta
     changes = config_changes(meta.config, current)
-    if not force:
-        raise ConfigChangedError(config.experiment.name, changes)
-    meta.forced.append(
-        ForcedReopen(at=datetime.now(UTC), previous_fingerprint=meta.fingerprint, changes=changes)
-    )
-    meta.fingerprint, meta.config = digest, current
+    entry = {"at": datetime.now(UTC), "previous_fingerprint": meta.fingerprint, "changes": changes}
+    kept = _why_kept(records, changes, seeded)
+    if kept is None:
+        meta.replaced.append(ReplacedBeforeRollouts(**entry))
+    elif force:
+        meta.forced.append(ForcedReopen(**entry))
+    else:
+        raise ConfigChangedError(config.experiment.name, changes, kept)
+    meta.schema_version, meta.fingerprint, meta.config = 2, digest, current
     records.write(path, meta)
     return meta
+
+
+def ran_rollouts(root: Path) -> bool:
+    """Whether the experiment at `root` has run a rollout: a rollout record (a `*.jsonl`
+    under `records/`, the chain aside) with anything in it. A torn line counts: that rollout
+    ran, even though it never finished."""
+    records = root / "records"
+    return any(
+        p.stat().st_size > 0 for p in records.rglob("*.jsonl") if p != root / CHAIN and p.is_file()
+    )
+
+
+def _why_kept(records: RecordStore, changes: list[str], seeded: Callable[[], bool]) -> str | None:
+    """Why the old config must stay, or None: a changed config may replace it when no
+    rollout ran under it, the folder matches its chain (a rollout record removed behind the
+    chain's back is refused, not taken for "none ran"), and the seed is not already captured
+    from what changed."""
+    if ran_rollouts(records.root):
+        return "has run rollouts under it"
+    records.verify()
+    if any(change.startswith(_SEED_KEYS) for change in changes) and seeded():
+        return "has captured its seed snapshot from the old target harness"
+    return None
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:

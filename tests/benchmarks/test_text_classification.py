@@ -64,7 +64,7 @@ def test_a_data_file_replaces_the_corpus_and_bad_lines_are_named(tmp_path):
     with pytest.raises(BenchmarkError, match=r"data.jsonl: line 2: not JSON"):
         TextClassification(data)
     data.write_text(json.dumps({"id": "a", "text": "hi"}) + "\n")
-    with pytest.raises(BenchmarkError, match=r"line 1: missing or non-text label"):
+    with pytest.raises(BenchmarkError, match=r"line 1: missing, empty or non-text label"):
         TextClassification(data)
 
 

@@ -40,10 +40,14 @@ class ClaudeCode(Agent):
         "sub-agents and hooks on the native claude_code system prompt and tools."
     )
     has_file_tools = True
+    supported_apis = ("anthropic",)
+    api_hint = " (for OpenAI-compatible endpoints use type miniagent)"
 
-    def _setup(self) -> None:
-        check_llm(self.config.llm, role_key(self.role))
-        _require_sdk()
+    @classmethod
+    def config_problems(cls, config: RoleConfig, where: str) -> list[str]:
+        problems = super().config_problems(config, where) + llm_problems(config.llm, where)
+        missing = _missing_sdk(where)
+        return [*problems, missing] if missing else problems
 
     @classmethod
     def builtin_harness(cls) -> Path:
@@ -55,7 +59,10 @@ class ClaudeCode(Agent):
         from flashrsi_dagster.agents.claude_code.session import run_session  # optional extra
 
         config = self.run_config
-        check_llm(config.llm, role_key(self.role))
+        # The config may have been edited since construction; refuse what the CLI cannot honour.
+        problems = self.config_problems(config, role_key(self.role))
+        if problems:
+            raise AgentConfigError("; ".join(problems))
         clock = time.monotonic()
         with (
             run_dir(self.files_dir) as run,
@@ -83,13 +90,8 @@ class ClaudeCode(Agent):
         return gateway_verdict(trajectory, confined.usage, outcome.timed_out)
 
 
-def check_llm(llm: LLMConfig, where: str) -> None:
-    """Refuse what Claude Code cannot honour, naming the config key (`where` is e.g. `agent`)."""
-    if llm.api != "anthropic":
-        raise AgentConfigError(
-            f"{where}.llm.api is {llm.api!r}, but claude-code speaks the Anthropic Messages API: "
-            f"set {where}.llm.api: anthropic (for OpenAI-compatible endpoints use type miniagent)"
-        )
+def llm_problems(llm: LLMConfig, where: str) -> list[str]:
+    """Settings the Claude Code CLI cannot honour, naming the config key (`where`: `agent`)."""
     unsupported = [
         name
         for name, value in [("temperature", llm.temperature), ("extra_body", llm.extra_body)]
@@ -97,21 +99,24 @@ def check_llm(llm: LLMConfig, where: str) -> None:
     ]
     if llm.reasoning and llm.reasoning.effort == "minimal":
         unsupported.append("reasoning.effort: minimal")
-    if unsupported:
-        raise AgentConfigError(
-            f"{where}.llm: the Claude Code CLI has no setting for {', '.join(unsupported)}; "
-            "remove it for type claude-code"
-        )
+    if not unsupported:
+        return []
+    return [
+        f"{where}.llm: the Claude Code CLI has no setting for {', '.join(unsupported)}; "
+        "remove it for type claude-code"
+    ]
 
 
-def _require_sdk() -> None:
+def _missing_sdk(where: str) -> str | None:
     try:
         importlib.import_module("claude_agent_sdk")
-    except ImportError as exc:
-        raise AgentConfigError(
-            "type claude-code needs the claude-agent-sdk package, which bundles the Claude Code "
-            "CLI: install the `claude` extra, e.g. pip install 'flashrsi-dagster[claude]'"
-        ) from exc
+    except ImportError:
+        return (
+            f"{where}.type: claude-code needs the claude-agent-sdk package, which bundles the "
+            "Claude Code CLI: install the `claude` extra, e.g. pip install "
+            "'flashrsi-dagster[claude]'"
+        )
+    return None
 
 
 def _claude_md(files_dir: Path) -> str | None:

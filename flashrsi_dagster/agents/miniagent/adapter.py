@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flashrsi_dagster.agents.base import Agent, AgentConfigError, TaskEnvironment
+from flashrsi_dagster.agents.base import Agent, TaskEnvironment
 from flashrsi_dagster.agents.miniagent.launcher import ForkServer, Run
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import AgentRun, gateway_verdict
@@ -33,13 +33,10 @@ class MiniAgent(Agent):
     description = "FlashRSI's built-in tool-using agent: shell, editor and skills, as a subprocess."
     has_file_tools = True
     supports_environment = True
+    supported_apis = ("chat", "responses")
+    api_hint = " (it talks to OpenAI-compatible endpoints; use type claude-code for anthropic)"
 
     def _setup(self) -> None:
-        if self.config.llm.api == "anthropic":
-            raise AgentConfigError(
-                f"{self.role}: MiniAgent talks to OpenAI-compatible endpoints; set llm.api to "
-                "`chat` or `responses` (or use type `claude-code` for the Anthropic API)"
-            )
         self._runs: set[Run] = set()
 
     @classmethod

@@ -12,8 +12,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from harbor.environments.base import BaseEnvironment
+from harbor.models.environment_type import EnvironmentType
 from harbor.models.trial.config import AgentConfig, EnvironmentConfig
 from harbor.models.trial.result import TrialResult
+from harbor.utils.import_path import import_class
 
 from flashrsi_dagster.agents.base import Agent
 from flashrsi_dagster.benchmarks.base import BenchmarkError, Task
@@ -45,6 +48,7 @@ class TerminalBench:
     def __init__(self, tasks_dir: Path | None = None, environment: str = "local") -> None:
         self.tasks_dir = Path(tasks_dir) if tasks_dir else TASKS_DIR
         self.environment = _environment(environment)
+        self._environment_class = _environment_class(self.environment)
 
     @classmethod
     def from_config(cls, config: BenchmarkConfig) -> TerminalBench:
@@ -59,6 +63,25 @@ class TerminalBench:
         if not folders:
             raise BenchmarkError(f"{path}: no Harbor task folders (*/task.toml) found")
         return [_task(folder) for folder in folders]
+
+    def adapter_problem(self, adapter: type[Agent]) -> str | None:
+        """Harbor's own agents run anywhere Harbor does; ours reach the task through its
+        environment's host shell (`flashrsi_agent`), which only the local environment gives."""
+        if adapter.task_environment_only:
+            return None
+        if not adapter.supports_environment:
+            return (
+                f"{adapter.name} cannot run commands in a task's own environment, which every "
+                f"{self.name} task has: use an agent that can (miniagent) or one of Harbor's "
+                "own (harbor-oracle, harbor-nop)"
+            )
+        if not hasattr(self._environment_class, "shell_argv"):
+            return (
+                f"{adapter.name} reaches a task through its environment's host shell, which "
+                "only the local Harbor environment gives: set benchmark.harbor_environment: "
+                "local, or use one of Harbor's own agents (harbor-oracle, harbor-nop)"
+            )
+        return None
 
     def rollout(self, agent: Agent, task: Task, *, split: str, attempt: int) -> Trajectory:
         loan = wrapped_agent.Loan(agent, task.id, split, attempt)
@@ -101,7 +124,23 @@ def _environment(name: str) -> EnvironmentConfig:
         return local_environment()
     if ":" in name:
         return EnvironmentConfig(import_path=name)
+    if name not in set(EnvironmentType):
+        raise BenchmarkError(
+            f"benchmark.harbor_environment: unknown Harbor environment {name!r}; expected "
+            f"local, package.module:Class, or one of Harbor's: {', '.join(EnvironmentType)}"
+        )
     return EnvironmentConfig(type=name)
+
+
+def _environment_class(config: EnvironmentConfig) -> type[BaseEnvironment] | None:
+    """The class behind an import path, imported now so that a wrong path is refused before
+    any trial (Harbor would import it only when the first one starts); None for a type."""
+    if config.import_path is None:
+        return None
+    try:
+        return import_class(config.import_path, base=BaseEnvironment, label="environment")
+    except (ValueError, TypeError) as exc:
+        raise BenchmarkError(f"benchmark.harbor_environment: {exc}") from None
 
 
 def _trajectory(

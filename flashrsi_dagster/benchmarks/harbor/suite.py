@@ -45,13 +45,19 @@ def check_task(task_dir: Path) -> TaskDefinition:
     """Parse `task_dir/task.toml` and check the task's files, naming the file at fault."""
     path = Path(task_dir) / "task.toml"
     try:
-        definition = TaskDefinition.model_validate(tomllib.loads(path.read_text()))
+        definition = TaskDefinition.model_validate(tomllib.loads(path.read_text("utf-8")))
     except OSError as exc:
         raise TaskDefinitionError(f"{path}: cannot read: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise TaskDefinitionError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise TaskDefinitionError(f"{path}: invalid TOML: {exc}") from exc
     except ValidationError as exc:
-        raise TaskDefinitionError(f"{path}: invalid task config: {exc}") from exc
+        # One line per task: pydantic's own text spans several, with links.
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors()
+        )
+        raise TaskDefinitionError(f"{path}: invalid task config: {problems}") from exc
     for name in REQUIRED_FILES:
         if not (path.parent / name).exists():
             raise TaskDefinitionError(f"{path.parent / name}: missing")

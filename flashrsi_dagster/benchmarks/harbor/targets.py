@@ -14,6 +14,7 @@ HARNESS = Path(__file__).with_name("builtin_agent_harness")
 class HarborBuiltinAgent(Agent):
     harbor_name: str
     description = "One of Harbor's own agents; runs only inside a Harbor trial."
+    task_environment_only = True
 
     @classmethod
     def builtin_harness(cls) -> Path:

@@ -51,6 +51,14 @@ class SWEBench:
         """Tasks of another file or folder in the same format (e.g. evolution data)."""
         return read_instances(Path(path))
 
+    def adapter_problem(self, adapter: type[Agent]) -> str | None:
+        if adapter.task_environment_only:
+            return (
+                f"{adapter.name} runs only inside a Harbor task's environment, and {self.name} "
+                "tasks are not Harbor tasks"
+            )
+        return None
+
     def rollout(self, agent: Agent, task: Task, *, split: str, attempt: int) -> Trajectory:
         """Refuses: a rollout runs in the task's official image, which needs Docker, and the
         container runner is not built; `grade` scores logs from the official harness."""

@@ -249,7 +249,9 @@ def test_claude_code_can_be_the_worker_on_its_built_in_harness(server):
 def test_an_openai_api_is_refused_naming_the_key(server, build, key):
     chat = role(server, "unused", llm={"api": "chat"})
 
-    with pytest.raises(AgentConfigError, match=f"{key} is 'chat'.*set {key}: anthropic"):
+    with pytest.raises(
+        AgentConfigError, match=f"{key}: claude-code does not speak 'chat'.*set {key}: anthropic"
+    ):
         build(chat)
 
 

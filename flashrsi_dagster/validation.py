@@ -1,0 +1,200 @@
+"""The dry run: what a run would otherwise find out late, checked without a model and before
+anything is written (`flashrsi validate`; `run`, `eval` and `resume` check first too).
+
+It loads the benchmark and draws its splits as the run does, reads each role's harness
+declaration, asks each role's adapter what it cannot honour, and checks the machine (jails,
+keys, the experiment folder). Each problem is one line naming the key path, and the file or
+task id where there is one. The test split stays sealed: it is counted (`Splits.test_size`),
+never unsealed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from flashrsi_dagster.agents.base import Agent, AgentConfigError
+from flashrsi_dagster.agents.registry import UnknownAdapterError, adapter_class
+from flashrsi_dagster.benchmarks.base import Benchmark, BenchmarkError
+from flashrsi_dagster.benchmarks.loading import load_benchmark, load_splits
+from flashrsi_dagster.benchmarks.splits import Splits
+from flashrsi_dagster.config.experiment import ExperimentConfig
+from flashrsi_dagster.environments.jail import JailError, require_jails
+from flashrsi_dagster.records import RecordError
+from flashrsi_dagster.snapshots.components import COMPONENTS_FILE, Components, ComponentsError
+
+EVOLVED_ROLE = "target"
+"""The role whose harness becomes the seed snapshot that the algorithm evolves."""
+
+_SELF_DESCRIBING = (
+    BenchmarkError,
+    ComponentsError,
+    AgentConfigError,
+    UnknownAdapterError,
+    RecordError,
+    ValidationError,
+)
+"""Errors whose message already names the file or key: shown without their type."""
+
+
+def dry_run(config: ExperimentConfig, *, splits: tuple[str, ...] | None = None) -> list[str]:
+    """Every problem found, one line each; empty when the run may start. `splits` must not
+    be empty (default: those the algorithm needs; `eval` needs only the one it scores)."""
+    adapters, role_problems = _adapters(config)
+    problems = [
+        *_confinement(config),
+        *_home(config),
+        *role_problems,
+        *_keys(config),
+        *_harnesses(config, adapters),
+    ]
+    benchmark, loading = _benchmark(config)
+    problems += loading
+    if benchmark is not None:
+        drawn, loading = _splits(config, benchmark)
+        problems += loading
+        if drawn is not None:
+            needer = "this command" if splits else config.algorithm.name
+            problems += _split_sizes(drawn, splits or config.algorithm.REQUIRED_SPLITS, needer)
+        if EVOLVED_ROLE in adapters:
+            problem = benchmark.adapter_problem(adapters[EVOLVED_ROLE])
+            if problem:
+                problems.append(f"{config.role_key(EVOLVED_ROLE)}.type: {problem}")
+    return problems
+
+
+def _confinement(config: ExperimentConfig) -> list[str]:
+    """Jailed agents need bubblewrap and root."""
+    if config.experiment.confinement == "none":
+        return []
+    try:
+        require_jails()
+    except JailError as exc:
+        return [f"experiment.confinement: {exc}"]
+    return []
+
+
+def _home(config: ExperimentConfig) -> list[str]:
+    """The experiment folder must be one the run can create or reopen: a file in its way
+    would fail only once the run opens the experiment."""
+    folder = config.experiment.dir
+    existing = next(path for path in (folder, *folder.parents) if path.exists())
+    key = "experiment.name" if existing == folder else "experiment.home"
+    if not existing.is_dir():
+        return [f"{key}: {existing} is not a folder, so {folder} cannot be created"]
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return [f"{key}: {existing} is not writable"]
+    return []
+
+
+def _adapters(config: ExperimentConfig) -> tuple[dict[str, type[Agent]], list[str]]:
+    """Each role's adapter class, and what it cannot do in its role: an unknown type, an
+    editing role without file tools, an `llm` section it cannot honour."""
+    classes: dict[str, type[Agent]] = {}
+    problems = []
+    for name, role in config.roles().items():
+        where = config.role_key(name)
+        try:
+            cls = adapter_class(role.type)
+        except Exception as exc:  # a user's adapter module may fail to import in any way
+            problems.append(f"{where}.type: {one_line(exc)}")
+            continue
+        classes[name] = cls
+        if name in config.algorithm.EDITING_ROLES and not cls.has_file_tools:
+            problems.append(
+                f"{where}.type: {role.type!r} has no file tools; the {name} must be an agent "
+                "that can list, read and edit files (e.g. `miniagent`, `claude-code`)"
+            )
+        problems += cls.config_problems(role, where)
+    return classes, problems
+
+
+def _keys(config: ExperimentConfig) -> list[str]:
+    """Keys referenced but not set: a run would spend its whole budget, sealed test
+    included, on refused calls."""
+    problems = []
+    for name, role in config.roles().items():
+        key = role.llm.api_key
+        if key is not None and key.env_var not in os.environ:
+            problems.append(
+                f"{config.role_key(name)}.llm.api_key: {key} is not set; export {key.env_var} "
+                "in the shell that runs flashrsi"
+            )
+    return problems
+
+
+def _harnesses(config: ExperimentConfig, adapters: dict[str, type[Agent]]) -> list[str]:
+    """Every role's harness declares its components; the evolved one declares files."""
+    problems = []
+    for name, cls in adapters.items():
+        where = f"{config.role_key(name)}.source_dir"
+        try:
+            folder = config.roles()[name].source_dir or cls.builtin_harness()
+            components = Components.from_file(folder / COMPONENTS_FILE)
+        except (AgentConfigError, ComponentsError) as exc:
+            problems.append(f"{where}: {one_line(exc)}")
+            continue
+        if name == EVOLVED_ROLE and not _declares_a_file(folder, components):
+            problems.append(
+                f"{where}: {folder} has no file matching its components "
+                f"({components.describe()}), so the seed snapshot would be empty"
+            )
+    return problems
+
+
+def _declares_a_file(folder: Path, components: Components) -> bool:
+    files = (p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    return any(components.declares(path) for path in files)
+
+
+def _benchmark(config: ExperimentConfig) -> tuple[Benchmark | None, list[str]]:
+    try:
+        return load_benchmark(config.benchmark), []
+    except Exception as exc:  # reported, not raised: a loader can fail in any way
+        return None, [_benchmark_problem(config, exc)]
+
+
+def _splits(config: ExperimentConfig, benchmark: Benchmark) -> tuple[Splits | None, list[str]]:
+    """The splits drawn as the run draws them (reading every task, as the run does)."""
+    try:
+        return load_splits(config.benchmark, benchmark), []
+    except Exception as exc:  # reported, not raised: a data file can be wrong in any way
+        return None, [_benchmark_problem(config, exc)]
+
+
+def _split_sizes(splits: Splits, needed: tuple[str, ...], needer: str) -> list[str]:
+    """Splits that must not be empty; test is counted, not unsealed."""
+    sizes = {"train": len(splits.train), "dev": len(splits.dev), "test": splits.test_size}
+    return [
+        f"benchmark.split_counts.{name}: the {name} split is empty, but {needer} needs it; "
+        f"give it tasks (benchmark.split_counts.{name}, or data rows with split: {name})"
+        for name in needed
+        if not sizes[name]
+    ]
+
+
+def _benchmark_problem(config: ExperimentConfig, exc: Exception) -> str:
+    """A loader's error under the key that supplied the data it names."""
+    message = one_line(exc)
+    if message.startswith("benchmark."):
+        return message
+    bench = config.benchmark
+    for key in ("evolution_data_path", "data_path", "tasks_dir"):
+        value = getattr(bench, key)
+        if value is not None and str(value) in message:
+            return f"benchmark.{key}: {message}"
+    return f"benchmark: {message}"
+
+
+def one_line(exc: Exception) -> str:
+    """An exception as one line: our loaders' messages already name what is wrong; anything
+    else keeps its type, since its message alone may not say what kind of failure it is."""
+    if isinstance(exc, ValidationError):
+        text = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors()
+        )
+    else:
+        text = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    return text if isinstance(exc, _SELF_DESCRIBING) else f"{type(exc).__name__}: {text}"
