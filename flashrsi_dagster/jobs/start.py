@@ -7,7 +7,10 @@ import dagster as dg
 from pydantic import Field
 
 from flashrsi_dagster.assets.context import EXPERIMENT_TAG
+from flashrsi_dagster.config import ConfigError
 from flashrsi_dagster.defs import defs_for
+from flashrsi_dagster.experiment import ConfigChangedError
+from flashrsi_dagster.resources.experiments import InvalidExperiment
 
 
 class StartExperiment(dg.Config):
@@ -29,9 +32,13 @@ class StartExperiment(dg.Config):
 def create_experiment(context: dg.OpExecutionContext, config: StartExperiment) -> None:
     """Create (or reopen, unchanged) the experiment and register every partition it uses."""
     experiments = context.resources.experiments_home
-    experiment = experiments.create(
-        config.config_file, name=config.name, overrides=config.overrides
-    )
+    try:
+        experiment = experiments.create(
+            config.config_file, name=config.name, overrides=config.overrides
+        )
+    except (ConfigError, InvalidExperiment, ConfigChangedError) as exc:
+        # One clear message in the run's failure, not a trace; nothing was written.
+        raise dg.Failure(description=f"{config.config_file}: {exc}", allow_retries=False) from None
     settings = experiment.config
     name = settings.experiment.name
     defs_for(settings.algorithm.name).register(context.instance, name, settings.algorithm)

@@ -29,6 +29,15 @@ from flashrsi_dagster.resources.agents import TargetAgentResource, WorkerAgentRe
 from flashrsi_dagster.resources.harbor import HarborEnvironmentResource
 from flashrsi_dagster.resources.offline_model import OfflineModelResource
 from flashrsi_dagster.resources.snapshots import SnapshotStoreResource
+from flashrsi_dagster.validation import dry_run
+
+
+class InvalidExperiment(ValueError):
+    """A config the dry run refuses: one line per problem."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
 
 
 class ExperimentsResource(dg.ConfigurableResource):
@@ -74,12 +83,16 @@ class ExperimentsResource(dg.ConfigurableResource):
     def create(
         self, config_file: str | Path, *, name: str | None = None, overrides: Sequence[str] = ()
     ) -> Experiment:
-        """A new experiment under this home from a YAML file (opening the same one again is
-        fine; a changed config is refused as everywhere else)."""
+        """A new experiment under this home from a YAML file, after the same dry run as
+        `flashrsi run` (`InvalidExperiment` lists its problems; nothing is written). Opening
+        the same one again is fine; a changed config is refused once rollouts have run."""
         renamed = ["--experiment.name", name] if name else []
         config = load_config(
             Path(config_file), [*overrides, *renamed, "--experiment.home", self.home]
         )
+        problems = dry_run(config)
+        if problems:
+            raise InvalidExperiment(problems)
         return self._open(config)
 
     def open(self, name: str) -> Experiment:

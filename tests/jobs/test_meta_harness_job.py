@@ -228,6 +228,24 @@ def test_the_start_job_creates_an_experiment_the_launchpad_way(tmp_path):
         assert experiments.config("from-ui").algorithm.max_steps == 1
         assert experiments.next_step("from-ui").action == "evaluate_seed"
 
+        broken = {
+            **launch,
+            "name": "broken",
+            "overrides": ["--agent.llm.api_key", "${FLASHRSI_UNSET}"],
+        }
+        refused = (
+            build_definitions(home)
+            .resolve_job_def("start_experiment")
+            .execute_in_process(
+                instance=instance,
+                run_config={"ops": {"create_experiment": {"config": broken}}},
+                raise_on_error=False,
+            )
+        )
+        assert not refused.success
+        assert "agent.llm.api_key: ${FLASHRSI_UNSET} is not set" in _failure(refused)
+        assert not (Path(home) / "broken").exists()  # the dry run refused it: nothing written
+
         instance.add_dynamic_partitions(PARTITIONS.experiments.name, ["nowhere"])
         missing = _materialize(instance, home, "meta_harness", PARTITIONS.key("nowhere", 0, "c0"))
     assert not missing.success
