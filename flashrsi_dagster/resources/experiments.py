@@ -123,8 +123,11 @@ class ExperimentsResource(dg.ConfigurableResource):
         self.close()
 
     def close(self) -> None:
+        """Close every algorithm opened and forget the experiments: the next run (the same
+        resource object serves every in-process run of `flashrsi run`) opens them afresh."""
         while self._algorithms:
             self._algorithms.popitem()[1].close()
+        self._experiments.clear()
 
     def _builders(self, name: str) -> Builders:
         experiment = self.open(name)
