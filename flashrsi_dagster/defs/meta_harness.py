@@ -11,14 +11,12 @@ from flashrsi_dagster.defs.base import AlgorithmDefs
 round_job = dg.define_asset_job(
     "meta_harness",
     selection=dg.AssetSelection.assets(*assets.ROUND_ASSETS),
-    partitions_def=assets.PARTITIONS.grid,
     executor_def=dg.in_process_executor,  # a step per subprocess costs more than a round
     description="One Meta-Harness round: the Worker's candidate and its dev evaluation.",
 )
 finalize_job = dg.define_asset_job(
     "meta_harness_finalize",
     selection=dg.AssetSelection.assets(*assets.FINAL_ASSETS),
-    partitions_def=assets.PARTITIONS.experiments,
     executor_def=dg.in_process_executor,
     description="Promote the best dev snapshot, then evaluate it once on the sealed test "
     "split. Refused until every round has its result.",
