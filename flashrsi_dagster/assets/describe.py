@@ -260,8 +260,10 @@ def promotion(state) -> dict[str, Any]:
     return metadata
 
 
-def sealed_test(state) -> dict[str, Any]:
+def sealed_test(state, *, read_back: bool) -> dict[str, Any]:
+    """The one sealed-test result; a materialization after the first says it read it back."""
     test, chosen, seed = state.test, state.promotion, state.round(0)
+    when = f"{test.created:%Y-%m-%d %H:%M:%S} UTC"
     return {
         "snapshot_id": test.snapshot_id,
         "promoted_round": chosen.round,
@@ -272,8 +274,12 @@ def sealed_test(state) -> dict[str, Any]:
             dev_test_gap=chosen.dev_score - test.test_score,
         ),
         "tasks": test.test_tasks,
-        "evaluated": f"once, at {test.created:%Y-%m-%d %H:%M:%S} UTC; this is that one result "
-        "read back, not a second test",
+        "evaluated": f"once, at {when}"
+        + (
+            "; this materialization read that one result back, it is not a second test"
+            if read_back
+            else "; by this materialization"
+        ),
     }
 
 

@@ -255,9 +255,11 @@ def sealed_test_score(context: dg.AssetExecutionContext) -> Iterator:
     later materialization reads that one result back."""
     name = experiment_of(context)
     algorithm: MetaHarness = algorithm_of(context, name)  # type: ignore[assignment]
+    read_back = algorithm.read_state().test is not None
     result = _refusing_out_of_turn(algorithm.sealed_test)
     state = algorithm.read_state()
-    yield dg.Output(result.model_dump(mode="json"), metadata=describe.sealed_test(state))
+    metadata = describe.sealed_test(state, read_back=read_back)
+    yield dg.Output(result.model_dump(mode="json"), metadata=metadata)
     threshold = context.resources.experiments_home.dev_test_gap_warning
     yield from describe.sealed_checks(algorithm, state, threshold, key("sealed_test_score"))
     context.log_event(_summary(context, algorithm, name))
