@@ -150,6 +150,17 @@ def test_the_driver_runs_the_experiment_as_runs_of_its_jobs(tmp_path):
             [dg.AssetCheckKey(key("sealed_test_score"), "evaluated_once_after_promotion")]
         )
         assert checks and all(c.status.value == "SUCCEEDED" for c in checks.values())
+        first = _latest(instance, "sealed_test_score", name)["evaluated"].value
+        tested = (experiment.paths.records / "meta_harness" / "test.jsonl").read_bytes()
+        again = _materialize(
+            instance, tmp_path / "home", "meta_harness_finalize", name,
+            selection=[key("sealed_test_score")],
+        )  # fmt: skip
+        assert again.success
+        read_back = _latest(instance, "sealed_test_score", name)["evaluated"].value
+        assert "by this materialization" in first
+        assert "read that one result back, it is not a second test" in read_back
+        assert (experiment.paths.records / "meta_harness" / "test.jsonl").read_bytes() == tested
     value = tmp_path / "home" / name / "dagster" / "meta_harness-trajectories" / "round-001-c0"
     assert value.with_suffix(".parquet").exists()
 
