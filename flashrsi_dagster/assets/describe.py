@@ -44,9 +44,12 @@ def figures(**values: float | int | None) -> dict[str, Any]:
 def snapshot_link(
     partitions: AlgorithmPartitions, asset: dg.AssetKey, name: str, k: int, slot: str
 ):
-    """A link to another candidate's snapshot page (its parent, say) in the same UI."""
-    partition = str(partitions.key(name, k, slot))
-    return dg.MetadataValue.url(f"/assets/{'/'.join(asset.path)}?partition={quote(partition)}")
+    """A link to another candidate's snapshot (its parent, say) in the same UI: the asset's
+    Partitions tab with that partition selected (the Overview tab ignores `partition`)."""
+    partition = quote(str(partitions.key(name, k, slot)))
+    return dg.MetadataValue.url(
+        f"/assets/{'/'.join(asset.path)}?view=partitions&partition={partition}"
+    )
 
 
 def snapshot(

@@ -10,6 +10,11 @@ from flashrsi_dagster.algorithms.base import Step
 from flashrsi_dagster.defs import build_definitions, defs_for
 from flashrsi_dagster.records import IntegrityError
 
+REPOSITORY_LABEL = {".dagster/repository": "__repository__@flashrsi_dagster.definitions"}
+"""The tag the UI lists a job's runs by (repository @ code location, as `flashrsi ui` and
+workspace.yaml load it). Dagster sets it only on runs launched from a code location; without
+it an in-process run is missing from its job's Runs tab."""
+
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 """In-process runs log their events to the instance (the UI shows them); the terminal gets
 only warnings, so the CLI's own progress lines stay readable."""
@@ -38,7 +43,7 @@ class InProcessRuns:
         result = job.execute_in_process(
             instance=self.instance,
             partition_key=request.partition_key,
-            tags={**request.tags, "dagster/run_key": request.run_key or ""},
+            tags={**request.tags, **REPOSITORY_LABEL, "dagster/run_key": request.run_key or ""},
             asset_selection=request.asset_selection,
             raise_on_error=False,
             run_config=QUIET,

@@ -53,6 +53,9 @@ def create_experiment(context: dg.OpExecutionContext, config: StartExperiment) -
     )
 
 
-@dg.job(description="Create an experiment from a YAML file and register its partitions.")
+@dg.job(
+    description="Create an experiment from a YAML file and register its partitions.",
+    executor_def=dg.in_process_executor,  # one small op: a step subprocess costs ~all its time
+)
 def start_experiment() -> None:
     create_experiment()
