@@ -53,7 +53,7 @@ class Chromium:
             start_new_session=True,
         )
         try:
-            port = _devtools_port(profile / "DevToolsActivePort")
+            port = _devtools_port(profile / "DevToolsActivePort", self.process)
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as r:
                 page = next(t for t in json.loads(r.read()) if t["type"] == "page")
             self.socket = connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=30)
@@ -134,10 +134,10 @@ class Chromium:
         self.process.wait(timeout=30)
 
 
-def _devtools_port(active: Path, timeout: float = 60) -> int:
+def _devtools_port(active: Path, process: subprocess.Popen, timeout: float = 60) -> int:
     deadline = time.monotonic() + timeout
     while not (active.is_file() and active.read_text().strip()):
-        if time.monotonic() > deadline:
-            raise RuntimeError("chromium did not open its DevTools port")
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"chromium did not open its DevTools port ({process.returncode})")
         time.sleep(0.1)
     return int(active.read_text().split()[0])

@@ -233,9 +233,8 @@ def test_a_candidates_page_shows_its_diff_and_its_workers_trajectory(ui, screens
     answer = re.search(r"\*\*Answer\*\*\n```\n(.+)\n", meta["worker_trajectory"]).group(1)
     assert answer.startswith("Simulator worker: updated prompts/system.md")
     parent = f"r000.c0|{DEMO}"
-    assert (
-        meta["parent"] == f"/assets/meta_harness/snapshot?view=partitions&partition={quote(parent)}"
-    )
+    link = f"/assets/meta_harness/snapshot?view=partitions&partition={quote(parent)}"
+    assert meta["parent"] == link
 
     page = f"/assets/meta_harness/snapshot?view=partitions&partition={quote(partition)}"
     screens.open(page, "diff --git", partition)
@@ -253,7 +252,7 @@ def test_a_candidates_page_shows_its_diff_and_its_workers_trajectory(ui, screens
     assert "worker-1" in browser.wait(answer, "tool call editor")
     screens.shot("1-worker-trajectory")
 
-    screens.open(meta["parent"], parent, "snapshot_id")  # the parent link opens the parent
+    screens.open(link, parent, "snapshot_id")  # the link opens the parent's partition
     assert browser.cell("snapshot_id") == meta["parent_id"]
 
 
@@ -283,7 +282,7 @@ CHECK_EXECUTIONS = """query($key: AssetKeyInput!, $check: String!) {
       label ... on FloatMetadataEntry { floatValue } } } } }"""
 CHECKS_OF = """query($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) {
   ... on AssetNode { assetChecksOrError { ... on AssetChecks { checks { name } } } } } }"""
-CHECK_STATUS = """((name) => {
+CHECK_STATUS = """((name) => {  // a long name shows cut in the middle, whole in its title
   const title = document.querySelector(`[title="${name}"]`);
   return title ? title.parentElement.innerText.trim().split('\\n').pop() : null;
 })"""
@@ -402,9 +401,9 @@ def test_an_experiment_started_from_the_launchpad(ui, screens):
     params = {"selector": selector, "runConfigData": run_config}
     launched = ui.gql(LAUNCH, params=params)["launchRun"]
     assert launched["__typename"] == "LaunchRunSuccess", launched
-    assert _wait_for_run(ui, launched["run"]["runId"]) == "SUCCESS", (
-        ui.root / "daemon.log"
-    ).read_text()[-3000:]
+    status = _wait_for_run(ui, launched["run"]["runId"])
+    logs = [(ui.root / log).read_text()[-2000:] for log in ("daemon.log", "webserver.log")]
+    assert status == "SUCCESS", "\n".join(logs)
 
     assert (ui.home / FROM_UI / "run_meta.json").is_file()
     partitions = _partitions(ui)
