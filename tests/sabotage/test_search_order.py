@@ -133,7 +133,6 @@ def _signal_on(obj, method: str, started: threading.Event) -> None:
 # -- 1. promotion asked for while a round has no result ---------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="hole: promote() re-ranks while a round has no result")
 def test_a_promotion_asked_for_while_a_round_is_being_re_evaluated_is_refused_and_writes_nothing(
     tmp_path,
 ):

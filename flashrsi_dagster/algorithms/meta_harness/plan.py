@@ -75,7 +75,10 @@ def still_missing(state: State, max_steps: int, action: str) -> str | None:
     """Why `action` cannot run yet, or None when it is the search's turn (or already done,
     which the step itself reads back)."""
     step = next_step(state, max_steps)
-    if action == "promote" and (state.promotion is not None or step.action == "promote"):
+    # A promotion on record is read back (frozen after the test), never re-ranked while a
+    # round has no result (one set aside for re-evaluation, say): that ranking would miss it.
+    settled = state.promotion is not None and (state.test is not None or step.round is None)
+    if action == "promote" and (settled or step.action == "promote"):
         return None
     if action == "sealed_test" and (state.test is not None or step.action == "sealed_test"):
         return None
