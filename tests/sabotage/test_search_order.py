@@ -265,7 +265,6 @@ def _promoted(rounds: tuple[RoundRecord, ...], at: datetime) -> Promotion:
     )
 
 
-@pytest.mark.xfail(strict=True, reason="hole: the basis repeats when a ranking comes back")
 def test_every_re_ranking_the_search_asks_for_gets_a_run_key_of_its_own():
     """Round 1 re-evaluated twice: its score drops, then comes back. The third promotion is
     the first one's ranking again; the driver launches a step only for a new run key, so a
