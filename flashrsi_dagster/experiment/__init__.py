@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.environments.confinement import Confinement, confinement_for
 from flashrsi_dagster.experiment.identity import ConfigChangedError, RunMeta, open_identity
+from flashrsi_dagster.experiment.lock import StepLock
 from flashrsi_dagster.experiment.paths import ExperimentPaths
 from flashrsi_dagster.records import RecordStore, RedactingFilter, Redactor
 from flashrsi_dagster.snapshots import SnapshotStore
@@ -25,6 +26,11 @@ class Experiment:
     records: RecordStore
     """The one writer of the folder's records (redacted, atomic, in the integrity chain)."""
     _confinement: Confinement | None = field(default=None, repr=False)
+    step_lock: StepLock = field(init=False, repr=False)
+    """Held by every step that writes records: one step of the experiment at a time."""
+
+    def __post_init__(self) -> None:
+        self.step_lock = StepLock(self.paths.root)
 
     @property
     def confinement(self) -> Confinement:

@@ -158,7 +158,6 @@ def test_a_promotion_asked_for_while_a_round_is_being_re_evaluated_is_refused_an
 # -- 2. two steps of one experiment at once ---------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="hole: no step lock: the test split is evaluated twice")
 def test_a_second_sealed_test_launched_while_the_first_runs_does_not_evaluate_the_test_again(
     tmp_path,
 ):
@@ -187,7 +186,6 @@ def test_a_second_sealed_test_launched_while_the_first_runs_does_not_evaluate_th
     second.close()
 
 
-@pytest.mark.xfail(strict=True, reason="hole: no step lock: the promotion changes under the test")
 def test_a_round_re_evaluated_during_the_sealed_test_cannot_change_the_promotion_it_tests(
     tmp_path,
 ):
@@ -222,7 +220,6 @@ def test_a_round_re_evaluated_during_the_sealed_test_cannot_change_the_promotion
     other.close()
 
 
-@pytest.mark.xfail(strict=True, reason="hole: no step lock: two Workers edit one round")
 def test_two_runs_of_one_round_at_once_run_the_worker_once(tmp_path):
     first = _open(tmp_path / "home")
     first.evaluate_seed()
