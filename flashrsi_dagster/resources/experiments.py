@@ -69,7 +69,15 @@ class ExperimentsResource(dg.ConfigurableResource):
         names = sorted(p.parent.name for p in root.glob("*/run_meta.json")) if root.is_dir() else []
         if algorithm is None:
             return names
-        return [n for n in names if self.config(n).algorithm.name == algorithm]
+        return [n for n in names if self._algorithm_name(n) == algorithm]
+
+    def _algorithm_name(self, name: str) -> str | None:
+        """The experiment's algorithm; None for one whose config cannot be read (it is not
+        this one's to fail: a damaged or foreign folder beside it)."""
+        try:
+            return self.config(name).algorithm.name
+        except ValueError:  # RecordError, ValidationError
+            return None
 
     def exists(self, name: str) -> bool:
         return ExperimentPaths(Path(self.home) / name).run_meta.is_file()

@@ -47,7 +47,11 @@ def round_driver(
         )
         if active:
             continue
-        request = next_request(experiments, name)
+        try:
+            request = next_request(experiments, name)
+        except Exception as exc:  # one unreadable experiment must not stop the others
+            context.log.warning(f"experiment {name!r} skipped: {exc}")
+            continue
         if request is not None:
             requests.append(request)
     return dg.SensorResult(run_requests=requests)
