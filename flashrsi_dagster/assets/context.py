@@ -38,6 +38,12 @@ def algorithm_of(context: dg.AssetExecutionContext, name: str) -> Algorithm:
             "it with the `start_experiment` job (Launchpad) or `flashrsi run`",
             allow_retries=False,
         )
+    if experiments.config(name).experiment.name != name:  # e.g. `<name>/../<name>`, by hand
+        raise dg.Failure(
+            description=f"partition {name!r} is not an experiment of {experiments.home}: it "
+            "reaches another experiment's folder by another path; nothing was done",
+            allow_retries=False,
+        )
     return experiments.algorithm(name, log=context.log.info)
 
 

@@ -392,3 +392,23 @@ def test_one_broken_experiment_does_not_stop_the_driver_for_the_others(tmp_path)
 
     assert [r.run_key for r in result.run_requests] == [f"{name}:evaluate_seed:r000.c0"]
     assert seed.success, _failure(seed)  # its summary lists the home's experiments
+
+
+def test_a_partition_naming_the_experiment_by_another_path_is_refused(tmp_path):
+    """An experiment key added by hand that reaches the same folder by another path
+    (`<name>/../<name>`) would run the experiment's steps under a partition that is not its
+    own — one the round driver does not wait for."""
+    home = tmp_path / "home"
+    experiment = open_experiment(_config(home))
+    name = experiment.config.experiment.name
+    alias = f"{name}/../{name}"
+    with dg.instance_for_test() as instance:
+        MH.register(instance, name, experiment.config.algorithm)
+        instance.add_dynamic_partitions(PARTITIONS.experiments.name, [alias])
+        before = files_digest(experiment.paths.root)
+        seed = dg.MultiPartitionKey({"candidate": "r000.c0", "experiment": alias})
+        result = _materialize(instance, home, "meta_harness", seed)
+
+    assert not result.success
+    assert f"partition {alias!r} is not an experiment" in _failure(result)
+    assert files_digest(experiment.paths.root) == before
