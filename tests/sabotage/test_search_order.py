@@ -155,6 +155,26 @@ def test_a_promotion_asked_for_while_a_round_is_being_re_evaluated_is_refused_an
     harness.close()
 
 
+def test_the_sealed_test_refuses_a_stale_promotion_and_writes_nothing(tmp_path):
+    """The promoted round re-evaluated lower before the test: the test of the old choice is
+    refused until the rounds are ranked again (the finalize job's sealed-test selection)."""
+    harness = _open(tmp_path / "home")
+    _until(harness, "sealed_test")
+    promoted = harness.read_state().promotion
+    harness.benchmark = _Benchmark(harness.benchmark)
+    harness.benchmark.zero = True
+    _reevaluate(harness, promoted.round)
+    before = files_digest(harness.layout.folder)
+
+    with pytest.raises(StepOrderError, match="the promotion is missing or stale"):
+        harness.sealed_test()
+
+    assert files_digest(harness.layout.folder) == before
+    assert "test" not in harness.benchmark.rollouts
+    assert harness.next().action == "promote"
+    harness.close()
+
+
 # -- 2. two steps of one experiment at once ---------------------------------------------------
 
 
