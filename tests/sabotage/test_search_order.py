@@ -432,3 +432,30 @@ def test_a_partition_naming_the_experiment_by_another_path_is_refused(tmp_path):
     assert not result.success
     assert f"partition {alias!r} is not an experiment" in _failure(result)
     assert files_digest(experiment.paths.root) == before
+
+
+def test_an_experiment_the_instance_has_no_partitions_for_does_not_fail_the_driver_s_tick(
+    tmp_path,
+):
+    """A home restored or copied beside a fresh instance (or the instance wiped): the driver
+    asked for a partition the instance did not know, and Dagster failed the whole tick — no
+    experiment under the home moved again. The tick adds the partitions it asks for."""
+    home = tmp_path / "home"
+    known = open_experiment(_config(home, 1, "--experiment.name", "known"))
+    open_experiment(_config(home, 1, "--experiment.name", "restored"))
+    definitions = build_definitions(str(home))
+    sensor = definitions.get_sensor_def("round_driver")
+    with dg.instance_for_test() as instance:
+        MH.register(instance, "known", known.config.algorithm)
+        with dg.build_sensor_context(
+            instance=instance,
+            instance_ref=instance.get_ref(),  # as the daemon's: partitions load from it
+            resources={"experiments_home": ExperimentsResource.at(home)},
+            definitions=definitions,
+        ) as context:
+            tick = sensor.evaluate_tick(context)  # the requests resolved, as the daemon does
+
+    assert sorted(r.run_key for r in tick.run_requests) == [
+        "known:evaluate_seed:r000.c0",
+        "restored:evaluate_seed:r000.c0",
+    ]
