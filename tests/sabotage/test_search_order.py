@@ -28,7 +28,7 @@ from flashrsi_dagster.assets.meta_harness import PARTITIONS
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.defs import build_definitions, defs_for
 from flashrsi_dagster.defs.base import run_key
-from flashrsi_dagster.experiment import open_experiment
+from flashrsi_dagster.experiment import ConfigChangedError, open_experiment
 from flashrsi_dagster.records import Status
 from flashrsi_dagster.resources import ExperimentsResource
 from flashrsi_dagster.sensors import round_driver
@@ -265,6 +265,46 @@ def test_two_runs_of_one_round_at_once_run_the_worker_once(tmp_path):
     assert [s.parent_id is None for s in first.experiment.snapshots.history()].count(False) == 1
     first.close()
     second.close()
+
+
+def test_a_config_cannot_be_swapped_under_a_step_that_has_not_written_a_rollout_yet(tmp_path):
+    """A changed config may replace an experiment's while no rollout ran (`flashrsi run`
+    with the same name). While the seed's first rollout is still running, that would leave
+    round 0 measured on the old dev split and every later round on the new one."""
+    harness = _open(tmp_path / "home")
+    meta = harness.experiment.paths.run_meta
+    before = meta.read_bytes()
+    changed = _config(tmp_path / "home", 1, "--benchmark.seed", "7")
+    meanwhile: list[_Meanwhile] = []
+
+    def reopen_with_another_config():
+        meanwhile.append(_Meanwhile(lambda: open_experiment(changed), threading.Event()))
+        meanwhile[0].wait()
+
+    harness.benchmark = _Benchmark(
+        harness.benchmark, split="dev", before=reopen_with_another_config
+    )
+    harness.evaluate_seed()
+
+    with pytest.raises(ConfigChangedError, match="has run rollouts under it"):
+        meanwhile[0].joined()
+    assert meta.read_bytes() == before
+    harness.close()
+
+
+def test_a_run_opened_before_its_config_was_replaced_refuses_its_step(tmp_path):
+    """The other order: the driver's run opened the experiment, then a start under the same
+    name replaced its config (no rollout had run), then the run takes its step — with the
+    config it read before."""
+    harness = _open(tmp_path / "home")
+    open_experiment(_config(tmp_path / "home", 1, "--benchmark.seed", "7"))
+    before = files_digest(harness.experiment.paths.root)
+
+    with pytest.raises(StepOrderError, match="config was replaced since this run opened it"):
+        harness.evaluate_seed()
+
+    assert files_digest(harness.experiment.paths.root) == before
+    harness.close()
 
 
 # -- 3. every re-ranking is a step of its own --------------------------------------------------

@@ -68,6 +68,9 @@ def _one_step_at_a_time[**P, R](step: Callable[P, R]) -> Callable[P, R]:
             f"{step.__name__}: waiting for another run of this experiment to end its step"
         )
         with self.experiment.step_lock.held(waiting):
+            replaced = self.experiment.config_replaced()
+            if replaced is not None:
+                raise StepOrderError(replaced)
             return step(*args, **kwargs)
 
     return locked
