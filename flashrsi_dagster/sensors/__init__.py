@@ -21,6 +21,8 @@ ACTIVE = [
     dg.DagsterRunStatus.NOT_STARTED,
     dg.DagsterRunStatus.STARTING,
     dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,  # its process still runs (its jails, its last writes)
+    dg.DagsterRunStatus.SUSPENDED,  # it resumes where it stopped
 ]
 
 

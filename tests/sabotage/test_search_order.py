@@ -23,7 +23,7 @@ from flashrsi_dagster.algorithms.meta_harness import MetaHarness
 from flashrsi_dagster.algorithms.meta_harness.plan import State, next_step, rank
 from flashrsi_dagster.algorithms.meta_harness.records import Layout, Promotion, RoundRecord
 from flashrsi_dagster.algorithms.registry import open_algorithm
-from flashrsi_dagster.assets.context import DRIVER_TAG
+from flashrsi_dagster.assets.context import DRIVER_TAG, EXPERIMENT_TAG
 from flashrsi_dagster.assets.meta_harness import PARTITIONS
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.defs import build_definitions, defs_for
@@ -499,3 +499,28 @@ def test_an_experiment_the_instance_has_no_partitions_for_does_not_fail_the_driv
         "known:evaluate_seed:r000.c0",
         "restored:evaluate_seed:r000.c0",
     ]
+
+
+@pytest.mark.parametrize("status", ["CANCELING", "SUSPENDED", "STARTED"])
+def test_the_driver_waits_while_a_run_of_the_experiment_is_in_progress(tmp_path, status):
+    """A run being cancelled still runs its process (its jails, its last writes): the driver
+    leaves the experiment alone until the run has ended, as for a running one."""
+    home = tmp_path / "home"
+    experiment = open_experiment(_config(home))
+    name = experiment.config.experiment.name
+    with dg.instance_for_test() as instance:
+        MH.register(instance, name, experiment.config.algorithm)
+        instance.add_run(
+            dg.DagsterRun(
+                job_name="meta_harness",
+                run_id=f"run-{status.lower()}",
+                status=dg.DagsterRunStatus[status],
+                tags={EXPERIMENT_TAG: name},
+            )
+        )
+        with dg.build_sensor_context(
+            instance=instance, resources={"experiments_home": ExperimentsResource.at(home)}
+        ) as context:
+            result = round_driver(context)
+
+    assert result.run_requests == []
