@@ -524,3 +524,28 @@ def test_the_driver_waits_while_a_run_of_the_experiment_is_in_progress(tmp_path,
             result = round_driver(context)
 
     assert result.run_requests == []
+
+
+def test_the_start_job_s_failure_does_not_write_a_key_from_the_file_it_was_pointed_at(tmp_path):
+    """The Launchpad's `config_file` can name any YAML file on the host; a key-shaped string
+    that file holds (as a mapping key, which the config errors name) must not reach the
+    instance's event log unredacted."""
+    secret = "sk-proj-" + "Zq7" * 12
+    wrong = tmp_path / "credentials.yaml"
+    wrong.write_text(f"experiment:\n  name: x\n{secret}: 1\n")
+    launch = {"config_file": str(wrong), "name": None, "overrides": []}
+    with dg.instance_for_test() as instance:
+        result = (
+            build_definitions(str(tmp_path / "home"))
+            .resolve_job_def("start_experiment")
+            .execute_in_process(
+                instance=instance,
+                run_config={"ops": {"create_experiment": {"config": launch}}},
+                raise_on_error=False,
+            )
+        )
+        logged = "\n".join(str(e) for e in instance.all_logs(result.run_id))
+
+    assert not result.success
+    assert "unknown key" in _failure(result)
+    assert secret not in _failure(result) and secret not in logged
