@@ -7,7 +7,8 @@ from __future__ import annotations
 import dagster as dg
 
 from flashrsi_dagster.algorithms.base import Algorithm
-from flashrsi_dagster.assets.partitions import candidate_of
+from flashrsi_dagster.assets.partitions import CANDIDATE, candidate_of
+from flashrsi_dagster.experiment.keys import candidate_key
 
 DRIVER_TAG = "flashrsi/driver"
 """Set on runs the round driver launches; a run without it (e.g. from the UI) re-runs work."""
@@ -37,7 +38,34 @@ def algorithm_of(context: dg.AssetExecutionContext, name: str) -> Algorithm:
             "it with the `start_experiment` job (Launchpad) or `flashrsi run`",
             allow_retries=False,
         )
+    if experiments.config(name).experiment.name != name:  # e.g. `<name>/../<name>`, by hand
+        raise dg.Failure(
+            description=f"partition {name!r} is not an experiment of {experiments.home}: it "
+            "reaches another experiment's folder by another path; nothing was done",
+            allow_retries=False,
+        )
     return experiments.algorithm(name, log=context.log.info)
+
+
+def candidate_algorithm(context: dg.AssetExecutionContext) -> tuple[Algorithm, str, int, str]:
+    """The experiment's algorithm, and the experiment, round and slot of the run's partition.
+    A partition that is not one of the experiment's candidates fails the run before anything
+    is done: anyone can add a key to a dynamic partition in the UI, and `r0000.c0` would read
+    as round 0, `r000.c1` as a slot the algorithm does not have."""
+    name, k, slot = candidate(context)
+    algorithm = algorithm_of(context, name)
+    config = context.resources.experiments_home.config(name).algorithm
+    rounds, slots = type(algorithm).rounds(config), type(algorithm).slots(config)
+    given = context.partition_key.keys_by_dimension[CANDIDATE]
+    if given != candidate_key(k, slot) or k >= rounds or slot not in slots:
+        last = candidate_key(rounds - 1, slots[-1])
+        raise dg.Failure(
+            description=f"partition {context.partition_key} is not a candidate of experiment "
+            f"{name!r} (its candidates are {candidate_key(0, slots[0])} to {last}, slots "
+            f"{', '.join(slots)}); nothing was done",
+            allow_retries=False,
+        )
+    return algorithm, name, k, slot
 
 
 def _tag(context: dg.AssetExecutionContext, name: str) -> None:

@@ -21,7 +21,12 @@ import pandas as pd
 from flashrsi_dagster.algorithms.base import StepOrderError
 from flashrsi_dagster.algorithms.meta_harness import MetaHarness
 from flashrsi_dagster.assets import describe
-from flashrsi_dagster.assets.context import DRIVER_TAG, algorithm_of, candidate, experiment_of
+from flashrsi_dagster.assets.context import (
+    DRIVER_TAG,
+    algorithm_of,
+    candidate_algorithm,
+    experiment_of,
+)
 from flashrsi_dagster.assets.partitions import AlgorithmPartitions
 from flashrsi_dagster.rollouts.scores import summary
 from flashrsi_dagster.stats.failures import failure_map as failure_table
@@ -49,8 +54,8 @@ SUMMARY = dg.AssetSpec(
 
 
 def _open(context: dg.AssetExecutionContext) -> tuple[MetaHarness, str, int]:
-    name, k, _slot = candidate(context)
-    return algorithm_of(context, name), name, k  # type: ignore[return-value]
+    algorithm, name, k, _slot = candidate_algorithm(context)
+    return algorithm, name, k  # type: ignore[return-value]
 
 
 def _refusing_out_of_turn(step):

@@ -52,9 +52,31 @@ class AlgorithmPartitions:
         self, instance: dg.DagsterInstance, name: str, rounds: int, slots: tuple[str, ...]
     ) -> None:
         """Every partition the experiment will use, known up front: the UI shows the grid."""
+        for request in self.additions(name, rounds, slots):
+            instance.add_dynamic_partitions(request.partitions_def_name, request.partition_keys)
+
+    def additions(
+        self, name: str, rounds: int, slots: tuple[str, ...]
+    ) -> list[dg.AddDynamicPartitionsRequest]:
+        """What `register` adds, as requests (a sensor's result carries them)."""
         keys = [candidate_key(k, slot) for k in range(rounds) for slot in slots]
-        instance.add_dynamic_partitions(self.candidates.name, keys)
-        instance.add_dynamic_partitions(self.experiments.name, [name])
+        return [
+            dg.AddDynamicPartitionsRequest(self.candidates.name, keys),
+            dg.AddDynamicPartitionsRequest(self.experiments.name, [name]),
+        ]
+
+    def missing(
+        self, instance: dg.DagsterInstance, name: str, rounds: int, slots: tuple[str, ...]
+    ) -> list[dg.AddDynamicPartitionsRequest]:
+        """The additions `instance` still lacks (none for an experiment started through it;
+        all for a home restored beside a fresh instance)."""
+        requests = self.additions(name, rounds, slots)
+        return [
+            r
+            for r in requests
+            if not set(r.partition_keys)
+            <= set(instance.get_dynamic_partitions(r.partitions_def_name))
+        ]
 
     def is_registered(self, instance: dg.DagsterInstance, name: str) -> bool:
         return instance.has_dynamic_partition(self.experiments.name, name)

@@ -43,6 +43,13 @@ class AlgorithmDefs:
         rounds, slots = self.algorithm.rounds(config), self.algorithm.slots(config)
         self.partitions.register(instance, name, rounds, slots)
 
+    def unregistered(
+        self, instance: dg.DagsterInstance, name: str, config: AlgorithmConfig
+    ) -> list[dg.AddDynamicPartitionsRequest]:
+        """The experiment's partitions `instance` does not know yet, as requests."""
+        rounds, slots = self.algorithm.rounds(config), self.algorithm.slots(config)
+        return self.partitions.missing(instance, name, rounds, slots)
+
     def request(self, name: str, step: Step) -> dg.RunRequest | None:
         """The run that does `step` of experiment `name`; None once it is finished."""
         tags = {DRIVER_TAG: "1", EXPERIMENT_TAG: name}

@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.environments.confinement import Confinement, confinement_for
 from flashrsi_dagster.experiment.identity import ConfigChangedError, RunMeta, open_identity
+from flashrsi_dagster.experiment.lock import StepLock
 from flashrsi_dagster.experiment.paths import ExperimentPaths
-from flashrsi_dagster.records import RecordStore, RedactingFilter, Redactor
+from flashrsi_dagster.records import RecordStore, RedactingFilter, Redactor, read_record
 from flashrsi_dagster.snapshots import SnapshotStore
 from flashrsi_dagster.snapshots.guard import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_TOTAL_BYTES
 
@@ -25,6 +26,23 @@ class Experiment:
     records: RecordStore
     """The one writer of the folder's records (redacted, atomic, in the integrity chain)."""
     _confinement: Confinement | None = field(default=None, repr=False)
+    step_lock: StepLock = field(init=False, repr=False)
+    """Held by every step that writes records: one step of the experiment at a time."""
+
+    def __post_init__(self) -> None:
+        self.step_lock = StepLock(self.paths.root)
+
+    def config_replaced(self) -> str | None:
+        """Why a step of this object must not run: the experiment's config was replaced (a
+        start or run under its name, before any rollout) since it was opened. Ask holding the
+        step lock, under which a config is replaced."""
+        now = read_record(self.paths.run_meta, RunMeta).fingerprint
+        if now == self.meta.fingerprint:
+            return None
+        return (
+            f"experiment {self.config.experiment.name!r}: its config was replaced since this "
+            "run opened it; nothing was done (launch the step again to run it under the new one)"
+        )
 
     @property
     def confinement(self) -> Confinement:
@@ -65,7 +83,10 @@ def open_experiment(
         secret_filter=redactor,
     )
     seeded = lambda: any(s.parent_id is None for s in store.history())  # noqa: E731
-    meta = open_identity(config, paths.run_meta, records, force=force, seeded=seeded)
+    lock = StepLock(paths.root)
+    meta = open_identity(
+        config, paths.run_meta, records, force=force, seeded=seeded, exclusive=lock.held
+    )
     return Experiment(config, paths, meta, redactor, store, records)
 
 

@@ -13,6 +13,7 @@ import hashlib
 import json
 import platform
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -158,9 +159,11 @@ def open_identity(
     *,
     force: bool = False,
     seeded: Callable[[], bool],
+    exclusive: Callable[[], AbstractContextManager] = nullcontext,
 ) -> RunMeta:
     """Create `run_meta.json` at `path`, or check the config against it (see module doc).
-    `seeded` says whether the seed snapshot was captured already."""
+    `seeded` says whether the seed snapshot was captured already; `exclusive` is held while
+    a changed config replaces the old one (the experiment's step lock: not under a step)."""
     current = normalised(config)
     digest = fingerprint(current)
     if not path.exists():
@@ -173,6 +176,21 @@ def open_identity(
         )
         records.write(path, meta)
         return meta
+    if read_record(path, RunMeta).fingerprint == digest:
+        return read_record(path, RunMeta)
+    with exclusive():  # a step in flight ends first, and may run the rollouts that keep it
+        return _reopen_changed(config, path, records, current, digest, force, seeded)
+
+
+def _reopen_changed(
+    config: ExperimentConfig,
+    path: Path,
+    records: RecordStore,
+    current: dict[str, Any],
+    digest: str,
+    force: bool,
+    seeded: Callable[[], bool],
+) -> RunMeta:
     meta = read_record(path, RunMeta)
     if meta.fingerprint == digest:
         return meta

@@ -19,6 +19,7 @@ class ExperimentPaths:
       dagster/          asset values the IO manager keeps (derived; chained too)
       logs/             redacted logs, outside the chain
         gateway.jsonl   the model gateway's call log: one line per model call (gateway/log.py)
+      step.lock         held by the step being taken: one at a time (experiment/lock.py)
     """
 
     root: Path

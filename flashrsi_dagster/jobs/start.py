@@ -10,6 +10,7 @@ from flashrsi_dagster.assets.context import EXPERIMENT_TAG
 from flashrsi_dagster.config import ConfigError
 from flashrsi_dagster.defs import defs_for
 from flashrsi_dagster.experiment import ConfigChangedError
+from flashrsi_dagster.records import Redactor
 from flashrsi_dagster.resources.experiments import InvalidExperiment
 
 
@@ -37,8 +38,10 @@ def create_experiment(context: dg.OpExecutionContext, config: StartExperiment) -
             config.config_file, name=config.name, overrides=config.overrides
         )
     except (ConfigError, InvalidExperiment, ConfigChangedError) as exc:
-        # One clear message in the run's failure, not a trace; nothing was written.
-        raise dg.Failure(description=f"{config.config_file}: {exc}", allow_retries=False) from None
+        # One clear message in the run's failure, not a trace; nothing was written. The file
+        # can be any YAML on the host, and the message names its keys: redacted, as any event.
+        message = Redactor().text(f"{config.config_file}: {exc}")
+        raise dg.Failure(description=message, allow_retries=False) from None
     settings = experiment.config
     name = settings.experiment.name
     defs_for(settings.algorithm.name).register(context.instance, name, settings.algorithm)

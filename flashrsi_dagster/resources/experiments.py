@@ -23,7 +23,12 @@ from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import Confinement
 from flashrsi_dagster.experiment import Experiment, ExperimentPaths, open_experiment
-from flashrsi_dagster.experiment.identity import RunMeta
+from flashrsi_dagster.experiment.identity import (
+    RunMeta,
+    config_changes,
+    fingerprint,
+    normalised,
+)
 from flashrsi_dagster.records import read_record
 from flashrsi_dagster.resources.agents import TargetAgentResource, WorkerAgentResource
 from flashrsi_dagster.resources.harbor import HarborEnvironmentResource
@@ -69,7 +74,15 @@ class ExperimentsResource(dg.ConfigurableResource):
         names = sorted(p.parent.name for p in root.glob("*/run_meta.json")) if root.is_dir() else []
         if algorithm is None:
             return names
-        return [n for n in names if self.config(n).algorithm.name == algorithm]
+        return [n for n in names if self._algorithm_name(n) == algorithm]
+
+    def _algorithm_name(self, name: str) -> str | None:
+        """The experiment's algorithm; None for one whose config cannot be read (it is not
+        this one's to fail: a damaged or foreign folder beside it)."""
+        try:
+            return self.config(name).algorithm.name
+        except ValueError:  # RecordError, ValidationError
+            return None
 
     def exists(self, name: str) -> bool:
         return ExperimentPaths(Path(self.home) / name).run_meta.is_file()
@@ -85,15 +98,32 @@ class ExperimentsResource(dg.ConfigurableResource):
     ) -> Experiment:
         """A new experiment under this home from a YAML file, after the same dry run as
         `flashrsi run` (`InvalidExperiment` lists its problems; nothing is written). Opening
-        the same one again is fine; a changed config is refused once rollouts have run."""
+        the same one again is fine; an existing name with another config is refused, even
+        before any rollout ran: the round driver may already be running it."""
         renamed = ["--experiment.name", name] if name else []
         config = load_config(
             Path(config_file), [*overrides, *renamed, "--experiment.home", self.home]
         )
-        problems = dry_run(config)
+        problems = self._kept_config(config) or dry_run(config)
         if problems:
             raise InvalidExperiment(problems)
         return self._open(config)
+
+    def _kept_config(self, config: ExperimentConfig) -> list[str]:
+        """Why `config` cannot start an experiment of its name: it exists with another."""
+        name = config.experiment.name
+        if not self.exists(name):
+            return []
+        meta = read_record(ExperimentPaths(Path(self.home) / name).run_meta, RunMeta)
+        current = normalised(config)
+        if fingerprint(current) == meta.fingerprint:
+            return []
+        changes = "; ".join(config_changes(meta.config, current))
+        return [
+            f"experiment.name: {name!r} exists with another config, which it keeps (the round "
+            f"driver may already be running it); start this one under a new name. Changed: "
+            f"{changes}"
+        ]
 
     def open(self, name: str) -> Experiment:
         if name not in self._experiments:

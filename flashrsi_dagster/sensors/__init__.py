@@ -21,6 +21,8 @@ ACTIVE = [
     dg.DagsterRunStatus.NOT_STARTED,
     dg.DagsterRunStatus.STARTING,
     dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,  # its process still runs (its jails, its last writes)
+    dg.DagsterRunStatus.SUSPENDED,  # it resumes where it stopped
 ]
 
 
@@ -40,17 +42,26 @@ def round_driver(
 ) -> dg.SensorResult:
     """Requests each experiment's next step once its previous run has finished."""
     experiments = experiments_home
-    requests = []
+    requests, additions = [], []
     for name in experiments.names():
         active = context.instance.get_runs(
             filters=dg.RunsFilter(tags={EXPERIMENT_TAG: name}, statuses=ACTIVE), limit=1
         )
         if active:
             continue
-        request = next_request(experiments, name)
+        try:
+            request = next_request(experiments, name)
+            config = experiments.config(name).algorithm
+            # A home restored beside a fresh instance: a request for a partition the
+            # instance does not know would fail the whole tick, so the tick adds it.
+            missing = defs_for(config.name).unregistered(context.instance, name, config)
+        except Exception as exc:  # one unreadable experiment must not stop the others
+            context.log.warning(f"experiment {name!r} skipped: {exc}")
+            continue
         if request is not None:
             requests.append(request)
-    return dg.SensorResult(run_requests=requests)
+            additions.extend(missing)
+    return dg.SensorResult(run_requests=requests, dynamic_partitions_requests=additions)
 
 
 class NightlyConfig(dg.ConfigurableResource):

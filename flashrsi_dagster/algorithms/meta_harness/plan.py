@@ -58,7 +58,7 @@ def next_step(state: State, max_steps: int) -> Step:
             return Step("propose", k, SLOT)
     if state.test is None and (state.promotion is None or stale(state)):
         # again whenever a round's score changed before the test
-        return Step("promote", basis=ranking_digest(state.rounds))
+        return Step("promote", basis=promotion_basis(state))
     if state.test is None:
         return Step("sealed_test")
     return Step("done")
@@ -75,7 +75,10 @@ def still_missing(state: State, max_steps: int, action: str) -> str | None:
     """Why `action` cannot run yet, or None when it is the search's turn (or already done,
     which the step itself reads back)."""
     step = next_step(state, max_steps)
-    if action == "promote" and (state.promotion is not None or step.action == "promote"):
+    # A promotion on record is read back (frozen after the test), never re-ranked while a
+    # round has no result (one set aside for re-evaluation, say): that ranking would miss it.
+    settled = state.promotion is not None and (state.test is not None or step.round is None)
+    if action == "promote" and (settled or step.action == "promote"):
         return None
     if action == "sealed_test" and (state.test is not None or step.action == "sealed_test"):
         return None
@@ -86,6 +89,17 @@ def still_missing(state: State, max_steps: int, action: str) -> str | None:
         rounds = ", ".join(str(k) for k in missing)
         return f"the search is not finished: round(s) {rounds} of 0..{max_steps} have no result yet"
     return "the promotion is missing or stale: promote first (it re-ranks the rounds)"
+
+
+def promotion_basis(state: State) -> str:
+    """What a promotion step acts on: the ranking now, and the promotion it replaces. A
+    ranking that comes back (a round re-evaluated twice) replaces another promotion, so each
+    re-ranking is a step of its own (hosts launch a step once per basis)."""
+    basis = ranking_digest(state.rounds)
+    if state.promotion is not None:
+        replaced = f"{state.promotion.created.isoformat()}{state.promotion.ranking}"
+        basis += "-" + hashlib.sha256(replaced.encode()).hexdigest()[:10]
+    return basis
 
 
 def ranking_digest(rounds: tuple[RoundRecord, ...]) -> str:
