@@ -6,7 +6,6 @@ The renderings themselves (diffs, transcripts, charts, rounding) are engine code
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -17,6 +16,7 @@ import pandas as pd
 from flashrsi_dagster.algorithms.base import ONLY_SLOT
 from flashrsi_dagster.assets.partitions import AlgorithmPartitions
 from flashrsi_dagster.experiment import Experiment
+from flashrsi_dagster.experiment.keys import NIGHTLY
 from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import final_trajectories
 from flashrsi_dagster.rollouts.record import RolloutRecord
@@ -90,21 +90,24 @@ def worker(path: Path) -> dict[str, Any]:
     }
 
 
-def edit_check(store: SnapshotStore, info: dict, check: str) -> dg.AssetCheckResult:
+def check_result(where: str, metadata: dict[str, Any], **fields: Any) -> dg.AssetCheckResult:
+    """A check's result naming the partition it judged: the UI's Checks tab shows the latest
+    result of an asset's check without its partition (partitioned checks are a preview)."""
+    return dg.AssetCheckResult(metadata={"partition": where, **metadata}, **fields)
+
+
+def edit_check(store: SnapshotStore, info: dict, check: str, where: str) -> dg.AssetCheckResult:
     """Every path a committed edit changed is declared by its parent's components."""
     child, parent = info.get("snapshot_id"), info.get("parent_id")
     if not (child and parent):
-        return dg.AssetCheckResult(
-            check_name=check, passed=True, metadata={"edit": f"none ({info['status']})"}
+        return check_result(
+            where, {"edit": f"none ({info['status']})"}, check_name=check, passed=True
         )
     declared = store.get(parent).components
     changed = [c.path for c in store.changed_paths(parent, child)]
     outside = [p for p in changed if not declared.declares(p)]
-    return dg.AssetCheckResult(
-        check_name=check,
-        passed=not outside,
-        metadata={"changed": len(changed), "outside_declared_paths": ", ".join(outside) or "-"},
-    )
+    found = {"changed": len(changed), "outside_declared_paths": ", ".join(outside) or "-"}
+    return check_result(where, found, check_name=check, passed=not outside)
 
 
 def trajectories(record, frame: pd.DataFrame, algorithm) -> dict[str, Any]:
@@ -157,17 +160,16 @@ def scores(state, k: int, table: dict) -> dict[str, Any]:
     }
 
 
-def score_check(table: dict, denominator: int, check: str, asset: dg.AssetKey):
+def score_check(table: dict, denominator: int, check: str, asset: dg.AssetKey, where: str):
     if not table:
-        return dg.AssetCheckResult(
-            check_name=check, asset_key=asset, passed=True, metadata={"rollouts": 0}
-        )
+        return check_result(where, {"rollouts": 0}, check_name=check, asset_key=asset, passed=True)
     score, missing = table["score"], table["missing"]
-    return dg.AssetCheckResult(
+    return check_result(
+        where,
+        {**figures(score=score), "denominator": denominator, "missing": missing},
         check_name=check,
         asset_key=asset,
         passed=score is not None and 0.0 <= score <= 1.0 and missing == 0,
-        metadata={**figures(score=score), "denominator": denominator, "missing": missing},
     )
 
 
@@ -204,10 +206,6 @@ def summary(experiment: Experiment, state) -> dict[str, Any]:
     if note:
         metadata["validity"] = note
     return metadata
-
-
-NIGHTLY = re.compile(r"(?P<base>.+)-nightly-(?P<date>\d{8})")
-"""How `nightly_evolution` names its experiments."""
 
 
 def previous_night(name: str, names: list[str]) -> str | None:
@@ -286,7 +284,7 @@ def sealed_test(state, *, read_back: bool) -> dict[str, Any]:
     }
 
 
-def sealed_checks(algorithm, state, threshold: float, asset: dg.AssetKey):
+def sealed_checks(algorithm, state, threshold: float, asset: dg.AssetKey, where: str):
     """The sealed test's checks: once after promotion, disjoint splits, the dev-test gap."""
     from flashrsi_dagster.benchmarks.loading import load_splits
     from flashrsi_dagster.benchmarks.splits import refuse_overlap
@@ -296,13 +294,14 @@ def sealed_checks(algorithm, state, threshold: float, asset: dg.AssetKey):
     recorded = final_trajectories(
         RolloutRecord(algorithm.layout.test_rollouts), algorithm.settings.max_infra_reruns
     )
-    yield dg.AssetCheckResult(
+    yield check_result(
+        where,
+        {"rollouts": len(recorded), "expected": expected},
         check_name="evaluated_once_after_promotion",
         asset_key=asset,
         passed=test.snapshot_id == chosen.snapshot_id
         and test.created >= chosen.created
         and len(recorded) == expected,
-        metadata={"rollouts": len(recorded), "expected": expected},
     )
     splits = load_splits(algorithm.experiment.config.benchmark, algorithm.benchmark)
     try:
@@ -311,17 +310,19 @@ def sealed_checks(algorithm, state, threshold: float, asset: dg.AssetKey):
         overlap = None
     except ValueError as exc:
         overlap = str(exc)
-    yield dg.AssetCheckResult(
+    yield check_result(
+        where,
+        {"overlap": overlap or "-"},
         check_name="splits_disjoint",
         asset_key=asset,
         passed=overlap is None,
-        metadata={"overlap": overlap or "-"},
     )
     gap = chosen.dev_score - test.test_score
-    yield dg.AssetCheckResult(
+    yield check_result(
+        where,
+        figures(dev_test_gap=gap, threshold=threshold),
         check_name="dev_test_gap",
         asset_key=asset,
         passed=gap <= threshold,
         severity=dg.AssetCheckSeverity.WARN,
-        metadata=figures(dev_test_gap=gap, threshold=threshold),
     )

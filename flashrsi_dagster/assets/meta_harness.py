@@ -93,7 +93,7 @@ def snapshot(context: dg.AssetExecutionContext) -> Iterator:
     if k > 0:
         metadata.update(describe.worker(algorithm.layout.worker(k)))
     yield dg.Output(info, metadata=metadata)
-    yield describe.edit_check(store, info, "edit_within_declared_paths")
+    yield describe.edit_check(store, info, "edit_within_declared_paths", str(context.partition_key))
 
 
 @dg.multi_asset(
@@ -165,7 +165,10 @@ def evaluation(context: dg.AssetExecutionContext, snapshot: dict) -> Iterator:
         },
     )
     yield _paired(algorithm, state, k, frame)
-    yield describe.score_check(table, tasks * attempts, "score_in_unit_interval", key("scores"))
+    where = str(context.partition_key)
+    yield describe.score_check(
+        table, tasks * attempts, "score_in_unit_interval", key("scores"), where
+    )
     context.log_event(_summary(context, algorithm, name))
 
 
@@ -266,7 +269,7 @@ def sealed_test_score(context: dg.AssetExecutionContext) -> Iterator:
     metadata = describe.sealed_test(state, read_back=read_back)
     yield dg.Output(result.model_dump(mode="json"), metadata=metadata)
     threshold = context.resources.experiments_home.dev_test_gap_warning
-    yield from describe.sealed_checks(algorithm, state, threshold, key("sealed_test_score"))
+    yield from describe.sealed_checks(algorithm, state, threshold, key("sealed_test_score"), name)
     context.log_event(_summary(context, algorithm, name))
 
 

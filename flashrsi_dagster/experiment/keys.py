@@ -21,3 +21,16 @@ def parse_candidate_key(key: str) -> tuple[int, str]:
     if match is None:
         raise ValueError(f"not a candidate key: {key!r} (expected r<NNN>.<slot>, e.g. r003.c0)")
     return int(match["round"]), match["slot"]
+
+
+MAX_NAME = 80
+"""An experiment name's length limit (`ExperimentSection.name`)."""
+NIGHTLY = re.compile(r"(?P<base>.+)-nightly-(?P<date>\d{8})")
+"""How the nightly schedule names its experiments."""
+
+
+def nightly_name(base: str, stamp: str) -> str:
+    """The night's experiment of config `base`: `<base>-nightly-<YYYYMMDD>`, the base cut
+    so that the name stays within the limit (a long base must not fail every night)."""
+    suffix = f"-nightly-{stamp}"
+    return f"{base[: MAX_NAME - len(suffix)]}{suffix}"

@@ -13,6 +13,7 @@ from pydantic import Field
 from flashrsi_dagster.assets.context import EXPERIMENT_TAG
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.defs import ALGORITHM_DEFS, defs_for
+from flashrsi_dagster.experiment.keys import nightly_name
 from flashrsi_dagster.jobs.start import start_experiment
 from flashrsi_dagster.resources import ExperimentsResource
 
@@ -83,7 +84,7 @@ def nightly_evolution(
     requests creates it, and the driver sensor takes it from there."""
     config_file = nightly.config_file
     stamp = context.scheduled_execution_time.strftime("%Y%m%d")
-    name = f"{load_config(config_file).experiment.name}-nightly-{stamp}"
+    name = nightly_name(load_config(config_file).experiment.name, stamp)
     return dg.RunRequest(
         run_key=f"nightly:{name}",
         run_config={
