@@ -43,7 +43,7 @@ def _run(home: Path, monkeypatch: pytest.MonkeyPatch, *overrides: str):
     try:
         runs = instance.get_runs()
         counts = {
-            key.to_user_string(): len(instance.fetch_materializations(key, limit=100).records)
+            key.path[-1]: len(instance.fetch_materializations(key, limit=100).records)
             for key in instance.all_asset_keys()
         }
     finally:

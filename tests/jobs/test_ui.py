@@ -279,7 +279,7 @@ def test_each_experiments_chart_names_that_experiment_only(ui, screens):
 CHECK_EXECUTIONS = """query($key: AssetKeyInput!, $check: String!) {
   assetCheckExecutions(assetKey: $key, checkName: $check, limit: 20) {
     status runId evaluation { success severity metadataEntries {
-      label ... on FloatMetadataEntry { floatValue } } } } }"""
+      label ... on FloatMetadataEntry { floatValue } ... on TextMetadataEntry { text } } } } }"""
 CHECKS_OF = """query($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) {
   ... on AssetNode { assetChecksOrError { ... on AssetChecks { checks { name } } } } } }"""
 CHECK_STATUS = """((name) => {  // a long name shows cut in the middle, whole in its title
@@ -303,9 +303,21 @@ def _gap_check_status(runs: list[dict], gaps: list[float], threshold: float) -> 
     """The gap check warns (FAILED, severity WARN) exactly when a gap exceeds the threshold;
     returns the status of the latest run, the one the Checks tab shows."""
     figures = [
-        {e["label"]: e["floatValue"] for e in r["evaluation"]["metadataEntries"]} for r in runs
+        {
+            e["label"]: e["floatValue"]
+            for e in r["evaluation"]["metadataEntries"]
+            if "floatValue" in e
+        }
+        for r in runs
     ]
     assert sorted(f["dev_test_gap"] for f in figures) == pytest.approx(gaps)
+    judged = [
+        e["text"]
+        for r in runs
+        for e in r["evaluation"]["metadataEntries"]
+        if e["label"] == "partition"
+    ]
+    assert sorted(judged) == sorted([DEMO, OTHER])  # each result names its experiment
     for run, figure in zip(runs, figures, strict=True):
         assert figure["threshold"] == threshold and run["evaluation"]["severity"] == "WARN"
         passed = figure["dev_test_gap"] <= threshold

@@ -22,6 +22,7 @@ from flashrsi_dagster.algorithms.meta_harness.records import (
     TestResult,
 )
 from flashrsi_dagster.benchmarks.base import Task
+from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.environments.runtime import site_packages
@@ -133,7 +134,8 @@ class Finished:
         return RolloutRecord(self.layout.test_rollouts, self.experiment.redactor).load()
 
     def test_tasks(self) -> tuple[Task, ...]:
-        return self.harness.splits.unseal_test()
+        """The sealed split (the search never holds it: drawn again here, as the test is)."""
+        return load_splits(self.experiment.config.benchmark, self.harness.benchmark).unseal_test()
 
 
 def start(config: ExperimentConfig) -> MetaHarness:

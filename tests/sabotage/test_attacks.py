@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.environments.confinement import JAIL_GATEWAY_PORT
 from flashrsi_dagster.llm.endpoints import offline_server
 from tests.conftest import needs_jails
@@ -349,7 +350,8 @@ def attacked(tmp_path_factory: pytest.TempPathFactory) -> Attacked:
         for name, value in CANARIES.items():
             env.setenv(name, value)
         harness = start(config(home, *overrides))
-        tests = harness.splits.unseal_test()
+        # What the attacks must not reach: the split the search itself never holds.
+        tests = load_splits(harness.experiment.config.benchmark, harness.benchmark).unseal_test()
         neighbour = plant_finished(home, "neighbour", tests)
         elsewhere = plant_finished(tmp_path_factory.mktemp("other-home"), "elsewhere", tests)
         gateway = harness.experiment.confinement.gateway
