@@ -9,15 +9,21 @@ from pathlib import Path
 
 import dagster as dg
 
+from flashrsi_dagster.jobs.storage import CONFIG as STORAGE
+
+TELEMETRY_OFF = "telemetry:\n  enabled: false\n"
+SETTINGS = TELEMETRY_OFF + STORAGE
+
 
 def instance_dir(home: Path) -> Path:
     """The Dagster instance of a home folder (`DAGSTER_HOME`), created on first use with
-    telemetry off: nothing leaves the machine."""
+    telemetry off (nothing leaves the machine) and SQLite storage with open connections
+    (`storage.py`). An instance made with only the first is given the second: same files."""
     folder = Path(home) / ".dagster"
     settings = folder / "dagster.yaml"
-    if not settings.exists():
+    if not settings.exists() or settings.read_text() == TELEMETRY_OFF:
         folder.mkdir(parents=True, exist_ok=True)
-        settings.write_text("telemetry:\n  enabled: false\n")
+        settings.write_text(SETTINGS)
     return folder
 
 
