@@ -3,12 +3,15 @@ from other processes' instances as Dagster's own storage sees them."""
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import threading
 import time
 from pathlib import Path
 
 import dagster as dg
 from dagster._core.events.log import EventLogEntry
+from dagster._core.storage.event_log import SqliteEventLogStorage
 
 from flashrsi_dagster.jobs.instance import SETTINGS, TELEMETRY_OFF, instance_dir
 from flashrsi_dagster.jobs.storage import HomeStorage, OpenEventLog
@@ -103,3 +106,21 @@ def test_an_instance_folder_made_before_gets_the_storage_and_a_users_own_is_kept
 
     assert (old / "dagster.yaml").read_text() == SETTINGS
     assert (own / "dagster.yaml").read_text() == "telemetry:\n  enabled: true\n"
+
+
+def test_a_runs_file_is_made_as_dagsters_own_storage_makes_it(tmp_path):
+    def made_by(storage_class, folder: Path) -> tuple:
+        storage = storage_class(str(folder))
+        with storage.run_connection("run-1"):
+            pass
+        storage.dispose()
+        with contextlib.closing(sqlite3.connect(folder / "run-1.db")) as db:
+            return (
+                sorted(db.execute("SELECT type, name, sql FROM sqlite_master")),
+                db.execute("SELECT version_num FROM alembic_version").fetchall(),
+                db.execute("PRAGMA journal_mode").fetchall(),
+            )
+
+    ours = made_by(OpenEventLog, tmp_path / "ours")
+    assert ours == made_by(SqliteEventLogStorage, tmp_path / "dagster")
+    assert ours[1] and ours[2] == [("wal",)]
