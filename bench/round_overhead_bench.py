@@ -42,7 +42,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from report import save
+from dagster_ui import DagsterUI, wait_for_run
+from report import OUT, save
 
 from flashrsi_dagster.algorithms.meta_harness import Layout, MetaHarness
 from flashrsi_dagster.algorithms.meta_harness.history import HistoryView
@@ -56,7 +57,8 @@ from flashrsi_dagster.records import Trajectory, read_record
 from flashrsi_dagster.resources import ExperimentsResource, HarborEnvironmentResource
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "meta_harness.yaml"
-TARGET_SHARE = 0.10
+TARGET_SHARE = 0.05
+TARGET_RATIO = 2.0
 MODEL_APIS = ("chat", "responses", "anthropic")
 
 Interval = tuple[float, float]
@@ -185,6 +187,43 @@ def _dagster_rounds(experiment, server: OfflineModelServer, steps: int) -> list[
 _PARTS = {"harbor": _TimedHarbor()}
 
 
+def _ui_rounds(experiment, server: OfflineModelServer, steps: int) -> tuple[list[dict], float]:
+    """Each round launched as the UI launches it (`dagster_ui.py`), timed from the launch
+    request until the run is seen finished; and how long `dagster dev` took to come up."""
+    config = experiment.config
+    home, name = config.experiment.home, config.experiment.name
+    algorithm = defs_for(config.algorithm.name)
+    instance = persistent_instance(home)
+    algorithm.register(instance, name, config.algorithm)
+    experiments = ExperimentsResource.at(home)
+    rows = []
+    try:
+        with DagsterUI(home, OUT / "dagster-dev.log") as ui:
+            for k in range(steps + 1):
+                request = algorithm.request(name, experiments.next_step(name))
+                assert request is not None and request.partition_key is not None
+                asked = time.time()
+                run_id = ui.launch(request, request.partition_key.keys_by_dimension)
+                rows.append(_ui_row(k, asked, wait_for_run(instance, run_id), server))
+            return rows, ui.startup_s
+    finally:
+        experiments.close()
+        instance.dispose()
+
+
+def _ui_row(k: int, asked: float, run: dict, server: OfflineModelServer) -> dict:
+    calls = sum(1 for r in server.requests if asked <= r.time.timestamp() <= run["seen"])
+    return {
+        "round": k,
+        "status": run["status"],
+        "model_calls": calls,
+        "wall_s": run["seen"] - asked,
+        "queued_s": run["launched"] - asked,  # the launch call, then the daemon's dequeue
+        "worker_start_s": run["started"] - run["launched"],  # a process that loads the code
+        "run_s": run["ended"] - run["started"],
+    }
+
+
 def _config(home: Path, url: str, tasks: int, steps: int, concurrency: int):
     return load_config(
         EXAMPLE,
@@ -208,6 +247,32 @@ def measure(latency: float, tasks: int, steps: int, concurrency: int, path: str)
         rounds_of = _dagster_rounds if path == "dagster" else _engine_rounds
         rounds = rounds_of(open_experiment(config), server, steps)
     return _summary(concurrency, rounds)
+
+
+def measure_ui(latency: float, tasks: int, steps: int, concurrency: int) -> dict:
+    """The UI path beside the CLI's, each experiment in a fresh home; the ratio per round."""
+    cli = measure(latency, tasks, steps, concurrency, "dagster")
+    with (
+        OfflineModelServer(ServerConfig(latency_ms=latency * 1000)) as server,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        home = Path(tmp) / ".flashrsi"  # the code location's home, relative to where it runs
+        config = _config(home, server.url, tasks, steps, concurrency)
+        rounds, startup = _ui_rounds(open_experiment(config), server, steps)
+    for row, cli_row in zip(rounds, cli["rounds"], strict=True):
+        row["cli_wall_s"] = cli_row["wall_s"]
+        row["ratio"] = row["wall_s"] / cli_row["wall_s"]
+    ratio = statistics.median(r["ratio"] for r in rounds)
+    return {
+        "concurrency": concurrency,
+        "cli": cli,
+        "ui_startup_s": round(startup, 2),
+        "rounds": [
+            {k: round(v, 3) if isinstance(v, float) else v for k, v in r.items()} for r in rounds
+        ],
+        "median_ratio": round(ratio, 3),
+        "pass": ratio <= TARGET_RATIO,
+    }
 
 
 def _summary(concurrency: int, rounds: list[dict]) -> dict:
@@ -243,20 +308,49 @@ def _print(run: dict) -> None:
     )
 
 
+def _print_ui(run: dict) -> None:
+    _print(run["cli"])
+    print(
+        f"\nthe same rounds launched as the UI launches them (`dagster dev` up in "
+        f"{run['ui_startup_s']:.1f} s, once)"
+    )
+    print("round  status    calls  wall s  queued s  worker start s  run s  CLI wall s  ratio")
+    for r in run["rounds"]:
+        print(
+            f"{r['round']:>5}  {r['status']:<8} {r['model_calls']:>5} {r['wall_s']:>7.2f} "
+            f"{r['queued_s']:>9.2f} {r['worker_start_s']:>15.2f} {r['run_s']:>6.2f} "
+            f"{r['cli_wall_s']:>11.2f} {r['ratio']:>6.2f}"
+        )
+    print(
+        f"\nmedian UI/CLI wall-time ratio per round: {run['median_ratio']:.2f}   "
+        f"target <= {TARGET_RATIO:g}   {'PASS' if run['pass'] else 'MISS'}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=1.0, help="seconds per model request")
     parser.add_argument("--tasks", type=int, default=10, help="dev tasks")
     parser.add_argument("--steps", type=int, default=2, help="Worker steps after the seed")
-    parser.add_argument("--concurrency", type=int, default=1)
-    parser.add_argument("--parallel", type=int, default=4, help="also at this concurrency; 0: no")
-    parser.add_argument("--path", choices=("dagster", "engine"), default="dagster")
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--parallel", type=int, default=1, help="also at this concurrency; 0: no")
+    parser.add_argument("--path", choices=("dagster", "engine", "ui"), default="dagster")
     args = parser.parse_args(argv)
+    through = {
+        "dagster": "through Dagster, as `flashrsi run`",
+        "engine": "through the engine",
+        "ui": "as `flashrsi run` and as launched from the UI",
+    }[args.path]
     print(
         f"Meta-Harness framework overhead per round: {args.tasks} dev tasks, {args.steps} Worker "
-        f"steps, model latency {args.latency:g} s (MiniAgent on the offline simulator), "
-        f"through {'Dagster, as `flashrsi run`' if args.path == 'dagster' else 'the engine'}"
+        f"steps, model latency {args.latency:g} s (MiniAgent on the offline simulator), {through}"
     )
+    if args.path == "ui":
+        run = measure_ui(args.latency, args.tasks, args.steps, args.concurrency)
+        _print_ui(run)
+        report = {"latency_s": args.latency, "tasks": args.tasks, "steps": args.steps}
+        save("round_overhead_bench_ui", report | {"target_ratio": TARGET_RATIO, **run})
+        return 0
     levels = [args.concurrency]
     if args.parallel and args.parallel != args.concurrency:
         levels.append(args.parallel)
@@ -279,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
         "pass": head["pass"],
         "runs": runs,
     }
-    save("round_overhead_bench", result)
+    save(f"round_overhead_bench_{args.path}", result)
     return 0
 
 
