@@ -43,6 +43,7 @@ def test_a_home_instance_runs_on_it_and_another_instance_reads_the_same_files(
     writer = _instance(tmp_path, monkeypatch)
     try:
         assert isinstance(writer.get_ref().storage, HomeStorage)
+        assert writer.run_coordinator.dequeue_interval_seconds == 1  # a UI launch waits <= 1 s
         result = JOB.execute_in_process(instance=writer)
         assert result.success
         reader = dg.DagsterInstance.get()  # as the UI, the daemon or a run worker opens it
