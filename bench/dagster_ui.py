@@ -33,6 +33,10 @@ mutation($params: ExecutionParams!) {
 }"""
 LOCATION = """{ workspaceOrError { ... on Workspace { locationEntries { name locationOrLoadError {
   __typename ... on RepositoryLocation { repositories { name } } } } } } }"""
+START_SENSOR = """
+mutation($s: SensorSelector!) {
+  startSensor(sensorSelector: $s) { __typename ... on PythonError { message } }
+}"""
 DAEMONS = "{ instance { daemonHealth { allDaemonStatuses { daemonType healthy } } } }"
 
 
@@ -98,6 +102,17 @@ class DagsterUI:
             raise RuntimeError(f"launch refused: {launched}")
         return launched["run"]["runId"]
 
+    def start_sensor(self, sensor: str) -> None:
+        """Turn a sensor on, as its toggle in the UI does; the daemon ticks it from then."""
+        selector = {
+            "repositoryName": self.repository,
+            "repositoryLocationName": self.location,
+            "sensorName": sensor,
+        }
+        started = self._graphql(START_SENSOR, {"s": selector})["startSensor"]
+        if started["__typename"] != "Sensor":
+            raise RuntimeError(f"{sensor} not started: {started}")
+
     def _repository(self) -> tuple[str, str] | None:
         entries = self._graphql(LOCATION, {})["workspaceOrError"]["locationEntries"]
         loaded = entries[0]["locationOrLoadError"] if entries else None
@@ -134,6 +149,19 @@ class DagsterUI:
         if body.get("errors"):
             raise RuntimeError(body["errors"])
         return body["data"]
+
+
+def wait_for_tagged_run(
+    instance: dg.DagsterInstance, tags: dict[str, str], timeout: float = 300.0
+) -> str:
+    """The id of the first run carrying `tags`, once one exists (a sensor launched it)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        runs = instance.get_runs(filters=dg.RunsFilter(tags=tags), limit=1)
+        if runs:
+            return runs[0].run_id
+        time.sleep(0.1)
+    raise TimeoutError(f"no run tagged {tags} in {timeout:.0f} s")
 
 
 def wait_for_run(instance: dg.DagsterInstance, run_id: str, timeout: float = 900.0) -> dict:

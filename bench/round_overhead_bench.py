@@ -2,6 +2,7 @@
 
 Run:  .venv/bin/python bench/round_overhead_bench.py [--latency 1.0] [--tasks 10] [--steps 2]
                               [--concurrency 4] [--parallel 1] [--path dagster|engine|ui]
+                              [--driver launch|sensor]
 
 The demo experiment (`examples/meta_harness.yaml`: MiniAgent target and Worker on the offline
 simulator, built-in text-classification tasks) runs with `--tasks` dev tasks against a simulator
@@ -13,7 +14,9 @@ by the IO manager. `--path engine` calls the engine's steps directly instead (ro
 experiment as `flashrsi run` does and again, in a fresh home, with every round launched as the
 UI launches it (`dagster_ui.py`: `dagster dev`, a GraphQL launch, the daemon's run queue, a run
 worker process that loads the code location), and reports each round's wall time on both
-paths and their ratio (target: the median ratio <= 2). Per round of the CLI's path:
+paths and their ratio (target: the median ratio <= 2); with `--driver sensor` the round driver
+sensor launches the rounds instead, and a round counts from the end of the one before. Per
+round of the CLI's path:
 
 - wall: the round's wall-clock time;
 - model: time some model request is in flight — the union of the simulator's request
@@ -47,7 +50,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from dagster_ui import DagsterUI, wait_for_run
+from dagster_ui import DagsterUI, wait_for_run, wait_for_tagged_run
 from report import OUT, save
 
 from flashrsi_dagster.algorithms.meta_harness import Layout, MetaHarness
@@ -192,9 +195,13 @@ def _dagster_rounds(experiment, server: OfflineModelServer, steps: int) -> list[
 _PARTS = {"harbor": _TimedHarbor()}
 
 
-def _ui_rounds(experiment, server: OfflineModelServer, steps: int) -> tuple[list[dict], float]:
+def _ui_rounds(
+    experiment, server: OfflineModelServer, steps: int, driver: str
+) -> tuple[list[dict], float]:
     """Each round launched as the UI launches it (`dagster_ui.py`), timed from the launch
-    request until the run is seen finished; and how long `dagster dev` took to come up."""
+    request until the run is seen finished — or, with the `sensor` driver, the round driver
+    sensor turned on and each round timed from the end of the one before; and how long
+    `dagster dev` took to come up."""
     config = experiment.config
     home, name = config.experiment.home, config.experiment.name
     algorithm = defs_for(config.algorithm.name)
@@ -204,12 +211,21 @@ def _ui_rounds(experiment, server: OfflineModelServer, steps: int) -> tuple[list
     rows = []
     try:
         with DagsterUI(home, OUT / "dagster-dev.log") as ui:
+            asked = time.time()
+            if driver == "sensor":
+                ui.start_sensor("round_driver")
             for k in range(steps + 1):
-                request = algorithm.request(name, experiments.next_step(name))
-                assert request is not None and request.partition_key is not None
-                asked = time.time()
-                run_id = ui.launch(request, request.partition_key.keys_by_dimension)
-                rows.append(_ui_row(k, asked, wait_for_run(instance, run_id), server))
+                if driver == "sensor":
+                    key = algorithm.partitions.key(name, k, "c0")
+                    run_id = wait_for_tagged_run(instance, {"dagster/partition": str(key)})
+                else:
+                    request = algorithm.request(name, experiments.next_step(name))
+                    assert request is not None and request.partition_key is not None
+                    asked = time.time()
+                    run_id = ui.launch(request, request.partition_key.keys_by_dimension)
+                run = wait_for_run(instance, run_id)
+                rows.append(_ui_row(k, asked, run, server))
+                asked = run["ended"]
             return rows, ui.startup_s
     finally:
         experiments.close()
@@ -223,7 +239,7 @@ def _ui_row(k: int, asked: float, run: dict, server: OfflineModelServer) -> dict
         "status": run["status"],
         "model_calls": calls,
         "wall_s": run["seen"] - asked,
-        "queued_s": run["launched"] - asked,  # the launch call, then the daemon's dequeue
+        "queued_s": run["launched"] - asked,  # the launch (or sensor tick), the daemon's dequeue
         "worker_start_s": run["started"] - run["launched"],  # a process that loads the code
         "run_s": run["ended"] - run["started"],
     }
@@ -254,7 +270,7 @@ def measure(latency: float, tasks: int, steps: int, concurrency: int, path: str)
     return _summary(concurrency, rounds)
 
 
-def measure_ui(latency: float, tasks: int, steps: int, concurrency: int) -> dict:
+def measure_ui(latency: float, tasks: int, steps: int, concurrency: int, driver: str) -> dict:
     """The UI path beside the CLI's, each experiment in a fresh home; the ratio per round."""
     cli = measure(latency, tasks, steps, concurrency, "dagster")
     with (
@@ -263,13 +279,14 @@ def measure_ui(latency: float, tasks: int, steps: int, concurrency: int) -> dict
     ):
         home = Path(tmp) / ".flashrsi"  # the code location's home, relative to where it runs
         config = _config(home, server.url, tasks, steps, concurrency)
-        rounds, startup = _ui_rounds(open_experiment(config), server, steps)
+        rounds, startup = _ui_rounds(open_experiment(config), server, steps, driver)
     for row, cli_row in zip(rounds, cli["rounds"], strict=True):
         row["cli_wall_s"] = cli_row["wall_s"]
         row["ratio"] = row["wall_s"] / cli_row["wall_s"]
     ratio = statistics.median(r["ratio"] for r in rounds)
     return {
         "concurrency": concurrency,
+        "driver": driver,
         "cli": cli,
         "ui_startup_s": round(startup, 2),
         "rounds": [
@@ -315,10 +332,11 @@ def _print(run: dict) -> None:
 
 def _print_ui(run: dict) -> None:
     _print(run["cli"])
-    print(
-        f"\nthe same rounds launched as the UI launches them (`dagster dev` up in "
-        f"{run['ui_startup_s']:.1f} s, once)"
-    )
+    how = {
+        "launch": "launched as the UI launches them",
+        "sensor": "driven by the round driver sensor (queued: from the previous round's end)",
+    }[run["driver"]]
+    print(f"\nthe same rounds {how}; `dagster dev` up in {run['ui_startup_s']:.1f} s, once")
     print("round  status    calls  wall s  queued s  worker start s  run s  CLI wall s  ratio")
     for r in run["rounds"]:
         print(
@@ -340,6 +358,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--parallel", type=int, default=1, help="also at this concurrency; 0: no")
     parser.add_argument("--path", choices=("dagster", "engine", "ui"), default="dagster")
+    parser.add_argument(
+        "--driver", choices=("launch", "sensor"), default="launch", help="--path ui: who launches"
+    )
     args = parser.parse_args(argv)
     through = {
         "dagster": "through Dagster, as `flashrsi run`",
@@ -351,10 +372,11 @@ def main(argv: list[str] | None = None) -> int:
         f"steps, model latency {args.latency:g} s (MiniAgent on the offline simulator), {through}"
     )
     if args.path == "ui":
-        run = measure_ui(args.latency, args.tasks, args.steps, args.concurrency)
+        run = measure_ui(args.latency, args.tasks, args.steps, args.concurrency, args.driver)
         _print_ui(run)
         report = {"latency_s": args.latency, "tasks": args.tasks, "steps": args.steps}
-        save("round_overhead_bench_ui", report | {"target_ratio": TARGET_RATIO, **run})
+        name = f"round_overhead_bench_ui_{args.driver}"
+        save(name, report | {"target_ratio": TARGET_RATIO, **run})
         return 0
     levels = [args.concurrency]
     if args.parallel and args.parallel != args.concurrency:
