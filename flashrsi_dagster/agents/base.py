@@ -23,14 +23,14 @@ from flashrsi_dagster.config.experiment import ExperimentConfig, role_key
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import Confinement
 from flashrsi_dagster.environments.jail import Mount
-from flashrsi_dagster.llm.client import INFRA_ERRORS, AnthropicAPIError
+from flashrsi_dagster.llm.client import AnthropicAPIError, infra_errors
 from flashrsi_dagster.records import ErrorInfo, Redactor, Status, Trajectory, Usage
 
 
 def status_of(exc: BaseException) -> Status:
     """An endpoint that is down, overloaded or too slow is infrastructure, rerun by the
     ladder; anything else is the agent's own error."""
-    if isinstance(exc, INFRA_ERRORS):
+    if isinstance(exc, infra_errors()):
         return Status.INFRA_ERROR
     if isinstance(exc, AnthropicAPIError) and (exc.status >= 500 or exc.status == 429):
         return Status.INFRA_ERROR

@@ -9,15 +9,30 @@ from pathlib import Path
 
 import dagster as dg
 
+from flashrsi_dagster.jobs.storage import CONFIG as STORAGE
+
+TELEMETRY_OFF = "telemetry:\n  enabled: false\n"
+RUN_QUEUE = """run_coordinator:
+  module: dagster._core.run_coordinator
+  class: QueuedRunCoordinator
+  config:
+    dequeue_interval_seconds: 1
+"""
+"""Runs launched from the UI or by a sensor wait in the queue until the daemon looks (every
+5 s by default): a round waits 1 s at most."""
+SETTINGS = TELEMETRY_OFF + STORAGE + RUN_QUEUE
+
 
 def instance_dir(home: Path) -> Path:
     """The Dagster instance of a home folder (`DAGSTER_HOME`), created on first use with
-    telemetry off: nothing leaves the machine."""
+    telemetry off (nothing leaves the machine), SQLite storage with open connections
+    (`storage.py`) and a run queue looked at every second. An instance made with telemetry
+    off alone (before these) is given the rest: the files stay the same."""
     folder = Path(home) / ".dagster"
     settings = folder / "dagster.yaml"
-    if not settings.exists():
+    if not settings.exists() or settings.read_text() == TELEMETRY_OFF:
         folder.mkdir(parents=True, exist_ok=True)
-        settings.write_text("telemetry:\n  enabled: false\n")
+        settings.write_text(SETTINGS)
     return folder
 
 

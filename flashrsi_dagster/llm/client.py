@@ -9,26 +9,34 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from flashrsi_dagster.config.models import LLMConfig
 from flashrsi_dagster.llm import translate
 from flashrsi_dagster.llm.endpoints import OFFLINE, anthropic_base_url, openai_base_url
 from flashrsi_dagster.llm.usage import UsageMeter
 
+if TYPE_CHECKING:
+    import openai
+
 ROLE_HEADER = "x-flashrsi-role"
 ANTHROPIC_VERSION = "2023-06-01"
 _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
-INFRA_ERRORS = (
-    openai.APIConnectionError,  # includes timeouts
-    openai.RateLimitError,
-    openai.InternalServerError,
-    urllib.error.URLError,
-    TimeoutError,
-)
-"""Exceptions that mean the endpoint failed, not the agent."""
+
+
+def infra_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that mean the endpoint failed, not the agent. The SDK is imported when
+    first needed, here and by a client's first call: it takes a second to import, and most
+    processes of the framework (a Dagster run, the UI) never call a model themselves."""
+    import openai
+
+    return (
+        openai.APIConnectionError,  # includes timeouts
+        openai.RateLimitError,
+        openai.InternalServerError,
+        urllib.error.URLError,
+        TimeoutError,
+    )
 
 
 class AnthropicAPIError(RuntimeError):
@@ -92,6 +100,8 @@ class LLMClient:
 
     def _sdk(self) -> openai.OpenAI:
         if self._openai is None:
+            import openai
+
             self._openai = openai.OpenAI(
                 base_url=f"{self._via[0]}/v1" if self._via else openai_base_url(self.config),
                 api_key=self._key(),

@@ -35,7 +35,7 @@ def next_request(experiments_home: ExperimentsResource, name: str) -> dg.RunRequ
 
 @dg.sensor(
     jobs=[job for d in ALGORITHM_DEFS.values() for job in d.jobs],
-    minimum_interval_seconds=15,
+    minimum_interval_seconds=1,  # at every loop of the sensor daemon (every 5 s)
     default_status=dg.DefaultSensorStatus.STOPPED,
 )
 def round_driver(

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
-from scipy import stats as scipy_stats
+from scipy.special import stdtr  # not scipy.stats: a second less to import, for one function
 
 # Spreads and differences this small are float rounding (0.7 - 0.6 ≠ 0.9 - 0.8), not signal.
 TOLERANCE = 1e-12
@@ -88,9 +88,9 @@ def paired(candidate: pd.DataFrame, parent: pd.DataFrame, *, sigma: float = 2.0)
         std_difference=std,
         standard_error=se,
         z=z,
-        p_value=None if z is None else float(2 * scipy_stats.norm.sf(abs(z))),
+        p_value=None if z is None else math.erfc(abs(z) / math.sqrt(2)),
         # Same definedness as z, so both p-values are present or both None.
-        p_value_t=None if z is None else float(scipy_stats.ttest_rel(cand, par).pvalue),
+        p_value_t=None if z is None else _paired_t_p_value(z, len(d) - 1),
         won=won,
         lost=lost,
         tied=tied,
@@ -168,6 +168,11 @@ def _z(lift: float | None, se: float | None) -> float | None:
     if lift is None or se is None or se == 0.0:
         return None
     return lift / se
+
+
+def _paired_t_p_value(t: float, df: int) -> float:
+    """Two-sided p-value of the paired t statistic, which is z (`scipy.stats.ttest_rel`'s)."""
+    return float(2 * stdtr(df, -abs(t)))
 
 
 def _outcome(difference: float) -> str:
