@@ -1,5 +1,5 @@
-"""The home instance's storage: Dagster's SQLite files with their connections kept open, seen
-from other processes' instances as Dagster's own storage sees them."""
+"""The home instance: Dagster's SQLite files with their connections kept open, seen from other
+processes' instances as Dagster's own storage sees them, and a run queue looked at every second."""
 
 from __future__ import annotations
 
