@@ -140,9 +140,8 @@ def snapshot(context: dg.AssetExecutionContext) -> Iterator:
 def evaluation(context: dg.AssetExecutionContext, snapshot: dict) -> Iterator:
     """The round's dev evaluation: run (or read back) its rollouts, then describe them."""
     algorithm, name, k = _open(context)
-    if DRIVER_TAG not in context.run.tags:  # launched by hand: evaluate the round again
-        algorithm.restart_round(k)
-    record = algorithm.evaluate_seed() if k == 0 else algorithm.finish_round(k)
+    # Launched by hand (no driver tag): evaluate the round again.
+    record = algorithm.evaluate_round(k, again=DRIVER_TAG not in context.run.tags)
     frame = algorithm.round_frame(k)
     state = algorithm.read_state()
     tasks, attempts = len(algorithm.splits.dev), algorithm.settings.attempts

@@ -31,20 +31,6 @@ def _harness(tmp_path: Path, steps: int = 1) -> MetaHarness:
     return open_algorithm(open_experiment(config), log=lambda _: None)  # type: ignore[return-value]
 
 
-def _until(harness: MetaHarness, action: str) -> None:
-    while (step := harness.next()).action != action:
-        harness.do(step)
-
-
-def _reevaluate(harness: MetaHarness, k: int) -> None:
-    """What rematerializing round k's trajectories does."""
-    harness.restart_round(k)
-    if k == 0:
-        harness.evaluate_seed()
-    else:
-        harness.finish_round(k)
-
-
 class _Zeroing:
     """The real benchmark, every answer marked wrong: a re-evaluation that scores 0."""
 
@@ -85,7 +71,7 @@ def test_promotion_and_the_test_refuse_mid_search_and_write_nothing(tmp_path):
 
 def test_the_test_split_is_not_in_memory_before_the_final_step(tmp_path):
     harness = _harness(tmp_path)
-    _until(harness, "sealed_test")
+    harness.run(until="sealed_test")
 
     with pytest.raises(RuntimeError, match="not loaded during the search"):
         harness.splits.unseal_test()
@@ -98,13 +84,13 @@ def test_a_changed_ranking_re_promotes_before_the_test_and_is_only_reported_afte
     logged: list[str] = []
     harness = _harness(tmp_path)
     harness.log = logged.append
-    _until(harness, "sealed_test")
+    harness.run(until="sealed_test")
     first = harness.read_state().promotion
     real = harness.benchmark
 
     # The promoted round re-evaluated (a rematerialization) and now scores 0.
     harness.benchmark = _Zeroing(real)
-    _reevaluate(harness, first.round)
+    harness.evaluate_round(first.round, again=True)
     step = harness.next()
     assert step.action == "promote" and step.basis is not None
     again = harness.promote()
@@ -118,7 +104,7 @@ def test_a_changed_ranking_re_promotes_before_the_test_and_is_only_reported_afte
 
     # After the test: the ranking changes again, the promotion stays, nothing is re-tested.
     harness.benchmark = _Zeroing(real)
-    _reevaluate(harness, again.round)
+    harness.evaluate_round(again.round, again=True)
     assert harness.next().action == "done"
     assert harness.promote() == harness.read_state().promotion == again
     assert any("promotion stays frozen" in line for line in logged)

@@ -52,20 +52,6 @@ def _open(home: Path, steps: int = 1) -> MetaHarness:
     return open_algorithm(experiment, log=lambda _: None)  # type: ignore[return-value]
 
 
-def _until(harness: MetaHarness, action: str) -> None:
-    while (step := harness.next()).action != action:
-        harness.do(step)
-
-
-def _reevaluate(harness: MetaHarness, k: int) -> None:
-    """What rematerializing round k's trajectories from the UI does."""
-    harness.restart_round(k)
-    if k == 0:
-        harness.evaluate_seed()
-    else:
-        harness.finish_round(k)
-
-
 class _Benchmark:
     """The real benchmark, with a hook before the first rollout of one split (and every
     answer marked wrong, if `zero`)."""
@@ -140,7 +126,7 @@ def test_a_promotion_asked_for_while_a_round_is_being_re_evaluated_is_refused_an
     that window (the finalize job launched from the UI meanwhile, or after the re-evaluation
     failed) would rank the rounds without it."""
     harness = _open(tmp_path / "home")
-    _until(harness, "sealed_test")
+    harness.run(until="sealed_test")
     harness.restart_round(1)  # round 1 set aside, its re-evaluation not done yet
     before = files_digest(harness.layout.folder)
 
@@ -159,11 +145,11 @@ def test_the_sealed_test_refuses_a_stale_promotion_and_writes_nothing(tmp_path):
     """The promoted round re-evaluated lower before the test: the test of the old choice is
     refused until the rounds are ranked again (the finalize job's sealed-test selection)."""
     harness = _open(tmp_path / "home")
-    _until(harness, "sealed_test")
+    harness.run(until="sealed_test")
     promoted = harness.read_state().promotion
     harness.benchmark = _Benchmark(harness.benchmark)
     harness.benchmark.zero = True
-    _reevaluate(harness, promoted.round)
+    harness.evaluate_round(promoted.round, again=True)
     before = files_digest(harness.layout.folder)
 
     with pytest.raises(StepOrderError, match="the promotion is missing or stale"):
@@ -182,7 +168,7 @@ def test_a_second_sealed_test_launched_while_the_first_runs_does_not_evaluate_th
     tmp_path,
 ):
     first = _open(tmp_path / "home")
-    _until(first, "sealed_test")
+    first.run(until="sealed_test")
     second = _open(tmp_path / "home")
     started = threading.Event()
     _signal_on(second, "_rollouts", started)
@@ -210,7 +196,7 @@ def test_a_round_re_evaluated_during_the_sealed_test_cannot_change_the_promotion
     tmp_path,
 ):
     tester = _open(tmp_path / "home")
-    _until(tester, "sealed_test")
+    tester.run(until="sealed_test")
     promoted = tester.read_state().promotion
     other = _open(tmp_path / "home")
     other.benchmark = _Benchmark(other.benchmark)
@@ -220,7 +206,7 @@ def test_a_round_re_evaluated_during_the_sealed_test_cannot_change_the_promotion
     meanwhile: list[_Meanwhile] = []
 
     def rematerialize_and_promote():
-        _reevaluate(other, promoted.round)
+        other.evaluate_round(promoted.round, again=True)
         return other.promote()
 
     def launch_the_other():

@@ -140,12 +140,13 @@ class MetaHarness:
             raise StepOrderError(f"{what} refused: {missing}")
         return state
 
-    def run(self) -> State:
-        """Every remaining step, in order; safe to call again after a crash (a folder whose
-        records fail the integrity check is refused, naming the files)."""
+    def run(self, *, until: str | None = None) -> State:
+        """Every remaining step, in order (stopping before the first `until` step, if given);
+        safe to call again after a crash (a folder whose records fail the integrity check is
+        refused, naming the files)."""
         self.experiment.records.verify()
         try:
-            while (step := self.next()).action not in ("done", "aborted"):
+            while not (step := self.next()).finished and step.action != until:
                 self.do(step)
         finally:
             self.close()
@@ -163,9 +164,11 @@ class MetaHarness:
         actions[step.action]()
 
     def close(self) -> None:
+        """Close the agents it built; a later step builds them again."""
         for agent in (self._target, self._worker):
             if agent is not None:
                 agent.close()
+        self._target = self._worker = None
 
     # -- steps ----------------------------------------------------------------------------
 
@@ -260,6 +263,13 @@ class MetaHarness:
         return promotion
 
     @_one_step_at_a_time
+    def evaluate_round(self, k: int, *, again: bool = False) -> RoundRecord:
+        """Round k's evaluation, read back if it was made; `again`: from scratch, as a
+        rematerialization of the round asks (see `restart_round`)."""
+        if again:
+            self.restart_round(k)
+        return self.evaluate_seed() if k == 0 else self.finish_round(k)
+
     def restart_round(self, k: int) -> None:
         """Evaluate round k again from scratch (a rematerialization): the same snapshot, new
         rollouts; the old record is kept beside, renamed, and no new snapshot is made."""
