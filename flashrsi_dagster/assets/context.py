@@ -38,7 +38,7 @@ def algorithm_of(context: dg.AssetExecutionContext, name: str) -> Algorithm:
             "it with the `start_experiment` job (Launchpad) or `flashrsi run`",
             allow_retries=False,
         )
-    if experiments.config(name).experiment.name != name:  # e.g. `<name>/../<name>`, by hand
+    if experiments.open(name).config.experiment.name != name:  # `<name>/../<name>`, by hand
         raise dg.Failure(
             description=f"partition {name!r} is not an experiment of {experiments.home}: it "
             "reaches another experiment's folder by another path; nothing was done",
@@ -54,7 +54,7 @@ def candidate_algorithm(context: dg.AssetExecutionContext) -> tuple[Algorithm, s
     as round 0, `r000.c1` as a slot the algorithm does not have."""
     name, k, slot = candidate(context)
     algorithm = algorithm_of(context, name)
-    config = context.resources.experiments_home.config(name).algorithm
+    config = context.resources.experiments_home.open(name).config.algorithm
     rounds, slots = type(algorithm).rounds(config), type(algorithm).slots(config)
     given = context.partition_key.keys_by_dimension[CANDIDATE]
     if given != candidate_key(k, slot) or k >= rounds or slot not in slots:

@@ -110,9 +110,8 @@ def edit_check(store: SnapshotStore, info: dict, check: str, where: str) -> dg.A
     return check_result(where, found, check_name=check, passed=not outside)
 
 
-def trajectories(record, frame: pd.DataFrame, algorithm) -> dict[str, Any]:
+def trajectories(record, frame: pd.DataFrame, rollouts: list[Trajectory]) -> dict[str, Any]:
     """The round's rollouts: a preview table, and one passing and one failing transcript."""
-    k = record.round
     metadata: dict[str, Any] = {
         "snapshot_id": record.snapshot_id or "-",
         "status": record.status,
@@ -123,10 +122,7 @@ def trajectories(record, frame: pd.DataFrame, algorithm) -> dict[str, Any]:
         metadata["preview"] = dg.MetadataValue.md("_no rollouts: the edit was rejected_")
         return metadata
     metadata["preview"] = dg.MetadataValue.md(frame.head(20).round(3).to_markdown(index=False))
-    rollouts = RolloutRecord(algorithm.layout.rollouts(k))
-    passing, failing = pick_examples(
-        final_trajectories(rollouts, algorithm.settings.max_infra_reruns)
-    )
+    passing, failing = pick_examples(rollouts)
     for label, example in (("passing_example", passing), ("failing_example", failing)):
         text = (
             "_none in this round_"

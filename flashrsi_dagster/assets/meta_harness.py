@@ -28,7 +28,8 @@ from flashrsi_dagster.assets.context import (
     experiment_of,
 )
 from flashrsi_dagster.assets.partitions import AlgorithmPartitions
-from flashrsi_dagster.rollouts.scores import summary
+from flashrsi_dagster.experiment.keys import NIGHTLY
+from flashrsi_dagster.rollouts.scores import scores_frame, summary
 from flashrsi_dagster.stats.failures import failure_map as failure_table
 from flashrsi_dagster.stats.failures import failure_map_markdown
 from flashrsi_dagster.stats.paired import paired, to_markdown
@@ -142,13 +143,13 @@ def evaluation(context: dg.AssetExecutionContext, snapshot: dict) -> Iterator:
     algorithm, name, k = _open(context)
     # Launched by hand (no driver tag): evaluate the round again.
     record = algorithm.evaluate_round(k, again=DRIVER_TAG not in context.run.tags)
-    frame = algorithm.round_frame(k)
+    rollouts = algorithm.round_rollouts(k)  # read once: the table and the transcripts
+    frame = scores_frame(rollouts)
     state = algorithm.read_state()
     tasks, attempts = len(algorithm.splits.dev), algorithm.settings.attempts
     table = summary(frame, tasks, attempts) if len(frame) else {}
-    yield dg.Output(
-        frame, output_name="trajectories", metadata=describe.trajectories(record, frame, algorithm)
-    )
+    metadata = describe.trajectories(record, frame, rollouts)
+    yield dg.Output(frame, output_name="trajectories", metadata=metadata)
     yield dg.Output(
         {"round": k, **table},
         output_name="scores",
@@ -168,7 +169,7 @@ def evaluation(context: dg.AssetExecutionContext, snapshot: dict) -> Iterator:
     yield describe.score_check(
         table, tasks * attempts, "score_in_unit_interval", key("scores"), where
     )
-    context.log_event(_summary(context, algorithm, name))
+    context.log_event(_summary(context, algorithm, name, state))
 
 
 def _paired(algorithm: MetaHarness, state, k: int, frame: pd.DataFrame) -> dg.Output:
@@ -200,12 +201,13 @@ def _paired(algorithm: MetaHarness, state, k: int, frame: pd.DataFrame) -> dg.Ou
     )
 
 
-def _summary(context, algorithm: MetaHarness, name: str) -> dg.AssetMaterialization:
-    """The experiment's summary as of now; a nightly experiment's beside the night before."""
-    state = algorithm.read_state()
+def _summary(context, algorithm: MetaHarness, name: str, state) -> dg.AssetMaterialization:
+    """The experiment's summary as of `state`; a nightly experiment's beside the night before
+    (only then are the home's other experiments listed: every step reports a summary)."""
     metadata = describe.summary(algorithm.experiment, state)
     experiments = context.resources.experiments_home
-    previous = describe.previous_night(name, experiments.names(PREFIX))
+    nightly = NIGHTLY.fullmatch(name) is not None
+    previous = describe.previous_night(name, experiments.names(PREFIX)) if nightly else None
     if previous is not None:
         before = experiments.algorithm(previous).read_state()
         metadata.update(describe.night_comparison(state, previous, before))
@@ -227,7 +229,7 @@ def promotion(context: dg.AssetExecutionContext) -> Iterator:
     chosen = _refusing_out_of_turn(algorithm.promote)
     state = algorithm.read_state()
     yield dg.Output(chosen.model_dump(mode="json"), metadata=describe.promotion(state))
-    context.log_event(_summary(context, algorithm, name))
+    context.log_event(_summary(context, algorithm, name, state))
 
 
 @dg.asset(
@@ -269,7 +271,7 @@ def sealed_test_score(context: dg.AssetExecutionContext) -> Iterator:
     yield dg.Output(result.model_dump(mode="json"), metadata=metadata)
     threshold = context.resources.experiments_home.dev_test_gap_warning
     yield from describe.sealed_checks(algorithm, state, threshold, key("sealed_test_score"), name)
-    context.log_event(_summary(context, algorithm, name))
+    context.log_event(_summary(context, algorithm, name, state))
 
 
 ASSETS = [snapshot, evaluation, promotion, sealed_test_score, SUMMARY]

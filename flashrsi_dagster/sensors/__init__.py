@@ -27,12 +27,6 @@ ACTIVE = [
 ]
 
 
-def next_request(experiments_home: ExperimentsResource, name: str) -> dg.RunRequest | None:
-    """The run that does the experiment's next step, through its algorithm's mapping."""
-    algorithm = experiments_home.config(name).algorithm.name
-    return defs_for(algorithm).request(name, experiments_home.next_step(name))
-
-
 @dg.sensor(
     jobs=[job for d in ALGORITHM_DEFS.values() for job in d.jobs],
     minimum_interval_seconds=1,  # at every loop of the sensor daemon (every 5 s)
@@ -51,11 +45,12 @@ def round_driver(
         if active:
             continue
         try:
-            request = next_request(experiments, name)
-            config = experiments.config(name).algorithm
+            config = experiments.open(name).config.algorithm  # read once, for the tick
+            algorithm = defs_for(config.name)
+            request = algorithm.request(name, experiments.next_step(name))
             # A home restored beside a fresh instance: a request for a partition the
             # instance does not know would fail the whole tick, so the tick adds it.
-            missing = defs_for(config.name).unregistered(context.instance, name, config)
+            missing = algorithm.unregistered(context.instance, name, config)
         except Exception as exc:  # one unreadable experiment must not stop the others
             context.log.warning(f"experiment {name!r} skipped: {exc}")
             continue

@@ -190,10 +190,14 @@ class MetaHarness:
         seed = self.seed()
         return self._evaluate(0, seed, parent_id=None)
 
+    def round_rollouts(self, k: int) -> list[Trajectory]:
+        """The final rollout of every dev task of round k (none for a rejected step)."""
+        record = RolloutRecord(self.layout.rollouts(k))
+        return final_trajectories(record, self.settings.max_infra_reruns)
+
     def round_frame(self, k: int) -> pd.DataFrame:
         """The scores table of round k's dev evaluation (empty for a rejected step)."""
-        record = RolloutRecord(self.layout.rollouts(k))
-        return scores_frame(final_trajectories(record, self.settings.max_infra_reruns))
+        return scores_frame(self.round_rollouts(k))
 
     @_one_step_at_a_time
     def propose(self, k: int) -> RoundRecord:
