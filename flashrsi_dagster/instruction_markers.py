@@ -17,3 +17,15 @@ LABELS = "Labels:"
 
 TEXT = "Text:"
 """Text classification task: the text to classify (the rest of the message)."""
+
+PHASE = "ModularRSI phase:"
+"""ModularRSI instructions: `analysis`, `edit`, `review`, `integration` or `repair`."""
+
+MODULE = "Module:"
+"""ModularRSI instructions: the module a branch evolves (`integration` for the merge)."""
+
+MODULE_FILES = "Module files:"
+"""ModularRSI instructions: the files the edit may change, comma-separated."""
+
+REFERENCES = "Branch references:"
+"""ModularRSI integration: the folder holding one full checkout per chosen branch."""

@@ -1,0 +1,1 @@
+"""ModularRSI (seed 001): independent module branches, Worker-made integration, the sealed test once."""
