@@ -1,1 +1,2 @@
-"""ModularRSI (seed 001): independent module branches, Worker-made integration, the sealed test once."""
+"""ModularRSI (seed 001): independent module branches, a Worker-made integration, and the
+sealed test once."""

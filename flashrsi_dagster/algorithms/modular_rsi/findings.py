@@ -22,7 +22,8 @@ class Target:
         return tuple(dict.fromkeys(t for f in self.findings for t in f.tasks))
 
     def describe(self) -> str:
-        lines = [f"## {self.file} (supported by {len(self.tasks)} task(s): {', '.join(self.tasks)})"]
+        tasks = ", ".join(self.tasks)
+        lines = [f"## {self.file} (supported by {len(self.tasks)} task(s): {tasks})"]
         for finding in self.findings:
             lines.append(f"- why: {finding.reason}\n  change: {finding.change}")
             lines.append(f"  tasks: {', '.join(finding.tasks)}")
