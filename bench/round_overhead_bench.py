@@ -177,8 +177,8 @@ def _engine_rounds(experiment, server: OfflineModelServer, steps: int) -> list[d
 def _dagster_rounds(experiment, server: OfflineModelServer, steps: int) -> list[dict]:
     home, name = experiment.config.experiment.home, experiment.config.experiment.name
     instance = persistent_instance(home)
-    defs_for("meta_harness").register(instance, name, experiment.config.algorithm)
     experiments = ExperimentsResource.at(home)
+    defs_for("meta_harness").register(instance, name, experiments.algorithm(name))
     layout = Layout.of(experiment.paths.records)
     runs = InProcessRuns(instance, str(home), _PARTS)
 
@@ -206,8 +206,8 @@ def _ui_rounds(
     home, name = config.experiment.home, config.experiment.name
     algorithm = defs_for(config.algorithm.name)
     instance = persistent_instance(home)
-    algorithm.register(instance, name, config.algorithm)
     experiments = ExperimentsResource.at(home)
+    algorithm.register(instance, name, experiments.algorithm(name))
     rows = []
     try:
         with DagsterUI(home, OUT / "dagster-dev.log") as ui:

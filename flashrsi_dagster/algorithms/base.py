@@ -14,8 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from flashrsi_dagster.config.algorithms import AlgorithmConfig
-
 ONLY_SLOT = "c0"
 """The slot of an algorithm with one candidate per round."""
 FINALIZE_ACTIONS = ("promote", "sealed_test")
@@ -56,14 +54,13 @@ class Algorithm(Protocol):
 
     name: ClassVar[str]
 
-    @classmethod
-    def slots(cls, config: AlgorithmConfig) -> tuple[str, ...]:
+    def slots(self) -> tuple[str, ...]:
         """The candidate slots of a round (partition keys: letters, digits, `_`, `-`)."""
         ...
 
-    @classmethod
-    def rounds(cls, config: AlgorithmConfig) -> int:
-        """How many rounds the experiment can have (the seed's included)."""
+    def rounds(self) -> int:
+        """How many rounds the experiment can have (the seed's included). It may read the
+        experiment (ModularRSI's rounds are its batches, so they follow the train split)."""
         ...
 
     def read_state(self) -> Any:

@@ -54,8 +54,7 @@ def candidate_algorithm(context: dg.AssetExecutionContext) -> tuple[Algorithm, s
     as round 0, `r000.c1` as a slot the algorithm does not have."""
     name, k, slot = candidate(context)
     algorithm = algorithm_of(context, name)
-    config = context.resources.experiments_home.open(name).config.algorithm
-    rounds, slots = type(algorithm).rounds(config), type(algorithm).slots(config)
+    rounds, slots = algorithm.rounds(), algorithm.slots()
     given = context.partition_key.keys_by_dimension[CANDIDATE]
     if given != candidate_key(k, slot) or k >= rounds or slot not in slots:
         last = candidate_key(rounds - 1, slots[-1])

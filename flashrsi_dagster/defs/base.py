@@ -17,7 +17,6 @@ import dagster as dg
 from flashrsi_dagster.algorithms.base import ONLY_SLOT, Algorithm, Step
 from flashrsi_dagster.assets.context import DRIVER_TAG, EXPERIMENT_TAG
 from flashrsi_dagster.assets.partitions import AlgorithmPartitions
-from flashrsi_dagster.config.algorithms import AlgorithmConfig
 
 
 @dataclass(frozen=True)
@@ -38,17 +37,15 @@ class AlgorithmDefs:
     def jobs(self) -> list[dg.UnresolvedAssetJobDefinition]:
         return [self.round_job, self.finalize_job]
 
-    def register(self, instance: dg.DagsterInstance, name: str, config: AlgorithmConfig) -> None:
-        """The experiment's partitions, all of them up front."""
-        rounds, slots = self.algorithm.rounds(config), self.algorithm.slots(config)
-        self.partitions.register(instance, name, rounds, slots)
+    def register(self, instance: dg.DagsterInstance, name: str, opened: Algorithm) -> None:
+        """The experiment's partitions, all of them up front (`opened`: its algorithm)."""
+        self.partitions.register(instance, name, opened.rounds(), opened.slots())
 
     def unregistered(
-        self, instance: dg.DagsterInstance, name: str, config: AlgorithmConfig
+        self, instance: dg.DagsterInstance, name: str, opened: Algorithm
     ) -> list[dg.AddDynamicPartitionsRequest]:
         """The experiment's partitions `instance` does not know yet, as requests."""
-        rounds, slots = self.algorithm.rounds(config), self.algorithm.slots(config)
-        return self.partitions.missing(instance, name, rounds, slots)
+        return self.partitions.missing(instance, name, opened.rounds(), opened.slots())
 
     def request(self, name: str, step: Step) -> dg.RunRequest | None:
         """The run that does `step` of experiment `name`; None once it is finished."""

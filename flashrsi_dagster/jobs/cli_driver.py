@@ -35,10 +35,10 @@ def drive_on(instance: dg.DagsterInstance, experiment: Experiment, say: Say = pr
     experiment.records.verify()
     config = experiment.config
     home, name, algorithm = str(config.experiment.home), config.experiment.name, config.algorithm
-    defs_for(algorithm.name).register(instance, name, algorithm)
     runs = InProcessRuns(instance, home)
     experiments = ExperimentsResource.at(home)
     try:
+        defs_for(algorithm.name).register(instance, name, experiments.algorithm(name))
         while not (step := experiments.next_step(name)).finished:
             say(f"== {step.describe()}")
             if not runs.execute(algorithm.name, name, step):

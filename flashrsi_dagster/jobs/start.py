@@ -44,7 +44,9 @@ def create_experiment(context: dg.OpExecutionContext, config: StartExperiment) -
         raise dg.Failure(description=message, allow_retries=False) from None
     settings = experiment.config
     name = settings.experiment.name
-    defs_for(settings.algorithm.name).register(context.instance, name, settings.algorithm)
+    defs_for(settings.algorithm.name).register(
+        context.instance, name, experiments.algorithm(name, log=context.log.info)
+    )
     context.instance.add_run_tags(context.run_id, {EXPERIMENT_TAG: name})
     context.add_output_metadata(
         {

@@ -45,12 +45,12 @@ def round_driver(
         if active:
             continue
         try:
-            config = experiments.open(name).config.algorithm  # read once, for the tick
-            algorithm = defs_for(config.name)
+            opened = experiments.algorithm(name)  # opened once, for the tick
+            algorithm = defs_for(opened.name)
             request = algorithm.request(name, experiments.next_step(name))
             # A home restored beside a fresh instance: a request for a partition the
             # instance does not know would fail the whole tick, so the tick adds it.
-            missing = algorithm.unregistered(context.instance, name, config)
+            missing = algorithm.unregistered(context.instance, name, opened)
         except Exception as exc:  # one unreadable experiment must not stop the others
             context.log.warning(f"experiment {name!r} skipped: {exc}")
             continue

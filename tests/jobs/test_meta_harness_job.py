@@ -19,6 +19,7 @@ import pytest
 
 from flashrsi_dagster import scratch
 from flashrsi_dagster.algorithms.meta_harness import Layout
+from flashrsi_dagster.algorithms.registry import open_algorithm
 from flashrsi_dagster.assets.context import DRIVER_TAG, EXPERIMENT_TAG
 from flashrsi_dagster.assets.meta_harness import PARTITIONS, key
 from flashrsi_dagster.config import load_config
@@ -169,7 +170,7 @@ def test_the_sensor_requests_the_next_step_with_an_idempotent_run_key(tmp_path):
     experiment = _experiment(tmp_path / "home")
     name, home = experiment.config.experiment.name, str(tmp_path / "home")
     with dg.instance_for_test() as instance:
-        MH.register(instance, name, experiment.config.algorithm)
+        MH.register(instance, name, open_algorithm(experiment))
         with dg.build_sensor_context(
             instance=instance, resources={"experiments_home": ExperimentsResource.at(home)}
         ) as context:
@@ -268,7 +269,7 @@ def test_promotion_and_the_sealed_test_mid_search_fail_and_change_nothing(tmp_pa
     name, home = experiment.config.experiment.name, str(tmp_path / "home")
     layout = Layout.of(experiment.paths.records)
     with dg.instance_for_test() as instance:
-        MH.register(instance, name, experiment.config.algorithm)
+        MH.register(instance, name, open_algorithm(experiment))
         first = _materialize(instance, home, "meta_harness", PARTITIONS.key(name, 0, "c0"))
         assert first.success
         records = sorted(p.name for p in layout.folder.iterdir())
@@ -291,7 +292,7 @@ def test_rematerializing_a_rounds_trajectories_updates_the_round_and_re_ranks(tm
     name, home = experiment.config.experiment.name, str(tmp_path / "home")
     layout = Layout.of(experiment.paths.records)
     with dg.instance_for_test() as instance:
-        MH.register(instance, name, experiment.config.algorithm)
+        MH.register(instance, name, open_algorithm(experiment))
         runs = [PARTITIONS.key(name, 0, "c0"), PARTITIONS.key(name, 1, "c0")]
         for partition in runs:
             assert _materialize(

@@ -364,7 +364,7 @@ def test_a_partition_that_aliases_a_round_or_names_no_slot_of_it_is_refused(tmp_
     name = experiment.config.experiment.name
     folder = experiment.paths.records
     with dg.instance_for_test() as instance:
-        MH.register(instance, name, experiment.config.algorithm)
+        MH.register(instance, name, open_algorithm(experiment))
         seed = PARTITIONS.key(name, 0, "c0")
         assert _materialize(instance, home, "meta_harness", seed, tags={DRIVER_TAG: "1"}).success
         before = files_digest(folder)
@@ -427,7 +427,7 @@ def test_one_broken_experiment_does_not_stop_the_driver_for_the_others(tmp_path)
     foreign.mkdir()
     (foreign / "run_meta.json").write_text('{"config": {"algorithm": {"name": "gone"}}}')
     with dg.instance_for_test() as instance:
-        MH.register(instance, name, healthy.config.algorithm)
+        MH.register(instance, name, open_algorithm(healthy))
         with dg.build_sensor_context(
             instance=instance, resources={"experiments_home": ExperimentsResource.at(home)}
         ) as context:
@@ -449,7 +449,7 @@ def test_a_partition_naming_the_experiment_by_another_path_is_refused(tmp_path):
     name = experiment.config.experiment.name
     alias = f"{name}/../{name}"
     with dg.instance_for_test() as instance:
-        MH.register(instance, name, experiment.config.algorithm)
+        MH.register(instance, name, open_algorithm(experiment))
         instance.add_dynamic_partitions(PARTITIONS.experiments.name, [alias])
         before = files_digest(experiment.paths.root)
         seed = dg.MultiPartitionKey({"candidate": "r000.c0", "experiment": alias})
@@ -472,7 +472,7 @@ def test_an_experiment_the_instance_has_no_partitions_for_does_not_fail_the_driv
     definitions = build_definitions(str(home))
     sensor = definitions.get_sensor_def("round_driver")
     with dg.instance_for_test() as instance:
-        MH.register(instance, "known", known.config.algorithm)
+        MH.register(instance, "known", open_algorithm(known))
         with dg.build_sensor_context(
             instance=instance,
             instance_ref=instance.get_ref(),  # as the daemon's: partitions load from it
@@ -495,7 +495,7 @@ def test_the_driver_waits_while_a_run_of_the_experiment_is_in_progress(tmp_path,
     experiment = open_experiment(_config(home))
     name = experiment.config.experiment.name
     with dg.instance_for_test() as instance:
-        MH.register(instance, name, experiment.config.algorithm)
+        MH.register(instance, name, open_algorithm(experiment))
         instance.add_run(
             dg.DagsterRun(
                 job_name="meta_harness",

@@ -41,7 +41,6 @@ from flashrsi_dagster.algorithms.meta_harness.records import (
 from flashrsi_dagster.benchmarks.base import Benchmark, Task
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
-from flashrsi_dagster.config.algorithms import MetaHarnessConfig
 from flashrsi_dagster.environments.jail import Mount
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.records import Status, Trajectory, read_optional
@@ -101,13 +100,11 @@ class MetaHarness:
         self._target: Agent | None = None
         self._worker: Agent | None = None
 
-    @classmethod
-    def slots(cls, config: MetaHarnessConfig) -> tuple[str, ...]:
+    def slots(self) -> tuple[str, ...]:
         return (SLOT,)
 
-    @classmethod
-    def rounds(cls, config: MetaHarnessConfig) -> int:
-        return config.max_steps + 1
+    def rounds(self) -> int:
+        return self.max_steps + 1
 
     @cached_property
     def benchmark(self) -> Benchmark:
