@@ -36,6 +36,13 @@ def worker_agent(
     return _build(config, files_dir, role="worker", confinement=confinement)
 
 
+def reviewer_agent(
+    config: RoleConfig, files_dir: Path | None = None, *, confinement: Confinement | None = None
+) -> Agent:
+    """A role that judges (a diff review): any adapter, file tools or not."""
+    return _build(config, files_dir, role="reviewer", confinement=confinement)
+
+
 def harness_dir(config: RoleConfig) -> Path:
     """The harness a role starts from: its `source_dir`, else its adapter's built-in one."""
     return config.source_dir or adapter_class(config.type).builtin_harness()

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from flashrsi_dagster.agents import Agent, target_agent, worker_agent
+from flashrsi_dagster.agents.roles import reviewer_agent
 from flashrsi_dagster.benchmarks.base import Benchmark
 from flashrsi_dagster.benchmarks.loading import load_benchmark
 from flashrsi_dagster.config.models import BenchmarkConfig, RoleConfig
@@ -34,6 +35,7 @@ BenchmarkFactory = Callable[[BenchmarkConfig], Benchmark]
 class Builders:
     target: AgentFactory = target_agent
     worker: AgentFactory = worker_agent
+    reviewer: AgentFactory = reviewer_agent
     benchmark: BenchmarkFactory = load_benchmark
 
 

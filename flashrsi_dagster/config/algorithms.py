@@ -3,7 +3,7 @@ parameters and its own agent roles (the Worker, a reviewer, …) besides the tar
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
@@ -36,5 +36,21 @@ class MetaHarnessConfig(AlgorithmSection):
     worker: RoleConfig = Field(description="The Worker agent; it must have file tools.")
 
 
-AlgorithmConfig = MetaHarnessConfig
-"""A union discriminated by `name` once there is more than one algorithm."""
+class ModularRSIConfig(AlgorithmSection):
+    """Provisional: the config engineer's version replaces it."""
+
+    REQUIRED_SPLITS: ClassVar[tuple[str, ...]] = ("train", "test")
+    name: Literal["modular_rsi"]
+    modules: dict[str, list[str]]
+    epochs: Count = 1
+    batch_size: Count = 4
+    num_rollouts: Count = 2
+    edit_budget: Count = 3
+    prompt_budget: Count = 60000
+    integration_rounds: Count = 2
+    worker: RoleConfig
+    reviewer: RoleConfig | None = None
+    review_by: Literal["worker", "reviewer"] = "worker"
+
+
+AlgorithmConfig = Annotated[MetaHarnessConfig | ModularRSIConfig, Field(discriminator="name")]

@@ -106,3 +106,9 @@ def missing_files(modules: Mapping[str, list[str]], harness: Path) -> list[str]:
 def all_files(modules: Mapping[str, list[str]]) -> tuple[str, ...]:
     """Every module's files, once each, in declaration order (the integration's range)."""
     return tuple(dict.fromkeys(f for files in modules.values() for f in files))
+
+
+def ordered(modules: Mapping[str, list[str]]) -> tuple[str, ...]:
+    """The declared modules in their family's canonical order (whatever the YAML's order):
+    branches run in this order, and partitions list them so."""
+    return tuple(m for m in (*RUNTIME_MODULES, *EXTENSION_MODULES) if m in modules)

@@ -15,6 +15,7 @@ import dagster as dg
 from pydantic import Field, PrivateAttr
 
 from flashrsi_dagster.agents import Agent
+from flashrsi_dagster.agents.roles import reviewer_agent
 from flashrsi_dagster.algorithms.base import Algorithm, Log, Step
 from flashrsi_dagster.algorithms.builders import AgentFactory, Builders
 from flashrsi_dagster.algorithms.registry import open_algorithm
@@ -175,6 +176,7 @@ class ExperimentsResource(dg.ConfigurableResource):
         return Builders(
             target=serving(self.target_agent.build),
             worker=serving(self.worker_agent.build),
+            reviewer=serving(reviewer_agent),
             benchmark=self.harbor.benchmark,
         )
 

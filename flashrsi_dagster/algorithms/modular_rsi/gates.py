@@ -1,0 +1,69 @@
+"""The gates every ModularRSI candidate passes, in order: scope, compile, review, execution.
+
+Scope and compile are checks of the framework (the changed paths as git reports them, and
+`compile()` of each changed Python file's text: candidate code is never imported here). The
+review is a model's verdict on the full diff (`protocol.read_verdict`); execution runs the
+candidate on one task, where a wrong answer is fine and a broken run is not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from flashrsi_dagster.algorithms.modular_rsi.protocol import Verdict
+from flashrsi_dagster.algorithms.modular_rsi.records import Gate
+from flashrsi_dagster.records import Status, Trajectory
+from flashrsi_dagster.snapshots import Snapshot, SnapshotStore
+from flashrsi_dagster.snapshots.store import ChangedPath
+
+RUNTIME_FAULTS = (Status.ERROR, Status.TIMEOUT)
+"""Statuses that mean the harness itself broke (a wrong answer is `failure`)."""
+
+
+def scope_gate(changed: Sequence[ChangedPath], allowed: Sequence[str]) -> Gate:
+    outside = [f"{c.status} {c.path}" for c in changed if c.path not in allowed]
+    if outside:
+        return Gate(
+            name="scope",
+            passed=False,
+            reason=f"changed files outside the module's ({', '.join(allowed)}): "
+            + ", ".join(outside),
+        )
+    return Gate(name="scope", passed=True, reason=f"{len(changed)} file(s), all in range")
+
+
+def compile_gate(store: SnapshotStore, candidate: Snapshot, changed: Sequence[ChangedPath]) -> Gate:
+    """Each changed (added or modified) Python file compiled from its text, not imported."""
+    sources = [c.path for c in changed if c.path.endswith(".py") and c.status != "D"]
+    for path in sources:
+        data = store.read_file_at(candidate, path)
+        try:
+            compile(data, path, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as exc:
+            where = f" line {exc.lineno}" if isinstance(exc, SyntaxError) and exc.lineno else ""
+            return Gate(
+                name="compile", passed=False, reason=f"{path}{where}: {type(exc).__name__}: {exc}"
+            )
+    return Gate(name="compile", passed=True, reason=f"{len(sources)} Python file(s) compile")
+
+
+def review_gate(verdict: Verdict) -> Gate:
+    return Gate(name="review", passed=verdict.verdict == "accept", reason=verdict.reason)
+
+
+def execution_gate(trajectory: Trajectory) -> Gate:
+    """A run that broke (error, timeout) fails; so does one the infrastructure cut short, as
+    it proves nothing (the previous version is kept). A wrong answer passes."""
+    task = trajectory.task_id
+    if trajectory.status in RUNTIME_FAULTS or trajectory.status == Status.INFRA_ERROR:
+        detail = trajectory.error.message if trajectory.error else "no error recorded"
+        return Gate(
+            name="execution",
+            passed=False,
+            reason=f"task {task}: the candidate's run ended {trajectory.status}: {detail}",
+        )
+    return Gate(
+        name="execution",
+        passed=True,
+        reason=f"task {task}: the candidate ran to an answer ({trajectory.status})",
+    )

@@ -1,0 +1,149 @@
+"""ModularRSI records: what each branch step and each integration round did.
+
+records/modular_rsi/
+  schedule.json                     Schedule: the evolution set's batches, per epoch
+  <module>/step-003.json            StepRecord of the module's branch step 3 (epoch x batch)
+  <module>/step-003-rollouts.jsonl  the batch's rollouts on the branch's current version
+  <module>/step-003-analysis.json   the Worker's analysis run (its answer holds the findings)
+  <module>/step-003-findings.json   FindingsRecord: the findings, merged and ranked
+  <module>/step-003-worker.json     the Worker's edit run
+  <module>/step-003-edit.json       EditRecord: the committed candidate and its changed files
+  <module>/step-003-review.json     the review run (its answer holds the verdict)
+  <module>/step-003-execution.jsonl the execution gate's rollout
+  integration/step-000.json         StepRecord of an integration round (merge, then repairs)
+  integration/step-000-*.{json,jsonl}  as above, with `check.jsonl` the full check
+  promotion.json                    Promotion: the version chosen, and why
+  test.jsonl, test.json             the sealed test of the promoted version, run once
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from flashrsi_dagster.algorithms.modular_rsi.protocol import Finding
+from flashrsi_dagster.records import Record
+
+StepStatus = Literal["accepted", "rejected", "no_change", "aborted"]
+GateName = Literal["scope", "compile", "review", "execution"]
+
+
+class Schedule(Record):
+    kind: Literal["modular_rsi_schedule"] = "modular_rsi_schedule"
+    batches: list[list[str]] = Field(description="Task ids per step, epoch after epoch.")
+    epochs: int
+    batches_per_epoch: int
+
+
+class Gate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: GateName
+    passed: bool
+    reason: str
+
+
+class FindingsRecord(Record):
+    kind: Literal["findings"] = "findings"
+    findings: list[Finding]
+    targets: list[str] = Field(description="The files chosen for the edit, best supported first.")
+    batch_error: str | None = Field(
+        None, description="The batch's rollout or scoring fault, shown to the Worker as evidence."
+    )
+
+
+class EditRecord(Record):
+    kind: Literal["modular_rsi_edit"] = "modular_rsi_edit"
+    status: Literal["committed", "noop", "refused", "worker_failed"]
+    parent_id: str
+    snapshot_id: str | None = None
+    changed: list[str] = Field(default_factory=list, description="`<status> <path>` per file.")
+    reason: str | None = None
+
+
+class Check(BaseModel):
+    """A version run on the whole evolution set (an integration's full check)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    snapshot_id: str
+    score: float
+    tasks: int
+    runtime_errors: list[str] = Field(description="Task ids whose run broke (error, timeout).")
+    failed: list[str] = Field(description="Task ids answered wrongly.")
+
+    @property
+    def passed(self) -> bool:
+        return not self.runtime_errors
+
+
+class StepRecord(Record):
+    kind: Literal["modular_rsi_step"] = "modular_rsi_step"
+    slot: str = Field(description="The module, or `integration`.")
+    round: int
+    phase: Literal["branch", "merge", "repair"]
+    status: StepStatus
+    parent_id: str = Field(description="The version the step started from.")
+    current_id: str = Field(description="The version after it: the candidate if accepted.")
+    candidate_id: str | None = None
+    tasks: list[str] = Field(default_factory=list, description="The batch (branch steps).")
+    gates: list[Gate] = Field(default_factory=list)
+    reason: str
+    check: Check | None = Field(None, description="Integration: the accepted version's check.")
+    more: bool = Field(False, description="Integration: whether another round is worth it.")
+
+
+class Promotion(Record):
+    kind: Literal["modular_rsi_promotion"] = "modular_rsi_promotion"
+    snapshot_id: str
+    source: Literal["final_merge", "first_passing_merge", "seed"]
+    reason: str
+    branches: dict[str, str] = Field(description="Each module's final branch version.")
+
+
+class TestResult(Record):
+    kind: Literal["sealed_test"] = "sealed_test"
+    snapshot_id: str
+    test_score: float
+    test_tasks: int
+
+
+class Layout:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    @classmethod
+    def of(cls, records: Path) -> Layout:
+        return cls(records / "modular_rsi")
+
+    @property
+    def schedule(self) -> Path:
+        return self.folder / "schedule.json"
+
+    def step(self, slot: str, k: int, part: str | None = None, suffix: str = ".json") -> Path:
+        """`<slot>/step-<k>.json`, or a part of it (`rollouts`, `analysis`, …)."""
+        name = f"step-{k:03d}" + (f"-{part}" if part else "")
+        return self.folder / slot / f"{name}{suffix}"
+
+    def rollouts(self, slot: str, k: int) -> Path:
+        return self.step(slot, k, "rollouts", ".jsonl")
+
+    def execution(self, slot: str, k: int) -> Path:
+        return self.step(slot, k, "execution", ".jsonl")
+
+    def check(self, k: int) -> Path:
+        return self.step("integration", k, "check", ".jsonl")
+
+    @property
+    def promotion(self) -> Path:
+        return self.folder / "promotion.json"
+
+    @property
+    def test_rollouts(self) -> Path:
+        return self.folder / "test.jsonl"
+
+    @property
+    def test(self) -> Path:
+        return self.folder / "test.json"

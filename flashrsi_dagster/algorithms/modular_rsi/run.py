@@ -1,0 +1,346 @@
+"""ModularRSI (seed 001) on the algorithm seam.
+
+Every module's branch starts from the seed snapshot; branches run one after another and share
+nothing. A branch step takes one batch of its schedule (train shuffled per epoch, seeded):
+the branch's current version runs each task `num_rollouts` times; the Worker analyses the
+grouped rollouts into findings; the best-supported files (`edit_budget`) go into one edit of
+the current version; the candidate passes the scope, compile, review and execution gates or
+the previous version is kept. Then the Worker merges the changed branches into the seed
+(`references.py`), each merge or repair gated the same way and checked on the whole evolution
+set; the promotion picks the last merge that runs, else the first merge that ran, else the
+seed; the sealed test runs once. Dev takes no part.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from functools import cached_property, wraps
+from pathlib import Path
+from typing import ClassVar
+
+from flashrsi_dagster.agents import Agent, harness_dir
+from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
+from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
+from flashrsi_dagster.algorithms.modular_rsi.plan import (
+    Plan,
+    State,
+    integration_phase,
+    next_step,
+    read_state,
+    still_missing,
+)
+from flashrsi_dagster.algorithms.modular_rsi.records import (
+    Layout,
+    Promotion,
+    Schedule,
+    StepRecord,
+    TestResult,
+)
+from flashrsi_dagster.algorithms.modular_rsi.steps import BranchStep, IntegrationStep
+from flashrsi_dagster.benchmarks.base import Benchmark, Task
+from flashrsi_dagster.benchmarks.loading import load_splits
+from flashrsi_dagster.benchmarks.splits import Splits
+from flashrsi_dagster.config.algorithms import ModularRSIConfig
+from flashrsi_dagster.config.modules import INTEGRATION, ordered
+from flashrsi_dagster.experiment import Experiment
+from flashrsi_dagster.records import Trajectory, read_optional
+from flashrsi_dagster.rollouts.engine import Progress, Settings, evaluate_snapshot
+from flashrsi_dagster.rollouts.record import RolloutRecord
+from flashrsi_dagster.rollouts.scores import scores_frame, summary
+from flashrsi_dagster.snapshots import Snapshot
+
+
+def _one_step_at_a_time[**P, R](step: Callable[P, R]) -> Callable[P, R]:
+    """Hold the experiment's step lock from the order check to the last write."""
+
+    @wraps(step)
+    def locked(*args: P.args, **kwargs: P.kwargs) -> R:
+        self: ModularRSI = args[0]  # type: ignore[assignment]
+        waiting = lambda: self.log(f"{step.__name__}: waiting for another step to end")  # noqa: E731
+        with self.experiment.step_lock.held(waiting):
+            replaced = self.experiment.config_replaced()
+            if replaced is not None:
+                raise StepOrderError(replaced)
+            return step(*args, **kwargs)
+
+    return locked
+
+
+def make_schedule(train: list[str], epochs: int, batch_size: int, seed: int) -> Schedule:
+    """Train shuffled afresh each epoch (seeded by the experiment's seed and the epoch), cut
+    into batches; every module gets the same schedule."""
+    batches = []
+    for epoch in range(epochs):
+        order = list(train)
+        random.Random(f"{seed}:epoch:{epoch}").shuffle(order)
+        batches += [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    return Schedule(
+        batches=batches, epochs=epochs, batches_per_epoch=len(batches) // max(epochs, 1)
+    )
+
+
+class ModularRSI:
+    name: ClassVar[str] = "modular_rsi"
+
+    def __init__(
+        self,
+        experiment: Experiment,
+        *,
+        builders: Builders = DEFAULT_BUILDERS,
+        log: Log = print,
+        progress: Progress | None = None,
+    ) -> None:
+        self.experiment, self.builders = experiment, builders
+        self.config: ModularRSIConfig = experiment.config.algorithm  # type: ignore[assignment]
+        self.modules = ordered(self.config.modules)
+        self.layout = Layout.of(experiment.paths.records)
+        self.log, self.progress = log, progress
+        self._agents: dict[str, Agent] = {}
+
+    # -- the seam -------------------------------------------------------------------------
+
+    def slots(self) -> tuple[str, ...]:
+        return (*self.modules, INTEGRATION)
+
+    def rounds(self) -> int:
+        return self.plan.rounds
+
+    @property
+    def plan(self) -> Plan:
+        return Plan(self.modules, len(self.schedule.batches), self.config.integration_rounds)
+
+    def read_state(self) -> State:
+        return read_state(self.layout, self.plan)
+
+    def next_step(self, state: State) -> Step:
+        return next_step(state, self.plan)
+
+    def next(self) -> Step:
+        return self.next_step(self.read_state())
+
+    def do(self, step: Step) -> None:
+        if step.action == "branch" and step.slot in self.modules and step.round is not None:
+            self.branch_step(step.slot, step.round)
+        elif step.action == "integrate" and step.round is not None:
+            self.integrate(step.round)
+        elif step.action == "promote":
+            self.promote()
+        elif step.action == "sealed_test":
+            self.sealed_test()
+        else:
+            raise StepOrderError(f"nothing to do for {step.describe()}")
+
+    def run(self, *, until: str | None = None) -> State:
+        self.experiment.records.verify()
+        try:
+            while not (step := self.next()).finished and step.action != until:
+                self.do(step)
+        finally:
+            self.close()
+        return self.read_state()
+
+    def close(self) -> None:
+        for agent in self._agents.values():
+            agent.close()
+        self._agents.clear()
+
+    # -- what the steps share -------------------------------------------------------------
+
+    @cached_property
+    def benchmark(self) -> Benchmark:
+        return self.builders.benchmark(self.experiment.config.benchmark)
+
+    @cached_property
+    def splits(self) -> Splits:
+        """The evolution set (train) and dev; test is dropped as soon as it is drawn."""
+        splits = load_splits(self.experiment.config.benchmark, self.benchmark).without_test()
+        splits.require("train")
+        return splits
+
+    @cached_property
+    def schedule(self) -> Schedule:
+        """The recorded schedule, else the one the first step will record."""
+        recorded = read_optional(self.layout.schedule, Schedule)
+        if recorded is not None:
+            return recorded
+        train = [t.id for t in self.splits.train]
+        return make_schedule(
+            train,
+            self.config.epochs,
+            self.config.batch_size,
+            self.experiment.config.experiment.seed,
+        )
+
+    def tasks(self, ids: list[str]) -> tuple[Task, ...]:
+        by_id = {t.id: t for t in self.splits.train}
+        return tuple(by_id[i] for i in ids)
+
+    def seed(self) -> Snapshot:
+        store = self.experiment.snapshots
+        made = [s for s in store.history() if s.parent_id is None]
+        if made:
+            return made[0]
+        return store.create_seed(harness_dir(self.experiment.config.agent), metadata={"round": 0})
+
+    def agent(self, role: str) -> Agent:
+        """The role's agent, built once per opening: `target`, `worker` or `reviewer`."""
+        if role not in self._agents:
+            config, confinement = self.experiment.config, self.experiment.confinement
+            if role == "target":
+                built = self.builders.target(config.agent, None, confinement=confinement)
+            elif role == "worker":
+                built = self.builders.worker(self.config.worker, None, confinement=confinement)
+            else:
+                assert self.config.reviewer is not None
+                built = self.builders.reviewer(self.config.reviewer, None, confinement=confinement)
+            self._agents[role] = built
+        return self._agents[role]
+
+    @property
+    def reviewer(self) -> Agent:
+        return self.agent("reviewer" if self.config.review_by == "reviewer" else "worker")
+
+    def rollouts(
+        self, snapshot: Snapshot, tasks: tuple[Task, ...], path: Path, attempts: int
+    ) -> list[Trajectory]:
+        settings = Settings.of(self.experiment.config.benchmark)
+        return evaluate_snapshot(
+            self.experiment.snapshots,
+            snapshot,
+            lambda checkout: self.agent("target"),
+            self.benchmark,
+            tasks,
+            RolloutRecord(path, self.experiment.records),
+            split="train",
+            settings=Settings(attempts, settings.concurrency, settings.max_infra_reruns),
+            progress=self.progress,
+        )
+
+    def write(self, path: Path, record) -> None:
+        self.experiment.records.write(path, record)
+
+    def _require(self, state: State, step: Step) -> None:
+        """Refuse `step` unless it is the search's turn (a done step is read back instead)."""
+        if state.test is not None:
+            raise StepOrderError(f"{step.describe()} refused: the sealed test has run")
+        due = self.next_step(state)
+        if due != step:
+            raise StepOrderError(f"{step.describe()} refused: {due.describe()} comes first")
+
+    # -- steps ----------------------------------------------------------------------------
+
+    @_one_step_at_a_time
+    def branch_step(self, module: str, k: int) -> StepRecord:
+        """Step k of the module's branch (read back if it was made)."""
+        done = read_optional(self.layout.step(module, k), StepRecord)
+        if done is not None:
+            return done
+        state = self.read_state()
+        self._require(state, Step("branch", k, module))
+        if not self.layout.schedule.exists():
+            self.write(self.layout.schedule, self.schedule)
+        record = BranchStep(self, state, module, k).run()
+        self.write(self.layout.step(module, k), record)
+        self.log(f"{module} step {k}: {record.status} — {record.reason}")
+        return record
+
+    @_one_step_at_a_time
+    def integrate(self, r: int) -> StepRecord:
+        """Integration round r: the merge, or a repair of the merged version."""
+        done = read_optional(self.layout.step(INTEGRATION, r), StepRecord)
+        if done is not None:
+            return done
+        state = self.read_state()
+        self._require(state, Step("integrate", r, INTEGRATION))
+        record = IntegrationStep(self, state, r, integration_phase(state, r)).run()
+        self.write(self.layout.step(INTEGRATION, r), record)
+        self.log(f"integration round {r}: {record.status} — {record.reason}")
+        return record
+
+    @_one_step_at_a_time
+    def promote(self) -> Promotion:
+        """The version the integration leaves: its last accepted merge if that runs on every
+        evolution task, else the first accepted merge that did, else the seed. Frozen."""
+        state = self.read_state()
+        missing = still_missing(state, self.plan, "promote")
+        if missing is not None:
+            raise StepOrderError(f"promotion refused: {missing}")
+        if state.promotion is not None:
+            return state.promotion
+        self.experiment.records.verify()
+        promotion = choose(state, self.modules, self.seed().id)
+        self.write(self.layout.promotion, promotion)
+        self.log(f"promoted {promotion.snapshot_id[:12]} ({promotion.source}): {promotion.reason}")
+        return promotion
+
+    @_one_step_at_a_time
+    def sealed_test(self) -> TestResult:
+        state = self.read_state()
+        missing = still_missing(state, self.plan, "sealed_test")
+        if missing is not None:
+            raise StepOrderError(f"the sealed test refused: {missing}")
+        if state.test is not None:
+            return state.test
+        self.experiment.records.verify()
+        assert state.promotion is not None
+        tasks = load_splits(self.experiment.config.benchmark, self.benchmark).unseal_test()
+        snapshot = self.experiment.snapshots.get(state.promotion.snapshot_id)
+        settings = Settings.of(self.experiment.config.benchmark)
+        final = evaluate_snapshot(
+            self.experiment.snapshots,
+            snapshot,
+            lambda checkout: self.agent("target"),
+            self.benchmark,
+            tasks,
+            RolloutRecord(self.layout.test_rollouts, self.experiment.records),
+            split="test",
+            settings=settings,
+            progress=self.progress,
+        )
+        score = summary(scores_frame(final), len(tasks), settings.attempts)["score"]
+        result = TestResult(snapshot_id=snapshot.id, test_score=score, test_tasks=len(tasks))
+        self.write(self.layout.test, result)
+        self.log(f"sealed test of {snapshot.short_id}: {score:.3f} over {len(tasks)} tasks")
+        return result
+
+
+def choose(state: State, modules: tuple[str, ...], seed_id: str) -> Promotion:
+    """The seed's rule for the result of the integration (see `ModularRSI.promote`)."""
+    branches = {m: state.current(m, 1 << 30, seed_id) for m in modules}
+    merges = [
+        r for r in state.branch(INTEGRATION) if r.status == "accepted" and r.check is not None
+    ]
+    if not merges:
+        reason = (
+            "no branch changed the seed"
+            if not any(state.changed(m) for m in modules)
+            else "no merge of the branches was accepted"
+        )
+        return Promotion(snapshot_id=seed_id, source="seed", reason=reason, branches=branches)
+    last = merges[-1]
+    assert last.check is not None
+    if last.check.passed:
+        return Promotion(
+            snapshot_id=last.current_id,
+            source="final_merge",
+            reason=f"integration round {last.round}'s version ran every evolution task "
+            f"(score {last.check.score:.3f})",
+            branches=branches,
+        )
+    passing = next((r for r in merges if r.check is not None and r.check.passed), None)
+    broken = ", ".join(last.check.runtime_errors)
+    if passing is not None:
+        return Promotion(
+            snapshot_id=passing.current_id,
+            source="first_passing_merge",
+            reason=f"the final version still breaks on {broken}; integration round "
+            f"{passing.round}'s merge was the first to pass the full check",
+            branches=branches,
+        )
+    return Promotion(
+        snapshot_id=seed_id,
+        source="seed",
+        reason=f"the final version still breaks on {broken} and no merge passed the full check",
+        branches=branches,
+    )

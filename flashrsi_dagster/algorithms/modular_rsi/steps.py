@@ -1,0 +1,381 @@
+"""The bodies of ModularRSI's two kinds of step: a branch step and an integration round.
+
+Both end in a `StepRecord`. A Worker failure and a protocol error (an analysis or a review
+that does not answer as `protocol.py` says) raise `Abort` and end the experiment with every
+record so far kept; a rejected candidate only keeps the previous version.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from flashrsi_dagster.algorithms.modular_rsi import gates, prompts
+from flashrsi_dagster.algorithms.modular_rsi.findings import rank_targets
+from flashrsi_dagster.algorithms.modular_rsi.groups import group_rollouts, remember
+from flashrsi_dagster.algorithms.modular_rsi.plan import State
+from flashrsi_dagster.algorithms.modular_rsi.protocol import (
+    ProtocolError,
+    read_findings,
+    read_verdict,
+)
+from flashrsi_dagster.algorithms.modular_rsi.records import (
+    Check,
+    EditRecord,
+    FindingsRecord,
+    Gate,
+    StepRecord,
+)
+from flashrsi_dagster.algorithms.modular_rsi.references import (
+    REFERENCES,
+    branch_references,
+    remove_references,
+)
+from flashrsi_dagster.algorithms.modular_rsi.summary import summarize
+from flashrsi_dagster.benchmarks.base import SystemicFault, Task
+from flashrsi_dagster.config.modules import INTEGRATION, all_files
+from flashrsi_dagster.records import Status, Trajectory
+from flashrsi_dagster.rollouts.engine import final_trajectories
+from flashrsi_dagster.rollouts.record import RolloutRecord
+from flashrsi_dagster.scratch import scratch_dir
+from flashrsi_dagster.snapshots import Snapshot
+
+if TYPE_CHECKING:
+    from flashrsi_dagster.algorithms.modular_rsi.run import ModularRSI
+
+
+class Abort(Exception):
+    """The experiment ends here (a Worker failure, a protocol error); the reason is kept."""
+
+
+class _Step:
+    """What both kinds of step do: a Worker edit of `parent`, committed and gated."""
+
+    phase = "branch"
+
+    def __init__(self, algorithm: ModularRSI, state: State, slot: str, k: int) -> None:
+        self.a, self.state, self.slot, self.k = algorithm, state, slot, k
+        self.store = algorithm.experiment.snapshots
+        self.seed = algorithm.seed()
+
+    def record(self, parent: Snapshot, status: str, reason: str, **fields) -> StepRecord:
+        candidate = fields.pop("candidate", None)
+        accepted = status == "accepted" and candidate is not None
+        return StepRecord(
+            slot=self.slot,
+            round=self.k,
+            phase=self.phase,  # type: ignore[arg-type]
+            status=status,  # type: ignore[arg-type]
+            parent_id=parent.id,
+            current_id=candidate.id if accepted else parent.id,
+            candidate_id=candidate.id if candidate is not None else None,
+            reason=reason,
+            **fields,
+        )
+
+    def edit(self, parent: Snapshot, instruction: str, references: dict[str, str]) -> EditRecord:
+        """The Worker's edit of a checkout of `parent` (with the branches' versions beside it
+        when `references` is given), committed as its child."""
+        with scratch_dir("edit-") as tmp:
+            edit_dir = self.store.check_out(parent, tmp / "edit")
+            try:
+                worker = self._worker_edit(edit_dir, instruction, references)
+                self.a.write(self.a.layout.step(self.slot, self.k, "worker"), worker)
+                if worker.status != Status.SUCCESS:
+                    detail = worker.error.message if worker.error else "no error recorded"
+                    edit = EditRecord(
+                        status="worker_failed",
+                        parent_id=parent.id,
+                        reason=f"the Worker's edit failed ({worker.status}): {detail}",
+                    )
+                else:
+                    remove_references(edit_dir)  # a copy the Worker made, say
+                    edit = self._commit(parent, edit_dir)
+            finally:
+                self.store.forget_checkout(edit_dir)
+        self.a.write(self.a.layout.step(self.slot, self.k, "edit"), edit)
+        if edit.status == "worker_failed":
+            raise Abort(edit.reason or "the Worker failed")
+        return edit
+
+    def _worker_edit(self, edit_dir, instruction: str, references: dict[str, str]) -> Trajectory:
+        worker, task_id = self.a.agent("worker"), f"{self.slot}-{self.k}-edit"
+        if not references:
+            return worker.run(edit_dir, instruction, task_id=task_id)
+        with branch_references(self.store, edit_dir, references) as mount:
+            return worker.run(edit_dir, instruction, task_id=task_id, mounts=(mount,))
+
+    def _commit(self, parent: Snapshot, edit_dir) -> EditRecord:
+        outcome = self.store.commit_child(
+            parent,
+            edit_dir,
+            message=f"modular-rsi {self.slot} step {self.k}",
+            metadata={"slot": self.slot, "round": self.k},
+        )
+        refusals = "; ".join(str(r) for r in outcome.refusals) if outcome.refusals else None
+        return EditRecord(
+            status=outcome.status,
+            parent_id=parent.id,
+            snapshot_id=outcome.snapshot.id if outcome.snapshot else None,
+            changed=[f"{c.status} {c.path}" for c in outcome.changed],
+            reason=outcome.reason or refusals,
+        )
+
+    def gate(
+        self, parent: Snapshot, edit: EditRecord, files: Sequence[str], module: str
+    ) -> tuple[Snapshot | None, list[Gate]]:
+        """Scope, compile and review, stopping at the first that fails; the candidate (None
+        if nothing was committed) and the verdicts so far."""
+        if edit.status == "refused":
+            reason = f"the edit was refused: {edit.reason}"
+            return None, [Gate(name="scope", passed=False, reason=reason)]
+        assert edit.snapshot_id is not None
+        candidate = self.store.get(edit.snapshot_id)
+        changed = self.store.changed_paths(parent, candidate)
+        verdicts = [gates.scope_gate(changed, files)]
+        if verdicts[-1].passed:
+            verdicts.append(gates.compile_gate(self.store, candidate, changed))
+        if verdicts[-1].passed:
+            verdicts.append(self.review(parent, candidate, files, module))
+        return candidate, verdicts
+
+    def review(self, parent: Snapshot, candidate: Snapshot, files, module: str) -> Gate:
+        diff = self.store.diff(parent, candidate)
+        instruction = prompts.review_instruction(module, files, diff)
+        with scratch_dir("review-") as folder:
+            run = self.a.reviewer.run(folder, instruction, task_id=f"{self.slot}-{self.k}-review")
+        self.a.write(self.a.layout.step(self.slot, self.k, "review"), run)
+        if run.status != Status.SUCCESS:
+            detail = run.error.message if run.error else "no error recorded"
+            raise Abort(f"the review run failed ({run.status}): {detail}")
+        try:
+            return gates.review_gate(read_verdict(run.answer))
+        except ProtocolError as exc:
+            raise Abort(str(exc)) from None
+
+
+class BranchStep(_Step):
+    """One batch of a module's branch: rollouts, analysis, one edit, the gates."""
+
+    def __init__(self, algorithm: ModularRSI, state: State, module: str, k: int) -> None:
+        super().__init__(algorithm, state, module, k)
+        self.files = tuple(algorithm.config.modules[module])
+        self.ids = list(algorithm.schedule.batches[k])
+
+    def run(self) -> StepRecord:
+        parent = self.store.get(self.state.current(self.slot, self.k, self.seed.id))
+        tasks = self.a.tasks(self.ids)
+        fields = {"tasks": self.ids}
+        try:
+            final, batch_error = self.batch(parent, tasks)
+            findings = self.analyse(parent, final, batch_error)
+            if not findings.targets:
+                return self.record(
+                    parent, "no_change", "the analysis found nothing to change", **fields
+                )
+            instruction = prompts.edit_instruction(
+                self.slot, self.files, rank_targets(findings.findings, self.a.config.edit_budget)
+            )
+            edit = self.edit(parent, instruction, {})
+            if edit.status == "noop":
+                return self.record(
+                    parent, "no_change", "the Worker's edit changed nothing", **fields
+                )
+            candidate, verdicts = self.gate(parent, edit, self.files, self.slot)
+            if all(g.passed for g in verdicts):
+                assert candidate is not None
+                verdicts.append(self.execute(candidate, tasks))
+        except Abort as exc:
+            return self.record(parent, "aborted", str(exc), **fields)
+        failed = next((g for g in verdicts if not g.passed), None)
+        if failed is not None:
+            reason = f"{failed.name} gate: {failed.reason}"
+            return self.record(
+                parent, "rejected", reason, candidate=candidate, gates=verdicts, **fields
+            )
+        reason = f"accepted: {', '.join(edit.changed)}"
+        return self.record(
+            parent, "accepted", reason, candidate=candidate, gates=verdicts, **fields
+        )
+
+    def batch(
+        self, parent: Snapshot, tasks: tuple[Task, ...]
+    ) -> tuple[list[Trajectory], str | None]:
+        """The batch's rollouts, or the fault that stopped them: evidence against the whole
+        batch, blaming no task. A systemic fault (a refused key, a missing engine) stops."""
+        path = self.a.layout.rollouts(self.slot, self.k)
+        try:
+            return self.a.rollouts(parent, tasks, path, self.a.config.num_rollouts), None
+        except SystemicFault:
+            raise
+        except Exception as exc:  # a benchmark's rollout or scoring protocol broke
+            return [], f"{type(exc).__name__}: {exc}"
+
+    def memory(self) -> dict[str, Trajectory]:
+        """The module's earliest success of each task, from its earlier batches only."""
+        memory: dict[str, Trajectory] = {}
+        reruns = self.a.experiment.config.benchmark.max_infra_reruns
+        for j in range(self.k):
+            record = RolloutRecord(self.a.layout.rollouts(self.slot, j))
+            memory = remember(memory, final_trajectories(record, reruns))
+        return memory
+
+    def analyse(
+        self, parent: Snapshot, final: list[Trajectory], batch_error: str | None
+    ) -> FindingsRecord:
+        memory = self.memory()
+        groups = group_rollouts(final, memory)
+        text = summarize(groups, self.a.config.prompt_budget)
+        if batch_error:
+            text = (
+                f"The batch's rollouts failed as a whole, blaming no single task: {batch_error}\n"
+                "It may come from this module's files; fix it if it does.\n\n" + text
+            )
+        run = self._analysis_run(parent, final, memory, text)
+        self.a.write(self.a.layout.step(self.slot, self.k, "analysis"), run)
+        if run.status != Status.SUCCESS:
+            detail = run.error.message if run.error else "no error recorded"
+            raise Abort(f"the Worker's analysis failed ({run.status}): {detail}")
+        try:
+            found = read_findings(run.answer, files=self.files, tasks=set(self.ids))
+        except ProtocolError as exc:
+            raise Abort(str(exc)) from None
+        targets = rank_targets(found, self.a.config.edit_budget)
+        record = FindingsRecord(
+            findings=found, targets=[t.file for t in targets], batch_error=batch_error
+        )
+        self.a.write(self.a.layout.step(self.slot, self.k, "findings"), record)
+        return record
+
+    def _analysis_run(self, parent, final, memory, text: str) -> Trajectory:
+        """The Worker in a folder holding the version, every rollout whole and the memory."""
+        with scratch_dir("analysis-") as folder:
+            checkout = self.store.check_out(parent, folder / prompts.CANDIDATE)
+            try:
+                for i, trajectory in enumerate(final):
+                    _dump(
+                        folder / prompts.TRAJECTORIES / _safe(trajectory.task_id) / f"{i}.json",
+                        trajectory,
+                    )
+                for task_id, trajectory in memory.items():
+                    _dump(folder / prompts.MEMORY / f"{_safe(task_id)}.json", trajectory)
+                instruction = prompts.analysis_instruction(self.slot, self.files, text)
+                return self.a.agent("worker").run(
+                    folder, instruction, task_id=f"{self.slot}-{self.k}-analysis"
+                )
+            finally:
+                self.store.forget_checkout(checkout)
+
+    def execute(self, candidate: Snapshot, tasks: tuple[Task, ...]) -> Gate:
+        """The candidate on one task of the batch, drawn with the experiment's seed."""
+        seed = self.a.experiment.config.experiment.seed
+        task = random.Random(f"{seed}:{self.slot}:{self.k}:execution").choice(tasks)
+        path = self.a.layout.execution(self.slot, self.k)
+        try:
+            (run,) = self.a.rollouts(candidate, (task,), path, 1)
+        except SystemicFault:
+            raise
+        except Exception as exc:
+            reason = f"task {task.id}: the run could not be scored: {type(exc).__name__}: {exc}"
+            return Gate(name="execution", passed=False, reason=reason)
+        return gates.execution_gate(run)
+
+
+class IntegrationStep(_Step):
+    """The merge of the changed branches into the seed, or a repair of the merged version;
+    either way gated and then checked on the whole evolution set."""
+
+    def __init__(self, algorithm: ModularRSI, state: State, r: int, phase: str) -> None:
+        super().__init__(algorithm, state, INTEGRATION, r)
+        self.phase = phase
+        self.files = all_files(algorithm.config.modules)
+        self.branches = {
+            m: state.current(m, 1 << 30, self.seed.id)
+            for m in algorithm.modules
+            if state.changed(m)
+        }
+
+    def run(self) -> StepRecord:
+        last = self.accepted_before()
+        parent = self.store.get(last.current_id) if last is not None else self.seed
+        more = self.k < self.a.config.integration_rounds
+        try:
+            edit = self.edit(parent, self.instruction(last), self.branches)
+            if edit.status == "noop":
+                return self.record(parent, "no_change", "the Worker changed nothing")
+            candidate, verdicts = self.gate(parent, edit, self.files, INTEGRATION)
+        except Abort as exc:
+            return self.record(parent, "aborted", str(exc))
+        failed = next((g for g in verdicts if not g.passed), None)
+        if failed is not None:
+            reason = f"{failed.name} gate: {failed.reason}"
+            return self.record(
+                parent, "rejected", reason, candidate=candidate, gates=verdicts, more=more
+            )
+        assert candidate is not None
+        check = self.full_check(candidate)
+        more = more and bool(check.runtime_errors or check.failed)
+        reason = (
+            f"{self.phase} accepted; full check {check.score:.3f} over {check.tasks} tasks, "
+            f"{len(check.runtime_errors)} runtime error(s)"
+        )
+        return self.record(
+            parent, "accepted", reason, candidate=candidate, gates=verdicts, check=check, more=more
+        )
+
+    def accepted_before(self) -> StepRecord | None:
+        done = [r for r in self.state.branch(INTEGRATION) if r.round < self.k]
+        accepted = [r for r in done if r.status == "accepted"]
+        return accepted[-1] if accepted else None
+
+    def instruction(self, last: StepRecord | None) -> str:
+        if self.phase == "merge" or last is None or last.check is None:
+            stats = [
+                (m, _diffstat(self.store.diff_stats(self.seed, sid)))
+                for m, sid in self.branches.items()
+            ]
+            return prompts.integration_instruction(self.files, REFERENCES, stats)
+        return prompts.repair_instruction(self.files, REFERENCES, _problems(last.check))
+
+    def full_check(self, candidate: Snapshot) -> Check:
+        tasks = self.a.splits.train
+        final = self.a.rollouts(candidate, tasks, self.a.layout.check(self.k), 1)
+        broken = [t.task_id for t in final if t.status in gates.RUNTIME_FAULTS]
+        wrong = [
+            t.task_id for t in final if t.status not in (*gates.RUNTIME_FAULTS, Status.SUCCESS)
+        ]
+        score = sum(t.score or 0.0 for t in final) / len(tasks)
+        return Check(
+            snapshot_id=candidate.id,
+            score=score,
+            tasks=len(tasks),
+            runtime_errors=broken,
+            failed=wrong,
+        )
+
+
+def _problems(check: Check) -> str:
+    lines = [f"Full check of the merged version: score {check.score:.3f} over {check.tasks} tasks."]
+    if check.runtime_errors:
+        lines.append(f"Runs that broke (error or timeout): {', '.join(check.runtime_errors)}.")
+    if check.failed:
+        lines.append(f"Tasks answered wrongly: {', '.join(check.failed)}.")
+    if len(lines) == 1:
+        lines.append("Every task succeeded: look for conflicts and duplicated mechanisms only.")
+    return "\n".join(lines)
+
+
+def _diffstat(stats) -> str:
+    return f"{stats.files} file(s), +{stats.insertions} -{stats.deletions}"
+
+
+def _safe(task_id: str) -> str:
+    """A task id as one file name (ids come from the benchmark, not the Worker)."""
+    name = task_id.replace("/", "_").replace("\0", "_")
+    return "_" if name in ("", ".", "..") else name
+
+
+def _dump(path, trajectory: Trajectory) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(trajectory.model_dump_json(indent=1), encoding="utf-8")

@@ -1,0 +1,144 @@
+"""ModularRSI end to end on the offline simulator, with a scripted Worker: independent
+branches, gates, the merge with its reference folders, the promotion and the sealed test once.
+The target is the real MiniAgent answering through `simulator/target`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from flashrsi_dagster.algorithms.modular_rsi.run import ModularRSI
+from flashrsi_dagster.config import load_config
+from flashrsi_dagster.experiment import open_experiment
+from flashrsi_dagster.llm.endpoints import offline_server
+from flashrsi_dagster.records import Trajectory, read_record
+from flashrsi_dagster.rollouts.record import RolloutRecord
+from tests.sabotage.helpers import say, script_model, shell, unique
+
+MODULES = {
+    "agent_loop": ["runtime/agent.py"],
+    "tool_use": ["runtime/agent.py", "tools/shell.py"],
+    "observation_management": ["runtime/agent.py", "tools/base.py"],
+    "context_management": ["runtime/agent.py", "prompts/system.md"],
+    "task_completion_detection": ["runtime/agent.py"],
+}
+
+
+def findings(*items: dict) -> dict:
+    return say("```json\n" + json.dumps({"findings": list(items)}) + "\n```")
+
+
+def verdict(kind: str, reason: str = "fine") -> dict:
+    return say(json.dumps({"verdict": kind, "reason": reason}))
+
+
+def write_config(tmp_path: Path, worker_model: str, **algorithm) -> Path:
+    config = {
+        "experiment": {"name": "mrsi", "home": str(tmp_path / "home"), "seed": 0},
+        "agent": {
+            "type": "miniagent",
+            "llm": {"model": "simulator/target", "base_url": "offline", "timeout": 30},
+            "timeout": 60,
+            "max_turns": 4,
+        },
+        "algorithm": {
+            "name": "modular_rsi",
+            "modules": MODULES,
+            "epochs": 1,
+            "batch_size": 4,
+            "num_rollouts": 1,
+            "integration_rounds": 0,
+            "worker": {
+                "type": "miniagent",
+                "llm": {"model": worker_model, "base_url": "offline", "timeout": 30},
+                "timeout": 120,
+                "max_turns": 10,
+            },
+            **algorithm,
+        },
+        "benchmark": {
+            "name": "text_classification",
+            "split_counts": {"train": 4, "dev": 0, "test": 3},
+            "concurrency": 4,
+        },
+    }
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "mrsi.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def opened(tmp_path: Path, replies: list[dict], **algorithm) -> ModularRSI:
+    name = unique("mrsi-worker")
+    model = script_model(name)
+    experiment = open_experiment(load_config(write_config(tmp_path, model, **algorithm)))
+    algo = ModularRSI(experiment, log=lambda _: None)
+    offline_server().add_script(name, replies)
+    return algo
+
+
+RULE = "- sports when the text mentions: match"
+
+
+def test_one_accepted_branch_is_merged_promoted_and_tested_once(tmp_path):
+    probe = opened(tmp_path / "probe", [say()])
+    batch = probe.schedule.batches[0]
+    replies = [
+        findings(),  # agent_loop: nothing
+        findings(),  # tool_use
+        findings(),  # observation_management
+        findings(
+            {"file": "prompts/system.md", "tasks": [batch[0]], "reason": "r", "change": "c"},
+            {
+                "file": "prompts/system.md",
+                "tasks": [batch[0], batch[1]],
+                "reason": "r",
+                "change": "c",
+            },
+        ),
+        shell(f"printf '\\n{RULE}\\n' >> prompts/system.md"),
+        say("added a rule"),
+        verdict("accept"),
+        findings(),  # task_completion_detection
+        shell("ls .branches && cp .branches/context_management/prompts/system.md prompts/"),
+        say("merged"),
+        verdict("accept"),
+    ]
+    algo = opened(tmp_path, replies)
+    state = algo.run()
+
+    layout = algo.layout
+    steps = {m: state.step(m, 0) for m in MODULES}
+    assert [steps[m].status for m in MODULES] == [
+        "no_change",
+        "no_change",
+        "no_change",
+        "accepted",
+        "no_change",
+    ]
+    accepted = steps["context_management"]
+    assert [g.name for g in accepted.gates] == ["scope", "compile", "review", "execution"]
+    assert all(g.passed for g in accepted.gates)
+    seed = algo.seed()
+    # every branch started from the seed, and the accepted one moved on
+    assert {s.parent_id for s in steps.values()} == {seed.id}
+    assert accepted.current_id != seed.id
+    changed = algo.experiment.snapshots.changed_paths(seed, accepted.current_id)
+    assert [c.path for c in changed] == ["prompts/system.md"]
+    # the merge: reference folders never enter the snapshot
+    merge = state.step("integration", 0)
+    assert merge.status == "accepted" and merge.check is not None
+    merged_files = algo.experiment.snapshots.changed_paths(seed, merge.current_id)
+    assert [c.path for c in merged_files] == ["prompts/system.md"]
+    worker = read_record(layout.step("integration", 0, "worker"), Trajectory)
+    assert "context_management" in json.dumps(worker.messages)  # `ls .branches` showed it
+    assert state.promotion is not None and state.promotion.snapshot_id == merge.current_id
+    assert state.promotion.source == "final_merge"
+    assert state.test is not None and state.test.test_tasks == 3
+    assert len(RolloutRecord(layout.test_rollouts).load()) == 3
+    # the batch ran num_rollouts x tasks on the branch's version; no dev or test task in it
+    rollouts = RolloutRecord(layout.rollouts("context_management", 0)).load()
+    assert sorted(t.task_id for t in rollouts) == sorted(batch)
+    assert algo.next().action == "done"
