@@ -55,6 +55,44 @@ def child(annotation: Any, key: str | int) -> Any:
     return UNKNOWN
 
 
+def narrow(annotation: Any, value: Any) -> Any:
+    """The member of a union of models that `value` (a mapping) picks with a literal field
+    such as `name: modular_rsi`; the annotation as is when it is no such union or none fits."""
+    models = _models_in(annotation)
+    if len(models) < 2 or not isinstance(value, Mapping):
+        return annotation
+    for model in models:
+        for key, field in model.model_fields.items():
+            if get_origin(field.annotation) is Literal and value.get(key) in get_args(
+                field.annotation
+            ):
+                return model
+    return annotation
+
+
+def member(annotation: Any, tag: Any) -> Any:
+    """The member of a union of models that a pydantic error location's `tag` names (its
+    class name or its discriminating literal); the annotation as is otherwise."""
+    for model in _models_in(annotation):
+        if tag == model.__name__ or any(
+            get_origin(field.annotation) is Literal and tag in get_args(field.annotation)
+            for field in model.model_fields.values()
+        ):
+            return model
+    return annotation
+
+
+def literal_values(annotation: Any, key: str) -> list[str]:
+    """The values a union's members allow for their literal field `key` (`algorithm.name`)."""
+    return [
+        str(arg)
+        for model in _models_in(annotation)
+        if key in model.model_fields
+        and get_origin(field := model.model_fields[key].annotation) is Literal
+        for arg in get_args(field)
+    ]
+
+
 def union_tags(annotation: Any) -> set[str]:
     """Names pydantic puts into error locations for the members of a union of models."""
     models = _models_in(annotation)

@@ -55,9 +55,7 @@ class Verdict(BaseModel):
     reason: str = Field(min_length=1)
 
 
-def read_findings(
-    answer: str | None, *, files: tuple[str, ...], tasks: set[str]
-) -> list[Finding]:
+def read_findings(answer: str | None, *, files: tuple[str, ...], tasks: set[str]) -> list[Finding]:
     """The analysis's findings; a finding on a file outside the module or citing a task not in
     the batch is a protocol error (the Worker was told both)."""
     found = _parse(answer, Findings, "the analysis").findings

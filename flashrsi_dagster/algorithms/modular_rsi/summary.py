@@ -74,9 +74,7 @@ def summarize(groups: Sequence[TaskGroup], budget: int) -> str:
 
 
 def _all_samples(group: TaskGroup) -> list[_Sample]:
-    samples = [
-        _Sample("success" if t in group.successes else "failure", t) for t in group.samples
-    ]
+    samples = [_Sample("success" if t in group.successes else "failure", t) for t in group.samples]
     if group.earlier_success is not None:
         samples.append(_Sample("earlier success", group.earlier_success))
     return samples
