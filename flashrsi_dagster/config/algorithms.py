@@ -3,6 +3,8 @@ parameters and its own agent roles (the Worker, a reviewer, …) besides the tar
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
@@ -16,7 +18,12 @@ from flashrsi_dagster.config.models import (
     RoleConfig,
     Section,
 )
-from flashrsi_dagster.config.modules import EXTENSION_MODULES, RUNTIME_MODULES, module_problems
+from flashrsi_dagster.config.modules import (
+    EXTENSION_MODULES,
+    RUNTIME_MODULES,
+    missing_files,
+    module_problems,
+)
 
 
 class AlgorithmSection(Section):
@@ -36,6 +43,11 @@ class AlgorithmSection(Section):
             for name in type(self).model_fields
             if isinstance(value := getattr(self, name), RoleConfig)
         }
+
+    def seed_problems(self, harness: Path, declared: Callable[[str], bool]) -> list[str]:
+        """What the algorithm's settings need of the seed harness (the target's folder;
+        `declared(path)`: its components declare the file) that is not there, one line each."""
+        return []
 
     def parameters(self) -> dict[str, object]:
         """The algorithm's settings other than its name and roles, for one-line summaries."""
@@ -113,13 +125,14 @@ class ModularRSIConfig(AlgorithmSection):
         description="The Worker agent: analyses, edits and merges; it must have file tools. "
         "It may be another agent type on another model than the target."
     )
-    reviewer: RoleConfig | None = Field(
-        None,
-        description="An agent for the full-diff reviews when `review_by: reviewer`; it needs "
-        "no file tools. None: no separate reviewer.",
-    )
     review_by: Literal["worker", "reviewer"] = Field(
         "worker", description="Which role reviews every candidate's full diff."
+    )
+    reviewer: RoleConfig | None = Field(
+        None,
+        validate_default=True,  # `review_by: reviewer` needs it even when it is left out
+        description="The agent that reviews every candidate's full diff when `review_by: "
+        "reviewer`; it needs no file tools. Only with `review_by: reviewer`.",
     )
 
     def parameters(self) -> dict[str, object]:
@@ -135,16 +148,36 @@ class ModularRSIConfig(AlgorithmSection):
             raise ValueError("; ".join(_under_modules(p) for p in problems))
         return modules
 
-    @field_validator("review_by")
+    @field_validator("reviewer")
     @classmethod
-    def _reviewer_given(cls, value: str, info: ValidationInfo) -> str:
-        # `reviewer` is declared before `review_by`, so it is validated first.
-        if value == "reviewer" and info.data.get("reviewer", ...) is None:
+    def _reviewer_reviews(cls, value: RoleConfig | None, info: ValidationInfo) -> RoleConfig | None:
+        # `review_by` is declared before `reviewer`, so it is validated first (absent if it
+        # failed: its own error is reported).
+        review_by = info.data.get("review_by")
+        if review_by == "reviewer" and value is None:
             raise ValueError(
-                "the reviewer reviews, but there is no algorithm.reviewer section; add one "
-                "(type, llm, …) or set review_by: worker"
+                "required with review_by: reviewer; add a reviewer section (type, llm, …) "
+                "or set review_by: worker"
+            )
+        if review_by == "worker" and value is not None:
+            raise ValueError(
+                "never used: review_by is worker (the default), so the worker reviews; set "
+                "algorithm.review_by: reviewer, or remove this section"
             )
         return value
+
+    def seed_problems(self, harness: Path, declared: Callable[[str], bool]) -> list[str]:
+        """Every module file must be a regular file of the target's harness, declared by its
+        components (only declared files enter the seed snapshot)."""
+        problems = missing_files(self.modules, harness)
+        for name, files in self.modules.items():
+            problems += [
+                f"algorithm.modules.{name}[{i}]: {entry} is not declared by the harness's "
+                f"components ({harness}/components.yaml), so it is not in the seed snapshot"
+                for i, entry in enumerate(files)
+                if (harness / entry).is_file() and not declared(entry)
+            ]
+        return problems
 
 
 def _under_modules(problem: str) -> str:
