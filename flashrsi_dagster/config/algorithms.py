@@ -187,9 +187,3 @@ def _under_modules(problem: str) -> str:
 
 AlgorithmConfig = Annotated[MetaHarnessConfig | ModularRSIConfig, Field(discriminator="name")]
 """The `algorithm` section: the member whose `name` the config gives."""
-
-ALGORITHM_CONFIGS: dict[str, type[AlgorithmSection]] = {
-    "meta_harness": MetaHarnessConfig,
-    "modular_rsi": ModularRSIConfig,
-}
-"""Every algorithm's config model by `algorithm.name`."""
