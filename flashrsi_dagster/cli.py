@@ -284,9 +284,7 @@ def describe(config: ExperimentConfig) -> str:
         f"train/dev/test {counts.train}/{counts.dev}/{counts.test}" if counts else "default splits"
     )
     limit = f", at most {bench.limit} tasks per split" if bench.limit else ""
-    parameters = ", ".join(
-        f"{k}={v}" for k, v in algorithm.model_dump(exclude={"name", *algorithm.roles()}).items()
-    )
+    parameters = ", ".join(f"{k}={v}" for k, v in algorithm.parameters().items())
     roles = ", ".join(f"{n} {r.type} with {r.llm.model}" for n, r in config.roles().items())
     return (
         f"{algorithm.name} ({parameters}) on {bench.name} ({splits}{limit}); {roles}; "

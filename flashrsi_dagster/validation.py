@@ -50,6 +50,7 @@ def dry_run(config: ExperimentConfig, *, splits: tuple[str, ...] | None = None) 
         *_keys(config),
         *_harnesses(config, adapters),
     ]
+    problems += _evolution_limit(config)
     benchmark, loading = _benchmark(config)
     problems += loading
     if benchmark is not None:
@@ -136,17 +137,33 @@ def _harnesses(config: ExperimentConfig, adapters: dict[str, type[Agent]]) -> li
         except (AgentConfigError, ComponentsError) as exc:
             problems.append(f"{where}: {one_line(exc)}")
             continue
-        if name == EVOLVED_ROLE and not _declares_a_file(folder, components):
+        if name != EVOLVED_ROLE:
+            continue
+        if not _declares_a_file(folder, components):
             problems.append(
                 f"{where}: {folder} has no file matching its components "
                 f"({components.describe()}), so the seed snapshot would be empty"
             )
+        else:  # what the algorithm's settings name in the seed (ModularRSI's module files)
+            problems += config.algorithm.seed_problems(folder, components.declares)
     return problems
 
 
 def _declares_a_file(folder: Path, components: Components) -> bool:
     files = (p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
     return any(components.declares(path) for path in files)
+
+
+def _evolution_limit(config: ExperimentConfig) -> list[str]:
+    """`evolution_limit` limits only the evolution data file: without one it would be a key
+    that silently does nothing (`benchmark.limit` limits the splits)."""
+    bench = config.benchmark
+    if bench.evolution_limit is not None and bench.evolution_data_path is None:
+        return [
+            "benchmark.evolution_limit: set without benchmark.evolution_data_path; it limits "
+            "only that data (benchmark.limit limits each split, train included)"
+        ]
+    return []
 
 
 def _benchmark(config: ExperimentConfig) -> tuple[Benchmark | None, list[str]]:

@@ -109,3 +109,54 @@ def config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     cwd.mkdir()
     monkeypatch.chdir(cwd)
     return folder
+
+
+MODULAR_RSI = """\
+experiment:
+  name: modular-1
+agent:
+  type: miniagent
+  source_dir: harness
+  llm: {model: simulator/target, base_url: offline}
+algorithm:
+  name: modular_rsi
+  modules:
+    agent_loop: [runtime/agent.py]
+    tool_use: [runtime/agent.py, tools/shell.py]
+    observation_management: [runtime/agent.py, runtime/tool_result.py]
+    context_management: [runtime/agent.py]
+    task_completion_detection: [runtime/agent.py]
+  worker:
+    type: miniagent
+    llm: {model: simulator/worker, base_url: offline}
+benchmark:
+  name: text_classification
+  split_counts: {train: 6, dev: 2, test: 4}
+"""
+"""A valid ModularRSI config: five runtime modules sharing `runtime/agent.py`, over the
+harness `modular_harness` writes beside it."""
+
+MODULAR_HARNESS_FILES = {
+    "runtime/agent.py": "def run():\n    pass\n",
+    "runtime/tool_result.py": "def observe(result):\n    return result\n",
+    "tools/shell.py": "def shell(command):\n    return command\n",
+    "prompts/system.md": "Classify the text.\n",
+    "notes.md": "not declared by the components, so not in the seed snapshot\n",
+}
+
+
+@pytest.fixture
+def modular_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder holding a valid ModularRSI config (`modular.yaml`) and its target harness;
+    the working directory elsewhere."""
+    folder = tmp_path / "configs"
+    write_harness(
+        folder / "harness",
+        MODULAR_HARNESS_FILES,
+        {"code": ["runtime/**", "tools/**"], "prompt": ["prompts/**"]},
+    )
+    (folder / "modular.yaml").write_text(MODULAR_RSI)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    return folder

@@ -4,26 +4,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from flashrsi_dagster.config import ExperimentConfig
-from flashrsi_dagster.config.schema import valid_keys
+from flashrsi_dagster.config.schema import models_in, valid_keys
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def _keys(model: type[BaseModel], prefix: str = "") -> list[str]:
+def _keys(annotation: object, prefix: str = "") -> list[str]:
+    """Every key a section can hold; a union (`algorithm`) holds each member's."""
     keys = []
-    for name, field in model.model_fields.items():
-        if not valid_keys(field.annotation):
-            keys.append(f"{prefix}{name}")
-        else:
-            sub = field.annotation if isinstance(field.annotation, type) else None
-            nested = sub or next(
-                a for a in getattr(field.annotation, "__args__", ()) if valid_keys(a)
-            )
-            keys += _keys(nested, f"{name}.")
-    return keys
+    for model in models_in(annotation):
+        for name, field in model.model_fields.items():
+            if not valid_keys(field.annotation):
+                keys.append(f"{prefix}{name}")
+            else:
+                keys += _keys(field.annotation, f"{name}.")
+    return list(dict.fromkeys(keys))
 
 
 def test_every_config_key_is_documented():

@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 
 from flashrsi_dagster.benchmarks.harbor.suite import TASKS_DIR
+from flashrsi_dagster.benchmarks.loading import load_benchmark, load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.cli import main
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.validation import dry_run
+from tests.conftest import write_harness
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "meta_harness.yaml"
 UNSET = "FLASHRSI_DRY_RUN_NEVER_SET_KEY"
@@ -276,3 +278,271 @@ def test_a_file_in_place_of_the_home_is_refused(tmp_path, capsys):
 
     assert f"error: experiment.home: {home} is not a folder" in capsys.readouterr().err
     assert home.read_text() == "not a folder\n"
+
+
+# ModularRSI: module files in the seed harness, the train split as evolution data, its roles.
+# Each case gets the folder of `modular.yaml` and its harness (tests.conftest.modular_dir).
+
+
+def module_file_missing(folder: Path) -> tuple[list[str], list[str]]:
+    return ["--algorithm.modules.tool_use", "[runtime/agent.py, tools/missing.py]"], [
+        "algorithm.modules.tool_use[1]: tools/missing.py is not a file of the harness "
+        f"({folder / 'harness'}); module files must exist in the seed snapshot"
+    ]
+
+
+def module_file_is_a_folder(folder: Path) -> tuple[list[str], list[str]]:
+    return ["--algorithm.modules.agent_loop", "[runtime]"], [
+        "algorithm.modules.agent_loop[0]: runtime is not a file of the harness"
+    ]
+
+
+def module_file_is_a_symlink(folder: Path) -> tuple[list[str], list[str]]:
+    (folder / "harness" / "runtime" / "link.py").symlink_to("agent.py")
+    return ["--algorithm.modules.context_management", "[runtime/link.py]"], [
+        "algorithm.modules.context_management[0]: runtime/link.py is not a file of the harness"
+    ]
+
+
+def module_file_not_in_the_components(folder: Path) -> tuple[list[str], list[str]]:
+    return ["--algorithm.modules.context_management", "[notes.md]"], [
+        "algorithm.modules.context_management[0]: notes.md is not declared by the harness's "
+        f"components ({folder / 'harness'}/components.yaml), so it is not in the seed snapshot"
+    ]
+
+
+def empty_train_split(folder: Path) -> tuple[list[str], list[str]]:
+    return ["--benchmark.split_counts.train", "0"], [
+        "benchmark.split_counts.train: the train split is empty, but modular_rsi needs it"
+    ]
+
+
+def train_sharing_an_id_with_test(folder: Path) -> tuple[list[str], list[str]]:
+    rows = [("a", "train"), ("b", "train"), ("c", "dev"), ("a", "test")]
+    data = folder / "given.jsonl"
+    data.write_text(
+        "".join(
+            json.dumps({"id": i, "text": f"text {n}", "label": "benign", "split": split}) + "\n"
+            for n, (i, split) in enumerate(rows)
+        )
+    )
+    return ["--benchmark.data_path", str(data)], [
+        f"benchmark.data_path: {data}: duplicate task ids: a"
+    ]
+
+
+def evolution_data_overlapping_dev(folder: Path) -> tuple[list[str], list[str]]:
+    data = _rows(folder / "pool.jsonl", [f"t{n}" for n in range(12)])
+    evolution = folder / "evolution.jsonl"
+    evolution.write_text(data.read_text())
+    return [
+        *("--benchmark.data_path", str(data), "--benchmark.evolution_data_path", str(evolution)),
+    ], [f"benchmark.evolution_data_path: {evolution} overlaps dev/test"]
+
+
+def evolution_data_with_duplicate_ids(folder: Path) -> tuple[list[str], list[str]]:
+    evolution = _rows(folder / "evolution.jsonl", ["evo-1", "evo-2", "evo-1"])
+    return ["--benchmark.evolution_data_path", str(evolution)], [
+        f"{evolution}: duplicate task ids: evo-1"
+    ]
+
+
+def evolution_limit_without_evolution_data(folder: Path) -> tuple[list[str], list[str]]:
+    return ["--benchmark.evolution_limit", "2"], [
+        "benchmark.evolution_limit: set without benchmark.evolution_data_path"
+    ]
+
+
+def worker_without_file_tools(folder: Path) -> tuple[list[str], list[str]]:
+    return ["--algorithm.worker.type", "llm"], [
+        "algorithm.worker.type: 'llm' has no file tools; the worker must be an agent"
+    ]
+
+
+REVIEWER = ["--algorithm.review_by", "reviewer", "--algorithm.reviewer.llm.model", "sim/r"]
+
+
+def reviewer_of_an_unknown_type(folder: Path) -> tuple[list[str], list[str]]:
+    return [*REVIEWER, "--algorithm.reviewer.type", "no_such_package.agent:Agent"], [
+        "algorithm.reviewer.type: cannot import agent type 'no_such_package.agent:Agent'"
+    ]
+
+
+def reviewer_key_unset(folder: Path) -> tuple[list[str], list[str]]:
+    return [*REVIEWER, "--algorithm.reviewer.llm.api_key", "${" + UNSET + "}"], [
+        f"algorithm.reviewer.llm.api_key: ${{{UNSET}}} is not set"
+    ]
+
+
+MODULAR_CASES: list[Callable[[Path], tuple[list[str], list[str]]]] = [
+    module_file_missing,
+    module_file_is_a_folder,
+    module_file_is_a_symlink,
+    module_file_not_in_the_components,
+    empty_train_split,
+    train_sharing_an_id_with_test,
+    evolution_data_overlapping_dev,
+    evolution_data_with_duplicate_ids,
+    evolution_limit_without_evolution_data,
+    worker_without_file_tools,
+    reviewer_of_an_unknown_type,
+    reviewer_key_unset,
+]
+
+
+def _modular_command(command: str, folder: Path, home: Path, args: list[str]) -> list[str]:
+    return [
+        *(command, "--config", str(folder / "modular.yaml"), "--experiment.home", str(home)),
+        *("--experiment.confinement", "none", *args),
+    ]
+
+
+@pytest.mark.parametrize("case", MODULAR_CASES, ids=[case.__name__ for case in MODULAR_CASES])
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_modular_rsi_is_refused_before_anything_is_written(
+    case, command, modular_dir, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.delenv(UNSET, raising=False)
+    args, fragments = case(modular_dir)
+    home = tmp_path / "home"
+
+    code = main(_modular_command(command, modular_dir, home, args))
+
+    err = capsys.readouterr().err
+    assert code == 2, err
+    [line] = err.splitlines()
+    assert line.startswith("error: ")
+    for fragment in fragments:
+        assert fragment in line
+    assert not home.exists()
+
+
+def _modular(folder: Path, home: Path, *overrides: str):
+    return load_config(
+        folder / "modular.yaml",
+        ["--experiment.home", str(home), "--experiment.confinement", "none", *overrides],
+    )
+
+
+def test_the_modular_rsi_config_passes_with_the_test_split_sealed(
+    modular_dir, tmp_path, monkeypatch
+):
+    def sealed(self):
+        raise AssertionError("the dry run unsealed the test split")
+
+    monkeypatch.setattr(Splits, "unseal_test", sealed)
+
+    assert dry_run(_modular(modular_dir, tmp_path / "home")) == []
+    assert not (tmp_path / "home").exists()
+
+
+def test_modular_rsi_needs_no_dev_split(modular_dir, tmp_path):
+    config = _modular(modular_dir, tmp_path / "home", "--benchmark.split_counts.dev", "0")
+
+    assert dry_run(config) == []
+
+
+def test_a_reviewer_needs_no_file_tools_and_the_worker_may_be_another_agent(modular_dir, tmp_path):
+    config = _modular(
+        modular_dir,
+        tmp_path / "home",
+        *(*REVIEWER, "--algorithm.reviewer.type", "llm"),
+        *("--algorithm.worker.type", "claude-code", "--algorithm.worker.llm.api", "anthropic"),
+        *("--algorithm.worker.llm.model", "simulator/claude-worker"),
+    )
+
+    assert dry_run(config) == []
+
+
+def test_extension_modules_name_files_of_their_own_harness(modular_dir, tmp_path):
+    harness = write_harness(
+        tmp_path / "extensions",
+        {
+            "CLAUDE.md": "Be brief.\n",
+            "skills/workflow/SKILL.md": "Plan.\n",
+            "hooks/hooks.json": "{}",
+        },
+        {"prompt": ["CLAUDE.md"], "skill": ["skills/**"], "hook": ["hooks/**"]},
+    )
+    modules = "{prompt: [CLAUDE.md], skill: [skills/workflow/SKILL.md], hook: [hooks/hooks.json]}"
+    text = (modular_dir / "modular.yaml").read_text()
+    start, end = text.index("  modules:\n"), text.index("  worker:\n")
+    (modular_dir / "modular.yaml").write_text(f"{text[:start]}  modules: {modules}\n{text[end:]}")
+
+    config = _modular(modular_dir, tmp_path / "home", "--agent.source_dir", str(harness))
+
+    assert dry_run(config) == []
+    assert dry_run(_modular(modular_dir, tmp_path / "home")) == [
+        f"algorithm.modules.{name}[0]: {path} is not a file of the harness "
+        f"({modular_dir / 'harness'}); module files must exist in the seed snapshot"
+        for name, path in (
+            ("prompt", "CLAUDE.md"),
+            ("skill", "skills/workflow/SKILL.md"),
+            ("hook", "hooks/hooks.json"),
+        )
+    ]
+
+
+def test_evolution_data_replaces_train_up_to_its_limit(modular_dir, tmp_path):
+    pool = _rows(modular_dir / "pool.jsonl", [f"t{n}" for n in range(12)])
+    evolution = modular_dir / "evolution.jsonl"
+    evolution.write_text(
+        "".join(
+            json.dumps({"id": f"evo-{n}", "text": f"evolution text {n}", "label": "benign"}) + "\n"
+            for n in (1, 2, 3)
+        )
+    )
+    base = ["--benchmark.data_path", str(pool)]
+    given = [*base, "--benchmark.evolution_data_path", str(evolution)]
+    config = _modular(modular_dir, tmp_path / "home", *given, "--benchmark.evolution_limit", "2")
+
+    assert dry_run(config) == []
+    splits = load_splits(config.benchmark, load_benchmark(config.benchmark))
+    plain = _modular(modular_dir, tmp_path / "home", *base).benchmark
+    without = load_splits(plain, load_benchmark(plain))
+    assert [t.id for t in splits.train] == ["evo-1", "evo-2"]
+    assert splits.dev == without.dev
+    assert splits.unseal_test() == without.unseal_test()
+
+
+def _harbor_pool_and_evolution(tmp: Path) -> tuple[Path, Path]:
+    """The built-in Harbor tasks split in two folders: a pool and independent evolution tasks."""
+    pool = _harbor_tasks(tmp)
+    evolution = tmp / "evolution"
+    evolution.mkdir()
+    for folder in sorted(pool.iterdir())[:2]:
+        folder.rename(evolution / folder.name)
+    return pool, evolution
+
+
+def test_harbor_evolution_tasks_replace_train(modular_dir, tmp_path):
+    pool, evolution = _harbor_pool_and_evolution(tmp_path)
+    config = _modular(
+        modular_dir,
+        tmp_path / "home",
+        *("--benchmark.name", "terminal_bench", "--benchmark.tasks_dir", str(pool)),
+        *("--benchmark.evolution_data_path", str(evolution), "--benchmark.split_counts.train=1"),
+        *("--benchmark.split_counts.dev=2", "--benchmark.split_counts.test=2"),
+    )
+
+    assert dry_run(config) == []
+    splits = load_splits(config.benchmark, load_benchmark(config.benchmark))
+    assert sorted(t.id for t in splits.train) == sorted(p.name for p in evolution.iterdir())
+
+
+def test_harbor_evolution_tasks_copied_from_the_pool_are_refused(modular_dir, tmp_path, capsys):
+    pool, evolution = _harbor_pool_and_evolution(tmp_path)
+    shutil.copytree(next(pool.iterdir()), evolution / "renamed-copy")
+    args = [
+        *("--benchmark.name", "terminal_bench", "--benchmark.tasks_dir", str(pool)),
+        *("--benchmark.evolution_data_path", str(evolution), "--benchmark.split_counts.train=0"),
+        *("--benchmark.split_counts.dev=4", "--benchmark.split_counts.test=5"),
+    ]
+    home = tmp_path / "home"
+
+    assert main(_modular_command("validate", modular_dir, home, args)) == 2
+
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"error: benchmark.evolution_data_path: {evolution} overlaps dev/test:")
+    assert "renamed-copy (same instruction)" in line
+    assert not home.exists()

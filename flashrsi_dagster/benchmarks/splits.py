@@ -79,12 +79,13 @@ def make_splits(
 
 def replace_train(splits: Splits, evolution: list[Task], *, limit: int | None, source: str):
     """External evolution data replaces train; it must not overlap the loaded dev/test tasks
-    by id, instruction or checksum."""
+    by id, instruction, checksum or environment image."""
     refuse_duplicates(evolution, source)
     # The sealed tasks are compared here, never handed out: `unseal_test()` stays the final
     # evaluation's one call, so anything else calling it (a dry run, selection) is a bug.
     sealed = splits._sealed()
     refuse_overlap(evolution, [*splits.dev, *sealed], source, "dev/test")
+    refuse_shared_images(evolution, [*splits.dev, *sealed], source, "dev/test")
     train = tuple(evolution[:limit] if limit is not None else evolution)
     return Splits(train, splits.dev, sealed)
 
@@ -111,6 +112,15 @@ def refuse_overlap(first: Iterable[Task], second: Iterable[Task], a: str, b: str
     )
     if clashes:
         raise BenchmarkError(f"{a} overlaps {b}: {', '.join(dict.fromkeys(clashes))}")
+
+
+def refuse_shared_images(first: Iterable[Task], second: Iterable[Task], a: str, b: str) -> None:
+    """External evolution data must not run in a held-out task's environment image
+    (`metadata["image"]`, e.g. SWE-bench's prebuilt instance image)."""
+    held_out = {t.metadata.get("image") for t in second} - {None}
+    clashes = [f"{t.id} (same image)" for t in first if t.metadata.get("image") in held_out]
+    if clashes:
+        raise BenchmarkError(f"{a} overlaps {b}: {', '.join(sorted(clashes))}")
 
 
 def _given(pool: list[Task], source: str) -> dict[str, list[Task]]:

@@ -1,6 +1,10 @@
 """Experiment configuration: pydantic models, YAML loading, dotted overrides, secret references."""
 
-from flashrsi_dagster.config.algorithms import AlgorithmConfig, MetaHarnessConfig
+from flashrsi_dagster.config.algorithms import (
+    AlgorithmConfig,
+    MetaHarnessConfig,
+    ModularRSIConfig,
+)
 from flashrsi_dagster.config.errors import ConfigError, Problem
 from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.config.loading import config_from_dict, load_config
@@ -22,6 +26,7 @@ __all__ = [
     "LLMConfig",
     "MetaHarnessConfig",
     "MissingSecretError",
+    "ModularRSIConfig",
     "Problem",
     "RoleConfig",
     "SecretRef",

@@ -59,8 +59,8 @@ def _validate(
         config = ExperimentConfig.model_validate(data, context=context)
     except ValidationError as exc:
         for error in exc.errors():
-            key_path = _key_path(error["loc"])
-            problems.append(Problem(_dotted(key_path), _message(error), **locate(key_path)))
+            key_path, message = _located(error)
+            problems.append(Problem(_dotted(key_path), message, **locate(key_path)))
     if problems or config is None:
         raise ConfigError(path, _dedupe(problems))
     return config
@@ -92,15 +92,36 @@ def _literal_secrets(value: Any, path: KeyPath = ()) -> list[tuple[KeyPath, str]
 
 def _key_path(loc: tuple[Any, ...]) -> KeyPath:
     """Map a pydantic error location onto config keys, dropping the tags unions insert."""
+    return _walk(loc)[0]
+
+
+def _walk(loc: tuple[Any, ...]) -> tuple[KeyPath, Any]:
+    """The config keys of an error location, and the annotation found there (a union's tag
+    in the location picks its member: the keys valid there are that member's)."""
     annotation: Any = ExperimentConfig
     keys: list[str | int] = []
     for element in loc:
         if element in schema.union_tags(annotation):
+            annotation = schema.member(annotation, element)
             continue
         keys.append(element)
         inner = schema.child(annotation, element)
         annotation = Any if inner is schema.UNKNOWN else inner
-    return tuple(keys)
+    return tuple(keys), annotation
+
+
+def _located(error: dict[str, Any]) -> tuple[KeyPath, str]:
+    """Where an error belongs and what it says. A union told apart by a key (`name`) names
+    that key, with the values it may take."""
+    kind = error["type"]
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        key = error["ctx"]["discriminator"].strip("'")
+        key_path, annotation = _walk(error["loc"])
+        allowed = ", ".join(repr(v) for v in schema.literal_values(annotation, key))
+        if kind == "union_tag_not_found":
+            return (*key_path, key), f"required key is missing; expected one of: {allowed}"
+        return (*key_path, key), f"expected one of: {allowed} (got {_shown(error['ctx']['tag'])})"
+    return _key_path(error["loc"]), _message(error)
 
 
 def _message(error: dict[str, Any]) -> str:
@@ -108,10 +129,7 @@ def _message(error: dict[str, Any]) -> str:
     if kind == "missing":
         return "required key is missing"
     if kind == "extra_forbidden":
-        parent = _key_path(error["loc"][:-1])
-        annotation: Any = ExperimentConfig
-        for key in parent:
-            annotation = schema.child(annotation, key)
+        annotation = _walk(error["loc"][:-1])[1]
         return schema.unknown_key_message(str(error["loc"][-1]), schema.valid_keys(annotation))
     if kind in ("value_error", "assertion_error"):
         return message.removeprefix("Value error, ").removeprefix("Assertion failed, ")

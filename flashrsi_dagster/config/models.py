@@ -40,6 +40,8 @@ MAX_TASKS = 100_000
 MAX_RETRIES = 10
 """`llm.max_retries` and `benchmark.max_infra_reruns`."""
 MAX_TOKENS = 1_000_000
+MAX_PROMPT_CHARS = 4 * MAX_TOKENS
+"""Characters of one prompt: about a million tokens' worth."""
 MAX_TIMEOUT = 7 * 24 * 3600.0
 """Seconds: a week, for any timeout."""
 

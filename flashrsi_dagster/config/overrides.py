@@ -56,7 +56,7 @@ def apply_overrides(
     applied: dict[tuple[str, ...], str] = {}
     problems: list[Problem] = []
     for override in overrides:
-        annotation, problem = _annotation_at(root, override)
+        annotation, problem = _annotation_at(root, override, data)
         if problem is None:
             problem = _set(data, override, _coerce(override.raw, annotation))
         if problem is None:
@@ -66,15 +66,21 @@ def apply_overrides(
     return applied, problems
 
 
-def _annotation_at(root: type, override: Override) -> tuple[Any, Problem | None]:
+def _annotation_at(
+    root: type, override: Override, data: dict[str, Any]
+) -> tuple[Any, Problem | None]:
     annotation: Any = root
+    node: Any = data
     for depth, key in enumerate(override.key_path):
+        # A union of sections (`algorithm`) is the member the config's `name` picks.
+        annotation = schema.narrow(annotation, node)
         inner = schema.child(annotation, key)
         if inner is schema.UNKNOWN:
             path = ".".join(override.key_path[: depth + 1])
             message = schema.unknown_key_message(key, schema.valid_keys(annotation))
             return None, Problem(path, message, override=override.flag)
         annotation = inner
+        node = node.get(key) if isinstance(node, dict) else None
     return annotation, None
 
 

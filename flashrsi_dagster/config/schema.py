@@ -30,10 +30,10 @@ def unwrap(annotation: Any) -> Any:
             return annotation
 
 
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
+def models_in(annotation: Any) -> list[type[BaseModel]]:
     annotation = unwrap(annotation)
     if get_origin(annotation) in (Union, types.UnionType):
-        return [m for arg in get_args(annotation) for m in _models_in(arg)]
+        return [m for arg in get_args(annotation) for m in models_in(arg)]
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [annotation]
     return []
@@ -49,15 +49,53 @@ def child(annotation: Any, key: str | int) -> Any:
         return get_args(annotation)[1] if get_args(annotation) else Any
     if origin in (list, Sequence) and isinstance(key, int):
         return get_args(annotation)[0] if get_args(annotation) else Any
-    for model in _models_in(annotation):
+    for model in models_in(annotation):
         if key in model.model_fields:
             return model.model_fields[key].annotation
     return UNKNOWN
 
 
+def narrow(annotation: Any, value: Any) -> Any:
+    """The member of a union of models that `value` (a mapping) picks with a literal field
+    such as `name: modular_rsi`; the annotation as is when it is no such union or none fits."""
+    models = models_in(annotation)
+    if len(models) < 2 or not isinstance(value, Mapping):
+        return annotation
+    for model in models:
+        for key, field in model.model_fields.items():
+            if get_origin(field.annotation) is Literal and value.get(key) in get_args(
+                field.annotation
+            ):
+                return model
+    return annotation
+
+
+def member(annotation: Any, tag: Any) -> Any:
+    """The member of a union of models that a pydantic error location's `tag` names (its
+    class name or its discriminating literal); the annotation as is otherwise."""
+    for model in models_in(annotation):
+        if tag == model.__name__ or any(
+            get_origin(field.annotation) is Literal and tag in get_args(field.annotation)
+            for field in model.model_fields.values()
+        ):
+            return model
+    return annotation
+
+
+def literal_values(annotation: Any, key: str) -> list[str]:
+    """The values a union's members allow for their literal field `key` (`algorithm.name`)."""
+    return [
+        str(arg)
+        for model in models_in(annotation)
+        if key in model.model_fields
+        and get_origin(field := model.model_fields[key].annotation) is Literal
+        for arg in get_args(field)
+    ]
+
+
 def union_tags(annotation: Any) -> set[str]:
     """Names pydantic puts into error locations for the members of a union of models."""
-    models = _models_in(annotation)
+    models = models_in(annotation)
     if len(models) < 2:
         return set()
     tags = {model.__name__ for model in models}
@@ -69,7 +107,7 @@ def union_tags(annotation: Any) -> set[str]:
 
 
 def valid_keys(annotation: Any) -> list[str]:
-    return [name for model in _models_in(annotation) for name in model.model_fields]
+    return [name for model in models_in(annotation) for name in model.model_fields]
 
 
 def closest(name: str, candidates: Sequence[str]) -> str | None:

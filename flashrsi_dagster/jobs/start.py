@@ -24,8 +24,10 @@ class StartExperiment(dg.Config):
     )
     name: str | None = Field(None, description="Experiment name; None: the file's own.")
     overrides: list[str] = Field(
-        default_factory=lambda: ["--algorithm.max_steps", "2", "--benchmark.limit", "9"],
-        description="Dotted overrides as on the command line, e.g. --benchmark.limit 9.",
+        # Only keys every algorithm's config has: the file may be any algorithm's.
+        default_factory=lambda: ["--benchmark.limit", "9"],
+        description="Dotted overrides as on the command line, e.g. --benchmark.limit 9 or, "
+        "for Meta-Harness, --algorithm.max_steps 2.",
     )
 
 

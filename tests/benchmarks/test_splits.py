@@ -125,6 +125,21 @@ def test_evolution_data_replaces_train_and_must_not_overlap():
         replace_train(splits, [splits.unseal_test()[0]], limit=None, source="evo.jsonl")
 
 
+def test_evolution_data_must_not_share_a_held_out_tasks_environment_image():
+    pool = [
+        Task(id=f"t{i}", instruction=f"t {i}", verifier={}, metadata={"image": f"img-t{i}"})
+        for i in range(12)
+    ]
+    splits = make_splits(pool, COUNTS, seed=0)
+    image = splits.dev[0].metadata["image"]
+    fresh = Task(id="evo0", instruction="new", verifier={}, metadata={"image": "img-evo0"})
+    reused = Task(id="evo1", instruction="other", verifier={}, metadata={"image": image})
+
+    assert replace_train(splits, [fresh], limit=None, source="evo").train == (fresh,)
+    with pytest.raises(BenchmarkError, match=r"evo overlaps dev/test: evo1 \(same image\)"):
+        replace_train(splits, [fresh, reused], limit=None, source="evo")
+
+
 def test_an_empty_train_split_is_refused_where_one_is_required():
     splits = make_splits(_tasks(5), SplitCounts(train=0, dev=3, test=2), seed=0)
 

@@ -3,6 +3,8 @@ with the historical success, the budgeted summary, the protocol and the plan."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from flashrsi_dagster.algorithms.modular_rsi.findings import rank_targets
@@ -35,11 +37,10 @@ def test_each_epoch_shuffles_train_with_the_seed_and_cuts_batches():
     schedule = make_schedule(train, epochs=2, batch_size=3, seed=5)
     assert [len(b) for b in schedule.batches] == [3, 3, 1, 3, 3, 1]
     first, second = schedule.batches[:3], schedule.batches[3:]
-    assert sorted(sum(first, [])) == sorted(train) == sorted(sum(second, []))
+    flat = [[task for batch in epoch for task in batch] for epoch in (first, second)]
+    assert sorted(flat[0]) == sorted(train) == sorted(flat[1])
     assert first != second  # a new order each epoch
-    assert make_schedule(train, 2, 3, 5) == make_schedule(train, 2, 3, 5).model_copy(
-        update={"created": schedule.created}
-    ) or make_schedule(train, 2, 3, 5).batches == schedule.batches
+    assert make_schedule(train, 2, 3, 5).batches == schedule.batches
     assert make_schedule(train, 2, 3, 6).batches != schedule.batches
 
 
@@ -64,7 +65,11 @@ def test_rollouts_group_per_task_and_an_all_failed_task_gets_its_earlier_success
         memory,
     )
     kinds = {g.task_id: (g.kind, g.earlier_success is not None) for g in groups}
-    assert kinds == {"t1": ("all_failed", True), "t2": ("mixed", False), "t3": ("all_succeeded", False)}
+    assert kinds == {
+        "t1": ("all_failed", True),
+        "t2": ("mixed", False),
+        "t3": ("all_succeeded", False),
+    }
     assert [g.task_id for g in groups] == ["t1", "t2", "t3"]
     assert "earlier success" in groups[0].aim
 
@@ -79,7 +84,7 @@ def test_the_summary_keeps_its_skeleton_and_cuts_texts_evenly_within_the_budget(
     cut = summarize(groups, budget)
     assert len(cut) <= budget
     assert cut.count("#### ") == 3  # t1: one success, one failure; t2: its failure
-    for kept in ("### task t1 · group mixed · 2 of 4", "### task t2 · group all_failed", "status failure"):
+    for kept in ("### task t1 · group mixed · 2 of 4", "### task t2 · group all_failed"):
         assert kept in cut
     assert "short question" in cut  # a short text stays whole, its share goes to the others
     with pytest.raises(BudgetError, match="prompt_budget"):
@@ -87,13 +92,17 @@ def test_the_summary_keeps_its_skeleton_and_cuts_texts_evenly_within_the_budget(
 
 
 def test_the_protocol_reads_fenced_json_and_refuses_anything_else():
-    answer = 'Here:\n```json\n{"findings": [{"file": "a.py", "tasks": ["t1"], "reason": "r", "change": "c"}]}\n```'
+    def one(file: str, tasks: list[str]) -> str:
+        finding = {"file": file, "tasks": tasks, "reason": "r", "change": "c"}
+        return json.dumps({"findings": [finding]})
+
+    answer = f"Here:\n```json\n{one('a.py', ['t1'])}\n```"
     assert read_findings(answer, files=("a.py",), tasks={"t1"})[0].file == "a.py"
     for bad, match in [
         ("no json here", "without a JSON object"),
-        ('{"findings": [{"file": "z.py", "tasks": ["t1"], "reason": "r", "change": "c"}]}', "not one of"),
-        ('{"findings": [{"file": "a.py", "tasks": ["t9"], "reason": "r", "change": "c"}]}', "not in the batch"),
-        ('{"findings": [{"file": "a.py", "tasks": [], "reason": "r", "change": "c"}]}', "tasks"),
+        (one("z.py", ["t1"]), "not one of"),
+        (one("a.py", ["t9"]), "not in the batch"),
+        (one("a.py", []), "tasks"),
         ("", "no answer"),
     ]:
         with pytest.raises(ProtocolError, match=match):
