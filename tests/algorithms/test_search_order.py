@@ -10,6 +10,7 @@ import pytest
 
 from flashrsi_dagster.algorithms.base import Step, StepOrderError
 from flashrsi_dagster.algorithms.meta_harness import MetaHarness
+from flashrsi_dagster.algorithms.modular_rsi.run import ModularRSI
 from flashrsi_dagster.algorithms.registry import algorithm_class, open_algorithm
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.experiment import open_experiment
@@ -47,7 +48,8 @@ class _Zeroing:
 
 def test_algorithms_are_opened_through_the_registry():
     assert algorithm_class("meta_harness") is MetaHarness
-    with pytest.raises(ValueError, match="unknown algorithm 'nope' \\(known: meta_harness\\)"):
+    assert algorithm_class("modular_rsi") is ModularRSI
+    with pytest.raises(ValueError, match=r"unknown algorithm 'nope' \(known: meta_harness, mod"):
         algorithm_class("nope")
 
 

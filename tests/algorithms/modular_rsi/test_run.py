@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from flashrsi_dagster.algorithms.modular_rsi.records import Layout
 from flashrsi_dagster.algorithms.modular_rsi.run import ModularRSI
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.experiment import open_experiment
@@ -142,3 +143,19 @@ def test_one_accepted_branch_is_merged_promoted_and_tested_once(tmp_path):
     rollouts = RolloutRecord(layout.rollouts("context_management", 0)).load()
     assert sorted(t.task_id for t in rollouts) == sorted(batch)
     assert algo.next().action == "done"
+
+
+def test_flashrsi_run_drives_it_to_the_sealed_test_and_resume_adds_nothing(tmp_path, capsys):
+    from flashrsi_dagster.cli import main
+
+    name = unique("mrsi-cli")
+    path = write_config(tmp_path, script_model(name, [findings()] * 5))
+    assert main(["run", "--config", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "promoted" in out and "sealed test of" in out and "experiment mrsi: done" in out
+    layout = Layout.of(tmp_path / "home" / "mrsi" / "records")
+    test_record = layout.test.read_bytes()
+    assert (
+        main(["resume", "--experiment", "mrsi", "--experiment.home", str(tmp_path / "home")]) == 0
+    )
+    assert layout.test.read_bytes() == test_record  # the sealed test ran once
