@@ -7,8 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
+from flashrsi_dagster import scratch
+from flashrsi_dagster.algorithms.base import StepOrderError
 from flashrsi_dagster.algorithms.modular_rsi.records import Layout
 from flashrsi_dagster.algorithms.modular_rsi.run import ModularRSI
 from flashrsi_dagster.config import load_config
@@ -159,3 +162,93 @@ def test_flashrsi_run_drives_it_to_the_sealed_test_and_resume_adds_nothing(tmp_p
         main(["resume", "--experiment", "mrsi", "--experiment.home", str(tmp_path / "home")]) == 0
     )
     assert layout.test.read_bytes() == test_record  # the sealed test ran once
+
+
+def _first_module_edits(tmp_path, edit: list[dict], after_edit: list[dict]) -> ModularRSI:
+    """agent_loop finds something and the Worker runs `edit`; `after_edit` follows (the
+    review's answer, say); the other four modules find nothing."""
+    probe = opened(tmp_path / "probe", [say()])
+    task = probe.schedule.batches[0][0]
+    finding = {"file": "runtime/agent.py", "tasks": [task], "reason": "r", "change": "c"}
+    return opened(tmp_path, [findings(finding), *edit, *after_edit, *[findings()] * 4])
+
+
+@pytest.mark.parametrize(
+    ("edit", "after", "gate", "why"),
+    [
+        ([shell("echo x >> prompts/system.md"), say()], [], "scope", "outside the module"),
+        ([shell("echo 'def (' >> runtime/agent.py"), say()], [], "compile", "SyntaxError"),
+        (
+            [shell("echo '# tidy' >> runtime/agent.py"), say()],
+            [verdict("reject", "unrelated to the loop")],
+            "review",
+            "unrelated to the loop",
+        ),
+        (
+            [shell("echo 'raise RuntimeError(\"boom\")' >> runtime/agent.py"), say()],
+            [verdict("accept")],
+            "execution",
+            "ended error",
+        ),
+    ],
+)
+def test_a_rejected_candidate_keeps_the_previous_version(tmp_path, edit, after, gate, why):
+    algo = _first_module_edits(tmp_path, edit, after)
+    state = algo.run()
+    step = state.step("agent_loop", 0)
+    assert step.status == "rejected" and step.reason.startswith(f"{gate} gate")
+    assert why in step.reason
+    assert step.gates[-1].name == gate and not step.gates[-1].passed
+    assert all(g.passed for g in step.gates[:-1])
+    seed = algo.seed().id
+    assert step.current_id == seed and step.candidate_id not in (None, seed)
+    # the next module still starts from the seed, and nothing is merged: the seed is promoted
+    assert state.step("tool_use", 0).parent_id == seed
+    assert state.step("integration", 0) is None
+    assert state.promotion.snapshot_id == seed and state.promotion.source == "seed"
+
+
+@pytest.mark.parametrize(
+    ("replies", "why"),
+    [
+        ([say("I looked; nothing in JSON")], "without a JSON object"),
+        ([{"error": 500}] * 12, "analysis failed"),
+    ],
+)
+def test_a_protocol_error_or_a_worker_failure_aborts_with_the_records_kept(tmp_path, replies, why):
+    algo = opened(tmp_path, replies)
+    state = algo.run()
+    step = state.step("agent_loop", 0)
+    assert step.status == "aborted" and why in step.reason
+    assert algo.next().action == "aborted"
+    assert state.promotion is None and state.test is None
+    assert algo.layout.rollouts("agent_loop", 0).exists()  # the batch's evidence is kept
+    assert algo.layout.step("agent_loop", 0, "analysis").exists()
+    with pytest.raises(StepOrderError, match="aborted"):
+        algo.promote()
+
+
+def test_the_reference_folders_are_gone_even_when_the_merge_fails(tmp_path):
+    probe = opened(tmp_path / "probe", [say()])
+    task = probe.schedule.batches[0][0]
+    finding = {"file": "prompts/system.md", "tasks": [task], "reason": "r", "change": "c"}
+    replies = [
+        findings(),
+        findings(),
+        findings(),
+        findings(finding),
+        shell(f"printf '\\n{RULE}\\n' >> prompts/system.md"),
+        say(),
+        verdict("accept"),
+        findings(),
+        shell("cp -r .branches copied && ls .branches"),
+        *[{"error": 500}] * 12,  # the Worker's model fails mid-merge
+    ]
+    algo = opened(tmp_path, replies)
+    state = algo.run()
+    merge = state.step("integration", 0)
+    assert merge.status == "aborted" and "Worker's edit failed" in merge.reason
+    for where in (tmp_path / "home", scratch.process_dir()):
+        assert not [p for p in where.rglob("*") if p.name in (".branches", "copied")]
+    worker = read_record(algo.layout.step("integration", 0, "worker"), Trajectory)
+    assert "context_management" in json.dumps(worker.messages)  # the references were there
