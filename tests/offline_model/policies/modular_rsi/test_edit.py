@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.algorithms.modular_rsi.findings import rank_targets
 from flashrsi_dagster.algorithms.modular_rsi.prompts import edit_instruction
 from flashrsi_dagster.algorithms.modular_rsi.protocol import Finding
-from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.offline_model.policies.modular_rsi import modular_worker
 from tests.offline_model.policies.modular_rsi.conftest import drive
 from tests.offline_model.workspace_tools import Workspace

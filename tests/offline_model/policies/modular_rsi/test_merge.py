@@ -6,11 +6,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.algorithms.modular_rsi.prompts import (
     integration_instruction,
     repair_instruction,
 )
-from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.offline_model.policies.modular_rsi import merge, modular_worker
 from tests.offline_model.policies.modular_rsi.conftest import drive
 from tests.offline_model.policies.modular_rsi.test_edit import FIVE, _instruction

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.algorithms.modular_rsi.prompts import review_instruction
 from flashrsi_dagster.algorithms.modular_rsi.protocol import read_verdict
-from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.offline_model.conversation import Conversation, Message
 from flashrsi_dagster.offline_model.policies.modular_rsi import modular_worker, reviewer
 from tests.offline_model.policies.modular_rsi.conftest import drive
