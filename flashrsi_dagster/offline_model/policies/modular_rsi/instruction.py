@@ -3,7 +3,8 @@ conventions its tool results come in.
 
 Markers (`instruction_markers`), each on a line of its own: `ModularRSI phase: <phase>`,
 `Module: <module>`, `Module files: <a>, <b>` and, for the integration and its repairs,
-`Branch references: <folder>`. They are read from the user messages, the first one found wins.
+`Branch references: <folder>`. They are read from the latest user message that has a phase
+line (a MiniAgent run has one user message: the instruction).
 """
 
 from __future__ import annotations
@@ -43,7 +44,10 @@ class Instruction:
 def read_instruction(conversation: Conversation) -> Instruction | None:
     """The ModularRSI instruction in the conversation, or None when it holds none (no phase
     marker, or an unknown phase)."""
-    text = "\n".join(conversation.user_texts())
+    texts = [t for t in conversation.user_texts() if _value(_PHASE, t) is not None]
+    if not texts:
+        return None
+    text = texts[-1]
     phase = _value(_PHASE, text)
     if phase not in PHASES:
         return None
