@@ -15,9 +15,10 @@ memory holds one).
    - `all_succeeded` tasks give no finding (a success took the target one turn: nothing to
      gain); the failing samples of `mixed` and `all_failed` tasks (score < 1 or status not
      success, with `metadata.expected`) give keyword guidance as the Meta-Harness worker mines
-     it (`prompt_edits.plan_edits`, against the rules of the system prompt they ran with): one
-     finding per failing label, citing the batch's tasks of that label whose text holds one of
-     the keywords, and naming an earlier success in the module's memory when there is one.
+     it (`prompt_edits.plan_edits`, one text per task, against the rules of the system prompt
+     they ran with): one finding per failing label, citing the batch's tasks of that label
+     whose text holds one of the keywords, and naming an earlier success in the module's
+     memory when there is one.
 """
 
 from __future__ import annotations
@@ -101,7 +102,9 @@ def plan_findings(
             "can carry classification guidance; nothing to change."
         )
     system = list(dict.fromkeys(line for s in failing for line in s.system.splitlines()))
-    edits = plan_edits(system, [s.failure for s in failing])
+    # One text per task: its samples share it, and keywords rank by the tasks that hold them.
+    per_task = {s.task_id: s.failure for s in failing}
+    edits = plan_edits(system, list(per_task.values()))
     findings = []
     for edit in edits:
         of_label = [s for s in failing if s.failure.label == edit.label]
