@@ -68,13 +68,13 @@ def improve(conversation: Conversation) -> Reply:
     if isinstance(paths, str):
         return Reply(text=paths)
     history, prompt = paths
-    done = _results(conversation)
+    done = results_by_request(conversation)
     listing = done.get(("shell", find_command(history)))
     if listing is None:
-        return Reply(tool_calls=(_shell(find_command(history)),))
+        return Reply(tool_calls=(shell_call(find_command(history)),))
     files = listed_files(listing, history)
     if unread := [path for path in files if ("shell", cat_command(path)) not in done]:
-        return Reply(tool_calls=tuple(_shell(cat_command(path)) for path in unread))
+        return Reply(tool_calls=tuple(shell_call(cat_command(path)) for path in unread))
     failures = [f for path in files if (f := failure_in(done[("shell", cat_command(path))]))]
     if not failures:
         return Reply(
@@ -83,7 +83,7 @@ def improve(conversation: Conversation) -> Reply:
         )
     view = done.get(("editor", "view", prompt))
     if view is None:
-        return Reply(tool_calls=(_editor(command="view", path=prompt),))
+        return Reply(tool_calls=(editor_call(command="view", path=prompt),))
     lines = file_lines(view)
     edits = plan_edits(lines or [], failures)
     if not edits:
@@ -112,7 +112,7 @@ def _assignment(conversation: Conversation) -> tuple[str, str] | str:
     return paths[0], paths[1]
 
 
-def _results(conversation: Conversation) -> dict[tuple[str, ...], str]:
+def results_by_request(conversation: Conversation) -> dict[tuple[str, ...], str]:
     """Results of earlier tool calls by what was asked: ("shell", command) or
     ("editor", command, path)."""
     done = {}
@@ -147,7 +147,7 @@ def listed_files(listing: str, history: str) -> list[str]:
 
 
 def failure_in(output: str) -> Failure | None:
-    record = _json_object(output)
+    record = json_object(output)
     if record is None or record.get("kind") != "trajectory":
         return None
     score, status = record.get("score"), record.get("status")
@@ -160,7 +160,7 @@ def failure_in(output: str) -> Failure | None:
     return Failure(expected.strip(), task(text)[0])
 
 
-def _json_object(output: str) -> dict[str, Any] | None:
+def json_object(output: str) -> dict[str, Any] | None:
     """The JSON object in a tool output, tolerating wrappers around it."""
     start, end = output.find("{"), output.rfind("}")
     if start < 0 or end < start:
@@ -195,22 +195,26 @@ def file_lines(view: str) -> list[str] | None:
 def edit_calls(edits: list[Edit], lines: list[str] | None, prompt: str) -> tuple[ToolCall, ...]:
     if lines is None:
         text = "".join(edit.new_line + "\n" for edit in edits)
-        return (_editor(command="create", path=prompt, file_text=text),)
+        return (editor_call(command="create", path=prompt, file_text=text),)
     calls = [
-        _editor(command="str_replace", path=prompt, old_str=edit.rule.line, new_str=edit.new_line)
+        editor_call(
+            command="str_replace", path=prompt, old_str=edit.rule.line, new_str=edit.new_line
+        )
         for edit in edits
         if edit.rule is not None
     ]
     if added := [edit.new_line for edit in edits if edit.rule is None]:
         calls.append(
-            _editor(command="insert", path=prompt, insert_line=len(lines), new_str="\n".join(added))
+            editor_call(
+                command="insert", path=prompt, insert_line=len(lines), new_str="\n".join(added)
+            )
         )
     return tuple(calls)
 
 
-def _shell(command: str) -> ToolCall:
+def shell_call(command: str) -> ToolCall:
     return ToolCall("shell", {"command": command})
 
 
-def _editor(**arguments: Any) -> ToolCall:
+def editor_call(**arguments: Any) -> ToolCall:
     return ToolCall("editor", arguments)

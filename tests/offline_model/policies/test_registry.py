@@ -28,6 +28,8 @@ def test_the_model_list_names_every_simulator_model(server, client):
         "simulator/echo",
         "simulator/target",
         "simulator/worker",
+        "simulator/modular-worker",
+        "simulator/reviewer",
         "simulator/script:demo",
     ]
 

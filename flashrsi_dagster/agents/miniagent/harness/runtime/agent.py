@@ -1,7 +1,13 @@
-"""MiniAgent's loop: ask the model, run the tools it calls, repeat until it answers.
+"""MiniAgent's runtime: ask the model, run the tools it calls, repeat until it answers.
 
 `run(params, on_step)` takes plain dicts (no framework types) and returns the result dict;
 `on_step` receives the result so far after every turn, so a kill loses at most one turn.
+
+The five mechanisms an evolution may target each have a place of their own, a function whose
+docstring opens with the mechanism's name: the agent loop (`run`, `_turn`), context management
+(`build_context`), tool use (`use_tool`, and each tool's `_run` under `tools/`), observation
+management (`runtime/tool_result.py`) and task completion detection (`final_answer`). This file
+holds four of them, so it is shared between modules.
 """
 
 from __future__ import annotations
@@ -13,8 +19,9 @@ from typing import Any
 
 import openai
 
-from runtime.context import Cancelled
-from runtime.llm import LLM
+from runtime.context import Cancelled, Context
+from runtime.llm import LLM, Reply
+from runtime.tool_result import error_text, observation
 from runtime.workspace import load_workspace
 
 # Failures of the model endpoint, not of the agent: the framework may rerun these.
@@ -37,6 +44,9 @@ class TurnLimit(Exception):
 
 
 def run(params: dict[str, Any], on_step: Callable[[dict], None] | None = None) -> dict[str, Any]:
+    """Agent loop: load the harness, then one turn after another (a model call and the tools
+    it calls) until the model answers, the turn limit is reached or the run is cancelled;
+    every failure is recorded in the result, none raised."""
     result: dict[str, Any] = {
         "status": "running",
         "answer": None,
@@ -55,8 +65,7 @@ def run(params: dict[str, Any], on_step: Callable[[dict], None] | None = None) -
             # The task's files live in its environment, reachable only through the shell.
             ctx.shell_prefix = list(params["shell_prefix"])
             tools.pop("editor", None)
-            system += ENVIRONMENT_NOTE
-        result["messages"].insert(0, {"role": "system", "content": system})
+        result["messages"] = build_context(system, params["instruction"], ctx)
         llm = LLM(params["llm"])
         schemas = [tool.schema for tool in tools.values()]
         for _ in range(params.get("max_turns", 50)):
@@ -78,28 +87,54 @@ def run(params: dict[str, Any], on_step: Callable[[dict], None] | None = None) -
     return result
 
 
-def _turn(llm: LLM, schemas: list[dict], tools: dict, ctx, result: dict) -> bool:
-    """One model call and its tool calls; True when the model gave its final answer."""
+def _turn(llm: LLM, schemas: list[dict], tools: dict, ctx: Context, result: dict) -> bool:
+    """Agent loop: one model call and its tool calls; True when the model gave its final
+    answer."""
     reply = llm.complete(result["messages"], schemas)
     usage = result["usage"]
     usage["turns"] += 1
     usage["input_tokens"] += reply.input_tokens
     usage["output_tokens"] += reply.output_tokens
     result["messages"].append(reply.message)
-    if not reply.tool_calls:
-        result["answer"] = reply.text
+    answer = final_answer(reply)
+    if answer is not None:
+        result["answer"] = answer
         return True
     for call in reply.tool_calls:
         usage["tool_calls"] += 1
-        tool = tools.get(call["name"])
-        if tool is None:
-            output = f"Error: unknown tool {call['name']!r}; available: {', '.join(tools)}"
-        elif "_invalid_json" in call["arguments"]:
-            output = f"Error: arguments are not a JSON object: {call['arguments']['_invalid_json']}"
-        else:
-            output = tool.run(call["arguments"], ctx)
-        result["messages"].append({"role": "tool", "tool_call_id": call["id"], "content": output})
+        result["messages"].append(observation(call, use_tool(call, tools, ctx)))
     return False
+
+
+def build_context(system: str, instruction: str, ctx: Context) -> list[dict[str, Any]]:
+    """Context management: what the model is given to start from, the system prompt (with a
+    note when the task has its own environment) and the task; each turn then sends this
+    history, grown by the turns before it, whole."""
+    if ctx.shell_prefix:
+        system += ENVIRONMENT_NOTE
+    return [{"role": "system", "content": system}, {"role": "user", "content": instruction}]
+
+
+def use_tool(call: dict[str, Any], tools: dict, ctx: Context) -> str:
+    """Tool use: run one call the model made with the tool it names; an unknown tool or
+    arguments that are not a JSON object are the model's mistake, reported to it."""
+    tool = tools.get(call["name"])
+    if tool is None:
+        output = error_text(f"unknown tool {call['name']!r}; available: {', '.join(tools)}")
+    elif "_invalid_json" in call["arguments"]:
+        raw = call["arguments"]["_invalid_json"]
+        output = error_text(f"arguments are not a JSON object: {raw}")
+    else:
+        output = tool.run(call["arguments"], ctx)
+    return output
+
+
+def final_answer(reply: Reply) -> str | None:
+    """Task completion detection: the task is done when the model replies without a tool
+    call, and that reply's text is the answer; None while it still calls tools."""
+    if reply.tool_calls:
+        return None
+    return reply.text
 
 
 def _fail(result: dict, status: str, kind: str, exc: BaseException) -> None:

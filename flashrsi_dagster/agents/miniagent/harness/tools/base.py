@@ -1,4 +1,5 @@
-"""What tools share: the protocol, the error convention, schemas on disk, bounded output."""
+"""What tools share: the protocol, the error convention and schemas on disk. How their output
+and errors read to the model (`bound`, `error_text`) is `runtime/tool_result.py`'s."""
 
 from __future__ import annotations
 
@@ -8,10 +9,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from runtime.context import Context
+from runtime.tool_result import error_text
 
 DESCRIPTIONS = Path(__file__).parent / "descriptions"
-_MARKER = "\n[... {} characters truncated ...]\n"
-_MARKER_ROOM = 60  # characters kept free for the marker, whatever the count's width
 
 
 class Tool(Protocol):
@@ -36,13 +36,13 @@ class BaseTool(ABC):
 
     def run(self, arguments: dict[str, Any], ctx: Context) -> str:
         if not isinstance(arguments, dict):
-            return f"Error: arguments must be a JSON object, got {type(arguments).__name__}"
+            return error_text(f"arguments must be a JSON object, got {type(arguments).__name__}")
         try:
             return self._run(arguments, ctx)
         except ToolError as exc:
-            return f"Error: {exc}"
+            return error_text(exc)
         except OSError as exc:  # permissions, missing folders, full disk: still the task's data
-            return f"Error: {exc}"
+            return error_text(exc)
 
     @abstractmethod
     def _run(self, arguments: dict[str, Any], ctx: Context) -> str:
@@ -51,21 +51,6 @@ class BaseTool(ABC):
 
 def load_schema(name: str) -> dict[str, Any]:
     return json.loads((DESCRIPTIONS / f"{name}.json").read_text(encoding="utf-8"))
-
-
-def bound(text: str, limit: int, skipped: int = 0) -> str:
-    """At most `limit` characters: head and tail kept, the middle replaced by a marker.
-
-    `skipped` counts characters already dropped from the middle before `text` was built.
-    """
-    if len(text) <= limit and not skipped:
-        return text
-    if limit < _MARKER_ROOM:
-        return text[:limit]
-    room = limit - _MARKER_ROOM
-    head, tail = room // 2, room - room // 2
-    dropped = len(text) - room + skipped
-    return text[:head] + _MARKER.format(dropped) + text[len(text) - tail :]
 
 
 def string_arg(arguments: dict[str, Any], key: str, *, required: bool = True) -> str | None:

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from runtime.context import Context
+from runtime.tool_result import bound
 
-from tools.base import BaseTool, ToolError, bound, int_arg, string_arg
+from tools.base import BaseTool, ToolError, int_arg, string_arg
 
 SNIPPET_CONTEXT = 4  # lines shown around an edit
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from runtime.context import Context
+from runtime.tool_result import bound
 from runtime.workspace import discover_skills, split_frontmatter
 
-from tools.base import BaseTool, ToolError, bound, string_arg
+from tools.base import BaseTool, ToolError, string_arg
 
 
 class ReadSkillTool(BaseTool):

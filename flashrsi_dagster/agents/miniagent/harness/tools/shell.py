@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from runtime.context import Cancelled, Context
+from runtime.tool_result import bound
 
-from tools.base import BaseTool, ToolError, bound, string_arg
+from tools.base import BaseTool, ToolError, string_arg
 
 POLL = 0.05  # seconds between checks of exit, deadline and ctx.cancel
 GRACE = 0.5  # seconds between SIGTERM and SIGKILL
@@ -31,6 +32,8 @@ class ShellTool(BaseTool):
     name = "shell"
 
     def _run(self, arguments: dict[str, Any], ctx: Context) -> str:
+        """Tool use: one bash command in the task's folder (or its environment), stopped at
+        its timeout; the answer is its exit status and its bounded output."""
         command = string_arg(arguments, "command")
         if not command.strip() or "\0" in command:
             raise ToolError("'command' must be non-empty text without NUL characters")
