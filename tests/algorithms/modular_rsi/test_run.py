@@ -252,3 +252,33 @@ def test_the_reference_folders_are_gone_even_when_the_merge_fails(tmp_path):
         assert not [p for p in where.rglob("*") if p.name in (".branches", "copied")]
     worker = read_record(algo.layout.step("integration", 0, "worker"), Trajectory)
     assert "context_management" in json.dumps(worker.messages)  # the references were there
+
+
+def test_the_offline_demo_rejects_and_accepts_edits_and_merges_a_shared_file(tmp_path):
+    """`examples/modular_rsi.yaml` with the simulator's ModularRSI Worker policy."""
+    example = Path(__file__).parents[3] / "examples" / "modular_rsi.yaml"
+    config = load_config(example, ["--experiment.home", str(tmp_path / "home")])
+    algo = ModularRSI(open_experiment(config), log=lambda _: None)
+    state = algo.run()
+    statuses = {(s.slot, s.status) for s in state.steps.values()}
+    assert ("agent_loop", "rejected") in statuses and ("context_management", "accepted") in statuses
+    rejected = state.step("agent_loop", 0)
+    assert rejected.reason.startswith("review gate") and "responsibility" in rejected.reason
+    store, seed = algo.experiment.snapshots, algo.seed()
+    sharing = [
+        m
+        for m in ("context_management", "task_completion_detection")
+        if "runtime/agent.py"
+        in [c.path for c in store.changed_paths(seed, state.current(m, 99, seed.id))]
+    ]
+    assert len(sharing) == 2  # two branches changed the shared file
+    merge = state.step("integration", 0)
+    assert merge.status == "accepted" and merge.check is not None and merge.check.passed
+    merged = store.read_file_at(merge.current_id, "runtime/agent.py").decode()
+    for module in sharing:
+        branch = store.read_file_at(state.current(module, 99, seed.id), "runtime/agent.py").decode()
+        added = set(branch.splitlines()) - set(
+            store.read_file_at(seed, "runtime/agent.py").decode().splitlines()
+        )
+        assert added and added <= set(merged.splitlines())  # each branch's lines are in the merge
+    assert state.promotion is not None and state.test is not None and state.test.test_tasks == 9
