@@ -9,9 +9,8 @@ as a rejection. A Worker failure aborts. After `max_steps`, the best dev score i
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
-from functools import cached_property, wraps
+from functools import cached_property
 from pathlib import Path
 from typing import ClassVar
 
@@ -38,6 +37,7 @@ from flashrsi_dagster.algorithms.meta_harness.records import (
     RoundRecord,
     TestResult,
 )
+from flashrsi_dagster.algorithms.turns import one_step_at_a_time
 from flashrsi_dagster.benchmarks.base import Benchmark, Task
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
@@ -54,25 +54,6 @@ from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.rollouts.scores import scores_frame, summary
 from flashrsi_dagster.scratch import scratch_dir
 from flashrsi_dagster.snapshots import Snapshot
-
-
-def _one_step_at_a_time[**P, R](step: Callable[P, R]) -> Callable[P, R]:
-    """Run `step` holding the experiment's step lock, from its order check to its last
-    write: a step launched meanwhile by another process waits, then reads the records."""
-
-    @wraps(step)
-    def locked(*args: P.args, **kwargs: P.kwargs) -> R:
-        self: MetaHarness = args[0]  # type: ignore[assignment]
-        waiting = lambda: self.log(  # noqa: E731
-            f"{step.__name__}: waiting for another run of this experiment to end its step"
-        )
-        with self.experiment.step_lock.held(waiting):
-            replaced = self.experiment.config_replaced()
-            if replaced is not None:
-                raise StepOrderError(replaced)
-            return step(*args, **kwargs)
-
-    return locked
 
 
 class MetaHarness:
@@ -169,7 +150,7 @@ class MetaHarness:
 
     # -- steps ----------------------------------------------------------------------------
 
-    @_one_step_at_a_time
+    @one_step_at_a_time
     def seed(self) -> Snapshot:
         """The seed snapshot: made from the role's harness once, then always that one, even
         if the folder has changed since (a re-evaluated round 0 must not fork the search)."""
@@ -182,7 +163,7 @@ class MetaHarness:
             return made[0]
         return store.create_seed(harness_dir(self.experiment.config.agent), metadata={"round": 0})
 
-    @_one_step_at_a_time
+    @one_step_at_a_time
     def evaluate_seed(self) -> RoundRecord:
         seed = self.seed()
         return self._evaluate(0, seed, parent_id=None)
@@ -196,13 +177,13 @@ class MetaHarness:
         """The scores table of round k's dev evaluation (empty for a rejected step)."""
         return scores_frame(self.round_rollouts(k))
 
-    @_one_step_at_a_time
+    @one_step_at_a_time
     def propose(self, k: int) -> RoundRecord:
         """Step k whole: the Worker's edit, then its evaluation (or the rejection)."""
         self.edit(k)
         return self.finish_round(k)
 
-    @_one_step_at_a_time
+    @one_step_at_a_time
     def edit(self, k: int) -> EditRecord:
         """The Worker's edit of step k (read back if it was already made). A new edit waits
         for every earlier round: the Worker's history must be complete."""
@@ -222,7 +203,7 @@ class MetaHarness:
             raise StepOrderError(f"the Worker's edit of round {k} refused: {reason}")
         return self._edit(k)
 
-    @_one_step_at_a_time
+    @one_step_at_a_time
     def finish_round(self, k: int) -> RoundRecord:
         """Evaluate step k's committed candidate on dev, or record its rejection."""
         edit = read_optional(self.layout.edit(k), EditRecord)
@@ -239,7 +220,7 @@ class MetaHarness:
         self.log(f"round {k}: {status} — {edit.reason}")
         return record
 
-    @_one_step_at_a_time
+    @one_step_at_a_time
     def promote(self) -> Promotion:
         """The best dev score over all rounds, once every round has its result. Before the
         sealed test it re-ranks whenever a round's score changed; after it, the promotion is
@@ -263,7 +244,7 @@ class MetaHarness:
         self.log(f"promoted round {best_round} ({best_id[:12]}), dev score {best_score:.3f}")
         return promotion
 
-    @_one_step_at_a_time
+    @one_step_at_a_time
     def evaluate_round(self, k: int, *, again: bool = False) -> RoundRecord:
         """Round k's evaluation, read back if it was made; `again`: from scratch, as a
         rematerialization of the round asks (see `restart_round`)."""
@@ -280,7 +261,7 @@ class MetaHarness:
                 archived = path.with_name(f"{path.stem}.replaced-{stamp}{path.suffix}")
                 self.experiment.records.move(path, archived)
 
-    @_one_step_at_a_time
+    @one_step_at_a_time
     def sealed_test(self) -> TestResult:
         state = self._require_turn("sealed_test")
         self.experiment.records.verify()  # neither the promotion nor a result may be forged

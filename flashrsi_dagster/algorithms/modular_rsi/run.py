@@ -14,8 +14,7 @@ seed; the sealed test runs once. Dev takes no part.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
-from functools import cached_property, wraps
+from functools import cached_property
 from pathlib import Path
 from typing import ClassVar
 
@@ -38,6 +37,7 @@ from flashrsi_dagster.algorithms.modular_rsi.records import (
     TestResult,
 )
 from flashrsi_dagster.algorithms.modular_rsi.steps import BranchStep, IntegrationStep
+from flashrsi_dagster.algorithms.turns import one_step_at_a_time
 from flashrsi_dagster.benchmarks.base import Benchmark, Task
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
@@ -49,22 +49,6 @@ from flashrsi_dagster.rollouts.engine import Progress, Settings, evaluate_snapsh
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.rollouts.scores import scores_frame, summary
 from flashrsi_dagster.snapshots import Snapshot
-
-
-def _one_step_at_a_time[**P, R](step: Callable[P, R]) -> Callable[P, R]:
-    """Hold the experiment's step lock from the order check to the last write."""
-
-    @wraps(step)
-    def locked(*args: P.args, **kwargs: P.kwargs) -> R:
-        self: ModularRSI = args[0]  # type: ignore[assignment]
-        waiting = lambda: self.log(f"{step.__name__}: waiting for another step to end")  # noqa: E731
-        with self.experiment.step_lock.held(waiting):
-            replaced = self.experiment.config_replaced()
-            if replaced is not None:
-                raise StepOrderError(replaced)
-            return step(*args, **kwargs)
-
-    return locked
 
 
 def make_schedule(train: list[str], epochs: int, batch_size: int, seed: int) -> Schedule:
@@ -230,7 +214,7 @@ class ModularRSI:
 
     # -- steps ----------------------------------------------------------------------------
 
-    @_one_step_at_a_time
+    @one_step_at_a_time
     def branch_step(self, module: str, k: int) -> StepRecord:
         """Step k of the module's branch (read back if it was made)."""
         done = read_optional(self.layout.step(module, k), StepRecord)
@@ -245,7 +229,7 @@ class ModularRSI:
         self.log(f"{module} step {k}: {record.status} — {record.reason}")
         return record
 
-    @_one_step_at_a_time
+    @one_step_at_a_time
     def integrate(self, r: int) -> StepRecord:
         """Integration round r: the merge, or a repair of the merged version."""
         done = read_optional(self.layout.step(INTEGRATION, r), StepRecord)
@@ -258,7 +242,7 @@ class ModularRSI:
         self.log(f"integration round {r}: {record.status} — {record.reason}")
         return record
 
-    @_one_step_at_a_time
+    @one_step_at_a_time
     def promote(self) -> Promotion:
         """The version the integration leaves: its last accepted merge if that runs on every
         evolution task, else the first accepted merge that did, else the seed. Frozen."""
@@ -274,7 +258,7 @@ class ModularRSI:
         self.log(f"promoted {promotion.snapshot_id[:12]} ({promotion.source}): {promotion.reason}")
         return promotion
 
-    @_one_step_at_a_time
+    @one_step_at_a_time
     def sealed_test(self) -> TestResult:
         state = self.read_state()
         missing = still_missing(state, self.plan, "sealed_test")
