@@ -209,11 +209,9 @@ def _stored_config(home: Path, name: str) -> ExperimentConfig | None:
 
 
 def _drive(experiment) -> int:
-    from flashrsi_dagster.defs import ALGORITHM_DEFS
+    from flashrsi_dagster.algorithms.registry import open_algorithm
     from flashrsi_dagster.jobs.cli_driver import drive, summary
 
-    if experiment.config.algorithm.name not in ALGORITHM_DEFS:
-        return _drive_engine(experiment)
     try:
         state = drive(experiment, say=lambda line: print(line, flush=True))
     except IntegrityError as exc:
@@ -224,27 +222,8 @@ def _drive(experiment) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILED
     print(summary(experiment, state))
-    return EXIT_FAILED if any(r.status == "worker_failed" for r in state.rounds) else EXIT_OK
-
-
-def _drive_engine(experiment) -> int:
-    """An algorithm whose Dagster job is not written yet (ModularRSI, for now) runs on the
-    engine alone, in this process, with the same records, order checks and sealed test."""
-    from flashrsi_dagster.algorithms.registry import open_algorithm
-
-    algorithm = open_algorithm(experiment, log=lambda line: print(line, flush=True))
-    name = experiment.config.experiment.name
-    try:
-        algorithm.run()  # type: ignore[attr-defined]
-    except IntegrityError as exc:
-        print(f"error: experiment {name!r} refused: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except RuntimeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    last = algorithm.next_step(algorithm.read_state())
-    print(f"experiment {name}: {last.action}; records in {experiment.paths.root}")
-    return EXIT_FAILED if last.action == "aborted" else EXIT_OK
+    aborted = open_algorithm(experiment, log=lambda _: None).next_step(state).action == "aborted"
+    return EXIT_FAILED if aborted else EXIT_OK
 
 
 def _ui(args: argparse.Namespace) -> int:

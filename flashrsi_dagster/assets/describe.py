@@ -53,7 +53,12 @@ def snapshot_link(
 
 
 def snapshot(
-    store: SnapshotStore, info: dict, partitions: AlgorithmPartitions, name: str, asset: dg.AssetKey
+    store: SnapshotStore,
+    info: dict,
+    partitions: AlgorithmPartitions,
+    name: str,
+    asset: dg.AssetKey,
+    slot: str = ONLY_SLOT,
 ) -> dict[str, Any]:
     metadata: dict[str, Any] = {
         "snapshot_id": info.get("snapshot_id") or "-",
@@ -63,7 +68,7 @@ def snapshot(
     }
     parent_round = info.get("parent_round", 0 if info.get("parent_id") else None)
     if parent_round is not None:
-        metadata["parent"] = snapshot_link(partitions, asset, name, parent_round, ONLY_SLOT)
+        metadata["parent"] = snapshot_link(partitions, asset, name, parent_round, slot)
     child, parent = info.get("snapshot_id"), info.get("parent_id")
     if child and parent:
         stats = store.diff_stats(parent, child)
@@ -313,6 +318,8 @@ def sealed_checks(algorithm, state, threshold: float, asset: dg.AssetKey, where:
         asset_key=asset,
         passed=overlap is None,
     )
+    if getattr(chosen, "dev_score", None) is None:
+        return  # an algorithm that does not select on dev (ModularRSI) has no gap to warn of
     gap = chosen.dev_score - test.test_score
     yield check_result(
         where,

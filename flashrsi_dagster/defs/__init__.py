@@ -8,8 +8,9 @@ import dagster as dg
 
 from flashrsi_dagster.defs.base import AlgorithmDefs
 from flashrsi_dagster.defs.meta_harness import DEFS as META_HARNESS
+from flashrsi_dagster.defs.modular_rsi import DEFS as MODULAR_RSI
 
-ALGORITHM_DEFS: dict[str, AlgorithmDefs] = {META_HARNESS.name: META_HARNESS}
+ALGORITHM_DEFS: dict[str, AlgorithmDefs] = {d.name: d for d in (META_HARNESS, MODULAR_RSI)}
 
 
 def defs_for(algorithm: str) -> AlgorithmDefs:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from flashrsi_dagster.algorithms.base import Step
+from flashrsi_dagster.algorithms.registry import open_algorithm
 from flashrsi_dagster.defs import defs_for
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.jobs.in_process import InProcessRuns
@@ -43,38 +43,19 @@ def drive_on(instance: dg.DagsterInstance, experiment: Experiment, say: Say = pr
             say(f"== {step.describe()}")
             if not runs.execute(algorithm.name, name, step):
                 raise RuntimeError(f"{step.describe()} failed: {runs.failure}")
-            say(_progress(experiments.algorithm(name).read_state(), step))
+            opened = experiments.algorithm(name)
+            say(opened.step_line(opened.read_state(), step))
         return experiments.algorithm(name).read_state()
     finally:
         experiments.close()
 
 
-def _progress(state, step: Step) -> str:
-    if step.round is not None:
-        r = state.round(step.round)
-        score = "" if r.dev_score is None else f", dev score {r.dev_score:.3f}"
-        return f"   round {r.round}: {r.status}{score}" + (f" — {r.reason}" if r.reason else "")
-    if state.test is not None:
-        return f"   sealed test of the promoted snapshot: {state.test.test_score:.3f}"
-    return "   promoted" if state.promotion else "   done"
-
-
 def summary(experiment: Experiment, state) -> str:
+    """The experiment in a few lines, as its algorithm puts it."""
     lines = [f"experiment {experiment.config.experiment.name}"]
     note = experiment.meta.validity_note()
     if note:
         lines.append(f"  {note}")
-    for r in state.rounds:
-        score = "-" if r.dev_score is None else f"{r.dev_score:.3f}"
-        detail = f" ({r.reason})" if r.reason else ""
-        lines.append(f"  round {r.round}: {r.status:<13} dev {score}{detail}")
-    if state.promotion:
-        p = state.promotion
-        lines.append(f"  promoted: round {p.round}, {p.snapshot_id[:12]}, dev {p.dev_score:.3f}")
-    if state.test:
-        lines.append(
-            f"  sealed test: {state.test.test_score:.3f} over {state.test.test_tasks} tasks"
-        )
-    if any(r.status == "worker_failed" for r in state.rounds):
-        lines.append("  aborted: the Worker failed (its trajectory is kept in the records)")
+    algorithm = open_algorithm(experiment, log=lambda _: None)
+    lines += [f"  {line}" for line in algorithm.summary(state)]
     return "\n".join(lines)

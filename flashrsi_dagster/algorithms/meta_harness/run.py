@@ -19,6 +19,7 @@ import pandas as pd
 from flashrsi_dagster.agents import Agent, harness_dir
 from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
+from flashrsi_dagster.algorithms.meta_harness import report
 from flashrsi_dagster.algorithms.meta_harness.history import HISTORY, HistoryView
 from flashrsi_dagster.algorithms.meta_harness.plan import (
     SLOT,
@@ -108,6 +109,12 @@ class MetaHarness:
 
     def next(self) -> Step:
         return self.next_step(self.read_state())
+
+    def step_line(self, state: State, step: Step) -> str:
+        return report.step_line(state, step)
+
+    def summary(self, state: State) -> list[str]:
+        return report.summary(state)
 
     def _require_turn(self, action: str) -> State:
         """The state, if `action` may run now; else StepOrderError, nothing changed."""

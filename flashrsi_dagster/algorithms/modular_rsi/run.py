@@ -21,6 +21,8 @@ from typing import ClassVar
 from flashrsi_dagster.agents import Agent, harness_dir
 from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
+from flashrsi_dagster.algorithms.modular_rsi import report
+from flashrsi_dagster.algorithms.modular_rsi.groups import remember
 from flashrsi_dagster.algorithms.modular_rsi.plan import (
     Plan,
     State,
@@ -45,7 +47,12 @@ from flashrsi_dagster.config.algorithms import ModularRSIConfig
 from flashrsi_dagster.config.modules import INTEGRATION, ordered
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.records import Trajectory, read_optional
-from flashrsi_dagster.rollouts.engine import Progress, Settings, evaluate_snapshot
+from flashrsi_dagster.rollouts.engine import (
+    Progress,
+    Settings,
+    evaluate_snapshot,
+    final_trajectories,
+)
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.rollouts.scores import scores_frame, summary
 from flashrsi_dagster.snapshots import Snapshot
@@ -79,6 +86,7 @@ class ModularRSI:
         self.config: ModularRSIConfig = experiment.config.algorithm  # type: ignore[assignment]
         self.modules = ordered(self.config.modules)
         self.layout = Layout.of(experiment.paths.records)
+        self.settings = Settings.of(experiment.config.benchmark)
         self.log, self.progress = log, progress
         self._agents: dict[str, Agent] = {}
 
@@ -102,6 +110,12 @@ class ModularRSI:
 
     def next(self) -> Step:
         return self.next_step(self.read_state())
+
+    def step_line(self, state: State, step: Step) -> str:
+        return report.step_line(state, step)
+
+    def summary(self, state: State) -> list[str]:
+        return report.summary(state)
 
     def do(self, step: Step) -> None:
         if step.action == "branch" and step.slot in self.modules and step.round is not None:
@@ -185,10 +199,23 @@ class ModularRSI:
     def reviewer(self) -> Agent:
         return self.agent("reviewer" if self.config.review_by == "reviewer" else "worker")
 
+    def step_rollouts(self, slot: str, k: int) -> list[Trajectory]:
+        """The final rollouts of a step: a branch step's batch, an integration's full check."""
+        path = self.layout.check(k) if slot == INTEGRATION else self.layout.rollouts(slot, k)
+        return final_trajectories(RolloutRecord(path), self.settings.max_infra_reruns)
+
+    def memory(self, module: str, *, before: int) -> dict[str, Trajectory]:
+        """The module's earliest success of each task in its batches before step `before`;
+        nothing of another module's."""
+        memory: dict[str, Trajectory] = {}
+        for j in range(before):
+            memory = remember(memory, self.step_rollouts(module, j))
+        return memory
+
     def rollouts(
         self, snapshot: Snapshot, tasks: tuple[Task, ...], path: Path, attempts: int
     ) -> list[Trajectory]:
-        settings = Settings.of(self.experiment.config.benchmark)
+        settings = self.settings
         return evaluate_snapshot(
             self.experiment.snapshots,
             snapshot,
@@ -270,7 +297,7 @@ class ModularRSI:
         assert state.promotion is not None
         tasks = load_splits(self.experiment.config.benchmark, self.benchmark).unseal_test()
         snapshot = self.experiment.snapshots.get(state.promotion.snapshot_id)
-        settings = Settings.of(self.experiment.config.benchmark)
+        settings = self.settings
         final = evaluate_snapshot(
             self.experiment.snapshots,
             snapshot,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from flashrsi_dagster.algorithms.modular_rsi import gates, prompts
 from flashrsi_dagster.algorithms.modular_rsi.findings import rank_targets
-from flashrsi_dagster.algorithms.modular_rsi.groups import group_rollouts, remember
+from flashrsi_dagster.algorithms.modular_rsi.groups import group_rollouts
 from flashrsi_dagster.algorithms.modular_rsi.plan import State
 from flashrsi_dagster.algorithms.modular_rsi.protocol import (
     ProtocolError,
@@ -36,8 +36,6 @@ from flashrsi_dagster.algorithms.modular_rsi.summary import summarize
 from flashrsi_dagster.benchmarks.base import SystemicFault, Task
 from flashrsi_dagster.config.modules import INTEGRATION, all_files
 from flashrsi_dagster.records import Status, Trajectory
-from flashrsi_dagster.rollouts.engine import final_trajectories
-from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.scratch import scratch_dir
 from flashrsi_dagster.snapshots import Snapshot
 
@@ -212,19 +210,10 @@ class BranchStep(_Step):
         except Exception as exc:  # a benchmark's rollout or scoring protocol broke
             return [], f"{type(exc).__name__}: {exc}"
 
-    def memory(self) -> dict[str, Trajectory]:
-        """The module's earliest success of each task, from its earlier batches only."""
-        memory: dict[str, Trajectory] = {}
-        reruns = self.a.experiment.config.benchmark.max_infra_reruns
-        for j in range(self.k):
-            record = RolloutRecord(self.a.layout.rollouts(self.slot, j))
-            memory = remember(memory, final_trajectories(record, reruns))
-        return memory
-
     def analyse(
         self, parent: Snapshot, final: list[Trajectory], batch_error: str | None
     ) -> FindingsRecord:
-        memory = self.memory()
+        memory = self.a.memory(self.slot, before=self.k)
         groups = group_rollouts(final, memory)
         text = summarize(groups, self.a.config.prompt_budget)
         if batch_error:

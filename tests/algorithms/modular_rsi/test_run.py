@@ -155,7 +155,9 @@ def test_flashrsi_run_drives_it_to_the_sealed_test_and_resume_adds_nothing(tmp_p
     path = write_config(tmp_path, script_model(name, [findings()] * 5))
     assert main(["run", "--config", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "promoted" in out and "sealed test of" in out and "experiment mrsi: done" in out
+    assert "== branch (round 0, agent_loop)" in out and "== integrate" not in out
+    assert "promoted: " in out and "(seed): no branch changed the seed" in out
+    assert "sealed test: " in out
     layout = Layout.of(tmp_path / "home" / "mrsi" / "records")
     test_record = layout.test.read_bytes()
     assert (
