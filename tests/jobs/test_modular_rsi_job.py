@@ -1,0 +1,87 @@
+"""ModularRSI through a real Dagster instance: every step a run of its job, requested by the
+same step -> run mapping the round driver sensor uses; the branch grid's partitions; the
+order kept when the UI asks out of turn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+
+from flashrsi_dagster.algorithms.base import Step
+from flashrsi_dagster.algorithms.registry import open_algorithm
+from flashrsi_dagster.assets.modular_rsi import PARTITIONS, key
+from flashrsi_dagster.config import load_config
+from flashrsi_dagster.defs import defs_for
+from flashrsi_dagster.experiment import open_experiment
+from flashrsi_dagster.jobs.cli_driver import drive_on
+from flashrsi_dagster.jobs.in_process import InProcessRuns
+from flashrsi_dagster.resources import ExperimentsResource
+from flashrsi_dagster.sensors import round_driver
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "modular_rsi.yaml"
+MRSI = defs_for("modular_rsi")
+
+
+def _experiment(tmp_path: Path):
+    return open_experiment(load_config(EXAMPLE, ["--experiment.home", str(tmp_path / "home")]))
+
+
+def test_the_sensor_asks_for_the_first_branch_step_of_the_first_module(tmp_path):
+    experiment = _experiment(tmp_path)
+    name, home = experiment.config.experiment.name, str(tmp_path / "home")
+    with dg.instance_for_test() as instance:
+        MRSI.register(instance, name, open_algorithm(experiment))
+        with dg.build_sensor_context(
+            instance=instance, resources={"experiments_home": ExperimentsResource.at(home)}
+        ) as context:
+            (request,) = round_driver(context).run_requests
+        candidates = instance.get_dynamic_partitions(PARTITIONS.candidates.name)
+    assert request.job_name == "modular_rsi"
+    assert request.partition_key == str(PARTITIONS.key(name, 0, "agent_loop"))
+    assert request.run_key == f"{name}:branch:r000.agent_loop"
+    # the grid: every module's steps (2 batches) and the integration rounds, registered up front
+    assert {"r000.agent_loop", "r001.task_completion_detection", "r001.integration"} <= set(
+        candidates
+    )
+
+
+def test_the_whole_job_runs_through_dagster_and_its_grid_shows_each_branch(tmp_path):
+    experiment = _experiment(tmp_path)
+    name = experiment.config.experiment.name
+    with dg.instance_for_test() as instance:
+        state = drive_on(instance, experiment, say=lambda _: None)
+        gates = instance.get_materialized_partitions(key("gates"))
+        runs = instance.get_runs(filters=dg.RunsFilter(job_name="modular_rsi"))
+        finals = instance.get_runs(filters=dg.RunsFilter(job_name="modular_rsi_finalize"))
+        promoted = instance.get_materialized_partitions(key("promotion"))
+        tested = instance.get_materialized_partitions(key("sealed_test_score"))
+        event = instance.get_latest_materialization_event(dg.AssetKey(["modular_rsi", "gates"]))
+    assert state.test is not None and state.promotion is not None
+    assert promoted == {name} and tested == {name}
+    expected = {str(PARTITIONS.key(name, r.round, r.slot)) for r in state.steps.values()}
+    assert gates == expected and len(runs) == len(state.steps)
+    assert {
+        str(PARTITIONS.key(name, 0, "agent_loop")),
+        str(PARTITIONS.key(name, 0, "integration")),
+    } <= gates
+    assert all(r.is_success for r in [*runs, *finals])
+    assert event is not None  # each step describes its gates (the review's text among them)
+    metadata = event.asset_materialization.metadata
+    assert {"outcome", "gates", "review_text", "continues_from"} <= set(metadata)
+
+
+def test_the_promotion_and_the_sealed_test_refuse_mid_search_and_write_nothing(tmp_path):
+    experiment = _experiment(tmp_path)
+    name, home = experiment.config.experiment.name, str(tmp_path / "home")
+    records = experiment.paths.records / "modular_rsi"
+    with dg.instance_for_test() as instance:
+        MRSI.register(instance, name, open_algorithm(experiment))
+        runs = InProcessRuns(instance, home)
+        assert runs.execute("modular_rsi", name, Step("branch", 0, "agent_loop"))
+        assert not runs.execute("modular_rsi", name, Step("promote"))
+        assert "promotion refused: the search is not finished" in (runs.failure or "")
+        assert not runs.execute("modular_rsi", name, Step("sealed_test"))
+        assert not runs.execute("modular_rsi", name, Step("branch", 1, "tool_use"))
+        assert "comes first" in (runs.failure or "")
+    assert not (records / "promotion.json").exists() and not (records / "test.json").exists()
