@@ -29,6 +29,8 @@ from flashrsi_dagster.resources import ExperimentsResource
 from tests.jobs.chromium import CHROMIUM, Chromium
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
+MODULAR = Path(__file__).parents[2] / "examples" / "modular_rsi.yaml"
+MODULAR_DEMO = "modular-rsi-demo"
 BIN = Path(sys.executable).parent
 DEMO, OTHER, FROM_UI = "meta-harness-demo", "other", "from-ui"
 GROUP_ASSETS = ["snapshot", "trajectories", "scores", "failure_map", "paired_stats", "promotion"]
@@ -81,8 +83,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _flashrsi_run(root: Path, config: Path, *overrides: str) -> None:
-    limits = ["--benchmark.limit", "4", "--algorithm.max_steps", "1"]
+def _flashrsi_run(root: Path, config: Path, *overrides: str, limits: tuple[str, ...] = ()) -> None:
+    limits = limits or ("--benchmark.limit", "4", "--algorithm.max_steps", "1")
     command = [str(BIN / "flashrsi"), "run", "--config", str(config), *limits, *overrides]
     command += ["--experiment.home", str(root / ".flashrsi")]
     run = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=600)
@@ -126,6 +128,7 @@ def ui(tmp_path_factory):
     shutil.copyfile(EXAMPLE, config)
     _flashrsi_run(root, config)
     _flashrsi_run(root, config, "--experiment.name", OTHER)
+    _flashrsi_run(root, MODULAR, limits=("--benchmark.limit", "9"))
     port = _free_port()
     module = ["-m", "flashrsi_dagster.definitions"]
     webserver = [str(BIN / "dagster-webserver"), *module, "-h", "127.0.0.1", "-p", str(port)]
@@ -473,3 +476,24 @@ def test_previewing_the_nightly_schedule_creates_nothing(ui, screens):
 
     after = _state(ui)
     assert after == before and not any("nightly" in f for f in after[0])
+
+
+def test_the_modular_rsi_branch_grid_and_a_rejected_edits_review(ui, screens):
+    grid = screens.open(
+        "/assets/modular_rsi/gates?view=partitions", "r000.agent_loop", "r000.integration"
+    )
+    screens.shot("6-modular-rsi-branch-grid")
+    assert MODULAR_DEMO in grid and "r001.context_management" in grid
+    query = """query($partitions: [String!]) {
+      assetOrError(assetKey: {path: ["modular_rsi", "gates"]}) { ... on Asset {
+        assetMaterializations(partitions: $partitions) { metadataEntries { label
+          ... on MarkdownMetadataEntry { mdStr } ... on TextMetadataEntry { text } } } } } }"""
+    partition = f"r000.agent_loop|{MODULAR_DEMO}"
+    (event,) = ui.gql(query, partitions=[partition])["assetOrError"]["assetMaterializations"]
+    meta = _metadata(event)
+    assert meta["outcome"] == "rejected" and "review gate" in meta["reason"]
+    assert "responsibility" in meta["review_text"] and "**fail**" in meta["gates"]
+    screens.open(
+        f"/assets/modular_rsi/gates?view=partitions&partition={quote(partition)}", "review_text"
+    )
+    screens.shot("6-modular-rsi-rejected-edit")
