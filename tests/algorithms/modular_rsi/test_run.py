@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from flashrsi_dagster import scratch
+from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.algorithms.base import StepOrderError
 from flashrsi_dagster.algorithms.modular_rsi.records import Layout
 from flashrsi_dagster.algorithms.modular_rsi.run import ModularRSI
@@ -266,6 +267,9 @@ def test_the_offline_demo_rejects_and_accepts_edits_and_merges_a_shared_file(tmp
     assert ("agent_loop", "rejected") in statuses and ("context_management", "accepted") in statuses
     rejected = state.step("agent_loop", 0)
     assert rejected.reason.startswith("review gate") and "responsibility" in rejected.reason
+    # a branch continues from its accepted candidate, edited again in a fresh checkout of it
+    first, second = state.step("context_management", 0), state.step("context_management", 1)
+    assert first.status == "accepted" and second.parent_id == first.current_id
     store, seed = algo.experiment.snapshots, algo.seed()
     sharing = [
         m
@@ -284,3 +288,150 @@ def test_the_offline_demo_rejects_and_accepts_edits_and_merges_a_shared_file(tmp
         )
         assert added and added <= set(merged.splitlines())  # each branch's lines are in the merge
     assert state.promotion is not None and state.test is not None and state.test.test_tasks == 9
+
+
+def _branch_then(tmp_path, integration: list[dict], **algorithm) -> ModularRSI:
+    """context_management accepts one prompt rule (the others find nothing); then the
+    integration's Worker replies `integration` (merge, review, repair, …)."""
+    probe = opened(tmp_path / "probe", [say()])
+    task = probe.schedule.batches[0][0]
+    finding = {"file": "prompts/system.md", "tasks": [task], "reason": "r", "change": "c"}
+    branches = [
+        findings(),
+        findings(),
+        findings(),
+        findings(finding),
+        shell(f"printf '\\n{RULE}\\n' >> prompts/system.md"),
+        say(),
+        verdict("accept"),
+        findings(),
+    ]
+    return opened(tmp_path, [*branches, *integration], **algorithm)
+
+
+BREAK = "printf 'raise RuntimeError(\"the merge broke\")\\n' >> runtime/agent.py"
+MERGE = "cp .branches/context_management/prompts/system.md prompts/"
+
+
+def test_a_merge_that_breaks_is_repaired_from_the_branch_references(tmp_path):
+    integration = [
+        shell(f"{MERGE} && {BREAK}"),
+        say("merged"),
+        verdict("accept"),
+        shell("cp .branches/context_management/runtime/agent.py runtime/agent.py"),
+        say("repaired"),
+        verdict("accept"),
+    ]
+    algo = _branch_then(tmp_path, integration, integration_rounds=1)
+    state = algo.run()
+    merge, repair = state.step("integration", 0), state.step("integration", 1)
+    assert merge.phase == "merge" and merge.status == "accepted" and merge.more
+    assert merge.check is not None and len(merge.check.runtime_errors) == merge.check.tasks
+    assert repair.phase == "repair" and repair.parent_id == merge.current_id
+    assert repair.check is not None and repair.check.passed
+    worker = read_record(algo.layout.step("integration", 1, "worker"), Trajectory)
+    assert "Runs that broke" in json.dumps(worker.messages)  # the repair was told what broke
+    assert state.promotion.source == "final_merge"
+    assert state.promotion.snapshot_id == repair.current_id
+
+
+def test_a_merge_that_still_breaks_falls_back_to_the_seed(tmp_path):
+    integration = [shell(f"{MERGE} && {BREAK}"), say(), verdict("accept"), say("cannot fix")]
+    algo = _branch_then(tmp_path, integration, integration_rounds=1)
+    state = algo.run()
+    assert state.step("integration", 1).status == "no_change"
+    assert state.promotion.source == "seed" and state.promotion.snapshot_id == algo.seed().id
+    assert "still breaks" in state.promotion.reason
+    assert state.test is not None and state.test.snapshot_id == algo.seed().id
+
+
+def test_the_promotion_rule_last_merge_then_first_passing_merge_then_seed():
+    from flashrsi_dagster.algorithms.modular_rsi.plan import State
+    from flashrsi_dagster.algorithms.modular_rsi.records import Check, StepRecord
+    from flashrsi_dagster.algorithms.modular_rsi.run import choose
+
+    def merge(k: int, version: str, broken: list[str]) -> StepRecord:
+        check = Check(snapshot_id=version, score=0.5, tasks=2, runtime_errors=broken, failed=[])
+        return StepRecord(
+            slot="integration",
+            round=k,
+            phase="merge" if k == 0 else "repair",
+            status="accepted",
+            parent_id="p",
+            current_id=version,
+            reason="r",
+            check=check,
+        )
+
+    branch = StepRecord(
+        slot="prompt",
+        round=0,
+        phase="branch",
+        status="accepted",
+        parent_id="seed",
+        current_id="b",
+        reason="r",
+    )
+    modules = ("prompt", "skill", "hook")
+
+    def chosen(*merges: StepRecord):
+        steps = {("prompt", 0): branch, **{("integration", m.round): m for m in merges}}
+        return choose(State(steps, None, None), modules, "seed")
+
+    last = chosen(merge(0, "m0", []), merge(1, "m1", []))
+    assert (last.snapshot_id, last.source) == ("m1", "final_merge")
+    first = chosen(merge(0, "m0", []), merge(1, "m1", ["t1"]))
+    assert (first.snapshot_id, first.source) == ("m0", "first_passing_merge")
+    none = chosen(merge(0, "m0", ["t1"]), merge(1, "m1", ["t2"]))
+    assert (none.snapshot_id, none.source) == ("seed", "seed")
+    assert chosen().source == "seed" and chosen().branches["prompt"] == "b"
+
+
+def test_the_worker_keeps_its_own_harness_and_branches_share_no_memory(tmp_path):
+    algo = _branch_then(tmp_path, [shell(MERGE), say(), verdict("accept")], integration_rounds=0)
+    state = algo.run()
+    worker, target = algo.agent("worker"), algo.agent("target")
+    assert worker.files_dir == HARNESS.resolve()  # never the target's candidate
+    assert target.snapshot_id != algo.seed().id  # the target ran the merged version last
+    for module in MODULES:
+        rollouts = RolloutRecord(algo.layout.rollouts(module, 0)).load()
+        assert algo.memory(module, before=0) == {}
+        remembered = algo.memory(module, before=1)
+        assert set(remembered) <= {t.task_id for t in rollouts}
+        assert all(t in rollouts for t in remembered.values())  # its own batch's runs only
+    assert state.promotion.source == "final_merge"
+
+
+def test_native_protocol_the_five_places_of_the_shared_runtime_file_evolve_and_merge(tmp_path):
+    """Real MiniAgent subprocesses and the openai SDK with file tools, answered by the
+    simulator's ModularRSI Worker policy; a reviewer that accepts every diff, so each of the
+    five functional places in MiniAgent's runtime is changed on its branch and merged."""
+    example = yaml.safe_load(
+        (Path(__file__).parents[3] / "examples" / "modular_rsi.yaml").read_text()
+    )
+    reviewer = script_model(unique("accept-all"), [verdict("accept", "in scope")] * 12)
+    example["algorithm"].update(
+        review_by="reviewer",
+        reviewer={"type": "miniagent", "llm": {"model": reviewer, "base_url": "offline"}},
+        batch_size=6,
+        num_rollouts=1,
+        integration_rounds=0,
+    )
+    path = tmp_path / "five.yaml"
+    path.write_text(yaml.safe_dump(example, sort_keys=False))
+    config = load_config(path, ["--experiment.home", str(tmp_path / "home")])
+    algo = ModularRSI(open_experiment(config), log=lambda _: None)
+    state = algo.run()
+    store, seed = algo.experiment.snapshots, algo.seed()
+    changed = {m: state.current(m, 1, seed.id) for m in algo.modules if state.changed(m)}
+    assert set(changed) == set(algo.modules)  # every module's place was changed
+    merge = state.step("integration", 0)
+    assert merge.status == "accepted" and merge.check is not None and merge.check.passed
+    for path in ("runtime/agent.py", "runtime/tool_result.py"):
+        base = set(store.read_file_at(seed, path).decode().splitlines())
+        merged = store.read_file_at(merge.current_id, path).decode()
+        compile(merged, path, "exec")  # compiled, never imported
+        for module, version in changed.items():
+            added = set(store.read_file_at(version, path).decode().splitlines()) - base
+            assert added <= set(merged.splitlines()), (module, path)
+    assert state.promotion.source == "final_merge" and state.test is not None
