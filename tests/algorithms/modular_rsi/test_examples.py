@@ -19,7 +19,7 @@ from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
 from flashrsi_dagster.records import Status
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from tests.benchmarks.test_swe_bench import _record
-from tests.conftest import _NO_JAILS
+from tests.conftest import _NO_JAILS, needs_jails
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
 CLAUDE_CODE = EXAMPLES / "modular_rsi_claude_code.yaml"
@@ -133,7 +133,7 @@ def _swe_args(tmp_path: Path, data: Path, *more: str) -> list[str]:
     ]
 
 
-@pytest.mark.skipif(_NO_JAILS is not None, reason=_NO_JAILS or "")
+@needs_jails
 def test_the_swe_bench_example_passes_the_dry_run_with_data_and_keys(tmp_path, capsys, monkeypatch):
     """Its data and keys are the user's to supply: instance records in the official schema
     (hand-written here) stand in for the downloaded dataset, a placeholder for the key."""
@@ -153,7 +153,7 @@ def test_the_swe_bench_example_passes_the_dry_run_with_data_and_keys(tmp_path, c
     assert "modules=agent_loop/tool_use/observation_management" in err
 
 
-@pytest.mark.skipif(_NO_JAILS is not None, reason=_NO_JAILS or "")
+@needs_jails
 def test_the_swe_bench_examples_optional_evolution_data_replaces_train(
     tmp_path, capsys, monkeypatch
 ):
