@@ -18,8 +18,11 @@ from flashrsi_dagster.scratch import mkdtemp
 logger = logging.getLogger("flashrsi.agents.claude_code")
 
 PLUGIN_NAME = "harness"
-"""Plugin skills and agents are named `harness:<name>` in the session."""
+"""Plugin skills and agents are named `harness:<name>` in the session (unless the snapshot's
+own manifest names the plugin otherwise)."""
 PLUGIN_PARTS = ("skills", "agents", "hooks")
+MANIFEST = ".claude-plugin/plugin.json"
+"""Where a plugin keeps its manifest, in the snapshot as in the run's plugin folder."""
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,7 @@ class RunDir:
         api-key                   the run's gateway token, read by the CLI's `apiKeyHelper`
       tmp/                        CLAUDE_CODE_TMPDIR: task output files, sockets
       plugin/                     the snapshot's extensions as one local plugin
-        .claude-plugin/plugin.json
+        .claude-plugin/plugin.json  the snapshot's own manifest, when it has one; else generated
         skills/ agents/ hooks/    copies of the snapshot's folders, when present
       claude-in-jail              the launcher that starts the CLI inside the run's jail (never
                                   visible inside it: it runs as root on the host)
@@ -77,19 +80,25 @@ def run_dir(files_dir: Path) -> Iterator[RunDir]:
 
 
 def _build_plugin(files_dir: Path, plugin: Path) -> None:
-    """Copies, not links: nothing the session does can write into the snapshot."""
-    manifest = plugin / ".claude-plugin" / "plugin.json"
+    """Copies, not links: nothing the session does can write into the snapshot. The snapshot's
+    own manifest is used as it is (the CLI reports a malformed one); without one, a manifest
+    naming the plugin `harness` is written."""
+    manifest = plugin / MANIFEST
     manifest.parent.mkdir(parents=True)
-    manifest.write_text(
-        json.dumps(
-            {
-                "name": PLUGIN_NAME,
-                "version": "0.0.0",
-                "description": "The FlashRSI snapshot's skills, sub-agents and hooks.",
-            }
-        ),
-        encoding="utf-8",
-    )
+    own = files_dir / MANIFEST
+    if own.is_file():
+        shutil.copyfile(own, manifest)
+    else:
+        manifest.write_text(
+            json.dumps(
+                {
+                    "name": PLUGIN_NAME,
+                    "version": "0.0.0",
+                    "description": "The FlashRSI snapshot's skills, sub-agents and hooks.",
+                }
+            ),
+            encoding="utf-8",
+        )
     for part in PLUGIN_PARTS:
         if (files_dir / part).is_dir():
             shutil.copytree(files_dir / part, plugin / part)
