@@ -86,8 +86,8 @@ def _build_plugin(files_dir: Path, plugin: Path) -> None:
     manifest = plugin / MANIFEST
     manifest.parent.mkdir(parents=True)
     own = files_dir / MANIFEST
-    if own.is_file():
-        shutil.copyfile(own, manifest)
+    if own.is_file() and not own.is_symlink():  # evolvable: never a link out of the snapshot
+        shutil.copyfile(own, manifest, follow_symlinks=False)
     else:
         manifest.write_text(
             json.dumps(
@@ -101,7 +101,8 @@ def _build_plugin(files_dir: Path, plugin: Path) -> None:
         )
     for part in PLUGIN_PARTS:
         if (files_dir / part).is_dir():
-            shutil.copytree(files_dir / part, plugin / part)
+            # links stay links: resolved inside the jail, never read on the host
+            shutil.copytree(files_dir / part, plugin / part, symlinks=True)
     # A snapshot checked out read-only would copy as read-only folders that cannot be emptied.
     for folder, _, _ in os.walk(plugin):
         os.chmod(folder, os.stat(folder).st_mode | stat.S_IRWXU)
