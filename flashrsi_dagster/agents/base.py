@@ -213,6 +213,15 @@ class Agent(ABC):
                 }
             )
 
+    def edit(
+        self, checkout: Path, prompt: str, *, task_id: str, mounts: Sequence[Mount] = ()
+    ) -> Trajectory:
+        """A directory edit: the agent changes the files of `checkout` in place as `prompt`
+        asks (the caller commits them). Only an agent with file tools can be asked."""
+        if not self.has_file_tools:
+            raise AgentConfigError(f"agent type {self.name!r} has no file tools to edit with")
+        return self.run(checkout, prompt, task_id=task_id, mounts=mounts)
+
     def close(self) -> None:  # noqa: B027 - optional hook, most adapters hold nothing
         """Release long-lived resources (sessions, servers); the default holds none."""
 

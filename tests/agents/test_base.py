@@ -144,3 +144,14 @@ def test_run_config_holds_references_never_secret_values(tmp_path, canary):
     assert trajectory.messages[0]["content"]["config"]["llm"]["api_key"] == (
         "${FLASHRSI_TEST_CANARY_API_KEY}"
     )
+
+
+def test_only_an_agent_with_file_tools_is_asked_for_a_directory_edit(tmp_path):
+    from flashrsi_dagster.agents.base import AgentConfigError
+    from flashrsi_dagster.agents.plain_llm.adapter import PlainLLM
+    from flashrsi_dagster.config.models import RoleConfig
+
+    config = RoleConfig.model_validate({"type": "llm", "llm": {"model": "simulator/echo"}})
+    judge = PlainLLM(config, tmp_path, role="reviewer")
+    with pytest.raises(AgentConfigError, match="no file tools to edit with"):
+        judge.edit(tmp_path, "rewrite everything", task_id="edit")

@@ -340,7 +340,7 @@ class MetaHarness:
         view = self.history.update(
             list(self.read_state().rounds), watch=not worker.confinement.jailed
         )
-        trajectory = worker.run(
+        trajectory = worker.edit(
             edit_dir,
             instruction,
             task_id=f"worker-{k}",

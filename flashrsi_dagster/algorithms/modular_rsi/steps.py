@@ -100,9 +100,9 @@ class _Step:
     def _worker_edit(self, edit_dir, instruction: str, references: dict[str, str]) -> Trajectory:
         worker, task_id = self.a.agent("worker"), f"{self.slot}-{self.k}-edit"
         if not references:
-            return worker.run(edit_dir, instruction, task_id=task_id)
+            return worker.edit(edit_dir, instruction, task_id=task_id)
         with branch_references(self.store, edit_dir, references) as mount:
-            return worker.run(edit_dir, instruction, task_id=task_id, mounts=(mount,))
+            return worker.edit(edit_dir, instruction, task_id=task_id, mounts=(mount,))
 
     def _commit(self, parent: Snapshot, edit_dir) -> EditRecord:
         outcome = self.store.commit_child(
