@@ -435,3 +435,33 @@ def test_native_protocol_the_five_places_of_the_shared_runtime_file_evolve_and_m
             added = set(store.read_file_at(version, path).decode().splitlines()) - base
             assert added <= set(merged.splitlines()), (module, path)
     assert state.promotion.source == "final_merge" and state.test is not None
+
+
+def test_a_batch_that_breaks_as_a_whole_is_evidence_for_the_analysis_blaming_no_task(tmp_path):
+    """The target cannot be started for the first batch (its rollouts never run): the step
+    goes on to the analysis with the fault as evidence, and the experiment continues."""
+    from flashrsi_dagster.agents import target_agent
+    from flashrsi_dagster.algorithms.builders import Builders
+    from flashrsi_dagster.algorithms.modular_rsi.records import FindingsRecord
+
+    calls = []
+
+    def flaky_target(config, files_dir, *, confinement):
+        calls.append(files_dir)
+        if len(calls) == 1:
+            raise RuntimeError("the target's environment did not come up")
+        return target_agent(config, files_dir, confinement=confinement)
+
+    name = unique("mrsi-worker")
+    config = load_config(write_config(tmp_path, script_model(name)))
+    algo = ModularRSI(
+        open_experiment(config), builders=Builders(target=flaky_target), log=lambda _: None
+    )
+    offline_server().add_script(name, [findings()] * 5)
+    state = algo.run()
+    assert state.step("agent_loop", 0).status == "no_change"  # the experiment goes on
+    found = read_record(algo.layout.step("agent_loop", 0, "findings"), FindingsRecord)
+    assert "did not come up" in (found.batch_error or "")
+    analysis = read_record(algo.layout.step("agent_loop", 0, "analysis"), Trajectory)
+    assert "failed as a whole, blaming no single task" in json.dumps(analysis.messages)
+    assert state.step("tool_use", 0).status == "no_change" and state.test is not None
