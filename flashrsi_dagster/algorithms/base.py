@@ -84,3 +84,24 @@ class Algorithm(Protocol):
     def summary(self, state: Any) -> list[str]:
         """The experiment in a few lines: each step's outcome, the promotion, the test."""
         ...
+
+
+class Searching:
+    """What every algorithm class does the same way on top of the seam's methods: the next
+    step, and running every remaining step (the engine's own loop, as `evolve()` and tests
+    use it; hosts drive `do()` one step per run instead)."""
+
+    def next(self) -> Step:
+        return self.next_step(self.read_state())  # type: ignore[attr-defined]
+
+    def run(self, *, until: str | None = None) -> Any:
+        """Every remaining step, in order (stopping before the first `until` step, if given);
+        safe to call again after a crash (a folder whose records fail the integrity check is
+        refused, naming the files). Returns the state at the end."""
+        self.experiment.records.verify()  # type: ignore[attr-defined]
+        try:
+            while not (step := self.next()).finished and step.action != until:
+                self.do(step)  # type: ignore[attr-defined]
+        finally:
+            self.close()  # type: ignore[attr-defined]
+        return self.read_state()  # type: ignore[attr-defined]

@@ -4,9 +4,11 @@ algorithm (opened once per run by the `experiments_home` resource)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import dagster as dg
 
-from flashrsi_dagster.algorithms.base import Algorithm
+from flashrsi_dagster.algorithms.base import Algorithm, StepOrderError
 from flashrsi_dagster.assets.partitions import CANDIDATE, candidate_of
 from flashrsi_dagster.experiment.keys import candidate_key
 
@@ -72,3 +74,12 @@ def _tag(context: dg.AssetExecutionContext, name: str) -> None:
     # that tag, so the run adds it as soon as it knows its experiment.
     if context.run.tags.get(EXPERIMENT_TAG) != name:
         context.instance.add_run_tags(context.run_id, {EXPERIMENT_TAG: name})
+
+
+def refusing_out_of_turn[R](step: Callable[[], R]) -> R:
+    """Run an engine step; a step asked for out of turn fails the asset with its reason (and
+    no retry: the records say when it may run)."""
+    try:
+        return step()
+    except StepOrderError as exc:
+        raise dg.Failure(description=str(exc), allow_retries=False) from None

@@ -18,7 +18,6 @@ from collections.abc import Iterator
 import dagster as dg
 import pandas as pd
 
-from flashrsi_dagster.algorithms.base import StepOrderError
 from flashrsi_dagster.algorithms.meta_harness import MetaHarness
 from flashrsi_dagster.assets import describe
 from flashrsi_dagster.assets.context import (
@@ -26,6 +25,7 @@ from flashrsi_dagster.assets.context import (
     algorithm_of,
     candidate_algorithm,
     experiment_of,
+    refusing_out_of_turn,
 )
 from flashrsi_dagster.assets.partitions import AlgorithmPartitions
 from flashrsi_dagster.experiment.keys import NIGHTLY
@@ -59,14 +59,6 @@ def _open(context: dg.AssetExecutionContext) -> tuple[MetaHarness, str, int]:
     return algorithm, name, k  # type: ignore[return-value]
 
 
-def _refusing_out_of_turn(step):
-    """Run an engine step; a step asked for out of turn fails the asset with its reason."""
-    try:
-        return step()
-    except StepOrderError as exc:
-        raise dg.Failure(description=str(exc), allow_retries=False) from None
-
-
 @dg.asset(
     key=key("snapshot"),
     partitions_def=PARTITIONS.grid,
@@ -88,7 +80,7 @@ def snapshot(context: dg.AssetExecutionContext) -> Iterator:
     if k == 0:
         info = {"round": 0, "status": "seed", "snapshot_id": algorithm.seed().id, "parent_id": None}
     else:
-        info = _refusing_out_of_turn(lambda: algorithm.edit(k)).model_dump(mode="json")
+        info = refusing_out_of_turn(lambda: algorithm.edit(k)).model_dump(mode="json")
     store = algorithm.experiment.snapshots
     metadata = describe.snapshot(store, info, PARTITIONS, name, key("snapshot"))
     if k > 0:
@@ -226,7 +218,7 @@ def promotion(context: dg.AssetExecutionContext) -> Iterator:
     round has its result. It re-ranks until the sealed test has run, then stays frozen."""
     name = experiment_of(context)
     algorithm: MetaHarness = algorithm_of(context, name)  # type: ignore[assignment]
-    chosen = _refusing_out_of_turn(algorithm.promote)
+    chosen = refusing_out_of_turn(algorithm.promote)
     state = algorithm.read_state()
     yield dg.Output(chosen.model_dump(mode="json"), metadata=describe.promotion(state))
     context.log_event(_summary(context, algorithm, name, state))
@@ -265,7 +257,7 @@ def sealed_test_score(context: dg.AssetExecutionContext) -> Iterator:
     name = experiment_of(context)
     algorithm: MetaHarness = algorithm_of(context, name)  # type: ignore[assignment]
     read_back = algorithm.read_state().test is not None
-    result = _refusing_out_of_turn(algorithm.sealed_test)
+    result = refusing_out_of_turn(algorithm.sealed_test)
     state = algorithm.read_state()
     metadata = describe.sealed_test(state, read_back=read_back)
     yield dg.Output(result.model_dump(mode="json"), metadata=metadata)

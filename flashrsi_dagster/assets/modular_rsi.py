@@ -18,11 +18,15 @@ from typing import Any
 
 import dagster as dg
 
-from flashrsi_dagster.algorithms.base import StepOrderError
 from flashrsi_dagster.algorithms.modular_rsi.records import FindingsRecord, StepRecord
 from flashrsi_dagster.algorithms.modular_rsi.run import ModularRSI
 from flashrsi_dagster.assets import describe
-from flashrsi_dagster.assets.context import algorithm_of, candidate_algorithm, experiment_of
+from flashrsi_dagster.assets.context import (
+    algorithm_of,
+    candidate_algorithm,
+    experiment_of,
+    refusing_out_of_turn,
+)
 from flashrsi_dagster.assets.partitions import AlgorithmPartitions
 from flashrsi_dagster.config.modules import INTEGRATION
 from flashrsi_dagster.records import Trajectory, read_optional
@@ -53,13 +57,6 @@ SUMMARY = dg.AssetSpec(
     description="The experiment at a glance: every branch step and integration round with "
     "its outcome and reason, the promotion and the sealed test. Reported by every step.",
 )
-
-
-def _refusing_out_of_turn(step):
-    try:
-        return step()
-    except StepOrderError as exc:
-        raise dg.Failure(description=str(exc), allow_retries=False) from None
 
 
 @dg.multi_asset(
@@ -113,7 +110,7 @@ def step(context: dg.AssetExecutionContext) -> Iterator:
         if slot == INTEGRATION
         else (lambda: algorithm.branch_step(slot, k))
     )
-    record: StepRecord = _refusing_out_of_turn(do)
+    record: StepRecord = refusing_out_of_turn(do)
     rollouts = algorithm.step_rollouts(slot, k)
     frame = scores_frame(rollouts)
     yield dg.Output(frame, output_name="trajectories", metadata=_trajectories(record, rollouts))
@@ -274,7 +271,7 @@ def promotion(context: dg.AssetExecutionContext) -> Iterator:
     else the first that did, else the seed), once every step is done. Frozen."""
     name = experiment_of(context)
     algorithm: ModularRSI = algorithm_of(context, name)  # type: ignore[assignment]
-    chosen = _refusing_out_of_turn(algorithm.promote)
+    chosen = refusing_out_of_turn(algorithm.promote)
     yield dg.Output(
         chosen.model_dump(mode="json"),
         metadata={"snapshot_id": chosen.snapshot_id, "source": chosen.source, "why": chosen.reason},
@@ -308,7 +305,7 @@ def sealed_test_score(context: dg.AssetExecutionContext) -> Iterator:
     name = experiment_of(context)
     algorithm: ModularRSI = algorithm_of(context, name)  # type: ignore[assignment]
     read_back = algorithm.read_state().test is not None
-    result = _refusing_out_of_turn(algorithm.sealed_test)
+    result = refusing_out_of_turn(algorithm.sealed_test)
     state = algorithm.read_state()
     when = f"{result.created:%Y-%m-%d %H:%M:%S} UTC"
     yield dg.Output(

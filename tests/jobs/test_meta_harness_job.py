@@ -88,22 +88,35 @@ def test_definitions_load_and_validate():
         text=True,
     )
 
-    assert keys == {
-        f"meta_harness/{name}"
-        for name in (
-            "snapshot",
-            "trajectories",
-            "scores",
-            "failure_map",
-            "paired_stats",
-            "promotion",
-            "sealed_test_score",
-            "summary",
-        )
+    meta_harness = (
+        "snapshot",
+        "trajectories",
+        "scores",
+        "failure_map",
+        "paired_stats",
+        "promotion",
+        "sealed_test_score",
+        "summary",
+    )
+    modular_rsi = (
+        "trajectories",
+        "memory",
+        "findings",
+        "snapshot",
+        "gates",
+        "integration",
+        "promotion",
+        "sealed_test_score",
+        "summary",
+    )
+    assert keys == {f"meta_harness/{name}" for name in meta_harness} | {
+        f"modular_rsi/{name}" for name in modular_rsi
     }
     assert {job.name for job in defs.resolve_all_job_defs()} >= {
         "meta_harness",
         "meta_harness_finalize",
+        "modular_rsi",
+        "modular_rsi_finalize",
         "start_experiment",
     }
     assert result.returncode == 0, result.stderr

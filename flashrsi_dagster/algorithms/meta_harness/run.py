@@ -17,7 +17,7 @@ from typing import ClassVar
 import pandas as pd
 
 from flashrsi_dagster.agents import Agent, harness_dir
-from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
+from flashrsi_dagster.algorithms.base import Log, Searching, Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
 from flashrsi_dagster.algorithms.meta_harness import report
 from flashrsi_dagster.algorithms.meta_harness.history import HISTORY, HistoryView
@@ -57,7 +57,7 @@ from flashrsi_dagster.scratch import scratch_dir
 from flashrsi_dagster.snapshots import Snapshot
 
 
-class MetaHarness:
+class MetaHarness(Searching):
     """Meta-Harness on the algorithm seam. Opening it is cheap (planning reads records only);
     the benchmark and the dev split are loaded by the first step that needs them, and the
     test split only by the sealed test."""
@@ -107,9 +107,6 @@ class MetaHarness:
     def next_step(self, state: State) -> Step:
         return next_step(state, self.max_steps)
 
-    def next(self) -> Step:
-        return self.next_step(self.read_state())
-
     def step_line(self, state: State, step: Step) -> str:
         return report.step_line(state, step)
 
@@ -124,18 +121,6 @@ class MetaHarness:
             what = {"promote": "promotion", "sealed_test": "the sealed test"}[action]
             raise StepOrderError(f"{what} refused: {missing}")
         return state
-
-    def run(self, *, until: str | None = None) -> State:
-        """Every remaining step, in order (stopping before the first `until` step, if given);
-        safe to call again after a crash (a folder whose records fail the integrity check is
-        refused, naming the files)."""
-        self.experiment.records.verify()
-        try:
-            while not (step := self.next()).finished and step.action != until:
-                self.do(step)
-        finally:
-            self.close()
-        return self.read_state()
 
     def do(self, step: Step) -> None:
         actions = {

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from flashrsi_dagster.agents import Agent, harness_dir
-from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
+from flashrsi_dagster.algorithms.base import Log, Searching, Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
 from flashrsi_dagster.algorithms.modular_rsi import report
 from flashrsi_dagster.algorithms.modular_rsi.groups import remember
@@ -71,7 +71,7 @@ def make_schedule(train: list[str], epochs: int, batch_size: int, seed: int) -> 
     )
 
 
-class ModularRSI:
+class ModularRSI(Searching):
     name: ClassVar[str] = "modular_rsi"
 
     def __init__(
@@ -108,9 +108,6 @@ class ModularRSI:
     def next_step(self, state: State) -> Step:
         return next_step(state, self.plan)
 
-    def next(self) -> Step:
-        return self.next_step(self.read_state())
-
     def step_line(self, state: State, step: Step) -> str:
         return report.step_line(state, step)
 
@@ -128,15 +125,6 @@ class ModularRSI:
             self.sealed_test()
         else:
             raise StepOrderError(f"nothing to do for {step.describe()}")
-
-    def run(self, *, until: str | None = None) -> State:
-        self.experiment.records.verify()
-        try:
-            while not (step := self.next()).finished and step.action != until:
-                self.do(step)
-        finally:
-            self.close()
-        return self.read_state()
 
     def close(self) -> None:
         for agent in self._agents.values():
