@@ -428,20 +428,17 @@ def test_findings_citing_a_test_or_dev_task_abort_the_experiment(tmp_path, split
 
 
 def test_an_answer_built_to_backtrack_the_parser_is_read_in_linear_time(tmp_path):
-    """Attack: an analysis answer opening a fence and following it with blank lines (or
-    many unclosed fences), before the real findings. The fenced-block regex backtracked
-    cubically on it: 8 000 blank lines took over three minutes, on the framework's side,
-    where no run timeout applies. The fix (protocol.py): fences are found line by line.
-    The last fenced block still wins."""
+    """Attack: an analysis answer whose findings are followed by a fence that never closes,
+    over blank lines (any model may ramble so; a hostile one does it on purpose). The
+    fenced-block regex backtracked cubically on it, on the framework's side where no run
+    timeout applies: 8 000 blank lines took over three minutes, 20 000 would take hours.
+    The fix (protocol.py): fences are found line by line. The last closed block still wins
+    over decoy blocks before it."""
     task = batch(tmp_path)[0]
     finding = {"file": "runtime/agent.py", "tasks": [task], "reason": "r", "change": "c"}
-    real = "```json\n" + json.dumps({"findings": [finding]}) + "\n```"
-    # two blocks whose bodies are blank lines and unclosed fences (8 000 blank lines took
-    # the old regex over three minutes), then decoy blocks, then the answer
-    trap = "```\n" + "\n" * 30_000 + "a```\n" * 20_000 + "```\n"
-    trap += "```json\n" + " \n" * 20_000 + "```\n"
+    real = "```json\n" + json.dumps({"findings": [finding]}) + "\n```\n"
     decoys = "".join(f'```json\n{{"findings": [{i}]}}\n```\n' for i in range(2_000))
-    answer = f"{trap}{decoys}{real}"
+    answer = decoys + real + "```\n" + "\n \n" * 10_000
     edit = [shell("echo '# tidy' >> runtime/agent.py"), say()]
     algo = opened(tmp_path, [say(answer), *edit, verdict("reject", "no"), *[findings()] * 4])
     started = time.monotonic()
