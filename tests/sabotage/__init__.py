@@ -12,4 +12,6 @@ rejections (edit and round records, trajectories).
 - test_holes.py: the holes a first red-team pass found through the jail, now closed;
 - test_round2.py: the second pass (gateway HTTP edges, the command bridge, resource exhaustion,
   the harness runtime, Claude Code's launcher, a public Harbor trial), each once a hole.
+- test_modular_rsi.py: ModularRSI's branches, analysis folder, `.branches/` references, gates,
+  answer protocol, review reasons, evolved target and resume after a crash mid-step.
 """

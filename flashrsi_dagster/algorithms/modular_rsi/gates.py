@@ -21,6 +21,9 @@ RUNTIME_FAULTS = (Status.ERROR, Status.TIMEOUT)
 
 
 def scope_gate(changed: Sequence[ChangedPath], allowed: Sequence[str]) -> Gate:
+    """Only modifications (`M`) of the allowed files pass. Module files are existing regular
+    files (the config refuses a missing or linked one): deleting one (`D`) or turning it into
+    a link (`T`) changes the module's boundary, which no edit may do."""
     outside = [f"{c.status} {c.path}" for c in changed if c.path not in allowed]
     if outside:
         return Gate(
@@ -28,6 +31,14 @@ def scope_gate(changed: Sequence[ChangedPath], allowed: Sequence[str]) -> Gate:
             passed=False,
             reason=f"changed files outside the module's ({', '.join(allowed)}): "
             + ", ".join(outside),
+        )
+    unmodified = [f"{c.status} {c.path}" for c in changed if c.status != "M"]
+    if unmodified:
+        return Gate(
+            name="scope",
+            passed=False,
+            reason="module files may be modified, not deleted, added or turned into links: "
+            + ", ".join(unmodified),
         )
     return Gate(name="scope", passed=True, reason=f"{len(changed)} file(s), all in range")
 
@@ -39,7 +50,9 @@ def compile_gate(store: SnapshotStore, candidate: Snapshot, changed: Sequence[Ch
         data = store.read_file_at(candidate, path)
         try:
             compile(data, path, "exec", dont_inherit=True)
-        except (SyntaxError, ValueError) as exc:
+        # A source too deep for the compiler raises RecursionError or MemoryError (the
+        # parser's stack): a rejection of the file, never a crash of the step.
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
             where = f" line {exc.lineno}" if isinstance(exc, SyntaxError) and exc.lineno else ""
             return Gate(
                 name="compile", passed=False, reason=f"{path}{where}: {type(exc).__name__}: {exc}"

@@ -9,19 +9,21 @@ Two answers are structured, each a JSON object in the run's final answer (bare, 
   do. An empty list means nothing to change.
 - the review (the configured reviewer): `{"verdict": "accept" | "reject", "reason": str}`.
 
-Anything else is a `ProtocolError`: the seed aborts the experiment on one (every record is kept),
+An answer over `MAX_ANSWER_CHARS` characters is refused unread. Anything else is a
+`ProtocolError`: the seed aborts the experiment on one (every record is kept),
 unlike a rejected edit, which only uses up the batch's attempt.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-_FENCED = re.compile(r"```(?:json)?\s*\n(?P<body>.*?)\n\s*```", re.DOTALL)
+MAX_ANSWER_CHARS = 1_000_000
+"""The longest structured answer read: findings and verdicts are short; megabytes of them
+would be copied into the edit prompt and the records."""
 
 
 class ProtocolError(RuntimeError):
@@ -80,6 +82,11 @@ def read_verdict(answer: str | None) -> Verdict:
 def _parse[M: BaseModel](answer: str | None, model: type[M], what: str) -> M:
     if not answer or not answer.strip():
         raise ProtocolError(f"{what} gave no answer; expected a JSON object")
+    if len(answer) > MAX_ANSWER_CHARS:
+        raise ProtocolError(
+            f"{what} answered {len(answer)} characters, over the protocol's limit of "
+            f"{MAX_ANSWER_CHARS}"
+        )
     value = _json_object(answer)
     if value is None:
         raise ProtocolError(f"{what} answered without a JSON object: {answer[:200]!r}")
@@ -93,7 +100,7 @@ def _parse[M: BaseModel](answer: str | None, model: type[M], what: str) -> M:
 
 
 def _json_object(answer: str) -> Any:
-    blocks = [m["body"] for m in _FENCED.finditer(answer)]
+    blocks = _fenced_blocks(answer)
     for text in [*reversed(blocks), answer.strip()]:
         try:
             value = json.loads(text)
@@ -102,3 +109,23 @@ def _json_object(answer: str) -> Any:
         if isinstance(value, dict):
             return value
     return None
+
+
+def _fenced_blocks(answer: str) -> list[str]:
+    """The bodies of the answer's fenced blocks, in order: a block opens at a line ending in
+    ```` ``` ```` or ```` ```json ```` and closes at the next line that starts, after blanks,
+    with ```` ``` ````. Line by line, so linear in the answer (a regex over the whole answer
+    backtracked cubically on a fence followed by blank lines: minutes for 8 KB)."""
+    blocks: list[str] = []
+    body: list[str] | None = None
+    for line in answer.split("\n"):
+        if body is None:
+            end = line.rstrip()
+            if end.endswith("```") or end.endswith("```json"):
+                body = []
+        elif line.lstrip().startswith("```"):
+            blocks.append("\n".join(body))
+            body = None
+        else:
+            body.append(line)
+    return blocks

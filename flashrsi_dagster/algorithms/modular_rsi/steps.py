@@ -68,7 +68,9 @@ class _Step:
             parent_id=parent.id,
             current_id=candidate.id if accepted else parent.id,
             candidate_id=candidate.id if candidate is not None else None,
-            reason=reason,
+            # Model text (a review's reason, a quoted answer): redacted here already, as the
+            # step's log line prints it before any record is written.
+            reason=self.a.experiment.redactor.text(reason),
             **fields,
         )
 
