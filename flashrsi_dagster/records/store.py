@@ -29,8 +29,12 @@ class RecordStore(Journal):
         super().__init__(root)
         self.redactor = redactor
 
-    def write(self, path: Path, record: BaseModel) -> None:
-        self.write_bytes(path, (dump_record(record, self.redactor) + "\n").encode("utf-8"))
+    def write[R: BaseModel](self, path: Path, record: R) -> R:
+        """Write `record`, redacted; returns what was written (the redacted copy), which is
+        what a caller may show or pass on: the in-memory original can still hold a key."""
+        text = dump_record(record, self.redactor)
+        self.write_bytes(path, (text + "\n").encode("utf-8"))
+        return type(record).model_validate_json(text)
 
 
 def read_record[R: BaseModel](path: Path, model: type[R]) -> R:

@@ -208,8 +208,8 @@ class MetaHarness(Searching):
         if status == "worker_failed":
             self.history.discard()  # the experiment is aborted
         record = RoundRecord(round=k, status=status, parent_id=edit.parent_id, reason=edit.reason)
-        self._write(self.layout.round(k), record)
-        self.log(f"round {k}: {status} — {edit.reason}")
+        record = self._write(self.layout.round(k), record)
+        self.log(f"round {k}: {status} — {record.reason}")
         return record
 
     @one_step_at_a_time
@@ -316,8 +316,7 @@ class MetaHarness(Searching):
             self._write(self.layout.worker(k), trajectory)
             edit = self._commit(k, seed, edit_dir, trajectory)
             store.forget_checkout(edit_dir)
-        self._write(self.layout.edit(k), edit)
-        return edit
+        return self._write(self.layout.edit(k), edit)
 
     def _worker_step(self, k: int, edit_dir: Path, instruction: str) -> Trajectory:
         """The Worker's run with the history view at `.history` (read-only in its jail)."""
@@ -368,5 +367,6 @@ class MetaHarness(Searching):
             )
         return self._worker
 
-    def _write(self, path: Path, record) -> None:
-        self.experiment.records.write(path, record)
+    def _write[R](self, path: Path, record: R) -> R:
+        """Write a record; returns the stored (redacted) copy, the one to show or log."""
+        return self.experiment.records.write(path, record)  # type: ignore[type-var]

@@ -216,8 +216,9 @@ class ModularRSI(Searching):
             progress=self.progress,
         )
 
-    def write(self, path: Path, record) -> None:
-        self.experiment.records.write(path, record)
+    def write[R](self, path: Path, record: R) -> R:
+        """Write a record; returns the stored (redacted) copy, the one to show or log."""
+        return self.experiment.records.write(path, record)  # type: ignore[type-var]
 
     def _require(self, state: State, step: Step) -> None:
         """Refuse `step` unless it is the search's turn (a done step is read back instead)."""
@@ -239,8 +240,7 @@ class ModularRSI(Searching):
         self._require(state, Step("branch", k, module))
         if not self.layout.schedule.exists():
             self.write(self.layout.schedule, self.schedule)
-        record = BranchStep(self, state, module, k).run()
-        self.write(self.layout.step(module, k), record)
+        record = self.write(self.layout.step(module, k), BranchStep(self, state, module, k).run())
         self.log(f"{module} step {k}: {record.status} — {record.reason}")
         return record
 
@@ -252,8 +252,8 @@ class ModularRSI(Searching):
             return done
         state = self.read_state()
         self._require(state, Step("integrate", r, INTEGRATION))
-        record = IntegrationStep(self, state, r, integration_phase(state, r)).run()
-        self.write(self.layout.step(INTEGRATION, r), record)
+        made = IntegrationStep(self, state, r, integration_phase(state, r)).run()
+        record = self.write(self.layout.step(INTEGRATION, r), made)
         self.log(f"integration round {r}: {record.status} — {record.reason}")
         return record
 
@@ -268,8 +268,7 @@ class ModularRSI(Searching):
         if state.promotion is not None:
             return state.promotion
         self.experiment.records.verify()
-        promotion = choose(state, self.modules, self.seed().id)
-        self.write(self.layout.promotion, promotion)
+        promotion = self.write(self.layout.promotion, choose(state, self.modules, self.seed().id))
         self.log(f"promoted {promotion.snapshot_id[:12]} ({promotion.source}): {promotion.reason}")
         return promotion
 

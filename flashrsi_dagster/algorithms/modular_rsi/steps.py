@@ -68,9 +68,7 @@ class _Step:
             parent_id=parent.id,
             current_id=candidate.id if accepted else parent.id,
             candidate_id=candidate.id if candidate is not None else None,
-            # Model text (a review's reason, a quoted answer): redacted here already, as the
-            # step's log line prints it before any record is written.
-            reason=self.a.experiment.redactor.text(reason),
+            reason=reason,  # model text: redacted as it is written (`ModularRSI.write`)
             **fields,
         )
 
