@@ -5,8 +5,9 @@ Per candidate — a module's branch step (round = epoch x batch) or an integrati
 the step started from; an integration round's full check), `memory` (the module's successes
 so far), `findings` (the analysis, ranked), `snapshot` (the candidate with its diff against
 the version it came from, linked to that partition) and `gates` (scope, compile, review with
-its text, execution). Per experiment: `integration` (the merge rounds and the final full
-check) -> `promotion` -> `sealed_test_score`, and `summary`, reported by every step.
+its text, execution). Per experiment: `integration` (each branch's final version, the merge
+and repair rounds) and `final_check` (the last accepted merge on every evolution task) ->
+`promotion` -> `sealed_test_score`, and `summary`, reported by every step.
 
 The algorithm lives in `flashrsi_dagster.algorithms.modular_rsi`; these functions open the
 experiment named by the partition, call one step, and describe what its records say. A step
@@ -223,47 +224,66 @@ def _summary(algorithm: ModularRSI, name: str) -> dg.AssetMaterialization:
     return dg.AssetMaterialization(asset_key=SUMMARY.key, partition=name, metadata=metadata)
 
 
-@dg.asset(
-    key=key("integration"),
+@dg.multi_asset(
+    outs={
+        "integration": dg.AssetOut(
+            key=key("integration"),
+            description="Each module's final branch version, and the merge and repair rounds "
+            "with their gates and outcomes.",
+        ),
+        "final_check": dg.AssetOut(
+            key=key("final_check"),
+            kinds={"parquet"},
+            description="The final full check: the last accepted merge run on every evolution "
+            "task (empty when nothing was merged); it decides the promotion.",
+        ),
+    },
     partitions_def=PARTITIONS.experiments,
     group_name=GROUP,
     deps=[dg.AssetDep(key("gates"), partition_mapping=PARTITIONS.experiment_dependency())],
+    internal_asset_deps={
+        "integration": {key("gates")},
+        "final_check": {key("gates"), key("integration")},
+    },
+    can_subset=False,
     required_resource_keys=RESOURCES,
 )
 def integration(context: dg.AssetExecutionContext) -> Iterator:
-    """The integration's result: each module's final branch version, the merge and repair
-    rounds, and the final full check (the last accepted merge's run on every evolution task)."""
+    """The integration's result and its final full check, read from the records."""
     name = experiment_of(context)
     algorithm: ModularRSI = algorithm_of(context, name)  # type: ignore[assignment]
     state = algorithm.read_state()
     seed = algorithm.seed().id
     branches = {m: state.current(m, algorithm.plan.branch_steps, seed) for m in algorithm.modules}
     rounds = state.branch(INTEGRATION)
-    final = next((r.check for r in reversed(rounds) if r.check is not None), None)
-    metadata: dict[str, Any] = {
-        "changed_branches": ", ".join(m for m in algorithm.modules if state.changed(m)) or "none",
-        "rounds": dg.MetadataValue.md(steps_markdown(state, slots=(INTEGRATION,))),
-    }
-    if final is not None:
+    yield dg.Output(
+        {"branches": branches, "rounds": [r.model_dump(mode="json") for r in rounds]},
+        output_name="integration",
+        metadata={
+            "changed_branches": ", ".join(m for m in algorithm.modules if state.changed(m))
+            or "none",
+            "rounds": dg.MetadataValue.md(steps_markdown(state, slots=(INTEGRATION,))),
+        },
+    )
+    last = next((r for r in reversed(rounds) if r.check is not None), None)
+    rollouts = algorithm.step_rollouts(INTEGRATION, last.round) if last else []
+    metadata: dict[str, Any] = {"checked": "no merge was accepted" if last is None else "yes"}
+    if last is not None and last.check is not None:
         metadata.update(
-            final_check_version=final.snapshot_id,
-            final_check_runtime_errors=", ".join(final.runtime_errors) or "none",
-            final_check_failed=len(final.failed),
-            **describe.figures(final_check_score=final.score),
+            version=last.check.snapshot_id,
+            integration_round=last.round,
+            runtime_errors=", ".join(last.check.runtime_errors) or "none",
+            failed=len(last.check.failed),
+            **describe.figures(score=last.check.score),
         )
-    value = {
-        "branches": branches,
-        "rounds": [r.model_dump(mode="json") for r in rounds],
-        "final_check": final.model_dump(mode="json") if final else None,
-    }
-    yield dg.Output(value, metadata=metadata)
+    yield dg.Output(scores_frame(rollouts), output_name="final_check", metadata=metadata)
 
 
 @dg.asset(
     key=key("promotion"),
     partitions_def=PARTITIONS.experiments,
     group_name=GROUP,
-    deps=[integration],
+    deps=[key("final_check")],
     required_resource_keys=RESOURCES,
 )
 def promotion(context: dg.AssetExecutionContext) -> Iterator:

@@ -105,6 +105,7 @@ def test_definitions_load_and_validate():
         "snapshot",
         "gates",
         "integration",
+        "final_check",
         "promotion",
         "sealed_test_score",
         "summary",

@@ -55,10 +55,14 @@ def test_the_whole_job_runs_through_dagster_and_its_grid_shows_each_branch(tmp_p
         runs = instance.get_runs(filters=dg.RunsFilter(job_name="modular_rsi"))
         finals = instance.get_runs(filters=dg.RunsFilter(job_name="modular_rsi_finalize"))
         promoted = instance.get_materialized_partitions(key("promotion"))
+        checked = instance.get_latest_materialization_event(key("final_check"))
         tested = instance.get_materialized_partitions(key("sealed_test_score"))
         event = instance.get_latest_materialization_event(dg.AssetKey(["modular_rsi", "gates"]))
     assert state.test is not None and state.promotion is not None
     assert promoted == {name} and tested == {name}
+    assert checked is not None
+    final = checked.asset_materialization.metadata
+    assert final["runtime_errors"].value == "none" and final["integration_round"].value == 0
     expected = {str(PARTITIONS.key(name, r.round, r.slot)) for r in state.steps.values()}
     assert gates == expected and len(runs) == len(state.steps)
     assert {
