@@ -1,0 +1,4 @@
+"""The Evolver SOP (seed 004): a cold start on train, then rounds of the seven-step funnel —
+diagnose, choose, prune for free, apply, screen and confirm, gates, pick the parent — until
+patience or the round cap, then the sealed test's retention report. The pure pieces live in
+modules named for what they decide; the state machine drives them on the algorithm seam."""

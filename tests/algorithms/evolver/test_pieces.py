@@ -1,0 +1,97 @@
+"""The Evolver's pure pieces, each against figures worked by hand: termination by patience
+(errored rounds use none), the three screen buckets at 1.5 sigma, the budget cap on WHYs and
+candidates, WHY decay and the formula fallback with its shadow log, WHERE bound from files."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from flashrsi_dagster.algorithms.evolver.choose import (
+    Budget,
+    WhyHistory,
+    choose_whys,
+    decay,
+    formula_ranking,
+)
+from flashrsi_dagster.algorithms.evolver.screen import screen
+from flashrsi_dagster.algorithms.evolver.termination import Termination
+from flashrsi_dagster.algorithms.evolver.where import bind_where, cell_of
+from flashrsi_dagster.snapshots import Components
+
+
+def test_patience_counts_rounds_without_a_win_over_vanilla_and_ignores_errored_rounds():
+    stop = Termination(patience=3, max_rounds=20, max_consecutive_errors=3).stop
+    assert stop(["no_gain", "no_gain"]) is None
+    assert stop(["no_gain", "no_gain", "no_gain"]) == "patience"
+    assert stop(["no_gain", "errored", "no_gain", "errored", "no_gain"]) == "patience"
+    assert stop(["no_gain", "errored", "errored", "no_gain"]) is None  # 2 idle rounds only
+    assert stop(["no_gain", "no_gain", "beat_vanilla", "no_gain"]) is None  # a win resets it
+    assert stop(["errored"] * 3) == "consecutive_errors"
+    assert stop(["errored", "errored", "no_gain", "errored"]) is None
+    assert Termination(patience=10, max_rounds=4).stop(["beat_vanilla"] * 4) == "max_rounds"
+
+
+def test_the_screen_sorts_into_three_buckets_at_one_and_a_half_sigma():
+    baseline = {"a": 0.5, "b": 0.5, "c": 1.0, "d": 0.0}
+    # sigma = sqrt(0.25 + 0.25 + 0 + 0) / 4 = 0.17678; the band is +-0.26517
+    sigma = math.sqrt(0.5) / 4
+    worse = screen({"a": 0, "b": 0, "c": 1, "d": 0}, baseline)  # delta = -0.25: inside the band
+    assert worse.bucket == "within_band" and worse.sigma == pytest.approx(sigma, abs=1e-12)
+    culled = screen({"a": 0, "b": 0, "c": 0, "d": 0}, baseline)  # delta = -0.5
+    assert culled.bucket == "cull" and culled.stopped
+    won = screen({"a": 1, "b": 1, "c": 1, "d": 0}, baseline)  # delta = +0.25: inside
+    assert won.bucket == "within_band"
+    assert screen({"a": 1, "b": 1, "c": 1, "d": 1}, baseline).bucket == "clear_win"  # +0.5
+    assert screen({"a": 0, "b": 1, "c": 1, "d": 0}, baseline, threshold=0.5).bucket == "within_band"
+    steady = {"c": 1.0, "d": 0.0}  # sigma 0: any loss culls, any gain is a clear win
+    assert screen({"c": 0, "d": 0}, steady).bucket == "cull"
+    assert screen({"c": 1, "d": 1}, steady).bucket == "clear_win"
+    assert screen({"c": 1, "d": 0}, steady).bucket == "within_band"
+    with pytest.raises(ValueError, match="without both"):
+        screen({"a": 1}, baseline)
+
+
+def test_the_budget_caps_whys_and_candidates_in_code():
+    budget = Budget(max_why_per_round=2, candidates_per_why=3)
+    assert budget.candidates == 6
+    assert budget.slots() == ("w1c1", "w1c2", "w1c3", "w2c1", "w2c2", "w2c3")
+    for bad in ({"max_why_per_round": 3}, {"candidates_per_why": 1}, {"candidates_per_why": 4}):
+        with pytest.raises(ValueError):
+            Budget(**bad)
+    failing = {"tool_misuse": 5, "premature_stop": 3, "format": 2}
+    chosen = choose_whys(["format", "tool_misuse", "premature_stop"], failing, {}, budget)
+    assert chosen.whys == ("format", "tool_misuse") and chosen.source == "model"
+    assert "cut to 2" in chosen.note
+    assert [w for w, _ in chosen.shadow] == ["tool_misuse", "premature_stop", "format"]
+
+
+def test_why_decay_and_the_formula_fallback():
+    assert decay(WhyHistory(failed=2, inert=1)) == pytest.approx(0.55**2 * 0.85, abs=1e-15)
+    failing = {"a": 4, "b": 3, "c": 0}
+    history = {"a": WhyHistory(failed=1)}  # 4 * 0.55 = 2.2 < 3
+    assert formula_ranking(failing, history) == [("b", 3.0), ("a", pytest.approx(2.2))]
+    budget = Budget(max_why_per_round=1, candidates_per_why=2)
+    fallback = choose_whys(["nonsense"], failing, history, budget)
+    assert fallback.whys == ("b",) and fallback.source == "formula"
+    assert "no usable WHY" in fallback.note
+    assert choose_whys(None, failing, history, budget).note == "no model pick"
+
+
+def test_where_is_bound_from_the_changed_files_roles():
+    components = Components.parse(
+        {
+            "prompt": ["prompts/**"],
+            "skill": ["skills/**"],
+            "code": ["runtime/**"],
+            "config": ["a.yaml"],
+        }
+    )
+    assert bind_where(["prompts/system.md", "skills/x/SKILL.md"], components) == "prompt"
+    assert bind_where(["runtime/agent.py"], components) == "runtime"
+    assert bind_where(["runtime/agent.py", "prompts/system.md"], components) == "mixed"
+    assert bind_where(["a.yaml", "prompts/system.md"], components) == "edit"
+    assert cell_of("prompt", "format") == "prompt:format"
+    with pytest.raises(ValueError):
+        bind_where([], components)
