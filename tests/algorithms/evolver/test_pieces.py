@@ -95,3 +95,41 @@ def test_where_is_bound_from_the_changed_files_roles():
     assert cell_of("prompt", "format") == "prompt:format"
     with pytest.raises(ValueError):
         bind_where([], components)
+
+
+def test_the_gates_run_in_order_with_a_fixed_denominator_and_infra_failures_at_zero():
+    from flashrsi_dagster.algorithms.evolver.gates import Confirmed, run_gates
+
+    tasks = ["t1", "t2", "t3", "t4"]
+    vanilla = Confirmed({t: [1, 0, 0] for t in tasks})  # 4/12
+    # t4's first attempt failed on infrastructure: scored 0, kept in the denominator
+    candidate = Confirmed(
+        {"t1": [1, 1, 0], "t2": [1, 0, 0], "t3": [0, 0, 0], "t4": [0, 1, 0]}, infra=["t4"]
+    )  # 4/12: not above vanilla
+    verdicts = run_gates(candidate, vanilla, tasks, 3, fired=None)
+    assert [v.name for v in verdicts] == ["gate_f", "gate_b", "gate_2"]
+    assert verdicts[0].passed and "t4" in verdicts[0].reason and "4 x 3" in verdicts[0].reason
+    assert "no beacon data" in verdicts[1].reason and verdicts[1].passed
+    assert not verdicts[2].passed and "0.3333" in verdicts[2].reason
+    better = Confirmed({**candidate.scores, "t3": [1, 0, 0]}, infra=["t4"])  # 5/12
+    assert run_gates(better, vanilla, tasks, 3, fired=None)[-1].passed
+    inert = run_gates(better, vanilla, tasks, 3, fired=[])
+    assert [v.name for v in inert] == ["gate_f", "gate_b"] and not inert[-1].passed
+    assert run_gates(better, vanilla, tasks, 3, fired=["t3", "elsewhere"])[1].passed
+    with pytest.raises(ValueError, match="incomplete"):
+        run_gates(Confirmed({"t1": [1]}), vanilla, tasks, 3, fired=None)
+
+
+def test_the_anchor_is_mostly_affinity_plus_icebreakers_and_sentinels_all_from_train():
+    from flashrsi_dagster.algorithms.evolver.anchor import select_anchor
+
+    train = [f"t{i}" for i in range(12)]
+    rates = {t: (0.0 if i < 4 else 1.0 if i >= 8 else 0.5) for i, t in enumerate(train)}
+    anchor = select_anchor(rates, ["t4", "t5", "t6", "t0"], train, size=6, seed="s")
+    assert len(anchor.affinity) == 4 and set(anchor.affinity) <= {"t4", "t5", "t6", "t0"}
+    assert set(anchor.icebreakers) <= {"t1", "t2", "t3"} and len(anchor.icebreakers) == 1
+    assert set(anchor.sentinels) <= {"t8", "t9", "t10", "t11"} and len(anchor.sentinels) == 1
+    assert set(anchor.tasks) <= set(train) and len(set(anchor.tasks)) == 6
+    assert select_anchor(rates, ["t4", "t5", "t6", "t0"], train, size=6, seed="s") == anchor
+    with pytest.raises(ValueError, match="outside train"):
+        select_anchor(rates, ["test-7"], train, size=3, seed="s")

@@ -1,0 +1,86 @@
+"""The confirm's three gates, in the SOP's order: Gate-f -> Gate-b -> Gate2.
+
+- Gate-f (contamination) reports the tasks whose rollouts ended in an infrastructure failure
+  after the reruns; they stay in the denominator at 0, so the reported score never shrinks it.
+- Gate-b (beacon) asks whether the candidate's mechanism fired at all: with beacon data, a
+  candidate whose beacon fired on no task is inert; without beacon data it passes (an honest
+  candidate that carries no beacon is not punished; promotion still needs the full-set win).
+- Gate2 (navigation) promotes on the K-run mean over the whole train set against the fixed
+  vanilla's; the paired 2-sigma credit is computed beside it as a label, never a condition.
+
+Scores are always over the full task set with a fixed denominator: tasks x K.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+GateName = Literal["gate_f", "gate_b", "gate_2"]
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    name: GateName
+    passed: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class Confirmed:
+    """One version's confirm: every train task's K scores (infra failures scored 0)."""
+
+    scores: Mapping[str, Sequence[float]]
+    infra: Collection[str] = ()
+    """Tasks with at least one attempt that ended as an infrastructure failure."""
+
+    def rates(self) -> dict[str, float]:
+        return {task: sum(s) / len(s) for task, s in self.scores.items()}
+
+    def mean(self, tasks: Collection[str], k: int) -> float:
+        """The score over `tasks` x `k` attempts: the fixed denominator."""
+        total = sum(sum(self.scores.get(task, ())) for task in tasks)
+        return total / (len(tasks) * k)
+
+
+def run_gates(
+    candidate: Confirmed,
+    vanilla: Confirmed,
+    tasks: Collection[str],
+    k: int,
+    fired: Collection[str] | None,
+) -> list[GateVerdict]:
+    """The verdicts in order, stopping at the first that fails (Gate-f never fails)."""
+    missing = [t for t in tasks if len(candidate.scores.get(t, ())) != k]
+    if missing:
+        raise ValueError(f"confirm incomplete: {len(missing)} task(s) without {k} scores")
+    verdicts = [_gate_f(candidate, tasks, k)]
+    verdicts.append(_gate_b(fired, tasks))
+    if verdicts[-1].passed:
+        verdicts.append(_gate_2(candidate, vanilla, tasks, k))
+    return verdicts
+
+
+def _gate_f(candidate: Confirmed, tasks: Collection[str], k: int) -> GateVerdict:
+    contaminated = sorted(set(candidate.infra) & set(tasks))
+    detail = f"{len(contaminated)} task(s) with infrastructure failures, scored 0 in place"
+    listing = f": {', '.join(contaminated)}" if contaminated else ""
+    return GateVerdict("gate_f", True, f"{detail}{listing}; denominator {len(tasks)} x {k}")
+
+
+def _gate_b(fired: Collection[str] | None, tasks: Collection[str]) -> GateVerdict:
+    if fired is None:
+        return GateVerdict("gate_b", True, "no beacon data: passed (the full-set win decides)")
+    hits = sorted(set(fired) & set(tasks))
+    if not hits:
+        return GateVerdict("gate_b", False, "inert: the candidate's beacon fired on no task")
+    return GateVerdict("gate_b", True, f"the beacon fired on {len(hits)} task(s)")
+
+
+def _gate_2(candidate: Confirmed, vanilla: Confirmed, tasks: Collection[str], k: int):
+    mine, theirs = candidate.mean(tasks, k), vanilla.mean(tasks, k)
+    verdict = "beats" if mine > theirs else "does not beat"
+    return GateVerdict(
+        "gate_2", mine > theirs, f"K={k} mean {mine:.4f} {verdict} vanilla's {theirs:.4f}"
+    )
