@@ -4,6 +4,7 @@ candidates, WHY decay and the formula fallback with its shadow log, WHERE bound 
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -133,3 +134,35 @@ def test_the_anchor_is_mostly_affinity_plus_icebreakers_and_sentinels_all_from_t
     assert select_anchor(rates, ["t4", "t5", "t6", "t0"], train, size=6, seed="s") == anchor
     with pytest.raises(ValueError, match="outside train"):
         select_anchor(rates, ["test-7"], train, size=3, seed="s")
+
+
+def test_each_shipped_benchmark_has_at_least_seven_why_classes():
+    from flashrsi_dagster.algorithms.evolver.taxonomy import BUILTIN, MIN_WHY_CLASSES, builtin
+
+    assert set(BUILTIN) == {"text_classification", "terminal_bench", "swe_bench"}
+    for name, table in BUILTIN.items():
+        assert table.source == "builtin" and len(table.names()) >= MIN_WHY_CLASSES, name
+    assert builtin("appworld") is None  # never another benchmark's table
+
+
+def test_a_new_benchmark_gets_a_taxonomy_by_two_stage_induction_or_an_explicit_error():
+    from flashrsi_dagster.algorithms.evolver.taxonomy import TaxonomyError, induce
+
+    names = [f"class_{c}" for c in "abcdefgh"]
+    table = json.dumps({"whys": [{"name": n, "description": "d"} for n in names]})
+    asked = []
+
+    def ask(prompt: str) -> str:
+        asked.append(prompt)
+        return table
+
+    induced = induce("appworld", ["task: x; answer: y; expected: z"], ask)
+    assert induced.source == "induced" and induced.names() == tuple(names)
+    assert "failure 1" in asked[0] and "class_a" in asked[1]  # propose, then consolidate
+    too_few = json.dumps({"whys": [{"name": "only_one", "description": "d"}]})
+    with pytest.raises(TaxonomyError, match="has 1 WHY classes, the SOP needs at least 7"):
+        induce("appworld", ["s"], lambda _: too_few)
+    with pytest.raises(TaxonomyError, match="failed at the propose stage"):
+        induce("appworld", ["s"], lambda _: "I cannot do that")
+    with pytest.raises(TaxonomyError, match="no failures"):
+        induce("appworld", [], ask)
