@@ -166,3 +166,35 @@ def test_a_new_benchmark_gets_a_taxonomy_by_two_stage_induction_or_an_explicit_e
         induce("appworld", ["s"], lambda _: "I cannot do that")
     with pytest.raises(TaxonomyError, match="no failures"):
         induce("appworld", [], ask)
+
+
+def test_the_failure_map_folds_each_parents_rediagnosis_once_and_keeps_flips():
+    from flashrsi_dagster.algorithms.evolver.failure_map import (
+        Diagnosis,
+        FailureMap,
+        fold,
+        harm_replay,
+        outcomes,
+    )
+
+    start = FailureMap(whys=("missing_cue", "wrong_default"))
+    cold = fold(
+        start,
+        "vanilla",
+        0,
+        [Diagnosis(task="t1", why="missing_cue"), Diagnosis(task="t2", why="wrong_default")],
+        {},
+    )
+    assert cold.failing_by_why() == {"missing_cue": 1, "wrong_default": 1}
+    moved = outcomes({"t1": 0.0, "t2": 0.0, "t3": 1.0}, {"t1": 1.0, "t2": 1 / 3, "t3": 2 / 3})
+    assert moved == {"t1": "fixed", "t2": "still_failing", "t3": "flipped"}
+    flip = harm_replay("t3", 1, "child-1", "x" * 5000)
+    assert len(flip.excerpt) < 2100 and "[cut]" in flip.excerpt
+    later = fold(cold, "child-1", 1, [Diagnosis(task="t3", why="missing_cue")], moved, [flip])
+    assert later.fixed == {"t1": 1} and sorted(later.failing) == ["t2", "t3"]
+    assert later.failing["t3"].round == 1 and later.flips == [flip]
+    assert later.tasks_of("missing_cue") == ["t3"]
+    with pytest.raises(ValueError, match="already diagnosed"):
+        fold(later, "child-1", 2, [], {})
+    with pytest.raises(ValueError, match="outside the taxonomy"):
+        fold(later, "child-2", 2, [Diagnosis(task="t9", why="made_up")], {})
