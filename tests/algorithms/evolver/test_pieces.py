@@ -198,3 +198,41 @@ def test_the_failure_map_folds_each_parents_rediagnosis_once_and_keeps_flips():
         fold(later, "child-1", 2, [], {})
     with pytest.raises(ValueError, match="outside the taxonomy"):
         fold(later, "child-2", 2, [Diagnosis(task="t9", why="made_up")], {})
+
+
+def test_the_qd_archive_keeps_one_elite_per_where_why_cell_and_pairs_cells():
+    from flashrsi_dagster.algorithms.evolver.archive import elites, recombinations
+    from flashrsi_dagster.algorithms.evolver.nodes import Node
+
+    def node(k, why, where, mean, library=True, sid=None):
+        return Node(
+            id=f"r{k}.w1c1",
+            round=k,
+            slot="w1c1",
+            why=why,
+            where=where,
+            parent_id="p",
+            snapshot_id=sid or f"s{k}{why}{mean}",
+            state="promoted_to_baseline",
+            reason="r",
+            confirm_mean=mean,
+            vanilla_mean=0.5,
+            library=library,
+        )
+
+    nodes = [
+        node(1, "missing_cue", "prompt", 0.7),
+        node(2, "missing_cue", "prompt", 0.7),  # a tie: the earlier round stays
+        node(3, "missing_cue", "prompt", 0.9, library=False),  # failed a gate
+        node(2, "wrong_default", "runtime", 0.6),
+        node(3, "wrong_default", "prompt", 0.8),
+    ]
+    cells = elites(nodes)
+    assert {c: n.round for c, n in cells.items()} == {
+        "prompt:missing_cue": 1,
+        "runtime:wrong_default": 2,
+        "prompt:wrong_default": 3,
+    }
+    pairs = recombinations(cells, limit=2)
+    assert len(pairs) == 2 and all(a.why != b.why or a.where != b.where for a, b in pairs)
+    assert {pairs[0][0].confirm_mean, pairs[0][1].confirm_mean} == {0.7, 0.8}  # strongest first

@@ -1,0 +1,40 @@
+"""The QD archive: the best confirmed candidate per (WHERE x WHY) cell, and cross-cell
+recombination candidates (two elites of different cells merged), which go through the same
+gates as any other candidate."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from itertools import combinations
+
+from flashrsi_dagster.algorithms.evolver.nodes import Node
+from flashrsi_dagster.algorithms.evolver.where import cell_of
+
+
+def elites(nodes: Iterable[Node]) -> dict[str, Node]:
+    """Per cell, the library node (it passed every gate) with the best confirm mean; a tie
+    keeps the earlier round."""
+    best: dict[str, Node] = {}
+    for node in nodes:
+        if not node.library or node.where is None or node.confirm_mean is None:
+            continue
+        cell = cell_of(node.where, node.why)  # type: ignore[arg-type]
+        held = best.get(cell)
+        if held is None or _rank(node) > _rank(held):
+            best[cell] = node
+    return best
+
+
+def _rank(node: Node) -> tuple[float, int]:
+    return (node.confirm_mean or 0.0, -node.round)
+
+
+def recombinations(cells: dict[str, Node], limit: int) -> list[tuple[Node, Node]]:
+    """Pairs of elites from different cells, the strongest pairs first, at most `limit`."""
+    pairs = [
+        (a, b)
+        for (_, a), (_, b) in combinations(sorted(cells.items()), 2)
+        if a.snapshot_id and b.snapshot_id and a.snapshot_id != b.snapshot_id
+    ]
+    pairs.sort(key=lambda p: -((p[0].confirm_mean or 0) + (p[1].confirm_mean or 0)))
+    return pairs[:limit]
