@@ -236,3 +236,24 @@ def test_the_qd_archive_keeps_one_elite_per_where_why_cell_and_pairs_cells():
     pairs = recombinations(cells, limit=2)
     assert len(pairs) == 2 and all(a.why != b.why or a.where != b.where for a, b in pairs)
     assert {pairs[0][0].confirm_mean, pairs[0][1].confirm_mean} == {0.7, 0.8}  # strongest first
+
+
+def test_the_beacon_guard_refuses_python_edits_without_an_activation_beacon():
+    from flashrsi_dagster.algorithms.evolver.beacon import beacon_refusal
+
+    def diff(path: str, *added: str) -> str:
+        body = "\n".join(f"+{line}" for line in added)
+        return f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1 +1,2 @@\n{body}\n"
+
+    assert (
+        beacon_refusal(diff("prompts/system.md", "- sports when the text mentions: goal")) is None
+    )
+    guarded = diff("runtime/agent.py", "    activation_beacon('retry_on_empty')", "    retry()")
+    assert beacon_refusal(guarded) is None
+    bare = diff("runtime/agent.py", "    retry()")
+    assert "runtime/agent.py" in (beacon_refusal(bare) or "")
+    commented = diff("runtime/agent.py", "    retry()  # activation_beacon('x')")
+    assert beacon_refusal(commented) is not None  # a comment is not a beacon
+    assert beacon_refusal(diff("runtime/agent.py", "", "# just a note")) is None  # no code added
+    two = guarded + diff("tools/shell.py", "    return out.strip()")
+    assert "tools/shell.py" in (beacon_refusal(two) or "") and "agent.py" not in beacon_refusal(two)
