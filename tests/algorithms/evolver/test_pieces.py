@@ -257,3 +257,26 @@ def test_the_beacon_guard_refuses_python_edits_without_an_activation_beacon():
     assert beacon_refusal(diff("runtime/agent.py", "", "# just a note")) is None  # no code added
     two = guarded + diff("tools/shell.py", "    return out.strip()")
     assert "tools/shell.py" in (beacon_refusal(two) or "") and "agent.py" not in beacon_refusal(two)
+
+
+def test_no_test_leak_at_start_and_retention_at_the_end():
+    from flashrsi_dagster.algorithms.evolver.sealed import (
+        Delivered,
+        TestLeak,
+        assert_no_test_leak,
+        retention,
+    )
+
+    assert_no_test_leak(["x1", "x2"], train=["t1", "t2"], anchor=["t1"])
+    with pytest.raises(TestLeak, match="1 test task\\(s\\) in anchor: x2"):
+        assert_no_test_leak(["x1", "x2"], train=["t1"], anchor=["t1", "x2"])
+    rows = retention(
+        [
+            Delivered("vanilla", "v", train=0.50, test=0.40),
+            Delivered("round 1", "a", train=0.70, test=0.50),
+            Delivered("round 2", "b", train=0.50, test=0.45),
+        ]
+    )
+    assert rows[0].retained is None and rows[0].train_lift == 0
+    assert rows[1].train_lift == pytest.approx(0.2) and rows[1].retained == pytest.approx(0.5)
+    assert rows[2].retained is None  # no train lift: nothing to retain
