@@ -12,7 +12,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 
-class TestLeak(RuntimeError):
+class LeakedTestTask(RuntimeError):
     """A test task where the search could see it."""
 
 
@@ -22,7 +22,7 @@ def assert_no_test_leak(test: Collection[str], **searched: Collection[str]) -> N
     for name, ids in searched.items():
         leaked = sorted(sealed & set(ids))
         if leaked:
-            raise TestLeak(
+            raise LeakedTestTask(
                 f"{len(leaked)} test task(s) in {name}: {', '.join(leaked[:5])}; the test "
                 "split must stay out of everything the search reads"
             )

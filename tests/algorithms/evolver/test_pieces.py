@@ -262,13 +262,13 @@ def test_the_beacon_guard_refuses_python_edits_without_an_activation_beacon():
 def test_no_test_leak_at_start_and_retention_at_the_end():
     from flashrsi_dagster.algorithms.evolver.sealed import (
         Delivered,
-        TestLeak,
+        LeakedTestTask,
         assert_no_test_leak,
         retention,
     )
 
     assert_no_test_leak(["x1", "x2"], train=["t1", "t2"], anchor=["t1"])
-    with pytest.raises(TestLeak, match="1 test task\\(s\\) in anchor: x2"):
+    with pytest.raises(LeakedTestTask, match="1 test task\\(s\\) in anchor: x2"):
         assert_no_test_leak(["x1", "x2"], train=["t1"], anchor=["t1", "x2"])
     rows = retention(
         [
