@@ -65,7 +65,7 @@ SEED = 0
 """The Monte Carlo test's default seed: the same input gives the same p."""
 TOLERANCE = 1e-12
 """Differences and spreads this small are float rounding (0.7 - 0.6 ≠ 0.9 - 0.8), not signal."""
-_CHUNK = 1 << 14  # sign assignments per matrix product
+_CHUNK = 1 << 20  # signs (assignments x tasks) per matrix product: 8 MB of floats
 
 
 class _Frozen(BaseModel):
@@ -262,15 +262,16 @@ class SignFlips:
     def chunks(self) -> Iterator[np.ndarray]:
         """The assignments as ±1 matrices, one row each, a chunk at a time."""
         bits = np.arange(self.n)
+        rows = max(1, _CHUNK // max(self.n, 1))
         if self.method == "exact":
-            for start in range(0, self.resamples, _CHUNK):
-                k = np.arange(start, min(start + _CHUNK, self.resamples), dtype=np.int64)
+            for start in range(0, self.resamples, rows):
+                k = np.arange(start, min(start + rows, self.resamples), dtype=np.int64)
                 yield 1.0 - 2.0 * ((k[:, None] >> bits) & 1)
             return
         rng = np.random.default_rng(self.seed)
-        for start in range(0, self.resamples, _CHUNK):
-            size = min(_CHUNK, self.resamples - start)
-            yield 1.0 - 2.0 * rng.integers(0, 2, size=(size, self.n))
+        for start in range(0, self.resamples, rows):
+            size = min(rows, self.resamples - start)
+            yield 1.0 - 2.0 * rng.integers(0, 2, size=(size, self.n), dtype=np.int8)
 
     def exceedances(self, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For differences `d` (tasks x candidates, no NaN): per candidate j, how many
