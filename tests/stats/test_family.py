@@ -66,8 +66,7 @@ def _max_statistic_by_brute_force(columns: dict[str, list[float]]) -> dict[str, 
     d = np.array(list(columns.values()), dtype=float).T  # tasks x candidates
     observed = np.abs(d.sum(axis=0))
     maxima = [
-        np.abs(np.array(signs) @ d).max()
-        for signs in itertools.product((1.0, -1.0), repeat=len(d))
+        np.abs(np.array(signs) @ d).max() for signs in itertools.product((1.0, -1.0), repeat=len(d))
     ]
     return {
         name: sum(top >= observed[j] - 1e-9 for top in maxima) / len(maxima)
