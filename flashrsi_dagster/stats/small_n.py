@@ -59,6 +59,8 @@ MIN_TASKS = 2
 """Below this many differences there is no comparison: the verdict is indecisive."""
 EXACT_MAX_N = 20
 """Up to this many tasks the permutation test enumerates all 2^n sign assignments."""
+EXACT_LIMIT = 30
+"""The largest `exact_max_n` a caller may ask for: 2^30 assignments already take minutes."""
 DRAWS = 100_000
 """Random sign assignments of the Monte Carlo test (its p has a standard error ≤ 0.0016)."""
 SEED = 0
@@ -254,6 +256,8 @@ class SignFlips:
     def __init__(self, n: int, *, draws: int, seed: int, exact_max_n: int) -> None:
         if draws < 1:
             raise ValueError(f"draws must be >= 1, got {draws}")
+        if exact_max_n > EXACT_LIMIT:
+            raise ValueError(f"exact_max_n must be <= {EXACT_LIMIT}, got {exact_max_n}")
         self.n = n
         self.method: Method = "exact" if n <= exact_max_n else "monte_carlo"
         self.resamples = 2**n if self.method == "exact" else draws

@@ -178,6 +178,8 @@ def test_the_exact_limit_and_the_draws_are_parameters():
     assert abs(sampled.p_value - exact.p_value) < 0.01
     with pytest.raises(ValueError, match="draws"):
         permutation_test(d, exact_max_n=4, draws=0)
+    with pytest.raises(ValueError, match="exact_max_n"):
+        permutation_test(d, exact_max_n=64)  # 2^64 assignments: never
 
 
 # --- the paired t ----------------------------------------------------------------------------
