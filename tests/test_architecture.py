@@ -79,3 +79,18 @@ def test_assets_do_not_import_resources():
 
     assert "assets/meta_harness.py" in sources
     assert offenders == []
+
+
+def test_the_code_location_does_not_import_scipy_stats():
+    """`scipy.stats` alone takes ~0.6 s to import, in every run worker the UI starts (README):
+    the statistics use `scipy.special` and integers; only tests compare them with scipy.stats."""
+    script = (
+        "import sys\n"
+        "import flashrsi_dagster.definitions, flashrsi_dagster.stats\n"
+        "print(sorted(m for m in sys.modules if m.startswith('scipy.stats')))\n"
+    )
+
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

@@ -16,6 +16,12 @@ Undefined statistics are None — never 0, never NaN:
   Neither is usable evidence, so z and both p-values are None and the candidate is not credited.
 
 A task missing from one table is counted in `unpaired_*`, never scored 0 on the missing side.
+
+Beside z and its label, the tests that hold at small n (`stats.small_n`): the exact sign
+test, the sign-flip permutation test (exact up to 20 tasks, seeded Monte Carlo above) and the
+paired t — z is the paired t statistic, `p_value_t` its p — and the `verdict` they give
+(credited / regressed / indecisive at `alpha`; every task won is credited, undefined is
+indecisive). The verdict is a label too, beside `credited`; neither decides navigation.
 """
 
 from __future__ import annotations
@@ -26,10 +32,17 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
-from scipy.special import stdtr  # not scipy.stats: a second less to import, for one function
 
-# Spreads and differences this small are float rounding (0.7 - 0.6 ≠ 0.9 - 0.8), not signal.
-TOLERANCE = 1e-12
+from flashrsi_dagster.stats.small_n import (
+    ALPHA,
+    DRAWS,
+    SEED,
+    TOLERANCE,
+    Method,
+    Verdict,
+    difference_tests,
+    p_text,
+)
 
 
 class PairedStats(BaseModel):
@@ -53,6 +66,24 @@ class PairedStats(BaseModel):
     credited: bool = Field(description="z ≥ sigma; False when z is None.")
     unpaired_candidate: int = Field(ge=0, description="Tasks only the candidate table rated.")
     unpaired_parent: int = Field(ge=0, description="Tasks only the parent table rated.")
+    p_value_sign: float | None = Field(
+        description="Exact two-sided sign test p, ties dropped; None if all tied."
+    )
+    p_value_permutation: float | None = Field(
+        description="Two-sided sign-flip permutation p of the lift; None if n == 0."
+    )
+    permutation_method: Method | None = Field(
+        description="exact (all 2^n sign flips) or monte_carlo; None if n == 0."
+    )
+    permutation_resamples: int = Field(
+        ge=0, description="Sign assignments counted: 2^n, or the Monte Carlo draws."
+    )
+    permutation_seed: int | None = Field(
+        description="The Monte Carlo draws' seed; None when exact."
+    )
+    alpha: float = Field(gt=0, lt=1, description="The verdict's level.")
+    verdict: Verdict = Field(description="credited / regressed / indecisive (stats.small_n).")
+    verdict_reason: str = Field(description="Which rule of the verdict applied.")
 
     @property
     def lift(self) -> float | None:
@@ -70,34 +101,49 @@ def task_rates(frame: pd.DataFrame) -> pd.Series:
     return scores.mean()[complete].astype(float)
 
 
-def paired(candidate: pd.DataFrame, parent: pd.DataFrame, *, sigma: float = 2.0) -> PairedStats:
-    """Compare two scores tables over the tasks both rated (see the module docstring)."""
+def paired(
+    candidate: pd.DataFrame,
+    parent: pd.DataFrame,
+    *,
+    sigma: float = 2.0,
+    alpha: float = ALPHA,
+    draws: int = DRAWS,
+    seed: int = SEED,
+) -> PairedStats:
+    """Compare two scores tables over the tasks both rated (see the module docstring);
+    `alpha`, `draws` and `seed` are the small-n verdict's (`small_n.difference_tests`)."""
     both, alone_candidate, alone_parent = _paired_rates(candidate, parent)
     cand = both["candidate"].to_numpy(dtype=float)
     par = both["parent"].to_numpy(dtype=float)
-    d = cand - par
-    lift = _mean(d)
-    std, se = _spread(d)
-    z = _z(lift, se)
-    won, lost, tied = _outcome_counts(d)
+    tests = difference_tests(cand - par, alpha=alpha, draws=draws, seed=seed)
+    t = tests.t
+    z = t.statistic
     return PairedStats(
-        n=len(d),
+        n=tests.n,
         mean_candidate=_mean(cand),
         mean_parent=_mean(par),
-        mean_difference=lift,
-        std_difference=std,
-        standard_error=se,
+        mean_difference=t.mean,
+        std_difference=t.std,
+        standard_error=t.standard_error,
         z=z,
         p_value=None if z is None else math.erfc(abs(z) / math.sqrt(2)),
         # Same definedness as z, so both p-values are present or both None.
-        p_value_t=None if z is None else _paired_t_p_value(z, len(d) - 1),
-        won=won,
-        lost=lost,
-        tied=tied,
+        p_value_t=t.p_value,
+        won=tests.sign.wins,
+        lost=tests.sign.losses,
+        tied=tests.sign.ties,
         sigma=sigma,
         credited=z is not None and z >= sigma,
         unpaired_candidate=alone_candidate,
         unpaired_parent=alone_parent,
+        p_value_sign=tests.sign.p_value,
+        p_value_permutation=tests.permutation.p_value,
+        permutation_method=tests.permutation.method,
+        permutation_resamples=tests.permutation.resamples,
+        permutation_seed=tests.permutation.seed,
+        alpha=alpha,
+        verdict=tests.verdict,
+        verdict_reason=tests.reason,
     )
 
 
@@ -118,6 +164,8 @@ def to_markdown(stats: PairedStats) -> str:
         ("lift", _fmt(stats.mean_difference, "+.3f")),
         ("z", f"{_fmt(stats.z, '.2f')} ({verdict} at z ≥ {stats.sigma:g})"),
         ("p (normal / paired t)", f"{_fmt(stats.p_value, '.3g')} / {_fmt(stats.p_value_t, '.3g')}"),
+        ("p (sign / permutation)", f"{p_text(stats.p_value_sign)} / {_permutation_text(stats)}"),
+        ("verdict", f"{stats.verdict} at alpha = {stats.alpha:g}: {stats.verdict_reason}"),
         ("parent → candidate", f"{_fmt(stats.mean_parent)} → {_fmt(stats.mean_candidate)}"),
         ("won / lost / tied", f"{stats.won} / {stats.lost} / {stats.tied}"),
         ("std / se of differences", f"{_fmt(stats.std_difference)} / {_fmt(stats.standard_error)}"),
@@ -153,28 +201,6 @@ def _mean(values: np.ndarray) -> float | None:
     return float(values.mean()) if len(values) else None
 
 
-def _spread(d: np.ndarray) -> tuple[float | None, float | None]:
-    """Sample stdev of d and the standard error of its mean; None below two tasks."""
-    if len(d) < 2:
-        return None, None
-    std = float(d.std(ddof=1))
-    # Snap rounding noise to an exact 0 so "se == 0" below means what it says.
-    std = 0.0 if std <= TOLERANCE else std
-    return std, std / math.sqrt(len(d))
-
-
-def _z(lift: float | None, se: float | None) -> float | None:
-    # se == 0 makes z ±inf or 0/0: report it undefined rather than infinitely significant.
-    if lift is None or se is None or se == 0.0:
-        return None
-    return lift / se
-
-
-def _paired_t_p_value(t: float, df: int) -> float:
-    """Two-sided p-value of the paired t statistic, which is z (`scipy.stats.ttest_rel`'s)."""
-    return float(2 * stdtr(df, -abs(t)))
-
-
 def _outcome(difference: float) -> str:
     if difference > TOLERANCE:
         return "won"
@@ -183,9 +209,13 @@ def _outcome(difference: float) -> str:
     return "tied"
 
 
-def _outcome_counts(d: np.ndarray) -> tuple[int, int, int]:
-    outcomes = [_outcome(x) for x in d]
-    return outcomes.count("won"), outcomes.count("lost"), outcomes.count("tied")
+def _permutation_text(stats: PairedStats) -> str:
+    if stats.permutation_method == "exact":
+        return f"{p_text(stats.p_value_permutation)} (exact, 2^{stats.n} sign flips)"
+    if stats.permutation_method == "monte_carlo":
+        draws, seed = stats.permutation_resamples, stats.permutation_seed
+        return f"{p_text(stats.p_value_permutation)} (Monte Carlo, {draws} draws, seed {seed})"
+    return p_text(stats.p_value_permutation)
 
 
 def _fmt(value: float | None, spec: str = ".3f") -> str:

@@ -159,6 +159,10 @@ def test_the_driver_runs_the_experiment_as_runs_of_its_jobs(tmp_path):
         assert "```diff" in snapshot["diff"].value
         assert snapshot["parent"].value.endswith("r000.c0%7Cmeta-harness-demo")
         assert "worker_activity" in snapshot and "worker_trajectory" in snapshot
+        compared = _latest(instance, "paired_stats", PARTITIONS.key(name, 1, "c0"))
+        assert compared["verdict"].value in {"credited", "regressed", "indecisive"}
+        assert {"p_value_t", "p_value_sign", "p_value_permutation"} <= set(compared)
+        assert "| p (sign / permutation) |" in compared["table"].value
         summary = _latest(instance, "summary", name)["chart"].value
         assert "promoted" in summary and "meta-harness-demo" in summary
         checks = instance.event_log_storage.get_latest_asset_check_execution_by_key(

@@ -12,7 +12,13 @@ from scipy import stats as scipy_stats
 
 from flashrsi_dagster.records import ErrorInfo, Status, Trajectory
 from flashrsi_dagster.rollouts.scores import scores_frame
-from flashrsi_dagster.stats import paired, per_task_table, task_rates, to_markdown
+from flashrsi_dagster.stats import (
+    difference_tests,
+    paired,
+    per_task_table,
+    task_rates,
+    to_markdown,
+)
 
 UNDEFINED = ("std_difference", "standard_error", "z", "p_value", "p_value_t")
 
@@ -77,6 +83,9 @@ def test_credited_at_exactly_two_sigma_and_not_just_below():
     assert stats.credited is True
     assert _pair(candidate, parent, sigma=2.0001).credited is False
     assert _pair(candidate, parent, sigma=1.0).credited is True
+    # The 2-sigma label is generous at small n: three wins in nine tasks, exactly, are p = 1/4.
+    assert stats.p_value_sign == stats.p_value_permutation == 0.25
+    assert stats.verdict == "indecisive"
 
 
 def test_losses_lower_z_and_are_never_credited():
@@ -131,6 +140,7 @@ def test_one_paired_task_has_a_lift_but_no_spread():
     assert stats.lift == 1.0
     assert all(getattr(stats, name) is None for name in UNDEFINED)
     assert stats.credited is False
+    assert stats.verdict == "indecisive"
 
 
 def test_no_paired_tasks_leaves_every_statistic_undefined():
@@ -141,6 +151,8 @@ def test_no_paired_tasks_leaves_every_statistic_undefined():
     assert all(getattr(stats, name) is None for name in UNDEFINED)
     assert (stats.won, stats.lost, stats.tied) == (0, 0, 0)
     assert stats.credited is False
+    assert stats.p_value_sign is stats.p_value_permutation is stats.permutation_method is None
+    assert stats.verdict == "indecisive"
 
 
 def test_the_same_gain_on_every_task_has_zero_se_and_no_z():
@@ -149,6 +161,9 @@ def test_the_same_gain_on_every_task_has_zero_se_and_no_z():
     assert (stats.lift, stats.std_difference, stats.standard_error) == (1.0, 0.0, 0.0)
     assert stats.z is stats.p_value is stats.p_value_t is None
     assert stats.credited is False
+    # ...but winning every task is credited by the small-n verdict.
+    assert stats.p_value_sign == stats.p_value_permutation == 0.25
+    assert (stats.verdict, stats.verdict_reason) == ("credited", "won every one of the 3 tasks")
 
 
 def test_identical_tables_have_zero_lift_and_no_z():
@@ -158,6 +173,8 @@ def test_identical_tables_have_zero_lift_and_no_z():
 
     assert (stats.lift, stats.standard_error, stats.z) == (0.0, 0.0, None)
     assert (stats.won, stats.lost, stats.tied) == (0, 0, 3)
+    assert (stats.p_value_sign, stats.p_value_permutation) == (None, 1.0)
+    assert stats.verdict == "indecisive"
 
 
 def test_float_rounding_is_neither_a_win_nor_spread():
@@ -167,6 +184,35 @@ def test_float_rounding_is_neither_a_win_nor_spread():
     assert stats.standard_error == 0.0
     assert stats.z is None
     assert stats.won == 2
+
+
+def test_the_small_n_figures_are_those_of_the_per_task_differences():
+    candidate = _scores({f"t{i}": [i % 2, 1, (i % 3) / 2] for i in range(12)})
+    parent = _scores({f"t{i}": [0, i % 4 == 0, 0.5] for i in range(12)})
+    d = per_task_table(candidate, parent).sort_values("task_id")["difference"]
+
+    stats = paired(candidate, parent, alpha=0.01)
+    tests = difference_tests(d, alpha=0.01)
+
+    assert stats.p_value_sign == tests.sign.p_value
+    assert stats.p_value_permutation == tests.permutation.p_value
+    assert (stats.permutation_method, stats.permutation_resamples) == ("exact", 2**12)
+    assert stats.permutation_seed is None
+    assert stats.p_value_t == tests.t.p_value
+    assert stats.z == tests.t.statistic
+    assert (stats.alpha, stats.verdict, stats.verdict_reason) == (0.01, tests.verdict, tests.reason)
+
+
+def test_above_20_tasks_the_permutation_p_is_sampled_as_asked():
+    candidate = _scores({f"t{i:02}": [i % 3 != 0] for i in range(25)})
+    parent = _scores({f"t{i:02}": [i % 2] for i in range(25)})
+
+    stats = paired(candidate, parent, draws=5_000, seed=3)
+
+    assert (stats.permutation_method, stats.permutation_resamples) == ("monte_carlo", 5_000)
+    assert stats.permutation_seed == 3
+    assert stats == paired(candidate, parent, draws=5_000, seed=3)
+    assert "(Monte Carlo, 5000 draws, seed 3)" in to_markdown(stats)
 
 
 def test_sigma_must_be_positive():
@@ -250,6 +296,8 @@ def test_markdown_shows_the_headline_numbers():
     assert "| paired tasks | 4 |" in text
     assert "| unpaired (candidate / parent) | 0 / 1 |" in text
     assert f"{stats.p_value:.3g} / {stats.p_value_t:.3g}" in text
+    assert "| p (sign / permutation) | 0.5 / 0.5 (exact, 2^4 sign flips) |" in text
+    assert "| verdict | indecisive at alpha = 0.05: permutation p 0.5 > 0.05 |" in text
 
 
 def test_markdown_shows_undefined_values_as_n_a():
@@ -258,3 +306,5 @@ def test_markdown_shows_undefined_values_as_n_a():
     assert "| z | n/a (not credited at z ≥ 2) |" in text
     assert "| p (normal / paired t) | n/a / n/a |" in text
     assert "| std / se of differences | n/a / n/a |" in text
+    assert "| p (sign / permutation) | 1 / 1 (exact, 2^1 sign flips) |" in text
+    assert "| verdict | indecisive at alpha = 0.05: 1 paired task(s): fewer than 2" in text
