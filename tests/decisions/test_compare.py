@@ -13,16 +13,15 @@ from flashrsi_dagster.experiment.identity import fingerprint, normalised
 from flashrsi_dagster.records import ErrorInfo, Status, Trajectory, Usage
 
 
-def run(task: str, ok: bool, *, tools: int = 2, tokens: int = 100, cost=None, seconds=1.0,
-        error: str | None = None) -> Trajectory:  # fmt: skip
+def run(task: str, ok: bool, *, tools: int = 2, tokens: int = 100, error: str | None = None):
     return Trajectory(
         task_id=task,
         snapshot_id="s",
         split="dev",
         status=Status.SUCCESS if ok else (Status.ERROR if error else Status.FAILURE),
         score=1.0 if ok else 0.0,
-        usage=Usage(input_tokens=tokens, output_tokens=tokens // 2, tool_calls=tools, cost=cost),
-        duration=seconds,
+        usage=Usage(input_tokens=tokens, output_tokens=tokens // 2, tool_calls=tools),
+        duration=1.0,
         error=ErrorInfo(type=error, message="boom") if error else None,
     )
 
@@ -57,9 +56,7 @@ def test_different_task_sets_or_budgets_are_refused_not_compared_on_the_overlap(
 
 
 def test_the_rule_names_each_broken_clause_and_an_undefined_figure_is_indecisive():
-    rule = ComparisonConfig(
-        primary="success_rate", guards={"tool_calls": {"max_increase": 0.2}}
-    )
+    rule = ComparisonConfig(primary="success_rate", guards={"tool_calls": {"max_increase": 0.2}})
     costly = [run("a", True, tools=3), run("b", True, tools=3), run("c", False, tools=3)]
     cheap_worse = [run("a", False, tools=1), run("b", False, tools=1), run("c", False, tools=1)]
     priced = ComparisonConfig(guards={"cost": {"max_increase": 0.5}})

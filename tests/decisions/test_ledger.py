@@ -53,7 +53,8 @@ def test_meta_harness_adopts_the_promoted_snapshot_and_rejects_the_others_with_e
 
     reject = entries[0]
     assert reject.candidate.round == 2 and reject.scope == "search"
-    assert "not promoted (ranked 2 of 3)" in reject.reason and "ties keep the earlier" in reject.reason
+    assert "not promoted (ranked 2 of 3)" in reject.reason
+    assert "ties keep the earlier round" in reject.reason
     mh.experiment.records.verify()
 
 
