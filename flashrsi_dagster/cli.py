@@ -47,13 +47,26 @@ def _parser() -> argparse.ArgumentParser:
     )
     resume.add_argument("--experiment", required=True, help="experiment name")
     _home_argument(resume)
+    back = commands.add_parser(
+        "rollback",
+        help="make a known baseline the experiment's baseline again, for later runs",
+        allow_abbrev=False,
+    )
+    back.add_argument("--experiment", required=True, help="experiment name")
+    back.add_argument("--to", required=True, metavar="SNAPSHOT", help="snapshot id (or prefix)")
+    back.add_argument("--reason", help="why (recorded in the decision ledger)")
+    _home_argument(back)
     ui = commands.add_parser("ui", help="the Dagster UI on the experiments", allow_abbrev=False)
     _home_argument(ui)
     ui.add_argument("--port", default=3000, type=int)
     evaluate = _config_command(commands, "eval", "evaluate one harness on a split, no evolution")
     evaluate.add_argument("--split", required=True, choices=["dev", "train"])
     evaluate.add_argument("--tasks", help="comma-separated task ids (default: the whole split)")
-    evaluate.add_argument("--snapshot", help="a snapshot id of the experiment (default: the seed)")
+    evaluate.add_argument(
+        "--snapshot",
+        help="a snapshot id of the experiment, or `baseline`: its current baseline in the "
+        "decision ledger (default: the seed)",
+    )
     evaluate.add_argument("--fresh", action="store_true", help="ignore a previous record")
     commands.add_parser(
         "offline-model",
@@ -94,13 +107,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return serve(argv[1:])
     args, overrides = _parser().parse_known_args(argv)
-    if args.command in ("resume", "ui"):
+    if args.command in ("resume", "ui", "rollback"):
         if overrides:  # the experiment's own config is used; nothing may silently not apply
             print(
                 f"error: {args.command} takes no overrides: {' '.join(overrides)}", file=sys.stderr
             )
             return EXIT_BAD_INPUT
-        return _resume(args) if args.command == "resume" else _ui(args)
+        commands = {"resume": _resume, "ui": _ui, "rollback": _rollback}
+        return commands[args.command](args)
     try:
         config = load_config(args.config, overrides)
     except ConfigError as exc:
@@ -180,6 +194,34 @@ def _resume(args: argparse.Namespace) -> int:
     return EXIT_BAD_INPUT if experiment is None else _drive(experiment)
 
 
+def _rollback(args: argparse.Namespace) -> int:
+    from flashrsi_dagster.algorithms.registry import open_algorithm
+    from flashrsi_dagster.decisions import RollbackError, rollback
+
+    config = _stored_config(args.home.resolve(), args.experiment)
+    experiment = None if config is None else _open(config)
+    if experiment is None:
+        return EXIT_BAD_INPUT
+    algorithm = open_algorithm(experiment, log=lambda _: None)
+    try:
+        entry = rollback(algorithm, args.to, args.reason)
+    except RollbackError as exc:
+        print(f"error: experiment {args.experiment!r}: roll-back refused: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except IntegrityError as exc:
+        print(f"error: experiment {args.experiment!r} refused: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    finally:
+        algorithm.close()
+    restored, replaced = entry.candidate.snapshot_id or "", entry.baseline.snapshot_id or ""
+    print(
+        f"experiment {args.experiment}: baseline rolled back to {restored[:12]} (was "
+        f"{replaced[:12]}); ledger entry {entry.id}: {entry.reason}\n"
+        f"later runs start from it: `flashrsi eval --snapshot baseline`; the records are kept"
+    )
+    return EXIT_OK
+
+
 def _stored_config(home: Path, name: str) -> ExperimentConfig | None:
     """The config the experiment runs with, from its run_meta.json; None (saying why) when
     there is no such experiment or its record cannot be read back."""
@@ -245,11 +287,17 @@ def _eval(config: ExperimentConfig, args: argparse.Namespace) -> int:
             flush=True,
         )
 
+    snapshot_id = args.snapshot
+    if snapshot_id == "baseline":
+        from flashrsi_dagster.decisions import Ledger
+
+        entry = Ledger(ExperimentPaths(config.experiment.dir).root).baseline()
+        snapshot_id = entry.candidate.snapshot_id if entry else None  # none yet: the seed
     try:
         result = evaluate(
             config,
             split=args.split,
-            snapshot_id=args.snapshot,
+            snapshot_id=snapshot_id,
             fresh=args.fresh,
             task_ids=args.tasks.split(",") if args.tasks else None,
             progress=progress,

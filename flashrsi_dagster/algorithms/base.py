@@ -85,6 +85,12 @@ class Algorithm(Protocol):
         """The experiment in a few lines: each step's outcome, the promotion, the test."""
         ...
 
+    def decisions(self, state: Any) -> list[Any]:
+        """The decision-ledger entries (`decisions.Decision`) the records imply, each with a
+        stable id; its steps append those missing (`Ledger.sync`) as they write, and a
+        roll-back first does the same."""
+        ...
+
 
 class Searching:
     """What every algorithm class does the same way on top of the seam's methods: the next

@@ -15,6 +15,8 @@ import pandas as pd
 
 from flashrsi_dagster.algorithms.base import ONLY_SLOT
 from flashrsi_dagster.assets.partitions import AlgorithmPartitions
+from flashrsi_dagster.decisions import Ledger
+from flashrsi_dagster.decisions.report import ledger_figures
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.experiment.keys import NIGHTLY
 from flashrsi_dagster.records import Trajectory, read_optional
@@ -206,7 +208,18 @@ def summary(experiment: Experiment, state) -> dict[str, Any]:
     note = experiment.meta.validity_note()
     if note:
         metadata["validity"] = note
+    metadata.update(ledger(experiment))
     return metadata
+
+
+def ledger(experiment: Experiment) -> dict[str, Any]:
+    """The decision ledger for a summary: the trade-off rule, the decisions, the baseline and
+    the comparison behind it (see `decisions/report.py`)."""
+    figures = ledger_figures(Ledger.of(experiment), experiment.config.comparison.describe())
+    return {
+        k.removesuffix("_md"): dg.MetadataValue.md(v) if k.endswith("_md") else v
+        for k, v in figures.items()
+    }
 
 
 def previous_night(name: str, names: list[str]) -> str | None:

@@ -221,6 +221,7 @@ def _summary(algorithm: ModularRSI, name: str) -> dg.AssetMaterialization:
         metadata["promoted"] = f"{state.promotion.snapshot_id[:12]} ({state.promotion.source})"
     if state.test:
         metadata.update(describe.figures(test_score=state.test.test_score))
+    metadata.update(describe.ledger(algorithm.experiment))
     return dg.AssetMaterialization(asset_key=SUMMARY.key, partition=name, metadata=metadata)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from flashrsi_dagster.config.algorithms import AlgorithmConfig
+from flashrsi_dagster.config.comparison import ComparisonConfig
 from flashrsi_dagster.config.models import BenchmarkConfig, ExperimentSection, RoleConfig, Section
 from flashrsi_dagster.config.secrets import SecretRef
 
@@ -16,6 +17,11 @@ class ExperimentConfig(Section):
     agent: RoleConfig = Field(description="The target role: runs benchmark tasks.")
     algorithm: AlgorithmConfig
     benchmark: BenchmarkConfig
+    comparison: ComparisonConfig = Field(
+        default_factory=ComparisonConfig,
+        description="The trade-off rule every candidate-vs-baseline comparison of the decision "
+        "ledger is judged by, declared before the run (`config/comparison.py`).",
+    )
 
     def roles(self) -> dict[str, RoleConfig]:
         """Every agent role by name: the target, then the algorithm's (`worker`, …)."""

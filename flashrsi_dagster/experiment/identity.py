@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from flashrsi_dagster.config.comparison import ComparisonConfig
 from flashrsi_dagster.config.experiment import ExperimentConfig, role_key
 from flashrsi_dagster.records import RecordStore, read_record
 from flashrsi_dagster.records.chain import CHAIN
@@ -38,6 +39,10 @@ _PACKAGES = (
 )
 # Where the home folder sits does not change what the experiment is.
 _NOT_IDENTITY = {("experiment", "home")}
+_ADDED_LATER = {"comparison": lambda: ComparisonConfig().model_dump(mode="json")}
+"""Sections added after experiments had run: left at their default they are left out of the
+identity, so an experiment started before the section existed (it ran under the default)
+reopens unchanged; any declared value is part of it."""
 _SEED_KEYS = tuple(f"{role_key('target')}.{key}" for key in ("source_dir", "type"))
 """What the seed snapshot is captured from; once captured it is kept (a re-evaluated round 0
 must not fork the search), so these cannot change under a captured seed."""
@@ -124,14 +129,14 @@ def normalised(config: ExperimentConfig) -> dict[str, Any]:
 
 
 def fingerprint(config_json: dict[str, Any]) -> str:
-    identity = _drop(config_json, _NOT_IDENTITY)
+    identity = _identity(config_json)
     canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """Dotted `key: old -> new` lines, in a stable order."""
-    before, after = _flatten(_drop(old, _NOT_IDENTITY)), _flatten(_drop(new, _NOT_IDENTITY))
+    before, after = _flatten(_identity(old)), _flatten(_identity(new))
     missing = object()
     changes = []
     for key in sorted(before.keys() | after.keys()):
@@ -238,6 +243,15 @@ def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
             out.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
         return out
     return {prefix: value}
+
+
+def _identity(config_json: dict[str, Any]) -> dict[str, Any]:
+    """What identifies the config: the home left out, and sections added later at default."""
+    identity = _drop(config_json, _NOT_IDENTITY)
+    for section, default in _ADDED_LATER.items():
+        if identity.get(section) == default():
+            identity.pop(section)
+    return identity
 
 
 def _drop(value: dict[str, Any], paths: set[tuple[str, ...]]) -> dict[str, Any]:

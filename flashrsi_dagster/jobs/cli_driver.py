@@ -9,6 +9,8 @@ from pathlib import Path
 import dagster as dg
 
 from flashrsi_dagster.algorithms.registry import open_algorithm
+from flashrsi_dagster.decisions import Ledger
+from flashrsi_dagster.decisions.report import ledger_lines
 from flashrsi_dagster.defs import defs_for
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.jobs.in_process import InProcessRuns
@@ -58,4 +60,5 @@ def summary(experiment: Experiment, state) -> str:
         lines.append(f"  {note}")
     algorithm = open_algorithm(experiment, log=lambda _: None)
     lines += [f"  {line}" for line in algorithm.summary(state)]
+    lines += [f"  {line}" for line in ledger_lines(Ledger.of(experiment))]
     return "\n".join(lines)

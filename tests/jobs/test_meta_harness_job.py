@@ -476,3 +476,7 @@ def test_a_nightly_experiments_summary_compares_it_with_the_night_before(tmp_pat
 
     assert summary["previous_night"].value == "meta-harness-demo-nightly-20261129"
     assert summary["test_change_vs_previous_night"].value == 0.0  # same config, same simulator
+    # The ledger beside it: the declared trade-off rule, each decision, the baseline.
+    assert summary["trade_off_rule"].value == "score lift >= +0"
+    assert "| adopt | experiment |" in summary["decisions"].value
+    assert "(adopt, meta_harness/promotion@" in summary["baseline"].value

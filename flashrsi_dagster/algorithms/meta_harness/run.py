@@ -19,7 +19,7 @@ import pandas as pd
 from flashrsi_dagster.agents import Agent, harness_dir
 from flashrsi_dagster.algorithms.base import Log, Searching, Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
-from flashrsi_dagster.algorithms.meta_harness import report
+from flashrsi_dagster.algorithms.meta_harness import decisions, report
 from flashrsi_dagster.algorithms.meta_harness.history import HISTORY, HistoryView
 from flashrsi_dagster.algorithms.meta_harness.plan import (
     SLOT,
@@ -42,6 +42,7 @@ from flashrsi_dagster.algorithms.turns import one_step_at_a_time
 from flashrsi_dagster.benchmarks.base import Benchmark, Task
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
+from flashrsi_dagster.decisions import Decision, Ledger
 from flashrsi_dagster.environments.jail import Mount
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.records import Status, Trajectory, read_optional
@@ -112,6 +113,14 @@ class MetaHarness(Searching):
 
     def summary(self, state: State) -> list[str]:
         return report.summary(state)
+
+    def decisions(self, state: State) -> list[Decision]:
+        """The ledger entries the records imply (see `meta_harness/decisions.py`)."""
+        return decisions.decisions(self, state)
+
+    def record_decisions(self) -> None:
+        """Append to the ledger what the records decided and it does not hold yet."""
+        Ledger.of(self.experiment).sync(self.decisions(self.read_state()))
 
     def _require_turn(self, action: str) -> State:
         """The state, if `action` may run now; else StepOrderError, nothing changed."""
@@ -204,11 +213,16 @@ class MetaHarness(Searching):
             return self._evaluate(
                 k, self.experiment.snapshots.get(edit.snapshot_id), parent_id=edit.parent_id
             )
+        done = read_optional(self.layout.round(k), RoundRecord)
+        if done is not None and done.status != "evaluated":
+            self.record_decisions()  # read back: a crash may have come before its entry
+            return done
         status = "worker_failed" if edit.status == "worker_failed" else "rejected"
         if status == "worker_failed":
             self.history.discard()  # the experiment is aborted
         record = RoundRecord(round=k, status=status, parent_id=edit.parent_id, reason=edit.reason)
         record = self._write(self.layout.round(k), record)
+        self.record_decisions()
         self.log(f"round {k}: {status} — {record.reason}")
         return record
 
@@ -220,6 +234,7 @@ class MetaHarness(Searching):
         state = self._require_turn("promote")
         self.experiment.records.verify()  # the ranking must rest on what the rounds recorded
         if state.promotion is not None and (state.test is not None or not stale(state)):
+            self.record_decisions()  # read back: a crash may have come before its entries
             if stale(state):
                 self.log(
                     "the ranking changed after the sealed test; the promotion stays frozen "
@@ -232,6 +247,7 @@ class MetaHarness(Searching):
             snapshot_id=best_id, round=best_round, dev_score=best_score, ranking=ranking
         )
         self._write(self.layout.promotion, promotion)
+        self.record_decisions()
         self.history.discard()  # the search is over: no Worker step will need it again
         self.log(f"promoted round {best_round} ({best_id[:12]}), dev score {best_score:.3f}")
         return promotion
@@ -259,6 +275,7 @@ class MetaHarness(Searching):
         self.experiment.records.verify()  # neither the promotion nor a result may be forged
         promotion, done = state.promotion, state.test
         assert promotion is not None
+        self.record_decisions()  # the promotion's entries, should a crash have cut them off
         if done is not None:
             if done.snapshot_id != promotion.snapshot_id:
                 raise RuntimeError(

@@ -12,6 +12,8 @@ records/modular_rsi/
   <module>/step-003-execution.jsonl the execution gate's rollout
   integration/step-000.json         StepRecord of an integration round (merge, then repairs)
   integration/step-000-*.{json,jsonl}  as above, with `check.jsonl` the full check
+  baseline-check.jsonl              the seed on every evolution task, run by the promotion
+                                    (when it promotes another version) to compare the two
   promotion.json                    Promotion: the version chosen, and why
   test.jsonl, test.json             the sealed test of the promoted version, run once
 """
@@ -135,6 +137,10 @@ class Layout:
 
     def check(self, k: int) -> Path:
         return self.step("integration", k, "check", ".jsonl")
+
+    @property
+    def baseline_check(self) -> Path:
+        return self.folder / "baseline-check.jsonl"
 
     @property
     def promotion(self) -> Path:

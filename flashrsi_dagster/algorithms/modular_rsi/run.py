@@ -21,7 +21,7 @@ from typing import ClassVar
 from flashrsi_dagster.agents import Agent, harness_dir
 from flashrsi_dagster.algorithms.base import Log, Searching, Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
-from flashrsi_dagster.algorithms.modular_rsi import report
+from flashrsi_dagster.algorithms.modular_rsi import decisions, report
 from flashrsi_dagster.algorithms.modular_rsi.groups import remember
 from flashrsi_dagster.algorithms.modular_rsi.plan import (
     Plan,
@@ -45,6 +45,7 @@ from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.config.algorithms import ModularRSIConfig
 from flashrsi_dagster.config.modules import INTEGRATION, ordered
+from flashrsi_dagster.decisions import Decision, Ledger
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import (
@@ -113,6 +114,14 @@ class ModularRSI(Searching):
 
     def summary(self, state: State) -> list[str]:
         return report.summary(state)
+
+    def decisions(self, state: State) -> list[Decision]:
+        """The ledger entries the records imply (see `modular_rsi/decisions.py`)."""
+        return decisions.decisions(self, state)
+
+    def record_decisions(self) -> None:
+        """Append to the ledger what the records decided and it does not hold yet."""
+        Ledger.of(self.experiment).sync(self.decisions(self.read_state()))
 
     def do(self, step: Step) -> None:
         if step.action == "branch" and step.slot in self.modules and step.round is not None:
@@ -235,12 +244,14 @@ class ModularRSI(Searching):
         """Step k of the module's branch (read back if it was made)."""
         done = read_optional(self.layout.step(module, k), StepRecord)
         if done is not None:
+            self.record_decisions()  # read back: a crash may have come before its entry
             return done
         state = self.read_state()
         self._require(state, Step("branch", k, module))
         if not self.layout.schedule.exists():
             self.write(self.layout.schedule, self.schedule)
         record = self.write(self.layout.step(module, k), BranchStep(self, state, module, k).run())
+        self.record_decisions()
         self.log(f"{module} step {k}: {record.status} — {record.reason}")
         return record
 
@@ -249,11 +260,13 @@ class ModularRSI(Searching):
         """Integration round r: the merge, or a repair of the merged version."""
         done = read_optional(self.layout.step(INTEGRATION, r), StepRecord)
         if done is not None:
+            self.record_decisions()
             return done
         state = self.read_state()
         self._require(state, Step("integrate", r, INTEGRATION))
         made = IntegrationStep(self, state, r, integration_phase(state, r)).run()
         record = self.write(self.layout.step(INTEGRATION, r), made)
+        self.record_decisions()
         self.log(f"integration round {r}: {record.status} — {record.reason}")
         return record
 
@@ -266,11 +279,21 @@ class ModularRSI(Searching):
         if missing is not None:
             raise StepOrderError(f"promotion refused: {missing}")
         if state.promotion is not None:
+            self.record_decisions()
             return state.promotion
         self.experiment.records.verify()
-        promotion = self.write(self.layout.promotion, choose(state, self.modules, self.seed().id))
+        chosen = choose(state, self.modules, self.seed().id)
+        if chosen.snapshot_id != self.seed().id:
+            self.baseline_check()
+        promotion = self.write(self.layout.promotion, chosen)
+        self.record_decisions()
         self.log(f"promoted {promotion.snapshot_id[:12]} ({promotion.source}): {promotion.reason}")
         return promotion
+
+    def baseline_check(self) -> list[Trajectory]:
+        """The seed on every evolution task, once per task as the full check runs the merge:
+        the baseline the promoted version is compared with (resumed if cut off)."""
+        return self.rollouts(self.seed(), self.splits.train, self.layout.baseline_check, 1)
 
     @one_step_at_a_time
     def sealed_test(self) -> TestResult:
@@ -282,6 +305,7 @@ class ModularRSI(Searching):
             return state.test
         self.experiment.records.verify()
         assert state.promotion is not None
+        self.record_decisions()  # the promotion's entry, should a crash have cut it off
         tasks = load_splits(self.experiment.config.benchmark, self.benchmark).unseal_test()
         snapshot = self.experiment.snapshots.get(state.promotion.snapshot_id)
         settings = self.settings

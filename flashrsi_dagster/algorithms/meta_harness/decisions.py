@@ -1,0 +1,162 @@
+"""Meta-Harness's decisions, derived from its records for the ledger (`decisions.ledger`).
+
+- `reject`, as soon as the round is recorded: a step whose edit was a no-op or refused by the
+  snapshot guard (nothing was evaluated; the Worker's trajectory and the edit record are kept).
+- At each promotion: `adopt` of the promoted snapshot as the experiment's baseline, and
+  `reject` of every other evaluated candidate ("not promoted", with its rank). Each carries
+  its dev scores, the paired statistics and the multi-metric comparison against the seed
+  (round 0, the baseline every candidate is a child of) on the same dev tasks.
+
+An evaluated round is no decision by itself: every candidate stays in the Worker's history
+until the promotion chooses. A promotion made again before the sealed test (a round was
+re-evaluated) gets entries of its own; the earlier ones stay.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from flashrsi_dagster.algorithms.meta_harness.plan import SLOT, State
+from flashrsi_dagster.algorithms.meta_harness.records import EditRecord, RoundRecord
+from flashrsi_dagster.decisions.compare import Comparison, ComparisonError, compare
+from flashrsi_dagster.decisions.ledger import (
+    EXPERIMENT,
+    Decision,
+    Evidence,
+    Ref,
+    eval_set_version,
+    raw_paths,
+)
+from flashrsi_dagster.experiment.keys import candidate_key
+from flashrsi_dagster.records import read_optional
+from flashrsi_dagster.rollouts.scores import scores_frame
+from flashrsi_dagster.stats.paired import paired
+
+if TYPE_CHECKING:
+    from flashrsi_dagster.algorithms.meta_harness.run import MetaHarness
+
+NAME = "meta_harness"
+
+
+def decisions(h: MetaHarness, state: State) -> list[Decision]:
+    seed = state.round(0)
+    if seed is None:
+        return []
+    made = [_rejected_edit(h, r, seed) for r in state.rounds if r.status == "rejected"]
+    if state.promotion is not None:
+        made += _promotion(h, state, seed)
+    return made
+
+
+def _ref(r: RoundRecord, snapshot_id: str | None = None) -> Ref:
+    return Ref(snapshot_id=snapshot_id or r.snapshot_id, round=r.round, slot=SLOT)
+
+
+def _raw(h: MetaHarness, k: int) -> list[str]:
+    layout = h.layout
+    paths = (layout.round(k), layout.rollouts(k), layout.edit(k), layout.worker(k))
+    return raw_paths(h.experiment.paths.root, *paths)
+
+
+def _rejected_edit(h: MetaHarness, r: RoundRecord, seed: RoundRecord) -> Decision:
+    edit = read_optional(h.layout.edit(r.round), EditRecord)
+    status = edit.status if edit else "rejected"
+    return Decision(
+        id=f"{NAME}/{candidate_key(r.round, SLOT)}",
+        decision="reject",
+        algorithm=NAME,
+        scope="search",
+        candidate=_ref(r, edit.snapshot_id if edit else None),
+        baseline=_ref(seed),
+        reason=f"the Worker's edit was {status}: {r.reason or 'no reason recorded'}",
+        evidence=Evidence(
+            gates=[{"name": "commit", "passed": False, "reason": r.reason or status}],
+            not_compared=f"nothing was evaluated: the edit was {status}",
+        ),
+        eval_set=None,
+        raw=_raw(h, r.round),
+    )
+
+
+def _promotion(h: MetaHarness, state: State, seed: RoundRecord) -> list[Decision]:
+    promotion = state.promotion
+    assert promotion is not None
+    basis = f"{NAME}/promotion@{promotion.created.isoformat()}"
+    baseline = h.round_rollouts(0)
+    eval_set = eval_set_version("dev", (t.task_id for t in baseline))
+    rank = {k: (i + 1, score) for i, (k, _, score) in enumerate(promotion.ranking)}
+    made = []
+    for k, sid, score in promotion.ranking:
+        if k in (0, promotion.round):
+            continue
+        position = f"ranked {rank[k][0]} of {len(rank)}"
+        why = "ties keep the earlier round" if score == promotion.dev_score else "lower"
+        reason = (
+            f"not promoted ({position}): dev score {score:.3f} vs the promoted round "
+            f"{promotion.round}'s {promotion.dev_score:.3f} ({why})"
+        )
+        evidence = _evidence(h, _round(state, k), baseline, seed, eval_set)
+        key = f"{basis}/{candidate_key(k, SLOT)}"
+        made.append(_entry(h, key, "reject", k, sid, seed, reason, evidence, eval_set))
+    promoted = promotion.round
+    if promoted == 0:
+        reason = (
+            f"no candidate beat the seed's dev score {promotion.dev_score:.3f} over "
+            f"{len(rank)} evaluated round(s): the seed stays the baseline"
+        )
+        evidence = Evidence(
+            scores={"dev_score": promotion.dev_score},
+            not_compared="the promoted snapshot is the baseline itself",
+        )
+    else:
+        evidence = _evidence(h, _round(state, promoted), baseline, seed, eval_set)
+        judged = evidence.comparison.line() if evidence.comparison else evidence.not_compared
+        reason = (
+            f"promoted: the best dev score, {promotion.dev_score:.3f} (seed "
+            f"{seed.dev_score or 0.0:.3f}), of {len(rank)} evaluated round(s); "
+            f"trade-off rule: {judged}"
+        )
+    sid = promotion.snapshot_id
+    adopt = _entry(h, basis, "adopt", promoted, sid, seed, reason, evidence, eval_set, EXPERIMENT)
+    adopt.raw.append(h.layout.promotion.relative_to(h.experiment.paths.root).as_posix())
+    return [*made, adopt]
+
+
+def _round(state: State, k: int) -> RoundRecord:
+    found = state.round(k)
+    assert found is not None, f"the promotion ranks round {k}, which has no record"
+    return found
+
+
+def _entry(h, id_, decision, k, sid, seed, reason, evidence, eval_set, scope="search"):
+    return Decision(
+        id=id_,
+        decision=decision,
+        algorithm=NAME,
+        scope=scope,
+        candidate=Ref(snapshot_id=sid, round=k, slot=SLOT),
+        baseline=_ref(seed),
+        reason=reason,
+        evidence=evidence,
+        eval_set=eval_set,
+        raw=_raw(h, k),
+    )
+
+
+def _evidence(h: MetaHarness, r: RoundRecord, baseline, seed: RoundRecord, eval_set: str):
+    """Round r's dev rollouts against the seed's: scores, paired statistics, all metrics."""
+    rollouts = h.round_rollouts(r.round)
+    scores = {"dev_score": r.dev_score, "baseline_dev_score": seed.dev_score}
+    stats = paired(scores_frame(rollouts), scores_frame(baseline))
+    comparison: Comparison | None = None
+    problem = None
+    try:
+        comparison = compare(rollouts, baseline, h.experiment.config.comparison, eval_set=eval_set)
+    except ComparisonError as exc:
+        problem = f"not comparable with the seed's dev evaluation: {exc}"
+    return Evidence(
+        scores=scores,
+        paired=stats.model_dump(mode="json"),
+        comparison=comparison,
+        not_compared=problem,
+    )
