@@ -16,7 +16,7 @@ from typing import ClassVar
 
 import pandas as pd
 
-from flashrsi_dagster.agents import Agent, harness_dir
+from flashrsi_dagster.agents import Agent, harness_components, harness_dir
 from flashrsi_dagster.algorithms.base import Log, Searching, Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
 from flashrsi_dagster.algorithms.meta_harness import report
@@ -153,7 +153,10 @@ class MetaHarness(Searching):
         made = [s for s in store.history() if s.parent_id is None]
         if made:
             return made[0]
-        return store.create_seed(harness_dir(self.experiment.config.agent), metadata={"round": 0})
+        agent = self.experiment.config.agent
+        return store.create_seed(
+            harness_dir(agent), harness_components(agent), metadata={"round": 0}
+        )
 
     @one_step_at_a_time
     def evaluate_seed(self) -> RoundRecord:

@@ -18,7 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import ClassVar
 
-from flashrsi_dagster.agents import Agent, harness_dir
+from flashrsi_dagster.agents import Agent, harness_components, harness_dir
 from flashrsi_dagster.algorithms.base import Log, Searching, Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
 from flashrsi_dagster.algorithms.modular_rsi import report
@@ -167,7 +167,10 @@ class ModularRSI(Searching):
         made = [s for s in store.history() if s.parent_id is None]
         if made:
             return made[0]
-        return store.create_seed(harness_dir(self.experiment.config.agent), metadata={"round": 0})
+        agent = self.experiment.config.agent
+        return store.create_seed(
+            harness_dir(agent), harness_components(agent), metadata={"round": 0}
+        )
 
     def agent(self, role: str) -> Agent:
         """The role's agent, built once per opening: `target`, `worker` or `reviewer`."""
