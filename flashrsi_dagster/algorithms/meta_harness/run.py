@@ -43,6 +43,7 @@ from flashrsi_dagster.benchmarks.base import Benchmark, Task
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.environments.jail import Mount
+from flashrsi_dagster.evaluator import Evaluator
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.records import Status, Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import (
@@ -91,6 +92,16 @@ class MetaHarness(Searching):
     @cached_property
     def benchmark(self) -> Benchmark:
         return self.builders.benchmark(self.experiment.config.benchmark)
+
+    @cached_property
+    def evaluator(self) -> Evaluator:
+        """The evaluator guard asked before every evaluation (`evaluator.Evaluator`)."""
+        return Evaluator(
+            self.experiment.records,
+            self.experiment.paths.records / "evaluator",
+            self.experiment.config.benchmark,
+            self.benchmark,
+        )
 
     @cached_property
     def splits(self) -> Splits:
@@ -271,8 +282,14 @@ class MetaHarness(Searching):
             return done
         tasks = load_splits(self.experiment.config.benchmark, self.benchmark).unseal_test()
         snapshot = self.experiment.snapshots.get(promotion.snapshot_id)
+        version = self.evaluator.before_sealed_test(tasks)
         score = self._rollouts(snapshot, tasks, self.layout.test_rollouts, split="test")
-        result = TestResult(snapshot_id=snapshot.id, test_score=score, test_tasks=len(tasks))
+        result = TestResult(
+            snapshot_id=snapshot.id,
+            test_score=score,
+            test_tasks=len(tasks),
+            eval_set=version.label,
+        )
         self._write(self.layout.test, result)
         self.log(f"sealed test of {snapshot.short_id}: {score:.3f} over {len(tasks)} tasks")
         return result
@@ -280,8 +297,10 @@ class MetaHarness(Searching):
     # -- parts ----------------------------------------------------------------------------
 
     def _evaluate(self, k: int, snapshot: Snapshot, parent_id: str | None) -> RoundRecord:
+        version = self.evaluator.before("dev", self.splits.dev)
         score = self._rollouts(snapshot, self.splits.dev, self.layout.rollouts(k), split="dev")
         record = RoundRecord(
+            eval_set=version.label,
             round=k,
             status="evaluated",
             snapshot_id=snapshot.id,
@@ -290,7 +309,7 @@ class MetaHarness(Searching):
             dev_tasks=len(self.splits.dev),
         )
         self._write(self.layout.round(k), record)
-        self.log(f"round {k}: {snapshot.short_id} dev score {score:.3f}")
+        self.log(f"round {k}: {snapshot.short_id} dev score {score:.3f} on {version.label}")
         return record
 
     def _rollouts(self, snapshot: Snapshot, tasks: tuple[Task, ...], path: Path, split: str):
