@@ -125,8 +125,15 @@ def set_digest(pairs: Iterable[tuple[str, str]]) -> str:
 
 
 def shown(path: Path) -> str:
-    """A path as records show it: relative to the framework's parent for its own modules."""
+    """A path as the manifest keys it: the framework's own files relative to the folder
+    holding the package (`flashrsi_dagster/rollouts/scores.py`), others absolute."""
     try:
         return str(path.relative_to(PACKAGE.parent))
     except ValueError:
         return str(path)
+
+
+def located(key: str) -> Path:
+    """The file a manifest key names (`shown`'s inverse)."""
+    path = Path(key)
+    return path if path.is_absolute() else PACKAGE.parent / path

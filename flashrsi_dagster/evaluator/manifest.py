@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from flashrsi_dagster.evaluator.files import Role, digest, shown
+from flashrsi_dagster.evaluator.files import Role, digest, located, shown
 from flashrsi_dagster.records import Record
 
 
@@ -33,7 +33,10 @@ class Amendment(BaseModel):
 
 class EvaluatorManifest(Record):
     kind: Literal["evaluator_manifest"] = "evaluator_manifest"
-    files: dict[str, str] = Field(description="Path -> sha256 of every evaluator file.")
+    files: dict[str, str] = Field(
+        description="Path -> sha256 of every evaluator file; the framework's own files relative "
+        "to the folder holding the package, so a moved installation still matches."
+    )
     roles: dict[str, Role] = Field(description="Path -> module, verifier or data.")
     sealed_test: str | None = Field(
         None, description="One digest of the test split's (id, content) pairs; names no task."
@@ -47,7 +50,7 @@ def build(paths: dict[Path, Role], sealed_test: str | None) -> EvaluatorManifest
         value = digest(path)
         if value is None:
             raise EvaluatorChanged(f"evaluator file {shown(path)} does not exist")
-        files[str(path)], roles[str(path)] = value, role
+        files[shown(path)], roles[shown(path)] = value, role
     return EvaluatorManifest(files=files, roles=roles, sealed_test=sealed_test)
 
 
@@ -57,27 +60,27 @@ def changed_data(manifest: EvaluatorManifest, now: dict[Path, Role]) -> list[str
     naming it."""
     data = []
     for path, value in manifest.files.items():
-        if digest(Path(path)) == value:
+        if digest(located(path)) == value:
             continue
         if manifest.roles[path] != "data":
             raise EvaluatorChanged(_changed(path, manifest.roles[path]))
         data.append(path)
     for path, role in now.items():
-        if str(path) in manifest.files:
+        if shown(path) in manifest.files:
             continue
         if role != "data":
             raise EvaluatorChanged(
                 f"{shown(path)} is a new {role} file of the evaluator, not in the manifest "
                 "recorded at the experiment's start; the evaluator is fixed for an experiment"
             )
-        data.append(str(path))
+        data.append(shown(path))
     return data
 
 
 def amended(manifest: EvaluatorManifest, paths: list[str], reason: str) -> EvaluatorManifest:
     files, roles = dict(manifest.files), dict(manifest.roles)
     for path in paths:
-        value = digest(Path(path))
+        value = digest(located(path))
         if value is None:
             files.pop(path, None)
             roles.pop(path, None)
@@ -91,9 +94,9 @@ def amended(manifest: EvaluatorManifest, paths: list[str], reason: str) -> Evalu
 
 def _changed(path: str, role: str) -> str:
     what = {"module": "scoring module", "verifier": "verifier file"}.get(role, role)
-    state = "was removed" if not Path(path).exists() else "changed"
+    state = "was removed" if not located(path).exists() else "changed"
     return (
-        f"the evaluator changed: {what} {shown(Path(path))} {state} since the experiment "
+        f"the evaluator changed: {what} {path} {state} since the experiment "
         "recorded it; no evaluation runs against a different checker (restore the file, or "
         "start a new experiment)"
     )
