@@ -110,10 +110,8 @@ def _visible_files(folder: Path) -> list[Path]:
 def task_digest(task: Task) -> str:
     """A task's content identity: its checksum (instruction and verifier data) and, for an
     environment task, the bytes of its verifier files."""
-    files = [
-        (p.name if p.name == "task.toml" else str(p.relative_to(p.parents[1])), digest(p))
-        for p in verifier_files(task)
-    ]
+    folder = Path(task.environment) if task.environment is not None else None
+    files = [(str(p.relative_to(folder)), digest(p)) for p in verifier_files(task) if folder]
     blob = json.dumps([task.checksum, files], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -102,7 +102,7 @@ class EvalSets:
             tasks=tasks,
             digest=digest,
             previous=last.label if last else None,
-            added=[t for t in tasks if last is None or t not in last.tasks] if last else [],
+            added=[t for t in tasks if t not in last.tasks] if last else [],
             removed=[t for t in last.tasks if t not in tasks] if last else [],
             reason=reason,
         )
