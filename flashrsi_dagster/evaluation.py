@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from flashrsi_dagster.agents import harness_dir, target_agent
+from flashrsi_dagster.agents import harness_components, harness_dir, target_agent
 from flashrsi_dagster.benchmarks.base import BenchmarkError, Task
 from flashrsi_dagster.benchmarks.loading import load_benchmark, load_splits
 from flashrsi_dagster.config.experiment import ExperimentConfig
@@ -56,8 +56,10 @@ def evaluate(
     tasks = _select(getattr(load_splits(config.benchmark, benchmark), split), task_ids, split)
     paths, redactor = ExperimentPaths(config.experiment.dir), redactor_for(config)
     store = SnapshotStore(paths.snapshots, secret_filter=redactor)
-    seed_dir = harness_dir(config.agent)
-    snapshot = store.get(snapshot_id) if snapshot_id else store.create_seed(seed_dir)
+    if snapshot_id:
+        snapshot = store.get(snapshot_id)
+    else:
+        snapshot = store.create_seed(harness_dir(config.agent), harness_components(config.agent))
     name = _record_name(split, snapshot, tasks, config)
     records = RecordStore(paths.root, redactor)
     record = RolloutRecord(paths.records / "eval" / name, records)

@@ -4,6 +4,7 @@ from flashrsi_dagster.agents.base import Agent, AgentConfigError
 from flashrsi_dagster.agents.registry import ADAPTERS, UnknownAdapterError, adapter_class
 from flashrsi_dagster.agents.roles import (
     WorkerConfigError,
+    harness_components,
     harness_dir,
     target_agent,
     worker_agent,
@@ -16,6 +17,7 @@ __all__ = [
     "UnknownAdapterError",
     "WorkerConfigError",
     "adapter_class",
+    "harness_components",
     "harness_dir",
     "target_agent",
     "worker_agent",

@@ -63,6 +63,10 @@ class Agent(ABC):
     """The `llm.api` dialects the adapter speaks, preferred first."""
     api_hint: ClassVar[str] = ""
     """Said after a refused `llm.api`: where to go instead."""
+    protected: ClassVar[tuple[str, ...]] = ()
+    """The harness's evaluator-protected entries (`glob` or `glob#key`): the files, or keys,
+    that hold a permission or a budget the run is held to; no candidate may change them
+    (`snapshots.protection`). A harness's `components.yaml` `protected:` section replaces it."""
 
     def __init__(
         self,

@@ -10,6 +10,7 @@ from flashrsi_dagster.agents.registry import adapter_class
 from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import Confinement
+from flashrsi_dagster.snapshots.components import COMPONENTS_FILE, Components
 
 
 class WorkerConfigError(AgentConfigError):
@@ -46,6 +47,13 @@ def reviewer_agent(
 def harness_dir(config: RoleConfig) -> Path:
     """The harness a role starts from: its `source_dir`, else its adapter's built-in one."""
     return config.source_dir or adapter_class(config.type).builtin_harness()
+
+
+def harness_components(config: RoleConfig) -> Components:
+    """The components a role's seed snapshot is captured with: its harness's
+    `components.yaml`, protecting the adapter's entries unless the file names its own."""
+    declared = Components.from_file(harness_dir(config) / COMPONENTS_FILE)
+    return declared.with_protection(adapter_class(config.type).protected)
 
 
 def _build(

@@ -28,6 +28,7 @@ from flashrsi_dagster.assets.context import (
     refusing_out_of_turn,
 )
 from flashrsi_dagster.assets.partitions import AlgorithmPartitions
+from flashrsi_dagster.evaluator.compare import basis
 from flashrsi_dagster.experiment.keys import NIGHTLY
 from flashrsi_dagster.rollouts.scores import scores_frame, summary
 from flashrsi_dagster.stats.failures import failure_map as failure_table
@@ -172,10 +173,18 @@ def _paired(algorithm: MetaHarness, state, k: int, frame: pd.DataFrame) -> dg.Ou
             output_name="paired_stats",
             metadata={"compared": False},
         )
+    record = state.round(k)
+    on = basis(record.eval_set if record else None, parent.eval_set)
+    if not on.comparable:  # a score on another evaluation set is never a lift
+        value = {"round": k, "parent_round": parent.round, "compared": False, "basis": on.label}
+        return dg.Output(
+            value, output_name="paired_stats", metadata={"compared": False, "basis": on.label}
+        )
     stats = paired(frame, algorithm.round_frame(parent.round))
     metadata = {
         **describe.lineage(state, k),
         "parent_round": parent.round,
+        "basis": on.label,
         **describe.figures(
             lift=stats.mean_difference,
             standard_error=stats.standard_error,
@@ -191,7 +200,7 @@ def _paired(algorithm: MetaHarness, state, k: int, frame: pd.DataFrame) -> dg.Ou
         "tied": stats.tied,
         "table": dg.MetadataValue.md(to_markdown(stats)),
     }
-    value = {"round": k, "parent_round": parent.round, "compared": True}
+    value = {"round": k, "parent_round": parent.round, "compared": True, "basis": on.label}
     return dg.Output(
         {**value, **stats.model_dump(mode="json")}, output_name="paired_stats", metadata=metadata
     )

@@ -6,9 +6,11 @@ evaluation calls once; nothing else (the Worker, selection) has a path to test i
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from flashrsi_dagster.benchmarks.base import BenchmarkError, Task
@@ -32,6 +34,12 @@ class Splits:
     def test_size(self) -> int:
         """Counted, not handed out: `unseal_test()` stays the final evaluation's call."""
         return len(self._sealed())
+
+    def test_digest(self, digest_of: Callable[[Task], str]) -> str:
+        """One digest of the test split's (id, `digest_of(task)`) pairs: recorded at the
+        start so the sealed test can show its tasks unchanged, naming none of them."""
+        pairs = sorted((t.id, digest_of(t)) for t in self._sealed())
+        return hashlib.sha256(json.dumps(pairs).encode()).hexdigest()
 
     def _sealed(self) -> tuple[Task, ...]:
         if self._test is None:

@@ -14,6 +14,8 @@ import yaml
 from flashrsi_dagster.snapshots.guard import path_problem
 
 COMPONENTS_FILE = "components.yaml"
+PROTECTED = "protected"
+"""The section naming evaluator-protected paths (see `snapshots.protection`); not a role."""
 _ROLE = re.compile(r"[a-z][a-z0-9_]*")
 
 
@@ -46,12 +48,22 @@ def glob_to_regex(pattern: str) -> str:
 
 @dataclass(frozen=True)
 class Components:
-    """Role -> globs, relative to the harness folder. Only matching files are evolvable."""
+    """Role -> globs, relative to the harness folder. Only matching files are evolvable.
+
+    `protected` lists the evaluator-protected entries (`glob` or `glob#key`, see
+    `snapshots.protection`); None when the file has no `protected:` section, so the adapter's
+    own list applies (`with_protection`)."""
 
     roles: dict[str, tuple[str, ...]]
+    protected: tuple[str, ...] | None = None
 
     @classmethod
     def parse(cls, data: Any, source: str = COMPONENTS_FILE) -> Components:
+        if isinstance(data, dict) and PROTECTED in data:
+            data = dict(data)
+            protected = _protected_entries(data.pop(PROTECTED), source)
+        else:
+            protected = None
         if not isinstance(data, dict) or not data:
             raise ComponentsError(
                 f"{source}: expected a mapping of role -> list of globs, "
@@ -75,7 +87,7 @@ class Components:
                 if glob == COMPONENTS_FILE:
                     raise ComponentsError(f"{where}: the declaration itself cannot be evolvable")
             roles[role] = tuple(globs)
-        return cls(roles)
+        return cls(roles, protected)
 
     @classmethod
     def from_file(cls, path: Path) -> Components:
@@ -88,7 +100,17 @@ class Components:
         return cls.parse(data, str(path))
 
     def to_dict(self) -> dict[str, list[str]]:
-        return {role: list(globs) for role, globs in self.roles.items()}
+        roles = {role: list(globs) for role, globs in self.roles.items()}
+        if self.protected is None:
+            return roles
+        return {**roles, PROTECTED: list(self.protected)}
+
+    def with_protection(self, default: tuple[str, ...]) -> Components:
+        """These components with `default` (the adapter's list) as the protected entries,
+        unless the file has its own `protected:` section (an empty one protects nothing)."""
+        if self.protected is not None:
+            return self
+        return Components(self.roles, tuple(default))
 
     @cached_property
     def _matchers(self) -> list[tuple[str, re.Pattern[str]]]:
@@ -113,3 +135,24 @@ class Components:
 
     def describe(self) -> str:
         return "; ".join(f"{role}: {', '.join(globs)}" for role, globs in self.roles.items())
+
+
+def _protected_entries(value: Any, source: str) -> tuple[str, ...]:
+    """`protected:` as a list of `glob` or `glob#key` strings (possibly empty)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        raise ComponentsError(f"{source}: {PROTECTED}: expected a list of globs (or glob#key)")
+    for index, entry in enumerate(value):
+        where = f"{source}: {PROTECTED}[{index}]"
+        if not isinstance(entry, str):
+            raise ComponentsError(f"{where}: expected a glob string, got {entry!r}")
+        glob, _, key = entry.partition("#")
+        problem = path_problem(glob)
+        if problem:
+            raise ComponentsError(f"{where}: {glob!r}: {problem}")
+        if "#" in entry and not key:
+            raise ComponentsError(f"{where}: {entry!r}: nothing after `#` (expected a key)")
+    return tuple(value)

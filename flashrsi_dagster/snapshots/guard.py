@@ -30,6 +30,8 @@ _MAX_LINK_HOPS = 40
 class Refusal:
     path: str
     reason: str
+    kind: str = "path"
+    """`path` (the path guard), `secret`, or `protected` (an evaluator-protected path)."""
 
     def render(self) -> str:
         return f"{self.path}: {self.reason}"

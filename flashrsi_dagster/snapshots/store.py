@@ -42,6 +42,11 @@ from flashrsi_dagster.snapshots.guard import (
     path_problem,
     scan,
 )
+from flashrsi_dagster.snapshots.protection import (
+    PROTECTED_KIND,
+    mark_protected,
+    protected_changes,
+)
 
 _REF_PREFIX = "refs/snapshots/"
 _IDENTITY = {
@@ -102,6 +107,11 @@ class EditOutcome:
     snapshot: Snapshot | None = None
     changed: tuple[ChangedPath, ...] = ()
     refusals: tuple[Refusal, ...] = ()
+
+    @property
+    def protected(self) -> tuple[Refusal, ...]:
+        """The refusals for evaluator-protected paths (see `snapshots.protection`)."""
+        return tuple(r for r in self.refusals if r.kind == PROTECTED_KIND)
 
     @property
     def reason(self) -> str | None:
@@ -208,8 +218,10 @@ class SnapshotStore:
         if not checkout.is_dir():
             raise SnapshotError(f"checkout folder does not exist: {checkout}")
         components = parent.components
+        protected = components.protected or ()
         _, refusals = self._scan(checkout, components, strict=True)
         if refusals:
+            refusals = mark_protected(refusals, protected)
             return EditOutcome("refused", parent.id, refusals=self._safe(refusals))
         template = self._checkout_index(checkout, parent.id)
         with self._temp_index(template) as index:
@@ -225,9 +237,28 @@ class SnapshotStore:
             tree = self._git("write-tree", index=index)
             if tree == parent.tree:
                 return EditOutcome("noop", parent.id)
+            touched = self._protected_touched(protected, parent.tree, tree)
+            if touched:
+                return EditOutcome("refused", parent.id, refusals=self._safe(touched))
             child = self._commit(tree, parent.id, message, metadata, components)
             self._remember_checkout(checkout, index, child.id)
         return EditOutcome("committed", parent.id, child, tuple(self.changed_paths(parent, child)))
+
+    def _protected_touched(self, protected: tuple[str, ...], old: str, new: str) -> list[Refusal]:
+        """The refusals for changes between two trees that touch a protected entry."""
+        if not protected:
+            return []
+        changed = self._changes(old, new)
+        return protected_changes(
+            protected, changed, partial(self._blob, old), partial(self._blob, new)
+        )
+
+    def _blob(self, tree: str, path: str) -> bytes | None:
+        try:
+            item = git.Tree(self._repo, bytes.fromhex(tree), path="") / path
+        except KeyError:
+            return None
+        return item.data_stream.read() if item.type == "blob" else None
 
     def _scan(
         self, folder: Path, components: Components, *, strict: bool
@@ -272,7 +303,7 @@ class SnapshotStore:
                     f"{where} holds the value of a secret ({encoding}); credentials never "
                     "enter a snapshot, plain or encoded"
                 )
-                refusals.append(Refusal(self._secrets.sub(REDACTED, path), reason))
+                refusals.append(Refusal(self._secrets.sub(REDACTED, path), reason, kind="secret"))
         return refusals
 
     def _leak_in(self, item: Path, path: str) -> tuple[str, str] | None:
@@ -294,7 +325,9 @@ class SnapshotStore:
         if self._secrets is None:
             return tuple(refusals)
         scrub = self._secrets.sub
-        return tuple(Refusal(scrub(REDACTED, r.path), scrub(REDACTED, r.reason)) for r in refusals)
+        return tuple(
+            Refusal(scrub(REDACTED, r.path), scrub(REDACTED, r.reason), r.kind) for r in refusals
+        )
 
     def _commit(
         self,
@@ -383,9 +416,11 @@ class SnapshotStore:
         return blob.data_stream.read()
 
     def changed_paths(self, a: Snapshot | str, b: Snapshot | str) -> list[ChangedPath]:
-        out = self._git(
-            "diff-tree", "-r", "-z", "--no-renames", "--name-status", self.get(a).id, self.get(b).id
-        )
+        return self._changes(self.get(a).id, self.get(b).id)
+
+    def _changes(self, a: str, b: str) -> list[ChangedPath]:
+        """Changed paths between two commits or trees."""
+        out = self._git("diff-tree", "-r", "-z", "--no-renames", "--name-status", a, b)
         fields = out.split("\0")
         return [
             ChangedPath(status, path)  # type: ignore[arg-type]

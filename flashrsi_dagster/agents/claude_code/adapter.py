@@ -42,6 +42,11 @@ class ClaudeCode(Agent):
     has_file_tools = True
     supported_apis = ("anthropic",)
     api_hint = " (for OpenAI-compatible endpoints use type miniagent)"
+    protected = ("settings.json", "settings.local.json", ".claude/**", ".mcp.json", "**/.mcp.json")
+    """Where Claude Code reads permissions (allow / deny lists) and extra tools (MCP servers):
+    protected even if a harness declares them. Hooks stay evolvable: the framework runs the CLI
+    with `bypassPermissions` and its own settings, so a hook has no approval left to grant,
+    and `max_turns` and the timeouts come from the role config."""
 
     @classmethod
     def config_problems(cls, config: RoleConfig, where: str) -> list[str]:

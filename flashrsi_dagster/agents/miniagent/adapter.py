@@ -35,6 +35,9 @@ class MiniAgent(Agent):
     supports_environment = True
     supported_apis = ("chat", "responses")
     api_hint = " (it talks to OpenAI-compatible endpoints; use type claude-code for anthropic)"
+    protected = ("agent.yaml#limits",)
+    """agent.yaml's `limits` (shell_timeout, output_limit) are budgets; its prompt, tools and
+    skills stay evolvable. `max_turns` and the timeouts come from the role config."""
 
     def _setup(self) -> None:
         self._runs: set[Run] = set()

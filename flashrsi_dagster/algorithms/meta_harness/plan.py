@@ -14,6 +14,7 @@ from flashrsi_dagster.algorithms.meta_harness.records import (
     RoundRecord,
     TestResult,
 )
+from flashrsi_dagster.evaluator.compare import basis
 from flashrsi_dagster.records import read_optional
 
 SLOT = ONLY_SLOT
@@ -108,7 +109,12 @@ def ranking_digest(rounds: tuple[RoundRecord, ...]) -> str:
 
 
 def rank(rounds: tuple[RoundRecord, ...] | list[RoundRecord]) -> list[tuple[int, str, float]]:
-    """Evaluated snapshots by dev score, best first; a tie keeps the earlier round first."""
+    """Evaluated snapshots by dev score, best first; a tie keeps the earlier round first.
+    Only rounds on the seed round's evaluation set are ranked: a score on another version of
+    dev is no lift over the seed (`evaluator.compare`)."""
     scored = [r for r in rounds if r.status == "evaluated" and r.dev_score is not None]
+    scored.sort(key=lambda r: r.round)
+    base = scored[0].eval_set if scored else None
+    scored = [r for r in scored if basis(r.eval_set, base).comparable]
     ordered = sorted(scored, key=lambda r: (-r.dev_score, r.round))  # type: ignore[operator]
     return [(r.round, r.snapshot_id or "", r.dev_score or 0.0) for r in ordered]

@@ -40,6 +40,9 @@ class RoundRecord(Record):
     dev_score: float | None = None
     dev_tasks: int = 0
     reason: str | None = None
+    eval_set: str | None = Field(
+        None, description="The dev evaluation set's version (`dev/e1`); None before versioning."
+    )
 
 
 class Promotion(Record):
@@ -57,6 +60,7 @@ class TestResult(Record):
     snapshot_id: str
     test_score: float
     test_tasks: int
+    eval_set: str | None = Field(None, description="The test set's version (`test/e1`).")
 
 
 class Layout:

@@ -16,7 +16,7 @@ from typing import ClassVar
 
 import pandas as pd
 
-from flashrsi_dagster.agents import Agent, harness_dir
+from flashrsi_dagster.agents import Agent, harness_components, harness_dir
 from flashrsi_dagster.algorithms.base import Log, Searching, Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
 from flashrsi_dagster.algorithms.meta_harness import decisions, report
@@ -44,6 +44,7 @@ from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.decisions import Decision, Ledger
 from flashrsi_dagster.environments.jail import Mount
+from flashrsi_dagster.evaluator import Evaluator
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.records import Status, Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import (
@@ -92,6 +93,16 @@ class MetaHarness(Searching):
     @cached_property
     def benchmark(self) -> Benchmark:
         return self.builders.benchmark(self.experiment.config.benchmark)
+
+    @cached_property
+    def evaluator(self) -> Evaluator:
+        """The evaluator guard asked before every evaluation (`evaluator.Evaluator`)."""
+        return Evaluator(
+            self.experiment.records,
+            self.experiment.paths.records / "evaluator",
+            self.experiment.config.benchmark,
+            self.benchmark,
+        )
 
     @cached_property
     def splits(self) -> Splits:
@@ -162,7 +173,10 @@ class MetaHarness(Searching):
         made = [s for s in store.history() if s.parent_id is None]
         if made:
             return made[0]
-        return store.create_seed(harness_dir(self.experiment.config.agent), metadata={"round": 0})
+        agent = self.experiment.config.agent
+        return store.create_seed(
+            harness_dir(agent), harness_components(agent), metadata={"round": 0}
+        )
 
     @one_step_at_a_time
     def evaluate_seed(self) -> RoundRecord:
@@ -285,8 +299,14 @@ class MetaHarness(Searching):
             return done
         tasks = load_splits(self.experiment.config.benchmark, self.benchmark).unseal_test()
         snapshot = self.experiment.snapshots.get(promotion.snapshot_id)
+        version = self.evaluator.before_sealed_test(tasks)
         score = self._rollouts(snapshot, tasks, self.layout.test_rollouts, split="test")
-        result = TestResult(snapshot_id=snapshot.id, test_score=score, test_tasks=len(tasks))
+        result = TestResult(
+            snapshot_id=snapshot.id,
+            test_score=score,
+            test_tasks=len(tasks),
+            eval_set=version.label,
+        )
         self._write(self.layout.test, result)
         self.log(f"sealed test of {snapshot.short_id}: {score:.3f} over {len(tasks)} tasks")
         return result
@@ -294,8 +314,10 @@ class MetaHarness(Searching):
     # -- parts ----------------------------------------------------------------------------
 
     def _evaluate(self, k: int, snapshot: Snapshot, parent_id: str | None) -> RoundRecord:
+        version = self.evaluator.before("dev", self.splits.dev)
         score = self._rollouts(snapshot, self.splits.dev, self.layout.rollouts(k), split="dev")
         record = RoundRecord(
+            eval_set=version.label,
             round=k,
             status="evaluated",
             snapshot_id=snapshot.id,
@@ -304,7 +326,7 @@ class MetaHarness(Searching):
             dev_tasks=len(self.splits.dev),
         )
         self._write(self.layout.round(k), record)
-        self.log(f"round {k}: {snapshot.short_id} dev score {score:.3f}")
+        self.log(f"round {k}: {snapshot.short_id} dev score {score:.3f} on {version.label}")
         return record
 
     def _rollouts(self, snapshot: Snapshot, tasks: tuple[Task, ...], path: Path, split: str):

@@ -75,6 +75,9 @@ class Check(BaseModel):
     tasks: int
     runtime_errors: list[str] = Field(description="Task ids whose run broke (error, timeout).")
     failed: list[str] = Field(description="Task ids answered wrongly.")
+    eval_set: str | None = Field(
+        None, description="The evolution set's version (`train/e1`); None before versioning."
+    )
 
     @property
     def passed(self) -> bool:
@@ -91,6 +94,9 @@ class StepRecord(Record):
     current_id: str = Field(description="The version after it: the candidate if accepted.")
     candidate_id: str | None = None
     tasks: list[str] = Field(default_factory=list, description="The batch (branch steps).")
+    eval_set: str | None = Field(
+        None, description="Branch steps: the version of the evolution set the batch is from."
+    )
     gates: list[Gate] = Field(default_factory=list)
     reason: str
     check: Check | None = Field(None, description="Integration: the accepted version's check.")
@@ -110,6 +116,7 @@ class TestResult(Record):
     snapshot_id: str
     test_score: float
     test_tasks: int
+    eval_set: str | None = Field(None, description="The test set's version (`test/e1`).")
 
 
 class Layout:

@@ -18,7 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import ClassVar
 
-from flashrsi_dagster.agents import Agent, harness_dir
+from flashrsi_dagster.agents import Agent, harness_components, harness_dir
 from flashrsi_dagster.algorithms.base import Log, Searching, Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
 from flashrsi_dagster.algorithms.modular_rsi import decisions, report
@@ -46,6 +46,7 @@ from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.config.algorithms import ModularRSIConfig
 from flashrsi_dagster.config.modules import INTEGRATION, ordered
 from flashrsi_dagster.decisions import Decision, Ledger
+from flashrsi_dagster.evaluator import Evaluator, basis
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import (
@@ -147,6 +148,20 @@ class ModularRSI(Searching):
         return self.builders.benchmark(self.experiment.config.benchmark)
 
     @cached_property
+    def evaluator(self) -> Evaluator:
+        """The evaluator guard asked before every evaluation (`evaluator.Evaluator`)."""
+        return Evaluator(
+            self.experiment.records,
+            self.experiment.paths.records / "evaluator",
+            self.experiment.config.benchmark,
+            self.benchmark,
+        )
+
+    def evaluation_set(self) -> str:
+        """The evaluator shown unchanged; the evolution set's version (`train/e1`)."""
+        return self.evaluator.before("train", self.splits.train).label
+
+    @cached_property
     def splits(self) -> Splits:
         """The evolution set (train) and dev; test is dropped as soon as it is drawn."""
         splits = load_splits(self.experiment.config.benchmark, self.benchmark).without_test()
@@ -176,7 +191,10 @@ class ModularRSI(Searching):
         made = [s for s in store.history() if s.parent_id is None]
         if made:
             return made[0]
-        return store.create_seed(harness_dir(self.experiment.config.agent), metadata={"round": 0})
+        agent = self.experiment.config.agent
+        return store.create_seed(
+            harness_dir(agent), harness_components(agent), metadata={"round": 0}
+        )
 
     def agent(self, role: str) -> Agent:
         """The role's agent, built once per opening: `target`, `worker` or `reviewer`."""
@@ -213,6 +231,7 @@ class ModularRSI(Searching):
         self, snapshot: Snapshot, tasks: tuple[Task, ...], path: Path, attempts: int
     ) -> list[Trajectory]:
         settings = self.settings
+        self.evaluation_set()  # before every evaluation: the evaluator is the recorded one
         return evaluate_snapshot(
             self.experiment.snapshots,
             snapshot,
@@ -309,6 +328,7 @@ class ModularRSI(Searching):
         tasks = load_splits(self.experiment.config.benchmark, self.benchmark).unseal_test()
         snapshot = self.experiment.snapshots.get(state.promotion.snapshot_id)
         settings = self.settings
+        version = self.evaluator.before_sealed_test(tasks)
         final = evaluate_snapshot(
             self.experiment.snapshots,
             snapshot,
@@ -321,7 +341,12 @@ class ModularRSI(Searching):
             progress=self.progress,
         )
         score = summary(scores_frame(final), len(tasks), settings.attempts)["score"]
-        result = TestResult(snapshot_id=snapshot.id, test_score=score, test_tasks=len(tasks))
+        result = TestResult(
+            snapshot_id=snapshot.id,
+            test_score=score,
+            test_tasks=len(tasks),
+            eval_set=version.label,
+        )
         self.write(self.layout.test, result)
         self.log(f"sealed test of {snapshot.short_id}: {score:.3f} over {len(tasks)} tasks")
         return result
@@ -347,17 +372,29 @@ def choose(state: State, modules: tuple[str, ...], seed_id: str) -> Promotion:
             snapshot_id=last.current_id,
             source="final_merge",
             reason=f"integration round {last.round}'s version ran every evolution task "
-            f"(score {last.check.score:.3f})",
+            f"(score {last.check.score:.3f}{_on(last.check.eval_set)})",
             branches=branches,
         )
-    passing = next((r for r in merges if r.check is not None and r.check.passed), None)
+    # A pass on another version of the evolution set does not show the version runs on this
+    # one's tasks (`evaluator.compare`): only merges checked on the last check's set count.
+    passing = next(
+        (
+            r
+            for r in merges
+            if r.check is not None
+            and r.check.passed
+            and basis(r.check.eval_set, last.check.eval_set).comparable
+        ),
+        None,
+    )
     broken = ", ".join(last.check.runtime_errors)
     if passing is not None:
         return Promotion(
             snapshot_id=passing.current_id,
             source="first_passing_merge",
             reason=f"the final version still breaks on {broken}; integration round "
-            f"{passing.round}'s merge was the first to pass the full check",
+            f"{passing.round}'s merge was the first to pass the full check"
+            f"{_on(last.check.eval_set)}",
             branches=branches,
         )
     return Promotion(
@@ -366,3 +403,7 @@ def choose(state: State, modules: tuple[str, ...], seed_id: str) -> Promotion:
         reason=f"the final version still breaks on {broken} and no merge passed the full check",
         branches=branches,
     )
+
+
+def _on(eval_set: str | None) -> str:
+    return f" on {eval_set}" if eval_set else ""

@@ -164,7 +164,7 @@ class BranchStep(_Step):
     def run(self) -> StepRecord:
         parent = self.store.get(self.state.current(self.slot, self.k, self.seed.id))
         tasks = self.a.tasks(self.ids)
-        fields = {"tasks": self.ids}
+        fields = {"tasks": self.ids, "eval_set": self.a.evaluation_set()}
         try:
             final, batch_error = self.batch(parent, tasks)
             findings = self.analyse(parent, final, batch_error)
@@ -329,6 +329,7 @@ class IntegrationStep(_Step):
 
     def full_check(self, candidate: Snapshot) -> Check:
         tasks = self.a.splits.train
+        version = self.a.evaluation_set()
         final = self.a.rollouts(candidate, tasks, self.a.layout.check(self.k), 1)
         broken = [t.task_id for t in final if t.status in gates.RUNTIME_FAULTS]
         wrong = [
@@ -341,6 +342,7 @@ class IntegrationStep(_Step):
             tasks=len(tasks),
             runtime_errors=broken,
             failed=wrong,
+            eval_set=version,
         )
 
 
