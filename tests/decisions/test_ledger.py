@@ -48,7 +48,7 @@ def test_meta_harness_adopts_the_promoted_snapshot_and_rejects_the_others_with_e
     assert comparison.candidate.score == promotion.dev_score
     assert {c.metric for c in comparison.changes} >= {"tool_calls", "tokens", "cost", "wall_time"}
     assert adopt.evidence.paired["n"] == 6 and adopt.evidence.paired["won"] >= 1
-    assert adopt.eval_set == comparison.eval_set and adopt.eval_set.startswith("dev:6:")
+    assert adopt.eval_set == comparison.eval_set == "dev/e1"  # the versioned set it ran
     assert Ledger.of(mh.experiment).baseline() == adopt
 
     reject = entries[0]
@@ -119,7 +119,7 @@ def test_modular_rsi_adopts_for_branches_rejects_with_gate_verdicts_and_compares
         ("compile", True),
         ("review", False),
     ]
-    assert rejected.eval_set.startswith("train:3:")  # the batch
+    assert rejected.eval_set == "train/e1"  # the versioned set the batch was drawn from
     root = algorithm.experiment.paths.root
     assert "records/modular_rsi/agent_loop/step-000-edit.json" in rejected.raw
     assert algorithm.experiment.snapshots.get(rejected.candidate.snapshot_id)

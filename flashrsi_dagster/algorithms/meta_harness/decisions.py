@@ -83,7 +83,8 @@ def _promotion(h: MetaHarness, state: State, seed: RoundRecord) -> list[Decision
     assert promotion is not None
     basis = f"{NAME}/promotion@{promotion.created.isoformat()}"
     baseline = h.round_rollouts(0)
-    eval_set = eval_set_version("dev", (t.task_id for t in baseline))
+    # the versioned set the seed round ran (`dev/e1`), else a digest of its task ids
+    eval_set = seed.eval_set or eval_set_version("dev", (t.task_id for t in baseline))
     rank = {k: (i + 1, score) for i, (k, _, score) in enumerate(promotion.ranking)}
     made = []
     for k, sid, score in promotion.ranking:

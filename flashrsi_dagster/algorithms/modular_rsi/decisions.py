@@ -67,7 +67,8 @@ def _step(a: ModularRSI, state: State, record: StepRecord) -> Decision:
     integration = record.slot == INTEGRATION
     evidence = Evidence(gates=[g.model_dump(mode="json") for g in record.gates])
     if integration:
-        eval_set = eval_set_version("train", (t.id for t in a.splits.train))
+        checked = record.check.eval_set if record.check is not None else None
+        eval_set = checked or eval_set_version("train", (t.id for t in a.splits.train))
         if record.check is not None:
             evidence.scores = {
                 "full_check_score": record.check.score,
@@ -77,7 +78,7 @@ def _step(a: ModularRSI, state: State, record: StepRecord) -> Decision:
         else:
             evidence.not_compared = "the candidate failed a gate before the full check"
     else:
-        eval_set = eval_set_version("train", record.tasks)
+        eval_set = record.eval_set or eval_set_version("train", record.tasks)
         batch = a.step_rollouts(record.slot, record.round)
         if batch:
             evidence.scores = {
@@ -131,7 +132,8 @@ def _promotion(a: ModularRSI, state: State) -> Decision:
         (r for r in state.branch(INTEGRATION) if r.check and r.current_id == promotion.snapshot_id),
         None,
     )
-    eval_set = eval_set_version("train", (t.id for t in a.splits.train))
+    checked = source.check.eval_set if source is not None and source.check else None
+    eval_set = checked or eval_set_version("train", (t.id for t in a.splits.train))
     evidence = Evidence()
     raw = [a.layout.promotion]
     if promotion.snapshot_id == seed:
