@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
+from flashrsi_dagster.decisions.ledger import Ledger
+
 ONLY_SLOT = "c0"
 """The slot of an algorithm with one candidate per round."""
 FINALIZE_ACTIONS = ("promote", "sealed_test")
@@ -99,6 +101,10 @@ class Searching:
 
     def next(self) -> Step:
         return self.next_step(self.read_state())  # type: ignore[attr-defined]
+
+    def record_decisions(self) -> None:
+        """Append to the ledger what the records decided and it does not hold yet."""
+        Ledger.of(self.experiment).sync(self.decisions(self.read_state()))  # type: ignore[attr-defined]
 
     def run(self, *, until: str | None = None) -> Any:
         """Every remaining step, in order (stopping before the first `until` step, if given);

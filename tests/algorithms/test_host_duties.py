@@ -14,7 +14,8 @@ from flashrsi_dagster.algorithms.meta_harness import MetaHarness
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.evaluator import EvaluatorChanged
 from flashrsi_dagster.experiment import open_experiment
-from tests.algorithms.modular_rsi.test_run import findings, opened
+from tests.algorithms.modular_rsi.scripted import findings
+from tests.algorithms.modular_rsi.test_run import opened
 from tests.sabotage.helpers import say, script_model, shell, unique
 
 EXAMPLE = Path(__file__).parents[1].parent / "examples" / "meta_harness.yaml"

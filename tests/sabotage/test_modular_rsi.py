@@ -33,7 +33,13 @@ from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.llm.endpoints import offline_server
 from flashrsi_dagster.records import Trajectory, read_record
 from flashrsi_dagster.rollouts.record import RolloutRecord
-from tests.algorithms.modular_rsi.test_run import MODULES, RULE, findings, verdict
+from tests.algorithms.modular_rsi.scripted import (
+    MODULES,
+    RULE,
+    findings,
+    verdict,
+    write_config,
+)
 from tests.conftest import needs_jails
 from tests.sabotage.helpers import (
     CORPUS,
@@ -61,47 +67,6 @@ CANARIES = {
 
 
 # -- the experiment ---------------------------------------------------------------------------
-
-
-def write_config(
-    tmp_path: Path, model: str, *, worker: dict | None = None, benchmark: dict | None = None
-) -> Path:
-    config = {
-        "experiment": {"name": "mrsi", "home": str(tmp_path / "home"), "seed": 0},
-        "agent": {
-            "type": "miniagent",
-            "llm": {"model": "simulator/target", "base_url": "offline", "timeout": 30},
-            "timeout": 60,
-            "max_turns": 4,
-        },
-        "algorithm": {
-            "name": "modular_rsi",
-            "modules": MODULES,
-            "epochs": 1,
-            "batch_size": 4,
-            "num_rollouts": 1,
-            "integration_rounds": 0,
-            "worker": {
-                "type": "miniagent",
-                "llm": {"model": model, "base_url": "offline", "timeout": 30},
-                "timeout": 120,
-                "max_turns": 10,
-                **(worker or {}),
-            },
-        },
-        "benchmark": {
-            "name": "text_classification",
-            "split_counts": {"train": 4, "dev": 0, "test": 3},
-            "concurrency": 4,
-            **(benchmark or {}),
-        },
-    }
-    role = config["algorithm"]["worker"]
-    role["llm"]["timeout"] = min(30, role["timeout"] // 2)  # a call must fit in a run
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    path = tmp_path / "mrsi.yaml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    return path
 
 
 def opened(tmp_path: Path, replies: list[dict] | None = None, **settings) -> ModularRSI:

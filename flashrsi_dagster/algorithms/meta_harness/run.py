@@ -42,7 +42,7 @@ from flashrsi_dagster.algorithms.turns import one_step_at_a_time
 from flashrsi_dagster.benchmarks.base import Benchmark, Task
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
-from flashrsi_dagster.decisions import Decision, Ledger
+from flashrsi_dagster.decisions import Decision
 from flashrsi_dagster.environments.jail import Mount
 from flashrsi_dagster.evaluator import Evaluator
 from flashrsi_dagster.experiment import Experiment
@@ -128,10 +128,6 @@ class MetaHarness(Searching):
     def decisions(self, state: State) -> list[Decision]:
         """The ledger entries the records imply (see `meta_harness/decisions.py`)."""
         return decisions.decisions(self, state)
-
-    def record_decisions(self) -> None:
-        """Append to the ledger what the records decided and it does not hold yet."""
-        Ledger.of(self.experiment).sync(self.decisions(self.read_state()))
 
     def _require_turn(self, action: str) -> State:
         """The state, if `action` may run now; else StepOrderError, nothing changed."""

@@ -45,7 +45,7 @@ from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.config.algorithms import ModularRSIConfig
 from flashrsi_dagster.config.modules import INTEGRATION, ordered
-from flashrsi_dagster.decisions import Decision, Ledger
+from flashrsi_dagster.decisions import Decision
 from flashrsi_dagster.evaluator import Evaluator, basis
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.records import Trajectory, read_optional
@@ -119,10 +119,6 @@ class ModularRSI(Searching):
     def decisions(self, state: State) -> list[Decision]:
         """The ledger entries the records imply (see `modular_rsi/decisions.py`)."""
         return decisions.decisions(self, state)
-
-    def record_decisions(self) -> None:
-        """Append to the ledger what the records decided and it does not hold yet."""
-        Ledger.of(self.experiment).sync(self.decisions(self.read_state()))
 
     def do(self, step: Step) -> None:
         if step.action == "branch" and step.slot in self.modules and step.round is not None:

@@ -20,59 +20,14 @@ from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.llm.endpoints import offline_server
 from flashrsi_dagster.records import Trajectory, read_record
 from flashrsi_dagster.rollouts.record import RolloutRecord
+from tests.algorithms.modular_rsi.scripted import (
+    MODULES,
+    RULE,
+    findings,
+    verdict,
+    write_config,
+)
 from tests.sabotage.helpers import say, script_model, shell, unique
-
-MODULES = {
-    "agent_loop": ["runtime/agent.py"],
-    "tool_use": ["runtime/agent.py", "tools/shell.py"],
-    "observation_management": ["runtime/agent.py", "tools/base.py"],
-    "context_management": ["runtime/agent.py", "prompts/system.md"],
-    "task_completion_detection": ["runtime/agent.py"],
-}
-
-
-def findings(*items: dict) -> dict:
-    return say("```json\n" + json.dumps({"findings": list(items)}) + "\n```")
-
-
-def verdict(kind: str, reason: str = "fine") -> dict:
-    return say(json.dumps({"verdict": kind, "reason": reason}))
-
-
-def write_config(tmp_path: Path, worker_model: str, **algorithm) -> Path:
-    config = {
-        "experiment": {"name": "mrsi", "home": str(tmp_path / "home"), "seed": 0},
-        "agent": {
-            "type": "miniagent",
-            "llm": {"model": "simulator/target", "base_url": "offline", "timeout": 30},
-            "timeout": 60,
-            "max_turns": 4,
-        },
-        "algorithm": {
-            "name": "modular_rsi",
-            "modules": MODULES,
-            "epochs": 1,
-            "batch_size": 4,
-            "num_rollouts": 1,
-            "integration_rounds": 0,
-            "worker": {
-                "type": "miniagent",
-                "llm": {"model": worker_model, "base_url": "offline", "timeout": 30},
-                "timeout": 120,
-                "max_turns": 10,
-            },
-            **algorithm,
-        },
-        "benchmark": {
-            "name": "text_classification",
-            "split_counts": {"train": 4, "dev": 0, "test": 3},
-            "concurrency": 4,
-        },
-    }
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    path = tmp_path / "mrsi.yaml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    return path
 
 
 def opened(tmp_path: Path, replies: list[dict], **algorithm) -> ModularRSI:
@@ -82,9 +37,6 @@ def opened(tmp_path: Path, replies: list[dict], **algorithm) -> ModularRSI:
     algo = ModularRSI(experiment, log=lambda _: None)
     offline_server().add_script(name, replies)
     return algo
-
-
-RULE = "- sports when the text mentions: match"
 
 
 def test_one_accepted_branch_is_merged_promoted_and_tested_once(tmp_path):
