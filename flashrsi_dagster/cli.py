@@ -290,8 +290,15 @@ def _eval(config: ExperimentConfig, args: argparse.Namespace) -> int:
     snapshot_id = args.snapshot
     if snapshot_id == "baseline":
         from flashrsi_dagster.decisions import Ledger
+        from flashrsi_dagster.records.verify import problems_of
 
-        entry = Ledger(ExperimentPaths(config.experiment.dir).root).baseline()
+        root = ExperimentPaths(config.experiment.dir).root
+        # the ledger names the baseline only if the chain vouches for it (a forged line no)
+        problems = problems_of(root) if root.is_dir() else []
+        if problems:
+            print(f"error: {IntegrityError(problems)}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        entry = Ledger(root).baseline()
         snapshot_id = entry.candidate.snapshot_id if entry else None  # none yet: the seed
     try:
         result = evaluate(

@@ -17,6 +17,7 @@ from flashrsi_dagster.algorithms.base import ONLY_SLOT
 from flashrsi_dagster.assets.partitions import AlgorithmPartitions
 from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.decisions.report import ledger_figures
+from flashrsi_dagster.evaluator.compare import basis
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.experiment.keys import NIGHTLY
 from flashrsi_dagster.records import Trajectory, read_optional
@@ -151,16 +152,23 @@ def lineage(state, k: int) -> dict[str, str]:
 
 def scores(state, k: int, table: dict) -> dict[str, Any]:
     score = table.get("score")
-    parent = state.parent_round(k)
-    change = None if score is None or parent is None else score - (parent.dev_score or 0.0)
+    parent, this = state.parent_round(k), state.round(k)
+    # a score on another evaluation set is never a change over the parent's (evaluator.compare)
+    on = None if parent is None else basis(this.eval_set if this else None, parent.eval_set)
+    change = None
+    if score is not None and on is not None and on.comparable:
+        change = score - (parent.dev_score or 0.0)
     cost = table.get("cost")
-    return {
+    metadata = {
         **lineage(state, k),
         **figures(dev_score=score, change_vs_parent=change),
         "cost": "unpriced (no llm.price)" if cost is None else cost_text(cost),
         "input_tokens": table.get("input_tokens", 0),
         "output_tokens": table.get("output_tokens", 0),
     }
+    if on is not None:
+        metadata["basis"] = on.label
+    return metadata
 
 
 def score_check(table: dict, denominator: int, check: str, asset: dg.AssetKey, where: str):

@@ -42,11 +42,20 @@ class ClaudeCode(Agent):
     has_file_tools = True
     supported_apis = ("anthropic",)
     api_hint = " (for OpenAI-compatible endpoints use type miniagent)"
-    protected = ("settings.json", "settings.local.json", ".claude/**", ".mcp.json", "**/.mcp.json")
-    """Where Claude Code reads permissions (allow / deny lists) and extra tools (MCP servers):
-    protected even if a harness declares them. Hooks stay evolvable: the framework runs the CLI
-    with `bypassPermissions` and its own settings, so a hook has no approval left to grant,
-    and `max_turns` and the timeouts come from the role config."""
+    protected = (
+        "settings.json",
+        "settings.local.json",
+        ".claude/**",
+        ".mcp.json",
+        "**/.mcp.json",
+        ".claude-plugin/plugin.json#mcpServers",
+        ".claude-plugin/plugin.json#lspServers",
+    )
+    """Where Claude Code reads permissions (allow / deny lists) and extra tools (MCP and LSP
+    servers, which the snapshot's own plugin manifest may declare when a harness makes it
+    evolvable): protected even if a harness declares them. Hooks stay evolvable: the framework
+    runs the CLI with `bypassPermissions` and its own settings, so a hook has no approval left
+    to grant, and `max_turns` and the timeouts come from the role config."""
 
     @classmethod
     def config_problems(cls, config: RoleConfig, where: str) -> list[str]:
