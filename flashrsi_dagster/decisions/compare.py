@@ -46,7 +46,7 @@ class Metrics(BaseModel):
     tokens: int
     input_tokens: int
     output_tokens: int
-    cost: float | None = Field(description="None when no rollout was priced.")
+    cost: float | None = Field(description="None unless every rollout was priced.")
     wall_time: float = Field(description="Seconds, summed over rollouts.")
     failure_modes: dict[str, int] = Field(description="`<status>/<error class>` -> rollouts.")
 
@@ -105,7 +105,8 @@ def metrics(trajectories: Sequence[Trajectory]) -> Metrics:
         tokens=int(frame["input_tokens"].sum() + frame["output_tokens"].sum()),
         input_tokens=int(frame["input_tokens"].sum()),
         output_tokens=int(frame["output_tokens"].sum()),
-        cost=None if frame["cost"].isna().all() else float(frame["cost"].sum()),
+        # a partly priced side has no total: its unpriced rollouts would count as free
+        cost=None if frame["cost"].isna().any() else float(frame["cost"].sum()),
         wall_time=float(frame["duration"].sum()),
         failure_modes={
             f"{row.status}/{row.error_type}": int(row.count)

@@ -59,8 +59,11 @@ class EvalSets:
     def versions(self, name: str | None = None) -> list[EvalSetVersion]:
         """Every recorded version (of `name`), oldest first."""
         pattern = f"{name}-e*.json" if name else "*-e*.json"
-        found = [read_record(p, EvalSetVersion) for p in sorted(self.folder.glob(pattern))]
-        return [v for v in found if name is None or v.name == name]
+        found = [read_record(p, EvalSetVersion) for p in self.folder.glob(pattern)]
+        # by number, not by file name: e1000 comes after e999
+        return sorted(
+            (v for v in found if name is None or v.name == name), key=lambda v: (v.name, v.version)
+        )
 
     def version_for(
         self, name: str, tasks: Mapping[str, str], reason: str = "evaluated"

@@ -89,3 +89,13 @@ def test_a_declared_rule_is_part_of_the_fingerprint_and_the_default_is_not(confi
     assert fingerprint(older) == fingerprint(stored)
     assert fingerprint(normalised(declared)) != fingerprint(stored)
     assert normalised(declared)["comparison"]["min_lift"] == 0.05
+
+
+def test_a_side_with_unpriced_rollouts_has_no_cost_total():
+    """A failed rollout often has no price; summing the priced ones would make the side that
+    failed more look cheaper, so a partly priced side's cost is undefined, never a sum."""
+    from flashrsi_dagster.decisions.compare import metrics
+
+    priced = [run(t, True).model_copy(update={"usage": Usage(cost=0.01)}) for t in "abc"]
+    assert metrics(priced).cost == pytest.approx(0.03)
+    assert metrics([*priced[:2], run("c", False)]).cost is None

@@ -205,3 +205,13 @@ def test_a_later_check_stats_the_files_and_hashes_none(tmp_path, monkeypatch):
         evaluator.before("dev", dev)
     per_check = (time.perf_counter() - started) / 10
     assert per_check < 0.5, per_check  # measured ~10 ms on this machine; a round takes seconds
+
+
+def test_versions_are_ordered_by_number_not_by_file_name(tmp_path, data):
+    """e1000 comes after e999 (their file names sort the other way)."""
+    evaluator = guard(tmp_path, name="text_classification", data_path=data)
+    first = evaluator.before("dev", dev_of(evaluator))
+    for number in (999, 1000):
+        later = first.model_copy(update={"version": number})
+        evaluator.sets.records.write(evaluator.sets.path("dev", number), later)
+    assert [v.version for v in evaluator.sets.versions("dev")] == [1, 999, 1000]
