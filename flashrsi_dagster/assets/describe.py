@@ -202,7 +202,9 @@ def chart_rows(name: str, state) -> list[RoundRow]:
 
 def summary(experiment: Experiment, state) -> dict[str, Any]:
     name = experiment.config.experiment.name
-    scored = [r.dev_score for r in state.rounds if r.dev_score is not None]
+    seed = state.round(0)
+    same_set = [r for r in state.rounds if seed is None or r.eval_set == seed.eval_set]
+    scored = [r.dev_score for r in same_set if r.dev_score is not None]  # never across sets
     metadata: dict[str, Any] = {
         "chart": dg.MetadataValue.md(experiment_chart(chart_rows(name, state))),
         "rounds": len(state.rounds),

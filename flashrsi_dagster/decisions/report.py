@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from flashrsi_dagster.decisions.compare import comparison_table
-from flashrsi_dagster.decisions.ledger import EXPERIMENT, Decision, Ledger
+from flashrsi_dagster.decisions.ledger import Decision, Ledger
 
 
 def ledger_lines(ledger: Ledger) -> list[str]:
@@ -34,10 +34,8 @@ def ledger_figures(ledger: Ledger, rule: str) -> dict[str, Any]:
     baseline = ledger.baseline()
     if baseline is not None:
         figures["baseline"] = _baseline(baseline)
-        adopted = next(
-            (e for e in reversed(entries) if e.scope == EXPERIMENT and e.decision == "adopt"),
-            None,
-        )
+        # the comparison that made the current baseline: none when a roll-back restored it
+        adopted = baseline if baseline.decision == "adopt" else None
         if adopted is not None and adopted.evidence.comparison is not None:
             comparison = adopted.evidence.comparison
             figures["comparison_verdict"] = comparison.verdict

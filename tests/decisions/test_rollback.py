@@ -10,6 +10,7 @@ import pytest
 
 from flashrsi_dagster.cli import main
 from flashrsi_dagster.decisions import Ledger
+from flashrsi_dagster.decisions.report import ledger_figures
 from flashrsi_dagster.records.chain import CHAIN, HEAD
 from flashrsi_dagster.records.verify import problems_of
 from tests.decisions.test_ledger import copy_experiment, meta_harness_demo
@@ -57,6 +58,9 @@ def test_a_roll_back_restores_the_seed_for_later_runs_and_keeps_every_record(hom
     assert entry.evidence.entries == ["seed", promoted.id]
     assert ledger.baseline() == entry
     assert [e.decision for e in ledger.entries()] == ["reject", "adopt", "rollback"]
+    # the summary no longer shows the comparison that made the replaced baseline
+    figures = ledger_figures(ledger, "rule")
+    assert "rollback/1" in figures["baseline"] and "comparison_verdict" not in figures
     after = digests(root)
     changed = {p for p in before if before[p] != after.get(p)}
     assert changed == {"records/ledger.jsonl", CHAIN, HEAD}  # appended to, nothing rewritten
