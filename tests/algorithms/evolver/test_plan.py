@@ -1,0 +1,113 @@
+"""The Evolver's "what next", replayed from its records: cold start, then per round the
+diagnosis, each planned candidate and the decision, until termination, then the unsealed
+test. A record written is a step done; one missing is the step to do (after a crash too)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from flashrsi_dagster.algorithms.base import Step
+from flashrsi_dagster.algorithms.evolver.choose import Budget
+from flashrsi_dagster.algorithms.evolver.nodes import Node
+from flashrsi_dagster.algorithms.evolver.plan import Shape, next_step, read_state
+from flashrsi_dagster.algorithms.evolver.records import (
+    ColdStart,
+    Layout,
+    RetentionReport,
+    RoundDecision,
+    RoundPlan,
+    node_id,
+)
+from flashrsi_dagster.algorithms.evolver.termination import Termination
+from flashrsi_dagster.records import RecordStore, Redactor
+
+SHAPE = Shape(Budget(1, 2), Termination(patience=2, max_rounds=5, max_consecutive_errors=2))
+
+
+def _world(tmp_path: Path):
+    store = RecordStore(tmp_path, Redactor())
+    layout = Layout.of(tmp_path / "records")
+    return store, layout, lambda: next_step(read_state(layout, SHAPE), SHAPE)
+
+
+def _round(store, layout, r: int, outcome: str, parent: str = "v") -> None:
+    plan = RoundPlan(
+        round=r,
+        parent_id=parent,
+        whys=["missing_cue"],
+        source="model",
+        shadow=[],
+        slots=["w1c1", "w1c2"],
+        anchor={"missing_cue": ["t1"]},
+    )
+    store.write(layout.plan(r), plan)
+    for slot in plan.slots:
+        node = Node(
+            id=node_id(r, slot),
+            round=r,
+            slot=slot,
+            why="missing_cue",
+            parent_id=parent,
+            state="pruned_at_screen",
+            reason="culled",
+        )
+        store.write(layout.node(node.id), node)
+    decision = RoundDecision(
+        round=r, outcome=outcome, parent_before=parent, parent_after=parent, reason="r"
+    )
+    store.write(layout.decision(r), decision)
+
+
+def test_the_steps_follow_the_records_from_the_cold_start_to_the_unsealed_test(tmp_path):
+    store, layout, what_next = _world(tmp_path)
+    assert SHAPE.slots() == ("vanilla", "diagnose", "w1c1", "w1c2", "decide")
+    assert what_next() == Step("cold_start", 0, "vanilla")
+    store.write(layout.cold_start, ColdStart(vanilla_id="v", k=3, rates={}, mean=0.4, taxonomy="b"))
+    assert what_next() == Step("diagnose", 1, "diagnose")
+
+    plan = RoundPlan(
+        round=1,
+        parent_id="v",
+        whys=["missing_cue"],
+        source="formula",
+        shadow=[],
+        slots=["w1c1", "w1c2"],
+        anchor={},
+    )
+    store.write(layout.plan(1), plan)
+    assert what_next() == Step("candidate", 1, "w1c1")
+    node = Node(
+        id="r001.w1c1",
+        round=1,
+        slot="w1c1",
+        why="missing_cue",
+        parent_id="v",
+        state="errored",
+        reason="the design failed",
+    )
+    store.write(layout.node(node.id), node)
+    assert what_next() == Step("candidate", 1, "w1c2")  # a crash here resumes at w1c2
+    store.write(
+        layout.node("r001.w1c2"), node.model_copy(update={"id": "r001.w1c2", "slot": "w1c2"})
+    )
+    assert what_next() == Step("decide", 1, "decide")
+    store.write(
+        layout.decision(1),
+        RoundDecision(round=1, outcome="no_gain", parent_before="v", parent_after="v", reason="r"),
+    )
+    assert what_next() == Step("diagnose", 2, "diagnose")
+    _round(store, layout, 2, "errored")  # an errored round uses no patience
+    assert what_next() == Step("diagnose", 3, "diagnose")
+    _round(store, layout, 3, "no_gain")  # the second idle round: patience 2 is spent
+    assert what_next() == Step("sealed_test")
+    store.write(layout.retention, RetentionReport(rows=[]))
+    assert what_next() == Step("done")
+
+
+def test_the_round_cap_stops_even_when_every_round_wins(tmp_path):
+    store, layout, what_next = _world(tmp_path)
+    store.write(layout.cold_start, ColdStart(vanilla_id="v", k=3, rates={}, mean=0.4, taxonomy="b"))
+    for r in range(1, 6):
+        _round(store, layout, r, "beat_vanilla")
+    state = read_state(layout, SHAPE)
+    assert len(state.rounds) == 5 and what_next() == Step("sealed_test")
