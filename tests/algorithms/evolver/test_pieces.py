@@ -280,3 +280,46 @@ def test_no_test_leak_at_start_and_retention_at_the_end():
     assert rows[0].retained is None and rows[0].train_lift == 0
     assert rows[1].train_lift == pytest.approx(0.2) and rows[1].retained == pytest.approx(0.5)
     assert rows[2].retained is None  # no train lift: nothing to retain
+
+
+def test_the_librarys_best_becomes_the_parent_and_the_round_outcome_feeds_patience():
+    from flashrsi_dagster.algorithms.evolver.decide import decide, outcome
+    from flashrsi_dagster.algorithms.evolver.nodes import Node
+
+    def node(k, slot, state, mean=None, library=False):
+        return Node(
+            id=f"r{k:03d}.{slot}",
+            round=k,
+            slot=slot,
+            why="w",
+            parent_id="p",
+            snapshot_id=f"sha-{k}-{slot}",
+            state=state,
+            reason="r",
+            confirm_mean=mean,
+            vanilla_mean=0.5,
+            library=library,
+        )
+
+    culled = node(1, "w1c1", "pruned_at_screen")
+    lost = node(1, "w1c2", "pruned_at_confirm", 0.45)
+    kept = decide(1, [culled, lost], [], None, "vanilla")
+    assert kept.outcome == "no_gain" and kept.parent_after == "vanilla" and kept.promoted is None
+    assert "re-diagnosed" in kept.reason
+    won = node(2, "w1c1", "promoted_to_baseline", 0.7, library=True)
+    second = node(2, "w1c2", "pruned_at_confirm", 0.6, library=True)
+    moved = decide(2, [won, second], [won, second], None, "vanilla")
+    assert (moved.outcome, moved.parent_after, moved.promoted) == (
+        "beat_vanilla",
+        "sha-2-w1c1",
+        "r002.w1c1",
+    )
+    later = node(
+        3, "w1c1", "pruned_at_confirm", 0.65, library=True
+    )  # beats vanilla, not the parent
+    stay = decide(3, [later], [won, second, later], won, "vanilla")
+    assert stay.outcome == "beat_vanilla" and stay.parent_after == "sha-2-w1c1"
+    assert stay.promoted is None
+    errored = [node(4, "w1c1", "errored"), node(4, "w1c2", "errored")]
+    assert outcome(errored) == "errored"
+    assert outcome([*errored, node(4, "w2c1", "blocked_l1")]) == "no_gain"
