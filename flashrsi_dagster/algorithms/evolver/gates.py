@@ -17,6 +17,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from flashrsi_dagster.stats.small_n import difference_tests
+
 GateName = Literal["gate_f", "gate_b", "gate_2"]
 
 
@@ -83,4 +85,36 @@ def _gate_2(candidate: Confirmed, vanilla: Confirmed, tasks: Collection[str], k:
     verdict = "beats" if mine > theirs else "does not beat"
     return GateVerdict(
         "gate_2", mine > theirs, f"K={k} mean {mine:.4f} {verdict} vanilla's {theirs:.4f}"
+    )
+
+
+@dataclass(frozen=True)
+class Credit:
+    """The second verdict, kept apart from navigation: a label, never a condition.
+
+    d_i = rate_c,i - rate_v,i over the train tasks (rates over K runs), se = stdev(d)/sqrt(n),
+    z = mean(d)/se; credited at z >= 2 (the paired 2-sigma of the SOP), beside the small-n
+    verdict of `stats.small_n` (exact tests: right when n is small)."""
+
+    n: int
+    lift: float | None
+    z: float | None
+    credited_2sigma: bool
+    small_n: str
+    """credited / regressed / indecisive."""
+
+
+def credit(
+    candidate: Confirmed, vanilla: Confirmed, tasks: Collection[str], sigma: float = 2.0
+) -> Credit:
+    mine, theirs = candidate.rates(), vanilla.rates()
+    d = [mine[t] - theirs[t] for t in sorted(tasks)]
+    tests = difference_tests(d)
+    z = tests.t.statistic
+    return Credit(
+        n=len(d),
+        lift=tests.t.mean,
+        z=z,
+        credited_2sigma=z is not None and z >= sigma,
+        small_n=tests.verdict,
     )

@@ -323,3 +323,18 @@ def test_the_librarys_best_becomes_the_parent_and_the_round_outcome_feeds_patien
     errored = [node(4, "w1c1", "errored"), node(4, "w1c2", "errored")]
     assert outcome(errored) == "errored"
     assert outcome([*errored, node(4, "w2c1", "blocked_l1")]) == "no_gain"
+
+
+def test_the_credited_label_is_the_paired_two_sigma_beside_the_small_n_verdict():
+    from flashrsi_dagster.algorithms.evolver.gates import Confirmed, credit
+
+    tasks = ["a", "b", "c", "d"]
+    vanilla = Confirmed({"a": [0, 0, 0], "b": [1, 0, 0], "c": [1, 1, 0], "d": [1, 1, 1]})
+    # d = (2/3, 1/3, 1/3, 0): mean 1/3, stdev sqrt(2/27) (ddof 1), se = stdev / 2, z = sqrt(6)
+    candidate = Confirmed({"a": [1, 1, 0], "b": [1, 1, 0], "c": [1, 1, 1], "d": [1, 1, 1]})
+    label = credit(candidate, vanilla, tasks)
+    assert label.lift == pytest.approx(1 / 3, abs=1e-12)
+    assert label.z == pytest.approx(math.sqrt(6), abs=1e-9)
+    assert label.credited_2sigma and label.small_n == "indecisive"  # 3 wins, 1 tie: p = 0.25
+    same = credit(vanilla, vanilla, tasks)
+    assert same.z is None and not same.credited_2sigma and same.small_n == "indecisive"
