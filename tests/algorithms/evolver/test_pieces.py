@@ -338,3 +338,52 @@ def test_the_credited_label_is_the_paired_two_sigma_beside_the_small_n_verdict()
     assert label.credited_2sigma and label.small_n == "indecisive"  # 3 wins, 1 tie: p = 0.25
     same = credit(vanilla, vanilla, tasks)
     assert same.z is None and not same.credited_2sigma and same.small_n == "indecisive"
+
+
+def test_history_counts_lost_and_inert_attempts_by_why_and_findings_tell_the_round():
+    from flashrsi_dagster.algorithms.evolver.history import findings_section, why_history
+    from flashrsi_dagster.algorithms.evolver.nodes import Node
+    from flashrsi_dagster.algorithms.evolver.records import RoundDecision, RoundPlan
+
+    def node(slot, why, state, **extra):
+        return Node(
+            id=f"r001.{slot}",
+            round=1,
+            slot=slot,
+            why=why,
+            parent_id="p",
+            state=state,
+            reason=f"{state} | why",
+            **extra,
+        )
+
+    nodes = [
+        node("w1c1", "missing_cue", "pruned_at_screen"),
+        node("w1c2", "missing_cue", "pruned_inert"),
+        node("w2c1", "wrong_default", "pruned_at_confirm", confirm_mean=0.4, credited_2sigma=False),
+        node("w2c2", "wrong_default", "errored"),
+    ]
+    history = why_history(nodes)
+    assert (history["missing_cue"].failed, history["missing_cue"].inert) == (1, 1)
+    assert (history["wrong_default"].failed, history["wrong_default"].inert) == (1, 0)
+    plan = RoundPlan(
+        round=1,
+        parent_id="vanilla-sha",
+        whys=["missing_cue", "wrong_default"],
+        source="formula",
+        shadow=[("missing_cue", 3.0)],
+        note="no model pick",
+        slots=[n.slot for n in nodes],
+        anchor={},
+    )
+    decision = RoundDecision(
+        round=1,
+        outcome="no_gain",
+        parent_before="v",
+        parent_after="v",
+        reason="no candidate passed every gate: kept",
+    )
+    text = findings_section(plan, nodes, decision)
+    assert text.startswith("## Round 1") and "missing_cue 3.00" in text
+    assert "| r001.w2c1 | wrong_default | - | pruned_at_confirm | 0.4000 | no |" in text
+    assert "\\| why" in text and "Decision: no_gain" in text
