@@ -387,3 +387,25 @@ def test_history_counts_lost_and_inert_attempts_by_why_and_findings_tell_the_rou
     assert text.startswith("## Round 1") and "missing_cue 3.00" in text
     assert "| r001.w2c1 | wrong_default | - | pruned_at_confirm | 0.4000 | no |" in text
     assert "\\| why" in text and "Decision: no_gain" in text
+
+
+def test_diagnoses_name_failing_train_tasks_once_with_a_taxonomy_why():
+    from flashrsi_dagster.algorithms.evolver.protocol import read_diagnoses, read_why_pick
+    from flashrsi_dagster.answers import ProtocolError
+
+    def answer(*items):
+        return "```json\n" + json.dumps({"diagnoses": list(items)}) + "\n```"
+
+    read = lambda text: read_diagnoses(text, failing={"t1", "t2"}, whys={"a", "b"}, round=2)  # noqa: E731
+    found = read(answer({"task": "t1", "why": "a", "where": "prompt", "evidence": "no rule"}))
+    assert found[0].why == "a" and found[0].round == 2 and found[0].where == "prompt"
+    for bad, match in [
+        (answer({"task": "test-9", "why": "a"}), "not a failing train task"),
+        (answer({"task": "t1", "why": "a"}, {"task": "t1", "why": "b"}), "twice"),
+        (answer({"task": "t2", "why": "made_up"}), "not in the taxonomy"),
+        ("I think it is the prompt.", "without a JSON object"),
+    ]:
+        with pytest.raises(ProtocolError, match=match):
+            read(bad)
+    assert read_why_pick('{"whys": ["a"], "reason": "most failures"}').whys == ["a"]
+    assert read_why_pick("no idea") is None  # the formula decides, no abort
