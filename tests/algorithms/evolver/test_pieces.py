@@ -409,3 +409,35 @@ def test_diagnoses_name_failing_train_tasks_once_with_a_taxonomy_why():
             read(bad)
     assert read_why_pick('{"whys": ["a"], "reason": "most failures"}').whys == ["a"]
     assert read_why_pick("no idea") is None  # the formula decides, no abort
+
+
+def test_the_instructions_carry_train_evidence_history_and_harm_replays_only():
+    from flashrsi_dagster.algorithms.evolver.choose import WhyHistory
+    from flashrsi_dagster.algorithms.evolver.failure_map import Diagnosis, harm_replay
+    from flashrsi_dagster.algorithms.evolver.prompts import (
+        design_instruction,
+        diagnose_instruction,
+        pick_instruction,
+    )
+    from flashrsi_dagster.algorithms.evolver.taxonomy import BUILTIN
+
+    table = BUILTIN["text_classification"]
+    text = diagnose_instruction(table, {"t1": "Text: ... answered spam, expected ham"})
+    assert text.startswith("Evolver phase: diagnose") and "- missing_cue:" in text
+    assert "### task t1" in text
+    pick = pick_instruction({"missing_cue": 4}, {"missing_cue": WhyHistory(failed=1)}, limit=2)
+    assert pick.startswith("Evolver phase: pick") and "at most\n2." in pick
+    assert "missing_cue: 4 failing task(s); earlier candidates lost 1, never fired 0" in pick
+    design = design_instruction(
+        "missing_cue",
+        "the text carries a cue no rule names",
+        [Diagnosis(task="t1", why="missing_cue", evidence="no rule for 'invoice'")],
+        [harm_replay("t7", 2, "sha", "the run answered ham")],
+        WhyHistory(failed=0, inert=2),
+        index=2,
+        count=3,
+        components="prompt: prompts/**",
+    )
+    assert "WHY: missing_cue" in design and "candidate 2 of 3" in design
+    assert "no rule for 'invoice'" in design and "--- t7 (round 2)" in design
+    assert "2 never fired" in design and 'activation_beacon("<mechanism name>")' in design
