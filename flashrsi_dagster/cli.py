@@ -251,7 +251,6 @@ def _stored_config(home: Path, name: str) -> ExperimentConfig | None:
 
 
 def _drive(experiment) -> int:
-    from flashrsi_dagster.algorithms.registry import open_algorithm
     from flashrsi_dagster.jobs.cli_driver import drive, summary
 
     try:
@@ -263,8 +262,8 @@ def _drive(experiment) -> int:
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    print(summary(experiment, state))
-    aborted = open_algorithm(experiment, log=lambda _: None).next_step(state).action == "aborted"
+    text, aborted = summary(experiment, state)
+    print(text)
     return EXIT_FAILED if aborted else EXIT_OK
 
 

@@ -14,8 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from flashrsi_dagster.decisions.ledger import Ledger
-
 ONLY_SLOT = "c0"
 """The slot of an algorithm with one candidate per round."""
 FINALIZE_ACTIONS = ("promote", "sealed_test")
@@ -92,28 +90,3 @@ class Algorithm(Protocol):
         stable id; its steps append those missing (`Ledger.sync`) as they write, and a
         roll-back first does the same."""
         ...
-
-
-class Searching:
-    """What every algorithm class does the same way on top of the seam's methods: the next
-    step, and running every remaining step (the engine's own loop, as `evolve()` and tests
-    use it; hosts drive `do()` one step per run instead)."""
-
-    def next(self) -> Step:
-        return self.next_step(self.read_state())  # type: ignore[attr-defined]
-
-    def record_decisions(self) -> None:
-        """Append to the ledger what the records decided and it does not hold yet."""
-        Ledger.of(self.experiment).sync(self.decisions(self.read_state()))  # type: ignore[attr-defined]
-
-    def run(self, *, until: str | None = None) -> Any:
-        """Every remaining step, in order (stopping before the first `until` step, if given);
-        safe to call again after a crash (a folder whose records fail the integrity check is
-        refused, naming the files). Returns the state at the end."""
-        self.experiment.records.verify()  # type: ignore[attr-defined]
-        try:
-            while not (step := self.next()).finished and step.action != until:
-                self.do(step)  # type: ignore[attr-defined]
-        finally:
-            self.close()  # type: ignore[attr-defined]
-        return self.read_state()  # type: ignore[attr-defined]

@@ -126,10 +126,17 @@ def trajectories(record, frame: pd.DataFrame, rollouts: list[Trajectory]) -> dic
         **figures(dev_score=record.dev_score),
         "rollouts": len(frame),
     }
+    return metadata | rollout_preview(frame, rollouts, "_no rollouts: the edit was rejected_")
+
+
+def rollout_preview(frame: pd.DataFrame, rollouts: list[Trajectory], empty: str) -> dict:
+    """A preview table of the rollouts and one passing and one failing transcript (`empty`
+    says why there are none)."""
     if not len(frame):
-        metadata["preview"] = dg.MetadataValue.md("_no rollouts: the edit was rejected_")
-        return metadata
-    metadata["preview"] = dg.MetadataValue.md(frame.head(20).round(3).to_markdown(index=False))
+        return {"preview": dg.MetadataValue.md(empty)}
+    metadata: dict[str, Any] = {
+        "preview": dg.MetadataValue.md(frame.head(20).round(3).to_markdown(index=False))
+    }
     passing, failing = pick_examples(rollouts)
     for label, example in (("passing_example", passing), ("failing_example", failing)):
         text = (
@@ -308,8 +315,24 @@ def sealed_test(state, *, read_back: bool) -> dict[str, Any]:
     }
 
 
-def sealed_checks(algorithm, state, threshold: float, asset: dg.AssetKey, where: str):
-    """The sealed test's checks: once after promotion, disjoint splits, the dev-test gap."""
+SEALED_CHECKS = {
+    "evaluated_once_after_promotion": "One sealed-test record, of the promoted snapshot, "
+    "written after the promotion, with exactly tasks x attempts rollouts.",
+    "splits_disjoint": "Train, dev and test share no task id, instruction or checksum.",
+    "dev_test_gap": "Warns when the promoted dev score exceeds the test score by more than "
+    "the configured threshold (`experiments_home.dev_test_gap_warning`).",
+}
+
+
+def sealed_check_specs(asset: dg.AssetKey, *, gap: bool) -> list[dg.AssetCheckSpec]:
+    """The sealed test's check specs; `gap` for an algorithm that promotes on a dev score."""
+    names = [n for n in SEALED_CHECKS if gap or n != "dev_test_gap"]
+    return [dg.AssetCheckSpec(n, asset=asset, description=SEALED_CHECKS[n]) for n in names]
+
+
+def sealed_checks(algorithm, state, threshold: float | None, asset: dg.AssetKey, where: str):
+    """The sealed test's checks (`sealed_check_specs`): once after promotion, disjoint
+    splits, and, given a `threshold`, the dev-test gap."""
     from flashrsi_dagster.benchmarks.loading import load_splits
     from flashrsi_dagster.benchmarks.splits import refuse_overlap
 
@@ -341,8 +364,8 @@ def sealed_checks(algorithm, state, threshold: float, asset: dg.AssetKey, where:
         asset_key=asset,
         passed=overlap is None,
     )
-    if getattr(chosen, "dev_score", None) is None:
-        return  # an algorithm that does not select on dev (ModularRSI) has no gap to warn of
+    if threshold is None:
+        return
     gap = chosen.dev_score - test.test_score
     yield check_result(
         where,

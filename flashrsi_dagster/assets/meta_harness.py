@@ -244,25 +244,7 @@ def promotion(context: dg.AssetExecutionContext) -> Iterator:
     kinds={"sealed"},
     deps=[promotion],
     required_resource_keys=RESOURCES,
-    check_specs=[
-        dg.AssetCheckSpec(
-            "evaluated_once_after_promotion",
-            asset=key("sealed_test_score"),
-            description="One sealed-test record, of the promoted snapshot, written after the "
-            "promotion, with exactly tasks x attempts rollouts.",
-        ),
-        dg.AssetCheckSpec(
-            "splits_disjoint",
-            asset=key("sealed_test_score"),
-            description="Train, dev and test share no task id, instruction or checksum.",
-        ),
-        dg.AssetCheckSpec(
-            "dev_test_gap",
-            asset=key("sealed_test_score"),
-            description="Warns when the promoted dev score exceeds the test score by more "
-            "than the configured threshold (`experiments_home.dev_test_gap_warning`).",
-        ),
-    ],
+    check_specs=describe.sealed_check_specs(key("sealed_test_score"), gap=True),
 )
 def sealed_test_score(context: dg.AssetExecutionContext) -> Iterator:
     """The promoted snapshot on the sealed test split: evaluated once, after the search; a

@@ -32,7 +32,6 @@ from flashrsi_dagster.assets.partitions import AlgorithmPartitions
 from flashrsi_dagster.config.modules import INTEGRATION
 from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.rollouts.scores import scores_frame
-from flashrsi_dagster.views import pick_examples, trajectory_markdown
 from flashrsi_dagster.views.modular_rsi import (
     findings_markdown,
     gates_markdown,
@@ -114,7 +113,9 @@ def step(context: dg.AssetExecutionContext) -> Iterator:
     record: StepRecord = refusing_out_of_turn(do)
     rollouts = algorithm.step_rollouts(slot, k)
     frame = scores_frame(rollouts)
-    yield dg.Output(frame, output_name="trajectories", metadata=_trajectories(record, rollouts))
+    yield dg.Output(
+        frame, output_name="trajectories", metadata=_trajectories(record, frame, rollouts)
+    )
     memory = {} if slot == INTEGRATION else algorithm.memory(slot, before=k + 1)
     yield dg.Output(
         {task: t.snapshot_id for task, t in memory.items()},
@@ -138,22 +139,14 @@ def step(context: dg.AssetExecutionContext) -> Iterator:
     context.log_event(_summary(algorithm, name))
 
 
-def _trajectories(record: StepRecord, rollouts: list[Trajectory]) -> dict[str, Any]:
-    frame = scores_frame(rollouts)
+def _trajectories(record: StepRecord, frame, rollouts: list[Trajectory]) -> dict[str, Any]:
     metadata: dict[str, Any] = {
         "version": record.parent_id,
         "rollouts": len(frame),
         **describe.figures(score=float(frame["score"].mean()) if len(frame) else None),
     }
-    if not len(frame):
-        metadata["preview"] = dg.MetadataValue.md("_no rollouts (the batch failed as a whole)_")
-        return metadata
-    metadata["preview"] = dg.MetadataValue.md(frame.head(20).round(3).to_markdown(index=False))
-    passing, failing = pick_examples(rollouts)
-    for label, example in (("passing_example", passing), ("failing_example", failing)):
-        text = "_none_" if example is None else trajectory_markdown(example, max_chars=12_000)
-        metadata[label] = dg.MetadataValue.md(text)
-    return metadata
+    empty = "_no rollouts (the batch failed as a whole)_"
+    return metadata | describe.rollout_preview(frame, rollouts, empty)
 
 
 def _findings(found: FindingsRecord | None, algorithm: ModularRSI, slot: str, k: int):
@@ -307,19 +300,7 @@ def promotion(context: dg.AssetExecutionContext) -> Iterator:
     kinds={"sealed"},
     deps=[promotion],
     required_resource_keys=RESOURCES,
-    check_specs=[
-        dg.AssetCheckSpec(
-            "evaluated_once_after_promotion",
-            asset=key("sealed_test_score"),
-            description="One sealed-test record, of the promoted version, written after the "
-            "promotion, with exactly tasks x attempts rollouts.",
-        ),
-        dg.AssetCheckSpec(
-            "splits_disjoint",
-            asset=key("sealed_test_score"),
-            description="Train, dev and test share no task id, instruction or checksum.",
-        ),
-    ],
+    check_specs=describe.sealed_check_specs(key("sealed_test_score"), gap=False),
 )
 def sealed_test_score(context: dg.AssetExecutionContext) -> Iterator:
     """The promoted version on the sealed test split, once; later materializations read it."""
@@ -339,7 +320,7 @@ def sealed_test_score(context: dg.AssetExecutionContext) -> Iterator:
             + ("; read back by this materialization" if read_back else ""),
         },
     )
-    yield from describe.sealed_checks(algorithm, state, 1.0, key("sealed_test_score"), name)
+    yield from describe.sealed_checks(algorithm, state, None, key("sealed_test_score"), name)
     context.log_event(_summary(algorithm, name))
 
 

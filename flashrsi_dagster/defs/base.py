@@ -37,6 +37,30 @@ class AlgorithmDefs:
     def jobs(self) -> list[dg.UnresolvedAssetJobDefinition]:
         return [self.round_job, self.finalize_job]
 
+    @classmethod
+    def of(cls, algorithm: type[Algorithm], assets: Any, *, round: str, finalize: str):
+        """An algorithm's definitions from its assets module (`PARTITIONS`, `ASSETS`,
+        `ROUND_ASSETS`, `FINAL_ASSETS`, `key`): the round job named after the algorithm, the
+        finalize job `<name>_finalize`, both in-process (a step per subprocess costs more
+        than a round); `round` and `finalize` describe them."""
+
+        def job(name: str, selected: Sequence[Any], description: str):
+            return dg.define_asset_job(
+                name,
+                selection=dg.AssetSelection.assets(*selected),
+                executor_def=dg.in_process_executor,
+                description=description,
+            )
+
+        return cls(
+            algorithm=algorithm,
+            partitions=assets.PARTITIONS,
+            assets=assets.ASSETS,
+            round_job=job(algorithm.name, assets.ROUND_ASSETS, round),
+            finalize_job=job(f"{algorithm.name}_finalize", assets.FINAL_ASSETS, finalize),
+            sealed_test=assets.key("sealed_test_score"),
+        )
+
     def register(self, instance: dg.DagsterInstance, name: str, opened: Algorithm) -> None:
         """The experiment's partitions, all of them up front (`opened`: its algorithm)."""
         self.partitions.register(instance, name, opened.rounds(), opened.slots())

@@ -52,8 +52,8 @@ def drive_on(instance: dg.DagsterInstance, experiment: Experiment, say: Say = pr
         experiments.close()
 
 
-def summary(experiment: Experiment, state) -> str:
-    """The experiment in a few lines, as its algorithm puts it."""
+def summary(experiment: Experiment, state) -> tuple[str, bool]:
+    """The experiment in a few lines, as its algorithm puts it, and whether it was aborted."""
     lines = [f"experiment {experiment.config.experiment.name}"]
     note = experiment.meta.validity_note()
     if note:
@@ -61,4 +61,4 @@ def summary(experiment: Experiment, state) -> str:
     algorithm = open_algorithm(experiment, log=lambda _: None)
     lines += [f"  {line}" for line in algorithm.summary(state)]
     lines += [f"  {line}" for line in ledger_lines(Ledger.of(experiment))]
-    return "\n".join(lines)
+    return "\n".join(lines), algorithm.next_step(state).action == "aborted"

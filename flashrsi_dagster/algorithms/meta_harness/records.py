@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import Field
 
 from flashrsi_dagster.records import Record
+from flashrsi_dagster.records.sealed_test import TestResult as TestResult  # shared
 
 
 class EditRecord(Record):
@@ -53,14 +54,6 @@ class Promotion(Record):
     ranking: list[tuple[int, str, float]] = Field(
         description="(round, snapshot id, dev score), best first; ties keep the earlier round."
     )
-
-
-class TestResult(Record):
-    kind: Literal["sealed_test"] = "sealed_test"
-    snapshot_id: str
-    test_score: float
-    test_tasks: int
-    eval_set: str | None = Field(None, description="The test set's version (`test/e1`).")
 
 
 class Layout:

@@ -17,7 +17,7 @@ from typing import ClassVar
 import pandas as pd
 
 from flashrsi_dagster.agents import Agent, harness_components, harness_dir
-from flashrsi_dagster.algorithms.base import Log, Searching, Step, StepOrderError
+from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
 from flashrsi_dagster.algorithms.meta_harness import decisions, report
 from flashrsi_dagster.algorithms.meta_harness.history import HISTORY, HistoryView
@@ -38,13 +38,13 @@ from flashrsi_dagster.algorithms.meta_harness.records import (
     RoundRecord,
     TestResult,
 )
+from flashrsi_dagster.algorithms.searching import Searching
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time
-from flashrsi_dagster.benchmarks.base import Benchmark, Task
+from flashrsi_dagster.benchmarks.base import Task
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.decisions import Decision
 from flashrsi_dagster.environments.jail import Mount
-from flashrsi_dagster.evaluator import Evaluator
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.records import Status, Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import (
@@ -89,20 +89,6 @@ class MetaHarness(Searching):
 
     def rounds(self) -> int:
         return self.max_steps + 1
-
-    @cached_property
-    def benchmark(self) -> Benchmark:
-        return self.builders.benchmark(self.experiment.config.benchmark)
-
-    @cached_property
-    def evaluator(self) -> Evaluator:
-        """The evaluator guard asked before every evaluation (`evaluator.Evaluator`)."""
-        return Evaluator(
-            self.experiment.records,
-            self.experiment.paths.records / "evaluator",
-            self.experiment.config.benchmark,
-            self.benchmark,
-        )
 
     @cached_property
     def splits(self) -> Splits:
@@ -231,7 +217,7 @@ class MetaHarness(Searching):
         if status == "worker_failed":
             self.history.discard()  # the experiment is aborted
         record = RoundRecord(round=k, status=status, parent_id=edit.parent_id, reason=edit.reason)
-        record = self._write(self.layout.round(k), record)
+        record = self.write(self.layout.round(k), record)
         self.record_decisions()
         self.log(f"round {k}: {status} — {record.reason}")
         return record
@@ -256,7 +242,7 @@ class MetaHarness(Searching):
         promotion = Promotion(
             snapshot_id=best_id, round=best_round, dev_score=best_score, ranking=ranking
         )
-        self._write(self.layout.promotion, promotion)
+        self.write(self.layout.promotion, promotion)
         self.record_decisions()
         self.history.discard()  # the search is over: no Worker step will need it again
         self.log(f"promoted round {best_round} ({best_id[:12]}), dev score {best_score:.3f}")
@@ -303,7 +289,7 @@ class MetaHarness(Searching):
             test_tasks=len(tasks),
             eval_set=version.label,
         )
-        self._write(self.layout.test, result)
+        self.write(self.layout.test, result)
         self.log(f"sealed test of {snapshot.short_id}: {score:.3f} over {len(tasks)} tasks")
         return result
 
@@ -321,7 +307,7 @@ class MetaHarness(Searching):
             dev_score=score,
             dev_tasks=len(self.splits.dev),
         )
-        self._write(self.layout.round(k), record)
+        self.write(self.layout.round(k), record)
         self.log(f"round {k}: {snapshot.short_id} dev score {score:.3f} on {version.label}")
         return record
 
@@ -348,10 +334,10 @@ class MetaHarness(Searching):
                 seed.components, HISTORY, prompt_file_of(files, seed.components)
             )
             trajectory = self._worker_step(k, edit_dir, instruction)
-            self._write(self.layout.worker(k), trajectory)
+            self.write(self.layout.worker(k), trajectory)
             edit = self._commit(k, seed, edit_dir, trajectory)
             store.forget_checkout(edit_dir)
-        return self._write(self.layout.edit(k), edit)
+        return self.write(self.layout.edit(k), edit)
 
     def _worker_step(self, k: int, edit_dir: Path, instruction: str) -> Trajectory:
         """The Worker's run with the history view at `.history` (read-only in its jail)."""
@@ -401,7 +387,3 @@ class MetaHarness(Searching):
                 confinement=self.experiment.confinement,
             )
         return self._worker
-
-    def _write[R](self, path: Path, record: R) -> R:
-        """Write a record; returns the stored (redacted) copy, the one to show or log."""
-        return self.experiment.records.write(path, record)  # type: ignore[type-var]

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from flashrsi_dagster.algorithms.modular_rsi.protocol import Finding
 from flashrsi_dagster.records import Record
+from flashrsi_dagster.records.sealed_test import TestResult as TestResult  # shared
 
 StepStatus = Literal["accepted", "rejected", "no_change", "aborted"]
 GateName = Literal["scope", "compile", "review", "execution"]
@@ -109,14 +110,6 @@ class Promotion(Record):
     source: Literal["final_merge", "first_passing_merge", "seed"]
     reason: str
     branches: dict[str, str] = Field(description="Each module's final branch version.")
-
-
-class TestResult(Record):
-    kind: Literal["sealed_test"] = "sealed_test"
-    snapshot_id: str
-    test_score: float
-    test_tasks: int
-    eval_set: str | None = Field(None, description="The test set's version (`test/e1`).")
 
 
 class Layout:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from flashrsi_dagster.agents import Agent, harness_components, harness_dir
-from flashrsi_dagster.algorithms.base import Log, Searching, Step, StepOrderError
+from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
 from flashrsi_dagster.algorithms.modular_rsi import decisions, report
 from flashrsi_dagster.algorithms.modular_rsi.groups import remember
@@ -39,14 +39,15 @@ from flashrsi_dagster.algorithms.modular_rsi.records import (
     TestResult,
 )
 from flashrsi_dagster.algorithms.modular_rsi.steps import BranchStep, IntegrationStep
+from flashrsi_dagster.algorithms.searching import Searching
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time
-from flashrsi_dagster.benchmarks.base import Benchmark, Task
+from flashrsi_dagster.benchmarks.base import Task
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.config.algorithms import ModularRSIConfig
 from flashrsi_dagster.config.modules import INTEGRATION, ordered
 from flashrsi_dagster.decisions import Decision
-from flashrsi_dagster.evaluator import Evaluator, basis
+from flashrsi_dagster.evaluator import basis
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import (
@@ -139,20 +140,6 @@ class ModularRSI(Searching):
 
     # -- what the steps share -------------------------------------------------------------
 
-    @cached_property
-    def benchmark(self) -> Benchmark:
-        return self.builders.benchmark(self.experiment.config.benchmark)
-
-    @cached_property
-    def evaluator(self) -> Evaluator:
-        """The evaluator guard asked before every evaluation (`evaluator.Evaluator`)."""
-        return Evaluator(
-            self.experiment.records,
-            self.experiment.paths.records / "evaluator",
-            self.experiment.config.benchmark,
-            self.benchmark,
-        )
-
     def evaluation_set(self) -> str:
         """The evaluator shown unchanged; the evolution set's version (`train/e1`)."""
         return self.evaluator.before("train", self.splits.train).label
@@ -226,8 +213,14 @@ class ModularRSI(Searching):
     def rollouts(
         self, snapshot: Snapshot, tasks: tuple[Task, ...], path: Path, attempts: int
     ) -> list[Trajectory]:
+        """Train rollouts of `snapshot`, the evaluator shown to be the recorded one first."""
+        self.evaluation_set()
+        return self._evaluate(snapshot, tasks, path, attempts, split="train")
+
+    def _evaluate(
+        self, snapshot: Snapshot, tasks: tuple[Task, ...], path: Path, attempts: int, split: str
+    ) -> list[Trajectory]:
         settings = self.settings
-        self.evaluation_set()  # before every evaluation: the evaluator is the recorded one
         return evaluate_snapshot(
             self.experiment.snapshots,
             snapshot,
@@ -235,14 +228,10 @@ class ModularRSI(Searching):
             self.benchmark,
             tasks,
             RolloutRecord(path, self.experiment.records),
-            split="train",
+            split=split,
             settings=Settings(attempts, settings.concurrency, settings.max_infra_reruns),
             progress=self.progress,
         )
-
-    def write[R](self, path: Path, record: R) -> R:
-        """Write a record; returns the stored (redacted) copy, the one to show or log."""
-        return self.experiment.records.write(path, record)  # type: ignore[type-var]
 
     def _require(self, state: State, step: Step) -> None:
         """Refuse `step` unless it is the search's turn (a done step is read back instead)."""
@@ -323,20 +312,10 @@ class ModularRSI(Searching):
         self.record_decisions()  # the promotion's entry, should a crash have cut it off
         tasks = load_splits(self.experiment.config.benchmark, self.benchmark).unseal_test()
         snapshot = self.experiment.snapshots.get(state.promotion.snapshot_id)
-        settings = self.settings
+        attempts = self.settings.attempts
         version = self.evaluator.before_sealed_test(tasks)
-        final = evaluate_snapshot(
-            self.experiment.snapshots,
-            snapshot,
-            lambda checkout: self.agent("target"),
-            self.benchmark,
-            tasks,
-            RolloutRecord(self.layout.test_rollouts, self.experiment.records),
-            split="test",
-            settings=settings,
-            progress=self.progress,
-        )
-        score = summary(scores_frame(final), len(tasks), settings.attempts)["score"]
+        final = self._evaluate(snapshot, tasks, self.layout.test_rollouts, attempts, split="test")
+        score = summary(scores_frame(final), len(tasks), attempts)["score"]
         result = TestResult(
             snapshot_id=snapshot.id,
             test_score=score,
