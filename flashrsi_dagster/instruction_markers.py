@@ -31,7 +31,7 @@ REFERENCES = "Branch references:"
 """ModularRSI integration: the folder holding one full checkout per chosen branch."""
 
 EVOLVER_PHASE = "Evolver phase:"
-"""Evolver instructions: `induce`, `diagnose`, `pick` or `design`."""
+"""Evolver instructions: `induce`, `consolidate`, `diagnose`, `pick` or `design`."""
 
 WHY = "WHY:"
 """Evolver design instruction: the failure class the candidate targets."""

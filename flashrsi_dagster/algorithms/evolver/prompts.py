@@ -66,6 +66,7 @@ def pick_instruction(
 DESIGN = """\
 {phase} design
 {why_marker} {why}
+{prompt_marker} {prompt_file}
 You are improving an agent harness: the folder you are in is the current parent version. Design
 and make ONE change that fixes failures of this class: {why} ({description}). This is
 candidate {index} of {count} for this class: make it a different mechanism from the obvious
@@ -90,6 +91,7 @@ def design_instruction(
     index: int,
     count: int,
     components: str,
+    prompt_file: str,
 ) -> str:
     listed = "\n".join(f"- {d.task}: {d.evidence or '(no evidence given)'}" for d in examples)
     replay = ""
@@ -115,4 +117,6 @@ def design_instruction(
         flips=replay,
         history=past,
         components=components,
+        prompt_marker=markers.PROMPT_FILE,
+        prompt_file=prompt_file,
     )

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from flashrsi_dagster import instruction_markers as markers
+
 MIN_WHY_CLASSES = 7
 _NAME = re.compile(r"^[a-z][a-z0-9_]{1,40}$")
 
@@ -104,6 +106,7 @@ Ask = Callable[[str], str]
 """A model call: an instruction in, the final answer out."""
 
 PROPOSE = """\
+{phase} induce
 Below are failed runs of an agent on the benchmark {benchmark}, each with its task, its answer
 and what was expected. Propose the classes of WHY these runs failed: short snake_case names,
 each with a one-line description, general enough to hold several failures, specific enough to
@@ -113,6 +116,7 @@ suggest a fix. Answer with one JSON object: {{"whys": [{{"name": ..., "descripti
 """
 
 CONSOLIDATE = """\
+{phase} consolidate
 These WHY classes were proposed for failures on the benchmark {benchmark}. Merge duplicates and
 near-duplicates, drop classes no failure would fall into, and keep between {minimum} and 14
 classes that do not overlap. Answer with one JSON object: {{"whys": [{{"name": ...,
@@ -128,9 +132,15 @@ def induce(benchmark: str, samples: Sequence[str], ask: Ask, minimum: int = MIN_
     if not samples:
         raise TaxonomyError(f"{benchmark}: no failures to induce a taxonomy from")
     text = "\n\n".join(f"--- failure {i + 1}\n{s}" for i, s in enumerate(samples))
-    proposed = _whys(ask(PROPOSE.format(benchmark=benchmark, samples=text)), benchmark, "propose")
+    proposed = _whys(
+        ask(PROPOSE.format(phase=markers.EVOLVER_PHASE, benchmark=benchmark, samples=text)),
+        benchmark,
+        "propose",
+    )
     listing = "\n".join(f"- {w.name}: {w.description}" for w in proposed)
-    prompt = CONSOLIDATE.format(benchmark=benchmark, minimum=minimum, proposed=listing)
+    prompt = CONSOLIDATE.format(
+        phase=markers.EVOLVER_PHASE, benchmark=benchmark, minimum=minimum, proposed=listing
+    )
     final = _whys(ask(prompt), benchmark, "consolidate")
     return Taxonomy(benchmark=benchmark, source="induced", whys=tuple(final)).require(minimum)
 

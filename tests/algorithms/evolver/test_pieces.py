@@ -437,7 +437,12 @@ def test_the_instructions_carry_train_evidence_history_and_harm_replays_only():
         index=2,
         count=3,
         components="prompt: prompts/**",
+        prompt_file="prompts/system.md",
     )
-    assert "WHY: missing_cue" in design and "candidate 2 of 3" in design
+    assert (
+        "WHY: missing_cue" in design
+        and "Prompt file: prompts/system.md" in design
+        and "candidate 2 of 3" in design
+    )
     assert "no rule for 'invoice'" in design and "--- t7 (round 2)" in design
     assert "2 never fired" in design and 'activation_beacon("<mechanism name>")' in design
