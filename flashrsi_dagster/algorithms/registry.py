@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from flashrsi_dagster.algorithms.base import Algorithm, Log
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
+from flashrsi_dagster.algorithms.evolver.run import Evolver
 from flashrsi_dagster.algorithms.meta_harness import MetaHarness
 from flashrsi_dagster.algorithms.modular_rsi.run import ModularRSI
 from flashrsi_dagster.experiment import Experiment
@@ -12,6 +13,7 @@ from flashrsi_dagster.experiment import Experiment
 ALGORITHMS: dict[str, type[Algorithm]] = {
     MetaHarness.name: MetaHarness,
     ModularRSI.name: ModularRSI,
+    Evolver.name: Evolver,
 }
 
 

@@ -44,6 +44,11 @@ class FailureMap(BaseModel):
     fixed: dict[str, int] = Field(default_factory=dict, description="task -> round it was fixed.")
     flips: list[Flip] = Field(default_factory=list)
     diagnosed_parents: list[str] = Field(default_factory=list)
+    children: dict[str, dict[str, list[str]]] = Field(
+        default_factory=dict,
+        description="Per re-diagnosed child node: its tasks fixed, flipped and still failing "
+        "against its parent.",
+    )
 
     def failing_by_why(self) -> dict[str, int]:
         counts = dict.fromkeys(self.whys, 0)
@@ -53,6 +58,19 @@ class FailureMap(BaseModel):
 
     def tasks_of(self, why: str) -> list[str]:
         return sorted(t for t, d in self.failing.items() if d.why == why)
+
+    def with_children(
+        self, children: Mapping[str, Mapping[str, Outcome]], flips: Sequence[Flip]
+    ) -> FailureMap:
+        """The map with a round's children re-diagnosed against their parent: per child the
+        tasks it fixed, flipped and still fails, and its flips with their harm replay."""
+        table = dict(self.children)
+        for node, moved in children.items():
+            table[node] = {
+                kind: sorted(t for t, o in moved.items() if o == kind)
+                for kind in ("fixed", "flipped", "still_failing")
+            }
+        return self.model_copy(update={"children": table, "flips": [*self.flips, *flips]})
 
 
 def outcomes(parent: Mapping[str, float], child: Mapping[str, float]) -> dict[str, Outcome]:
@@ -89,12 +107,13 @@ def fold(
             fixed[task] = round
     for diagnosis in diagnoses:
         failing[diagnosis.task] = diagnosis.model_copy(update={"round": round})
-    return FailureMap(
-        whys=failure_map.whys,
-        failing=failing,
-        fixed=fixed,
-        flips=[*failure_map.flips, *flips],
-        diagnosed_parents=[*failure_map.diagnosed_parents, parent_id],
+    return failure_map.model_copy(
+        update={
+            "failing": failing,
+            "fixed": fixed,
+            "flips": [*failure_map.flips, *flips],
+            "diagnosed_parents": [*failure_map.diagnosed_parents, parent_id],
+        }
     )
 
 

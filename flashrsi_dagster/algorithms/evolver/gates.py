@@ -17,6 +17,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from flashrsi_dagster.records import Status, Trajectory
 from flashrsi_dagster.stats.small_n import difference_tests
 
 GateName = Literal["gate_f", "gate_b", "gate_2"]
@@ -44,6 +45,18 @@ class Confirmed:
         """The score over `tasks` x `k` attempts: the fixed denominator."""
         total = sum(sum(self.scores.get(task, ())) for task in tasks)
         return total / (len(tasks) * k)
+
+
+def confirmed(final: Sequence[Trajectory]) -> Confirmed:
+    """A version's final rollouts as its confirm: per task its scores over the runs (an
+    unscored run is 0), and the tasks an infrastructure failure reached."""
+    scores: dict[str, list[float]] = {}
+    infra = set()
+    for t in sorted(final, key=lambda t: (t.task_id, t.attempt)):
+        scores.setdefault(t.task_id, []).append(float(t.score or 0.0))
+        if t.status == Status.INFRA_ERROR:
+            infra.add(t.task_id)
+    return Confirmed(scores=scores, infra=frozenset(infra))
 
 
 def run_gates(

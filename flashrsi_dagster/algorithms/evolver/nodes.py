@@ -24,7 +24,9 @@ NodeState = Literal[
     "errored",
     "blocked_l1",
     "archived-methodology-failure",
+    "in_library",
 ]
+"""The SOP's seven states, and `in_library`: passed every gate, not (yet) the parent."""
 
 
 class Node(Record):
@@ -47,3 +49,11 @@ class Node(Record):
         False, description="Passed every gate: in the library the next parent is picked from."
     )
     credited_2sigma: bool | None = Field(None, description="The paired 2-sigma label only.")
+    paired: dict | None = Field(
+        None, description="Paired statistics against vanilla (z, lift, small-n tests)."
+    )
+    changed: list[str] = Field(default_factory=list, description="`<status> <path>` per file.")
+    fired: list[str] | None = Field(
+        None, description="Train tasks the beacon fired on; None: the candidate has no beacon."
+    )
+    eval_set: str | None = Field(None, description="The train set's version it ran on.")

@@ -37,13 +37,22 @@ class Shape:
 
     budget: Budget
     termination: Termination
+    recombinations: int = 0
 
     def slots(self) -> tuple[str, ...]:
-        return (VANILLA, DIAGNOSE, *self.budget.slots(), DECIDE)
+        return (VANILLA, DIAGNOSE, *self.candidate_slots(), DECIDE)
+
+    def candidate_slots(self) -> tuple[str, ...]:
+        """WHY x candidate (`w<i>c<j>`), then the recombinations (`x<n>`)."""
+        return (*self.budget.slots(), *recombination_slots(self.recombinations))
 
     @property
     def rounds(self) -> int:
         return self.termination.max_rounds + 1  # round 0 is the cold start
+
+
+def recombination_slots(n: int) -> tuple[str, ...]:
+    return tuple(f"x{i}" for i in range(1, n + 1))
 
 
 @dataclass(frozen=True)

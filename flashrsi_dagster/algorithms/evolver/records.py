@@ -36,6 +36,8 @@ class ColdStart(Record):
     rates: dict[str, float] = Field(description="Vanilla's per-task rate over K runs (the ledger).")
     mean: float = Field(description="Vanilla's score over train x K: the fixed baseline.")
     taxonomy: str = Field(description="`builtin` or `induced`, and the benchmark.")
+    eval_set: str = Field(description="The train set's version the runs were on (`train/e1`).")
+    failing: int = Field(description="Train tasks vanilla did not pass on every run.")
 
 
 class RoundPlan(Record):
@@ -47,7 +49,15 @@ class RoundPlan(Record):
     shadow: list[tuple[str, float]] = Field(description="The formula's ranking, always logged.")
     note: str = ""
     slots: list[str] = Field(description="The candidate slots this round runs (W x C).")
-    anchor: dict[str, list[str]] = Field(description="Per WHY: its anchor tasks, from train.")
+    anchor: dict[str, list[str]] = Field(
+        description="Per WHY (per `x<n>` for a recombination): its anchor tasks, from train."
+    )
+    recombine: dict[str, list[str]] = Field(
+        default_factory=dict, description="Per recombination slot: the two elite nodes merged."
+    )
+    error: str | None = Field(
+        None, description="Why the round could not be planned (it is then `errored`)."
+    )
 
 
 class RoundDecision(Record):
@@ -66,6 +76,8 @@ class RetentionReport(Record):
         description="Per delivered version (vanilla first): label, snapshot_id, train, test, "
         "train_lift, test_lift, retained (`sealed.retention`)."
     )
+    eval_set: str = Field(description="The test set's version the versions were scored on.")
+    k: int = Field(description="Runs per test task.")
 
 
 class Layout:
@@ -95,6 +107,26 @@ class Layout:
 
     def decision(self, r: int) -> Path:
         return self.round(r) / "decision.json"
+
+    @property
+    def taxonomy(self) -> Path:
+        return self.folder / "taxonomy.json"
+
+    @property
+    def findings(self) -> Path:
+        return self.folder / "findings.md"
+
+    @property
+    def history(self) -> Path:
+        return self.folder / "history.json"
+
+    @property
+    def archive(self) -> Path:
+        return self.folder / "archive.json"
+
+    def model_call(self, r: int, name: str) -> Path:
+        """A model call's trajectory: `diagnose`, `pick`, `induce-1`, …"""
+        return self.round(r) / f"{name}.json"
 
     def candidate(self, r: int, slot: str, part: str) -> Path:
         """`design.json`, `screen.jsonl`, `confirm.jsonl` of one candidate."""

@@ -1,0 +1,253 @@
+"""One candidate slot of a round: the funnel's steps 2-6 for one WHY x candidate (or one
+cross-cell recombination), ending in its node.
+
+    design (the Worker edits a checkout of the parent) or recombine (two elites' diffs)
+    -> apply: a real git child of the parent, through the path guard (refused: blocked_l1;
+       nothing changed: pruned_inert); the changed files come from git, WHERE from them
+    -> the beacon guard (Python without an activation beacon: blocked_l1), the optional
+       zero-hit preflight (pruned_inert)
+    -> screen: K=1 on the WHY's anchor set against vanilla's rates (cull: pruned_at_screen)
+    -> confirm: the whole train split x K; the gates Gate-f -> Gate-b (pruned_inert) -> Gate2
+       (pruned_at_confirm); past them all the node is `in_library`
+The candidate's own failure (its design run, a rollout protocol) makes it `errored`: data,
+not a crash of the round. A systemic fault (a refused key, a missing engine) stops the step.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from flashrsi_dagster.algorithms.evolver.beacon import BEACON_CALL, added_lines, beacon_refusal
+from flashrsi_dagster.algorithms.evolver.choose import WhyHistory
+from flashrsi_dagster.algorithms.evolver.gates import confirmed, credit, run_gates
+from flashrsi_dagster.algorithms.evolver.history import why_history
+from flashrsi_dagster.algorithms.evolver.nodes import Node
+from flashrsi_dagster.algorithms.evolver.plan import State
+from flashrsi_dagster.algorithms.evolver.prompts import design_instruction
+from flashrsi_dagster.algorithms.evolver.records import node_id
+from flashrsi_dagster.algorithms.evolver.runs import instruction_of
+from flashrsi_dagster.algorithms.evolver.screen import screen
+from flashrsi_dagster.algorithms.evolver.where import bind_where
+from flashrsi_dagster.algorithms.meta_harness.prompts import prompt_file_of
+from flashrsi_dagster.benchmarks.base import SystemicFault
+from flashrsi_dagster.records import Status
+from flashrsi_dagster.scratch import scratch_dir
+from flashrsi_dagster.snapshots import Snapshot
+from flashrsi_dagster.snapshots.store import EditOutcome
+
+if TYPE_CHECKING:
+    from flashrsi_dagster.algorithms.evolver.run import Evolver
+
+_DECLARED = re.compile(r"^\s*WHERE:\s*(?P<where>\w+)", re.IGNORECASE | re.MULTILINE)
+_TRIGGER = re.compile(r"^\s*TRIGGER:\s*(?P<regex>.+?)\s*$", re.MULTILINE)
+EXAMPLES = 8
+FLIPS = 3
+
+
+class Stop(Exception):
+    """The candidate ends here, in `state`, for `reason`."""
+
+    def __init__(self, state: str, reason: str) -> None:
+        super().__init__(reason)
+        self.state, self.reason = state, reason
+
+
+class CandidateStep:
+    def __init__(self, evolver: Evolver, state: State, r: int, slot: str) -> None:
+        self.e, self.state, self.r, self.slot = evolver, state, r, slot
+        current = state.round(r)
+        assert current is not None and current.plan is not None
+        self.plan = current.plan
+        self.store = evolver.experiment.snapshots
+        self.parent = self.store.get(self.plan.parent_id)
+        if slot in self.plan.recombine:
+            pair = [self.node(i) for i in self.plan.recombine[slot]]
+            self.pair = pair
+            self.why = "+".join(n.why for n in pair)
+            self.anchor = self.plan.anchor[slot]
+        else:
+            i, j = (int(x) for x in slot[1:].split("c"))
+            self.pair, self.index = [], j
+            self.why = self.plan.whys[i - 1]
+            self.anchor = self.plan.anchor[self.why]
+        self.fields: dict = {
+            "id": node_id(r, slot),
+            "round": r,
+            "slot": slot,
+            "why": self.why,
+            "parent_id": self.parent.id,
+        }
+
+    def node(self, id_: str) -> Node:
+        return next(n for n in self.e.nodes(self.state) if n.id == id_)
+
+    def path(self, part: str) -> Path:
+        return self.e.layout.candidate(self.r, self.slot, part)
+
+    def run(self) -> Node:
+        try:
+            child = self.apply()
+            self.guards(child)
+            self.screen(child)
+            state, reason = self.confirm(child)
+        except Stop as stop:
+            state, reason = stop.state, stop.reason
+        except SystemicFault:
+            raise
+        except Exception as exc:  # the candidate's own machinery broke: data, not a crash
+            state, reason = "errored", f"{type(exc).__name__}: {exc}"
+        library = state == "in_library"
+        return Node(state=state, reason=reason, library=library, **self.fields)  # type: ignore[arg-type]
+
+    # -- design and apply -----------------------------------------------------------------
+
+    def apply(self) -> Snapshot:
+        with scratch_dir("evolver-edit-") as tmp:
+            checkout = self.store.check_out(self.parent, tmp / "edit")
+            try:
+                if self.pair:
+                    self.recombine(checkout)
+                else:
+                    self.design(checkout)
+                outcome = self.store.commit_child(
+                    self.parent,
+                    checkout,
+                    message=f"evolver {self.fields['id']} ({self.why})",
+                    metadata={"round": self.r, "slot": self.slot, "why": self.why},
+                )
+            finally:
+                self.store.forget_checkout(checkout)
+        return self.committed(outcome)
+
+    def design(self, checkout: Path) -> None:
+        e, why = self.e, self.why
+        taxonomy = {w.name: w.description for w in e.taxonomy().whys}
+        failure_map = e.failure_map(self.r + 1)
+        examples = [failure_map.failing[t] for t in failure_map.tasks_of(why)][:EXAMPLES]
+        files = [p.relative_to(checkout).as_posix() for p in checkout.rglob("*") if p.is_file()]
+        instruction = design_instruction(
+            why,
+            taxonomy.get(why, why),
+            examples,
+            failure_map.flips[-FLIPS:],
+            why_history(e.nodes(self.state)).get(why, WhyHistory()),
+            index=self.index,
+            count=e.shape.budget.candidates_per_why,
+            components=self.parent.components.describe(),
+            prompt_file=prompt_file_of(files, self.parent.components),
+        )
+        run = e.agent("worker").edit(checkout, instruction, task_id=f"{self.fields['id']}-design")
+        run = e.write(self.path("design.json"), run)
+        if run.status != Status.SUCCESS:
+            detail = run.error.message if run.error else "no error recorded"
+            raise Stop("errored", f"the design run failed ({run.status}): {detail}")
+        answer = run.answer or ""
+        if match := _DECLARED.search(answer):
+            self.fields["declared_where"] = match["where"].lower()
+        if match := _TRIGGER.search(answer):
+            self.trigger = match["regex"]
+
+    def recombine(self, checkout: Path) -> None:
+        """Both elites' changes (each against its own parent) applied to the parent."""
+        for node in self.pair:
+            assert node.snapshot_id is not None
+            patch = self.store.diff(node.parent_id, node.snapshot_id)
+            done = subprocess.run(
+                ["git", "apply", "--whitespace=nowarn", "-"],
+                input=patch.encode("utf-8", "surrogateescape"),
+                cwd=checkout,
+                capture_output=True,
+                check=False,
+            )
+            if done.returncode != 0:
+                detail = done.stderr.decode(errors="replace").strip().splitlines()[:1]
+                raise Stop("errored", f"{node.id}'s changes do not apply to the parent: {detail}")
+
+    def committed(self, outcome: EditOutcome) -> Snapshot:
+        if outcome.status == "refused":
+            raise Stop("blocked_l1", f"the edit was refused: {outcome.reason}")
+        if outcome.status == "noop" or outcome.snapshot is None:
+            raise Stop("pruned_inert", f"nothing to run: {outcome.reason}")
+        child = outcome.snapshot
+        self.fields["snapshot_id"] = child.id
+        self.fields["changed"] = [f"{c.status} {c.path}" for c in outcome.changed]
+        paths = [c.path for c in outcome.changed]
+        self.fields["where"] = bind_where(paths, self.parent.components)
+        return child
+
+    # -- free prunes ----------------------------------------------------------------------
+
+    def guards(self, child: Snapshot) -> None:
+        diff = self.store.diff(self.parent, child)
+        refusal = beacon_refusal(diff)
+        if refusal is not None:
+            raise Stop("blocked_l1", refusal)
+        self.beacons = {
+            m.group(0).split("(", 1)[1].strip(" \"')")
+            for lines in added_lines(diff).values()
+            for line in lines
+            if (m := BEACON_CALL.search(line.split("#", 1)[0]))
+        }
+        trigger = getattr(self, "trigger", None)
+        if self.e.config.zero_hit_preflight and trigger:
+            self.preflight(trigger)
+
+    def preflight(self, trigger: str) -> None:
+        try:
+            pattern = re.compile(trigger)
+        except re.error as exc:
+            raise Stop("pruned_inert", f"zero-hit preflight: TRIGGER {trigger!r}: {exc}") from None
+        runs = self.e.recorded(self.e.layout.cold_start_rollouts)
+        texts = {t.task_id: instruction_of(t) for t in runs if t.task_id in self.anchor}
+        if not any(pattern.search(text) for text in texts.values()):
+            raise Stop(
+                "pruned_inert",
+                f"zero-hit preflight: TRIGGER {trigger!r} matches none of the "
+                f"{len(texts)} anchor task(s)",
+            )
+
+    # -- screen, confirm, gates -----------------------------------------------------------
+
+    def screen(self, child: Snapshot) -> None:
+        e = self.e
+        final = e.rollouts(child, self.anchor, self.path("screen.jsonl"), 1)
+        scores = {t.task_id: float(t.score or 0.0) for t in final}
+        vanilla = e.vanilla().rates()
+        result = screen(scores, {t: vanilla[t] for t in scores}, e.config.screen_threshold)
+        self.fields["screen"] = {**asdict(result), "tasks": sorted(scores)}
+        if result.stopped:
+            raise Stop(
+                "pruned_at_screen",
+                f"culled at screen: delta {result.delta:+.3f} below -{result.threshold} x "
+                f"sigma_screen {result.sigma:.3f} on {result.n} anchor task(s)",
+            )
+
+    def confirm(self, child: Snapshot) -> tuple[str, str]:
+        e, k = self.e, self.e.config.k
+        self.fields["eval_set"] = e.evaluation_set()
+        final = e.rollouts(child, e.train_ids, self.path("confirm.jsonl"), k)
+        mine, vanilla = confirmed(final), e.vanilla()
+        fired = None
+        if self.beacons:
+            fired = sorted(
+                {t.task_id for t in final if set(t.metadata.get("beacons") or ()) & self.beacons}
+            )
+        verdicts = run_gates(mine, vanilla, e.train_ids, k, fired)
+        paired = credit(mine, vanilla, e.train_ids, e.config.credit_sigma)
+        self.fields.update(
+            confirm_mean=mine.mean(e.train_ids, k),
+            vanilla_mean=vanilla.mean(e.train_ids, k),
+            gates=[asdict(v) for v in verdicts],
+            fired=fired,
+            credited_2sigma=paired.credited_2sigma,
+            paired=asdict(paired),
+        )
+        failed = next((v for v in verdicts if not v.passed), None)
+        if failed is None:
+            return "in_library", verdicts[-1].reason
+        state = "pruned_inert" if failed.name == "gate_b" else "pruned_at_confirm"
+        return state, f"{failed.name}: {failed.reason}"

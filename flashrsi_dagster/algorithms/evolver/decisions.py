@@ -1,0 +1,116 @@
+"""The Evolver's decisions, derived from its records for the ledger (`decisions.ledger`).
+
+- Every candidate node: `adopt` into the library (scope `library`) when it passed every gate,
+  else `reject` (scope `search`) with its state and reason; the evidence is its screen, its
+  gate verdicts, its paired statistics against vanilla and, once confirmed, the multi-metric
+  comparison with vanilla on the whole train set. A node refused before any run has no
+  evaluation set.
+- Every round that promoted a node: `adopt` of it as the experiment's baseline.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from flashrsi_dagster.algorithms.evolver.nodes import Node
+from flashrsi_dagster.algorithms.evolver.plan import State
+from flashrsi_dagster.decisions.compare import ComparisonError, compare
+from flashrsi_dagster.decisions.ledger import (
+    EXPERIMENT,
+    Decision,
+    Evidence,
+    Ref,
+    eval_set_version,
+    raw_paths,
+)
+
+if TYPE_CHECKING:
+    from flashrsi_dagster.algorithms.evolver.run import Evolver
+
+NAME = "evolver"
+PARTS = ("design.json", "screen.jsonl", "confirm.jsonl")
+
+
+def decisions(e: Evolver, state: State) -> list[Decision]:
+    made = []
+    nodes = {n.id: n for n in e.nodes(state)}
+    for rd in state.rounds:
+        if rd.plan is None:
+            continue
+        made += [_node(e, rd.nodes[s]) for s in rd.plan.slots if s in rd.nodes]
+        if rd.decision is not None and rd.decision.promoted is not None:
+            made.append(
+                _promotion(e, nodes[rd.decision.promoted], rd.decision.reason, rd.plan.round)
+            )
+    return made
+
+
+def _ref(node: Node) -> Ref:
+    return Ref(snapshot_id=node.snapshot_id, round=node.round, slot=node.slot)
+
+
+def _evidence(e: Evolver, node: Node) -> Evidence:
+    evidence = Evidence(gates=node.gates, paired=node.paired)
+    if node.screen is not None:
+        evidence.scores = {
+            "screen_delta": node.screen["delta"],
+            "sigma_screen": node.screen["sigma"],
+        }
+    if node.confirm_mean is None:
+        evidence.not_compared = f"no confirm on the whole train set: {node.state}"
+        return evidence
+    evidence.scores.update(confirm_mean=node.confirm_mean, vanilla_mean=node.vanilla_mean)
+    try:
+        evidence.comparison = compare(
+            e.recorded(e.layout.candidate(node.round, node.slot, "confirm.jsonl")),
+            e.recorded(e.layout.cold_start_rollouts),
+            e.experiment.config.comparison,
+            eval_set=node.eval_set,
+        )
+    except ComparisonError as exc:
+        evidence.not_compared = f"not comparable with vanilla: {exc}"
+    return evidence
+
+
+def _eval_set(node: Node) -> str | None:
+    if node.eval_set is not None:
+        return node.eval_set
+    if node.screen is not None:
+        return eval_set_version("train", node.screen["tasks"])
+    return None
+
+
+def _node(e: Evolver, node: Node) -> Decision:
+    parts = [e.layout.candidate(node.round, node.slot, p) for p in PARTS]
+    return Decision(
+        id=f"{NAME}/{node.id}",
+        decision="adopt" if node.library else "reject",
+        algorithm=NAME,
+        scope="library" if node.library else "search",
+        candidate=_ref(node),
+        baseline=Ref(snapshot_id=node.parent_id),
+        reason=f"{node.state}: {node.reason}",
+        evidence=_evidence(e, node),
+        eval_set=_eval_set(node),
+        raw=raw_paths(e.experiment.paths.root, e.layout.node(node.id), *parts),
+    )
+
+
+def _promotion(e: Evolver, node: Node, reason: str, r: int) -> Decision:
+    return Decision(
+        id=f"{NAME}/promotion/r{r:03d}",
+        decision="adopt",
+        algorithm=NAME,
+        scope=EXPERIMENT,
+        candidate=_ref(node),
+        baseline=Ref(snapshot_id=e.cold_start_record().vanilla_id, round=0),
+        reason=f"round {r}: {reason}",
+        evidence=_evidence(e, node),
+        eval_set=node.eval_set,
+        raw=raw_paths(
+            e.experiment.paths.root,
+            e.layout.decision(r),
+            e.layout.candidate(node.round, node.slot, "confirm.jsonl"),
+            e.layout.cold_start_rollouts,
+        ),
+    )

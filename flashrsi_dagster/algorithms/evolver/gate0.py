@@ -1,0 +1,68 @@
+"""Gate0: the environment's health, checked before the cold start and before every round.
+
+Three questions, each answered for real and none by a model: does every role's endpoint
+answer (a `GET /v1/models` with the role's key, the cheapest call every OpenAI- and
+Anthropic-compatible endpoint serves); does the benchmark still load and draw its splits;
+does the rest of the set-up hold (data files, harnesses, keys, jails, task environments: the
+dry run, `validation.dry_run`). A failure stops the step before anything is written
+(`Unhealthy`, a systemic fault): a round run on a broken environment would only record noise,
+and would use patience it did not earn. Fix the environment and resume.
+"""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+
+from flashrsi_dagster.benchmarks.base import SystemicFault
+from flashrsi_dagster.config.experiment import ExperimentConfig
+from flashrsi_dagster.config.models import LLMConfig
+from flashrsi_dagster.llm.client import resolve_key
+from flashrsi_dagster.llm.endpoints import anthropic_base_url, openai_base_url
+from flashrsi_dagster.validation import dry_run
+
+PING_TIMEOUT = 15.0
+DEFAULT_OPENAI = "https://api.openai.com/v1"
+
+
+class Unhealthy(SystemicFault):
+    """Gate0 failed: the message lists every problem, one line each."""
+
+
+def endpoint_problem(llm: LLMConfig) -> str | None:
+    """None when the role's endpoint answers a model listing with its key; else why not."""
+    if llm.api == "anthropic":
+        url = f"{anthropic_base_url(llm)}/v1/models"
+        headers = {"x-api-key": resolve_key(llm), "anthropic-version": "2023-06-01"}
+    else:
+        url = f"{(openai_base_url(llm) or DEFAULT_OPENAI).rstrip('/')}/models"
+        headers = {"Authorization": f"Bearer {resolve_key(llm)}"}
+    request = urllib.request.Request(url, headers=headers, method="GET")
+    try:
+        with urllib.request.urlopen(request, timeout=PING_TIMEOUT) as response:
+            response.read(1 << 16)
+        return None
+    except urllib.error.HTTPError as exc:
+        refused = " (the key is refused)" if exc.code in (401, 403) else ""
+        return f"{url} answered HTTP {exc.code}{refused}"
+    except (urllib.error.URLError, TimeoutError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return f"{url} did not answer: {reason}"
+
+
+def health_problems(config: ExperimentConfig) -> list[str]:
+    """Every problem Gate0 finds, one line each (empty: healthy)."""
+    problems = dry_run(config)
+    for name, role in config.roles().items():
+        problem = endpoint_problem(role.llm)
+        if problem is not None:
+            problems.append(f"{config.role_key(name)}.llm: {problem}")
+    return problems
+
+
+def gate0(config: ExperimentConfig, when: str) -> None:
+    """Raise `Unhealthy` naming every problem; `when`: `the cold start`, `round 3`."""
+    problems = health_problems(config)
+    if problems:
+        listed = "\n".join(f"  - {p}" for p in problems)
+        raise Unhealthy(f"Gate0 before {when}: the environment is not healthy\n{listed}")

@@ -1,0 +1,316 @@
+"""The Evolver SOP (seed 004) on the algorithm seam.
+
+A cold start runs vanilla (the seed harness) on the whole train split K times: the stability
+ledger and the frozen baseline, and the failure map over a WHY taxonomy. Then each round runs
+the seven-step funnel as separate steps (`plan.py`): `diagnose` (Gate0, re-diagnosis of the
+last round's children, the WHY pick, the anchors), one step per candidate slot (design, the
+beacon guard, apply as a git child, screen, confirm, the gates: `candidate.py`) and `decide`
+(the library's best becomes the parent: `conclude.py`). Rounds stop on patience against the
+fixed vanilla, the round cap or errored rounds in a row; then the test split is unsealed once
+for the retention report. Everything the search reads is train; dev takes no part.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import ClassVar
+
+from flashrsi_dagster.agents import Agent, harness_components, harness_dir
+from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
+from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
+from flashrsi_dagster.algorithms.evolver import conclude, decisions, report
+from flashrsi_dagster.algorithms.evolver.candidate import CandidateStep
+from flashrsi_dagster.algorithms.evolver.choose import Budget
+from flashrsi_dagster.algorithms.evolver.cold_start import ColdStartStep
+from flashrsi_dagster.algorithms.evolver.diagnose import DiagnoseStep
+from flashrsi_dagster.algorithms.evolver.failure_map import FailureMap
+from flashrsi_dagster.algorithms.evolver.gate0 import gate0
+from flashrsi_dagster.algorithms.evolver.gates import Confirmed, confirmed
+from flashrsi_dagster.algorithms.evolver.nodes import Node
+from flashrsi_dagster.algorithms.evolver.plan import Shape, State, next_step, read_state
+from flashrsi_dagster.algorithms.evolver.records import (
+    ColdStart,
+    Layout,
+    RetentionReport,
+    RoundDecision,
+    RoundPlan,
+    node_id,
+)
+from flashrsi_dagster.algorithms.evolver.sealed import assert_no_test_leak
+from flashrsi_dagster.algorithms.evolver.taxonomy import Taxonomy
+from flashrsi_dagster.algorithms.evolver.termination import Termination
+from flashrsi_dagster.algorithms.searching import Searching
+from flashrsi_dagster.algorithms.turns import one_step_at_a_time
+from flashrsi_dagster.benchmarks.base import Task
+from flashrsi_dagster.benchmarks.loading import load_splits
+from flashrsi_dagster.benchmarks.splits import Splits
+from flashrsi_dagster.config.algorithms import EvolverConfig
+from flashrsi_dagster.decisions import Decision
+from flashrsi_dagster.experiment import Experiment
+from flashrsi_dagster.records import Trajectory, read_optional
+from flashrsi_dagster.rollouts.engine import (
+    Progress,
+    Settings,
+    evaluate_snapshot,
+    final_trajectories,
+)
+from flashrsi_dagster.rollouts.record import RolloutRecord
+from flashrsi_dagster.scratch import scratch_dir
+from flashrsi_dagster.snapshots import Snapshot
+
+
+class Evolver(Searching):
+    name: ClassVar[str] = "evolver"
+
+    def __init__(
+        self,
+        experiment: Experiment,
+        *,
+        builders: Builders = DEFAULT_BUILDERS,
+        log: Log = print,
+        progress: Progress | None = None,
+    ) -> None:
+        self.experiment, self.builders = experiment, builders
+        self.config: EvolverConfig = experiment.config.algorithm  # type: ignore[assignment]
+        c = self.config
+        self.shape = Shape(
+            Budget(c.max_why_per_round, c.candidates_per_why),
+            Termination(c.patience, c.max_rounds, c.max_consecutive_errors),
+            c.recombinations_per_round,
+        )
+        self.layout = Layout.of(experiment.paths.records)
+        self.settings = Settings.of(experiment.config.benchmark)
+        self.log, self.progress = log, progress
+        self._agents: dict[str, Agent] = {}
+
+    # -- the seam -------------------------------------------------------------------------
+
+    def slots(self) -> tuple[str, ...]:
+        return self.shape.slots()
+
+    def rounds(self) -> int:
+        return self.shape.rounds
+
+    def read_state(self) -> State:
+        return read_state(self.layout, self.shape)
+
+    def next_step(self, state: State) -> Step:
+        return next_step(state, self.shape)
+
+    def step_line(self, state: State, step: Step) -> str:
+        return report.step_line(self, state, step)
+
+    def summary(self, state: State) -> list[str]:
+        return report.summary(self, state)
+
+    def decisions(self, state: State) -> list[Decision]:
+        return decisions.decisions(self, state)
+
+    def do(self, step: Step) -> None:
+        r = step.round
+        if step.action == "cold_start":
+            self.cold_start()
+        elif step.action == "diagnose" and r is not None:
+            self.diagnose(r)
+        elif step.action == "candidate" and r is not None and step.slot is not None:
+            self.candidate(r, step.slot)
+        elif step.action == "decide" and r is not None:
+            self.decide(r)
+        elif step.action == "sealed_test":
+            self.sealed_test()
+        else:
+            raise StepOrderError(f"nothing to do for {step.describe()}")
+
+    def close(self) -> None:
+        for agent in self._agents.values():
+            agent.close()
+        self._agents.clear()
+
+    # -- steps ----------------------------------------------------------------------------
+
+    def _require(self, step: Step) -> State:
+        """The state, if `step` is the search's turn; else StepOrderError, nothing changed."""
+        state = self.read_state()
+        if state.retention:
+            raise StepOrderError(f"{step.describe()} refused: the test has been unsealed")
+        due = self.next_step(state)
+        if due != step:
+            raise StepOrderError(f"{step.describe()} refused: {due.describe()} comes first")
+        return state
+
+    @one_step_at_a_time
+    def cold_start(self) -> ColdStart:
+        done = read_optional(self.layout.cold_start, ColdStart)
+        if done is not None:
+            return done
+        self._require(Step("cold_start", 0, "vanilla"))
+        self.check_sealed()
+        gate0(self.experiment.config, "the cold start")
+        record = ColdStartStep(self).run()
+        self.log(
+            f"cold start: vanilla {record.vanilla_id[:12]} K={record.k} mean {record.mean:.4f}"
+            f" on {record.eval_set}; {record.failing} failing train task(s)"
+        )
+        return record
+
+    @one_step_at_a_time
+    def diagnose(self, r: int) -> RoundPlan:
+        done = read_optional(self.layout.plan(r), RoundPlan)
+        if done is not None:
+            return done
+        state = self._require(Step("diagnose", r, "diagnose"))
+        gate0(self.experiment.config, f"round {r}")
+        plan = DiagnoseStep(self, state, r).run()
+        self.log(report.plan_line(plan))
+        return plan
+
+    @one_step_at_a_time
+    def candidate(self, r: int, slot: str) -> Node:
+        done = read_optional(self.layout.node(node_id(r, slot)), Node)
+        if done is not None:
+            self.record_decisions()
+            return done
+        state = self._require(Step("candidate", r, slot))
+        node = self.write(
+            self.layout.node(node_id(r, slot)), CandidateStep(self, state, r, slot).run()
+        )
+        self.record_decisions()
+        self.log(f"{node.id} ({node.why}, {node.where or '-'}): {node.state} — {node.reason}")
+        return node
+
+    @one_step_at_a_time
+    def decide(self, r: int) -> RoundDecision:
+        done = read_optional(self.layout.decision(r), RoundDecision)
+        if done is not None:
+            self.record_decisions()
+            return done
+        state = self._require(Step("decide", r, "decide"))
+        decision = conclude.decide_round(self, state, r)
+        self.record_decisions()
+        self.log(f"round {r}: {decision.outcome}; {decision.reason}")
+        return decision
+
+    @one_step_at_a_time
+    def sealed_test(self) -> RetentionReport:
+        done = read_optional(self.layout.retention, RetentionReport)
+        if done is not None:
+            return done
+        state = self.read_state()
+        due = self.next_step(state)
+        if due.action != "sealed_test":
+            raise StepOrderError(f"the sealed test refused: {due.describe()} comes first")
+        self.experiment.records.verify()
+        record = conclude.unseal_retention(self, state)
+        self.record_decisions()
+        for row in record.rows:
+            self.log(report.retention_line(row))
+        return record
+
+    # -- what the steps share -------------------------------------------------------------
+
+    @cached_property
+    def splits(self) -> Splits:
+        """Train (the evolution data, the anchors, the confirm); test dropped as drawn."""
+        splits = load_splits(self.experiment.config.benchmark, self.benchmark).without_test()
+        splits.require("train")
+        return splits
+
+    @property
+    def train_ids(self) -> list[str]:
+        return [t.id for t in self.splits.train]
+
+    def tasks(self, ids) -> tuple[Task, ...]:
+        by_id = {t.id: t for t in self.splits.train}
+        return tuple(by_id[i] for i in ids)
+
+    def check_sealed(self) -> None:
+        """`assert_no_test_leak`: the test ids are drawn here, compared, and dropped."""
+        drawn = load_splits(self.experiment.config.benchmark, self.benchmark)
+        test = [t.id for t in drawn.unseal_test()]
+        assert_no_test_leak(test, train=self.train_ids, dev=[t.id for t in self.splits.dev])
+
+    def seed(self) -> Snapshot:
+        """Vanilla: the seed harness, made into a snapshot once."""
+        store = self.experiment.snapshots
+        made = [s for s in store.history() if s.parent_id is None]
+        if made:
+            return made[0]
+        agent = self.experiment.config.agent
+        return store.create_seed(
+            harness_dir(agent), harness_components(agent), metadata={"round": 0}
+        )
+
+    def agent(self, role: str) -> Agent:
+        """`target` or `worker`, built once per opening."""
+        if role not in self._agents:
+            config, confinement = self.experiment.config, self.experiment.confinement
+            build, section = (
+                (self.builders.target, config.agent)
+                if role == "target"
+                else (self.builders.worker, self.config.worker)
+            )
+            self._agents[role] = build(section, None, confinement=confinement)
+        return self._agents[role]
+
+    def ask(self, instruction: str, r: int, name: str) -> Trajectory:
+        """A model call of the Worker (diagnosis, pick, induction) in an empty folder; its
+        trajectory is kept as `round-<r>/<name>.json`."""
+        with scratch_dir("evolver-ask-") as folder:
+            run = self.agent("worker").run(folder, instruction, task_id=f"r{r:03d}-{name}")
+        return self.write(self.layout.model_call(r, name), run)
+
+    def evaluation_set(self) -> str:
+        """The evaluator shown unchanged; the train set's version (`train/e1`)."""
+        return self.evaluator.before("train", self.splits.train).label
+
+    def rollouts(self, snapshot: Snapshot, ids, path: Path, attempts: int) -> list[Trajectory]:
+        """The final rollouts of `snapshot` on train tasks `ids` (resumed if cut off)."""
+        return self.evaluate(snapshot, self.tasks(ids), path, attempts, "train")
+
+    def evaluate(
+        self, snapshot: Snapshot, tasks: tuple[Task, ...], path: Path, attempts: int, split: str
+    ) -> list[Trajectory]:
+        settings = self.settings
+        return evaluate_snapshot(
+            self.experiment.snapshots,
+            snapshot,
+            lambda checkout: self.agent("target"),
+            self.benchmark,
+            tasks,
+            RolloutRecord(path, self.experiment.records),
+            split=split,
+            settings=Settings(attempts, settings.concurrency, settings.max_infra_reruns),
+            progress=self.progress,
+        )
+
+    def recorded(self, path: Path) -> list[Trajectory]:
+        return final_trajectories(RolloutRecord(path), self.settings.max_infra_reruns)
+
+    # -- what the records say -------------------------------------------------------------
+
+    def cold_start_record(self) -> ColdStart:
+        record = read_optional(self.layout.cold_start, ColdStart)
+        assert record is not None, "the cold start has not run"
+        return record
+
+    def vanilla(self) -> Confirmed:
+        return confirmed(self.recorded(self.layout.cold_start_rollouts))
+
+    def confirm_of(self, node: Node) -> Confirmed | None:
+        path = self.layout.candidate(node.round, node.slot, "confirm.jsonl")
+        return confirmed(self.recorded(path)) if node.confirm_mean is not None else None
+
+    def taxonomy(self) -> Taxonomy:
+        return Taxonomy.model_validate_json(self.layout.taxonomy.read_text())
+
+    def failure_map(self, before: int) -> FailureMap:
+        """The latest map written for a round before `before` (the cold start's is round 0)."""
+        for r in range(before - 1, -1, -1):
+            path = self.layout.failure_map(r)
+            if path.exists():
+                return FailureMap.model_validate_json(path.read_text())
+        raise FileNotFoundError("the cold start's failure map is missing")
+
+    def nodes(self, state: State) -> list[Node]:
+        return [node for rd in state.rounds for node in rd.nodes.values()]
