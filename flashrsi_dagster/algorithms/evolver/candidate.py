@@ -34,6 +34,7 @@ from flashrsi_dagster.algorithms.evolver.screen import screen
 from flashrsi_dagster.algorithms.evolver.where import bind_where
 from flashrsi_dagster.algorithms.meta_harness.prompts import prompt_file_of
 from flashrsi_dagster.benchmarks.base import SystemicFault
+from flashrsi_dagster.evaluator import basis
 from flashrsi_dagster.records import Status
 from flashrsi_dagster.scratch import scratch_dir
 from flashrsi_dagster.snapshots import Snapshot
@@ -228,7 +229,12 @@ class CandidateStep:
 
     def confirm(self, child: Snapshot) -> tuple[str, str]:
         e, k = self.e, self.e.config.k
-        self.fields["eval_set"] = e.evaluation_set()
+        self.fields["eval_set"] = eval_set = e.evaluation_set()
+        against = basis(eval_set, e.cold_start_record().eval_set)
+        if not against.comparable:
+            # vanilla's stability ledger is the fixed baseline of every gate: a confirm on
+            # another version of train would be scored against tasks vanilla never ran.
+            raise Stop("errored", f"the confirm cannot be judged against vanilla: {against.label}")
         final = e.rollouts(child, e.train_ids, self.path("confirm.jsonl"), k)
         mine, vanilla = confirmed(final), e.vanilla()
         fired = None

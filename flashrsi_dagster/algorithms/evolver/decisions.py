@@ -23,6 +23,7 @@ from flashrsi_dagster.decisions.ledger import (
     eval_set_version,
     raw_paths,
 )
+from flashrsi_dagster.evaluator import basis
 
 if TYPE_CHECKING:
     from flashrsi_dagster.algorithms.evolver.run import Evolver
@@ -60,6 +61,10 @@ def _evidence(e: Evolver, node: Node) -> Evidence:
         evidence.not_compared = f"no confirm on the whole train set: {node.state}"
         return evidence
     evidence.scores.update(confirm_mean=node.confirm_mean, vanilla_mean=node.vanilla_mean)
+    against = basis(node.eval_set, e.cold_start_record().eval_set)
+    if not against.comparable:
+        evidence.not_compared = against.label
+        return evidence
     try:
         evidence.comparison = compare(
             e.recorded(e.layout.candidate(node.round, node.slot, "confirm.jsonl")),
