@@ -5,6 +5,7 @@ from __future__ import annotations
 import compileall
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,10 @@ CANCEL_GRACE_SECONDS = 2.0
 _STDERR_TAIL = 4000
 MAX_RESULT_BYTES = 64 << 20
 """A run's result (its whole trajectory) is read up to this size; larger is no result."""
+BEACON_NAME = re.compile(r"[\w.:-]{1,64}")
+MAX_BEACONS = 64
+"""The activation beacons a trajectory keeps (`harness/runtime/beacon.py`): the harness
+applies the same rules, but it is evolvable code, so they are enforced again here."""
 
 
 class MiniAgent(Agent):
@@ -163,8 +168,32 @@ class MiniAgent(Agent):
             ),
             duration=duration,
             error=ErrorInfo(**error) if error else None,
-            metadata={"exit_code": code, "stderr_tail": self.redactor.text(tail)},
+            metadata=self._metadata(result, code, tail),
         )
+
+    def _metadata(self, result: dict[str, Any], code: int | None, tail: str) -> dict[str, Any]:
+        """The exit code, the stderr tail and, when a beacon fired, `beacons`: name -> count
+        in first-fired order. Absent means no beacon fired (or the run left no result)."""
+        metadata: dict[str, Any] = {"exit_code": code, "stderr_tail": self.redactor.text(tail)}
+        beacons = self._beacons(result.get("beacons"))
+        if beacons:
+            metadata["beacons"] = beacons
+        return metadata
+
+    def _beacons(self, raw: Any) -> dict[str, int]:
+        """The well-formed part of what the run reported: at most MAX_BEACONS names, each
+        matching BEACON_NAME with a positive count. A name that redaction would change holds
+        a secret and is dropped, not redacted: a beacon is no channel out of a run."""
+        if not isinstance(raw, dict):
+            return {}
+        kept: dict[str, int] = {}
+        for name, count in raw.items():
+            if len(kept) == MAX_BEACONS:
+                break
+            named = isinstance(name, str) and BEACON_NAME.fullmatch(name)
+            if named and self.redactor.text(name) == name and type(count) is int and count > 0:
+                kept[name] = count
+        return kept
 
 
 _compiled: set[Path] = set()

@@ -2,7 +2,9 @@
 an activation beacon — a call `activation_beacon("<mechanism>")` on the code path its
 mechanism takes — in the lines it adds, so Gate-b can later tell whether the mechanism ever
 fired. A Python edit without one is refused (blocked_l1); edits to prompts and other files
-need none. The guard reads the unified diff as text: nothing is imported or run.
+need none. The guard reads the unified diff as text: nothing is imported or run. A name is
+what the runtime records (MiniAgent's `runtime/beacon.py`, into the trajectory's
+`metadata["beacons"]`): 1 to 64 characters of letters, digits, `_`, `.`, `:` and `-`.
 
 Honest limit (as the SOP's implementation says of its own): the guard proves a beacon was
 added, not that it sits inside the mechanism's trigger; an unconditional beacon makes Gate-b
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-BEACON_CALL = re.compile(r"""\bactivation_beacon\(\s*["'][\w.:-]+["']\s*\)""")
+BEACON_CALL = re.compile(r"""\bactivation_beacon\(\s*["'][\w.:-]{1,64}["']\s*\)""")
 _FILE = re.compile(r"^\+\+\+ b/(?P<path>.+)$")
 
 
@@ -44,5 +46,6 @@ def beacon_refusal(diff: str) -> str | None:
         return None
     return (
         f"beacon guard: {', '.join(missing)} gain(s) code without an activation beacon; add "
-        '`activation_beacon("<mechanism>")` where the new mechanism acts'
+        '`activation_beacon("<mechanism>")` where the new mechanism acts (a name of 1 to 64 '
+        "letters, digits, '_', '.', ':' or '-')"
     )

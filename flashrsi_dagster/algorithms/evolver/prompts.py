@@ -77,7 +77,8 @@ Failing train tasks of this class, with what the diagnosis saw:
 {flips}{history}
 Rules: change only files the harness declares ({components}). Any Python you add must call
 `activation_beacon("<mechanism name>")` where the new mechanism acts (import it with
-`from runtime.beacon import activation_beacon`); an edit of Python code without one is refused.
+`from runtime.beacon import activation_beacon`; the name is up to 64 letters, digits, `_`, `.`,
+`:` or `-`); an edit of Python code without one is refused.
 Finish with a short summary of the mechanism and where it acts.
 """
 

@@ -250,6 +250,8 @@ def test_the_beacon_guard_refuses_python_edits_without_an_activation_beacon():
     )
     guarded = diff("runtime/agent.py", "    activation_beacon('retry_on_empty')", "    retry()")
     assert beacon_refusal(guarded) is None
+    too_long = diff("runtime/agent.py", f"    activation_beacon('{'x' * 65}')", "    retry()")
+    assert beacon_refusal(too_long) is not None  # the runtime would refuse the name
     bare = diff("runtime/agent.py", "    retry()")
     assert "runtime/agent.py" in (beacon_refusal(bare) or "")
     commented = diff("runtime/agent.py", "    retry()  # activation_beacon('x')")

@@ -1,3 +1,3 @@
-"""MiniAgent's runtime: the agent loop, the model client and log redaction.
+"""MiniAgent's runtime: the agent loop, the model client, log redaction and activation beacons.
 
 This folder is part of the evolvable harness: it imports nothing from the framework."""

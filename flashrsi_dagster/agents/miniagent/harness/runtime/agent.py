@@ -2,6 +2,7 @@
 
 `run(params, on_step)` takes plain dicts (no framework types) and returns the result dict;
 `on_step` receives the result so far after every turn, so a kill loses at most one turn.
+The result's `beacons` are the activation beacons fired so far (`runtime/beacon.py`).
 
 The five mechanisms an evolution may target each have a place of their own, a function whose
 docstring opens with the mechanism's name: the agent loop (`run`, `_turn`), context management
@@ -19,6 +20,7 @@ from typing import Any
 
 import openai
 
+from runtime.beacon import fired
 from runtime.context import Cancelled, Context
 from runtime.llm import LLM, Reply
 from runtime.tool_result import error_text, observation
@@ -54,6 +56,7 @@ def run(params: dict[str, Any], on_step: Callable[[dict], None] | None = None) -
         "error_kind": None,
         "messages": [{"role": "user", "content": params["instruction"]}],
         "usage": {"input_tokens": 0, "output_tokens": 0, "turns": 0, "tool_calls": 0},
+        "beacons": {},
     }
     llm = None
     try:
@@ -73,6 +76,7 @@ def run(params: dict[str, Any], on_step: Callable[[dict], None] | None = None) -
                 result["status"] = "completed"
                 return result
             if on_step:
+                result["beacons"] = fired()
                 on_step(result)
         raise TurnLimit(f"no final answer within max_turns={params.get('max_turns', 50)}")
     except (Cancelled, KeyboardInterrupt):
@@ -82,6 +86,7 @@ def run(params: dict[str, Any], on_step: Callable[[dict], None] | None = None) -
     except Exception as exc:  # the agent's own failure (a broken harness included): recorded
         _fail(result, "error", "agent", exc)
     finally:
+        result["beacons"] = fired()
         if llm is not None:
             llm.close()
     return result
