@@ -28,17 +28,16 @@ from flashrsi_dagster.algorithms.evolver.history import why_history
 from flashrsi_dagster.algorithms.evolver.nodes import Node
 from flashrsi_dagster.algorithms.evolver.plan import State
 from flashrsi_dagster.algorithms.evolver.prompts import design_instruction
-from flashrsi_dagster.algorithms.evolver.records import node_id
+from flashrsi_dagster.algorithms.evolver.records import Applied, node_id
 from flashrsi_dagster.algorithms.evolver.runs import instruction_of
 from flashrsi_dagster.algorithms.evolver.screen import screen
 from flashrsi_dagster.algorithms.evolver.where import bind_where
 from flashrsi_dagster.algorithms.meta_harness.prompts import prompt_file_of
 from flashrsi_dagster.benchmarks.base import SystemicFault
 from flashrsi_dagster.evaluator import basis
-from flashrsi_dagster.records import Status
+from flashrsi_dagster.records import Status, read_optional
 from flashrsi_dagster.scratch import scratch_dir
 from flashrsi_dagster.snapshots import Snapshot
-from flashrsi_dagster.snapshots.store import EditOutcome
 
 if TYPE_CHECKING:
     from flashrsi_dagster.algorithms.evolver.run import Evolver
@@ -107,13 +106,31 @@ class CandidateStep:
     # -- design and apply -----------------------------------------------------------------
 
     def apply(self) -> Snapshot:
+        """The candidate's git child of the parent (made once: `applied.json`)."""
+        applied = read_optional(self.path("applied.json"), Applied)
+        if applied is None:
+            applied = self.e.write(self.path("applied.json"), self.make())
+        self.fields["declared_where"] = applied.declared_where
+        self.trigger = applied.trigger
+        if applied.status == "failed":
+            raise Stop("errored", applied.reason or "the design failed")
+        if applied.status == "refused":
+            raise Stop("blocked_l1", f"the edit was refused: {applied.reason}")
+        if applied.status == "noop" or applied.snapshot_id is None:
+            raise Stop("pruned_inert", f"nothing to run: {applied.reason}")
+        self.fields["snapshot_id"] = applied.snapshot_id
+        self.fields["changed"] = applied.changed
+        paths = [entry.split(" ", 1)[1] for entry in applied.changed]
+        self.fields["where"] = bind_where(paths, self.parent.components)
+        return self.store.get(applied.snapshot_id)
+
+    def make(self) -> Applied:
         with scratch_dir("evolver-edit-") as tmp:
             checkout = self.store.check_out(self.parent, tmp / "edit")
             try:
-                if self.pair:
-                    self.recombine(checkout)
-                else:
-                    self.design(checkout)
+                made = self.recombine(checkout) if self.pair else self.design(checkout)
+                if made.status == "failed":
+                    return made
                 outcome = self.store.commit_child(
                     self.parent,
                     checkout,
@@ -122,9 +139,16 @@ class CandidateStep:
                 )
             finally:
                 self.store.forget_checkout(checkout)
-        return self.committed(outcome)
+        return made.model_copy(
+            update={
+                "status": outcome.status,
+                "snapshot_id": outcome.snapshot.id if outcome.snapshot else None,
+                "changed": [f"{c.status} {c.path}" for c in outcome.changed],
+                "reason": outcome.reason,
+            }
+        )
 
-    def design(self, checkout: Path) -> None:
+    def design(self, checkout: Path) -> Applied:
         e, why = self.e, self.why
         taxonomy = {w.name: w.description for w in e.taxonomy().whys}
         failure_map = e.failure_map(self.r + 1)
@@ -145,14 +169,19 @@ class CandidateStep:
         run = e.write(self.path("design.json"), run)
         if run.status != Status.SUCCESS:
             detail = run.error.message if run.error else "no error recorded"
-            raise Stop("errored", f"the design run failed ({run.status}): {detail}")
+            return Applied(
+                status="failed", reason=f"the design run failed ({run.status}): {detail}"
+            )
         answer = run.answer or ""
-        if match := _DECLARED.search(answer):
-            self.fields["declared_where"] = match["where"].lower()
-        if match := _TRIGGER.search(answer):
-            self.trigger = match["regex"]
+        declared = _DECLARED.search(answer)
+        trigger = _TRIGGER.search(answer)
+        return Applied(
+            status="committed",
+            declared_where=declared["where"].lower() if declared else None,
+            trigger=trigger["regex"] if trigger else None,
+        )
 
-    def recombine(self, checkout: Path) -> None:
+    def recombine(self, checkout: Path) -> Applied:
         """Both elites' changes (each against its own parent) applied to the parent."""
         for node in self.pair:
             assert node.snapshot_id is not None
@@ -166,19 +195,9 @@ class CandidateStep:
             )
             if done.returncode != 0:
                 detail = done.stderr.decode(errors="replace").strip().splitlines()[:1]
-                raise Stop("errored", f"{node.id}'s changes do not apply to the parent: {detail}")
-
-    def committed(self, outcome: EditOutcome) -> Snapshot:
-        if outcome.status == "refused":
-            raise Stop("blocked_l1", f"the edit was refused: {outcome.reason}")
-        if outcome.status == "noop" or outcome.snapshot is None:
-            raise Stop("pruned_inert", f"nothing to run: {outcome.reason}")
-        child = outcome.snapshot
-        self.fields["snapshot_id"] = child.id
-        self.fields["changed"] = [f"{c.status} {c.path}" for c in outcome.changed]
-        paths = [c.path for c in outcome.changed]
-        self.fields["where"] = bind_where(paths, self.parent.components)
-        return child
+                reason = f"{node.id}'s changes do not apply to the parent: {detail}"
+                return Applied(status="failed", reason=reason)
+        return Applied(status="committed")
 
     # -- free prunes ----------------------------------------------------------------------
 
@@ -193,9 +212,8 @@ class CandidateStep:
             for line in lines
             if (m := BEACON_CALL.search(line.split("#", 1)[0]))
         }
-        trigger = getattr(self, "trigger", None)
-        if self.e.config.zero_hit_preflight and trigger:
-            self.preflight(trigger)
+        if self.e.config.zero_hit_preflight and self.trigger:
+            self.preflight(self.trigger)
 
     def preflight(self, trigger: str) -> None:
         try:

@@ -6,6 +6,7 @@ records/evolver/
   failure_map-000.json            the failure map after the cold start's diagnosis
   round-003/plan.json             RoundPlan: the parent, the WHYs chosen (and the shadow log)
   round-003/w1c2/design.json      the Worker's design run of WHY 1's candidate 2
+  round-003/w1c2/applied.json     Applied: the git child it made (or why none)
   round-003/w1c2/screen.jsonl     its K=1 rollouts on the anchor set
   round-003/w1c2/confirm.jsonl    its K runs on the whole train set (survivors only)
   nodes/r003.w1c2.json            Node: identity, git sha, final state, gate statistics
@@ -58,6 +59,19 @@ class RoundPlan(Record):
     error: str | None = Field(
         None, description="Why the round could not be planned (it is then `errored`)."
     )
+
+
+class Applied(Record):
+    """A candidate's change, once made: read back on a resume, so a crash after the commit
+    never designs (and commits) the candidate a second time."""
+
+    kind: Literal["evolver_applied"] = "evolver_applied"
+    status: Literal["committed", "noop", "refused", "failed"]
+    snapshot_id: str | None = None
+    changed: list[str] = Field(default_factory=list, description="`<status> <path>` per file.")
+    reason: str | None = None
+    declared_where: str | None = None
+    trigger: str | None = None
 
 
 class RoundDecision(Record):

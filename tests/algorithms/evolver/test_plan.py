@@ -24,6 +24,11 @@ from flashrsi_dagster.records import RecordStore, Redactor
 SHAPE = Shape(Budget(1, 2), Termination(patience=2, max_rounds=5, max_consecutive_errors=2))
 
 
+COLD = ColdStart(
+    vanilla_id="v", k=3, rates={}, mean=0.4, taxonomy="b", eval_set="train/e1", failing=0
+)
+
+
 def _world(tmp_path: Path):
     store = RecordStore(tmp_path, Redactor())
     layout = Layout.of(tmp_path / "records")
@@ -62,7 +67,7 @@ def test_the_steps_follow_the_records_from_the_cold_start_to_the_unsealed_test(t
     store, layout, what_next = _world(tmp_path)
     assert SHAPE.slots() == ("vanilla", "diagnose", "w1c1", "w1c2", "decide")
     assert what_next() == Step("cold_start", 0, "vanilla")
-    store.write(layout.cold_start, ColdStart(vanilla_id="v", k=3, rates={}, mean=0.4, taxonomy="b"))
+    store.write(layout.cold_start, COLD)
     assert what_next() == Step("diagnose", 1, "diagnose")
 
     plan = RoundPlan(
@@ -100,13 +105,13 @@ def test_the_steps_follow_the_records_from_the_cold_start_to_the_unsealed_test(t
     assert what_next() == Step("diagnose", 3, "diagnose")
     _round(store, layout, 3, "no_gain")  # the second idle round: patience 2 is spent
     assert what_next() == Step("sealed_test")
-    store.write(layout.retention, RetentionReport(rows=[]))
+    store.write(layout.retention, RetentionReport(rows=[], eval_set="test/e1", k=3))
     assert what_next() == Step("done")
 
 
 def test_the_round_cap_stops_even_when_every_round_wins(tmp_path):
     store, layout, what_next = _world(tmp_path)
-    store.write(layout.cold_start, ColdStart(vanilla_id="v", k=3, rates={}, mean=0.4, taxonomy="b"))
+    store.write(layout.cold_start, COLD)
     for r in range(1, 6):
         _round(store, layout, r, "beat_vanilla")
     state = read_state(layout, SHAPE)

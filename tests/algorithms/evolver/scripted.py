@@ -1,0 +1,91 @@
+"""What the Evolver tests share: the demo's shape on a small train split, and a Worker whose
+design runs can be scripted while the simulator's `simulator/evolver` diagnoses and picks
+(both real MiniAgent runs through the offline simulator)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from flashrsi_dagster.agents import Agent, worker_agent
+from flashrsi_dagster.algorithms.builders import Builders
+from flashrsi_dagster.instruction_markers import EVOLVER_PHASE
+
+
+def write_config(
+    tmp_path: Path, *, worker_model: str = "simulator/evolver", benchmark=None, **algorithm
+) -> Path:
+    """`<tmp_path>/evolver.yaml`: 12 train and 6 test tasks, K=3, one WHY x two candidates,
+    patience 2 within 5 rounds."""
+    config = {
+        "experiment": {"name": "evolver", "home": str(tmp_path / "home"), "seed": 0},
+        "agent": {
+            "type": "miniagent",
+            "llm": {"model": "simulator/target", "base_url": "offline", "timeout": 30},
+            "timeout": 60,
+            "max_turns": 4,
+        },
+        "algorithm": {
+            "name": "evolver",
+            "k": 3,
+            "max_why_per_round": 1,
+            "candidates_per_why": 2,
+            "recombinations_per_round": 0,
+            "patience": 2,
+            "max_rounds": 5,
+            "anchor_size": 6,
+            "worker": {
+                "type": "miniagent",
+                "llm": {"model": worker_model, "base_url": "offline", "timeout": 30},
+                "timeout": 120,
+                "max_turns": 12,
+            },
+            **algorithm,
+        },
+        "benchmark": {
+            "name": "text_classification",
+            "seed": 0,
+            "split_counts": {"train": 12, "dev": 0, "test": 6},
+            "concurrency": 4,
+            **(benchmark or {}),
+        },
+    }
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "evolver.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+class Routed:
+    """The Worker: the design runs go to `designer`, every other call to `judge`."""
+
+    def __init__(self, judge: Agent, designer: Agent) -> None:
+        self.judge, self.designer = judge, designer
+
+    def __getattr__(self, name: str):
+        return getattr(self.judge, name)
+
+    def run(self, working_dir, instruction: str, **kwargs):
+        designing = instruction.startswith(f"{EVOLVER_PHASE} design")
+        return (self.designer if designing else self.judge).run(working_dir, instruction, **kwargs)
+
+    def edit(self, checkout, prompt: str, **kwargs):
+        return self.run(checkout, prompt, **kwargs)
+
+    def close(self) -> None:
+        self.judge.close()
+        self.designer.close()
+
+
+def designed_by(model: str) -> Builders:
+    """Builders whose Worker designs with `model` (e.g. a `simulator/script:` id)."""
+
+    def worker(config, files_dir, *, confinement):
+        judge = worker_agent(config, files_dir, confinement=confinement)
+        llm = config.llm.model_copy(update={"model": model})
+        designer_config = config.model_copy(update={"llm": llm})
+        designer = worker_agent(designer_config, files_dir, confinement=confinement)
+        return Routed(judge, designer)
+
+    return Builders(worker=worker)
