@@ -207,12 +207,18 @@ def test_the_same_conversation_gets_the_same_reply():
 # The design: a real MiniAgent Worker in a git checkout of MiniAgent's harness.
 
 SEED_PROMPT = "You classify texts.\n- benign when the text mentions: weather\n"
-BEACON_STAND_IN = (
-    '"""Test stand-in for the harness\'s activation beacon: records each call."""\n\n'
-    "FIRED = []\n\n\n"
-    "def activation_beacon(name: str) -> None:\n"
-    "    FIRED.append(name)\n"
-)
+BEACON_STAND_IN = '''"""Test stand-in for the harness's activation beacons (same two functions)."""
+
+_counts: dict[str, int] = {}
+
+
+def activation_beacon(name: str) -> None:
+    _counts[name] = _counts.get(name, 0) + 1
+
+
+def fired() -> dict[str, int]:
+    return dict(_counts)
+'''
 
 
 @pytest.fixture
@@ -242,7 +248,7 @@ def _git(folder: Path, *args: str) -> str:
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
     """A committed checkout of MiniAgent's harness with a classification prompt; a beacon
-    stand-in is added only where the harness does not have its own yet."""
+    stand-in (`activation_beacon`, `fired`) is added only where the harness has none yet."""
     folder = tmp_path / "checkout"
     shutil.copytree(HARNESS, folder, ignore=shutil.ignore_patterns("__pycache__"))
     (folder / PROMPT).write_text(SEED_PROMPT)
@@ -312,7 +318,7 @@ def test_candidate_3_normalises_the_answer_in_runtime_code_behind_a_conditional_
     compile((checkout / "runtime/agent.py").read_text(), "runtime/agent.py", "exec")
     assert _final_answers(checkout, ["malicious", "Label: malicious.", "benign."]) == {
         "answers": ["malicious", "malicious", "benign"],
-        "fired": ["answer_normaliser", "answer_normaliser"],
+        "fired": {"answer_normaliser": 2},
     }
 
 
@@ -326,7 +332,7 @@ def _final_answers(checkout: Path, texts: list[str]) -> dict:
         "from runtime.llm import Reply\n"
         "texts = json.loads(sys.argv[1])\n"
         "answers = [agent.final_answer(Reply(message={}, text=t)) for t in texts]\n"
-        "print(json.dumps({'answers': answers, 'fired': beacon.FIRED}))\n"
+        "print(json.dumps({'answers': answers, 'fired': beacon.fired()}))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script, json.dumps(texts)],
@@ -387,6 +393,21 @@ def test_a_normaliser_already_in_place_is_not_added_twice(checkout):
     assert len(turns) == 1 and "already normalises" in text
     assert (checkout / "runtime/agent.py").read_text() == once
     assert once.count("from runtime.beacon import activation_beacon") == 1
+
+
+def test_the_beacon_joins_an_existing_import_from_its_module(checkout):
+    agent = checkout / "runtime/agent.py"
+    context = "from runtime.context import Cancelled, Context\n"
+    agent.write_text(
+        agent.read_text().replace(context, "from runtime.beacon import fired\n" + context)
+    )
+
+    drive(evolver, Workspace(checkout), _brief(3, SPAM))
+
+    source = agent.read_text()
+    assert "from runtime.beacon import activation_beacon, fired\n" + context in source
+    assert source.count("from runtime.beacon") == 1
+    compile(source, "runtime/agent.py", "exec")
 
 
 @pytest.mark.parametrize("prompt", ["/etc/passwd", "../outside.md", "~/x.md"])

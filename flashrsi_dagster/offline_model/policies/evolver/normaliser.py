@@ -9,8 +9,9 @@ activation_beacon`, next to the file's other `runtime.` imports) and return the 
 clean answer passes untouched and the beacon stays silent.
 
 1. `editor view` of `runtime/agent.py`.
-2. Two `str_replace`s in one reply: the import (skipped when the file already imports the
-   beacon), and the place's whole text with the block inserted.
+2. Two `str_replace`s in one reply: the import (added to the file's `from runtime.beacon
+   import ...` line if it has one; skipped when it already imports `activation_beacon`), and
+   the place's whole text with the block inserted.
 3. The final text. A file that already carries the beacon, or has no such place or import
    line to anchor on, is left alone and the final text says why.
 """
@@ -42,6 +43,7 @@ NORMALISER = (
     "        return answer",
 )
 _IMPORTED = re.compile(r"^from runtime\.beacon import .*\bactivation_beacon\b")
+_FROM_BEACON = re.compile(r"^from runtime\.beacon import (?P<names>[\w ,]+)$")
 WHO = "Simulator Evolver, candidate {index} (a runtime answer normaliser)"
 
 
@@ -81,26 +83,31 @@ def normaliser_calls(lines: list[str]) -> tuple[ToolCall, ...] | str:
     body = editor_call(command="str_replace", path=AGENT, old_str=change.old, new_str=change.new)
     if any(_IMPORTED.match(line) for line in lines):
         return (body,)
-    anchor = _import_anchor(lines)
-    if anchor is None:
+    imported = _import_edit(lines)
+    if imported is None:
         return f"{AGENT} has no single-line import to put the beacon's import beside"
-    old, new = anchor
+    old, new = imported
     return (editor_call(command="str_replace", path=AGENT, old_str=old, new_str=new), body)
 
 
-def _import_anchor(lines: list[str]) -> tuple[str, str] | None:
-    """(old, new) that adds the import: before the first `from runtime.` import, else after
-    the last top-level import; only a line that occurs once and is a whole import."""
+def _import_edit(lines: list[str]) -> tuple[str, str] | None:
+    """(old, new) that imports the beacon: the name added to a one-line `from runtime.beacon
+    import ...`, else a line of its own before the first `from runtime.` import or after the
+    last top-level import; only a line that occurs once and is a whole import is touched."""
     text = "\n".join(lines)
     imports = [
         line
         for line in lines
-        if line.startswith(("import ", "from ")) and not line.rstrip().endswith(("(", "\\"))
+        if line.startswith(("import ", "from "))
+        and not line.rstrip().endswith(("(", "\\"))
+        and text.count(line) == 1
     ]
-    if (runtime := [i for i in imports if i.startswith("from runtime.")]) and text.count(
-        runtime[0]
-    ) == 1:
+    for line in imports:
+        if match := _FROM_BEACON.match(line):
+            names = sorted({*map(str.strip, match["names"].split(",")), "activation_beacon"})
+            return line, f"from runtime.beacon import {', '.join(names)}"
+    if runtime := [line for line in imports if line.startswith("from runtime.")]:
         return runtime[0], f"{IMPORT}\n{runtime[0]}"
-    if imports and text.count(imports[-1]) == 1:
+    if imports:
         return imports[-1], f"{imports[-1]}\n{IMPORT}"
     return None
