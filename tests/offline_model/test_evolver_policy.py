@@ -207,18 +207,6 @@ def test_the_same_conversation_gets_the_same_reply():
 # The design: a real MiniAgent Worker in a git checkout of MiniAgent's harness.
 
 SEED_PROMPT = "You classify texts.\n- benign when the text mentions: weather\n"
-BEACON_STAND_IN = '''"""Test stand-in for the harness's activation beacons (same two functions)."""
-
-_counts: dict[str, int] = {}
-
-
-def activation_beacon(name: str) -> None:
-    _counts[name] = _counts.get(name, 0) + 1
-
-
-def fired() -> dict[str, int]:
-    return dict(_counts)
-'''
 
 
 @pytest.fixture
@@ -247,13 +235,10 @@ def _git(folder: Path, *args: str) -> str:
 
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
-    """A committed checkout of MiniAgent's harness with a classification prompt; a beacon
-    stand-in (`activation_beacon`, `fired`) is added only where the harness has none yet."""
+    """A committed checkout of MiniAgent's harness with a classification prompt."""
     folder = tmp_path / "checkout"
     shutil.copytree(HARNESS, folder, ignore=shutil.ignore_patterns("__pycache__"))
     (folder / PROMPT).write_text(SEED_PROMPT)
-    if not (folder / "runtime/beacon.py").exists():
-        (folder / "runtime/beacon.py").write_text(BEACON_STAND_IN)
     _git(folder, "init", "-q")
     _git(folder, "add", "-A")
     _git(folder, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "seed")
@@ -313,7 +298,7 @@ def test_candidate_3_normalises_the_answer_in_runtime_code_behind_a_conditional_
     diff = _git(checkout, "diff")
     assert _git(checkout, "status", "--porcelain").split() == ["M", "runtime/agent.py"]
     assert beacon_refusal(diff) is None
-    assert "+from runtime.beacon import activation_beacon" in diff
+    assert "+from runtime.beacon import activation_beacon, fired" in diff
     assert answer.splitlines()[-1] == "WHERE: runtime"
     compile((checkout / "runtime/agent.py").read_text(), "runtime/agent.py", "exec")
     assert _final_answers(checkout, ["malicious", "Label: malicious.", "benign."]) == {
@@ -395,18 +380,23 @@ def test_a_normaliser_already_in_place_is_not_added_twice(checkout):
     assert once.count("from runtime.beacon import activation_beacon") == 1
 
 
-def test_the_beacon_joins_an_existing_import_from_its_module(checkout):
+def test_the_beacon_joins_the_harness_s_import_from_its_module(checkout):
+    drive(evolver, Workspace(checkout), _brief(3, SPAM))
+
+    source = (checkout / "runtime/agent.py").read_text()
+    assert "from runtime.beacon import activation_beacon, fired\n" in source
+    assert source.count("from runtime.beacon") == 1
+    compile(source, "runtime/agent.py", "exec")
+
+
+def test_without_a_beacon_import_one_goes_before_the_other_runtime_imports(checkout):
     agent = checkout / "runtime/agent.py"
-    context = "from runtime.context import Cancelled, Context\n"
-    agent.write_text(
-        agent.read_text().replace(context, "from runtime.beacon import fired\n" + context)
-    )
+    agent.write_text(agent.read_text().replace("from runtime.beacon import fired\n", ""))
 
     drive(evolver, Workspace(checkout), _brief(3, SPAM))
 
     source = agent.read_text()
-    assert "from runtime.beacon import activation_beacon, fired\n" + context in source
-    assert source.count("from runtime.beacon") == 1
+    assert "from runtime.beacon import activation_beacon\nfrom runtime.context import" in source
     compile(source, "runtime/agent.py", "exec")
 
 
