@@ -92,6 +92,7 @@ class CandidateStep:
         try:
             child = self.apply()
             self.guards(child)
+            self.same_train_as_vanilla()
             self.screen(child)
             state, reason = self.confirm(child)
         except Stop as stop:
@@ -231,6 +232,15 @@ class CandidateStep:
 
     # -- screen, confirm, gates -----------------------------------------------------------
 
+    def same_train_as_vanilla(self) -> None:
+        """The evaluator shown unchanged, and train on vanilla's version: its stability
+        ledger is the fixed baseline of the screen and every gate, so a candidate run on
+        another version would be scored against tasks vanilla never ran."""
+        self.fields["eval_set"] = eval_set = self.e.evaluation_set()
+        against = basis(eval_set, self.e.cold_start_record().eval_set)
+        if not against.comparable:
+            raise Stop("errored", f"cannot be judged against vanilla: {against.label}")
+
     def screen(self, child: Snapshot) -> None:
         e = self.e
         final = e.rollouts(child, self.anchor, self.path("screen.jsonl"), 1)
@@ -247,12 +257,6 @@ class CandidateStep:
 
     def confirm(self, child: Snapshot) -> tuple[str, str]:
         e, k = self.e, self.e.config.k
-        self.fields["eval_set"] = eval_set = e.evaluation_set()
-        against = basis(eval_set, e.cold_start_record().eval_set)
-        if not against.comparable:
-            # vanilla's stability ledger is the fixed baseline of every gate: a confirm on
-            # another version of train would be scored against tasks vanilla never ran.
-            raise Stop("errored", f"the confirm cannot be judged against vanilla: {against.label}")
         final = e.rollouts(child, e.train_ids, self.path("confirm.jsonl"), k)
         mine, vanilla = confirmed(final), e.vanilla()
         fired = None
