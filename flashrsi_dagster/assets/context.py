@@ -49,6 +49,12 @@ def algorithm_of(context: dg.AssetExecutionContext, name: str) -> Algorithm:
     return experiments.algorithm(name, log=context.log.info)
 
 
+def experiment_algorithm(context: dg.AssetExecutionContext) -> tuple[Algorithm, str]:
+    """The algorithm of an experiment-partitioned asset's experiment, and its name."""
+    name = experiment_of(context)
+    return algorithm_of(context, name), name
+
+
 def candidate_algorithm(context: dg.AssetExecutionContext) -> tuple[Algorithm, str, int, str]:
     """The experiment's algorithm, and the experiment, round and slot of the run's partition.
     A partition that is not one of the experiment's candidates fails the run before anything
