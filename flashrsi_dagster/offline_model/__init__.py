@@ -9,7 +9,9 @@ its models (`/v1/models`). Replies are deterministic and chosen by the request's
 - `simulator/target`: the demo target, a classifier steered by its harness (`policies/classify.py`);
 - `simulator/worker`: the demo Worker, editing a prompt from its history (`policies/worker.py`);
 - `simulator/modular-worker`: ModularRSI's Worker, every phase (`policies/modular_rsi/`);
-- `simulator/reviewer`: ModularRSI's review alone, for a separate reviewer role.
+- `simulator/reviewer`: ModularRSI's review alone, for a separate reviewer role;
+- `simulator/evolver`: the Evolver's roles: diagnosis, WHY pick, candidate design, taxonomy
+  induction (`policies/evolver/`).
 
 Latency, jitter and faults (429, 500, hangs) are injected from a seeded generator.
 """

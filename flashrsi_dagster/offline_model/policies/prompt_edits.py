@@ -84,7 +84,7 @@ def pick_keywords(texts: list[str], known: set[str]) -> list[str]:
     return sorted(counts, key=lambda word: (-counts[word], word))[:KEYWORDS_PER_LABEL]
 
 
-def summary(edits: list[Edit], prompt: str, failures: int) -> str:
+def summary(edits: list[Edit], prompt: str, failures: int, who: str = "Simulator worker") -> str:
     changes = [
         f"extended the `{edit.label}` rule with {', '.join(edit.keywords)}"
         if edit.rule
@@ -92,7 +92,5 @@ def summary(edits: list[Edit], prompt: str, failures: int) -> str:
         for edit in edits
     ]
     return (
-        f"Simulator worker: updated {prompt} from {failures} failed trajectories: "
-        + "; ".join(changes)
-        + "."
+        f"{who}: updated {prompt} from {failures} failed trajectories: " + "; ".join(changes) + "."
     )

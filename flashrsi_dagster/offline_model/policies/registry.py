@@ -11,6 +11,7 @@ from flashrsi_dagster.offline_model.conversation import Conversation, Reply
 from flashrsi_dagster.offline_model.errors import SimulatorError
 from flashrsi_dagster.offline_model.policies.classify import classify
 from flashrsi_dagster.offline_model.policies.echo import echo
+from flashrsi_dagster.offline_model.policies.evolver import evolver
 from flashrsi_dagster.offline_model.policies.modular_rsi import modular_worker, reviewer
 from flashrsi_dagster.offline_model.policies.script import Script, load_script
 from flashrsi_dagster.offline_model.policies.worker import improve
@@ -24,6 +25,7 @@ BUILTIN: dict[str, Policy] = {
     "simulator/worker": improve,
     "simulator/modular-worker": modular_worker,
     "simulator/reviewer": reviewer,
+    "simulator/evolver": evolver,
 }
 
 

@@ -38,6 +38,7 @@ from flashrsi_dagster.offline_model.conversation import (
     ToolCall,
     text_of,
 )
+from flashrsi_dagster.offline_model.policies.markers import safe_path
 from flashrsi_dagster.offline_model.policies.prompt_edits import (
     Edit,
     Failure,
@@ -103,7 +104,7 @@ def _assignment(conversation: Conversation) -> tuple[str, str] | str:
     for pattern, default in ((_HISTORY, DEFAULT_HISTORY), (_PROMPT, DEFAULT_PROMPT)):
         match = pattern.search(text)
         path = PurePosixPath(match["path"] if match else default)
-        if path.is_absolute() or ".." in path.parts or str(path).startswith("~"):
+        if not safe_path(str(path)):
             return (
                 f"Simulator worker: refusing {str(path)!r}: it only works with relative "
                 "paths inside its working directory."

@@ -30,6 +30,7 @@ def test_the_model_list_names_every_simulator_model(server, client):
         "simulator/worker",
         "simulator/modular-worker",
         "simulator/reviewer",
+        "simulator/evolver",
         "simulator/script:demo",
     ]
 

@@ -11,22 +11,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from flashrsi_dagster import instruction_markers as markers
 from flashrsi_dagster.offline_model.conversation import Conversation
+from flashrsi_dagster.offline_model.policies.markers import marker, marker_value, safe_path
 
 PHASES = ("analysis", "edit", "review", "integration", "repair")
 _EXIT = re.compile(r"\AExit code: (?P<code>-?\d+)[^\n]*\n?")
 NO_OUTPUT = "(no output)"
 
 
-def _marker(name: str) -> re.Pattern[str]:
-    return re.compile(rf"^[ \t]*{re.escape(name)}[ \t]*(?P<value>.*?)[ \t]*$", re.MULTILINE)
-
-
-_PHASE, _MODULE = _marker(markers.PHASE), _marker(markers.MODULE)
-_FILES, _REFERENCES = _marker(markers.MODULE_FILES), _marker(markers.REFERENCES)
+_PHASE, _MODULE = marker(markers.PHASE), marker(markers.MODULE)
+_FILES, _REFERENCES = marker(markers.MODULE_FILES), marker(markers.REFERENCES)
 
 
 @dataclass(frozen=True)
@@ -44,32 +40,21 @@ class Instruction:
 def read_instruction(conversation: Conversation) -> Instruction | None:
     """The ModularRSI instruction in the conversation, or None when it holds none (no phase
     marker, or an unknown phase)."""
-    texts = [t for t in conversation.user_texts() if _value(_PHASE, t) is not None]
+    texts = [t for t in conversation.user_texts() if marker_value(_PHASE, t) is not None]
     if not texts:
         return None
     text = texts[-1]
-    phase = _value(_PHASE, text)
+    phase = marker_value(_PHASE, text)
     if phase not in PHASES:
         return None
-    files = tuple(f.strip().strip("`") for f in (_value(_FILES, text) or "").split(","))
+    files = tuple(f.strip().strip("`") for f in (marker_value(_FILES, text) or "").split(","))
     return Instruction(
         phase=phase,
-        module=_value(_MODULE, text) or "",
+        module=marker_value(_MODULE, text) or "",
         files=tuple(f for f in files if f and safe_path(f)),
-        references=_value(_REFERENCES, text),
+        references=marker_value(_REFERENCES, text),
         text=text,
     )
-
-
-def _value(pattern: re.Pattern[str], text: str) -> str | None:
-    match = pattern.search(text)
-    return match["value"].strip("`") if match else None
-
-
-def safe_path(path: str) -> bool:
-    """A relative path inside the working folder (the simulator never looks outside it)."""
-    pure = PurePosixPath(path)
-    return bool(path) and not pure.is_absolute() and ".." not in pure.parts and path[0] != "~"
 
 
 def shell_text(result: str) -> tuple[int | None, str]:

@@ -31,11 +31,8 @@ import shlex
 from dataclasses import dataclass, field
 
 from flashrsi_dagster.offline_model.conversation import Conversation, Reply
-from flashrsi_dagster.offline_model.policies.modular_rsi.instruction import (
-    Instruction,
-    safe_path,
-    shell_text,
-)
+from flashrsi_dagster.offline_model.policies.markers import safe_path
+from flashrsi_dagster.offline_model.policies.modular_rsi.instruction import Instruction, shell_text
 from flashrsi_dagster.offline_model.policies.worker import (
     cat_command,
     editor_call,

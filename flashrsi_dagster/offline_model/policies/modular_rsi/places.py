@@ -182,7 +182,7 @@ def python_edit(lines: Sequence[str], module: str, rules: Sequence[Rule]) -> Pyt
             continue
         statement = place.indent + recipe.statement.format(text=text)
         rules_said = "; ".join(f"`{rule.line}`" for rule in fresh)
-        return _edit(lines, place, at, [statement], f"`{place.name}` now adds {rules_said}")
+        return insert_lines(lines, place, at, [statement], f"`{place.name}` now adds {rules_said}")
     where = "a parameter" if recipe.mode == "prefix" else "returned last"
     return f"none of its {module} places has `{recipe.variable}` {where}"
 
@@ -198,11 +198,15 @@ def _normalise(lines: Sequence[str], places: list[Place]) -> PythonEdit | str:
             f"`{place.name}` now makes the final answer a bare label (its first line, without "
             "a `Label:`-style lead-in, quotes or trailing punctuation)"
         )
-        return _edit(lines, place, place.body, block, what)
+        return insert_lines(lines, place, place.body, block, what)
     return "none of its task_completion_detection places takes the model's `reply`"
 
 
-def _edit(lines: Sequence[str], place: Place, at: int, added: list[str], what: str) -> PythonEdit:
+def insert_lines(
+    lines: Sequence[str], place: Place, at: int, added: list[str], what: str
+) -> PythonEdit:
+    """`added` inserted before line `at` (0-based, in the file) of the place, as a replacement
+    of the place's whole text."""
     old = list(lines[place.first : place.last + 1])
     offset = at - place.first
     new = [*old[:offset], *added, *old[offset:]]
