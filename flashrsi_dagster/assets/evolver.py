@@ -9,10 +9,10 @@ makes only the assets of that step:
                     recombination)
     r003.decide     the round's decision    decisions
 
-A candidate culled at the screen has no `confirm`, one stopped before any run (blocked,
-inert, errored) neither `screen` nor `confirm`: a missing partition is a step that did not
-get that far. Per experiment, once the search has terminated (the finalize job): `archive`
-(the QD archive's elites), `ledger` (the decision ledger, findings.md), then
+A candidate has a `screen` once screened and a `confirm` once confirmed (a cull stops it at
+the screen; a refused, empty or failed edit before either): a missing partition is a step
+that did not get that far. Per experiment, once the search has terminated (the finalize
+job): `archive` (the QD archive's elites), `ledger` (the decision ledger, findings.md), then
 `sealed_test_score` (the retention report: the test split unsealed once); `summary` is
 reported by every step.
 
@@ -141,9 +141,9 @@ def step(context: dg.AssetExecutionContext) -> Iterator:
     the assets its slot has (those selected)."""
     algorithm, name, todo = _step_of(context)
     refusing_out_of_turn(lambda: algorithm.do(todo))
-    selected = context.selected_output_names
+    selected = context.selected_asset_keys
     for output in DESCRIBE[todo.action](algorithm, name, todo):
-        if output is not None and output.output_name in selected:
+        if output is not None and key(output.output_name) in selected:
             yield output
     context.log_event(_summary(algorithm))
 
@@ -181,8 +181,9 @@ def _cold_start(e: Evolver, name: str, step: Step) -> Iterator[dg.Output | None]
         "taxonomy": cold.taxonomy,
         "failing": cold.failing,
         "stability_ledger": md(views.stability_markdown(cold.rates)),
+        **_calls(e, 0, "diagnose-1"),
     }
-    yield _failure_map(e.failure_map(1), 0, metadata)
+    yield _failure_map(e.failure_map(1), metadata)
 
 
 def _rollouts(output: str, rollouts: list[Trajectory], metadata: dict[str, Any]) -> dg.Output:
@@ -192,8 +193,7 @@ def _rollouts(output: str, rollouts: list[Trajectory], metadata: dict[str, Any])
     return dg.Output(frame, output_name=output, metadata=metadata)
 
 
-def _failure_map(failure_map: FailureMap, r: int, metadata: dict[str, Any]) -> dg.Output:
-    """The map, with the round's diagnosis call (its first batch) and `metadata`."""
+def _failure_map(failure_map: FailureMap, metadata: dict[str, Any]) -> dg.Output:
     return dg.Output(
         failure_map.model_dump(mode="json"),
         output_name="failure_map",
@@ -226,7 +226,7 @@ def _diagnose(e: Evolver, name: str, step: Step) -> Iterator[dg.Output | None]:
     written = e.layout.failure_map(r).exists()
     in_force = "this round's" if written else f"the last one written ({plan.error})"
     metadata = {"map": in_force, **_calls(e, r, "diagnose-1")}
-    yield _failure_map(e.failure_map(r + 1), r, metadata)
+    yield _failure_map(e.failure_map(r + 1), metadata)
     yield dg.Output(
         plan.model_dump(mode="json"),
         output_name="plan",
@@ -334,11 +334,8 @@ def _decide(e: Evolver, name: str, step: Step) -> Iterator[dg.Output | None]:
     current = state.round(r)
     assert current is not None and current.plan is not None and current.decision is not None
     decision = current.decision
-    ids = round_entries(current)
-    entries = sorted(
-        (d for d in Ledger.of(e.experiment).entries() if d.id in ids),
-        key=lambda d: ids.index(d.id),
-    )
+    held = {d.id: d for d in Ledger.of(e.experiment).entries()}
+    entries = [held[i] for i in round_entries(current) if i in held]
     stop = e.shape.termination.stop(state.outcomes()[:r])
     nodes = [current.nodes[s] for s in current.plan.slots if s in current.nodes]
     yield dg.Output(
