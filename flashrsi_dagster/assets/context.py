@@ -79,7 +79,7 @@ def _tag(context: dg.AssetExecutionContext, name: str) -> None:
     # A run launched from the UI has no experiment tag; the driver sensor waits for runs by
     # that tag, so the run adds it as soon as it knows its experiment.
     if context.run.tags.get(EXPERIMENT_TAG) != name:
-        context.instance.add_run_tags(context.run_id, {EXPERIMENT_TAG: name})
+        context.instance.add_run_tags(context.run.run_id, {EXPERIMENT_TAG: name})
 
 
 def refusing_out_of_turn[R](step: Callable[[], R]) -> R:

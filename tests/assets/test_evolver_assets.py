@@ -182,6 +182,17 @@ def test_the_offline_demo_runs_through_dagster_one_step_per_partition(tmp_path):
         checks = instance.event_log_storage.get_asset_check_execution_history(
             dg.AssetCheckKey(key("sealed_test_score"), "evaluated_once_after_termination"), limit=1
         )
+        # the UI rematerializes one asset of a candidate: the step is read back, nothing redone
+        before = _materialized(instance)
+        gates_only = build_definitions(str(tmp_path / "home")).resolve_job_def("evolver")
+        again = gates_only.execute_in_process(
+            instance=instance,
+            partition_key=PARTITIONS.key(name, 1, "w1c1"),
+            asset_selection=[key("gates")],
+        )
+        rematerialized = instance.fetch_materializations(key("gates"), limit=100).records
+        screens = instance.fetch_materializations(key("screen"), limit=100).records
+        after = _materialized(instance)
 
     at = lambda r, slot: str(PARTITIONS.key(name, r, slot))  # noqa: E731
     nodes = {(n.round, n.slot): n for n in open_algorithm(experiment).nodes(state)}
@@ -203,3 +214,5 @@ def test_the_offline_demo_runs_through_dagster_one_step_per_partition(tmp_path):
     assert {"gates", "paired", "credited_2sigma", "small_n"} <= set(gates)
     assert f"evolver/{node_id(1, 'w1c1')}" in decided["ledger"]
     assert checks and checks[0].event.dagster_event.event_specific_data.passed
+    assert again.success and after == before
+    assert len(rematerialized) == len(nodes) + 1 and len(screens) == len(made["screen"])
