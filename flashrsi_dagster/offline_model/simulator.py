@@ -85,6 +85,10 @@ class Simulator:
         path = route_path(request.path)
         if request.method == "GET" and path == "/models":
             draft.api = "models"
+            if not self._key_accepted(request):  # as a real endpoint lists models: keyed
+                message = "offline model simulator: the request's API key is not accepted"
+                dialect = anthropic if "anthropic-version" in request.headers else openai_chat
+                return HttpResponse.json(401, dialect.error_body(401, message))
             return self._models(request)
         if request.method == "POST" and path == "/messages/count_tokens":
             draft.api = "count_tokens"

@@ -30,13 +30,18 @@ class Unhealthy(SystemicFault):
 
 
 def endpoint_problem(llm: LLMConfig) -> str | None:
-    """None when the role's endpoint answers a model listing with its key; else why not."""
+    """None when the role's endpoint answers a model listing with its key; else why not. A
+    key referenced but unset is the dry run's to report, not a ping's."""
+    try:
+        key = resolve_key(llm)
+    except Exception:
+        return None
     if llm.api == "anthropic":
         url = f"{anthropic_base_url(llm)}/v1/models"
-        headers = {"x-api-key": resolve_key(llm), "anthropic-version": "2023-06-01"}
+        headers = {"x-api-key": key, "anthropic-version": "2023-06-01"}
     else:
         url = f"{(openai_base_url(llm) or DEFAULT_OPENAI).rstrip('/')}/models"
-        headers = {"Authorization": f"Bearer {resolve_key(llm)}"}
+        headers = {"Authorization": f"Bearer {key}"}
     request = urllib.request.Request(url, headers=headers, method="GET")
     try:
         with urllib.request.urlopen(request, timeout=PING_TIMEOUT) as response:

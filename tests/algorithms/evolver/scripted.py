@@ -78,14 +78,22 @@ class Routed:
         self.designer.close()
 
 
-def designed_by(model: str) -> Builders:
-    """Builders whose Worker designs with `model` (e.g. a `simulator/script:` id)."""
+def routed(*, design: str | None = None, judge: str | None = None) -> Builders:
+    """Builders whose Worker sends its design runs to model `design` and its other calls
+    (diagnosis, pick, induction) to model `judge` (e.g. `simulator/script:` ids); a role
+    left None keeps the config's model."""
 
     def worker(config, files_dir, *, confinement):
-        judge = worker_agent(config, files_dir, confinement=confinement)
-        llm = config.llm.model_copy(update={"model": model})
-        designer_config = config.model_copy(update={"llm": llm})
-        designer = worker_agent(designer_config, files_dir, confinement=confinement)
-        return Routed(judge, designer)
+        def built(model: str | None) -> Agent:
+            llm = config.llm if model is None else config.llm.model_copy(update={"model": model})
+            role = config.model_copy(update={"llm": llm})
+            return worker_agent(role, files_dir, confinement=confinement)
+
+        return Routed(built(judge), built(design))
 
     return Builders(worker=worker)
+
+
+def designed_by(model: str) -> Builders:
+    """Builders whose Worker designs with `model` (e.g. a `simulator/script:` id)."""
+    return routed(design=model)
