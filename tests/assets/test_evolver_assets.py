@@ -28,6 +28,12 @@ EVOLVER = defs_for("evolver")
 ROUND = ("failure_map", "plan", "snapshot", "screen", "confirm", "gates", "decisions")
 FINAL = ("archive", "ledger", "sealed_test_score")
 NOTHING_TO_DIAGNOSE = [{"text": '{"diagnoses": []}'}]
+SMALL = [
+    *("--benchmark.split_counts", "{train: 12, dev: 0, test: 12}"),
+    *("--algorithm.max_why_per_round", "1", "--algorithm.candidates_per_why", "2"),
+    *("--algorithm.recombinations_per_round", "0", "--algorithm.patience", "1"),
+]
+"""The demo cut down: 12 train tasks, one WHY x two candidates a round, patience 1."""
 
 
 def _experiment(tmp_path: Path, *overrides: str):
@@ -54,7 +60,7 @@ def _metadata(instance: dg.DagsterInstance, name: str, partition) -> dict:
 
 def test_the_grid_is_round_x_slot_and_the_assets_are_keyed_evolver(tmp_path):
     experiment = _experiment(tmp_path)
-    name = experiment.config.experiment.name
+    name, c = experiment.config.experiment.name, experiment.config.algorithm
     evolver = open_algorithm(experiment)
     definitions = build_definitions(str(tmp_path / "home"))
     graph = definitions.resolve_asset_graph()
@@ -62,9 +68,12 @@ def test_the_grid_is_round_x_slot_and_the_assets_are_keyed_evolver(tmp_path):
         EVOLVER.register(instance, name, evolver)
         candidates = instance.get_dynamic_partitions(PARTITIONS.candidates.name)
 
-    slots = ("vanilla", "diagnose", "w1c1", "w1c2", "decide")  # 1 WHY x 2 candidates
-    assert evolver.slots() == slots and evolver.rounds() == 7  # the cold start + max_rounds 6
-    assert set(candidates) == {candidate_key(r, s) for r in range(7) for s in slots}
+    whys = range(1, c.max_why_per_round + 1)
+    designs = [f"w{i}c{j}" for i in whys for j in range(1, c.candidates_per_why + 1)]
+    merges = [f"x{n}" for n in range(1, c.recombinations_per_round + 1)]
+    slots = ("vanilla", "diagnose", *designs, *merges, "decide")
+    assert evolver.slots() == slots and evolver.rounds() == c.max_rounds + 1  # + the cold start
+    assert set(candidates) == {candidate_key(r, s) for r in range(c.max_rounds + 1) for s in slots}
     assert {k.to_user_string() for k in graph.get_all_asset_keys() if k.path[0] == "evolver"} == {
         f"evolver/{n}" for n in (*ROUND, *FINAL, "summary")
     }
@@ -96,7 +105,7 @@ def test_the_sensor_asks_for_the_cold_start_first(tmp_path):
 
 
 def test_the_cold_start_partition_makes_vanilla_its_k_runs_and_the_first_failure_map(tmp_path):
-    experiment = _experiment(tmp_path, *_scripted_worker("ev-cold", NOTHING_TO_DIAGNOSE * 2))
+    experiment = _experiment(tmp_path, *_scripted_worker("ev-cold", NOTHING_TO_DIAGNOSE * 10))
     name, home = experiment.config.experiment.name, str(tmp_path / "home")
     vanilla = PARTITIONS.key(name, 0, "vanilla")
     with dg.instance_for_test() as instance:
@@ -116,7 +125,9 @@ def test_the_cold_start_partition_makes_vanilla_its_k_runs_and_the_first_failure
     assert {n: p for n, p in made.items() if p} == {
         n: {str(vanilla)} for n in ("snapshot", "confirm", "failure_map")
     }
-    assert confirm["rollouts"] == 12 * 3 and confirm["eval_set"] == "train/e1"
+    config = experiment.config
+    train, k = config.benchmark.split_counts.train, config.algorithm.k  # type: ignore[union-attr]
+    assert confirm["rollouts"] == train * k and confirm["eval_set"] == "train/e1"
     assert {"stability_ledger", "why_counts", "diagnoses", "diagnose_worker_status"} <= set(
         failure_map
     )
@@ -168,7 +179,7 @@ def test_a_step_out_of_turn_fails_and_writes_nothing(tmp_path, step, refusal):
 
 
 def test_the_offline_demo_runs_through_dagster_one_step_per_partition(tmp_path):
-    experiment = _experiment(tmp_path, "--algorithm.patience", "1")
+    experiment = _experiment(tmp_path, *SMALL)
     name = experiment.config.experiment.name
     with dg.instance_for_test() as instance:
         state = drive_on(instance, experiment, say=lambda _: None)
