@@ -49,6 +49,12 @@ def algorithm_of(context: dg.AssetExecutionContext, name: str) -> Algorithm:
     return experiments.algorithm(name, log=context.log.info)
 
 
+def experiment_algorithm(context: dg.AssetExecutionContext) -> tuple[Algorithm, str]:
+    """The algorithm of an experiment-partitioned asset's experiment, and its name."""
+    name = experiment_of(context)
+    return algorithm_of(context, name), name
+
+
 def candidate_algorithm(context: dg.AssetExecutionContext) -> tuple[Algorithm, str, int, str]:
     """The experiment's algorithm, and the experiment, round and slot of the run's partition.
     A partition that is not one of the experiment's candidates fails the run before anything
@@ -73,7 +79,7 @@ def _tag(context: dg.AssetExecutionContext, name: str) -> None:
     # A run launched from the UI has no experiment tag; the driver sensor waits for runs by
     # that tag, so the run adds it as soon as it knows its experiment.
     if context.run.tags.get(EXPERIMENT_TAG) != name:
-        context.instance.add_run_tags(context.run_id, {EXPERIMENT_TAG: name})
+        context.instance.add_run_tags(context.run.run_id, {EXPERIMENT_TAG: name})
 
 
 def refusing_out_of_turn[R](step: Callable[[], R]) -> R:

@@ -229,6 +229,19 @@ def summary(experiment: Experiment, state) -> dict[str, Any]:
     return metadata
 
 
+def summary_event(
+    experiment: Experiment, asset: dg.AssetKey, metadata: dict[str, Any]
+) -> dg.AssetMaterialization:
+    """An algorithm's summary, reported by a step: `metadata`, then what every summary shows
+    (the validity note, the decision ledger), for the experiment's partition of `asset`."""
+    note = experiment.meta.validity_note()
+    if note:
+        metadata["validity"] = note
+    metadata.update(ledger(experiment))
+    name = experiment.config.experiment.name
+    return dg.AssetMaterialization(asset_key=asset, partition=name, metadata=metadata)
+
+
 def ledger(experiment: Experiment) -> dict[str, Any]:
     """The decision ledger for a summary: the trade-off rule, the decisions, the baseline and
     the comparison behind it (see `decisions/report.py`)."""
@@ -318,24 +331,28 @@ def sealed_test(state, *, read_back: bool) -> dict[str, Any]:
 SEALED_CHECKS = {
     "evaluated_once_after_promotion": "One sealed-test record, of the promoted snapshot, "
     "written after the promotion, with exactly tasks x attempts rollouts.",
+    "evaluated_once_after_termination": "One retention report, written after the search "
+    "terminated: the baseline and each delivered version scored on test, each with exactly "
+    "tasks x K rollouts.",
     "splits_disjoint": "Train, dev and test share no task id, instruction or checksum.",
     "dev_test_gap": "Warns when the promoted dev score exceeds the test score by more than "
     "the configured threshold (`experiments_home.dev_test_gap_warning`).",
 }
+ONCE_AFTER_PROMOTION = "evaluated_once_after_promotion"
 
 
-def sealed_check_specs(asset: dg.AssetKey, *, gap: bool) -> list[dg.AssetCheckSpec]:
-    """The sealed test's check specs; `gap` for an algorithm that promotes on a dev score."""
-    names = [n for n in SEALED_CHECKS if gap or n != "dev_test_gap"]
+def sealed_check_specs(
+    asset: dg.AssetKey, *, gap: bool, once: str = ONCE_AFTER_PROMOTION
+) -> list[dg.AssetCheckSpec]:
+    """The sealed test's check specs: `once` (evaluated once, after what ends the search),
+    disjoint splits, and with `gap` (an algorithm that promotes on a dev score) the gap."""
+    names = [once, "splits_disjoint", *(["dev_test_gap"] if gap else [])]
     return [dg.AssetCheckSpec(n, asset=asset, description=SEALED_CHECKS[n]) for n in names]
 
 
 def sealed_checks(algorithm, state, threshold: float | None, asset: dg.AssetKey, where: str):
     """The sealed test's checks (`sealed_check_specs`): once after promotion, disjoint
     splits, and, given a `threshold`, the dev-test gap."""
-    from flashrsi_dagster.benchmarks.loading import load_splits
-    from flashrsi_dagster.benchmarks.splits import refuse_overlap
-
     test, chosen = state.test, state.promotion
     expected = test.test_tasks * algorithm.settings.attempts
     recorded = final_trajectories(
@@ -344,26 +361,13 @@ def sealed_checks(algorithm, state, threshold: float | None, asset: dg.AssetKey,
     yield check_result(
         where,
         {"rollouts": len(recorded), "expected": expected},
-        check_name="evaluated_once_after_promotion",
+        check_name=ONCE_AFTER_PROMOTION,
         asset_key=asset,
         passed=test.snapshot_id == chosen.snapshot_id
         and test.created >= chosen.created
         and len(recorded) == expected,
     )
-    splits = load_splits(algorithm.experiment.config.benchmark, algorithm.benchmark)
-    try:
-        refuse_overlap(splits.train, [*splits.dev, *splits.unseal_test()], "train", "dev/test")
-        refuse_overlap(splits.dev, splits.unseal_test(), "dev", "test")
-        overlap = None
-    except ValueError as exc:
-        overlap = str(exc)
-    yield check_result(
-        where,
-        {"overlap": overlap or "-"},
-        check_name="splits_disjoint",
-        asset_key=asset,
-        passed=overlap is None,
-    )
+    yield splits_check(algorithm, asset, where)
     if threshold is None:
         return
     gap = chosen.dev_score - test.test_score
@@ -374,4 +378,25 @@ def sealed_checks(algorithm, state, threshold: float | None, asset: dg.AssetKey,
         asset_key=asset,
         passed=gap <= threshold,
         severity=dg.AssetCheckSeverity.WARN,
+    )
+
+
+def splits_check(algorithm, asset: dg.AssetKey, where: str) -> dg.AssetCheckResult:
+    """`splits_disjoint`: train, dev and test share no task (after the test was unsealed)."""
+    from flashrsi_dagster.benchmarks.loading import load_splits
+    from flashrsi_dagster.benchmarks.splits import refuse_overlap
+
+    splits = load_splits(algorithm.experiment.config.benchmark, algorithm.benchmark)
+    try:
+        refuse_overlap(splits.train, [*splits.dev, *splits.unseal_test()], "train", "dev/test")
+        refuse_overlap(splits.dev, splits.unseal_test(), "dev", "test")
+        overlap = None
+    except ValueError as exc:
+        overlap = str(exc)
+    return check_result(
+        where,
+        {"overlap": overlap or "-"},
+        check_name="splits_disjoint",
+        asset_key=asset,
+        passed=overlap is None,
     )

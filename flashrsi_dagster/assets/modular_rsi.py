@@ -23,9 +23,8 @@ from flashrsi_dagster.algorithms.modular_rsi.records import FindingsRecord, Step
 from flashrsi_dagster.algorithms.modular_rsi.run import ModularRSI
 from flashrsi_dagster.assets import describe
 from flashrsi_dagster.assets.context import (
-    algorithm_of,
     candidate_algorithm,
-    experiment_of,
+    experiment_algorithm,
     refusing_out_of_turn,
 )
 from flashrsi_dagster.assets.partitions import AlgorithmPartitions
@@ -136,7 +135,7 @@ def step(context: dg.AssetExecutionContext) -> Iterator:
         output_name="gates",
         metadata=_gates(algorithm, record),
     )
-    context.log_event(_summary(algorithm, name))
+    context.log_event(_summary(algorithm))
 
 
 def _trajectories(record: StepRecord, frame, rollouts: list[Trajectory]) -> dict[str, Any]:
@@ -203,7 +202,7 @@ def _gates(algorithm: ModularRSI, record: StepRecord) -> dict[str, Any]:
     return metadata
 
 
-def _summary(algorithm: ModularRSI, name: str) -> dg.AssetMaterialization:
+def _summary(algorithm: ModularRSI) -> dg.AssetMaterialization:
     state = algorithm.read_state()
     metadata: dict[str, Any] = {
         "steps": dg.MetadataValue.md(steps_markdown(state)),
@@ -214,8 +213,7 @@ def _summary(algorithm: ModularRSI, name: str) -> dg.AssetMaterialization:
         metadata["promoted"] = f"{state.promotion.snapshot_id[:12]} ({state.promotion.source})"
     if state.test:
         metadata.update(describe.figures(test_score=state.test.test_score))
-    metadata.update(describe.ledger(algorithm.experiment))
-    return dg.AssetMaterialization(asset_key=SUMMARY.key, partition=name, metadata=metadata)
+    return describe.summary_event(algorithm.experiment, SUMMARY.key, metadata)
 
 
 @dg.multi_asset(
@@ -244,8 +242,8 @@ def _summary(algorithm: ModularRSI, name: str) -> dg.AssetMaterialization:
 )
 def integration(context: dg.AssetExecutionContext) -> Iterator:
     """The integration's result and its final full check, read from the records."""
-    name = experiment_of(context)
-    algorithm: ModularRSI = algorithm_of(context, name)  # type: ignore[assignment]
+    algorithm, _ = experiment_algorithm(context)
+    assert isinstance(algorithm, ModularRSI)
     state = algorithm.read_state()
     seed = algorithm.seed().id
     branches = {m: state.current(m, algorithm.plan.branch_steps, seed) for m in algorithm.modules}
@@ -283,14 +281,14 @@ def integration(context: dg.AssetExecutionContext) -> Iterator:
 def promotion(context: dg.AssetExecutionContext) -> Iterator:
     """The version the integration leaves (the last merge that runs on every evolution task,
     else the first that did, else the seed), once every step is done. Frozen."""
-    name = experiment_of(context)
-    algorithm: ModularRSI = algorithm_of(context, name)  # type: ignore[assignment]
+    algorithm, _ = experiment_algorithm(context)
+    assert isinstance(algorithm, ModularRSI)
     chosen = refusing_out_of_turn(algorithm.promote)
     yield dg.Output(
         chosen.model_dump(mode="json"),
         metadata={"snapshot_id": chosen.snapshot_id, "source": chosen.source, "why": chosen.reason},
     )
-    context.log_event(_summary(algorithm, name))
+    context.log_event(_summary(algorithm))
 
 
 @dg.asset(
@@ -304,8 +302,8 @@ def promotion(context: dg.AssetExecutionContext) -> Iterator:
 )
 def sealed_test_score(context: dg.AssetExecutionContext) -> Iterator:
     """The promoted version on the sealed test split, once; later materializations read it."""
-    name = experiment_of(context)
-    algorithm: ModularRSI = algorithm_of(context, name)  # type: ignore[assignment]
+    algorithm, name = experiment_algorithm(context)
+    assert isinstance(algorithm, ModularRSI)
     read_back = algorithm.read_state().test is not None
     result = refusing_out_of_turn(algorithm.sealed_test)
     state = algorithm.read_state()
@@ -321,7 +319,7 @@ def sealed_test_score(context: dg.AssetExecutionContext) -> Iterator:
         },
     )
     yield from describe.sealed_checks(algorithm, state, None, key("sealed_test_score"), name)
-    context.log_event(_summary(algorithm, name))
+    context.log_event(_summary(algorithm))
 
 
 ASSETS = [step, integration, promotion, sealed_test_score, SUMMARY]

@@ -29,7 +29,7 @@ def ledger_figures(ledger: Ledger, rule: str) -> dict[str, Any]:
     figures: dict[str, Any] = {
         "trade_off_rule": rule,
         "decision_count": len(entries),
-        "decisions_md": _table(entries),
+        "decisions_md": decisions_table(entries),
     }
     baseline = ledger.baseline()
     if baseline is not None:
@@ -48,7 +48,8 @@ def _baseline(entry: Decision) -> str:
     return f"{sid} ({entry.decision}, {entry.id})"
 
 
-def _table(entries: list[Decision]) -> str:
+def decisions_table(entries: list[Decision]) -> str:
+    """The entries as a markdown table: id, decision, scope, snapshot, eval set, reason."""
     if not entries:
         return "_no decisions yet_\n"
     rows = ["| entry | decision | scope | snapshot | eval set | reason |", "|---" * 6 + "|"]

@@ -7,10 +7,11 @@ from __future__ import annotations
 import dagster as dg
 
 from flashrsi_dagster.defs.base import AlgorithmDefs
+from flashrsi_dagster.defs.evolver import DEFS as EVOLVER
 from flashrsi_dagster.defs.meta_harness import DEFS as META_HARNESS
 from flashrsi_dagster.defs.modular_rsi import DEFS as MODULAR_RSI
 
-ALGORITHM_DEFS: dict[str, AlgorithmDefs] = {d.name: d for d in (META_HARNESS, MODULAR_RSI)}
+ALGORITHM_DEFS: dict[str, AlgorithmDefs] = {d.name: d for d in (META_HARNESS, MODULAR_RSI, EVOLVER)}
 
 
 def defs_for(algorithm: str) -> AlgorithmDefs:

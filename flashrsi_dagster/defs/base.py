@@ -1,7 +1,8 @@
 """An algorithm's Dagster definitions, and the one mapping from its steps to runs.
 
 Every algorithm declares its assets, its round job (one run per round x slot partition) and
-its finalize job (promotion, then the sealed test, per experiment). `request()` turns the
+its finalize job (per experiment: what the search leaves, the promotion if the algorithm has
+one, then the sealed test). `request()` turns the
 algorithm's next step into a `RunRequest`; the sensor, the nightly schedule and the CLI's
 in-process driver all use it, so a step is launched the same way wherever it comes from.
 """
@@ -14,7 +15,7 @@ from typing import Any
 
 import dagster as dg
 
-from flashrsi_dagster.algorithms.base import ONLY_SLOT, Algorithm, Step
+from flashrsi_dagster.algorithms.base import FINALIZE_ACTIONS, ONLY_SLOT, Algorithm, Step
 from flashrsi_dagster.assets.context import DRIVER_TAG, EXPERIMENT_TAG
 from flashrsi_dagster.assets.partitions import AlgorithmPartitions
 
@@ -27,7 +28,11 @@ class AlgorithmDefs:
     round_job: dg.UnresolvedAssetJobDefinition
     finalize_job: dg.UnresolvedAssetJobDefinition
     sealed_test: dg.AssetKey
-    """The finalize job's last asset: a `sealed_test` step runs only it."""
+    """The finalize job's last asset."""
+    promotes: bool = True
+    """Whether the algorithm has a `promote` step. Its run is the whole finalize job, so the
+    `sealed_test` step after it runs `sealed_test` alone; without one (the Evolver), the
+    `sealed_test` step's run is the whole finalize job."""
 
     @property
     def name(self) -> str:
@@ -38,11 +43,19 @@ class AlgorithmDefs:
         return [self.round_job, self.finalize_job]
 
     @classmethod
-    def of(cls, algorithm: type[Algorithm], assets: Any, *, round: str, finalize: str):
+    def of(
+        cls,
+        algorithm: type[Algorithm],
+        assets: Any,
+        *,
+        round: str,
+        finalize: str,
+        promotes: bool = True,
+    ):
         """An algorithm's definitions from its assets module (`PARTITIONS`, `ASSETS`,
         `ROUND_ASSETS`, `FINAL_ASSETS`, `key`): the round job named after the algorithm, the
         finalize job `<name>_finalize`, both in-process (a step per subprocess costs more
-        than a round); `round` and `finalize` describe them."""
+        than a round); `round` and `finalize` describe them; `promotes`: see the field."""
 
         def job(name: str, selected: Sequence[Any], description: str):
             return dg.define_asset_job(
@@ -59,6 +72,7 @@ class AlgorithmDefs:
             round_job=job(algorithm.name, assets.ROUND_ASSETS, round),
             finalize_job=job(f"{algorithm.name}_finalize", assets.FINAL_ASSETS, finalize),
             sealed_test=assets.key("sealed_test_score"),
+            promotes=promotes,
         )
 
     def register(self, instance: dg.DagsterInstance, name: str, opened: Algorithm) -> None:
@@ -82,13 +96,14 @@ class AlgorithmDefs:
                 partition_key=self.partitions.key(name, step.round, step.slot or ONLY_SLOT),
                 tags=tags,
             )
-        if step.action in ("promote", "sealed_test"):
+        if step.action in FINALIZE_ACTIONS:
+            alone = step.action == "sealed_test" and self.promotes
             return dg.RunRequest(
                 run_key=key,
                 job_name=self.finalize_job.name,
                 partition_key=name,
                 tags=tags,
-                asset_selection=[self.sealed_test] if step.action == "sealed_test" else None,
+                asset_selection=[self.sealed_test] if alone else None,
             )
         return None
 

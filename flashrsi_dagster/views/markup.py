@@ -8,6 +8,7 @@ span, so a heading, an HTML tag or a stray fence in it cannot reshape the page.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 _BACKTICKS = re.compile(r"`+")
 _CUT = "\n[… {:,} characters cut …]\n"
@@ -54,3 +55,12 @@ def clip(text: str, limit: int) -> str:
 def table_cell(text: str, limit: int = 200) -> str:
     """`text` fit for a markdown table cell: one line, pipes escaped."""
     return one_line(text, limit).replace("|", r"\|")
+
+
+def markdown_table(header: Iterable[str], rows: Iterable[Iterable[object]], cell: int = 160) -> str:
+    """A markdown table; each cell one line of at most `cell` characters (the records hold
+    the text whole)."""
+    header = list(header)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(table_cell(str(c), cell) for c in row) + " |" for row in rows]
+    return "\n".join(lines)

@@ -9,6 +9,7 @@ from flashrsi_dagster.algorithms.modular_rsi.plan import State
 from flashrsi_dagster.algorithms.modular_rsi.records import FindingsRecord, Gate
 from flashrsi_dagster.records import Trajectory
 from flashrsi_dagster.views.figures import score_text
+from flashrsi_dagster.views.markup import markdown_table as _table
 from flashrsi_dagster.views.markup import table_cell
 
 CELL = 160
@@ -17,13 +18,6 @@ CELL = 160
 
 def _cell(text: object) -> str:
     return table_cell(str(text), CELL)
-
-
-def _table(header: Iterable[str], rows: Iterable[Iterable[object]]) -> str:
-    header = list(header)
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def findings_markdown(record: FindingsRecord) -> str:

@@ -110,14 +110,31 @@ def test_definitions_load_and_validate():
         "sealed_test_score",
         "summary",
     )
-    assert keys == {f"meta_harness/{name}" for name in meta_harness} | {
-        f"modular_rsi/{name}" for name in modular_rsi
-    }
+    evolver = (
+        "failure_map",
+        "plan",
+        "snapshot",
+        "screen",
+        "confirm",
+        "gates",
+        "decisions",
+        "archive",
+        "ledger",
+        "sealed_test_score",
+        "summary",
+    )
+    assert keys == (
+        {f"meta_harness/{name}" for name in meta_harness}
+        | {f"modular_rsi/{name}" for name in modular_rsi}
+        | {f"evolver/{name}" for name in evolver}
+    )
     assert {job.name for job in defs.resolve_all_job_defs()} >= {
         "meta_harness",
         "meta_harness_finalize",
         "modular_rsi",
         "modular_rsi_finalize",
+        "evolver",
+        "evolver_finalize",
         "start_experiment",
     }
     assert result.returncode == 0, result.stderr

@@ -116,7 +116,7 @@ def unseal_retention(e: Evolver, state: State) -> RetentionReport:
     k = e.config.k
     scored = []
     for label, snapshot_id, train in delivered(e, state):
-        path = e.layout.test_rollouts(label.replace(" ", "-"))
+        path = e.layout.test_rollouts(label)
         snapshot = e.experiment.snapshots.get(snapshot_id)
         final = e.evaluate(snapshot, tasks, path, k, "test")
         test = summary(scores_frame(final), len(tasks), k)["score"]

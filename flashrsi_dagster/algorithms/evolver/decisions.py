@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from flashrsi_dagster.algorithms.evolver.nodes import Node
-from flashrsi_dagster.algorithms.evolver.plan import State
+from flashrsi_dagster.algorithms.evolver.plan import Round, State
 from flashrsi_dagster.decisions.compare import ComparisonError, compare
 from flashrsi_dagster.decisions.ledger import (
     EXPERIMENT,
@@ -44,6 +44,24 @@ def decisions(e: Evolver, state: State) -> list[Decision]:
                 _promotion(e, nodes[rd.decision.promoted], rd.decision.reason, rd.plan.round)
             )
     return made
+
+
+def node_entry(node_id: str) -> str:
+    return f"{NAME}/{node_id}"
+
+
+def promotion_entry(r: int) -> str:
+    return f"{NAME}/promotion/r{r:03d}"
+
+
+def round_entries(rd: Round) -> list[str]:
+    """The ledger ids a round's records imply: its nodes' (in slot order), its promotion's."""
+    if rd.plan is None:
+        return []
+    ids = [node_entry(rd.nodes[s].id) for s in rd.plan.slots if s in rd.nodes]
+    if rd.decision is not None and rd.decision.promoted is not None:
+        ids.append(promotion_entry(rd.plan.round))
+    return ids
 
 
 def _ref(node: Node) -> Ref:
@@ -88,7 +106,7 @@ def _eval_set(node: Node) -> str | None:
 def _node(e: Evolver, node: Node) -> Decision:
     parts = [e.layout.candidate(node.round, node.slot, p) for p in PARTS]
     return Decision(
-        id=f"{NAME}/{node.id}",
+        id=node_entry(node.id),
         decision="adopt" if node.library else "reject",
         algorithm=NAME,
         scope="library" if node.library else "search",
@@ -103,7 +121,7 @@ def _node(e: Evolver, node: Node) -> Decision:
 
 def _promotion(e: Evolver, node: Node, reason: str, r: int) -> Decision:
     return Decision(
-        id=f"{NAME}/promotion/r{r:03d}",
+        id=promotion_entry(r),
         decision="adopt",
         algorithm=NAME,
         scope=EXPERIMENT,

@@ -50,6 +50,15 @@ class Shape:
     def rounds(self) -> int:
         return self.termination.max_rounds + 1  # round 0 is the cold start
 
+    def step_at(self, r: int, slot: str) -> Step | None:
+        """The step a (round, slot) names, or None when none does (`vanilla` past round 0,
+        any other slot at round 0): the hosts' partitions are the grid of both."""
+        if r == 0:
+            return Step("cold_start", 0, VANILLA) if slot == VANILLA else None
+        if slot in (DIAGNOSE, DECIDE):
+            return Step(slot, r, slot)
+        return Step("candidate", r, slot) if slot in self.candidate_slots() else None
+
 
 def recombination_slots(n: int) -> tuple[str, ...]:
     return tuple(f"x{i}" for i in range(1, n + 1))

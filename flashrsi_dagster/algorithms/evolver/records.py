@@ -154,7 +154,8 @@ class Layout:
         return self.folder / "retention.json"
 
     def test_rollouts(self, label: str) -> Path:
-        return self.folder / f"test-{label}.jsonl"
+        """A delivered version's test rollouts (`vanilla`, `round 3` -> `test-round-3.jsonl`)."""
+        return self.folder / f"test-{label.replace(' ', '-')}.jsonl"
 
 
 def node_id(r: int, slot: str) -> str:

@@ -116,3 +116,14 @@ def test_the_round_cap_stops_even_when_every_round_wins(tmp_path):
         _round(store, layout, r, "beat_vanilla")
     state = read_state(layout, SHAPE)
     assert len(state.rounds) == 5 and what_next() == Step("sealed_test")
+
+
+def test_each_partition_of_the_grid_names_one_step_or_none():
+    assert SHAPE.slots() == ("vanilla", "diagnose", "w1c1", "w1c2", "decide")
+    assert SHAPE.step_at(0, "vanilla") == Step("cold_start", 0, "vanilla")
+    assert SHAPE.step_at(2, "diagnose") == Step("diagnose", 2, "diagnose")
+    assert SHAPE.step_at(2, "w1c2") == Step("candidate", 2, "w1c2")
+    assert SHAPE.step_at(2, "decide") == Step("decide", 2, "decide")
+    # the cold start is round 0 alone; a slot beyond the budget is no candidate
+    assert SHAPE.step_at(0, "diagnose") is None and SHAPE.step_at(2, "vanilla") is None
+    assert SHAPE.step_at(2, "w2c1") is None
