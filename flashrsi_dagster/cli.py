@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from flashrsi_dagster.algorithms.base import FINALIZE_ACTIONS
 from flashrsi_dagster.config import ConfigError, ExperimentConfig, load_config
 from flashrsi_dagster.experiment import (
     ConfigChangedError,
@@ -47,6 +48,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     resume.add_argument("--experiment", required=True, help="experiment name")
     _home_argument(resume)
+    final = commands.add_parser(
+        "finalize",
+        help="run only the finalize steps (promotion, the sealed test) once the search is over",
+        allow_abbrev=False,
+    )
+    final.add_argument("--experiment", required=True, help="experiment name")
+    _home_argument(final)
     back = commands.add_parser(
         "rollback",
         help="make a known baseline the experiment's baseline again, for later runs",
@@ -107,13 +115,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return serve(argv[1:])
     args, overrides = _parser().parse_known_args(argv)
-    if args.command in ("resume", "ui", "rollback"):
+    if args.command in ("resume", "finalize", "ui", "rollback"):
         if overrides:  # the experiment's own config is used; nothing may silently not apply
             print(
                 f"error: {args.command} takes no overrides: {' '.join(overrides)}", file=sys.stderr
             )
             return EXIT_BAD_INPUT
-        commands = {"resume": _resume, "ui": _ui, "rollback": _rollback}
+        commands = {"resume": _resume, "finalize": _resume, "ui": _ui, "rollback": _rollback}
         return commands[args.command](args)
     try:
         config = load_config(args.config, overrides)
@@ -191,7 +199,8 @@ def _resume(args: argparse.Namespace) -> int:
     if config is None or not _preflight(config):
         return EXIT_BAD_INPUT
     experiment = _open(config)
-    return EXIT_BAD_INPUT if experiment is None else _drive(experiment)
+    only = FINALIZE_ACTIONS if args.command == "finalize" else None
+    return EXIT_BAD_INPUT if experiment is None else _drive(experiment, only=only)
 
 
 def _rollback(args: argparse.Namespace) -> int:
@@ -250,11 +259,15 @@ def _stored_config(home: Path, name: str) -> ExperimentConfig | None:
     return None
 
 
-def _drive(experiment) -> int:
+def _drive(experiment, only: tuple[str, ...] | None = None) -> int:
+    from flashrsi_dagster.algorithms.base import StepOrderError
     from flashrsi_dagster.jobs.cli_driver import drive, summary
 
     try:
-        state = drive(experiment, say=lambda line: print(line, flush=True))
+        state = drive(experiment, say=lambda line: print(line, flush=True), only=only)
+    except StepOrderError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except IntegrityError as exc:
         name = experiment.config.experiment.name
         print(f"error: experiment {name!r} refused: {exc}", file=sys.stderr)

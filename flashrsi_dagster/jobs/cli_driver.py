@@ -8,6 +8,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from flashrsi_dagster.algorithms.base import StepOrderError
 from flashrsi_dagster.algorithms.registry import open_algorithm
 from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.decisions.report import ledger_lines
@@ -20,17 +21,23 @@ from flashrsi_dagster.resources import ExperimentsResource
 Say = Callable[[str], None]
 
 
-def drive(experiment: Experiment, say: Say = print):
+def drive(experiment: Experiment, say: Say = print, only: tuple[str, ...] | None = None):
     """Run every remaining step of the experiment as Dagster runs on the persistent instance
-    under its home; returns the final state."""
+    under its home (`only`: just the steps with these actions, refusing when another comes
+    first); returns the final state."""
     instance = persistent_instance(Path(experiment.config.experiment.home))
     try:
-        return drive_on(instance, experiment, say)
+        return drive_on(instance, experiment, say, only)
     finally:
         instance.dispose()
 
 
-def drive_on(instance: dg.DagsterInstance, experiment: Experiment, say: Say = print):
+def drive_on(
+    instance: dg.DagsterInstance,
+    experiment: Experiment,
+    say: Say = print,
+    only: tuple[str, ...] | None = None,
+):
     """Run every remaining step as Dagster runs on `instance`, one in-process run per step.
     A resumed experiment whose records fail the integrity check is refused before any step
     (`IntegrityError`, naming the files)."""
@@ -42,6 +49,11 @@ def drive_on(instance: dg.DagsterInstance, experiment: Experiment, say: Say = pr
     try:
         defs_for(algorithm.name).register(instance, name, experiments.algorithm(name))
         while not (step := experiments.next_step(name)).finished:
+            if only is not None and step.action not in only:
+                raise StepOrderError(
+                    f"{'/'.join(only)} refused: {step.describe()} comes first; "
+                    f"`flashrsi resume --experiment {name}` runs every remaining step"
+                )
             say(f"== {step.describe()}")
             if not runs.execute(algorithm.name, name, step):
                 raise RuntimeError(f"{step.describe()} failed: {runs.failure}")
