@@ -402,6 +402,15 @@ class SnapshotStore:
         """Every snapshot, oldest first."""
         return sorted((self.get(sha) for sha in self._ids()), key=lambda s: (s.created, s.id))
 
+    def lineage(self, snapshot: Snapshot | str) -> list[str]:
+        """The snapshot's id and its ancestors' ids, itself first, the seed last."""
+        ids, current = [], self.get(snapshot)
+        while True:
+            ids.append(current.id)
+            if current.parent_id is None:
+                return ids
+            current = self.get(current.parent_id)
+
     def read_file_at(self, snapshot: Snapshot | str, path: str) -> bytes:
         problem = path_problem(path)
         if problem:

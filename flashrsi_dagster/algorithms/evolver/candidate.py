@@ -183,9 +183,13 @@ class CandidateStep:
         )
 
     def recombine(self, checkout: Path) -> Applied:
-        """Both elites' changes (each against its own parent) applied to the parent."""
+        """Both elites' changes (each against its own parent) applied to the parent; an
+        elite that is the parent or its ancestor is in it already."""
+        contained = set(self.store.lineage(self.parent))
         for node in self.pair:
             assert node.snapshot_id is not None
+            if node.snapshot_id in contained:
+                continue
             patch = self.store.diff(node.parent_id, node.snapshot_id)
             done = subprocess.run(
                 ["git", "apply", "--whitespace=nowarn", "-"],

@@ -131,7 +131,7 @@ class DiagnoseStep:
         anchor, recombine = {}, {}
         if failure_map is not None:
             anchor = {why: self.anchor(failure_map.tasks_of(why), why) for why in choice.whys}
-            pairs = recombinations(elites(e.nodes(self.state)), e.shape.recombinations)
+            pairs = self.recombinations()
             for slot, (a, b) in zip(recombination_slots(len(pairs)), pairs, strict=True):
                 recombine[slot] = [a.id, b.id]
                 affinity = {*failure_map.tasks_of(a.why), *failure_map.tasks_of(b.why)}
@@ -150,6 +150,26 @@ class DiagnoseStep:
             error=error,
         )
         return e.write(e.layout.plan(r), plan)
+
+    def recombinations(self) -> list[tuple[Node, Node]]:
+        """Pairs of elites from different cells not tried before, the strongest first, of
+        which at least one is not already in the parent (an elite that is the parent or its
+        ancestor adds nothing: its change is there)."""
+        contained = set(self.e.experiment.snapshots.lineage(self.parent))
+        tried = {
+            frozenset(pair)
+            for rd in self.state.rounds
+            if rd.plan is not None
+            for pair in rd.plan.recombine.values()
+        }
+        pairs = recombinations(elites(self.e.nodes(self.state)), limit=1 << 16)
+        fresh = [
+            (a, b)
+            for a, b in pairs
+            if frozenset((a.id, b.id)) not in tried
+            and not {a.snapshot_id, b.snapshot_id} <= contained
+        ]
+        return fresh[: self.e.shape.recombinations]
 
     def anchor(self, affinity: list[str], key: str) -> list[str]:
         e = self.e
