@@ -362,3 +362,26 @@ def test_elites_of_two_cells_are_recombined_under_the_same_gates(tmp_path):
     assert merged.confirm_mean == 1.0 and merged.state == "promoted_to_baseline"
     cells = json.loads(evolver.layout.archive.read_text())
     assert {"prompt:missing_cue", "runtime:missing_cue"} <= set(cells)
+
+
+@pytest.mark.parametrize("preflight", [True, False])
+def test_the_zero_hit_preflight_is_optional_and_off_by_default(tmp_path, preflight):
+    from tests.algorithms.evolver.scripted import designed_by
+
+    design = [PROMPT_RULE, say("keyword rule\nWHERE: prompt\nTRIGGER: zebra-crossing-\\d+")]
+    designer = script_model(unique("evolver-preflight"), design * 2)
+    settings = {"zero_hit_preflight": True} if preflight else {}
+    evolver = opened(
+        write_config(tmp_path, max_rounds=1, patience=1, **settings),
+        builders=designed_by(designer),
+    )
+    assert evolver.config.zero_hit_preflight is preflight
+    state = evolver.run()
+    nodes = list(state.rounds[0].nodes.values())
+    pruned = [n for n in nodes if "zero-hit preflight" in n.reason]
+    if preflight:
+        assert pruned == nodes and all(
+            n.state == "pruned_inert" and n.screen is None for n in nodes
+        )
+    else:
+        assert not pruned and all(n.screen is not None for n in nodes)
