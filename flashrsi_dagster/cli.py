@@ -64,6 +64,16 @@ def _parser() -> argparse.ArgumentParser:
     back.add_argument("--to", required=True, metavar="SNAPSHOT", help="snapshot id (or prefix)")
     back.add_argument("--reason", help="why (recorded in the decision ledger)")
     _home_argument(back)
+    archive = commands.add_parser(
+        "archive-node",
+        help="set an Evolver node aside as archived-methodology-failure (its evidence is not "
+        "to be trusted)",
+        allow_abbrev=False,
+    )
+    archive.add_argument("--experiment", required=True, help="experiment name")
+    archive.add_argument("--node", required=True, help="node id, e.g. r002.w1c3")
+    archive.add_argument("--reason", required=True, help="why (recorded in the ledger)")
+    _home_argument(archive)
     ui = commands.add_parser("ui", help="the Dagster UI on the experiments", allow_abbrev=False)
     _home_argument(ui)
     ui.add_argument("--port", default=3000, type=int)
@@ -115,13 +125,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return serve(argv[1:])
     args, overrides = _parser().parse_known_args(argv)
-    if args.command in ("resume", "finalize", "ui", "rollback"):
+    if args.command in ("resume", "finalize", "ui", "rollback", "archive-node"):
         if overrides:  # the experiment's own config is used; nothing may silently not apply
             print(
                 f"error: {args.command} takes no overrides: {' '.join(overrides)}", file=sys.stderr
             )
             return EXIT_BAD_INPUT
-        commands = {"resume": _resume, "finalize": _resume, "ui": _ui, "rollback": _rollback}
+        commands = {
+            "resume": _resume,
+            "finalize": _resume,
+            "ui": _ui,
+            "rollback": _rollback,
+            "archive-node": _archive_node,
+        }
         return commands[args.command](args)
     try:
         config = load_config(args.config, overrides)
@@ -228,6 +244,28 @@ def _rollback(args: argparse.Namespace) -> int:
         f"{replaced[:12]}); ledger entry {entry.id}: {entry.reason}\n"
         f"later runs start from it: `flashrsi eval --snapshot baseline`; the records are kept"
     )
+    return EXIT_OK
+
+
+def _archive_node(args: argparse.Namespace) -> int:
+    from flashrsi_dagster.algorithms.base import StepOrderError
+    from flashrsi_dagster.algorithms.registry import open_algorithm
+
+    config = _stored_config(args.home.resolve(), args.experiment)
+    experiment = None if config is None else _open(config)
+    if experiment is None:
+        return EXIT_BAD_INPUT
+    algorithm = open_algorithm(experiment, log=lambda _: None)
+    try:
+        if not hasattr(algorithm, "archive_node"):
+            raise ValueError(f"it runs {algorithm.name}: only the Evolver's candidates are nodes")
+        node = algorithm.archive_node(args.node, args.reason)
+    except (ValueError, StepOrderError) as exc:
+        print(f"error: experiment {args.experiment!r}: archive refused: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    finally:
+        algorithm.close()
+    print(f"experiment {args.experiment}: {node.id} is {node.state}; the ledger records why")
     return EXIT_OK
 
 

@@ -214,3 +214,29 @@ def test_an_evolver_roll_back_restores_vanilla_and_keeps_every_record(tmp_path):
     )
     assert ledger.baseline().candidate.snapshot_id == state.cold_start.vanilla_id
     assert all(algo.layout.node(n.id).exists() for n in algo.nodes(state))  # records stay
+
+
+def test_an_evolver_node_archived_by_the_operator_leaves_the_library(tmp_path, capsys):
+    from flashrsi_dagster.cli import EXIT_BAD_INPUT, EXIT_OK, main
+    from flashrsi_dagster.decisions import Ledger
+
+    algo = evolver(tmp_path, max_rounds=1, patience=1)
+    state = algo.run()
+    nodes = {n.id: n for n in algo.nodes(state)}
+    parent = next(n for n in nodes.values() if n.state == "promoted_to_baseline")
+    other = next(n for n in nodes.values() if n is not parent)
+    home = ["--experiment", "evolver", "--home", str(tmp_path / "home")]
+
+    refused = main(["archive-node", *home, "--node", parent.id, "--reason", "leaky"])
+    assert refused == EXIT_BAD_INPUT and "is the current parent" in capsys.readouterr().err
+    unknown = main(["archive-node", *home, "--node", "r009.w1c1", "--reason", "x"])
+    assert unknown == EXIT_BAD_INPUT and "no node 'r009.w1c1'" in capsys.readouterr().err
+
+    reason = "its anchor drew on a mislabelled task"
+    assert main(["archive-node", *home, "--node", other.id, "--reason", reason]) == EXIT_OK
+    archived = algo.read_state().round(1).nodes[other.slot]
+    assert archived.state == "archived-methodology-failure" and not archived.library
+    assert reason in archived.reason and other.state in archived.reason
+    entries = {d.id: d for d in Ledger.of(algo.experiment).entries()}
+    assert entries[f"evolver/archived/{other.id}"].decision == "reject"
+    assert f"evolver/{other.id}" in entries  # the earlier entry stays

@@ -6,6 +6,7 @@
   comparison with vanilla on the whole train set. A node refused before any run has no
   evaluation set.
 - Every round that promoted a node: `adopt` of it as the experiment's baseline.
+- A node archived by the operator (`archived-methodology-failure`): `reject` from the library.
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ def decisions(e: Evolver, state: State) -> list[Decision]:
         if rd.plan is None:
             continue
         made += [_node(e, rd.nodes[s]) for s in rd.plan.slots if s in rd.nodes]
+        made += [
+            _archived(e, rd.nodes[s])
+            for s in rd.plan.slots
+            if s in rd.nodes and rd.nodes[s].state == "archived-methodology-failure"
+        ]
         if rd.decision is not None and rd.decision.promoted is not None:
             made.append(
                 _promotion(e, nodes[rd.decision.promoted], rd.decision.reason, rd.plan.round)
@@ -116,6 +122,22 @@ def _node(e: Evolver, node: Node) -> Decision:
         evidence=_evidence(e, node),
         eval_set=_eval_set(node),
         raw=raw_paths(e.experiment.paths.root, e.layout.node(node.id), *parts),
+    )
+
+
+def _archived(e: Evolver, node: Node) -> Decision:
+    """An operator's archival: the node leaves the library (its earlier entry stays)."""
+    return Decision(
+        id=f"{NAME}/archived/{node.id}",
+        decision="reject",
+        algorithm=NAME,
+        scope="library",
+        candidate=_ref(node),
+        baseline=Ref(snapshot_id=node.parent_id),
+        reason=f"archived-methodology-failure: {node.reason}",
+        evidence=Evidence(gates=node.gates, paired=node.paired),
+        eval_set=_eval_set(node),
+        raw=raw_paths(e.experiment.paths.root, e.layout.node(node.id)),
     )
 
 

@@ -207,6 +207,37 @@ class Evolver(Searching):
             self.log(report.retention_line(row))
         return record
 
+    @one_step_at_a_time
+    def archive_node(self, node_id: str, reason: str) -> Node:
+        """Set a node aside as `archived-methodology-failure` (an operator's or an audit's
+        verdict: its evidence is not to be trusted). It leaves the library, so it is never a
+        parent, an elite or a recombination's half again; its records and ledger entries
+        stay, and the ledger gains the archival. The current parent is refused: roll back
+        first (`flashrsi rollback`), then archive."""
+        state = self.read_state()
+        node = next((n for n in self.nodes(state) if n.id == node_id), None)
+        if node is None:
+            known = ", ".join(n.id for n in self.nodes(state)) or "none yet"
+            raise ValueError(f"no node {node_id!r} in this experiment (nodes: {known})")
+        if node.state == "archived-methodology-failure":
+            return node
+        if node.snapshot_id is not None and node.snapshot_id == state.parent():
+            raise StepOrderError(
+                f"{node_id} is the current parent: the search would go on from it; roll the "
+                "baseline back first"
+            )
+        archived = node.model_copy(
+            update={
+                "state": "archived-methodology-failure",
+                "library": False,
+                "reason": f"archived: {reason} (was {node.state}: {node.reason})",
+            }
+        )
+        archived = self.write(self.layout.node(node_id), archived)
+        self.record_decisions()
+        self.log(f"{node_id}: archived-methodology-failure — {reason}")
+        return archived
+
     # -- what the steps share -------------------------------------------------------------
 
     @cached_property
