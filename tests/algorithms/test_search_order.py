@@ -49,7 +49,9 @@ class _Zeroing:
 def test_algorithms_are_opened_through_the_registry():
     assert algorithm_class("meta_harness") is MetaHarness
     assert algorithm_class("modular_rsi") is ModularRSI
-    with pytest.raises(ValueError, match=r"unknown algorithm 'nope' \(known: meta_harness, mod"):
+    with pytest.raises(
+        ValueError, match=r"unknown algorithm 'nope' \(known: evolver, meta_harness, mod"
+    ):
         algorithm_class("nope")
 
 

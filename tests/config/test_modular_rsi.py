@@ -321,10 +321,10 @@ def test_an_unknown_algorithm_names_the_key_the_value_and_the_known_names(config
     path = config_dir / "exp.yaml"
     path.write_text(VALID.replace("name: meta_harness", "name: modular"))
 
-    expected = "expected one of: 'meta_harness', 'modular_rsi'"
+    expected = "expected one of: 'meta_harness', 'modular_rsi', 'evolver'"
     assert _problems(path) == [f"algorithm.name (line 12): {expected} (got modular)"]
-    assert _problems(path, ["--algorithm.name", "evolver"]) == [
-        f"algorithm.name (set by --algorithm.name): {expected} (got evolver)"
+    assert _problems(path, ["--algorithm.name", "raven"]) == [
+        f"algorithm.name (set by --algorithm.name): {expected} (got raven)"
     ]
     path.write_text(VALID.replace("  name: meta_harness\n", ""))
     assert _problems(path) == [f"algorithm.name (line 11): required key is missing; {expected}"]

@@ -21,6 +21,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from flashrsi_dagster.algorithms.base import StepOrderError
 from flashrsi_dagster.algorithms.evolver.beacon import BEACON_CALL, added_lines, beacon_refusal
 from flashrsi_dagster.algorithms.evolver.choose import WhyHistory
 from flashrsi_dagster.algorithms.evolver.gates import confirmed, credit, run_gates
@@ -34,8 +35,8 @@ from flashrsi_dagster.algorithms.evolver.screen import screen
 from flashrsi_dagster.algorithms.evolver.where import bind_where
 from flashrsi_dagster.algorithms.meta_harness.prompts import prompt_file_of
 from flashrsi_dagster.benchmarks.base import SystemicFault
-from flashrsi_dagster.evaluator import basis
-from flashrsi_dagster.records import Status, read_optional
+from flashrsi_dagster.evaluator import EvaluatorChanged, basis
+from flashrsi_dagster.records import IntegrityError, Status, read_optional
 from flashrsi_dagster.scratch import scratch_dir
 from flashrsi_dagster.snapshots import Snapshot
 
@@ -97,8 +98,8 @@ class CandidateStep:
             state, reason = self.confirm(child)
         except Stop as stop:
             state, reason = stop.state, stop.reason
-        except SystemicFault:
-            raise
+        except (SystemicFault, EvaluatorChanged, IntegrityError, StepOrderError):
+            raise  # the environment or the records, not this candidate: the step stops
         except Exception as exc:  # the candidate's own machinery broke: data, not a crash
             state, reason = "errored", f"{type(exc).__name__}: {exc}"
         library = state == "in_library"
