@@ -18,10 +18,11 @@ from __future__ import annotations
 import re
 import subprocess
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flashrsi_dagster.algorithms.evolver.beacon import BEACON_CALL, added_lines, beacon_refusal
+from flashrsi_dagster.algorithms.evolver.beacon import beacon_names, beacon_refusal
 from flashrsi_dagster.algorithms.evolver.choose import WhyHistory
 from flashrsi_dagster.algorithms.evolver.gates import confirmed, credit, run_gates
 from flashrsi_dagster.algorithms.evolver.history import why_history
@@ -37,7 +38,7 @@ from flashrsi_dagster.benchmarks.base import SystemicFault
 from flashrsi_dagster.evaluator import basis
 from flashrsi_dagster.records import Status, read_optional
 from flashrsi_dagster.scratch import scratch_dir
-from flashrsi_dagster.snapshots import Snapshot
+from flashrsi_dagster.snapshots import Snapshot, SnapshotError
 
 if TYPE_CHECKING:
     from flashrsi_dagster.algorithms.evolver.run import Evolver
@@ -204,17 +205,20 @@ class CandidateStep:
 
     def guards(self, child: Snapshot) -> None:
         diff = self.store.diff(self.parent, child)
-        refusal = beacon_refusal(diff)
+        source = partial(self.read, child)
+        refusal = beacon_refusal(diff, source)
         if refusal is not None:
             raise Stop("blocked_l1", refusal)
-        self.beacons = {
-            m.group(0).split("(", 1)[1].strip(" \"')")
-            for lines in added_lines(diff).values()
-            for line in lines
-            if (m := BEACON_CALL.search(line.split("#", 1)[0]))
-        }
+        self.beacons = beacon_names(diff, source)
         if self.e.config.zero_hit_preflight and self.trigger:
             self.preflight(self.trigger)
+
+    def read(self, child: Snapshot, path: str) -> bytes | None:
+        """The child's bytes of `path` (None: not a file of it)."""
+        try:
+            return self.store.read_file_at(child, path)
+        except SnapshotError:
+            return None
 
     def preflight(self, trigger: str) -> None:
         try:
