@@ -297,7 +297,7 @@ def test_candidate_3_normalises_the_answer_in_runtime_code_behind_a_conditional_
 
     diff = _git(checkout, "diff")
     assert _git(checkout, "status", "--porcelain").split() == ["M", "runtime/agent.py"]
-    assert beacon_refusal(diff) is None
+    assert beacon_refusal(diff, lambda path: (checkout / path).read_bytes()) is None
     assert "+from runtime.beacon import activation_beacon, fired" in diff
     assert answer.splitlines()[-1] == "WHERE: runtime"
     compile((checkout / "runtime/agent.py").read_text(), "runtime/agent.py", "exec")

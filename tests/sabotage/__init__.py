@@ -14,4 +14,8 @@ rejections (edit and round records, trajectories).
   the harness runtime, Claude Code's launcher, a public Harbor trial), each once a hole.
 - test_modular_rsi.py: ModularRSI's branches, analysis folder, `.branches/` references, gates,
   answer protocol, review reasons, evolved target and resume after a crash mid-step.
+- test_evolver.py: the Evolver's beacon guard, path guard and protected paths, the gates'
+  fixed denominator, evolved target code against the records and the store, the sealed test,
+  a hostile WHY pick and diagnosis, the step order, the keys, and designers' answers built to
+  hang the host.
 """

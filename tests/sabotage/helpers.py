@@ -56,6 +56,12 @@ def shell(command: str) -> dict:
     return {"tool_calls": [{"name": "shell", "arguments": {"command": command}}]}
 
 
+def editor(command: str, path: str, **arguments: str) -> dict:
+    """A scripted reply: one call of MiniAgent's editor tool (`str_replace`, `create`, …)."""
+    arguments = {"command": command, "path": path, **arguments}
+    return {"tool_calls": [{"name": "editor", "arguments": arguments}]}
+
+
 def say(text: str = "done") -> dict:
     """A scripted reply that ends the agent's run."""
     return {"text": text}

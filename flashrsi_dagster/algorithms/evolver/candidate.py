@@ -15,14 +15,17 @@ not a crash of the round. A systemic fault (a refused key, a missing engine) sto
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
+import sys
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flashrsi_dagster.algorithms.base import StepOrderError
-from flashrsi_dagster.algorithms.evolver.beacon import BEACON_CALL, added_lines, beacon_refusal
+from flashrsi_dagster.algorithms.evolver.beacon import beacon_names, beacon_refusal
 from flashrsi_dagster.algorithms.evolver.choose import WhyHistory
 from flashrsi_dagster.algorithms.evolver.gates import confirmed, credit, run_gates
 from flashrsi_dagster.algorithms.evolver.history import why_history
@@ -38,15 +41,24 @@ from flashrsi_dagster.benchmarks.base import SystemicFault
 from flashrsi_dagster.evaluator import EvaluatorChanged, basis
 from flashrsi_dagster.records import IntegrityError, Status, read_optional
 from flashrsi_dagster.scratch import scratch_dir
-from flashrsi_dagster.snapshots import Snapshot
+from flashrsi_dagster.snapshots import Snapshot, SnapshotError
 
 if TYPE_CHECKING:
     from flashrsi_dagster.algorithms.evolver.run import Evolver
 
-_DECLARED = re.compile(r"^\s*WHERE:\s*(?P<where>\w+)", re.IGNORECASE | re.MULTILINE)
-_TRIGGER = re.compile(r"^\s*TRIGGER:\s*(?P<regex>.+?)\s*$", re.MULTILINE)
+_WORD = re.compile(r"\w{1,64}")
 EXAMPLES = 8
 FLIPS = 3
+PREFLIGHT_SECONDS = 10.0
+"""How long the zero-hit preflight may search the anchor texts for a TRIGGER (a designer's
+regex, run on the host): past it the search is killed and the preflight prunes nothing."""
+_SEARCH = (
+    "import json, re, sys\n"
+    "trigger, texts = json.load(sys.stdin)\n"
+    "try:\n    pattern = re.compile(trigger)\n"
+    "except re.error as exc:\n    print(json.dumps({'error': str(exc)})); sys.exit()\n"
+    "print(json.dumps({'hits': sum(bool(pattern.search(t)) for t in texts)}))\n"
+)
 
 
 class Stop(Exception):
@@ -175,12 +187,11 @@ class CandidateStep:
                 status="failed", reason=f"the design run failed ({run.status}): {detail}"
             )
         answer = run.answer or ""
-        declared = _DECLARED.search(answer)
-        trigger = _TRIGGER.search(answer)
+        where = _WORD.match(said(answer, "WHERE", ignore_case=True) or "")
         return Applied(
             status="committed",
-            declared_where=declared["where"].lower() if declared else None,
-            trigger=trigger["regex"] if trigger else None,
+            declared_where=where[0].lower() if where else None,
+            trigger=said(answer, "TRIGGER"),
         )
 
     def recombine(self, checkout: Path) -> Applied:
@@ -209,30 +220,47 @@ class CandidateStep:
 
     def guards(self, child: Snapshot) -> None:
         diff = self.store.diff(self.parent, child)
-        refusal = beacon_refusal(diff)
+        source = partial(self.read, child)
+        refusal = beacon_refusal(diff, source)
         if refusal is not None:
             raise Stop("blocked_l1", refusal)
-        self.beacons = {
-            m.group(0).split("(", 1)[1].strip(" \"')")
-            for lines in added_lines(diff).values()
-            for line in lines
-            if (m := BEACON_CALL.search(line.split("#", 1)[0]))
-        }
+        self.beacons = beacon_names(diff, source)
         if self.e.config.zero_hit_preflight and self.trigger:
             self.preflight(self.trigger)
 
-    def preflight(self, trigger: str) -> None:
+    def read(self, child: Snapshot, path: str) -> bytes | None:
+        """The child's bytes of `path` (None: not a file of it)."""
         try:
-            pattern = re.compile(trigger)
-        except re.error as exc:
-            raise Stop("pruned_inert", f"zero-hit preflight: TRIGGER {trigger!r}: {exc}") from None
+            return self.store.read_file_at(child, path)
+        except SnapshotError:
+            return None
+
+    def preflight(self, trigger: str) -> None:
         runs = self.e.recorded(self.e.layout.cold_start_rollouts)
-        texts = {t.task_id: instruction_of(t) for t in runs if t.task_id in self.anchor}
-        if not any(pattern.search(text) for text in texts.values()):
+        texts = [instruction_of(t) for t in runs if t.task_id in self.anchor]
+        shown = f"TRIGGER {trigger[:200]!r}"
+        try:
+            done = subprocess.run(
+                [sys.executable, "-I", "-c", _SEARCH],
+                input=json.dumps([trigger, texts]),
+                capture_output=True,
+                text=True,
+                timeout=PREFLIGHT_SECONDS,
+                check=True,
+            )
+        except subprocess.TimeoutExpired:
+            self.e.log(
+                f"{self.fields['id']}: zero-hit preflight undecided: {shown} searched the "
+                f"anchor texts for over {PREFLIGHT_SECONDS:g} s (stopped); the screen decides"
+            )
+            return
+        found = json.loads(done.stdout)
+        if "error" in found:
+            raise Stop("pruned_inert", f"zero-hit preflight: {shown}: {found['error']}")
+        if found["hits"] == 0:
             raise Stop(
                 "pruned_inert",
-                f"zero-hit preflight: TRIGGER {trigger!r} matches none of the "
-                f"{len(texts)} anchor task(s)",
+                f"zero-hit preflight: {shown} matches none of the {len(texts)} anchor task(s)",
             )
 
     # -- screen, confirm, gates -----------------------------------------------------------
@@ -284,3 +312,15 @@ class CandidateStep:
             return "in_library", verdicts[-1].reason
         state = "pruned_inert" if failed.name == "gate_b" else "pruned_at_confirm"
         return state, f"{failed.name}: {failed.reason}"
+
+
+def said(answer: str, key: str, *, ignore_case: bool = False) -> str | None:
+    """The value of the answer's first line `<key>: <value>`, stripped (None: no such line).
+    Read line by line: linear in the answer, whatever a designer answers (an anchored regex
+    over the whole answer backtracked quadratically on long runs of blank lines)."""
+    for line in answer.split("\n"):
+        head, colon, value = line.strip().partition(":")
+        named = head.upper() == key if ignore_case else head == key
+        if colon and named and value.strip():
+            return value.strip()
+    return None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import io
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,7 @@ from flashrsi_dagster.agents import target_agent
 from flashrsi_dagster.agents.miniagent.adapter import BEACON_NAME, HARNESS, MAX_BEACONS
 from flashrsi_dagster.agents.miniagent.launcher import ENTRY
 from flashrsi_dagster.agents.roles import harness_components
-from flashrsi_dagster.algorithms.evolver.beacon import BEACON_CALL
+from flashrsi_dagster.algorithms.evolver.beacon import beacon_calls
 from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.environments.confinement import Confinement
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
@@ -222,7 +224,9 @@ def test_a_name_outside_the_alphabet_or_too_long_raises(beacon, name):
 )
 def test_the_guard_the_harness_and_the_adapter_agree_on_names(beacon, name):
     accepted = bool(beacon.NAME.fullmatch(name))
-    assert bool(BEACON_CALL.search(f'activation_beacon("{name}")')) is accepted
+    call = f'activation_beacon("{name}")\n'
+    tokens = list(tokenize.generate_tokens(io.StringIO(call).readline))
+    assert bool(beacon_calls(tokens)) is accepted
     assert bool(BEACON_NAME.fullmatch(name)) is accepted
     assert beacon.MAX_NAMES == MAX_BEACONS
 

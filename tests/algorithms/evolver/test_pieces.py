@@ -239,26 +239,42 @@ def test_the_qd_archive_keeps_one_elite_per_where_why_cell_and_pairs_cells():
 
 
 def test_the_beacon_guard_refuses_python_edits_without_an_activation_beacon():
-    from flashrsi_dagster.algorithms.evolver.beacon import beacon_refusal
+    from flashrsi_dagster.algorithms.evolver.beacon import beacon_names, beacon_refusal
+
+    files: dict[str, bytes] = {}
 
     def diff(path: str, *added: str) -> str:
+        """A new file `path` of the lines `added` (kept as the candidate's version)."""
+        files[path] = "".join(f"{line}\n" for line in added).encode()
         body = "\n".join(f"+{line}" for line in added)
-        return f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1 +1,2 @@\n{body}\n"
+        header = f"diff --git a/{path} b/{path}\n--- /dev/null\n+++ b/{path}\n"
+        return f"{header}@@ -0,0 +1,{len(added)} @@\n{body}\n"
 
-    assert (
-        beacon_refusal(diff("prompts/system.md", "- sports when the text mentions: goal")) is None
-    )
-    guarded = diff("runtime/agent.py", "    activation_beacon('retry_on_empty')", "    retry()")
-    assert beacon_refusal(guarded) is None
-    too_long = diff("runtime/agent.py", f"    activation_beacon('{'x' * 65}')", "    retry()")
-    assert beacon_refusal(too_long) is not None  # the runtime would refuse the name
-    bare = diff("runtime/agent.py", "    retry()")
-    assert "runtime/agent.py" in (beacon_refusal(bare) or "")
-    commented = diff("runtime/agent.py", "    retry()  # activation_beacon('x')")
-    assert beacon_refusal(commented) is not None  # a comment is not a beacon
-    assert beacon_refusal(diff("runtime/agent.py", "", "# just a note")) is None  # no code added
-    two = guarded + diff("tools/shell.py", "    return out.strip()")
-    assert "tools/shell.py" in (beacon_refusal(two) or "") and "agent.py" not in beacon_refusal(two)
+    def refusal(diff: str) -> str | None:
+        return beacon_refusal(diff, files.get)
+
+    assert refusal(diff("prompts/system.md", "- sports when the text mentions: goal")) is None
+    guarded = diff("runtime/agent.py", "activation_beacon('retry_on_empty')", "retry()")
+    assert refusal(guarded) is None
+    assert beacon_names(guarded, files.get) == {"retry_on_empty"}
+    too_long = diff("runtime/agent.py", f"activation_beacon('{'x' * 65}')", "retry()")
+    assert refusal(too_long) is not None  # the runtime would refuse the name
+    bare = diff("runtime/agent.py", "retry()")
+    assert "runtime/agent.py" in (refusal(bare) or "")
+    commented = diff("runtime/agent.py", "retry()  # activation_beacon('x')")
+    assert refusal(commented) is not None  # a comment is not a beacon
+    quoted = diff("runtime/agent.py", "retry()", "NOTE = 'activation_beacon(\"x\")'")
+    assert refusal(quoted) is not None  # nor is a string
+    hashed = diff("runtime/agent.py", "retry('#'); activation_beacon('x')")
+    assert refusal(hashed) is None  # a `#` in a string starts no comment
+    assert refusal(diff("runtime/agent.py", "", "# just a note")) is None  # no code added
+    hidden = diff("runtime/agent.py", "# a note\rretry()")  # Python breaks the line at `\r`
+    assert "runtime/agent.py" in (refusal(hidden) or "")
+    utf7 = diff("runtime/agent.py", "# coding: utf-7", "# +AAo-retry()")
+    assert "source encoding utf-7" in (refusal(utf7) or "")
+    guarded = diff("runtime/agent.py", "activation_beacon('retry_on_empty')", "retry()")
+    two = guarded + diff("tools/shell.py", "return out.strip()")
+    assert "tools/shell.py" in (refusal(two) or "") and "agent.py" not in refusal(two)
 
 
 def test_no_test_leak_at_start_and_retention_at_the_end():
