@@ -220,6 +220,12 @@ def guarded_designs(victim: Path) -> dict[tuple[int, str], list[dict]]:
             shell("printf '# coding: utf-7\\n# +AAo-STRICT_LABELS = True\\n' > runtime/strict.py"),
             say(),
         ],
+        # an extension module beside runtime/agent.py: `import runtime.agent` would load it
+        (6, "w1c1"): [
+            shell("printf '\\177ELF' > runtime/agent.cpython-312-x86_64-linux-gnu.so"),
+            say(),
+        ],
+        (6, "w1c2"): [shell("printf 'MZ' > runtime/strict.pyd"), say()],
     }
 
 
@@ -241,8 +247,8 @@ def guarded(tmp_path_factory) -> Run:
             [designs[key] for key in sorted(designs)],
             keys=True,
             k=1,
-            max_rounds=5,
-            patience=5,
+            max_rounds=6,
+            patience=6,
         )
         state = evolver.run(until="sealed_test")
         notes["rounds"] = len(state.rounds)
@@ -278,8 +284,8 @@ def test_python_added_without_a_beacon_is_blocked_and_kept_for_audit(guarded):
     assert node.snapshot_id is not None and node.changed == ["M runtime/agent.py"]
     store = guarded.evolver.experiment.snapshots
     assert b"STRICT_LABELS = True" in store.read_file_at(node.snapshot_id, "runtime/agent.py")
-    assert guarded.notes["rounds"] == 5
-    assert all(guarded.decision(r).parent_after == node.parent_id for r in range(1, 6))
+    assert guarded.notes["rounds"] == 6
+    assert all(guarded.decision(r).parent_after == node.parent_id for r in range(1, 7))
 
 
 @pytest.mark.parametrize(
@@ -292,6 +298,15 @@ def test_a_beacon_in_a_comment_a_string_or_under_a_bad_name_is_no_beacon(guarded
     stops it: the guard counts a call in the added code only, with a well-formed name."""
     node = refused_before_any_run(guarded, r, slot)
     assert node.reason.startswith("beacon guard: runtime/agent.py"), (form, node.reason)
+
+
+@pytest.mark.parametrize("slot", ["w1c1", "w1c2"])
+def test_compiled_python_beside_the_source_is_refused(guarded, slot):
+    """Attack: a design drops an extension module (`.so`, `.pyd`) into the runtime; `import`
+    prefers it to the `.py` beside it, and no beacon can be read from it. What stops it: the
+    beacon guard refuses compiled Python before any run."""
+    node = refused_before_any_run(guarded, 6, slot)
+    assert "is compiled Python" in node.reason, node.reason
 
 
 def test_loosened_protected_limits_are_refused_as_evaluator_protected(guarded):
@@ -554,7 +569,7 @@ def test_no_worker_run_holds_a_test_task_and_the_test_split_stays_sealed(guarded
     file from inside its jail finds nothing there."""
     runs = guarded.notes["worker_runs"]
     assert "round-000/diagnose-1.json" in runs and "round-001/pick.json" in runs
-    assert sum(p.endswith("design.json") for p in runs) == 10
+    assert sum(p.endswith("design.json") for p in runs) == 12
     data = b"".join(runs.values())
     evolver = guarded.evolver
     test = load_splits(evolver.experiment.config.benchmark, evolver.benchmark).unseal_test()
@@ -798,20 +813,15 @@ def test_a_trigger_built_to_backtrack_forever_is_stopped_and_decides_nothing(ans
     assert alive("trigger, texts = json.load") == []  # the search was killed
 
 
-def test_a_design_that_deletes_the_beacon_runtime_never_becomes_a_parent(answered):
+def test_a_design_that_deletes_the_beacon_runtime_is_refused_as_evaluator_protected(answered):
     """Attack: a design deletes `runtime/beacon.py` (a removal gains no code: the beacon
-    guard has nothing to ask), so that every later candidate's beacon import would crash.
-    What stops it: the harness's own runtime imports it, so every run of the candidate
-    fails; the screen or the confirm rejects it and vanilla stays the parent later
-    candidates are built on."""
+    guard has nothing to ask), so that every later candidate's beacon import would crash
+    and Gate-b would lose its instrument. What stops it: the file is evaluator-protected in
+    MiniAgent's harness; the edit is refused before any run and the parent keeps it."""
     node = answered.node(1, "w1c3")
-    assert node.changed == ["D runtime/beacon.py"]
-    assert node.state in ("pruned_at_screen", "pruned_at_confirm") and not node.library, node
-    runs = answered.rollouts(1, "w1c3", "screen.jsonl")
-    assert runs and all(t.score == 0 for t in runs)
-    missing = "No module named 'runtime.beacon'"
-    assert all(missing in t.metadata["stderr_tail"] for t in runs), runs[0].metadata
-    assert answered.decision(1).parent_after == node.parent_id
+    assert node.state == "blocked_l1" and "evaluator-protected" in node.reason, node
+    assert "runtime/beacon.py" in node.reason and node.snapshot_id is None
+    assert not answered.layout.candidate(1, "w1c3", "screen.jsonl").exists()
     store = answered.evolver.experiment.snapshots
     assert store.read_file_at(answered.decision(1).parent_after, "runtime/beacon.py")
 

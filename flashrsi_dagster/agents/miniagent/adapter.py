@@ -40,9 +40,11 @@ class MiniAgent(Agent):
     supports_environment = True
     supported_apis = ("chat", "responses")
     api_hint = " (it talks to OpenAI-compatible endpoints; use type claude-code for anthropic)"
-    protected = ("agent.yaml#limits",)
-    """agent.yaml's `limits` (shell_timeout, output_limit) are budgets; its prompt, tools and
-    skills stay evolvable. `max_turns` and the timeouts come from the role config."""
+    protected = ("agent.yaml#limits", "runtime/beacon.py")
+    """agent.yaml's `limits` (shell_timeout, output_limit) are budgets; `runtime/beacon.py` is
+    the instrument the Evolver's Gate-b reads (a candidate could delete it to break every later
+    beacon). Its prompt, tools, skills and the rest of its runtime stay evolvable. `max_turns`
+    and the timeouts come from the role config."""
 
     def _setup(self) -> None:
         self._runs: set[Run] = set()

@@ -195,3 +195,24 @@ def beacon_refusal(diff: str, source: Source) -> str | None:
         '`activation_beacon("<mechanism>")` where the new mechanism acts (a name of 1 to 64 '
         "letters, digits, '_', '.', ':' or '-')"
     )
+
+
+COMPILED = (".so", ".pyd")
+"""Python in a form the guard cannot read: extension modules, which `import` prefers over the
+`.py` beside them (bytecode never enters a snapshot: the store leaves `*.pyc` out)."""
+
+
+def compiled_refusal(changed: list[str]) -> str | None:
+    """Why a candidate that adds or changes compiled Python is refused, or None (`changed`:
+    `<status> <path>` per file, as the candidate's node keeps them)."""
+    found = [
+        path
+        for status, path in (entry.split(" ", 1) for entry in changed)
+        if status != "D" and path.endswith(COMPILED)
+    ]
+    if not found:
+        return None
+    return (
+        f"beacon guard: {', '.join(found)} is compiled Python, which carries no readable "
+        "activation beacon; change the source instead"
+    )

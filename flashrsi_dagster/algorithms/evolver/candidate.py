@@ -25,7 +25,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flashrsi_dagster.algorithms.base import StepOrderError
-from flashrsi_dagster.algorithms.evolver.beacon import beacon_names, beacon_refusal
+from flashrsi_dagster.algorithms.evolver.beacon import (
+    beacon_names,
+    beacon_refusal,
+    compiled_refusal,
+)
 from flashrsi_dagster.algorithms.evolver.choose import WhyHistory
 from flashrsi_dagster.algorithms.evolver.gates import confirmed, credit, run_gates
 from flashrsi_dagster.algorithms.evolver.history import why_history
@@ -221,7 +225,7 @@ class CandidateStep:
     def guards(self, child: Snapshot) -> None:
         diff = self.store.diff(self.parent, child)
         source = partial(self.read, child)
-        refusal = beacon_refusal(diff, source)
+        refusal = compiled_refusal(self.fields["changed"]) or beacon_refusal(diff, source)
         if refusal is not None:
             raise Stop("blocked_l1", refusal)
         self.beacons = beacon_names(diff, source)

@@ -189,7 +189,7 @@ def test_beacons_of_finished_turns_survive_a_kill(server, tmp_path):
     assert result["beacons"] == {"shell": 1, "thread": 1}  # the second turn's firing is lost
 
 
-def test_the_seed_snapshot_carries_the_beacon_module_as_evolvable_code(server, store, tmp_path):
+def test_the_seed_snapshot_carries_the_beacon_module_as_protected_code(server, store, tmp_path):
     components = harness_components(_role(server, "unused"))
     seed = store.create_seed(HARNESS, components)
     assert components.role_of("runtime/beacon.py") == "code"
@@ -197,8 +197,9 @@ def test_the_seed_snapshot_carries_the_beacon_module_as_evolvable_code(server, s
 
     checkout = store.check_out(seed, tmp_path / "child")
     module = checkout / "runtime/beacon.py"
-    module.write_text(module.read_text() + "# no protection rule holds this file\n")
-    assert store.commit_child(seed, checkout, message="beacon").status == "committed"
+    module.write_text(module.read_text() + "# the instrument Gate-b reads\n")
+    outcome = store.commit_child(seed, checkout, message="beacon")
+    assert outcome.status == "refused" and "evaluator-protected" in (outcome.reason or "")
 
 
 # -- the name rules, in-process ----------------------------------------------------------
