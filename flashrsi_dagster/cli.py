@@ -219,15 +219,22 @@ def _resume(args: argparse.Namespace) -> int:
     return EXIT_BAD_INPUT if experiment is None else _drive(experiment, only=only)
 
 
-def _rollback(args: argparse.Namespace) -> int:
+def _stored_algorithm(args: argparse.Namespace):
+    """The algorithm of experiment `args.experiment` under `args.home`, opened quietly; None
+    (having said why) when there is no such experiment or it cannot be opened."""
     from flashrsi_dagster.algorithms.registry import open_algorithm
-    from flashrsi_dagster.decisions import RollbackError, rollback
 
     config = _stored_config(args.home.resolve(), args.experiment)
     experiment = None if config is None else _open(config)
-    if experiment is None:
+    return None if experiment is None else open_algorithm(experiment, log=lambda _: None)
+
+
+def _rollback(args: argparse.Namespace) -> int:
+    from flashrsi_dagster.decisions import RollbackError, rollback
+
+    algorithm = _stored_algorithm(args)
+    if algorithm is None:
         return EXIT_BAD_INPUT
-    algorithm = open_algorithm(experiment, log=lambda _: None)
     try:
         entry = rollback(algorithm, args.to, args.reason)
     except RollbackError as exc:
@@ -249,13 +256,10 @@ def _rollback(args: argparse.Namespace) -> int:
 
 def _archive_node(args: argparse.Namespace) -> int:
     from flashrsi_dagster.algorithms.base import StepOrderError
-    from flashrsi_dagster.algorithms.registry import open_algorithm
 
-    config = _stored_config(args.home.resolve(), args.experiment)
-    experiment = None if config is None else _open(config)
-    if experiment is None:
+    algorithm = _stored_algorithm(args)
+    if algorithm is None:
         return EXIT_BAD_INPUT
-    algorithm = open_algorithm(experiment, log=lambda _: None)
     try:
         if not hasattr(algorithm, "archive_node"):
             raise ValueError(f"it runs {algorithm.name}: only the Evolver's candidates are nodes")

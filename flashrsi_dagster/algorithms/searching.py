@@ -2,7 +2,9 @@
 benchmark and the evaluator guard it builds once, its record writes, its ledger sync, the
 next step, and the engine's own loop over the steps (as `evolve()` and tests run it; hosts
 drive `do()` one step per run instead). A class using it has `experiment`, `builders`, `log`
-and the seam's methods."""
+and the seam's methods; one that also has `config` (its algorithm section), `settings`,
+`progress` and a train `splits` gets the seed snapshot, its agents by role and the
+evaluation of a snapshot on tasks too."""
 
 from __future__ import annotations
 
@@ -10,10 +12,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from flashrsi_dagster.agents import Agent, harness_components, harness_dir
 from flashrsi_dagster.algorithms.base import Step
-from flashrsi_dagster.benchmarks.base import Benchmark
+from flashrsi_dagster.benchmarks.base import Benchmark, Task
 from flashrsi_dagster.decisions.ledger import Ledger
 from flashrsi_dagster.evaluator import Evaluator
+from flashrsi_dagster.records import Trajectory
+from flashrsi_dagster.rollouts.engine import Settings, evaluate_snapshot
+from flashrsi_dagster.rollouts.record import RolloutRecord
+from flashrsi_dagster.snapshots import Snapshot
 
 
 class Searching:
@@ -32,6 +39,60 @@ class Searching:
             self.experiment.paths.records / "evaluator",
             self.experiment.config.benchmark,
             self.benchmark,
+        )
+
+    @cached_property
+    def _agents(self) -> dict[str, Agent]:
+        return {}
+
+    def agent(self, role: str) -> Agent:
+        """The role's agent, built once per opening: `target`, or a role of the algorithm's
+        config (`worker`, `reviewer`) built by the builder of that name."""
+        if role not in self._agents:
+            config = self.experiment.config
+            section = config.agent if role == "target" else getattr(self.config, role)  # type: ignore[attr-defined]
+            build = getattr(self.builders, role)
+            self._agents[role] = build(section, None, confinement=self.experiment.confinement)
+        return self._agents[role]
+
+    def close(self) -> None:
+        """Close the agents it built; a later step builds them again."""
+        for agent in self._agents.values():
+            agent.close()
+        self._agents.clear()
+
+    def seed(self) -> Snapshot:
+        """The seed snapshot: the target's harness, made into a snapshot once."""
+        store = self.experiment.snapshots
+        made = [s for s in store.history() if s.parent_id is None]
+        if made:
+            return made[0]
+        agent = self.experiment.config.agent
+        return store.create_seed(
+            harness_dir(agent), harness_components(agent), metadata={"round": 0}
+        )
+
+    def tasks(self, ids) -> tuple[Task, ...]:
+        """Train tasks by id, in the order given."""
+        by_id = {t.id: t for t in self.splits.train}  # type: ignore[attr-defined]
+        return tuple(by_id[i] for i in ids)
+
+    def evaluate(
+        self, snapshot: Snapshot, tasks: tuple[Task, ...], path: Path, attempts: int, split: str
+    ) -> list[Trajectory]:
+        """The final rollouts of `snapshot` on `tasks`, `attempts` each, recorded at `path`
+        (resumed where a crash cut them off)."""
+        settings = self.settings  # type: ignore[attr-defined]
+        return evaluate_snapshot(
+            self.experiment.snapshots,
+            snapshot,
+            lambda checkout: self.agent("target"),
+            self.benchmark,
+            tasks,
+            RolloutRecord(path, self.experiment.records),
+            split=split,
+            settings=Settings(attempts, settings.concurrency, settings.max_infra_reruns),
+            progress=self.progress,  # type: ignore[attr-defined]
         )
 
     def write[R](self, path: Path, record: R) -> R:
@@ -54,5 +115,5 @@ class Searching:
             while not (step := self.next()).finished and step.action != until:
                 self.do(step)  # type: ignore[attr-defined]
         finally:
-            self.close()  # type: ignore[attr-defined]
+            self.close()
         return self.read_state()  # type: ignore[attr-defined]

@@ -16,7 +16,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import ClassVar
 
-from flashrsi_dagster.agents import Agent, harness_components, harness_dir
 from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
 from flashrsi_dagster.algorithms.evolver import conclude, decisions, report
@@ -42,7 +41,6 @@ from flashrsi_dagster.algorithms.evolver.taxonomy import Taxonomy
 from flashrsi_dagster.algorithms.evolver.termination import Termination
 from flashrsi_dagster.algorithms.searching import Searching
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time
-from flashrsi_dagster.benchmarks.base import Task
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.config.algorithms import EvolverConfig
@@ -52,7 +50,6 @@ from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import (
     Progress,
     Settings,
-    evaluate_snapshot,
     final_trajectories,
 )
 from flashrsi_dagster.rollouts.record import RolloutRecord
@@ -82,7 +79,6 @@ class Evolver(Searching):
         self.layout = Layout.of(experiment.paths.records)
         self.settings = Settings.of(experiment.config.benchmark)
         self.log, self.progress = log, progress
-        self._agents: dict[str, Agent] = {}
 
     # -- the seam -------------------------------------------------------------------------
 
@@ -121,11 +117,6 @@ class Evolver(Searching):
             self.sealed_test()
         else:
             raise StepOrderError(f"nothing to do for {step.describe()}")
-
-    def close(self) -> None:
-        for agent in self._agents.values():
-            agent.close()
-        self._agents.clear()
 
     # -- steps ----------------------------------------------------------------------------
 
@@ -251,38 +242,11 @@ class Evolver(Searching):
     def train_ids(self) -> list[str]:
         return [t.id for t in self.splits.train]
 
-    def tasks(self, ids) -> tuple[Task, ...]:
-        by_id = {t.id: t for t in self.splits.train}
-        return tuple(by_id[i] for i in ids)
-
     def check_sealed(self) -> None:
         """`assert_no_test_leak`: the test ids are drawn here, compared, and dropped."""
         drawn = load_splits(self.experiment.config.benchmark, self.benchmark)
         test = [t.id for t in drawn.unseal_test()]
         assert_no_test_leak(test, train=self.train_ids, dev=[t.id for t in self.splits.dev])
-
-    def seed(self) -> Snapshot:
-        """Vanilla: the seed harness, made into a snapshot once."""
-        store = self.experiment.snapshots
-        made = [s for s in store.history() if s.parent_id is None]
-        if made:
-            return made[0]
-        agent = self.experiment.config.agent
-        return store.create_seed(
-            harness_dir(agent), harness_components(agent), metadata={"round": 0}
-        )
-
-    def agent(self, role: str) -> Agent:
-        """`target` or `worker`, built once per opening."""
-        if role not in self._agents:
-            config, confinement = self.experiment.config, self.experiment.confinement
-            build, section = (
-                (self.builders.target, config.agent)
-                if role == "target"
-                else (self.builders.worker, self.config.worker)
-            )
-            self._agents[role] = build(section, None, confinement=confinement)
-        return self._agents[role]
 
     def ask(self, instruction: str, r: int, name: str) -> Trajectory:
         """A model call of the Worker (diagnosis, pick, induction) in an empty folder; its
@@ -298,22 +262,6 @@ class Evolver(Searching):
     def rollouts(self, snapshot: Snapshot, ids, path: Path, attempts: int) -> list[Trajectory]:
         """The final rollouts of `snapshot` on train tasks `ids` (resumed if cut off)."""
         return self.evaluate(snapshot, self.tasks(ids), path, attempts, "train")
-
-    def evaluate(
-        self, snapshot: Snapshot, tasks: tuple[Task, ...], path: Path, attempts: int, split: str
-    ) -> list[Trajectory]:
-        settings = self.settings
-        return evaluate_snapshot(
-            self.experiment.snapshots,
-            snapshot,
-            lambda checkout: self.agent("target"),
-            self.benchmark,
-            tasks,
-            RolloutRecord(path, self.experiment.records),
-            split=split,
-            settings=Settings(attempts, settings.concurrency, settings.max_infra_reruns),
-            progress=self.progress,
-        )
 
     def recorded(self, path: Path) -> list[Trajectory]:
         return final_trajectories(RolloutRecord(path), self.settings.max_infra_reruns)

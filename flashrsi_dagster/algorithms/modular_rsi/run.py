@@ -18,7 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import ClassVar
 
-from flashrsi_dagster.agents import Agent, harness_components, harness_dir
+from flashrsi_dagster.agents import Agent
 from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
 from flashrsi_dagster.algorithms.modular_rsi import decisions, report
@@ -53,7 +53,6 @@ from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import (
     Progress,
     Settings,
-    evaluate_snapshot,
     final_trajectories,
 )
 from flashrsi_dagster.rollouts.record import RolloutRecord
@@ -91,7 +90,6 @@ class ModularRSI(Searching):
         self.layout = Layout.of(experiment.paths.records)
         self.settings = Settings.of(experiment.config.benchmark)
         self.log, self.progress = log, progress
-        self._agents: dict[str, Agent] = {}
 
     # -- the seam -------------------------------------------------------------------------
 
@@ -133,11 +131,6 @@ class ModularRSI(Searching):
         else:
             raise StepOrderError(f"nothing to do for {step.describe()}")
 
-    def close(self) -> None:
-        for agent in self._agents.values():
-            agent.close()
-        self._agents.clear()
-
     # -- what the steps share -------------------------------------------------------------
 
     def evaluation_set(self) -> str:
@@ -165,34 +158,6 @@ class ModularRSI(Searching):
             self.experiment.config.experiment.seed,
         )
 
-    def tasks(self, ids: list[str]) -> tuple[Task, ...]:
-        by_id = {t.id: t for t in self.splits.train}
-        return tuple(by_id[i] for i in ids)
-
-    def seed(self) -> Snapshot:
-        store = self.experiment.snapshots
-        made = [s for s in store.history() if s.parent_id is None]
-        if made:
-            return made[0]
-        agent = self.experiment.config.agent
-        return store.create_seed(
-            harness_dir(agent), harness_components(agent), metadata={"round": 0}
-        )
-
-    def agent(self, role: str) -> Agent:
-        """The role's agent, built once per opening: `target`, `worker` or `reviewer`."""
-        if role not in self._agents:
-            config, confinement = self.experiment.config, self.experiment.confinement
-            if role == "target":
-                built = self.builders.target(config.agent, None, confinement=confinement)
-            elif role == "worker":
-                built = self.builders.worker(self.config.worker, None, confinement=confinement)
-            else:
-                assert self.config.reviewer is not None
-                built = self.builders.reviewer(self.config.reviewer, None, confinement=confinement)
-            self._agents[role] = built
-        return self._agents[role]
-
     @property
     def reviewer(self) -> Agent:
         return self.agent("reviewer" if self.config.review_by == "reviewer" else "worker")
@@ -215,23 +180,7 @@ class ModularRSI(Searching):
     ) -> list[Trajectory]:
         """Train rollouts of `snapshot`, the evaluator shown to be the recorded one first."""
         self.evaluation_set()
-        return self._evaluate(snapshot, tasks, path, attempts, split="train")
-
-    def _evaluate(
-        self, snapshot: Snapshot, tasks: tuple[Task, ...], path: Path, attempts: int, split: str
-    ) -> list[Trajectory]:
-        settings = self.settings
-        return evaluate_snapshot(
-            self.experiment.snapshots,
-            snapshot,
-            lambda checkout: self.agent("target"),
-            self.benchmark,
-            tasks,
-            RolloutRecord(path, self.experiment.records),
-            split=split,
-            settings=Settings(attempts, settings.concurrency, settings.max_infra_reruns),
-            progress=self.progress,
-        )
+        return self.evaluate(snapshot, tasks, path, attempts, split="train")
 
     def _require(self, state: State, step: Step) -> None:
         """Refuse `step` unless it is the search's turn (a done step is read back instead)."""
@@ -314,7 +263,7 @@ class ModularRSI(Searching):
         snapshot = self.experiment.snapshots.get(state.promotion.snapshot_id)
         attempts = self.settings.attempts
         version = self.evaluator.before_sealed_test(tasks)
-        final = self._evaluate(snapshot, tasks, self.layout.test_rollouts, attempts, split="test")
+        final = self.evaluate(snapshot, tasks, self.layout.test_rollouts, attempts, split="test")
         score = summary(scores_frame(final), len(tasks), attempts)["score"]
         result = TestResult(
             snapshot_id=snapshot.id,
