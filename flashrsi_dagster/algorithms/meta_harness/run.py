@@ -16,7 +16,7 @@ from typing import ClassVar
 
 import pandas as pd
 
-from flashrsi_dagster.agents import Agent, harness_components, harness_dir
+from flashrsi_dagster.agents import Agent
 from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
 from flashrsi_dagster.algorithms.meta_harness import decisions, report
@@ -152,13 +152,7 @@ class MetaHarness(Searching):
         evaluated = read_optional(self.layout.round(0), RoundRecord)
         if evaluated is not None and evaluated.snapshot_id:
             return store.get(evaluated.snapshot_id)
-        made = [s for s in store.history() if s.parent_id is None]
-        if made:
-            return made[0]
-        agent = self.experiment.config.agent
-        return store.create_seed(
-            harness_dir(agent), harness_components(agent), metadata={"round": 0}
-        )
+        return super().seed()
 
     @one_step_at_a_time
     def evaluate_seed(self) -> RoundRecord:

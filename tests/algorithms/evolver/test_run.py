@@ -325,6 +325,7 @@ RUNTIME_RULE = {  # the same kind of cue, added by code at run time, behind a be
 }
 
 
+@pytest.mark.slow
 def test_elites_of_two_cells_are_recombined_under_the_same_gates(tmp_path):
     from tests.algorithms.evolver.scripted import designed_by
     from tests.algorithms.test_host_duties import write_rows
@@ -364,24 +365,18 @@ def test_elites_of_two_cells_are_recombined_under_the_same_gates(tmp_path):
     assert {"prompt:missing_cue", "runtime:missing_cue"} <= set(cells)
 
 
-@pytest.mark.parametrize("preflight", [True, False])
-def test_the_zero_hit_preflight_is_optional_and_off_by_default(tmp_path, preflight):
+def test_the_zero_hit_preflight_is_optional_and_off_by_default(tmp_path, demo):
     from tests.algorithms.evolver.scripted import designed_by
 
+    e, state = demo  # off by default: the demo's designs declare no TRIGGER, and all ran
+    assert e.config.zero_hit_preflight is False
+    assert not any("zero-hit preflight" in n.reason for n in e.nodes(state))
     design = [PROMPT_RULE, say("keyword rule\nWHERE: prompt\nTRIGGER: zebra-crossing-\\d+")]
     designer = script_model(unique("evolver-preflight"), design * 2)
-    settings = {"zero_hit_preflight": True} if preflight else {}
     evolver = opened(
-        write_config(tmp_path, max_rounds=1, patience=1, **settings),
+        write_config(tmp_path, max_rounds=1, patience=1, zero_hit_preflight=True),
         builders=designed_by(designer),
     )
-    assert evolver.config.zero_hit_preflight is preflight
-    state = evolver.run()
-    nodes = list(state.rounds[0].nodes.values())
-    pruned = [n for n in nodes if "zero-hit preflight" in n.reason]
-    if preflight:
-        assert pruned == nodes and all(
-            n.state == "pruned_inert" and n.screen is None for n in nodes
-        )
-    else:
-        assert not pruned and all(n.screen is not None for n in nodes)
+    nodes = list(evolver.run().rounds[0].nodes.values())
+    assert nodes and all(n.state == "pruned_inert" and n.screen is None for n in nodes)
+    assert all(n.reason.startswith("zero-hit preflight: TRIGGER") for n in nodes)
