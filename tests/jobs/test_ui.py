@@ -31,6 +31,13 @@ from tests.jobs.chromium import CHROMIUM, Chromium
 EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
 MODULAR = Path(__file__).parents[2] / "examples" / "modular_rsi.yaml"
 MODULAR_DEMO = "modular-rsi-demo"
+EVOLVER = Path(__file__).parents[2] / "examples" / "evolver.yaml"
+EVOLVER_DEMO = "evolver-demo"
+EVOLVER_LIMITS = (  # the demo cut down: 12 train tasks, one WHY x two candidates, one round
+    *("--benchmark.split_counts.train", "12", "--benchmark.split_counts.test", "6"),
+    *("--algorithm.max_why_per_round", "1", "--algorithm.candidates_per_why", "2"),
+    *("--algorithm.max_rounds", "1", "--algorithm.patience", "1"),
+)
 BIN = Path(sys.executable).parent
 DEMO, OTHER, FROM_UI = "meta-harness-demo", "other", "from-ui"
 GROUP_ASSETS = ["snapshot", "trajectories", "scores", "failure_map", "paired_stats", "promotion"]
@@ -129,6 +136,7 @@ def ui(tmp_path_factory):
     _flashrsi_run(root, config)
     _flashrsi_run(root, config, "--experiment.name", OTHER)
     _flashrsi_run(root, MODULAR, limits=("--benchmark.limit", "9"))
+    _flashrsi_run(root, EVOLVER, limits=EVOLVER_LIMITS)
     port = _free_port()
     module = ["-m", "flashrsi_dagster.definitions"]
     webserver = [str(BIN / "dagster-webserver"), *module, "-h", "127.0.0.1", "-p", str(port)]
@@ -497,3 +505,25 @@ def test_the_modular_rsi_branch_grid_and_a_rejected_edits_review(ui, screens):
         f"/assets/modular_rsi/gates?view=partitions&partition={quote(partition)}", "review_text"
     )
     screens.shot("6-modular-rsi-rejected-edit")
+
+
+def test_the_evolver_candidate_grid_its_gates_and_the_retention_report(ui, screens):
+    grid = screens.open("/assets/evolver/gates?view=partitions", "r001.w1c1", "r001.w1c2")
+    screens.shot("7-evolver-candidate-grid")
+    assert EVOLVER_DEMO in grid
+    query = """query($partitions: [String!]) {
+      assetOrError(assetKey: {path: ["evolver", "gates"]}) { ... on Asset {
+        assetMaterializations(partitions: $partitions) { metadataEntries { label
+          ... on MarkdownMetadataEntry { mdStr } ... on TextMetadataEntry { text } } } } } }"""
+    partition = f"r001.w1c1|{EVOLVER_DEMO}"
+    (event,) = ui.gql(query, partitions=[partition])["assetOrError"]["assetMaterializations"]
+    meta = _metadata(event)
+    assert meta["state"] in ("in_library", "promoted_to_baseline", "pruned_at_confirm")
+    assert "gate_f" in meta["gates"] and "gate_2" in meta["gates"]
+    screens.open(
+        f"/assets/evolver/gates?view=partitions&partition={quote(partition)}", "credited_2sigma"
+    )
+    screens.shot("7-evolver-gates")
+    report = screens.open("/assets/evolver/sealed_test_score", "retention")
+    screens.shot("7-evolver-retention")
+    assert "vanilla" in report

@@ -101,10 +101,11 @@ def test_the_list_is_kept_in_the_seed_and_inherited(store, seeded, tmp_path):
 
 
 def test_adapters_declare_their_lists_and_a_harness_may_replace_them(tmp_path):
-    assert adapter_class("miniagent").protected == ("agent.yaml#limits",)
+    miniagent = ("agent.yaml#limits", "runtime/beacon.py")
+    assert adapter_class("miniagent").protected == miniagent
     assert "settings.json" in adapter_class("claude-code").protected
     role = {"type": "miniagent", "llm": {"model": "simulator/target", "base_url": "offline"}}
-    assert harness_components(RoleConfig(**role)).protected == ("agent.yaml#limits",)
+    assert harness_components(RoleConfig(**role)).protected == miniagent
 
     own = tmp_path / "harness"
     shutil.copytree(HARNESS, own)
