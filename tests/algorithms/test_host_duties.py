@@ -145,7 +145,7 @@ def evolver(tmp_path: Path, builders=None, **settings):
     from flashrsi_dagster.algorithms.evolver.run import Evolver
     from tests.algorithms.evolver.scripted import write_config
 
-    path = write_config(tmp_path, **settings)
+    path = write_config(tmp_path, **{"k": 1, **settings})  # one run a task: the ledger's tests
     extra = {"builders": builders} if builders is not None else {}
     return Evolver(open_experiment(load_config(path)), log=lambda _: None, **extra)
 

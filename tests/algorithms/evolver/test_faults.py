@@ -46,7 +46,7 @@ def test_gate0_stops_the_cold_start_on_a_refused_key_before_anything_is_written(
     monkeypatch.setenv(KEY_VAR, "sk-evolver-wrong-key-0000")
     with OfflineModelServer(ServerConfig(accepted_keys=("sk-evolver-right-key",))) as server:
         evolver = opened(
-            write_config(tmp_path),
+            write_config(tmp_path, k=1),
             *("--agent.llm.base_url", server.url),
             *("--agent.llm.api_key", "${" + KEY_VAR + "}"),
         )
@@ -64,7 +64,7 @@ def test_gate0_runs_before_every_round_too(tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_VAR, "sk-evolver-right-key")
     with OfflineModelServer(ServerConfig(accepted_keys=("sk-evolver-right-key",))) as server:
         evolver = opened(
-            write_config(tmp_path),
+            write_config(tmp_path, k=1),
             *("--agent.llm.base_url", server.url),
             *("--agent.llm.api_key", "${" + KEY_VAR + "}"),
         )
@@ -111,7 +111,7 @@ def test_infra_failures_stay_in_a_fixed_denominator_and_gate_f_reports_them(tmp_
 def test_errored_rounds_use_no_patience_and_errors_in_a_row_stop_the_run(tmp_path):
     broken = script_model(unique("evolver-broken-designer"), [{"error": 500}] * 200)
     evolver = opened(
-        write_config(tmp_path, patience=1, max_consecutive_errors=2, max_rounds=5),
+        write_config(tmp_path, k=1, patience=1, max_consecutive_errors=2, max_rounds=5),
         builders=routed(design=broken),
     )
     state = evolver.run()
@@ -175,10 +175,10 @@ def fingerprint(evolver: Evolver) -> dict:
 
 @pytest.mark.slow
 def test_a_run_killed_mid_candidate_resumes_to_the_uninterrupted_result(tmp_path):
-    reference = opened(write_config(tmp_path / "reference"))
+    reference = opened(write_config(tmp_path / "reference", k=2))
     reference.run()
 
-    path = write_config(tmp_path / "killed")
+    path = write_config(tmp_path / "killed", k=2)
     killed = opened(path)
     marker = killed.layout.candidate(1, "w1c1", "confirm.jsonl")
     process = subprocess.Popen(

@@ -76,7 +76,7 @@ def test_the_failure_map_covers_at_least_seven_why_classes(demo):
 
 
 def test_a_benchmark_asked_to_induce_gets_its_taxonomy_by_two_stage_induction(tmp_path):
-    evolver = opened(write_config(tmp_path, taxonomy="induce"))
+    evolver = opened(write_config(tmp_path, taxonomy="induce", k=1))
     evolver.run(until="diagnose")
     taxonomy = evolver.taxonomy()
     assert taxonomy.source == "induced" and len(taxonomy.names()) >= MIN_WHY_CLASSES
@@ -341,6 +341,7 @@ def test_elites_of_two_cells_are_recombined_under_the_same_gates(tmp_path):
             tmp_path,
             benchmark={"data_path": str(data), "split_counts": None},
             recombinations_per_round=1,
+            k=1,
             max_rounds=2,
             patience=2,
             anchor_size=4,
@@ -374,7 +375,7 @@ def test_the_zero_hit_preflight_is_optional_and_off_by_default(tmp_path, demo):
     design = [PROMPT_RULE, say("keyword rule\nWHERE: prompt\nTRIGGER: zebra-crossing-\\d+")]
     designer = script_model(unique("evolver-preflight"), design * 2)
     evolver = opened(
-        write_config(tmp_path, max_rounds=1, patience=1, zero_hit_preflight=True),
+        write_config(tmp_path, k=1, max_rounds=1, patience=1, zero_hit_preflight=True),
         builders=designed_by(designer),
     )
     nodes = list(evolver.run().rounds[0].nodes.values())
