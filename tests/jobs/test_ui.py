@@ -524,6 +524,10 @@ def test_the_evolver_candidate_grid_its_gates_and_the_retention_report(ui, scree
         f"/assets/evolver/gates?view=partitions&partition={quote(partition)}", "credited_2sigma"
     )
     screens.shot("7-evolver-gates")
-    report = screens.open("/assets/evolver/sealed_test_score", "retention")
+    query = query.replace('"gates"', '"sealed_test_score"')
+    (event,) = ui.gql(query, partitions=[EVOLVER_DEMO])["assetOrError"]["assetMaterializations"]
+    report = _metadata(event)
+    assert "vanilla" in report["retention"] and report["eval_set"] == "test/e1"
+    page = f"/assets/evolver/sealed_test_score?view=partitions&partition={EVOLVER_DEMO}"
+    screens.open(page, "retained", "vanilla")
     screens.shot("7-evolver-retention")
-    assert "vanilla" in report
