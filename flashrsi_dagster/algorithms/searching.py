@@ -13,19 +13,35 @@ from pathlib import Path
 from typing import Any
 
 from flashrsi_dagster.agents import Agent, harness_components, harness_dir
-from flashrsi_dagster.algorithms.base import Step
+from flashrsi_dagster.algorithms.base import Log, Step
+from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
 from flashrsi_dagster.benchmarks.base import Benchmark, Task
+from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.decisions.ledger import Ledger
 from flashrsi_dagster.evaluator import Evaluator
+from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.records import Trajectory
-from flashrsi_dagster.rollouts.engine import Settings, evaluate_snapshot
+from flashrsi_dagster.records.sealed_test import TestResult
+from flashrsi_dagster.rollouts.engine import Progress, Settings, evaluate_snapshot
 from flashrsi_dagster.rollouts.record import RolloutRecord
+from flashrsi_dagster.rollouts.scores import scores_frame, summary
 from flashrsi_dagster.snapshots import Snapshot
 
 
 class Searching:
-    experiment: Any
-    builders: Any
+    def __init__(
+        self,
+        experiment: Experiment,
+        *,
+        builders: Builders = DEFAULT_BUILDERS,
+        log: Log = print,
+        progress: Progress | None = None,
+    ) -> None:
+        self.experiment, self.builders = experiment, builders
+        self.config: Any = experiment.config.algorithm
+        """The algorithm's own config section (its parameters and roles)."""
+        self.settings = Settings.of(experiment.config.benchmark)
+        self.log, self.progress = log, progress
 
     @cached_property
     def benchmark(self) -> Benchmark:
@@ -50,7 +66,7 @@ class Searching:
         config (`worker`, `reviewer`) built by the builder of that name."""
         if role not in self._agents:
             config = self.experiment.config
-            section = config.agent if role == "target" else getattr(self.config, role)  # type: ignore[attr-defined]
+            section = config.agent if role == "target" else getattr(self.config, role)
             build = getattr(self.builders, role)
             self._agents[role] = build(section, None, confinement=self.experiment.confinement)
         return self._agents[role]
@@ -82,7 +98,7 @@ class Searching:
     ) -> list[Trajectory]:
         """The final rollouts of `snapshot` on `tasks`, `attempts` each, recorded at `path`
         (resumed where a crash cut them off)."""
-        settings = self.settings  # type: ignore[attr-defined]
+        settings = self.settings
         return evaluate_snapshot(
             self.experiment.snapshots,
             snapshot,
@@ -92,8 +108,36 @@ class Searching:
             RolloutRecord(path, self.experiment.records),
             split=split,
             settings=Settings(attempts, settings.concurrency, settings.max_infra_reruns),
-            progress=self.progress,  # type: ignore[attr-defined]
+            progress=self.progress,
         )
+
+    def score(
+        self,
+        snapshot: Snapshot,
+        tasks: tuple[Task, ...],
+        path: Path,
+        split: str,
+        attempts: int | None = None,
+    ) -> float:
+        """The benchmark's score of `snapshot` on `tasks`, `attempts` runs each (default:
+        the benchmark's `attempts`), over the fixed denominator tasks x attempts."""
+        attempts = attempts or self.settings.attempts
+        final = self.evaluate(snapshot, tasks, path, attempts, split)
+        return summary(scores_frame(final), len(tasks), attempts)["score"]
+
+    def test_once(self, snapshot_id: str, rollouts: Path, result: Path) -> TestResult:
+        """The sealed test of the promoted snapshot: the test split drawn now, the evaluator
+        shown to be the recorded one, the score written once (`result`)."""
+        tasks = load_splits(self.experiment.config.benchmark, self.benchmark).unseal_test()
+        snapshot = self.experiment.snapshots.get(snapshot_id)
+        version = self.evaluator.before_sealed_test(tasks)
+        score = self.score(snapshot, tasks, rollouts, "test")
+        record = TestResult(
+            snapshot_id=snapshot.id, test_score=score, test_tasks=len(tasks), eval_set=version.label
+        )
+        self.write(result, record)
+        self.log(f"sealed test of {snapshot.short_id}: {score:.3f} over {len(tasks)} tasks")
+        return record
 
     def write[R](self, path: Path, record: R) -> R:
         """Write a record; returns the stored (redacted) copy, the one to show or log."""

@@ -174,7 +174,7 @@ def _cold_start(e: Evolver, name: str, step: Step) -> Iterator[dg.Output | None]
     yield dg.Output(info, output_name="snapshot", metadata=metadata | {"parent": "none"})
     yield _rollouts(
         "confirm",
-        e.recorded(e.layout.cold_start_rollouts),
+        e.vanilla_runs(),
         {"k": cold.k, "eval_set": cold.eval_set, **describe.figures(vanilla_mean=cold.mean)},
     )
     metadata = {

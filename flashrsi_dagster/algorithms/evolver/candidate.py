@@ -240,7 +240,7 @@ class CandidateStep:
             return None
 
     def preflight(self, trigger: str) -> None:
-        runs = self.e.recorded(self.e.layout.cold_start_rollouts)
+        runs = self.e.vanilla_runs()
         texts = [instruction_of(t) for t in runs if t.task_id in self.anchor]
         shown = f"TRIGGER {trigger[:200]!r}"
         try:

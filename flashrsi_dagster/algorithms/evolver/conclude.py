@@ -23,7 +23,6 @@ from flashrsi_dagster.algorithms.evolver.plan import State
 from flashrsi_dagster.algorithms.evolver.records import RetentionReport, RoundDecision
 from flashrsi_dagster.algorithms.evolver.sealed import Delivered, retention
 from flashrsi_dagster.benchmarks.loading import load_splits
-from flashrsi_dagster.rollouts.scores import scores_frame, summary
 
 if TYPE_CHECKING:
     from flashrsi_dagster.algorithms.evolver.run import Evolver
@@ -118,8 +117,7 @@ def unseal_retention(e: Evolver, state: State) -> RetentionReport:
     for label, snapshot_id, train in delivered(e, state):
         path = e.layout.test_rollouts(label)
         snapshot = e.experiment.snapshots.get(snapshot_id)
-        final = e.evaluate(snapshot, tasks, path, k, "test")
-        test = summary(scores_frame(final), len(tasks), k)["score"]
+        test = e.score(snapshot, tasks, path, "test", attempts=k)
         scored.append(Delivered(label, snapshot_id, train, test))
     rows = [
         {

@@ -92,7 +92,7 @@ def _evidence(e: Evolver, node: Node) -> Evidence:
     try:
         evidence.comparison = compare(
             e.recorded(e.layout.candidate(node.round, node.slot, "confirm.jsonl")),
-            e.recorded(e.layout.cold_start_rollouts),
+            e.vanilla_runs(),
             e.experiment.config.comparison,
             eval_set=node.eval_set,
         )

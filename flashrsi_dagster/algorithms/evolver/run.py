@@ -49,7 +49,6 @@ from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import (
     Progress,
-    Settings,
     final_trajectories,
 )
 from flashrsi_dagster.rollouts.record import RolloutRecord
@@ -68,8 +67,8 @@ class Evolver(Searching):
         log: Log = print,
         progress: Progress | None = None,
     ) -> None:
-        self.experiment, self.builders = experiment, builders
-        self.config: EvolverConfig = experiment.config.algorithm  # type: ignore[assignment]
+        super().__init__(experiment, builders=builders, log=log, progress=progress)
+        self.config: EvolverConfig
         c = self.config
         self.shape = Shape(
             Budget(c.max_why_per_round, c.candidates_per_why),
@@ -77,8 +76,7 @@ class Evolver(Searching):
             c.recombinations_per_round,
         )
         self.layout = Layout.of(experiment.paths.records)
-        self.settings = Settings.of(experiment.config.benchmark)
-        self.log, self.progress = log, progress
+        self._vanilla_runs: list[Trajectory] | None = None
 
     # -- the seam -------------------------------------------------------------------------
 
@@ -273,8 +271,18 @@ class Evolver(Searching):
         assert record is not None, "the cold start has not run"
         return record
 
+    def vanilla_runs(self) -> list[Trajectory]:
+        """Vanilla's final cold-start rollouts, read once per opening after the cold start
+        (then frozen: every screen, gate and ledger entry compares with them)."""
+        if self._vanilla_runs is not None:
+            return self._vanilla_runs
+        runs = self.recorded(self.layout.cold_start_rollouts)
+        if self.layout.cold_start.exists():
+            self._vanilla_runs = runs
+        return runs
+
     def vanilla(self) -> Confirmed:
-        return confirmed(self.recorded(self.layout.cold_start_rollouts))
+        return confirmed(self.vanilla_runs())
 
     def confirm_of(self, node: Node) -> Confirmed | None:
         path = self.layout.candidate(node.round, node.slot, "confirm.jsonl")

@@ -16,7 +16,6 @@ from typing import ClassVar
 
 import pandas as pd
 
-from flashrsi_dagster.agents import Agent
 from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
 from flashrsi_dagster.algorithms.meta_harness import decisions, report
@@ -40,7 +39,6 @@ from flashrsi_dagster.algorithms.meta_harness.records import (
 )
 from flashrsi_dagster.algorithms.searching import Searching
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time
-from flashrsi_dagster.benchmarks.base import Task
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.decisions import Decision
@@ -49,12 +47,10 @@ from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.records import Status, Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import (
     Progress,
-    Settings,
-    evaluate_snapshot,
     final_trajectories,
 )
 from flashrsi_dagster.rollouts.record import RolloutRecord
-from flashrsi_dagster.rollouts.scores import scores_frame, summary
+from flashrsi_dagster.rollouts.scores import scores_frame
 from flashrsi_dagster.scratch import scratch_dir
 from flashrsi_dagster.snapshots import Snapshot
 
@@ -74,15 +70,10 @@ class MetaHarness(Searching):
         log: Log = print,
         progress: Progress | None = None,
     ) -> None:
-        config = experiment.config
-        self.experiment, self.builders = experiment, builders
-        self.max_steps = config.algorithm.max_steps
+        super().__init__(experiment, builders=builders, log=log, progress=progress)
+        self.max_steps = self.config.max_steps
         self.layout = Layout.of(experiment.paths.records)
-        self.settings = Settings.of(config.benchmark)
-        self.log, self.progress = log, progress
         self.history = HistoryView.for_experiment(experiment.snapshots, self.layout)
-        self._target: Agent | None = None
-        self._worker: Agent | None = None
 
     def slots(self) -> tuple[str, ...]:
         return (SLOT,)
@@ -134,13 +125,6 @@ class MetaHarness(Searching):
         if step.action not in actions:
             raise StepOrderError(f"nothing to do for {step.describe()}")
         actions[step.action]()
-
-    def close(self) -> None:
-        """Close the agents it built; a later step builds them again."""
-        for agent in (self._target, self._worker):
-            if agent is not None:
-                agent.close()
-        self._target = self._worker = None
 
     # -- steps ----------------------------------------------------------------------------
 
@@ -273,25 +257,13 @@ class MetaHarness(Searching):
                     f"evaluated once per experiment, so {promotion.snapshot_id[:12]} is not"
                 )
             return done
-        tasks = load_splits(self.experiment.config.benchmark, self.benchmark).unseal_test()
-        snapshot = self.experiment.snapshots.get(promotion.snapshot_id)
-        version = self.evaluator.before_sealed_test(tasks)
-        score = self._rollouts(snapshot, tasks, self.layout.test_rollouts, split="test")
-        result = TestResult(
-            snapshot_id=snapshot.id,
-            test_score=score,
-            test_tasks=len(tasks),
-            eval_set=version.label,
-        )
-        self.write(self.layout.test, result)
-        self.log(f"sealed test of {snapshot.short_id}: {score:.3f} over {len(tasks)} tasks")
-        return result
+        return self.test_once(promotion.snapshot_id, self.layout.test_rollouts, self.layout.test)
 
     # -- parts ----------------------------------------------------------------------------
 
     def _evaluate(self, k: int, snapshot: Snapshot, parent_id: str | None) -> RoundRecord:
         version = self.evaluator.before("dev", self.splits.dev)
-        score = self._rollouts(snapshot, self.splits.dev, self.layout.rollouts(k), split="dev")
+        score = self.score(snapshot, self.splits.dev, self.layout.rollouts(k), "dev")
         record = RoundRecord(
             eval_set=version.label,
             round=k,
@@ -304,20 +276,6 @@ class MetaHarness(Searching):
         self.write(self.layout.round(k), record)
         self.log(f"round {k}: {snapshot.short_id} dev score {score:.3f} on {version.label}")
         return record
-
-    def _rollouts(self, snapshot: Snapshot, tasks: tuple[Task, ...], path: Path, split: str):
-        final = evaluate_snapshot(
-            self.experiment.snapshots,
-            snapshot,
-            self._target_agent,
-            self.benchmark,
-            tasks,
-            RolloutRecord(path, self.experiment.records),
-            split=split,
-            settings=self.settings,
-            progress=self.progress,
-        )
-        return summary(scores_frame(final), len(tasks), self.settings.attempts)["score"]
 
     def _edit(self, k: int) -> EditRecord:
         store, seed = self.experiment.snapshots, self.seed()
@@ -335,7 +293,7 @@ class MetaHarness(Searching):
 
     def _worker_step(self, k: int, edit_dir: Path, instruction: str) -> Trajectory:
         """The Worker's run with the history view at `.history` (read-only in its jail)."""
-        worker = self._worker_agent()
+        worker = self.agent("worker")
         view = self.history.update(
             list(self.read_state().rounds), watch=not worker.confinement.jailed
         )
@@ -365,19 +323,3 @@ class MetaHarness(Searching):
             snapshot_id=outcome.snapshot.id if outcome.snapshot else None,
             changed=[f"{c.status} {c.path}" for c in outcome.changed],
         )
-
-    def _target_agent(self, checkout: Path) -> Agent:
-        if self._target is None:
-            self._target = self.builders.target(
-                self.experiment.config.agent, checkout, confinement=self.experiment.confinement
-            )
-        return self._target
-
-    def _worker_agent(self) -> Agent:
-        if self._worker is None:
-            self._worker = self.builders.worker(
-                self.experiment.config.algorithm.worker,
-                None,
-                confinement=self.experiment.confinement,
-            )
-        return self._worker

@@ -52,11 +52,9 @@ from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import (
     Progress,
-    Settings,
     final_trajectories,
 )
 from flashrsi_dagster.rollouts.record import RolloutRecord
-from flashrsi_dagster.rollouts.scores import scores_frame, summary
 from flashrsi_dagster.snapshots import Snapshot
 
 
@@ -84,12 +82,10 @@ class ModularRSI(Searching):
         log: Log = print,
         progress: Progress | None = None,
     ) -> None:
-        self.experiment, self.builders = experiment, builders
-        self.config: ModularRSIConfig = experiment.config.algorithm  # type: ignore[assignment]
+        super().__init__(experiment, builders=builders, log=log, progress=progress)
+        self.config: ModularRSIConfig
         self.modules = ordered(self.config.modules)
         self.layout = Layout.of(experiment.paths.records)
-        self.settings = Settings.of(experiment.config.benchmark)
-        self.log, self.progress = log, progress
 
     # -- the seam -------------------------------------------------------------------------
 
@@ -259,21 +255,9 @@ class ModularRSI(Searching):
         self.experiment.records.verify()
         assert state.promotion is not None
         self.record_decisions()  # the promotion's entry, should a crash have cut it off
-        tasks = load_splits(self.experiment.config.benchmark, self.benchmark).unseal_test()
-        snapshot = self.experiment.snapshots.get(state.promotion.snapshot_id)
-        attempts = self.settings.attempts
-        version = self.evaluator.before_sealed_test(tasks)
-        final = self.evaluate(snapshot, tasks, self.layout.test_rollouts, attempts, split="test")
-        score = summary(scores_frame(final), len(tasks), attempts)["score"]
-        result = TestResult(
-            snapshot_id=snapshot.id,
-            test_score=score,
-            test_tasks=len(tasks),
-            eval_set=version.label,
+        return self.test_once(
+            state.promotion.snapshot_id, self.layout.test_rollouts, self.layout.test
         )
-        self.write(self.layout.test, result)
-        self.log(f"sealed test of {snapshot.short_id}: {score:.3f} over {len(tasks)} tasks")
-        return result
 
 
 def choose(state: State, modules: tuple[str, ...], seed_id: str) -> Promotion:
