@@ -171,7 +171,7 @@ def test_a_second_sealed_test_launched_while_the_first_runs_does_not_evaluate_th
     first.run(until="sealed_test")
     second = _open(tmp_path / "home")
     started = threading.Event()
-    _signal_on(second, "_rollouts", started)
+    _signal_on(second, "score", started)
     counted = second.benchmark = _Benchmark(second.benchmark)
     meanwhile: list[_Meanwhile] = []
 
