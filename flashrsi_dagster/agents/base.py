@@ -63,6 +63,8 @@ class Agent(ABC):
     """The `llm.api` dialects the adapter speaks, preferred first."""
     api_hint: ClassVar[str] = ""
     """Said after a refused `llm.api`: where to go instead."""
+    supports_login: ClassVar[bool] = False
+    """True when the adapter can use its harness's native login (`llm.auth: login`)."""
     protected: ClassVar[tuple[str, ...]] = ()
     """The harness's evaluator-protected entries (`glob` or `glob#key`): the files, or keys,
     that hold a permission or a budget the run is held to; no candidate may change them
@@ -102,14 +104,20 @@ class Agent(ABC):
         """What this adapter cannot honour in a role's config, one line each naming the key
         under `where` (`agent`, `algorithm.worker`). It starts nothing, so the dry run asks
         it before anything is written; construction refuses the same problems."""
+        problems = []
         api = config.llm.api
-        if api in cls.supported_apis:
-            return []
-        return [
-            f"{where}.llm.api: {cls.name} does not speak {api!r}, only "
-            f"{' or '.join(cls.supported_apis)}: set {where}.llm.api: {cls.supported_apis[0]}"
-            f"{cls.api_hint}"
-        ]
+        if api not in cls.supported_apis:
+            problems.append(
+                f"{where}.llm.api: {cls.name} does not speak {api!r}, only "
+                f"{' or '.join(cls.supported_apis)}: set {where}.llm.api: "
+                f"{cls.supported_apis[0]}{cls.api_hint}"
+            )
+        if config.llm.auth == "login" and not cls.supports_login:
+            problems.append(
+                f"{where}.llm.auth: {cls.name} has no native login; set {where}.llm.api_key "
+                "and auth: key"
+            )
+        return problems
 
     def _setup(self) -> None:  # noqa: B027 - optional hook
         """Called at the end of construction: an adapter checks its role config here (naming

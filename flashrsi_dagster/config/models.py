@@ -20,6 +20,7 @@ from pydantic import (
     ValidationInfo,
     field_serializer,
     field_validator,
+    model_validator,
 )
 
 from flashrsi_dagster.config.secrets import SecretRef
@@ -33,6 +34,7 @@ _ADAPTER_TYPE = re.compile(r"[a-z][a-z0-9_-]*|[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 # naming the key, not gigabytes of task slots or a loop that never ends.
 MAX_STEPS = 1_000
 MAX_TURNS = 1_000
+MAX_TOOL_CALLS = 100_000
 MAX_ATTEMPTS = 100
 MAX_CONCURRENCY = 256
 MAX_TASKS = 100_000
@@ -131,6 +133,11 @@ class LLMConfig(Section):
         2, ge=0, le=MAX_RETRIES, description="Retries of a failed call (429, 5xx, timeout)."
     )
     price: PriceConfig | None = Field(None, description="Token prices; None: cost not computed.")
+    auth: Literal["key", "login"] = Field(
+        "key",
+        description="`key`: `api_key` (or none); `login`: the harness's native login "
+        "credentials, read from where they live and only then (adapters that have one).",
+    )
 
     @field_validator("base_url")
     @classmethod
@@ -143,6 +150,15 @@ class LLMConfig(Section):
     def _json_safe(self, value: dict[str, Any]) -> Any:
         return to_json_value(value)
 
+    @model_validator(mode="after")
+    def _one_credential(self) -> LLMConfig:
+        if self.auth == "login" and self.api_key is not None:
+            raise ValueError(
+                "auth: login uses the harness's native login credentials; remove api_key, or "
+                "set auth: key"
+            )
+        return self
+
 
 class SpendCap(Section):
     """A role's spending cap, enforced by the model gateway per experiment: once reached,
@@ -151,6 +167,23 @@ class SpendCap(Section):
     usd: float | None = Field(None, ge=0, description="USD the role may spend; None: no cap.")
     tokens: int | None = Field(
         None, ge=0, description="Input + output tokens the role may use; None: no cap."
+    )
+
+
+class PermissionsConfig(Section):
+    """What one role's agent may do, in the framework's words: each adapter maps it onto its
+    harness's own tools and refuses (`config_problems`) what it cannot enforce. Budgets, the
+    cancellation of a run and the completion checks apply whatever these say."""
+
+    edit: bool = Field(
+        True,
+        description="May change files in its working folder; false: the folder is mounted "
+        "read-only (a Worker must edit).",
+    )
+    shell: bool = Field(True, description="May run shell commands.")
+    deny_tools: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(
+        default_factory=list,
+        description="The harness's own tool names the agent must not be offered.",
     )
 
 
@@ -172,7 +205,25 @@ class RoleConfig(Section):
         validate_default=True,  # the default must still outlast `llm.timeout`
         description="Wall-clock seconds for one run; more than `llm.timeout`.",
     )
-    max_turns: Count = Field(50, gt=0, le=MAX_TURNS, description="Model calls allowed in one run.")
+    max_turns: Count | None = Field(
+        50,
+        ge=0,
+        le=MAX_TURNS,
+        description="Tool-using turns (model calls that may run tools) in one run: None, no "
+        "count limit; 0, none (the model is asked only for its final answer); n, a hard stop "
+        "after n, then the forced final answer.",
+    )
+    max_tool_calls: Count | None = Field(
+        None,
+        ge=0,
+        le=MAX_TOOL_CALLS,
+        description="Tool calls in one run: None, no count limit; 0, no tool may run (never "
+        "read as unlimited); n, calls after the n-th are refused and the run must answer.",
+    )
+    permissions: PermissionsConfig = Field(
+        default_factory=lambda: PermissionsConfig(),
+        description="What the role's agent may do; each adapter enforces it or refuses it.",
+    )
     spend_cap: SpendCap | None = Field(
         None, description="Caps on what this role may spend, enforced by the model gateway."
     )
