@@ -98,16 +98,21 @@ class Confinement:
         read_only: Sequence[Mount] = (),
         runtime: JailSpec | None = None,
         bridge: Sequence[str] | None = None,
+        upstream: Upstream | None = None,
     ) -> Iterator[AgentRun]:
         """Confine one run: grant a token, start its jail (if jailed) with the run's
         `writable` folders, `read_only` mounts and the agent's `runtime`, and serve the
         gateway inside it. With `bridge` (the argv prefix into a task's own environment), the
         run's `shell_prefix` runs commands there from inside the jail. On exit the jail is
-        killed and the token revoked."""
+        killed and the token revoked. `upstream` replaces the role's (`upstream_of(llm)`), e.g.
+        for a harness's native login."""
         assert self.gateway is not None
         run_id = uuid.uuid4().hex[:12]
         token = self.gateway.grant(
-            experiment=self.experiment, role=role, run_id=run_id, upstream=upstream_of(llm)
+            experiment=self.experiment,
+            role=role,
+            run_id=run_id,
+            upstream=upstream or upstream_of(llm),
         )
         run = AgentRun(token, self.gateway.url, None, dict(BASE_ENV, HOME="/tmp", TMPDIR="/tmp"))
         try:

@@ -38,6 +38,9 @@ class Upstream:
     models: frozenset[str] | None = None
     """When set, requests naming another model are refused (403): a run cannot switch to a
     pricier model than the one it was priced for."""
+    oauth: bool = False
+    """The key is an OAuth access token (a Claude login, `llm.auth: login`): sent as a Bearer
+    token with Anthropic's OAuth beta header instead of `x-api-key`."""
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.base_url)

@@ -34,6 +34,8 @@ CREDENTIALS = frozenset(
 # Set by http.client or by the gateway itself (bodies go upstream uncompressed, to be metered).
 REWRITTEN = frozenset({"host", "content-length", "accept-encoding", "expect"})
 ANTHROPIC_VERSION = "2023-06-01"
+OAUTH_BETA = "oauth-2025-04-20"
+"""The beta Anthropic's API asks of a request authenticated by a Claude login's token."""
 
 # Broken on first use, a reused keep-alive connection had been closed by the upstream while
 # idle: the request never reached it, so it is sent once more on a fresh connection.
@@ -45,7 +47,12 @@ Origin = tuple[str, str, int]
 def request_headers(incoming: Message, upstream: Upstream) -> list[tuple[str, str]]:
     dropped = HOP_BY_HOP | CREDENTIALS | REWRITTEN | _connection_tokens(incoming)
     headers = [(name, value) for name, value in incoming.items() if name.lower() not in dropped]
-    if upstream.key is not None:
+    if upstream.key is not None and upstream.oauth:
+        headers.append(("Authorization", f"Bearer {upstream.key}"))
+        betas = [v.strip() for v in incoming.get("anthropic-beta", "").split(",") if v.strip()]
+        headers = [(n, v) for n, v in headers if n.lower() != "anthropic-beta"]
+        headers.append(("anthropic-beta", ",".join(dict.fromkeys([*betas, OAUTH_BETA]))))
+    elif upstream.key is not None:
         if upstream.api == "anthropic":
             headers.append(("x-api-key", upstream.key))
         else:

@@ -15,15 +15,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flashrsi_dagster.agents.base import Agent, AgentConfigError
-from flashrsi_dagster.agents.claude_code.options import bundled_cli
+from flashrsi_dagster.agents.claude_code.login import (
+    credentials_path,
+    login_token,
+    login_upstream,
+)
+from flashrsi_dagster.agents.claude_code.options import SessionFiles, bundled_cli
 from flashrsi_dagster.agents.claude_code.run_dir import run_dir
 from flashrsi_dagster.config.experiment import role_key
 from flashrsi_dagster.config.models import LLMConfig, RoleConfig
 from flashrsi_dagster.environments.confinement import gateway_verdict
 from flashrsi_dagster.environments.jail import Mount
-from flashrsi_dagster.records import ErrorInfo, Status, Trajectory
+from flashrsi_dagster.gateway import Upstream
+from flashrsi_dagster.records import ErrorInfo, Redactor, Status, Trajectory
 
 if TYPE_CHECKING:
+    from claude_agent_sdk import ResultMessage
+
     from flashrsi_dagster.agents.claude_code.session import Outcome
 
 HARNESS = Path(__file__).with_name("harness")
@@ -40,6 +48,7 @@ class ClaudeCode(Agent):
         "sub-agents and hooks on the native claude_code system prompt and tools."
     )
     has_file_tools = True
+    supports_login = True
     supported_apis = ("anthropic",)
     api_hint = " (for OpenAI-compatible endpoints use type miniagent)"
     protected = (
@@ -78,30 +87,46 @@ class ClaudeCode(Agent):
         if problems:
             raise AgentConfigError("; ".join(problems))
         clock = time.monotonic()
+        work = Path(working_dir).resolve()
+        upstream, redactor = self._credentials(config)
+        # Without `edit`, the folder is mounted read-only: the shell cannot write either.
+        folder = (work,) if config.permissions.edit else ()
         with (
             run_dir(self.files_dir) as run,
             self.confinement.run(
                 self.role,
                 config.llm,
                 # Not the run folder itself: its launcher runs as root on the host.
-                writable=(Path(working_dir).resolve(), run.config, run.tmp),
-                read_only=(Mount(bundled_cli().parent), Mount(run.plugin), *mounts),
+                writable=(*folder, run.config, run.tmp),
+                read_only=(
+                    Mount(bundled_cli().parent),
+                    Mount(run.plugin),
+                    *([] if folder else [Mount(work)]),
+                    *mounts,
+                ),
+                upstream=upstream,
             ) as confined,
         ):
             # The token (worthless outside this jail) where the CLI's key helper reads it.
             run.key_file.write_text(confined.token, encoding="utf-8")
             run.key_file.chmod(0o644)
-            outcome = run_session(
-                config,
-                run,
-                Path(working_dir).resolve(),
-                instruction,
-                self.role,
-                _claude_md(self.files_dir),
-                confined,
-            )
-        trajectory = _trajectory(outcome, config, self.redactor.value, time.monotonic() - clock)
+            session = SessionFiles(self.files_dir, work, self.role, _claude_md(self.files_dir))
+            outcome = run_session(config, run, session, instruction, confined)
+
+        def redact(value: Any) -> Any:
+            return redactor.value(self.redactor.value(value))
+
+        trajectory = _trajectory(outcome, config, redact, time.monotonic() - clock)
         return gateway_verdict(trajectory, confined.usage, outcome.timed_out)
+
+    @staticmethod
+    def _credentials(config: RoleConfig) -> tuple[Upstream | None, Redactor]:
+        """For `llm.auth: login`, the upstream that carries the native login (read now, and
+        only for such a role) and a redactor that knows it; else the role's own upstream."""
+        if config.llm.auth != "login":
+            return None, Redactor(environ={})
+        token = login_token(credentials_path())
+        return login_upstream(config.llm, token), Redactor([token], environ={})
 
 
 def llm_problems(llm: LLMConfig, where: str) -> list[str]:
@@ -150,6 +175,7 @@ def _trajectory(
         "session_id": last.session_id if last else None,
         "terminal_reason": _ending(outcome)[0],
         "subagents": transcript.subagents,
+        "tool_budget": outcome.budget.summary(),
         "stderr_tail": "\n".join(outcome.stderr)[-STDERR_TAIL:],
     }
     return Trajectory(
@@ -168,8 +194,7 @@ def _trajectory(
 def _status(outcome: Outcome) -> Status:
     if outcome.timed_out:
         return Status.TIMEOUT
-    last = outcome.transcript.last_result
-    if outcome.failure is None and last is not None and not last.is_error:
+    if outcome.failure is None and _completed(outcome.transcript.last_result):
         return Status.SUCCESS
     reason, code = _ending(outcome)
     if reason == "api_error" and (code is None or code in _RETRYABLE_HTTP or code >= 500):
@@ -203,4 +228,17 @@ def _error(outcome: Outcome, timeout: float) -> ErrorInfo | None:
     if last.is_error:
         detail = last.result or "; ".join(last.errors or []) or "no detail"
         return ErrorInfo(type="ResultError", message=f"{last.subtype}: {detail}")
+    if not _completed(last):
+        return ErrorInfo(
+            type="SessionStopped",
+            message=f"the session stopped before it completed ({last.terminal_reason})",
+        )
     return None
+
+
+def _completed(last: ResultMessage | None) -> bool:
+    """A result that answers: not an error, and not a session a hook stopped or paused (the
+    CLI reports those as a `success` without an answer)."""
+    if last is None or last.is_error:
+        return False
+    return last.terminal_reason in (None, "completed")

@@ -6,11 +6,18 @@ import json
 import os
 import shlex
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from claude_agent_sdk import ClaudeAgentOptions
 
+from flashrsi_dagster.agents.claude_code.extensions import (
+    check_plugin,
+    mcp_servers,
+    session_settings,
+)
+from flashrsi_dagster.agents.claude_code.limits import ToolBudget, disallowed_tools, turn_options
 from flashrsi_dagster.agents.claude_code.run_dir import RunDir
 from flashrsi_dagster.config.models import LLMConfig, RoleConfig
 from flashrsi_dagster.environments.confinement import AgentRun
@@ -50,38 +57,56 @@ _QUIET = {
 def agent_options(
     config: RoleConfig,
     run: RunDir,
-    working_dir: Path,
-    role: str,
-    append: str | None,
+    session: SessionFiles,
     stderr: Callable[[str], None],
     confined: AgentRun,
+    budget: ToolBudget,
 ) -> ClaudeAgentOptions:
     """One session's options: the `claude_code` preset (plus CLAUDE.md), the snapshot's plugin,
-    no implicit user or project settings, the role's model and limits, and the model gateway
-    as its endpoint. A jailed run's CLI starts inside the jail (`jailed_cli`)."""
+    MCP servers and settings (no implicit user or project settings), the role's model, limits
+    and permissions, and the model gateway as its endpoint. A jailed run's CLI starts inside
+    the jail (`jailed_cli`)."""
     llm = config.llm
-    env = cli_env(llm, run, role, base_url=confined.base_url)
+    env = cli_env(llm, run, session.role, base_url=confined.base_url)
     system_prompt: dict[str, Any] = {"type": "preset", "preset": "claude_code"}
-    if append:
-        system_prompt["append"] = append
+    if session.append:
+        system_prompt["append"] = session.append
+    turns = turn_options(config.max_turns)
+    # The key reaches the CLI through a helper command, not the environment, so the CLI's
+    # Bash tool (which inherits the environment) cannot print it.
+    framework = {"apiKeyHelper": f"cat {shlex.quote(str(run.key_file))}"}
+    settings = session_settings(session.snapshot, framework, env)
+    check_plugin(run.plugin)
+    servers = mcp_servers(session.snapshot, run.plugin) if "tools" not in turns else {}
     return ClaudeAgentOptions(
-        cwd=str(working_dir),
+        cwd=str(session.working_dir),
         model=llm.model,
         env=env,
-        cli_path=jailed_cli(confined, run, env, working_dir) if confined.jail else None,
-        # The key reaches the CLI through a helper command, not the environment, so the CLI's
-        # Bash tool (which inherits the environment) cannot print it.
-        settings=json.dumps({"apiKeyHelper": f"cat {shlex.quote(str(run.key_file))}"}),
+        cli_path=jailed_cli(confined, run, env, session.working_dir) if confined.jail else None,
+        settings=json.dumps(settings),
         setting_sources=[],
+        mcp_servers=servers,
         system_prompt=system_prompt,  # type: ignore[arg-type]
         plugins=[{"type": "local", "path": str(run.plugin)}],
         permission_mode="bypassPermissions",
-        max_turns=config.max_turns,
+        disallowed_tools=disallowed_tools(config),
+        hooks=budget.hooks(),  # type: ignore[arg-type]
         thinking=_thinking(llm),  # type: ignore[arg-type]
         effort=llm.reasoning.effort if llm.reasoning else None,  # type: ignore[arg-type]
         forward_subagent_text=True,
         stderr=stderr,
+        **turns,
     )
+
+
+@dataclass(frozen=True)
+class SessionFiles:
+    """What one session runs on: the snapshot, the task's folder, the appended CLAUDE.md."""
+
+    snapshot: Path
+    working_dir: Path
+    role: str
+    append: str | None
 
 
 def cli_env(

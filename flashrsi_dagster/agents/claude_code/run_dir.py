@@ -20,7 +20,8 @@ logger = logging.getLogger("flashrsi.agents.claude_code")
 PLUGIN_NAME = "harness"
 """Plugin skills and agents are named `harness:<name>` in the session (unless the snapshot's
 own manifest names the plugin otherwise)."""
-PLUGIN_PARTS = ("skills", "agents", "hooks")
+PLUGIN_PARTS = ("skills", "agents", "hooks", "mcp")
+"""Copied into the plugin folder; `mcp/` holds the code of the snapshot's stdio MCP servers."""
 MANIFEST = ".claude-plugin/plugin.json"
 """Where a plugin keeps its manifest, in the snapshot as in the run's plugin folder."""
 
@@ -35,7 +36,7 @@ class RunDir:
       tmp/                        CLAUDE_CODE_TMPDIR: task output files, sockets
       plugin/                     the snapshot's extensions as one local plugin
         .claude-plugin/plugin.json  the snapshot's own manifest, when it has one; else generated
-        skills/ agents/ hooks/    copies of the snapshot's folders, when present
+        skills/ agents/ hooks/ mcp/  copies of the snapshot's folders, when present
       claude-in-jail              the launcher that starts the CLI inside the run's jail (never
                                   visible inside it: it runs as root on the host)
     """

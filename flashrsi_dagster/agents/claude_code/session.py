@@ -7,13 +7,14 @@ from collections import deque
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import anyio
-from claude_agent_sdk import ClaudeAgentOptions, query
+from claude_agent_sdk import ClaudeAgentOptions, SystemMessage, query
 
-from flashrsi_dagster.agents.claude_code.options import agent_options
+from flashrsi_dagster.agents.claude_code.extensions import ExtensionLoadError
+from flashrsi_dagster.agents.claude_code.limits import ToolBudget
+from flashrsi_dagster.agents.claude_code.options import SessionFiles, agent_options
 from flashrsi_dagster.agents.claude_code.processes import stop_processes
 from flashrsi_dagster.agents.claude_code.run_dir import RunDir
 from flashrsi_dagster.agents.claude_code.transcript import Transcript
@@ -29,24 +30,30 @@ class Outcome:
     stderr: deque[str] = field(default_factory=lambda: deque(maxlen=STDERR_LINES))
     timed_out: bool = False
     failure: Exception | None = None
-    """What the SDK raised, e.g. `ResultError` after an error result."""
+    """What the SDK raised, e.g. `ResultError` after an error result, or the snapshot's
+    extension that failed to load."""
+    budget: ToolBudget = field(default_factory=lambda: ToolBudget(None))
 
 
 def run_session(
     config: RoleConfig,
     run: RunDir,
-    working_dir: Path,
+    session: SessionFiles,
     instruction: str,
-    role: str,
-    append: str | None,
     confined: AgentRun,
 ) -> Outcome:
     """Run one session to its end, its failure or its timeout; never raises for the session's
-    own failures. When this returns the CLI has exited; whatever it left running is stopped
-    when the run folder closes."""
-    outcome = Outcome()
+    own failures (a snapshot extension that cannot load is one). When this returns the CLI has
+    exited; whatever it left running is stopped when the run folder closes."""
+    outcome = Outcome(budget=ToolBudget(config.max_tool_calls))
     outcome.transcript.prompt(instruction)
-    options = agent_options(config, run, working_dir, role, append, outcome.stderr.append, confined)
+    try:
+        options = agent_options(
+            config, run, session, outcome.stderr.append, confined, outcome.budget
+        )
+    except ExtensionLoadError as exc:
+        outcome.failure = exc
+        return outcome
     _run_sync(_drive(options, instruction, config.timeout, run.marker, outcome))
     return outcome
 
@@ -71,8 +78,13 @@ async def _drive(
         try:
             async for message in query(prompt=instruction, options=options):
                 outcome.transcript.add(message)
+                if outcome.failure is None and (failed := extension_failure(message)):
+                    # A broken harness is not worth its model calls: stop the CLI; the SDK
+                    # then ends the stream as it does for any CLI that exits.
+                    outcome.failure = failed
+                    await anyio.to_thread.run_sync(stop_processes, marker)
         except Exception as exc:  # the session's failure is data for its trajectory
-            outcome.failure = exc
+            outcome.failure = outcome.failure or exc
         group.cancel_scope.cancel()
 
 
@@ -86,3 +98,22 @@ async def _watchdog(
     with anyio.CancelScope(shield=True):
         await anyio.to_thread.run_sync(stop_processes, marker)
     scope.cancel()
+
+
+def extension_failure(message: Any) -> ExtensionLoadError | None:
+    """What the session's start reports it could not load: an MCP server that failed to
+    start or connect, a plugin with errors."""
+    if not isinstance(message, SystemMessage) or message.subtype != "init":
+        return None
+    failed = [
+        f"MCP server {server.get('name')!r}: {server.get('status')}"
+        + (f" ({server['error']})" if server.get("error") else "")
+        for server in message.data.get("mcp_servers") or []
+        if server.get("status") in ("failed", "needs-auth")
+    ]
+    failed += [
+        f"plugin {plugin.get('name')!r}: {plugin.get('errors') or plugin.get('error')}"
+        for plugin in message.data.get("plugins") or []
+        if plugin.get("errors") or plugin.get("error")
+    ]
+    return ExtensionLoadError("; ".join(failed)) if failed else None
