@@ -44,6 +44,19 @@ def test_openai_upstreams_get_the_real_key_as_bearer_and_never_the_token(gateway
     assert token not in repr(received)
 
 
+def test_a_login_token_goes_upstream_as_bearer_with_the_oauth_beta(gateway, recorder):
+    token = _grant(gateway, Upstream(recorder.url, "anthropic", CANARY_KEY, oauth=True))
+    headers = {**anthropic_headers(token), "anthropic-beta": "tools-1"}
+
+    httpx2.post(f"{gateway.url}/v1/messages", json=CHAT, headers=headers)
+
+    lowered = {k.lower(): v for k, v in recorder.requests[0][2].items()}
+    assert lowered["authorization"] == f"Bearer {CANARY_KEY}"
+    assert lowered["anthropic-beta"] == "tools-1,oauth-2025-04-20"
+    assert "x-api-key" not in lowered
+    assert token not in repr(recorder.requests[0])
+
+
 def test_anthropic_upstreams_get_x_api_key_and_the_version(gateway, recorder):
     token = _grant(gateway, Upstream(recorder.url, "anthropic", CANARY_KEY))
 
