@@ -1,9 +1,10 @@
 """The Claude Code adapter: one official SDK session per run, the snapshot as a local plugin.
 
 The session gets the native `claude_code` system prompt with the snapshot's `CLAUDE.md`
-appended when it is non-empty, and the snapshot's `skills/`, `agents/` and `hooks/` as a local
-plugin; user and project settings, auto memory and non-essential traffic are off. Session files
-live in a per-run temporary folder (`run_dir.py`) that is removed afterwards.
+appended when it is non-empty, the snapshot's `skills/`, `agents/`, `hooks/` and `mcp/` as a
+local plugin, and its `.mcp.json` and `settings.json` passed explicitly under the framework's
+own keys; user and project settings, auto memory and non-essential traffic are off. Session
+files live in a per-run temporary folder (`run_dir.py`) that is removed afterwards.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ class ClaudeCode(Agent):
     servers, which the snapshot's own plugin manifest may declare when a harness makes it
     evolvable): protected even if a harness declares them. Hooks stay evolvable: the framework
     runs the CLI with `bypassPermissions` and its own settings, so a hook has no approval left
-    to grant, and `max_turns` and the timeouts come from the role config."""
+    to grant; `max_turns`, the timeouts and the permissions come from the role config, and
+    `max_tool_calls` is counted by the framework's own hook, which no snapshot hook can undo."""
 
     @classmethod
     def config_problems(cls, config: RoleConfig, where: str) -> list[str]:

@@ -70,6 +70,22 @@ def test_mcp_servers_and_settings_load_from_the_snapshot(server, mcp_harness, wo
     assert init["data"]["permissionMode"] == "bypassPermissions"
 
 
+def test_the_plugin_manifests_own_mcp_servers_load_with_the_plugin(server, mcp_harness, work):
+    servers = json.loads((mcp_harness / ".mcp.json").read_text())["mcpServers"]
+    (mcp_harness / ".mcp.json").unlink()
+    manifest = {"name": "harness", "version": "1.0.0", "mcpServers": servers}
+    (mcp_harness / ".claude-plugin").mkdir()
+    (mcp_harness / ".claude-plugin" / "plugin.json").write_text(json.dumps(manifest))
+    server.add_script(
+        "plugin-mcp", [call("mcp__plugin_harness_shout__shout", text="hi"), {"text": "done"}]
+    )
+    with target_agent(role(server, "plugin-mcp"), mcp_harness) as agent:
+        trajectory = agent.run(work, "Shout hi", task_id="t")
+
+    assert trajectory.status == Status.SUCCESS, trajectory.error
+    assert _tool_results(trajectory)["call_1"] == [{"type": "text", "text": "SHOUTED: HI"}]
+
+
 @pytest.mark.parametrize(
     ("path", "text", "message"),
     [
