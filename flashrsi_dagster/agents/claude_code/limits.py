@@ -36,8 +36,14 @@ def disallowed_tools(config: RoleConfig) -> list[str]:
 def turn_options(max_turns: int | None) -> dict[str, Any]:
     """`max_turns` as `ClaudeAgentOptions` fields."""
     if max_turns == 0:  # one model call, nothing to call: the answer comes without tools
-        return {"max_turns": 1, "tools": []}
+        return {"max_turns": 1, "tools": [], "strict_mcp_config": True}
     return {"max_turns": max_turns}
+
+
+def tool_limit(config: RoleConfig) -> int | None:
+    """The tool calls a run may make: none at all without a tool-using turn (a plugin's MCP
+    server may still offer its tools), else `max_tool_calls`."""
+    return 0 if config.max_turns == 0 else config.max_tool_calls
 
 
 class ToolBudget:

@@ -13,7 +13,7 @@ import anyio
 from claude_agent_sdk import ClaudeAgentOptions, SystemMessage, query
 
 from flashrsi_dagster.agents.claude_code.extensions import ExtensionLoadError
-from flashrsi_dagster.agents.claude_code.limits import ToolBudget
+from flashrsi_dagster.agents.claude_code.limits import ToolBudget, tool_limit
 from flashrsi_dagster.agents.claude_code.options import SessionFiles, agent_options
 from flashrsi_dagster.agents.claude_code.processes import stop_processes
 from flashrsi_dagster.agents.claude_code.run_dir import RunDir
@@ -45,7 +45,7 @@ def run_session(
     """Run one session to its end, its failure or its timeout; never raises for the session's
     own failures (a snapshot extension that cannot load is one). When this returns the CLI has
     exited; whatever it left running is stopped when the run folder closes."""
-    outcome = Outcome(budget=ToolBudget(config.max_tool_calls))
+    outcome = Outcome(budget=ToolBudget(tool_limit(config)))
     outcome.transcript.prompt(instruction)
     try:
         options = agent_options(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import tempfile
@@ -17,6 +18,7 @@ from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.offline_model import OfflineModelServer, RequestRecord, ServerConfig
 
 CLAUDE_MD_MARKER = "Always end notes with the word FLASHRSI-MARKER."
+SHOUT = Path(__file__).with_name("mcp_shout.py")
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +58,23 @@ def harness_dir(tmp_path: Path) -> Path:
     (folder / "agents" / "helper.md").write_text(
         "---\nname: helper\ndescription: answers small questions\nmodel: haiku\n---\nHelp.\n"
     )
+    return folder
+
+
+@pytest.fixture
+def mcp_harness(tmp_path: Path) -> Path:
+    """The built-in harness plus a stdio MCP server (`mcp/shout.py`) and a settings file."""
+    folder = tmp_path / "mcp-harness"
+    shutil.copytree(HARNESS, folder)
+    (folder / "mcp").mkdir()
+    shutil.copyfile(SHOUT, folder / "mcp" / "shout.py")
+    server = {"command": "python3", "args": ["${CLAUDE_PLUGIN_ROOT}/mcp/shout.py"]}
+    (folder / ".mcp.json").write_text(json.dumps({"mcpServers": {"shout": server}}))
+    settings = {
+        "env": {"GREETING": "from-settings", "ANTHROPIC_BASE_URL": "http://10.255.0.1:9"},
+        "permissions": {"deny": ["Read"], "defaultMode": "plan"},
+    }
+    (folder / "settings.json").write_text(json.dumps(settings))
     return folder
 
 

@@ -4,34 +4,13 @@ framework's own keys; a snapshot extension that cannot load is an error trajecto
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
 
 import pytest
 
 from flashrsi_dagster.agents import target_agent
-from flashrsi_dagster.agents.claude_code.adapter import HARNESS, ClaudeCode
+from flashrsi_dagster.agents.claude_code.adapter import ClaudeCode
 from flashrsi_dagster.records import Status
 from tests.agents.claude_code.conftest import call, requests_for, role
-
-SHOUT = Path(__file__).with_name("mcp_shout.py")
-
-
-@pytest.fixture
-def mcp_harness(tmp_path: Path) -> Path:
-    """The built-in harness plus a stdio MCP server (`mcp/shout.py`) and a settings file."""
-    folder = tmp_path / "mcp-harness"
-    shutil.copytree(HARNESS, folder)
-    (folder / "mcp").mkdir()
-    shutil.copyfile(SHOUT, folder / "mcp" / "shout.py")
-    server = {"command": "python3", "args": ["${CLAUDE_PLUGIN_ROOT}/mcp/shout.py"]}
-    (folder / ".mcp.json").write_text(json.dumps({"mcpServers": {"shout": server}}))
-    settings = {
-        "env": {"GREETING": "from-settings", "ANTHROPIC_BASE_URL": "http://10.255.0.1:9"},
-        "permissions": {"deny": ["Read"], "defaultMode": "plan"},
-    }
-    (folder / "settings.json").write_text(json.dumps(settings))
-    return folder
 
 
 def _tool_results(trajectory) -> dict[str, object]:

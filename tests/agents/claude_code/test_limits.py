@@ -3,6 +3,8 @@ cannot change, turns that tell none from zero, and tools (and the folder) a role
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from flashrsi_dagster.agents import target_agent
@@ -44,9 +46,14 @@ def test_tool_calls_past_the_budget_are_refused_and_the_run_answers(server, work
     }
 
 
-def test_zero_turns_offers_no_tool_and_the_model_answers(server, work):
+def test_zero_turns_offers_no_tool_and_the_model_answers(server, mcp_harness, work):
+    # MCP servers from .mcp.json and from the plugin manifest: neither is offered either.
+    servers = json.loads((mcp_harness / ".mcp.json").read_text())["mcpServers"]
+    (mcp_harness / ".claude-plugin").mkdir()
+    manifest = {"name": "harness", "version": "1.0.0", "mcpServers": servers}
+    (mcp_harness / ".claude-plugin" / "plugin.json").write_text(json.dumps(manifest))
     server.add_script("no-turns", ["just the answer"])
-    with target_agent(role(server, "no-turns", max_turns=0)) as agent:
+    with target_agent(role(server, "no-turns", max_turns=0), mcp_harness) as agent:
         trajectory = agent.run(work, "Answer", task_id="t")
 
     assert (trajectory.status, trajectory.answer) == (Status.SUCCESS, "just the answer")
