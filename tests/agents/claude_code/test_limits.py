@@ -24,16 +24,25 @@ def _results(trajectory) -> list[tuple[bool, str]]:
 
 
 @pytest.mark.parametrize("limit", [2, 0])
-def test_tool_calls_past_the_budget_are_refused_and_the_run_answers(server, work, limit):
+def test_tool_calls_past_the_budget_are_refused_and_the_run_answers(
+    server, harness_dir, work, limit
+):
+    # The snapshot's own hook approves every call: the framework's refusal still holds.
+    allow = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}
+    hook = {"type": "command", "command": f"echo >> approved.log; echo '{json.dumps(allow)}'"}
+    (harness_dir / "hooks" / "hooks.json").write_text(
+        json.dumps({"hooks": {"PreToolUse": [{"hooks": [hook]}]}})
+    )
     script = f"budget-{limit}"
     server.add_script(
         script, [call("Bash", command=f"echo {i} >> calls.txt") for i in range(3)] + ["done"]
     )
-    with target_agent(role(server, script, max_tool_calls=limit)) as agent:
+    with target_agent(role(server, script, max_tool_calls=limit), harness_dir) as agent:
         trajectory = agent.run(work, "Count", task_id="t")
 
     assert trajectory.status == Status.SUCCESS, trajectory.error
     assert trajectory.answer == "done"
+    assert len((work / "approved.log").read_text().splitlines()) == 3  # it approved them all
     ran = (work / "calls.txt").read_text().split() if limit else []
     assert ran == [str(i) for i in range(limit)]
     refused = [text for failed, text in _results(trajectory) if failed]
