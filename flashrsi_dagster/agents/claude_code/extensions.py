@@ -93,6 +93,7 @@ def session_settings(
 
 
 def check_plugin(plugin: Path) -> None:
-    """The plugin's manifest and hook config parse (the CLI skips a broken one silently)."""
+    """The plugin's manifest and hook config parse: refused here, naming the file, before a
+    CLI starts on a harness that is not what its snapshot says."""
     read_object(plugin / ".claude-plugin" / "plugin.json", "the snapshot's plugin manifest")
     read_object(plugin / "hooks" / "hooks.json", "the snapshot's hook config")
