@@ -1,0 +1,243 @@
+"""One Codex session: build the context, loop model call -> tool calls under the role's
+budgets, force a final answer with tools off when a budget is spent, clean up on exit.
+
+Budgets (from the role config, in the payload): `max_turns` counts model calls that may run
+tools, `max_tool_calls` counts tool calls; None is no count limit, 0 is none at all, n is a hard
+stop after n. Past a budget the model is asked once more, without tools, for its answer."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import openai
+
+from codex_core import context, hooks, settings, shell_snapshot
+from codex_core.events import Events
+from codex_core.shell import Shell
+from codex_core.tools import NAMES, Toolbox, specs
+
+FORCE_FINAL = (
+    "Your budget for tool use in this task is spent: no tool will run any more. Reply now "
+    "with your final answer as plain text."
+)
+INFRA_HTTP = {408, 409, 429}
+
+
+class Failure(Exception):
+    def __init__(self, message: str, kind: str = "agent") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass
+class Counters:
+    model_calls: int = 0
+    turns: int = 0
+    tool_calls: int = 0
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    answer: str = ""
+    inputs: list[Any] = field(default_factory=list)
+
+
+def run(payload: dict, events: Events) -> bool:
+    """True when the session ended with a final answer."""
+    home, cwd = Path(payload["codex_home"]), Path(payload["working_dir"])
+    thread_id = str(uuid.uuid4())
+    events.emit("thread.started", thread_id=thread_id)
+    env = {**os.environ, "CODEX_HOME": str(home)}
+    counters, snapshot, shell = Counters(), None, None
+    try:
+        config = settings.load(home)
+        names = offered_tools(payload, config)
+        if config.features["shell_snapshot"] and "shell" in names:
+            snapshot = shell_snapshot.create(home, thread_id, cwd, env)
+        shell = Shell(cwd, env, snapshot, config.shell_timeout, config.output_limit)
+        hook_runner = hooks.Hooks(home, cwd, env, config.features["hooks"])
+        events.emit("turn.started")
+        toolbox = Toolbox(names, cwd, shell, events)
+        _loop(payload, config, toolbox, hook_runner, home, cwd, thread_id, counters)
+        events.emit("turn.completed", usage=_usage(counters), stats=_stats(counters))
+        return True
+    except (Failure, settings.SettingsError, hooks.HookError) as exc:
+        kind = getattr(exc, "kind", "config")
+        events.emit("error", message=str(exc), kind=kind)
+        events.emit(
+            "turn.failed",
+            error={"message": str(exc), "kind": kind},
+            usage=_usage(counters),
+            stats=_stats(counters),
+        )
+        return False
+    except KeyboardInterrupt:
+        events.emit(
+            "turn.failed",
+            error={"message": "cancelled", "kind": "cancelled"},
+            usage=_usage(counters),
+            stats=_stats(counters),
+        )
+        return False
+    finally:
+        if shell is not None:
+            shell.close()
+        shell_snapshot.remove(snapshot)
+        shutil.rmtree(home / "plugins" / "data", ignore_errors=True)  # run state, never kept
+
+
+def offered_tools(payload: dict, config: settings.Settings) -> list[str]:
+    permissions = payload.get("permissions") or {}
+    denied = set(permissions.get("deny_tools") or [])
+    names = [n for n in NAMES if n not in denied and config.features.get(n, True)]
+    if permissions.get("shell") is False:
+        names = [n for n in names if n != "shell"]
+    if permissions.get("edit") is False:
+        names = [n for n in names if n != "apply_patch"]
+    return names
+
+
+def _loop(payload, config, toolbox, hook_runner, home, cwd, thread_id, counters) -> None:
+    llm = payload["llm"]
+    client = openai.OpenAI(
+        api_key=llm["api_key"],
+        base_url=llm["base_url"],
+        timeout=llm.get("timeout", 120),
+        max_retries=llm.get("max_retries", 2),
+        default_headers=llm.get("headers") or {},
+    )
+    found = context.skills(home, config.plugins, cwd)
+    instructions = context.instructions(home, found)
+    inputs: list[Any] = counters.inputs
+    doc = context.project_doc(cwd, config.project_doc_max_bytes)
+    if doc:
+        inputs.append(_developer(doc))
+    start = {"session_id": thread_id, "cwd": str(cwd)}
+    for result in hook_runner.run("SessionStart", start):
+        if result.output.strip():
+            inputs.append(_developer(f"SessionStart hook:\n{result.output.strip()}"))
+    inputs.append({"role": "user", "content": payload["instruction"]})
+    max_turns, max_calls = payload.get("max_turns"), payload.get("max_tool_calls")
+    while True:
+        tools_on = (
+            bool(toolbox.names)
+            and _left(max_turns, counters.turns)
+            and _left(max_calls, counters.tool_calls)
+        )
+        if not tools_on and toolbox.names:
+            inputs.append(_developer(FORCE_FINAL))
+        response = _create(
+            client, llm, instructions, inputs, toolbox.names if tools_on else [], config
+        )
+        counters.model_calls += 1
+        counters.turns += tools_on
+        _count(response, counters)
+        text, calls = _read(response, toolbox.events)
+        inputs.extend(item.model_dump(exclude_none=True) for item in response.output)
+        if not calls or not tools_on:
+            if not text and calls:
+                raise Failure("the model asked for tools after its tool budget was spent")
+            counters.answer = text
+            hook_runner.run("Stop", {"session_id": thread_id})
+            return
+        for call in calls:
+            output = _one_call(call, toolbox, hook_runner, max_calls, counters)
+            inputs.append(
+                {"type": "function_call_output", "call_id": call.call_id, "output": output}
+            )
+
+
+def _one_call(call, toolbox, hook_runner, max_calls, counters) -> str:
+    if not _left(max_calls, counters.tool_calls):
+        return f"Error: the tool-call budget ({max_calls}) is spent; this call did not run."
+    counters.tool_calls += 1
+    blocked = hook_runner.blocked(call.name, _arguments(call.arguments))
+    if blocked:
+        return f"Error: blocked by a hook: {blocked}"
+    output = toolbox.call(call.name, call.arguments, call.call_id)
+    hook_runner.run("PostToolUse", {"tool_name": call.name, "tool_response": output[:2000]})
+    return output
+
+
+def _create(client, llm, instructions, inputs, names, config):
+    request: dict[str, Any] = {"model": llm["model"], "instructions": instructions, "input": inputs}
+    if names:
+        request["tools"] = specs(names)
+        request["parallel_tool_calls"] = config.parallel_tool_calls
+    if llm.get("temperature") is not None:
+        request["temperature"] = llm["temperature"]
+    if llm.get("max_tokens"):
+        request["max_output_tokens"] = llm["max_tokens"]
+    if (llm.get("reasoning") or {}).get("effort"):
+        request["reasoning"] = {"effort": llm["reasoning"]["effort"]}
+    if llm.get("extra_body"):
+        request["extra_body"] = llm["extra_body"]
+    try:
+        return client.responses.create(**request)
+    except (openai.APIConnectionError, openai.InternalServerError, openai.RateLimitError) as exc:
+        raise Failure(f"model call failed: {exc}", "infra") from None
+    except openai.APIStatusError as exc:
+        kind = "infra" if exc.status_code in INFRA_HTTP or exc.status_code >= 500 else "agent"
+        raise Failure(f"model call failed: HTTP {exc.status_code}: {exc.message}", kind) from None
+
+
+def _read(response, events: Events) -> tuple[str, list]:
+    texts, calls = [], []
+    for item in response.output:
+        if item.type == "message":
+            text = "".join(getattr(part, "text", "") or "" for part in item.content)
+            if text:
+                texts.append(text)
+                events.item("agent_message", text=text)
+        elif item.type == "function_call":
+            calls.append(item)
+    return "\n".join(texts), calls
+
+
+def _count(response, counters: Counters) -> None:
+    usage = response.usage
+    if usage is None:
+        return
+    counters.input_tokens += usage.input_tokens or 0
+    counters.output_tokens += usage.output_tokens or 0
+    details = getattr(usage, "input_tokens_details", None)
+    counters.cached_input_tokens += getattr(details, "cached_tokens", 0) or 0
+
+
+def _left(budget: int | None, used: int) -> bool:
+    return budget is None or used < budget
+
+
+def _arguments(raw: str) -> dict:
+    import json
+
+    try:
+        value = json.loads(raw or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _developer(text: str) -> dict:
+    return {"role": "developer", "content": text}
+
+
+def _usage(c: Counters) -> dict:
+    return {
+        "input_tokens": c.input_tokens,
+        "cached_input_tokens": c.cached_input_tokens,
+        "output_tokens": c.output_tokens,
+    }
+
+
+def _stats(c: Counters) -> dict:
+    return {
+        "model_calls": c.model_calls,
+        "turns": c.turns,
+        "tool_calls": c.tool_calls,
+        "answer": c.answer,
+    }
