@@ -17,14 +17,14 @@ class Events:
         self._stream = stream or sys.stdout
         self._ids = itertools.count()
 
-    def emit(self, kind: str, **fields: Any) -> None:
-        line = json.dumps({"type": kind, **fields}, ensure_ascii=False)
+    def emit(self, event_type: str, /, **fields: Any) -> None:
+        line = json.dumps({"type": event_type, **fields}, ensure_ascii=False)
         for secret in self._secrets:
             line = line.replace(secret, "[REDACTED]")
         self._stream.write(line + "\n")
         self._stream.flush()
 
-    def item(self, kind: str, **fields: Any) -> dict[str, Any]:
-        item = {"id": f"item_{next(self._ids)}", "type": kind, **fields}
+    def item(self, item_type: str, /, **fields: Any) -> dict[str, Any]:
+        item = {"id": f"item_{next(self._ids)}", "type": item_type, **fields}
         self.emit("item.completed", item=item)
         return item
