@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from flashrsi_dagster.agents import AgentConfigError, harness_components, target
 from flashrsi_dagster.benchmarks.text_classification import TextClassification
 from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.environments.confinement import Confinement
-from flashrsi_dagster.records import REDACTED, Status
+from flashrsi_dagster.records import REDACTED, Status, Trajectory
 from flashrsi_dagster.snapshots import SnapshotStore
 from tests.agents.claude_code.conftest import tree_digest
 from tests.agents.codex.conftest import patch, requests_for, role, shell, tool_names
@@ -322,3 +323,50 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z" and os.path.exists(f"/proc/{pid}")
+
+
+def _failed(task_id: str, text: str, expected: str) -> str:
+    return Trajectory(
+        task_id=task_id,
+        split="dev",
+        snapshot_id="a" * 40,
+        status=Status.FAILURE,
+        answer="ham",
+        score=0.0,
+        messages=[{"role": "user", "content": f"Labels: spam, ham\nText: {text}"}],
+        metadata={"expected": expected},
+    ).model_dump_json()
+
+
+def test_simulator_worker_improves_agents_md_through_codex_tools(server, harness_dir, tmp_path):
+    agents_md = harness_dir / "AGENTS.md"
+    agents_md.write_text(agents_md.read_text() + "- ham when the text mentions: meeting\n")
+    worker_role = role(server, "simulator/worker")
+    store = SnapshotStore(tmp_path / "store")
+    seed = store.create_seed(harness_dir, harness_components(worker_role))
+    checkout = store.check_out(seed, tmp_path / "checkout")
+    (checkout / ".history").mkdir()
+    failures = {
+        "t1": ("You won the lottery! Claim your prize now", "spam"),
+        "t2": ("Lottery results: send your bank details", "spam"),
+        "t3": ("The agenda for the quarterly review", "ham"),
+    }
+    for task_id, (text, expected) in failures.items():
+        (checkout / ".history" / f"{task_id}.json").write_text(_failed(task_id, text, expected))
+
+    with worker_agent(worker_role) as agent:
+        trajectory = agent.edit(
+            checkout, "Improve the classifier.\nHistory: .history\nPrompt file: AGENTS.md\n",
+            task_id="edit",
+        )  # fmt: skip
+    shutil.rmtree(checkout / ".history")
+    outcome = store.commit_child(seed, checkout, message="simulator worker via codex")
+
+    assert trajectory.status == Status.SUCCESS, trajectory.error
+    assert [m.get("name") for m in trajectory.messages if m["role"] == "tool"] == [
+        "shell", "shell", "shell", "shell", "shell", "apply_patch",
+    ]  # fmt: skip
+    assert outcome.status == "committed", outcome.reason
+    text = store.read_file_at(outcome.snapshot, "AGENTS.md").decode()
+    assert "- ham when the text mentions: meeting, agenda" in text
+    assert "- spam when the text mentions: lottery" in text
