@@ -370,3 +370,23 @@ def test_simulator_worker_improves_agents_md_through_codex_tools(server, harness
     text = store.read_file_at(outcome.snapshot, "AGENTS.md").decode()
     assert "- ham when the text mentions: meeting, agenda" in text
     assert "- spam when the text mentions: lottery" in text
+
+
+def test_hooks_add_session_context_and_can_block_a_tool_call(server, harness_dir, work):
+    hooks = {
+        "hooks": {
+            "SessionStart": [{"command": ["bash", "-c", "echo SESSION-HOOK-NOTE"]}],
+            "PreToolUse": [{"command": ["bash", "-c", "cat >/dev/null; echo not today; exit 2"]}],
+        }
+    }
+    (harness_dir / "hooks" / "hooks.json").write_text(json.dumps(hooks))
+    server.add_script("hooked", [shell("touch hooked"), "blocked, so done"])
+    with target_agent(role(server, "hooked"), harness_dir) as agent:
+        trajectory = agent.run(work, "touch a file", task_id="t")
+
+    assert trajectory.status == Status.SUCCESS, trajectory.error
+    first, second = requests_for(server, "hooked")
+    assert "SESSION-HOOK-NOTE" in json.dumps(first.body["input"])
+    assert "Error: blocked by a hook: not today" in json.dumps(second.body["input"])
+    assert trajectory.messages[2]["content"] == "blocked by a hook: not today"
+    assert not (work / "hooked").exists()

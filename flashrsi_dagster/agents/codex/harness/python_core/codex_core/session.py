@@ -26,6 +26,8 @@ FORCE_FINAL = (
     "with your final answer as plain text."
 )
 INFRA_HTTP = {408, 409, 429}
+REPLAYED = ("message", "function_call")
+"""Output items replayed as input (reasoning items are not: nothing here keeps them)."""
 
 
 class Failure(Exception):
@@ -137,7 +139,7 @@ def _loop(payload, config, toolbox, hook_runner, home, cwd, thread_id, counters)
         counters.turns += tools_on
         _count(response, counters)
         text, calls = _read(response, toolbox.events)
-        inputs.extend(item.model_dump(exclude_none=True) for item in response.output)
+        inputs.extend(_replayed(item) for item in response.output if item.type in REPLAYED)
         if not calls or not tools_on:
             if not text and calls:
                 raise Failure("the model asked for tools after its tool budget was spent")
@@ -153,18 +155,27 @@ def _loop(payload, config, toolbox, hook_runner, home, cwd, thread_id, counters)
 
 def _one_call(call, toolbox, hook_runner, max_calls, counters) -> str:
     if not _left(max_calls, counters.tool_calls):
-        return f"Error: the tool-call budget ({max_calls}) is spent; this call did not run."
+        return _refused(toolbox, call, f"the tool-call budget ({max_calls}) is spent")
     counters.tool_calls += 1
     blocked = hook_runner.blocked(call.name, _arguments(call.arguments))
     if blocked:
-        return f"Error: blocked by a hook: {blocked}"
+        return _refused(toolbox, call, f"blocked by a hook: {blocked}")
     output = toolbox.call(call.name, call.arguments, call.call_id)
     hook_runner.run("PostToolUse", {"tool_name": call.name, "tool_response": output[:2000]})
     return output
 
 
+def _refused(toolbox, call, why: str) -> str:
+    """A call that does not run is still an item of the session, and the model is told."""
+    toolbox.events.item("error", call_id=call.call_id, tool=call.name, message=why)
+    return f"Error: {why}; this call did not run."
+
+
 def _create(client, llm, instructions, inputs, names, config):
-    request: dict[str, Any] = {"model": llm["model"], "instructions": instructions, "input": inputs}
+    # The input goes in as plain JSON (`extra_body`): the SDK would otherwise walk every item
+    # against its type unions on every call, ~1 ms per item, quadratic over a long run.
+    body: dict[str, Any] = {"input": inputs, **(llm.get("extra_body") or {})}
+    request: dict[str, Any] = {"model": llm["model"], "instructions": instructions}
     if names:
         request["tools"] = specs(names)
         request["parallel_tool_calls"] = config.parallel_tool_calls
@@ -174,10 +185,8 @@ def _create(client, llm, instructions, inputs, names, config):
         request["max_output_tokens"] = llm["max_tokens"]
     if (llm.get("reasoning") or {}).get("effort"):
         request["reasoning"] = {"effort": llm["reasoning"]["effort"]}
-    if llm.get("extra_body"):
-        request["extra_body"] = llm["extra_body"]
     try:
-        return client.responses.create(**request)
+        return client.responses.create(**request, extra_body=body)
     except (openai.APIConnectionError, openai.InternalServerError, openai.RateLimitError) as exc:
         raise Failure(f"model call failed: {exc}", "infra") from None
     except openai.APIStatusError as exc:
@@ -196,6 +205,20 @@ def _read(response, events: Events) -> tuple[str, list]:
         elif item.type == "function_call":
             calls.append(item)
     return "\n".join(texts), calls
+
+
+def _replayed(item) -> dict:
+    """An output item as the next request's input, with only the fields the API needs: the
+    SDK walks every key of the input on every call, so lean items keep long runs cheap."""
+    if item.type == "function_call":
+        return {
+            "type": "function_call",
+            "call_id": item.call_id,
+            "name": item.name,
+            "arguments": item.arguments,
+        }
+    text = "".join(getattr(part, "text", "") or "" for part in item.content)
+    return {"role": "assistant", "content": text}
 
 
 def _count(response, counters: Counters) -> None:
