@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flashrsi_dagster.agents.base import Agent, AgentConfigError
+from flashrsi_dagster.agents.base import Agent, AgentConfigError, TaskEnvironment
 from flashrsi_dagster.agents.codex.events import trajectory_of
 from flashrsi_dagster.agents.codex.home import ENTRY, build_home, home_problems
 from flashrsi_dagster.config.experiment import role_key
@@ -45,6 +45,7 @@ class Codex(Agent):
         "and update_plan over the OpenAI Responses API, with AGENTS.md, skills, hooks and plugins."
     )
     has_file_tools = True
+    supports_environment = True
     supported_apis = ("responses",)
     api_hint = " (the Codex core speaks the Responses API only)"
     protected = ("config.toml#limits",)
@@ -78,7 +79,11 @@ class Codex(Agent):
             _stop(process, CANCEL_GRACE_SECONDS)
 
     def _run(
-        self, working_dir: Path, instruction: str, mounts: tuple[Mount, ...] = ()
+        self,
+        working_dir: Path,
+        instruction: str,
+        environment: TaskEnvironment | None = None,
+        mounts: tuple[Mount, ...] = (),
     ) -> Trajectory:
         config = self.run_config
         problems = home_problems(self.files_dir)
@@ -96,8 +101,11 @@ class Codex(Agent):
                 writable=(home, working_dir) if edit else (home,),
                 read_only=(*(() if edit else (Mount(working_dir),)), *mounts),
                 runtime=python_runtime(),
+                bridge=environment.shell_prefix if environment else None,
             ) as confined:
                 payload = self._payload(config, working_dir, instruction, home, confined)
+                if confined.shell_prefix:
+                    payload["shell_prefix"] = confined.shell_prefix
                 clock = time.monotonic()
                 code, timed_out = self._start_and_wait(
                     confined, home, working_dir, payload, events, stderr

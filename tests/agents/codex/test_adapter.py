@@ -13,13 +13,14 @@ import pytest
 from pydantic import ValidationError
 
 from flashrsi_dagster.agents import AgentConfigError, harness_components, target_agent, worker_agent
+from flashrsi_dagster.agents.base import TaskEnvironment
 from flashrsi_dagster.benchmarks.text_classification import TextClassification
 from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.environments.confinement import Confinement
 from flashrsi_dagster.records import REDACTED, Status, Trajectory
 from flashrsi_dagster.snapshots import SnapshotStore
 from tests.agents.claude_code.conftest import tree_digest
-from tests.agents.codex.conftest import patch, requests_for, role, shell, tool_names
+from tests.agents.codex.conftest import call, patch, requests_for, role, shell, tool_names
 from tests.conftest import CANARY_ENV, needs_jails
 
 pytestmark = needs_jails
@@ -390,3 +391,30 @@ def test_hooks_add_session_context_and_can_block_a_tool_call(server, harness_dir
     assert "Error: blocked by a hook: not today" in json.dumps(second.body["input"])
     assert trajectory.messages[2]["content"] == "blocked by a hook: not today"
     assert not (work / "hooked").exists()
+
+
+def test_a_task_environment_runs_the_shell_there_and_drops_apply_patch(server, harness_dir, work):
+    server.add_script(
+        "environment", [shell("id -u"), call("shell", command=["printf", "%s", "a b"]), "done"]
+    )
+    outside = TaskEnvironment(shell_prefix=("bash", "-c"))  # the framework's side of the bridge
+    with target_agent(role(server, "environment"), harness_dir) as agent:
+        trajectory = agent.run(work, "look around", task_id="t", environment=outside)
+
+    assert trajectory.status == Status.SUCCESS, trajectory.error
+    assert trajectory.messages[2]["content"] == f"{os.getuid()}\n"  # not the jail's user
+    assert trajectory.messages[3]["content"] == "a b"
+    first = requests_for(server, "environment")[0]
+    assert tool_names(first) == ["shell", "update_plan"]
+    assert "This task has its own environment" in first.body["instructions"]
+
+
+def test_no_count_limit_runs_128_tool_calls(server, harness_dir, work):
+    plan = call("update_plan", plan=[{"step": "go on", "status": "in_progress"}])
+    server.add_script("many", [plan] * 128 + ["done after 128"])
+    unlimited = role(server, "many", max_turns=None, max_tool_calls=None)
+    with target_agent(unlimited, harness_dir) as agent:
+        trajectory = agent.run(work, "keep planning", task_id="t")
+
+    assert (trajectory.status, trajectory.answer) == (Status.SUCCESS, "done after 128")
+    assert (trajectory.usage.turns, trajectory.usage.tool_calls) == (129, 128)

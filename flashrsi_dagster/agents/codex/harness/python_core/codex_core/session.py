@@ -25,6 +25,10 @@ FORCE_FINAL = (
     "Your budget for tool use in this task is spent: no tool will run any more. Reply now "
     "with your final answer as plain text."
 )
+ENVIRONMENT_NOTE = (
+    "This task has its own environment: your shell commands run there, and its files are "
+    "reachable only through the shell (edit them with shell commands)."
+)
 INFRA_HTTP = {408, 409, 429}
 REPLAYED = ("message", "function_call")
 """Output items replayed as input (reasoning items are not: nothing here keeps them)."""
@@ -58,9 +62,10 @@ def run(payload: dict, events: Events) -> bool:
     try:
         config = settings.load(home)
         names = offered_tools(payload, config)
-        if config.features["shell_snapshot"] and "shell" in names:
+        prefix = payload.get("shell_prefix")
+        if config.features["shell_snapshot"] and "shell" in names and not prefix:
             snapshot = shell_snapshot.create(home, thread_id, cwd, env)
-        shell = Shell(cwd, env, snapshot, config.shell_timeout, config.output_limit)
+        shell = Shell(cwd, env, snapshot, config.shell_timeout, config.output_limit, prefix)
         hook_runner = hooks.Hooks(home, cwd, env, config.features["hooks"])
         events.emit("turn.started")
         toolbox = Toolbox(names, cwd, shell, events)
@@ -98,7 +103,8 @@ def offered_tools(payload: dict, config: settings.Settings) -> list[str]:
     names = [n for n in NAMES if n not in denied and config.features.get(n, True)]
     if permissions.get("shell") is False:
         names = [n for n in names if n != "shell"]
-    if permissions.get("edit") is False:
+    if permissions.get("edit") is False or payload.get("shell_prefix"):
+        # A task with its own environment keeps its files there: only the shell reaches them.
         names = [n for n in names if n != "apply_patch"]
     return names
 
@@ -114,6 +120,8 @@ def _loop(payload, config, toolbox, hook_runner, home, cwd, thread_id, counters)
     )
     found = context.skills(home, config.plugins, cwd)
     instructions = context.instructions(home, found)
+    if payload.get("shell_prefix"):
+        instructions += "\n\n" + ENVIRONMENT_NOTE
     inputs: list[Any] = counters.inputs
     doc = context.project_doc(cwd, config.project_doc_max_bytes)
     if doc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import subprocess
 import tempfile
@@ -31,14 +32,34 @@ class CommandResult:
 
 class Shell:
     def __init__(
-        self, cwd: Path, env: dict[str, str], snapshot: Path | None, timeout: float, limit: int
+        self,
+        cwd: Path,
+        env: dict[str, str],
+        snapshot: Path | None,
+        timeout: float,
+        limit: int,
+        prefix: list[str] | None = None,
     ) -> None:
         self.cwd, self.env, self.snapshot = cwd, env, snapshot
         self.timeout, self.limit = timeout, limit
+        self.prefix = prefix
+        """The way into the task's own environment (its commands take one script string)."""
         self._groups: set[int] = set()
 
+    def _argv(self, argv: list[str], workdir: str | None) -> list[str]:
+        if self.prefix is None:
+            return shell_snapshot.restore(argv, self.snapshot)
+        # In the task's environment: one script, run by its shell; the snapshot describes the
+        # jail's login shell, not the environment's, so it is not sourced there.
+        is_script = len(argv) == 3 and argv[0] in shell_snapshot.SHELLS and argv[1] in ("-c", "-lc")
+        script = argv[2] if is_script else shlex.join(argv)
+        if workdir:
+            script = f"cd {shlex.quote(workdir)} && {script}"
+        return [*self.prefix, script]
+
     def run(self, argv: list[str], workdir: str | None, timeout: float | None) -> CommandResult:
-        cwd = self._workdir(workdir)
+        cwd = self.cwd if self.prefix else self._workdir(workdir)
+        command = self._argv(argv, workdir)
         seconds = min(timeout or self.timeout, self.timeout)
         clock = time.monotonic()
         # A file, not a pipe: a background process the command leaves running keeps a pipe
@@ -46,7 +67,7 @@ class Shell:
         with tempfile.TemporaryFile() as sink:
             try:
                 process = subprocess.Popen(
-                    shell_snapshot.restore(argv, self.snapshot),
+                    command,
                     cwd=cwd,
                     env=self.env,
                     stdin=subprocess.DEVNULL,
