@@ -89,6 +89,8 @@ def build_home(files_dir: Path, home: Path) -> None:
 
 
 def _read_config(path: Path) -> dict[str, Any] | str:
+    if path.is_symlink():  # read on the host: never through a link out of the snapshot
+        return f"{CONFIG}: a symlink; the snapshot's config must be a plain file"
     if not path.is_file():
         return {}
     try:

@@ -83,6 +83,15 @@ def test_config_toml_refusals_name_the_key(harness_dir, config, named):
     assert len(problems) == 1 and problems[0].startswith(named), problems
 
 
+def test_a_config_toml_link_is_refused_not_followed(harness_dir, tmp_path):
+    (tmp_path / "elsewhere.toml").write_text('cli_path = "/x"\n')
+    (harness_dir / "config.toml").unlink()
+    (harness_dir / "config.toml").symlink_to(tmp_path / "elsewhere.toml")
+    assert home_problems(harness_dir) == [
+        "config.toml: a symlink; the snapshot's config must be a plain file"
+    ]
+
+
 def test_a_snapshot_without_its_core_is_refused(harness_dir):
     shutil.rmtree(harness_dir / "python_core")
     assert "has no python_core/main.py" in home_problems(harness_dir)[0]
