@@ -46,7 +46,8 @@ def trajectory_of(
     events, bad = parse_events(data)
     end = next((e for e in reversed(events) if e["type"] in TERMINAL), None)
     messages = [{"role": "user", "content": instruction}, *_messages(events)]
-    answers = [m["content"] for m in messages if m["role"] == "assistant"]
+    last = messages[-1]
+    final = last["content"] if last["role"] == "assistant" and "tool_calls" not in last else ""
     usage = _usage(end, price)
     status, error = _outcome(end, events, timed_out, timeout, exit_code)
     thread = next((e.get("thread_id") for e in events if e["type"] == "thread.started"), None)
@@ -54,7 +55,7 @@ def trajectory_of(
         task_id="",
         snapshot_id="",
         status=status,
-        answer=answers[-1] if answers and status == Status.SUCCESS else None,
+        answer=final if status == Status.SUCCESS else None,
         messages=messages,
         usage=usage,
         duration=duration,
@@ -69,28 +70,55 @@ def trajectory_of(
 
 
 def _messages(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
+    """The session in Chat Completions shape, as MiniAgent records it (so the views read every
+    adapter alike): per model call (`turn`), one assistant message with its text and tool
+    calls, then one `tool` message per call with what the tool returned."""
+    out: list[dict[str, Any]] = []
+    assistant: dict[str, Any] | None = None
+    turn: Any = None
     for event in events:
         item = event.get("item")
         if event["type"] != "item.completed" or not isinstance(item, dict):
             continue
-        kind = item.get("type")
-        if kind == "agent_message":
-            out.append({"role": "assistant", "content": str(item.get("text", ""))})
-        elif kind == "command_execution":
-            out.append(_tool("shell", item, str(item.get("aggregated_output", ""))))
-        elif kind == "file_change":
-            out.append(_tool("apply_patch", item, item.get("error") or item.get("changes")))
-        elif kind == "todo_list":
-            out.append(_tool("update_plan", item, item.get("items")))
-        elif kind == "error":
-            out.append(_tool(str(item.get("tool", "")), item, str(item.get("message", ""))))
-    return out
+        if assistant is None or item.get("turn") != turn or _answered(out, assistant):
+            assistant, turn = {"role": "assistant", "content": ""}, item.get("turn")
+            out.append(assistant)
+        if item.get("type") == "agent_message":
+            text = str(item.get("text", ""))
+            assistant["content"] = "\n".join(t for t in (assistant["content"], text) if t)
+        elif isinstance(item.get("tool"), str):
+            call_id = str(item.get("call_id", ""))
+            call = {"name": item["tool"], "arguments": str(item.get("arguments", ""))}
+            assistant.setdefault("tool_calls", []).append(
+                {"id": call_id, "type": "function", "function": call}
+            )
+            out.append(_tool_message(item, call_id))
+    return [m for m in out if m["role"] != "assistant" or m["content"] or m.get("tool_calls")]
 
 
-def _tool(name: str, item: dict[str, Any], content: Any) -> dict[str, Any]:
-    extra = {k: item[k] for k in ("command", "exit_code", "status", "call_id") if k in item}
-    return {"role": "tool", "name": name, "content": content, **extra}
+def _answered(out: list[dict[str, Any]], assistant: dict[str, Any]) -> bool:
+    """A text that follows tool results within one turn cannot join the earlier message."""
+    return out[-1] is not assistant and not assistant.get("tool_calls")
+
+
+def _tool_message(item: dict[str, Any], call_id: str) -> dict[str, Any]:
+    kind = item.get("type")
+    if kind == "command_execution":
+        content = str(item.get("aggregated_output", ""))
+    elif kind == "file_change":
+        content = str(item.get("result", ""))
+    elif kind == "todo_list":
+        content = "Plan updated"
+    else:
+        content = f"Error: {item.get('message', '')}"
+    extra = {k: item[k] for k in ("type", "command", "exit_code", "status", "changes") if k in item}
+    return {
+        "role": "tool",
+        "tool_call_id": call_id,
+        "name": item["tool"],
+        "content": content,
+        **extra,
+    }
 
 
 def _usage(end: dict[str, Any] | None, price: PriceConfig | None) -> Usage:

@@ -83,3 +83,8 @@ def requests_for(server: OfflineModelServer, script: str) -> list[RequestRecord]
 
 def tool_names(request: RequestRecord) -> list[str]:
     return [tool["name"] for tool in (request.body or {}).get("tools") or []]
+
+
+def outputs(trajectory) -> list[str]:
+    """What each tool call returned, in order (the `tool` messages)."""
+    return [m["content"] for m in trajectory.messages if m["role"] == "tool"]

@@ -16,6 +16,9 @@ class Events:
         self._secrets = [s for s in secrets if s]
         self._stream = stream or sys.stdout
         self._ids = itertools.count()
+        self.tags: dict[str, Any] = {}
+        """Fields every item gets while set: the model call (`turn`) an item belongs to, and
+        for a tool's item the call it answers (`tool`, `arguments`)."""
 
     def emit(self, event_type: str, /, **fields: Any) -> None:
         line = json.dumps({"type": event_type, **fields}, ensure_ascii=False)
@@ -25,6 +28,6 @@ class Events:
         self._stream.flush()
 
     def item(self, item_type: str, /, **fields: Any) -> dict[str, Any]:
-        item = {"id": f"item_{next(self._ids)}", "type": item_type, **fields}
+        item = {"id": f"item_{next(self._ids)}", "type": item_type, **self.tags, **fields}
         self.emit("item.completed", item=item)
         return item

@@ -31,6 +31,8 @@ ENVIRONMENT_NOTE = (
 )
 INFRA_HTTP = {408, 409, 429}
 REPLAYED = ("message", "function_call")
+MAX_RECORDED_ARGUMENTS = 20_000
+"""Characters of a call's arguments kept in its event item (a patch can be long)."""
 """Output items replayed as input (reasoning items are not: nothing here keeps them)."""
 
 
@@ -146,6 +148,7 @@ def _loop(payload, config, toolbox, hook_runner, home, cwd, thread_id, counters)
         counters.model_calls += 1
         counters.turns += tools_on
         _count(response, counters)
+        toolbox.events.tags = {"turn": counters.model_calls}
         text, calls = _read(response, toolbox.events)
         inputs.extend(_replayed(item) for item in response.output if item.type in REPLAYED)
         if not calls or not tools_on:
@@ -162,6 +165,8 @@ def _loop(payload, config, toolbox, hook_runner, home, cwd, thread_id, counters)
 
 
 def _one_call(call, toolbox, hook_runner, max_calls, counters) -> str:
+    arguments = call.arguments[:MAX_RECORDED_ARGUMENTS]
+    toolbox.events.tags = {"turn": counters.model_calls, "tool": call.name, "arguments": arguments}
     if not _left(max_calls, counters.tool_calls):
         return _refused(toolbox, call, f"the tool-call budget ({max_calls}) is spent")
     counters.tool_calls += 1

@@ -124,12 +124,15 @@ class Toolbox:
             ops = apply_patch.parse(patch)
             summary = apply_patch.apply(patch, self.cwd)
         except apply_patch.PatchError as exc:
+            result = f"Error: apply_patch failed: {exc}"
             self.events.item(
-                "file_change", call_id=call_id, changes=[], status="failed", error=str(exc)
+                "file_change", call_id=call_id, changes=[], status="failed", result=result
             )
-            return f"apply_patch failed: {exc}"
+            return result
         changes = [{"path": op.move_to or op.path, "kind": op.kind} for op in ops]
-        self.events.item("file_change", call_id=call_id, changes=changes, status="completed")
+        self.events.item(
+            "file_change", call_id=call_id, changes=changes, status="completed", result=summary
+        )
         return summary
 
     def _update_plan(self, arguments: dict, call_id: str) -> str:
