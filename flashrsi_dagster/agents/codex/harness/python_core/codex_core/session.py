@@ -112,6 +112,7 @@ def offered_tools(payload: dict, config: settings.Settings) -> list[str]:
 
 
 def _loop(payload, config, toolbox, hook_runner, home, cwd, thread_id, counters) -> None:
+    """The agent loop: one model call, then its tool calls, until a reply without any."""
     llm = payload["llm"]
     client = openai.OpenAI(
         api_key=llm["api_key"],
@@ -120,19 +121,9 @@ def _loop(payload, config, toolbox, hook_runner, home, cwd, thread_id, counters)
         max_retries=llm.get("max_retries", 2),
         default_headers=llm.get("headers") or {},
     )
-    found = context.skills(home, config.plugins, cwd)
-    instructions = context.instructions(home, found)
-    if payload.get("shell_prefix"):
-        instructions += "\n\n" + ENVIRONMENT_NOTE
+    instructions = _instructions(payload, config, home, cwd)
     inputs: list[Any] = counters.inputs
-    doc = context.project_doc(cwd, config.project_doc_max_bytes)
-    if doc:
-        inputs.append(_developer(doc))
-    start = {"session_id": thread_id, "cwd": str(cwd)}
-    for result in hook_runner.run("SessionStart", start):
-        if result.output.strip():
-            inputs.append(_developer(f"SessionStart hook:\n{result.output.strip()}"))
-    inputs.append({"role": "user", "content": payload["instruction"]})
+    inputs += _opening(payload, config, cwd, hook_runner, thread_id)
     max_turns, max_calls = payload.get("max_turns"), payload.get("max_tool_calls")
     while True:
         tools_on = (
@@ -162,6 +153,29 @@ def _loop(payload, config, toolbox, hook_runner, home, cwd, thread_id, counters)
             inputs.append(
                 {"type": "function_call_output", "call_id": call.call_id, "output": output}
             )
+
+
+def _instructions(payload: dict, config: settings.Settings, home: Path, cwd: Path) -> str:
+    found = context.skills(home, config.plugins, cwd)
+    instructions = context.instructions(home, found)
+    if payload.get("shell_prefix"):
+        instructions += "\n\n" + ENVIRONMENT_NOTE
+    return instructions
+
+
+def _opening(payload, config, cwd: Path, hook_runner, thread_id: str) -> list[dict]:
+    """The input before the first model call: the project's AGENTS.md, what SessionStart
+    hooks said, then the task."""
+    opening = []
+    doc = context.project_doc(cwd, config.project_doc_max_bytes)
+    if doc:
+        opening.append(_developer(doc))
+    start = {"session_id": thread_id, "cwd": str(cwd)}
+    for result in hook_runner.run("SessionStart", start):
+        if result.output.strip():
+            opening.append(_developer(f"SessionStart hook:\n{result.output.strip()}"))
+    opening.append({"role": "user", "content": payload["instruction"]})
+    return opening
 
 
 def _one_call(call, toolbox, hook_runner, max_calls, counters) -> str:
