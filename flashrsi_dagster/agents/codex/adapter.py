@@ -64,6 +64,9 @@ class Codex(Agent):
             )
         if where == role_key("worker") and not config.permissions.edit:
             problems.append(f"{where}.permissions.edit: a Worker must edit; set it to true")
+        # The seed harness is checked now; every snapshot is checked again before its run.
+        harness = config.source_dir or HARNESS
+        problems += [f"{where}.source_dir: {p}" for p in home_problems(harness)]
         return problems
 
     @classmethod

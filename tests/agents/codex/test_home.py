@@ -10,9 +10,12 @@ import pytest
 
 from flashrsi_dagster.agents import harness_components
 from flashrsi_dagster.agents.codex.home import build_home, home_problems
-from flashrsi_dagster.config import RoleConfig
+from flashrsi_dagster.config import RoleConfig, load_config
 from flashrsi_dagster.snapshots import SnapshotStore
 from flashrsi_dagster.snapshots.store import SnapshotError
+from flashrsi_dagster.validation import dry_run
+
+EXAMPLE = Path(__file__).parents[3] / "examples" / "codex.yaml"
 
 
 def _plugin(harness: Path, name: str) -> None:
@@ -95,3 +98,13 @@ def test_a_config_toml_link_is_refused_not_followed(harness_dir, tmp_path):
 def test_a_snapshot_without_its_core_is_refused(harness_dir):
     shutil.rmtree(harness_dir / "python_core")
     assert "has no python_core/main.py" in home_problems(harness_dir)[0]
+
+
+def test_the_example_config_validates_and_a_source_with_cli_path_is_refused(harness_dir, tmp_path):
+    home = ["--experiment.home", str(tmp_path / "home")]
+    assert dry_run(load_config(EXAMPLE, home)) == []
+
+    (harness_dir / "config.toml").write_text('cli_path = "/usr/local/bin/codex"\n')
+    refused = load_config(EXAMPLE, [*home, "--agent.source_dir", str(harness_dir)])
+    [problem] = dry_run(refused)
+    assert problem.startswith("agent.source_dir: config.toml: cli_path: refused")
