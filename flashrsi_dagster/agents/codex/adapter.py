@@ -187,15 +187,33 @@ class Codex(Agent):
 
 
 def _stop(process: subprocess.Popen[bytes], grace: float) -> None:
-    """SIGTERM the run's process group (the core cleans up), SIGKILL what outlives `grace`."""
-    if process.poll() is None:
+    """SIGTERM the run's process group and give the core `grace` seconds to end its session
+    (write its last events, kill its commands); then SIGKILL what is left. The group, not the
+    process we started, is waited for: in a jail that process is `nsenter`, which dies at once
+    and leaves the core running in the jail's PID namespace (so a run whose `nsenter` is gone
+    may still be finishing: a cancel from another thread, or a SIGTERM from outside)."""
+    if process.poll() is None or _group_alive(process.pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(grace)
+        deadline = time.monotonic() + grace
+        while _group_alive(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
+
+
+def _group_alive(group: int) -> bool:
+    """A member of process group `group` is running (zombies do not count: a jail's first
+    process may never reap an orphan)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # after "pid (comm)"
+        except (OSError, IndexError):
+            continue
+        if fields[2] == str(group) and fields[0] != "Z":
+            return True
+    return False
 
 
 def _tail(path: Path) -> str:

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -421,3 +422,22 @@ def test_no_count_limit_runs_128_tool_calls(server, harness_dir, work):
 
     assert (trajectory.status, trajectory.answer) == (Status.SUCCESS, "done after 128")
     assert (trajectory.usage.turns, trajectory.usage.tool_calls) == (129, 128)
+
+
+def test_close_cancels_a_run_in_flight_and_the_core_reports_it(server, harness_dir, work):
+    server.add_script("cancel", [shell("sleep 300"), "never"])
+    with target_agent(role(server, "cancel"), harness_dir) as agent, ThreadPoolExecutor(1) as pool:
+        running = pool.submit(agent.run, work, "wait", task_id="t")
+        deadline = time.monotonic() + 20
+        while not requests_for(server, "cancel") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # the shell command is running
+        clock = time.monotonic()
+        agent.close()
+        trajectory = running.result(timeout=10)
+
+    assert time.monotonic() - clock < 3  # SIGTERM, and the core ends within the grace period
+    assert (trajectory.status, trajectory.error.type) == (Status.ERROR, "Cancelled"), (
+        trajectory.messages,
+        trajectory.metadata,
+    )
