@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import shutil
 import sys
@@ -88,3 +89,13 @@ def tool_names(request: RequestRecord) -> list[str]:
 def outputs(trajectory) -> list[str]:
     """What each tool call returned, in order (the `tool` messages)."""
     return [m["content"] for m in trajectory.messages if m["role"] == "tool"]
+
+
+def tree_digest(folder: Path) -> str:
+    """Every path, mode and content under `folder`: equal digests, untouched folder."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        digest.update(f"{path.relative_to(folder)} {path.stat().st_mode}".encode())
+        if path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()

@@ -21,8 +21,16 @@ from flashrsi_dagster.environments.confinement import Confinement
 from flashrsi_dagster.records import REDACTED, Status, Trajectory
 from flashrsi_dagster.snapshots import SnapshotStore
 from flashrsi_dagster.views.messages import tool_calls
-from tests.agents.claude_code.conftest import tree_digest
-from tests.agents.codex.conftest import call, outputs, patch, requests_for, role, shell, tool_names
+from tests.agents.codex.conftest import (
+    call,
+    outputs,
+    patch,
+    requests_for,
+    role,
+    shell,
+    tool_names,
+    tree_digest,
+)
 from tests.conftest import CANARY_ENV, needs_jails
 
 pytestmark = needs_jails

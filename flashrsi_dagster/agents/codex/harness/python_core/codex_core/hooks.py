@@ -9,7 +9,10 @@ that exits with code 2 blocks the call (its output is the reason)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,24 +39,32 @@ class Hooks:
         self._hooks = _load(home / FILE) if enabled else {}
 
     def run(self, event: str, payload: dict) -> list[HookResult]:
-        results = []
-        for hook in self._hooks.get(event, []):
-            try:
-                done = subprocess.run(
-                    hook["command"],
-                    input=json.dumps({"hook_event_name": event, **payload}),
-                    cwd=self.cwd,
-                    env=self.env,
-                    capture_output=True,
-                    text=True,
-                    timeout=float(hook.get("timeout", 10)),
-                    start_new_session=True,
-                )
-                output = (done.stdout + done.stderr)[:MAX_OUTPUT]
-                results.append(HookResult(done.returncode, output))
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                results.append(HookResult(None, f"hook failed: {exc}"))
-        return results
+        data = json.dumps({"hook_event_name": event, **payload})
+        return [self._one(hook, data) for hook in self._hooks.get(event, [])]
+
+    def _one(self, hook: dict, data: str) -> HookResult:
+        """One hook in a process group of its own, killed whole at its timeout."""
+        try:
+            process = subprocess.Popen(
+                hook["command"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                cwd=self.cwd,
+                env=self.env,
+                text=True,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return HookResult(None, f"hook failed: {exc}")
+        try:
+            output, _ = process.communicate(data, timeout=float(hook.get("timeout", 10)))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            return HookResult(None, "hook timed out")
+        return HookResult(process.returncode, output[:MAX_OUTPUT])
 
     def blocked(self, tool: str, arguments: dict) -> str | None:
         """The reason a PreToolUse hook gives for blocking this call, if one does."""
