@@ -21,6 +21,11 @@ MiniAgent tools `shell` (`{"command": str}`) and `editor` (`{"command": "view" |
   extending that line; new rule lines `- <label> when the text mentions: <keywords>` are added
   in one `insert` after the last line (or one `create` when the file does not exist).
 - (e) Once the edits are in the conversation, a final text summarising them.
+
+Codex's tools instead: when the request offers `apply_patch` and no `editor` (the Codex core),
+(c) is `shell` `cat -n <prompt file>` and (d) one `apply_patch` call (`{"input": <patch>}`)
+holding the same edits: `Add File` for a missing file, else one `Update File` whose hunks
+replace the rule lines and add the new ones at the end of the file.
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ _MISSING = re.compile(r"does not exist|no such file|not found", re.IGNORECASE)
 _EMPTY = re.compile(r"\bis empty\.?\s*$", re.IGNORECASE)
 _TAG = re.compile(r"</?\w+>")  # output wrappers such as <output>…</output>
 _EDITS = ("create", "str_replace", "insert")
+PATCH = "apply_patch"
 
 
 def improve(conversation: Conversation) -> Reply:
@@ -82,9 +88,13 @@ def improve(conversation: Conversation) -> Reply:
             text=f"Simulator worker: no failed trajectories in {history}; nothing to "
             "improve, so nothing was edited."
         )
-    view = done.get(("editor", "view", prompt))
+    patching = _patching(conversation)
+    view_call = (
+        shell_call(view_command(prompt)) if patching else editor_call(command="view", path=prompt)
+    )
+    view = done.get(_request_key(view_call))
     if view is None:
-        return Reply(tool_calls=(editor_call(command="view", path=prompt),))
+        return Reply(tool_calls=(view_call,))
     lines = file_lines(view)
     edits = plan_edits(lines or [], failures)
     if not edits:
@@ -92,9 +102,44 @@ def improve(conversation: Conversation) -> Reply:
             text=f"Simulator worker: {prompt} already has every keyword the "
             f"{len(failures)} failed trajectories suggest; nothing was edited."
         )
-    if any(("editor", command, prompt) in done for command in _EDITS):
+    edited = (PATCH,) in done if patching else any(("editor", c, prompt) in done for c in _EDITS)
+    if edited:
         return Reply(text=summary(edits, prompt, len(failures)))
+    if patching:
+        return Reply(tool_calls=(ToolCall(PATCH, {"input": patch_text(edits, lines, prompt)}),))
     return Reply(tool_calls=edit_calls(edits, lines, prompt))
+
+
+def _patching(conversation: Conversation) -> bool:
+    tools = conversation.tool_names()
+    return PATCH in tools and "editor" not in tools
+
+
+def _request_key(call: ToolCall) -> tuple[str, ...]:
+    if call.name == "shell":
+        return ("shell", str(call.arguments.get("command")))
+    return ("editor", str(call.arguments.get("command")), str(call.arguments.get("path")))
+
+
+def view_command(path: str) -> str:
+    return f"cat -n {shlex.quote(path)}"
+
+
+def patch_text(edits: list[Edit], lines: list[str] | None, prompt: str) -> str:
+    """The edits as one Codex patch (see the module doc): rule lines replaced in file order
+    (a patch's hunks apply top to bottom), new rule lines after the file's last line."""
+    if lines is None:
+        body = [f"*** Add File: {prompt}", *(f"+{edit.new_line}" for edit in edits)]
+        return "\n".join(["*** Begin Patch", *body, "*** End Patch"])
+    replaced = {edit.rule.line: edit.new_line for edit in edits if edit.rule is not None}
+    body = [f"*** Update File: {prompt}"]
+    for line in lines:
+        if line in replaced:
+            body += ["@@", f"-{line}", f"+{replaced[line]}"]
+    if added := [edit.new_line for edit in edits if edit.rule is None]:
+        tail = [f" {replaced.get(lines[-1], lines[-1])}"] if lines else []
+        body += ["@@", *tail, *(f"+{line}" for line in added), "*** End of File"]
+    return "\n".join(["*** Begin Patch", *body, "*** End Patch"])
 
 
 def _assignment(conversation: Conversation) -> tuple[str, str] | str:
@@ -125,6 +170,8 @@ def results_by_request(conversation: Conversation) -> dict[tuple[str, ...], str]
         elif call.name == "editor":
             path = str(PurePosixPath(str(call.arguments.get("path"))))
             done[("editor", str(call.arguments.get("command")), path)] = result
+        elif call.name == PATCH:
+            done[(PATCH,)] = result
     return done
 
 

@@ -10,7 +10,9 @@ import pytest
 
 from flashrsi_dagster.algorithms.meta_harness.prompts import worker_instruction
 from flashrsi_dagster.offline_model.conversation import Conversation, Message
-from flashrsi_dagster.offline_model.policies.worker import file_lines, improve
+from flashrsi_dagster.offline_model.policies.prompt_edits import Edit
+from flashrsi_dagster.offline_model.policies.rules import Rule
+from flashrsi_dagster.offline_model.policies.worker import file_lines, improve, patch_text
 from flashrsi_dagster.records import Status, Trajectory
 from flashrsi_dagster.snapshots import Components
 from tests.offline_model.workspace_tools import EDITOR_TOOL, SHELL_TOOL, Workspace
@@ -180,3 +182,34 @@ def test_editor_view_output_is_read_numbered_raw_missing_or_empty():
     assert file_lines("plain\ncontent") == ["plain", "content"]
     assert file_lines("Error: prompts/system.md does not exist") is None
     assert file_lines("prompts/system.md is empty") == []
+
+
+def test_with_codex_tools_the_edits_are_one_patch_in_file_order():
+    spam = Rule("spam", ("prize",), "- spam when the text mentions: prize")
+    ham = Rule("ham", ("meeting",), "- ham when the text mentions: meeting")
+    lines = [spam.line, "Be brief.", ham.line]
+    edits = [
+        Edit("eggs", ("omelette",), None),
+        Edit("ham", ("agenda",), ham),  # alphabetical before spam, later in the file
+        Edit("spam", ("lottery",), spam),
+    ]
+
+    assert patch_text(edits, lines, "AGENTS.md").splitlines() == [
+        "*** Begin Patch",
+        "*** Update File: AGENTS.md",
+        "@@",
+        f"-{spam.line}",
+        "+- spam when the text mentions: prize, lottery",
+        "@@",
+        f"-{ham.line}",
+        "+- ham when the text mentions: meeting, agenda",
+        "@@",
+        " - ham when the text mentions: meeting, agenda",  # the last line, as already edited
+        "+- eggs when the text mentions: omelette",
+        "*** End of File",
+        "*** End Patch",
+    ]
+    assert patch_text(edits[:1], None, "AGENTS.md").splitlines()[1:3] == [
+        "*** Add File: AGENTS.md",
+        "+- eggs when the text mentions: omelette",
+    ]

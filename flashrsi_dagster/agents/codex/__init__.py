@@ -1,0 +1,1 @@
+"""The Codex adapter (`type: codex`): the snapshot's own Python core, never a native CLI."""
