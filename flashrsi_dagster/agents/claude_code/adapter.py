@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flashrsi_dagster.agents.base import Agent, AgentConfigError
+from flashrsi_dagster.agents.claude_code import container
 from flashrsi_dagster.agents.claude_code.options import bundled_cli
 from flashrsi_dagster.agents.claude_code.run_dir import run_dir
 from flashrsi_dagster.config.experiment import role_key
@@ -40,6 +41,8 @@ class ClaudeCode(Agent):
         "sub-agents and hooks on the native claude_code system prompt and tools."
     )
     has_file_tools = True
+    _container_dependencies = container.CONTAINER_DEPENDENCIES
+    _check_container = container.check_container
     supported_apis = ("anthropic",)
     api_hint = " (for OpenAI-compatible endpoints use type miniagent)"
     protected = (

@@ -94,8 +94,7 @@ def _kill_environments_running(marker: str, stop: threading.Event) -> None:
         for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
             try:
                 line = cmdline.read_bytes().replace(b"\0", b" ")
-                # the agent's own jail runs the command's bridge client: not the environment
-                if marker.encode() not in line or b"bridge_client" in line:
+                if marker.encode() not in line:
                     continue
                 status = (cmdline.parent / "status").read_text()
             except OSError:
@@ -133,7 +132,8 @@ def test_an_environment_that_dies_is_rerun_twice_then_scores_zero(tmp_path):
     killer.start()
     try:
         with OfflineModelServer(ServerConfig()) as server:
-            server.add_script("dies", [_shell("sleep 7.31"), {"text": "done"}] * 3)
+            # The agent runs inside the environment and dies with it: one reply per attempt.
+            server.add_script("dies", [_shell("sleep 7.31")] * 3 + [{"text": "done"}])
             with target_agent(_miniagent(server, "dies"), HARNESS) as agent:
                 final = run_rollouts(
                     bench,
