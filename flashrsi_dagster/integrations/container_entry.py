@@ -27,6 +27,33 @@ def main(payload_path: str) -> int:
 def _run(payload: dict):
     from pathlib import Path
 
+    from flashrsi_dagster.agents.base import ContainerUnsupported
+    from flashrsi_dagster.records import ErrorInfo, Status, Trajectory
+
+    agent, task = _agent(payload), payload["task"]
+    try:
+        # Checked again here: what the adapter needs (a CLI, say) must be in this environment.
+        agent._check_container()
+    except ContainerUnsupported as exc:
+        agent.close()
+        error = ErrorInfo.from_exception(exc)
+        return Trajectory(task_id=task["id"], snapshot_id="", status=Status.ERROR, error=error)
+    try:
+        return agent.run(
+            Path.cwd(),
+            payload["instruction"],
+            task_id=task["id"],
+            split=task["split"],
+            attempt=task["attempt"],
+        )
+    finally:
+        agent.close()
+
+
+def _agent(payload: dict):
+    """The agent by its import path, with the handed role config, snapshot and gateway."""
+    from pathlib import Path
+
     from flashrsi_dagster.agents.registry import adapter_class
     from flashrsi_dagster.config.models import RoleConfig
     from flashrsi_dagster.environments.runtime import use_prepared
@@ -41,17 +68,7 @@ def _run(payload: dict):
         config, Path(payload["files_dir"]), role=payload["role"], confinement=confinement
     )
     agent.snapshot_id = payload["snapshot_id"]
-    task = payload["task"]
-    try:
-        return agent.run(
-            Path.cwd(),
-            payload["instruction"],
-            task_id=task["id"],
-            split=task["split"],
-            attempt=task["attempt"],
-        )
-    finally:
-        agent.close()
+    return agent
 
 
 if __name__ == "__main__":
