@@ -124,7 +124,9 @@ def test_the_task_pythonpath_serves_the_agents_tools_not_the_frameworks_imports(
             '#!/bin/bash\nif [ "$(cat /app/answer.txt)" = 42 ]; then r=1; else r=0; fi\n'
             'echo "$r" > /logs/verifier/reward.txt\n'
         ),
-        task_toml=TASK_TOML,
+        # With network: the trial's namespace reaches out through NAT, never the host's
+        # loopback, so the gateway still answers inside it.
+        task_toml=TASK_TOML.replace('"no-network"', '"public"'),
     )
     server.add_script(
         "pythonpath",
