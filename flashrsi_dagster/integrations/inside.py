@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shlex
-import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from flashrsi_dagster.integrations.staging import (
     staged,
 )
 from flashrsi_dagster.records import ErrorInfo, Status, Trajectory
+from flashrsi_dagster.scratch import scratch_dir
 
 MAX_RESULT_BYTES = 64 << 20
 """A trajectory larger than this is no result."""
@@ -69,7 +69,7 @@ async def run_inside(
     await _pass_in(environment, ready, compiled_snapshot(agent.files_dir))
     with _gateway(agent, environment) as opening:
         payload = _payload(agent, opening, instruction, task, folder)
-        with tempfile.TemporaryDirectory(prefix="flashrsi-inside-") as host:
+        with scratch_dir("inside-") as host:
             (Path(host) / "payload.json").write_text(json.dumps(payload), encoding="utf-8")
             await environment.upload_file(Path(host) / "payload.json", f"{folder}/payload.json")
             command = f"exec {shlex.quote(str(ready.python))} -I -S " + " ".join(
