@@ -69,22 +69,7 @@ async def run_inside(
     await _pass_in(environment, ready, compiled_snapshot(agent.files_dir))
     with _gateway(agent, environment) as opening:
         payload = _payload(agent, opening, instruction, task, folder)
-        with scratch_dir("inside-") as host:
-            (Path(host) / "payload.json").write_text(json.dumps(payload), encoding="utf-8")
-            await environment.upload_file(Path(host) / "payload.json", f"{folder}/payload.json")
-            command = f"exec {shlex.quote(str(ready.python))} -I -S " + " ".join(
-                shlex.quote(str(p)) for p in (PLACES["source"] / ENTRY, f"{folder}/payload.json")
-            )
-            try:
-                outcome = await environment.exec(
-                    command, env=RUN_ENV, timeout_sec=int(config.timeout + START_GRACE)
-                )
-            except Exception as exc:  # the entry outlived its timeout, or the exec failed
-                trajectory = _failed(exc)
-            else:
-                result = await _result(environment, f"{folder}/result.json", Path(host))
-                trajectory = _trajectory(result, outcome.return_code, outcome.stderr or "")
-            await environment.exec(f"rm -rf {shlex.quote(str(folder))}", timeout_sec=60)
+        trajectory = await _entry(environment, ready.python, payload, folder, config.timeout)
     if not trajectory.messages:  # failed before the agent's own `run` could say it
         header = run_config_message(config, agent.snapshot_id, agent.role, agent.redactor)
         trajectory = trajectory.model_copy(update={"messages": [header]})
@@ -98,6 +83,32 @@ async def run_inside(
     )
     trajectory = Trajectory.model_validate(agent.redactor.value(trajectory.model_dump(mode="json")))
     return gateway_verdict(trajectory, opening.usage, trajectory.status == Status.TIMEOUT)
+
+
+async def _entry(
+    environment: BaseEnvironment, python: Path, payload: dict, folder: Any, timeout: float
+) -> Trajectory:
+    """Run the entry on `payload` in `environment` and read its trajectory back; the run's
+    folder there is removed after (what is left of a dead environment is the verifier's
+    business: it fails the trial)."""
+    with scratch_dir("inside-") as host:
+        (host / "payload.json").write_text(json.dumps(payload), encoding="utf-8")
+        await environment.upload_file(host / "payload.json", f"{folder}/payload.json")
+        command = f"exec {shlex.quote(str(python))} -I -S " + " ".join(
+            shlex.quote(str(p)) for p in (PLACES["source"] / ENTRY, f"{folder}/payload.json")
+        )
+        try:
+            outcome = await environment.exec(
+                command, env=RUN_ENV, timeout_sec=int(timeout + START_GRACE)
+            )
+        except Exception as exc:  # the entry outlived its timeout, or the exec failed
+            trajectory = _failed(exc)
+        else:
+            result = await _result(environment, f"{folder}/result.json", host)
+            trajectory = _trajectory(result, outcome.return_code, outcome.stderr or "")
+    with contextlib.suppress(Exception):
+        await environment.exec(f"rm -rf {shlex.quote(str(folder))}", timeout_sec=60)
+    return trajectory
 
 
 async def _pass_in(environment: BaseEnvironment, ready: Staged, snapshot: Path) -> None:
