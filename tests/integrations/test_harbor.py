@@ -15,6 +15,7 @@ from flashrsi_dagster.agents.base import ContainerUnsupported
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS, MiniAgent
 from flashrsi_dagster.benchmarks.harbor.benchmark import TerminalBench
 from flashrsi_dagster.config import RoleConfig
+from flashrsi_dagster.environments.local_chroot.environment import LocalChrootEnvironment
 from flashrsi_dagster.integrations.harbor import HARBOR, bind
 from flashrsi_dagster.integrations.staging import distributions_for, staged
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
@@ -208,3 +209,27 @@ def test_claude_code_inside_needs_explicit_credentials(server):
         pytest.raises(ContainerUnsupported, match=r"agent\.llm\.api_key: .* explicit"),
     ):
         agent._check_container()
+
+
+class CopyingLocal(LocalChrootEnvironment):
+    """The local environment without its read-only shares: what goes in is copied with
+    Harbor's generic `upload_dir`, as for Docker and the other environments."""
+
+    share_read_only = None
+
+
+@pytest.mark.slow
+@needs_local_env
+def test_where_folders_cannot_be_shared_they_are_uploaded_and_the_agent_still_runs_inside(
+    server, tmp_path
+):
+    server.add_script(
+        "uploaded", [shell("touch /flashrsi/src/written; ls /flashrsi/src"), say("done")]
+    )
+    bench = TerminalBench(environment=f"{__name__}:CopyingLocal")
+    with target_agent(_role(server, "uploaded"), HARNESS) as agent:
+        trajectory = _rollout(bench, agent, {"env-settings-file"}, tmp_path)[0]
+
+    assert trajectory.status == Status.FAILURE and trajectory.score == 0.0  # not solved, but ran
+    assert trajectory.metadata["inside_exit_code"] == 0
+    assert _tool_outputs(trajectory)[0].split()[-2:] == ["flashrsi_dagster", "written"]
