@@ -329,6 +329,7 @@ def _ui(args: argparse.Namespace) -> int:
 
 
 def _eval(config: ExperimentConfig, args: argparse.Namespace) -> int:
+    from flashrsi_dagster.agents.base import ContainerUnsupported
     from flashrsi_dagster.benchmarks.base import BenchmarkError
     from flashrsi_dagster.evaluation import evaluate
     from flashrsi_dagster.snapshots import SnapshotError
@@ -363,7 +364,7 @@ def _eval(config: ExperimentConfig, args: argparse.Namespace) -> int:
             task_ids=args.tasks.split(",") if args.tasks else None,
             progress=progress,
         )
-    except (BenchmarkError, SnapshotError) as exc:
+    except (BenchmarkError, SnapshotError, ContainerUnsupported) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     _print_summary(result)

@@ -50,6 +50,10 @@ class AgentConfigError(TypeError):
     """An agent was built from the wrong config (e.g. a whole experiment config)."""
 
 
+class ContainerUnsupported(AgentConfigError):
+    """The agent cannot run inside a task's environment (or is not set up to, here)."""
+
+
 class Agent(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
@@ -65,6 +69,12 @@ class Agent(ABC):
     """Said after a refused `llm.api`: where to go instead."""
     supports_login: ClassVar[bool] = False
     """True when the adapter can use its harness's native login (`llm.auth: login`)."""
+    _container_dependencies: ClassVar[tuple[str, ...] | None] = None
+    """The distributions (names; versions are the host's installed ones) the adapter needs
+    beyond the framework's own to run inside a task's environment; None: it cannot."""
+    environment_executor: Any = None
+    """What runs this agent inside task environments (`integrations.harbor.bind`); None:
+    unbound, and a batch with environment tasks is refused."""
     protected: ClassVar[tuple[str, ...]] = ()
     """The harness's evaluator-protected entries (`glob` or `glob#key`): the files, or keys,
     that hold a permission or a budget the run is held to; no candidate may change them
@@ -131,6 +141,15 @@ class Agent(ABC):
         if self._confinement is None:
             self._confinement = Confinement()
         return self._confinement
+
+    def _check_container(self) -> None:
+        """Before a run inside a task's environment: raise `ContainerUnsupported` saying why
+        this agent cannot. An override calls this first, then checks its own needs."""
+        if type(self)._container_dependencies is None:
+            raise ContainerUnsupported(
+                f"agent type {self.name!r} cannot run inside a task environment: its adapter "
+                "declares no _container_dependencies"
+            )
 
     # -- what adapters implement ----------------------------------------------------------
 

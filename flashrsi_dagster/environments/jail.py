@@ -149,24 +149,11 @@ class Jail:
 
     def listen(self, port: int) -> socket.socket:
         """A TCP socket listening on 127.0.0.1:`port` inside the jail's network namespace,
-        for the framework to serve from outside. Made in a short-lived thread of its own,
-        because a network namespace is entered per thread."""
-        made: list[socket.socket | BaseException] = []
-
-        def make() -> None:
-            try:
-                with _open_ns(self.pid, "net") as fd:
-                    os.setns(fd, os.CLONE_NEWNET)
-                made.append(socket.create_server(("127.0.0.1", port), backlog=64))
-            except BaseException as exc:
-                made.append(exc)
-
-        thread = threading.Thread(target=make, name="jail-listen")
-        thread.start()
-        thread.join()
-        if isinstance(made[0], BaseException):
-            raise JailError(f"cannot listen inside the jail: {made[0]}") from made[0]
-        return made[0]
+        for the framework to serve from outside."""
+        try:
+            return listen_in(self.pid, port)
+        except OSError as exc:
+            raise JailError(f"cannot listen inside the jail: {exc}") from exc
 
     def enter_argv(self, argv: Sequence[str], env: dict[str, str], cwd: Path) -> list[str]:
         """`argv` run inside the jail, as the jail user, with exactly `env`: for agents that
@@ -226,6 +213,28 @@ def give_to_jail_user(paths: Iterable[Path]) -> None:
         for folder, dirs, files in os.walk(root):
             for name in (*dirs, *files):
                 os.lchown(os.path.join(folder, name), JAIL_UID, JAIL_UID)
+
+
+def listen_in(pid: int, port: int = 0) -> socket.socket:
+    """A TCP socket listening on 127.0.0.1:`port` (0: any free port) inside the network
+    namespace of process `pid`. Made in a short-lived thread of its own, because a network
+    namespace is entered per thread; the socket stays in the namespace it was made in."""
+    made: list[socket.socket | BaseException] = []
+
+    def make() -> None:
+        try:
+            with _open_ns(pid, "net") as fd:
+                os.setns(fd, os.CLONE_NEWNET)
+            made.append(socket.create_server(("127.0.0.1", port), backlog=64))
+        except BaseException as exc:
+            made.append(exc)
+
+    thread = threading.Thread(target=make, name="netns-listen")
+    thread.start()
+    thread.join()
+    if isinstance(made[0], BaseException):
+        raise OSError(f"cannot listen in the network namespace of {pid}: {made[0]}")
+    return made[0]
 
 
 @contextlib.contextmanager

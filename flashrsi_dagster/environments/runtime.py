@@ -27,6 +27,7 @@ from packaging.requirements import Requirement
 from flashrsi_dagster.environments.jail import JailSpec, Mount
 
 _assembling = threading.Lock()
+_prepared: Path | None = None
 
 HARNESS_DISTRIBUTIONS = ("openai", "pyyaml")
 """What a Python harness may import beyond the standard library (with their requirements)."""
@@ -42,11 +43,22 @@ def python_runtime(distributions: tuple[str, ...] = HARNESS_DISTRIBUTIONS) -> Ja
     return JailSpec((Mount(prefix), Mount(site_packages(distributions))), hidden)
 
 
-@cache
+def use_prepared(folder: Path) -> None:
+    """This process already runs on an assembled folder (inside a task environment, where the
+    framework's site-packages is absent): every `site_packages` request answers with it."""
+    global _prepared
+    _prepared = Path(folder)
+
+
 def site_packages(distributions: tuple[str, ...] = HARNESS_DISTRIBUTIONS) -> Path:
     """A folder holding exactly `distributions` and their requirements, made once beside the
     framework's site-packages (hard links where the file system allows): one read-only mount
     per jail instead of one per package, and the same path for the fork server's imports."""
+    return _prepared if _prepared is not None else _assembled(distributions)
+
+
+@cache
+def _assembled(distributions: tuple[str, ...]) -> Path:
     source = Path(sysconfig.get_paths()["purelib"]).resolve()
     dists = _closure(distributions)
     key = ",".join(sorted(f"{d.metadata['Name']}=={d.version}" for d in dists))
@@ -88,19 +100,30 @@ def _link_or_copy(source: str | Path, target: str | Path) -> None:
         shutil.copy2(source, target)
 
 
+def pinned(distributions: tuple[str, ...]) -> list[str]:
+    """`name==version` of `distributions` and their requirements, as installed here."""
+    return sorted(f"{d.metadata['Name']}=={d.version}" for d in _closure(distributions))
+
+
 def _closure(names: tuple[str, ...]) -> list[metadata.Distribution]:
+    """The distributions `names` need, with the extras their requirements ask for (e.g.
+    `pyjwt[crypto]` brings `cryptography`)."""
     seen: dict[str, metadata.Distribution] = {}
-    todo = list(names)
+    extras_seen: dict[str, set[str]] = {}
+    todo: list[tuple[str, frozenset[str]]] = [(name, frozenset()) for name in names]
     while todo:
-        dist = metadata.distribution(todo.pop())
+        name, extras = todo.pop()
+        dist = metadata.distribution(name)
         key = dist.metadata["Name"].lower().replace("_", "-")
-        if key in seen:
+        if key in seen and extras <= extras_seen[key]:
             continue
         seen[key] = dist
+        extras_seen.setdefault(key, set()).update(extras)
         for line in dist.requires or []:
             requirement = Requirement(line)
-            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
-                todo.append(requirement.name)
+            marker = requirement.marker
+            if marker is None or any(marker.evaluate({"extra": e}) for e in {"", *extras}):
+                todo.append((requirement.name, frozenset(requirement.extras)))
     return list(seen.values())
 
 

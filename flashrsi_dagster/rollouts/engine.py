@@ -9,12 +9,12 @@ reads the record and runs only what is missing.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from flashrsi_dagster.agents.base import Agent
+from flashrsi_dagster.agents.base import Agent, ContainerUnsupported
 from flashrsi_dagster.benchmarks.base import Benchmark, SystemicFault, Task
 from flashrsi_dagster.config.models import BenchmarkConfig
 from flashrsi_dagster.environments.confinement import KEY_REFUSED
@@ -56,7 +56,9 @@ def run_rollouts(
     settings: Settings = Settings(),
     progress: Progress | None = None,
 ) -> list[Trajectory]:
-    """The final trajectory of every (task, attempt), in task order."""
+    """The final trajectory of every (task, attempt), in task order. A batch the agent
+    cannot run inside its tasks' environments is refused first (`refuse_uncontained`)."""
+    refuse_uncontained(benchmark, agent, tasks)
     recorded = record.load()
     done = _final_by_key(recorded, settings.max_infra_reruns)
     tries = _tries_by_key(recorded)
@@ -83,6 +85,35 @@ def run_rollouts(
         for future in [pool.submit(work, t, a) for t, a in todo]:
             future.result()
     return [done[(t.id, a)] for t in tasks for a in range(settings.attempts)]
+
+
+def refuse_uncontained(benchmark: Benchmark, agent: Agent, tasks: Sequence[Task]) -> None:
+    """Tasks with their own environment run the agent inside it: the benchmark's runner binds
+    its executor (`benchmark.bind`, Terminal-Bench: Harbor), then an agent still unbound, or
+    one whose `_check_container()` fails, is refused before any task runs — one message
+    naming the agent type and how many such tasks the batch has."""
+    count = sum(task.environment is not None for task in tasks)
+    if not count or agent.task_environment_only:
+        return
+    bind = getattr(benchmark, "bind", None)
+    if bind is not None:
+        bind(agent)
+    problem = None
+    if agent.environment_executor is None:
+        problem = (
+            "it is bound to no environment executor (call "
+            "flashrsi_dagster.integrations.harbor.bind(agent) before the rollout)"
+        )
+    else:
+        try:
+            agent._check_container()
+        except ContainerUnsupported as exc:
+            problem = str(exc)
+    if problem is not None:
+        raise ContainerUnsupported(
+            f"refused before its first task: agent type {agent.name!r} cannot run the "
+            f"{count} task(s) of this batch that have their own environment: {problem}"
+        )
 
 
 def evaluate_snapshot(

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flashrsi_dagster.agents.base import Agent, AgentConfigError
+from flashrsi_dagster.agents.claude_code import container
 from flashrsi_dagster.agents.claude_code.login import (
     credentials_path,
     login_token,
@@ -50,6 +51,8 @@ class ClaudeCode(Agent):
     )
     has_file_tools = True
     supports_login = True
+    _container_dependencies = container.CONTAINER_DEPENDENCIES
+    _check_container = container.check_container
     supported_apis = ("anthropic",)
     api_hint = " (for OpenAI-compatible endpoints use type miniagent)"
     protected = (

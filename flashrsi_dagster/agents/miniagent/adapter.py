@@ -15,7 +15,7 @@ from flashrsi_dagster.agents.miniagent.launcher import ForkServer, Run
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import AgentRun, gateway_verdict
 from flashrsi_dagster.environments.jail import Mount, read_from_jail
-from flashrsi_dagster.environments.runtime import python_runtime
+from flashrsi_dagster.environments.runtime import HARNESS_DISTRIBUTIONS, python_runtime
 from flashrsi_dagster.llm.client import ROLE_HEADER
 from flashrsi_dagster.llm.usage import cost_of
 from flashrsi_dagster.records import ErrorInfo, Status, Trajectory, Usage
@@ -39,6 +39,9 @@ class MiniAgent(Agent):
     has_file_tools = True
     supports_environment = True
     supported_apis = ("chat", "responses")
+    _container_dependencies = HARNESS_DISTRIBUTIONS
+    """Inside a task environment: its harness's imports (`openai`, `pyyaml`); the entry's
+    own needs are the framework's (`integrations.staging`)."""
     api_hint = " (it talks to OpenAI-compatible endpoints; use type claude-code for anthropic)"
     protected = ("agent.yaml#limits", "runtime/beacon.py")
     """agent.yaml's `limits` (shell_timeout, output_limit) are budgets; `runtime/beacon.py` is

@@ -11,8 +11,9 @@ Harbor (PyPI `harbor`, pinned to 0.25.0) is the Terminal-Bench 2 harness. A task
 
 Modules: `tasks/` (the built-in suite) and `suite` (running tasks through Trial and Job, by
 default in the local chroot environment, `flashrsi_dagster.environments.local_chroot`);
-`benchmark` (Terminal-Bench as a FlashRSI benchmark); `wrapped_agent` (a FlashRSI agent wrapped
-as a Harbor agent) and `targets` (Harbor's own agents as FlashRSI targets); `scripted_agent` (a
+`benchmark` (Terminal-Bench as a FlashRSI benchmark; our agents run inside the task's
+environment through `flashrsi_dagster.integrations.harbor`) and `targets` (Harbor's own agents
+as FlashRSI targets); `scripted_agent` (a
 Harbor agent that runs fixed shell commands, for tests).
 """
 

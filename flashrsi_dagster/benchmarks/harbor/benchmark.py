@@ -1,8 +1,8 @@
 """Terminal-Bench (and any folder of Harbor tasks) as a FlashRSI benchmark.
 
 Every rollout is one Harbor `Trial`: Harbor builds the task's environment, runs the agent —
-Harbor's own `oracle`/`nop`, or ours wrapped by `wrapped_agent` with its shell inside the
-environment — and scores it with the task's verifier. The reward is the score. A trial that
+Harbor's own `oracle`/`nop`, or ours running inside the environment (`integrations.harbor`,
+bound by `bind`) — and scores it with the task's verifier. The reward is the score. A trial that
 fails outside the agent (the environment would not build or died, the verifier broke) is an
 infrastructure failure, rerun by the engine's ladder.
 """
@@ -20,7 +20,6 @@ from harbor.utils.import_path import import_class
 
 from flashrsi_dagster.agents.base import Agent
 from flashrsi_dagster.benchmarks.base import BenchmarkError, Task
-from flashrsi_dagster.benchmarks.harbor import wrapped_agent
 from flashrsi_dagster.benchmarks.harbor.suite import (
     TASKS_DIR,
     TaskDefinitionError,
@@ -31,6 +30,7 @@ from flashrsi_dagster.benchmarks.harbor.suite import (
 )
 from flashrsi_dagster.benchmarks.harbor.targets import HarborBuiltinAgent
 from flashrsi_dagster.config.models import BenchmarkConfig
+from flashrsi_dagster.integrations import harbor as harbor_executor
 from flashrsi_dagster.records import ErrorInfo, Status, Trajectory
 from flashrsi_dagster.scratch import scratch_dir
 
@@ -65,34 +65,32 @@ class TerminalBench:
         return [_task(folder) for folder in folders]
 
     def adapter_problem(self, adapter: type[Agent]) -> str | None:
-        """Harbor's own agents run anywhere Harbor does; ours reach the task through its
-        environment's host shell (`flashrsi_agent`), which only the local environment gives."""
-        if adapter.task_environment_only:
+        """Harbor's own agents run anywhere Harbor does; ours run inside the task's
+        environment, which the adapter must declare it can (`_container_dependencies`)."""
+        if adapter.task_environment_only or adapter._container_dependencies is not None:
             return None
-        if not adapter.supports_environment:
-            return (
-                f"{adapter.name} cannot run commands in a task's own environment, which every "
-                f"{self.name} task has: use an agent that can (miniagent) or one of Harbor's "
-                "own (harbor-oracle, harbor-nop)"
-            )
-        if not hasattr(self._environment_class, "shell_argv"):
-            return (
-                f"{adapter.name} reaches a task through its environment's host shell, which "
-                "only the local Harbor environment gives: set benchmark.harbor_environment: "
-                "local, or use one of Harbor's own agents (harbor-oracle, harbor-nop)"
-            )
-        return None
+        return (
+            f"{adapter.name} cannot run commands in a task's own environment, which every "
+            f"{self.name} task has: its adapter declares no container support. Use one that "
+            "does (miniagent, claude-code) or one of Harbor's own (harbor-oracle, harbor-nop)"
+        )
+
+    def bind(self, agent: Agent) -> None:
+        """The runner's executor for this benchmark's tasks: Harbor (called by the rollout
+        engine before a batch; an agent bound already stays as it is)."""
+        if agent.environment_executor is None:
+            harbor_executor.bind(agent)
 
     def rollout(self, agent: Agent, task: Task, *, split: str, attempt: int) -> Trajectory:
-        loan = wrapped_agent.Loan(agent, task.id, split, attempt)
+        loan = harbor_executor.Loan(agent, task.id, split, attempt)
         with scratch_dir("trial-") as trials:
             if isinstance(agent, HarborBuiltinAgent):
                 config = AgentConfig(name=agent.harbor_name)
                 result = self._trial(task, trials, config)
             else:
-                with wrapped_agent.lend(loan) as token:
+                with harbor_executor.lend(loan) as token:
                     config = AgentConfig(
-                        import_path=wrapped_agent.IMPORT_PATH, kwargs={"token": token}
+                        import_path=harbor_executor.IMPORT_PATH, kwargs={"token": token}
                     )
                     result = self._trial(task, trials, config)
         return _trajectory(task, split, attempt, agent, result, loan.trajectory)

@@ -55,6 +55,21 @@ ROOT_USERS = (None, "root", 0, "0")
 _UNPACK = 'mkdir -p -- "$1" && exec tar -x --no-same-owner -C "$1" -f -'
 
 
+_NOT_SHARED = frozenset({"proc", "dev", "logs", "tests", "solution"})
+"""Where nothing is shared in: the kernel's, the verifier's and the reference solution's."""
+
+
+def _mountpoint(root: Path, parts: tuple[str, ...]) -> None:
+    """Make folder `root/parts...`, refusing symlinks on the way: the root's files are the
+    task's, and a link to a host path would put the mount (and the folders) on the host."""
+    path = root
+    for part in parts:
+        path = path / part
+        if path.is_symlink():
+            raise ValueError(f"cannot share into {path}: a symbolic link")
+        path.mkdir(exist_ok=True)
+
+
 class LocalEnvironmentUnavailable(RuntimeError):
     """This machine cannot run the local environment (not root, or tools missing)."""
 
@@ -282,6 +297,32 @@ class LocalChrootEnvironment(BaseEnvironment):
         inner = sandbox.inner_argv(["/bin/bash", "-c"], cwd=cwd or self._default_cwd(), env=env)
         assert self._holder.pid is not None
         return sandbox.enter_argv(self._holder.pid, self._holder.root, inner)
+
+    async def share_read_only(self, folders: dict[Path, str]) -> None:
+        """Show host folders (source -> absolute path inside the root) read-only to every
+        later command of the agent's container, until `stop()`; the verifier's rounds do not
+        see them. For agents run inside the environment: their interpreter and packages."""
+        if self._holder is None or not self._holder.running or self._dirs is None:
+            raise RuntimeError("the environment is not running")
+        binds = []
+        for source, target in folders.items():
+            parts = PurePosixPath(target).parts
+            if len(parts) < 2 or parts[0] != "/" or ".." in parts or parts[1] in _NOT_SHARED:
+                raise ValueError(f"cannot share into {target!r}")
+            _mountpoint(self._dirs.rootfs, parts[1:])
+            binds.append(Bind(Path(source), target))
+        assert self._holder.pid is not None
+        argv = sandbox.share_argv(self._holder.pid, self._dirs.rootfs, binds)
+        outcome = await sandbox.run(argv, io_dir=self._dirs.io, timeout_sec=30)
+        if outcome.returncode != 0:
+            raise RuntimeError(f"could not share {list(folders)}: {outcome.stderr.strip()}")
+
+    @property
+    def network_pid(self) -> int:
+        """A host pid in the agent container's network namespace (to open a socket there)."""
+        if self._holder is None or self._holder.pid is None:
+            raise RuntimeError("the environment is not running")
+        return self._holder.pid
 
     def _wrap(self, inner: list[str]) -> list[str]:
         """Where a command runs: the build's throwaway namespaces, the agent's container, or

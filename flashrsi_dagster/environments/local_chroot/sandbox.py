@@ -149,6 +149,18 @@ def enter_argv(holder_pid: int, root: Path, inner: list[str]) -> list[str]:
     return _guarded(holder_pid, root, flags, inner)
 
 
+def share_argv(holder_pid: int, root: Path, binds: list[Bind]) -> list[str]:
+    """Mount `binds` into the running holder's mount namespace (not the host's: it is
+    private), under `root`: later commands entering the holder see them."""
+    lines = ["set -e"]
+    for bind in binds:
+        target = shlex.quote(f"{root}{bind.target}")
+        lines.append(f"mount --bind {shlex.quote(str(bind.source))} {target}")
+        if bind.read_only:
+            lines.append(f"mount -o remount,bind,ro {target}")
+    return _guarded(holder_pid, root, ["--mount"], ["/bin/sh", "-c", "\n".join(lines)])
+
+
 def ephemeral_argv(
     root: Path, binds: list[Bind], inner: list[str], *, net_of: int | None, new_net: bool
 ) -> list[str]:

@@ -343,3 +343,29 @@ def test_definitions_it_cannot_honour_are_refused_before_anything_runs(
     with pytest.raises(DockerfileError, match=message):
         asyncio.run(env.start(force_build=False))
     assert not (tmp_path / "work").exists()
+
+
+def test_shared_host_folders_are_read_only_inside_and_a_planted_link_is_refused(tmp_path: Path):
+    env = make_env(tmp_path)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "tool.txt").write_text("from the host")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+
+    async def scenario():
+        async with running(env):
+            await env.share_read_only({shared: "/flashrsi/tools"})
+            seen = await env.exec("cat /flashrsi/tools/tool.txt; touch /flashrsi/tools/new")
+            await env.exec(f"ln -s {outside} /planted")
+            with pytest.raises(ValueError, match="symbolic link"):
+                await env.share_read_only({shared: "/planted/tools"})
+            with pytest.raises(ValueError, match="cannot share into '/tests/x'"):
+                await env.share_read_only({shared: "/tests/x"})
+            return seen
+
+    seen = asyncio.run(scenario())
+
+    assert seen.stdout == "from the host" and "Read-only file system" in seen.stderr
+    assert sorted(p.name for p in shared.iterdir()) == ["tool.txt"]
+    assert list(outside.iterdir()) == []

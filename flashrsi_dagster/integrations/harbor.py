@@ -1,5 +1,7 @@
-"""Our agents inside Harbor: a Harbor agent (by import path) that runs a FlashRSI `Agent` with
-its shell commands executed in the trial's environment.
+"""Harbor as the environment executor of FlashRSI agents: `bind(agent)` before a rollout of
+tasks that have their own environment (`Task.environment`, Harbor task folders), and the agent
+runs inside each trial's environment (`inside.run_inside`). The Terminal-Bench benchmark (and
+so the CLI runner) binds its agents itself.
 
 Harbor builds agents from a config it also writes to disk, so the live `Agent` cannot travel
 in it: the rollout lends the agent under a token (`lend`), the config carries the token, and
@@ -8,7 +10,6 @@ the trajectory comes back through the same loan.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import uuid
 from collections.abc import Iterator
@@ -22,11 +23,20 @@ from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
 
 import flashrsi_dagster
-from flashrsi_dagster.agents.base import Agent, TaskEnvironment
+from flashrsi_dagster.agents.base import Agent
+from flashrsi_dagster.integrations.inside import run_inside
 from flashrsi_dagster.records import Trajectory
-from flashrsi_dagster.scratch import scratch_dir
 
 IMPORT_PATH = f"{__name__}:FlashRSIHarborAgent"
+HARBOR = "harbor"
+"""`Agent.environment_executor` of a bound agent."""
+
+
+def bind(agent: Agent) -> Agent:
+    """Run `agent` inside Harbor task environments from now on (returns it). Whether it can
+    is checked before each batch (`Agent._check_container`)."""
+    agent.environment_executor = HARBOR
+    return agent
 
 
 @dataclass
@@ -55,6 +65,8 @@ def lend(loan: Loan) -> Iterator[str]:
 
 
 class FlashRSIHarborAgent(BaseAgent):
+    """A Harbor agent that runs the lent FlashRSI agent inside the trial's environment."""
+
     def __init__(self, logs_dir: Path, *args: Any, token: str, **kwargs: Any) -> None:
         super().__init__(logs_dir, *args, **kwargs)
         self.token = token
@@ -74,24 +86,8 @@ class FlashRSIHarborAgent(BaseAgent):
     ) -> None:
         with _lock:
             loan = _loans[self.token]
-        shell_argv = getattr(environment, "shell_argv", None)
-        if shell_argv is None:
-            raise RuntimeError(
-                f"environment {type(environment).__name__} gives no shell to host processes; "
-                "FlashRSI agents run in the local environment (benchmark.harbor_environment: "
-                "local) — use it, or Harbor's own agents"
-            )
-        task_env = TaskEnvironment(shell_prefix=tuple(shell_argv()))
-        with scratch_dir("harbor-") as scratch:
-            loan.trajectory = await asyncio.to_thread(
-                loan.agent.run,
-                scratch,
-                instruction,
-                task_id=loan.task_id,
-                split=loan.split,
-                attempt=loan.attempt,
-                environment=task_env,
-            )
+        task = {"id": loan.task_id, "split": loan.split, "attempt": loan.attempt}
+        loan.trajectory = await run_inside(loan.agent, environment, instruction, task)
         usage = loan.trajectory.usage
         context.n_input_tokens = usage.input_tokens
         context.n_output_tokens = usage.output_tokens

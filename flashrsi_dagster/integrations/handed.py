@@ -1,0 +1,44 @@
+"""Inside a task environment: the confinement of an agent whose gateway token was granted on
+the host. The environment itself is the run's confinement (its own namespaces and root); the
+agent talks to its model only through the gateway socket the host opened there."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from flashrsi_dagster.config.models import LLMConfig
+from flashrsi_dagster.environments.confinement import BASE_ENV, AgentRun, Confinement
+from flashrsi_dagster.environments.jail import JailSpec, Mount
+
+
+@dataclass
+class HandedConfinement(Confinement):
+    """Every run gets the host's per-run `token` and the gateway at `base_url`; no jail, no
+    gateway of its own (the host meters the run and applies the verdict)."""
+
+    token: str = ""
+    base_url: str = ""
+
+    def __post_init__(self) -> None:
+        self.jailed = False
+
+    def unjailed(self) -> HandedConfinement:
+        return self
+
+    @contextlib.contextmanager
+    def run(
+        self,
+        role: str,
+        llm: LLMConfig,
+        *,
+        writable: Sequence[Path],
+        read_only: Sequence[Mount] = (),
+        runtime: JailSpec | None = None,
+        bridge: Sequence[str] | None = None,
+    ) -> Iterator[AgentRun]:
+        if bridge:
+            raise RuntimeError("an agent inside a task environment runs its commands there")
+        yield AgentRun(self.token, self.base_url, None, dict(BASE_ENV, HOME="/tmp"))

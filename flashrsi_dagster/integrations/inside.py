@@ -1,0 +1,228 @@
+"""Running a FlashRSI agent inside a Harbor task environment, from the host.
+
+The host passes in what `staging` prepared (interpreter, distributions, framework source) and
+the snapshot — read-only binds into the local environment's root, Harbor's generic
+`upload_dir` elsewhere — opens the model gateway to the run with a per-run token, writes the
+payload (the full resolved role config, the adapter's import path, the task), runs
+`container_entry.py` with the environment's own variables plus the allow-list (nothing of the
+host's environment), and reads the trajectory back (bounded). The gateway's count of the run's
+usage and its verdict apply as for any jailed run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shlex
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harbor.environments.base import BaseEnvironment
+
+from flashrsi_dagster.agents.base import Agent, status_of
+from flashrsi_dagster.agents.run_config import run_config_message
+from flashrsi_dagster.environments.confinement import BASE_ENV, gateway_verdict, upstream_of
+from flashrsi_dagster.environments.jail import listen_in
+from flashrsi_dagster.gateway import RunUsage
+from flashrsi_dagster.integrations.staging import (
+    ENTRY,
+    INSIDE,
+    PLACES,
+    Staged,
+    compiled_snapshot,
+    distributions_for,
+    staged,
+)
+from flashrsi_dagster.records import ErrorInfo, Status, Trajectory
+from flashrsi_dagster.scratch import scratch_dir
+
+MAX_RESULT_BYTES = 64 << 20
+"""A trajectory larger than this is no result."""
+START_GRACE = 120.0
+"""Seconds beyond the role's timeout for the entry to start and write its result."""
+RUN_ENV = {name: value for name, value in BASE_ENV.items() if name != "PATH"}
+"""What the run adds to the environment's own variables: the allow-list, less `PATH`, which
+stays the environment's (its tools live there)."""
+_TAIL = 4000
+
+
+@dataclass
+class Opening:
+    """The gateway opened to one run: where the run reaches it, and what it used."""
+
+    token: str
+    base_url: str
+    usage: RunUsage | None = None
+
+
+async def run_inside(
+    agent: Agent, environment: BaseEnvironment, instruction: str, task: dict[str, Any]
+) -> Trajectory:
+    """One run of `agent` inside `environment`; `task`: its `id`, `split` and `attempt`."""
+    agent._check_container()
+    config = agent.run_config
+    ready = staged(distributions_for(type(agent)))
+    folder = INSIDE / f"run-{uuid.uuid4().hex[:12]}"
+    await _pass_in(environment, ready, compiled_snapshot(agent.files_dir))
+    with _gateway(agent, environment) as opening:
+        payload = _payload(agent, opening, instruction, task, folder)
+        trajectory = await _entry(environment, ready.python, payload, folder, config.timeout)
+    if not trajectory.messages:  # failed before the agent's own `run` could say it
+        header = run_config_message(config, agent.snapshot_id, agent.role, agent.redactor)
+        trajectory = trajectory.model_copy(update={"messages": [header]})
+    trajectory = trajectory.model_copy(
+        update={
+            "task_id": task["id"],
+            "split": task["split"],
+            "attempt": task["attempt"],
+            "snapshot_id": agent.snapshot_id or "",
+        }
+    )
+    trajectory = Trajectory.model_validate(agent.redactor.value(trajectory.model_dump(mode="json")))
+    return gateway_verdict(trajectory, opening.usage, trajectory.status == Status.TIMEOUT)
+
+
+async def _entry(
+    environment: BaseEnvironment, python: Path, payload: dict, folder: Any, timeout: float
+) -> Trajectory:
+    """Run the entry on `payload` in `environment` and read its trajectory back; the run's
+    folder there is removed after (what is left of a dead environment is the verifier's
+    business: it fails the trial)."""
+    with scratch_dir("inside-") as host:
+        (host / "payload.json").write_text(json.dumps(payload), encoding="utf-8")
+        await environment.upload_file(host / "payload.json", f"{folder}/payload.json")
+        command = f"exec {shlex.quote(str(python))} -I -S " + " ".join(
+            shlex.quote(str(p)) for p in (PLACES["source"] / ENTRY, f"{folder}/payload.json")
+        )
+        try:
+            outcome = await environment.exec(
+                command, env=RUN_ENV, timeout_sec=int(timeout + START_GRACE)
+            )
+        except Exception as exc:  # the entry outlived its timeout, or the exec failed
+            trajectory = _failed(exc)
+        else:
+            result = await _result(environment, f"{folder}/result.json", host)
+            trajectory = _trajectory(result, outcome.return_code, outcome.stderr or "")
+    with contextlib.suppress(Exception):
+        await environment.exec(f"rm -rf {shlex.quote(str(folder))}", timeout_sec=60)
+    return trajectory
+
+
+async def _pass_in(environment: BaseEnvironment, ready: Staged, snapshot: Path) -> None:
+    """Read-only binds where the environment can share host folders (the local one), else
+    copies (Harbor's `upload_dir`: Docker and the others, where they are writable)."""
+    folders = {
+        ready.prefix: str(ready.prefix),
+        ready.site_packages: str(PLACES["site_packages"]),
+        ready.source: str(PLACES["source"]),
+        snapshot: str(PLACES["snapshot"]),
+    }
+    share = getattr(environment, "share_read_only", None)
+    if share is not None:
+        await share(folders)
+        return
+    for source, target in folders.items():
+        await environment.upload_dir(source, target)
+
+
+@contextlib.contextmanager
+def _gateway(agent: Agent, environment: BaseEnvironment) -> Iterator[Opening]:
+    """A per-run token, and a gateway socket inside the environment's own network namespace
+    when it has one the host can enter (the local environment, with or without network);
+    otherwise the gateway's host listener, which the environment must be able to reach."""
+    confinement = agent.confinement
+    gateway = confinement.gateway
+    assert gateway is not None
+    token = gateway.grant(
+        experiment=confinement.experiment,
+        role=agent.role,
+        run_id=uuid.uuid4().hex[:12],
+        upstream=upstream_of(agent.run_config.llm),
+    )
+    opening = Opening(token, gateway.url)
+    listener = None
+    try:
+        pid = getattr(environment, "network_pid", None)
+        if pid is not None:
+            listener = listen_in(pid)
+            gateway.serve(listener, token=token)
+            opening.base_url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        yield opening
+    finally:
+        if listener is not None:
+            gateway.unserve(listener)
+        opening.usage = gateway.revoke(token)
+
+
+def _payload(
+    agent: Agent, opening: Opening, instruction: str, task: dict[str, Any], folder: Any
+) -> dict[str, Any]:
+    config = agent.run_config.model_dump(mode="json")
+    # The snapshot is passed in on its own; a host folder would not exist there.
+    config["source_dir"] = None
+    return {
+        "import_path": f"{type(agent).__module__}:{type(agent).__qualname__}",
+        "config": config,
+        "role": agent.role,
+        "snapshot_id": agent.snapshot_id,
+        "files_dir": str(PLACES["snapshot"]),
+        "site_packages": str(PLACES["site_packages"]),
+        "source": str(PLACES["source"]),
+        "gateway": {"token": opening.token, "base_url": opening.base_url},
+        "instruction": instruction,
+        "task": task,
+        "output": f"{folder}/result.json",
+    }
+
+
+async def _result(environment: BaseEnvironment, path: str, host: Path) -> dict | None:
+    local = host / "result.json"
+    try:
+        await environment.download_file(path, local)
+    except Exception:  # no result written: said by the trajectory
+        return None
+    if local.stat().st_size > MAX_RESULT_BYTES:
+        return None
+    try:
+        result = json.loads(local.read_bytes())
+    except ValueError:
+        return None
+    return result if isinstance(result, dict) else None
+
+
+def _trajectory(result: dict | None, code: int | None, stderr: str) -> Trajectory:
+    tail = stderr[-_TAIL:]
+    if result is not None:
+        try:
+            trajectory = Trajectory.model_validate(result)
+        except ValueError as exc:
+            return _failed(exc, tail)
+        return trajectory.model_copy(
+            update={"metadata": {**trajectory.metadata, "inside_exit_code": code}}
+        )
+    error = ErrorInfo(
+        type="ProcessError",
+        message=f"the agent's entry in the task environment exited with code {code} "
+        "without a result",
+    )
+    return Trajectory(
+        task_id="",
+        snapshot_id="",
+        status=Status.ERROR,
+        error=error,
+        metadata={"exit_code": code, "stderr_tail": tail},
+    )
+
+
+def _failed(exc: BaseException, tail: str = "") -> Trajectory:
+    timed_out = "timed out" in str(exc).lower() or isinstance(exc, TimeoutError)
+    return Trajectory(
+        task_id="",
+        snapshot_id="",
+        status=Status.TIMEOUT if timed_out else status_of(exc),
+        error=ErrorInfo.from_exception(exc),
+        metadata={"stderr_tail": tail} if tail else {},
+    )
