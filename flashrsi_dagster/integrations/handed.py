@@ -12,6 +12,7 @@ from pathlib import Path
 from flashrsi_dagster.config.models import LLMConfig
 from flashrsi_dagster.environments.confinement import BASE_ENV, AgentRun, Confinement
 from flashrsi_dagster.environments.jail import JailSpec, Mount
+from flashrsi_dagster.gateway import Upstream
 
 
 @dataclass
@@ -38,7 +39,10 @@ class HandedConfinement(Confinement):
         read_only: Sequence[Mount] = (),
         runtime: JailSpec | None = None,
         bridge: Sequence[str] | None = None,
+        upstream: Upstream | None = None,
     ) -> Iterator[AgentRun]:
         if bridge:
             raise RuntimeError("an agent inside a task environment runs its commands there")
+        if upstream is not None:
+            raise RuntimeError("the run's upstream was fixed when the host granted its token")
         yield AgentRun(self.token, self.base_url, None, dict(BASE_ENV, HOME="/tmp"))

@@ -27,15 +27,19 @@ _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
 def infra_errors() -> tuple[type[BaseException], ...]:
     """Exceptions that mean the endpoint failed, not the agent. The SDK is imported when
     first needed, here and by a client's first call: it takes a second to import, and most
-    processes of the framework (a Dagster run, the UI) never call a model themselves."""
-    import openai
-
+    processes of the framework (a Dagster run, the UI) never call a model themselves. An
+    agent running inside a task environment may have no SDK at all (Claude Code's brings only
+    its own): then no exception can be the SDK's."""
+    errors: tuple[type[BaseException], ...] = (urllib.error.URLError, TimeoutError)
+    try:
+        import openai
+    except ModuleNotFoundError:
+        return errors
     return (
         openai.APIConnectionError,  # includes timeouts
         openai.RateLimitError,
         openai.InternalServerError,
-        urllib.error.URLError,
-        TimeoutError,
+        *errors,
     )
 
 

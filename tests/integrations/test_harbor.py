@@ -211,6 +211,16 @@ def test_claude_code_inside_needs_explicit_credentials(server):
         agent._check_container()
 
 
+def test_claude_code_inside_refuses_a_native_login_the_host_holds(server):
+    pytest.importorskip("claude_agent_sdk")
+    llm = {"api": "anthropic", "base_url": server.root_url, "auth": "login"}
+    with (
+        target_agent(_role(server, "never", type="claude-code", llm=llm)) as agent,
+        pytest.raises(ContainerUnsupported, match=r"agent\.llm\.auth: .* stays on the host"),
+    ):
+        agent._check_container()
+
+
 class CopyingLocal(LocalChrootEnvironment):
     """The local environment without its read-only shares: what goes in is copied with
     Harbor's generic `upload_dir`, as for Docker and the other environments."""

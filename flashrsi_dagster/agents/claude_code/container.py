@@ -38,9 +38,15 @@ def check_container(agent: ClaudeCode) -> None:
             f"{where}.type: claude-code: the bundled CLI {cli} is missing or not executable"
         )
     llm = agent.run_config.llm
-    if llm.api_key is None and llm.auth != "login":
+    if llm.auth == "login":
+        # A login is the gateway's upstream credential, fixed when the host grants the run's
+        # token; the host's login must not be lent into a task's environment.
+        raise ContainerUnsupported(
+            f"{where}.llm.auth: claude-code inside a task environment needs an explicit "
+            "api_key; a native login stays on the host"
+        )
+    if llm.api_key is None:
         raise ContainerUnsupported(
             f"{where}.llm.api_key: claude-code inside a task environment needs explicit "
-            "credentials: set the role's api_key (or auth: login); nothing of the host's "
-            "environment is passed in"
+            "credentials: set the role's api_key; nothing of the host's environment is passed in"
         )
