@@ -151,7 +151,10 @@ class Gateway:
             raise GatewayError(f"grant: max_calls must not be negative, got {max_calls}")
         token = new_token()
         token_digest = digest(token)
-        grant = Grant(experiment, role, run_id, upstream, token_id(token_digest), max_calls, web)
+        grant = Grant(
+            experiment, role, run_id, upstream, token_id(token_digest), max_calls, web,
+            frozenset(deny_tools),
+        )  # fmt: skip
         self._ledger.add(token_digest, grant)
         self._log.add_key(upstream.key)
         return token
