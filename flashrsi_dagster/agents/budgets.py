@@ -11,7 +11,7 @@ Each budget is None, 0 or n > 0 (`config.models.RoleConfig`):
 
 Who enforces what: the harness applies them as it runs (MiniAgent: `runtime/budget.py`, a
 protected file); since a harness is evolvable code, the model gateway refuses a run's model
-calls past `max_model_calls` (`max_turns + 1`: the turns and the forced answer; HTTP 403,
+calls past `max_model_calls` (`max_turns + 1`, `max_tool_calls + 2`, the lower; HTTP 403,
 `RunUsage.over_budget`), and `budget_verdict` checks what the run reports against the same
 budgets. Both make the run an error (`RunBudgetExceeded`), never an infrastructure fault.
 """
@@ -41,9 +41,16 @@ class Budget:
 
     @property
     def max_model_calls(self) -> int | None:
-        """Model calls a run may have answered: its tool-using turns and the forced final
-        answer; None: no count limit (a `max_tool_calls` alone bounds no model call)."""
-        return None if self.max_turns is None else self.max_turns + 1
+        """Model calls a run that keeps its budgets can make, None for no count limit: its
+        `max_turns` tool-using turns and the forced final answer; and with `max_tool_calls`
+        n, at most n turns that run a tool, one whose call is refused, and the forced answer
+        (every other turn either runs a tool or ends the run)."""
+        bounds = []
+        if self.max_turns is not None:
+            bounds.append(self.max_turns + 1)
+        if self.max_tool_calls is not None:
+            bounds.append(self.max_tool_calls + 2)
+        return min(bounds, default=None)
 
     def payload(self) -> dict[str, int | None]:
         """The budgets for a harness's JSON input: None stays null (no count limit)."""
@@ -54,8 +61,8 @@ class Budget:
         calls = self.max_model_calls
         if calls is not None and model_calls > calls:
             return (
-                f"the run made {model_calls} model calls, over max_turns={self.max_turns} "
-                "and the forced final answer"
+                f"the run made {model_calls} model calls, over the {calls} its budgets allow "
+                f"(max_turns={self.max_turns}, max_tool_calls={self.max_tool_calls})"
             )
         if self.max_tool_calls is not None and tool_calls > self.max_tool_calls:
             return f"the run ran {tool_calls} tool calls, over max_tool_calls={self.max_tool_calls}"

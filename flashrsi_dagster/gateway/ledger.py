@@ -128,8 +128,9 @@ class Ledger:
         if limit is None or run.answered + run.in_flight < limit:
             return None
         return (
-            f"gateway: run {run.grant.run_id!r} used its {limit} model call(s) (the role's "
-            "max_turns and the forced final answer); no further model call is allowed"
+            f"gateway: run {run.grant.run_id!r} used its {limit} model call(s) (what the "
+            "role's max_turns / max_tool_calls allow, the forced final answer included); no "
+            "further model call is allowed"
         )
 
     def admit(self, run: Run, reserve: int, *, counted: bool = False) -> tuple[str, bool] | None:

@@ -63,7 +63,11 @@ def test_budget_semantics_tell_none_from_zero():
     assert Budget(None, None).max_model_calls is None
     assert Budget(0, 0).max_model_calls == 1  # the forced final answer alone
     assert Budget(5, None).max_model_calls == 6
-    assert Budget(None, 0).overrun(100, 1) == ("the run ran 1 tool calls, over max_tool_calls=0")
+    # n turns that run a tool, one whose call is refused, the forced answer
+    assert Budget(None, 0).max_model_calls == 2
+    assert Budget(50, 5).max_model_calls == 7
+    assert Budget(None, 0).overrun(2, 1) == "the run ran 1 tool calls, over max_tool_calls=0"
+    assert "3 model calls, over the 2" in Budget(None, 0).overrun(3, 0)
     assert Budget(None, None).overrun(10_000, 10_000) is None
     assert Budget(None, None).payload() == {"max_turns": None, "max_tool_calls": None}
 
@@ -184,6 +188,7 @@ def hostile(tmp_path: Path) -> Path:
 
 
 def test_the_gateway_stops_a_harness_that_ignores_max_turns(server, work, hostile):
+    """The gateway answers max_turns + 1 model calls: the fourth is refused (HTTP 403)."""
     script = [shell(f"echo {n} >> calls") for n in range(5)] + [say("never")]
     role, model = _role(server, script, max_turns=2)
 
@@ -197,7 +202,10 @@ def test_the_gateway_stops_a_harness_that_ignores_max_turns(server, work, hostil
 
 
 def test_the_adapter_fails_a_harness_that_ignores_max_tool_calls(server, work, hostile):
-    script = [shell(f"echo {n} >> calls") for n in range(3)] + [say("done anyway")]
+    """Three calls in one turn: within the model calls the gateway allows (3), over the
+    tool calls the budget allows (1), which the adapter sees in the reported count."""
+    three = [shell(f"echo {n} >> calls")["tool_calls"][0] for n in range(3)]
+    script = [{"tool_calls": three}, say("done anyway")]
     role, _ = _role(server, script, max_tool_calls=1)
 
     trajectory = _run(role, work, hostile)
