@@ -206,6 +206,24 @@ class WebConfig(Section):
         1 << 20, gt=0, le=MAX_WEB_BYTES, description="Bytes of one page read at most."
     )
     timeout: float = Field(20.0, gt=0, le=MAX_TIMEOUT, description="Seconds for one fetch.")
+    search_url: str | None = Field(
+        None,
+        description="`direct`: the search results page fetched for a search, `{query}` "
+        "standing for the URL-encoded query (e.g. `https://html.duckduckgo.com/html/?q="
+        "{query}`); None: no search (the simulator always has one).",
+    )
+
+    @field_validator("search_url")
+    @classmethod
+    def _search_page(cls, value: str | None) -> str | None:
+        if value is None or (re.match(r"https?://", value) and "{query}" in value):
+            return value
+        raise ValueError("expected an http(s):// URL holding `{query}`")
+
+    @property
+    def searches(self) -> bool:
+        """Whether the agent may search (a search page, or the simulator's)."""
+        return self.enabled and (self.source == "simulator" or self.search_url is not None)
 
 
 class RoleConfig(Section):

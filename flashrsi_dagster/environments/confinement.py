@@ -245,7 +245,9 @@ def web_access(web: WebConfig | None) -> WebAccess | None:
     """The gateway's web grant for a role's `web` (None when it is off)."""
     if web is None or not web.enabled:
         return None
-    return WebAccess(source=web.source, max_bytes=web.max_bytes, timeout=web.timeout)
+    return WebAccess(
+        source=web.source, max_bytes=web.max_bytes, timeout=web.timeout, search_url=web.search_url
+    )
 
 
 def caps_of(roles: dict[str, RoleConfig]) -> dict[str, Caps]:

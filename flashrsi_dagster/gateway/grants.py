@@ -111,6 +111,9 @@ class WebAccess:
     """Bytes of one page read at most; the rest is cut."""
     timeout: float = 20.0
     """Seconds for one fetch."""
+    search_url: str | None = None
+    """`direct`: the results page of a search, `{query}` standing for the encoded query;
+    None: no search (`simulator` serves its own)."""
 
 
 def new_token() -> str:

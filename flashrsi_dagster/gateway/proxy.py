@@ -22,7 +22,7 @@ from flashrsi_dagster.gateway.metering import Tokens, tokens_of_body
 from flashrsi_dagster.gateway.routes import Route, dialect_of, route_of
 from flashrsi_dagster.gateway.streams import StreamMeter
 from flashrsi_dagster.gateway.upstream import Pool, request_headers, response_headers
-from flashrsi_dagster.gateway.web import fetch_page
+from flashrsi_dagster.gateway.web import fetch_page, search_page
 
 logger = logging.getLogger("flashrsi.gateway")
 
@@ -72,7 +72,7 @@ class Proxy:
             body = h.read_body(self._max_body)
             run = self._authenticate(h, listener, record)
             if (route := route_of(h.command, url.path)) is not None and route.web:
-                self._web(h, run, body, record)
+                self._web(h, run, url.path, body, record)
                 return
             self._serve(h, self._prepare(h, run, url, body, record), call)
         except Refusal as refusal:
@@ -93,9 +93,11 @@ class Proxy:
         finally:
             self._log_once(call)
 
-    def _web(self, h: Handler, run: Run, body: bytes, record: CallRecord) -> None:
-        """A web fetch, served by the gateway itself (the jail has no other network)."""
-        page = fetch_page(run.grant, _json_object(body))
+    def _web(self, h: Handler, run: Run, path: str, body: bytes, record: CallRecord) -> None:
+        """A web fetch or search, served by the gateway itself (the jail has no other
+        network)."""
+        serve = search_page if path.endswith("/search") else fetch_page
+        page = serve(run.grant, _json_object(body))
         self._ledger.web_request(run)
         record.status = 200
         _Client(h).send_whole(200, _JSON, json.dumps(page, ensure_ascii=False).encode())

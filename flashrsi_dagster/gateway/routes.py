@@ -29,6 +29,7 @@ ROUTES = {
     ("POST", "/v1/messages/count_tokens"): Route(None, "anthropic"),
     ("GET", "/v1/models"): Route(None, None),
     ("POST", "/v1/web/fetch"): Route(None, None, web=True),
+    ("POST", "/v1/web/search"): Route(None, None, web=True),
 }
 _MODEL = Route(None, None)  # GET /v1/models/<id>
 # Model ids may hold slashes ("org/model"), never a dot segment or an escape: "../files" must

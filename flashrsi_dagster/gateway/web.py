@@ -1,4 +1,6 @@
-"""Web fetches for runs whose role has `web.enabled`: `POST /v1/web/fetch {"url": ...}`.
+"""The web for runs whose role has `web.enabled`: `POST /v1/web/fetch {"url": ...}` and
+`POST /v1/web/search {"query": ...}` (a search is a fetch of the role's search results page,
+`web.search_url`, with the query in it).
 
 The jail has no network but the gateway, so a run's web goes through here or nowhere. A
 `direct` fetch is made by the gateway itself, to public addresses only: the gateway runs on the
@@ -19,7 +21,7 @@ import json
 import socket
 import ssl
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote_plus, urlsplit
 
 from flashrsi_dagster.gateway import errors
 from flashrsi_dagster.gateway.grants import Grant, WebAccess
@@ -30,11 +32,7 @@ _TLS = ssl.create_default_context()
 
 def fetch_page(grant: Grant, request: dict[str, Any] | None) -> dict[str, Any]:
     """The page at `request["url"]`, as the run's web access allows; `Refusal` otherwise."""
-    access = grant.web
-    if access is None:
-        raise errors.forbidden(
-            "gateway: web access is off for this run's role (set its web.enabled: true)"
-        )
+    access = _access(grant)
     url = (request or {}).get("url")
     if not isinstance(url, str) or len(url) > MAX_URL:
         raise errors.bad_request(
@@ -44,8 +42,29 @@ def fetch_page(grant: Grant, request: dict[str, Any] | None) -> dict[str, Any]:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise errors.bad_request(f"gateway: not an http(s) URL: {url!r}")
     if access.source == "simulator":
-        return _from_simulator(grant, url, access)
+        return _from_simulator(grant, "/web/fetch", {"url": url}, access)
     return _direct(url, access)
+
+
+def search_page(grant: Grant, request: dict[str, Any] | None) -> dict[str, Any]:
+    """The results page for `request["query"]`, as the run's web access allows."""
+    access = _access(grant)
+    query = (request or {}).get("query")
+    if not isinstance(query, str) or not query.strip() or len(query) > MAX_URL:
+        raise errors.bad_request(f'gateway: expected {{"query": "..."}} under {MAX_URL} chars')
+    if access.source == "simulator":
+        return _from_simulator(grant, "/web/search", {"query": query}, access)
+    if access.search_url is None:
+        raise errors.forbidden("gateway: this run's role has no search page (web.search_url)")
+    return _direct(access.search_url.replace("{query}", quote_plus(query)), access)
+
+
+def _access(grant: Grant) -> WebAccess:
+    if grant.web is None:
+        raise errors.forbidden(
+            "gateway: web access is off for this run's role (set its web.enabled: true)"
+        )
+    return grant.web
 
 
 def _direct(url: str, access: WebAccess) -> dict[str, Any]:
@@ -89,17 +108,17 @@ def _public_address(host: str, port: int) -> str:
     return addresses[0]
 
 
-def _from_simulator(grant: Grant, url: str, access: WebAccess) -> dict[str, Any]:
-    """The offline simulator's deterministic page for `url`, asked at the run's upstream."""
+def _from_simulator(
+    grant: Grant, path: str, request: dict[str, str], access: WebAccess
+) -> dict[str, Any]:
+    """The offline simulator's deterministic page, asked at the run's upstream."""
     upstream = grant.upstream
     scheme, host, port = upstream.origin
     cls = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
     try:
         conn = cls(host, port, timeout=access.timeout)
-        body = json.dumps({"url": url})
-        conn.request(
-            "POST", f"{upstream.path_prefix}/web/fetch", body, {"Content-Type": "application/json"}
-        )
+        headers = {"Content-Type": "application/json"}
+        conn.request("POST", f"{upstream.path_prefix}{path}", json.dumps(request), headers)
         response = conn.getresponse()
         answer = json.loads(response.read(access.max_bytes * 2 + 4096))
         conn.close()
@@ -107,7 +126,7 @@ def _from_simulator(grant: Grant, url: str, access: WebAccess) -> dict[str, Any]
         raise errors.bad_gateway(f"gateway: the simulator's web failed: {exc}") from None
     if not isinstance(answer, dict) or not isinstance(answer.get("text"), str):
         raise errors.bad_gateway("gateway: the simulator's web answered no page")
-    data = answer["text"].encode()
+    data, url = answer["text"].encode(), str(answer.get("url", ""))
     return _page(url, answer.get("status", 200), str(answer.get("content_type", "")), data, access)
 
 

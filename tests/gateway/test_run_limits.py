@@ -81,6 +81,21 @@ def test_a_direct_fetch_of_a_host_address_is_refused(gateway, upstream_of, simul
     assert _fetch(gateway, token, 7).status_code == 400
 
 
+def _search(gateway, token: str, query: object) -> httpx2.Response:
+    headers = {"Authorization": f"Bearer {token}"}
+    return httpx2.post(f"{gateway.url}/v1/web/search", json={"query": query}, headers=headers)
+
+
+def test_a_search_needs_a_search_page_and_fetches_it_as_a_public_page(gateway, upstream_of):
+    pageless = _grant(gateway, upstream_of(), web=WebAccess())
+    local = WebAccess(search_url="http://127.0.0.1:9/?q={query}")
+    looping = _grant(gateway, upstream_of(), web=local)
+
+    assert "no search page" in _search(gateway, pageless, "cats").text
+    assert "non-public address" in _search(gateway, looping, "cats").text
+    assert _search(gateway, looping, "").status_code == 400
+
+
 def test_the_simulator_serves_deterministic_pages_through_the_gateway(gateway, upstream_of):
     token = _grant(gateway, upstream_of(), web=WebAccess(source="simulator", max_bytes=30))
 
@@ -89,4 +104,6 @@ def test_the_simulator_serves_deterministic_pages_through_the_gateway(gateway, u
     assert first == again
     assert first["status"] == 200 and first["truncated"] is True
     assert first["text"] == "Offline simulator page for htt"
-    assert gateway.revoke(token).web_requests == 2
+    results = _search(gateway, token, "two words").json()
+    assert results["text"] == "Offline simulator results for "  # cut at 30 bytes too
+    assert gateway.revoke(token).web_requests == 3

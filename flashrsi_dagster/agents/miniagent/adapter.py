@@ -26,7 +26,7 @@ from flashrsi_dagster.records.redaction import is_secret_env_name
 from flashrsi_dagster.scratch import scratch_dir
 
 HARNESS = Path(__file__).with_name("harness")
-TOOLS = ("shell", "editor", "read_skill", "web_fetch")
+TOOLS = ("shell", "editor", "read_skill", "web_fetch", "web_search")
 """The built-in harness's tool names (what `permissions.deny_tools` may name)."""
 MAX_LLM_IO = 200
 """Model exchanges `debug_llm_io` keeps, each side cut at MAX_LLM_IO_CHARS."""
@@ -108,7 +108,7 @@ class MiniAgent(Agent):
                 bridge=environment.shell_prefix if environment else None,
                 max_model_calls=budget.max_model_calls,
                 web=config.web,
-                deny_tools=denied_tools(config, ("shell",), ("web_fetch",)),
+                deny_tools=_denied(config),
             ) as confined:
                 payload = self._payload(config, working_dir, instruction, output, confined)
                 payload["stderr"] = str(stderr)
@@ -145,7 +145,7 @@ class MiniAgent(Agent):
             "instruction": instruction,
             **Budget.of(config).payload(),
             "permissions": config.permissions.model_dump(mode="json"),
-            "web": {"enabled": config.web.enabled},
+            "web": {"enabled": config.web.enabled, "search": config.web.searches},
             "debug_llm_io": config.debug_llm_io,
             "llm": {
                 **llm.model_dump(mode="json", exclude={"api_key", "base_url", "price"}),
@@ -256,6 +256,13 @@ def _server_env(confined: AgentRun) -> dict[str, str]:
         for k, v in os.environ.items()
         if not is_secret_env_name(k) and not k.startswith(("OPENAI_", "FLASHRSI_"))
     }
+
+
+def _denied(config: RoleConfig) -> frozenset[str]:
+    """The tools the gateway refuses to see offered: the permissions', the web's while it is
+    off, the search's without a search page."""
+    searchless = () if config.web.searches else ("web_search",)
+    return denied_tools(config, ("shell",), ("web_fetch", "web_search")) | set(searchless)
 
 
 def _verdicts(

@@ -150,20 +150,34 @@ def test_a_worker_that_may_not_edit_is_refused(server):
 def test_the_web_is_off_by_default_and_fetched_through_the_gateway_when_on(server, work):
     url = "https://example.org/page"
     off, off_model = _role(server, [say("no web")])
+    searched = {"name": "web_search", "arguments": {"query": "budget semantics"}}
     on, on_model = _role(
         server,
-        [{"tool_calls": [{"name": "web_fetch", "arguments": {"url": url}}]}, say("read it")],
+        [
+            {"tool_calls": [searched, {"name": "web_fetch", "arguments": {"url": url}}]},
+            say("read it"),
+        ],
         web={"enabled": True, "source": "simulator"},
     )
 
     assert _run(off, work).status == Status.SUCCESS
     trajectory = _run(on, work)
 
-    assert "web_fetch" not in _offered(server, off_model)[0]
-    assert "web_fetch" in _offered(server, on_model)[0]
+    assert {"web_fetch", "web_search"}.isdisjoint(_offered(server, off_model)[0])
+    assert {"web_fetch", "web_search"} <= set(_offered(server, on_model)[0])
     assert trajectory.status == Status.SUCCESS, trajectory.error
-    [page] = _outputs(trajectory)
+    results, page = _outputs(trajectory)
+    assert "Offline simulator results for budget semantics" in results
     assert page.startswith("HTTP 200 text/plain") and f"Offline simulator page for {url}" in page
+
+
+@needs_jails
+def test_without_a_search_page_only_the_fetch_is_offered(server, work):
+    role, model = _role(server, [say("ok")], web={"enabled": True})
+
+    assert _run(role, work).status == Status.SUCCESS
+    assert "web_fetch" in _offered(server, model)[0]
+    assert "web_search" not in _offered(server, model)[0]
 
 
 def test_an_adapter_without_web_tools_refuses_web_enabled(server):

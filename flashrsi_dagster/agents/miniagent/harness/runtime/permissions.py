@@ -4,7 +4,8 @@
   folder read-only: the kernel refuses any write, by a tool or by a shell command);
 - `shell: false`: no `shell` tool;
 - `deny_tools`: those tools are not offered;
-- the web tool is offered only when the run has the web (`web.enabled`).
+- the web tools are offered only when the run has the web (`web.enabled`): `web_fetch`, and
+  `web_search` when the run has a search page (`web.search`).
 
 The adapter protects this file and checks the run's tool calls against the same permissions
 afterwards (a harness that offers a withheld tool anyway fails the run).
@@ -19,7 +20,7 @@ from tools import Tool, build_tools
 
 from runtime.context import Context
 
-WEB_TOOLS = ("web_fetch",)
+WEB_TOOLS = ("web_fetch", "web_search")
 
 
 def permitted_tools(
@@ -27,11 +28,11 @@ def permitted_tools(
 ) -> dict[str, Tool]:
     """The tools this run is offered, by name."""
     tools = dict(tools)
+    offered = ["web_fetch", *(["web_search"] if web.get("search") else [])]
+    for name in WEB_TOOLS:
+        tools.pop(name, None)
     if web.get("enabled"):
-        tools.update(build_tools([name for name in WEB_TOOLS if name not in tools]))
-    else:
-        for name in WEB_TOOLS:
-            tools.pop(name, None)
+        tools.update(build_tools(offered))
     if permissions.get("shell") is False:
         tools.pop("shell", None)
     for name in permissions.get("deny_tools") or ():
