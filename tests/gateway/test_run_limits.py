@@ -107,3 +107,18 @@ def test_the_simulator_serves_deterministic_pages_through_the_gateway(gateway, u
     results = _search(gateway, token, "two words").json()
     assert results["text"] == "Offline simulator results for "  # cut at 30 bytes too
     assert gateway.revoke(token).web_requests == 3
+
+
+def test_a_failed_call_does_not_spend_the_count_so_a_retry_is_answered(
+    gateway, upstream_of, simulator
+):
+    simulator.add_script("fails-once", [{"error": 500}, "ok"])
+    token = _grant(gateway, upstream_of(), max_calls=1)
+    client = openai_client(gateway, token)
+
+    with pytest.raises(openai.InternalServerError):
+        client.chat.completions.create(model="simulator/script:fails-once", messages=USER)
+    answer = client.chat.completions.create(model="simulator/script:fails-once", messages=USER)
+
+    assert answer.choices[0].message.content == "ok"
+    assert gateway.revoke(token).answered == 1
