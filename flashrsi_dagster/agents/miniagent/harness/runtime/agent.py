@@ -59,9 +59,9 @@ def run(params: dict[str, Any], on_step: Callable[[dict], None] | None = None) -
         "usage": {"input_tokens": 0, "output_tokens": 0, "turns": 0, "tool_calls": 0},
         "beacons": {},
     }
-    llm = None
     # Absent: the default of 50; present as null: no count limit (never read as 0).
     budget = Budget(params.get("max_turns", 50), params.get("max_tool_calls"))
+    llm = None
     try:
         ctx, system, tools = _load(params)
         result["messages"] = build_context(system, params["instruction"], ctx)
