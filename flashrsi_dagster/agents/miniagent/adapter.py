@@ -10,10 +10,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flashrsi_dagster.agents.base import Agent, TaskEnvironment
+from flashrsi_dagster.agents.base import Agent, AgentConfigError, TaskEnvironment
 from flashrsi_dagster.agents.budgets import Budget, budget_verdict
 from flashrsi_dagster.agents.miniagent.launcher import ForkServer, Run
 from flashrsi_dagster.agents.permissions import denied_tools, permission_verdict, unknown_tools
+from flashrsi_dagster.config.experiment import role_key
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import AgentRun, gateway_verdict
 from flashrsi_dagster.environments.jail import Mount, read_from_jail
@@ -87,6 +88,12 @@ class MiniAgent(Agent):
         mounts: tuple[Mount, ...] = (),
     ) -> Trajectory:
         config = self.run_config
+        if environment is not None and not config.permissions.edit:
+            # Its files live in the task's own environment, which no mount of ours reaches.
+            raise AgentConfigError(
+                f"{role_key(self.role)}.permissions.edit: false cannot be enforced in a task "
+                "environment (its files are reached through the shell there)"
+            )
         budget = Budget.of(config)
         work = Path(working_dir).resolve()
         # edit: false is the kernel's to enforce: the task folder is mounted read-only.

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from flashrsi_dagster.agents import target_agent, worker_agent
-from flashrsi_dagster.agents.base import AgentConfigError
+from flashrsi_dagster.agents.base import AgentConfigError, TaskEnvironment
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.agents.miniagent.launcher import ENTRY
 from flashrsi_dagster.agents.permissions import VIOLATION
@@ -130,6 +130,18 @@ def test_the_gateway_refuses_a_harness_that_offers_a_withheld_tool(server, work,
     assert "offers the model shell" in trajectory.error.message
     assert not (work / "ran").exists()
     assert _offered(server, model) == []  # no request reached the model
+
+
+def test_edit_false_in_a_task_environment_is_an_error_not_a_silent_pass(server, work):
+    role, model = _role(server, [say("never asked")], permissions={"edit": False})
+    environment = TaskEnvironment(shell_prefix=("docker", "exec", "task", "bash", "-c"))
+
+    with target_agent(role, HARNESS) as agent:
+        trajectory = agent.run(work, "work", task_id="t", environment=environment)
+
+    assert trajectory.status == Status.ERROR
+    assert "agent.permissions.edit: false cannot be enforced" in trajectory.error.message
+    assert _offered(server, model) == []
 
 
 def test_deny_tools_naming_no_tool_is_a_config_problem(server, tmp_path):
