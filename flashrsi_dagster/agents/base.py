@@ -75,6 +75,8 @@ class Agent(ABC):
     environment_executor: Any = None
     """What runs this agent inside task environments (`integrations.harbor.bind`); None:
     unbound, and a batch with environment tasks is refused."""
+    supports_web: ClassVar[bool] = False
+    """True when the adapter offers its agent the web through the gateway (`web.enabled`)."""
     protected: ClassVar[tuple[str, ...]] = ()
     """The harness's evaluator-protected entries (`glob` or `glob#key`): the files, or keys,
     that hold a permission or a budget the run is held to; no candidate may change them
@@ -127,6 +129,11 @@ class Agent(ABC):
                 f"{where}.llm.auth: {cls.name} has no native login; set {where}.llm.api_key "
                 "and auth: key"
             )
+        if config.web.enabled and not cls.supports_web:
+            problems.append(
+                f"{where}.web.enabled: {cls.name} has no web tools behind the gateway; set "
+                f"{where}.web.enabled: false"
+            )
         return problems
 
     def _setup(self) -> None:  # noqa: B027 - optional hook
@@ -150,6 +157,20 @@ class Agent(ABC):
                 f"agent type {self.name!r} cannot run inside a task environment: its adapter "
                 "declares no _container_dependencies"
             )
+        if not self.run_config.permissions.edit:
+            # Inside, the environment is the confinement: no read-only mount of ours reaches
+            # the task's files there.
+            raise ContainerUnsupported(
+                f"{role_key(self.role)}.permissions.edit: false cannot be enforced inside a task "
+                "environment"
+            )
+
+    @classmethod
+    def gateway_denied(cls, config: RoleConfig) -> frozenset[str]:
+        """The tool names the gateway refuses to see offered in this role's model calls: the
+        permissions' `deny_tools`; an adapter adds the names its harness gives its withheld
+        tools. Granted with the run's token, on the host, wherever the agent runs."""
+        return frozenset(config.permissions.deny_tools)
 
     # -- what adapters implement ----------------------------------------------------------
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from flashrsi_dagster.config.models import LLMConfig
+from flashrsi_dagster.config.models import LLMConfig, WebConfig
 from flashrsi_dagster.environments.confinement import BASE_ENV, AgentRun, Confinement
 from flashrsi_dagster.environments.jail import JailSpec, Mount
 from flashrsi_dagster.gateway import Upstream
@@ -40,7 +40,12 @@ class HandedConfinement(Confinement):
         runtime: JailSpec | None = None,
         bridge: Sequence[str] | None = None,
         upstream: Upstream | None = None,
+        max_model_calls: int | None = None,
+        web: WebConfig | None = None,
+        deny_tools: Sequence[str] = (),
     ) -> Iterator[AgentRun]:
+        # The budgets, web and denied tools were granted with the token on the host
+        # (`inside._gateway`), from the same role config: nothing here can loosen them.
         if bridge:
             raise RuntimeError("an agent inside a task environment runs its commands there")
         if upstream is not None:

@@ -23,8 +23,15 @@ from typing import Any
 from harbor.environments.base import BaseEnvironment
 
 from flashrsi_dagster.agents.base import Agent, status_of
+from flashrsi_dagster.agents.budgets import Budget, budget_verdict
+from flashrsi_dagster.agents.permissions import permission_verdict
 from flashrsi_dagster.agents.run_config import run_config_message
-from flashrsi_dagster.environments.confinement import BASE_ENV, gateway_verdict, upstream_of
+from flashrsi_dagster.environments.confinement import (
+    BASE_ENV,
+    gateway_verdict,
+    upstream_of,
+    web_access,
+)
 from flashrsi_dagster.environments.jail import listen_in
 from flashrsi_dagster.gateway import RunUsage
 from flashrsi_dagster.integrations.staging import (
@@ -82,6 +89,9 @@ async def run_inside(
         }
     )
     trajectory = Trajectory.model_validate(agent.redactor.value(trajectory.model_dump(mode="json")))
+    # The host's count is the framework's own: what the agent inside reported may lie.
+    trajectory = budget_verdict(trajectory, Budget.of(config), opening.usage)
+    trajectory = permission_verdict(trajectory, opening.usage)
     return gateway_verdict(trajectory, opening.usage, trajectory.status == Status.TIMEOUT)
 
 
@@ -136,11 +146,16 @@ def _gateway(agent: Agent, environment: BaseEnvironment) -> Iterator[Opening]:
     confinement = agent.confinement
     gateway = confinement.gateway
     assert gateway is not None
+    config = agent.run_config
+    # The grant holds the role's budgets and permissions: the agent inside cannot change it.
     token = gateway.grant(
         experiment=confinement.experiment,
         role=agent.role,
         run_id=uuid.uuid4().hex[:12],
-        upstream=upstream_of(agent.run_config.llm),
+        upstream=upstream_of(config.llm),
+        max_calls=Budget.of(config).max_model_calls,
+        web=web_access(config.web),
+        deny_tools=type(agent).gateway_denied(config),
     )
     opening = Opening(token, gateway.url)
     listener = None

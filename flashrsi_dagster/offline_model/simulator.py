@@ -90,6 +90,9 @@ class Simulator:
                 dialect = anthropic if "anthropic-version" in request.headers else openai_chat
                 return HttpResponse.json(401, dialect.error_body(401, message))
             return self._models(request)
+        if request.method == "POST" and path in ("/web/fetch", "/web/search"):
+            draft.api = "web"
+            return _web_page(request, path)
         if request.method == "POST" and path == "/messages/count_tokens":
             draft.api = "count_tokens"
             return _answer_errors(anthropic, lambda: self._count_tokens(request, draft))
@@ -193,6 +196,28 @@ def _json_body(raw: bytes) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise SimulatorError(400, "offline model simulator: the request body must be a JSON object")
     return body
+
+
+def _web_page(request: HttpRequest, path: str) -> HttpResponse:
+    """A deterministic page for any URL, or results for any query: the offline stand-in for
+    the web, which the model gateway serves runs through (`web.source: simulator`)."""
+    key = "query" if path == "/web/search" else "url"
+    try:
+        value = json.loads(request.body or b"{}").get(key)
+    except (ValueError, AttributeError):
+        value = None
+    if not isinstance(value, str):
+        return HttpResponse.json(400, openai_chat.error_body(400, f'expected {{"{key}": ...}}'))
+    if key == "url":
+        url = value
+        text = f"Offline simulator page for {value}\nThis page is the same on every fetch.\n"
+    else:
+        slug = "-".join(value.lower().split())[:60]
+        url = f"https://offline.invalid/search?q={slug}"
+        text = f"Offline simulator results for {value}\n1. https://offline.invalid/{slug}\n"
+    return HttpResponse.json(
+        200, {"url": url, "status": 200, "content_type": "text/plain", "text": text}
+    )
 
 
 def _not_found(request: HttpRequest, path: str) -> HttpResponse:

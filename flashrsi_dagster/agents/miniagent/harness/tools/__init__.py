@@ -12,6 +12,8 @@ TOOLS: dict[str, str] = {
     "shell": "shell:ShellTool",
     "editor": "editor:EditorTool",
     "read_skill": "read_skill:ReadSkillTool",
+    "web_fetch": "web:WebFetchTool",
+    "web_search": "web:WebSearchTool",
 }
 """Tool name -> `module:Class` inside this package."""
 
