@@ -7,10 +7,11 @@ measured under other rules than its parent, so its score would say nothing about
 the commit is refused (`commit_child`), whatever the algorithm.
 
 An entry is a glob over harness paths (`settings.json`, `.claude/**`), or `glob#key` for one
-top-level key of a YAML or JSON file (`agent.yaml#limits`): the rest of that file stays
-evolvable. Each adapter declares its entries (`Agent.protected`); a harness's
-`components.yaml` may replace them with a `protected:` section. The list is fixed in the seed
-snapshot and inherited by every child, and `components.yaml` itself is never evolvable.
+top-level key of a YAML, JSON or TOML file (`agent.yaml#limits`, `config.toml#model`): the
+rest of that file stays evolvable. Each adapter declares its entries (`Agent.protected`); a
+harness's `components.yaml` may replace them with a `protected:` section. The list is fixed in
+the seed snapshot and inherited by every child, and `components.yaml` itself is never
+evolvable.
 
 What this cannot cover: runtime code that ignores a limit it was given. The limits that hold
 whatever the harness does (the rollout timeout, the jail, the gateway's caps, the scoring
@@ -20,6 +21,7 @@ outside the jail) live in the framework, outside every snapshot.
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -113,22 +115,25 @@ def _key_problem(
 ) -> str | None:
     if change.status == "T":
         return f"changed the type of the file holding `{key}`"
+    toml = change.path.endswith(".toml")
     try:
-        was, now = _value(before(change.path), key), _value(after(change.path), key)
+        was = _value(before(change.path), key, toml)
+        now = _value(after(change.path), key, toml)
     except ValueError:
-        return f"the file cannot be read as YAML, so `{key}` cannot be shown unchanged"
+        kind = "TOML" if toml else "YAML"
+        return f"the file cannot be read as {kind}, so `{key}` cannot be shown unchanged"
     return None if was == now else f"changed `{key}`"
 
 
 _ABSENT = object()
 
 
-def _value(data: bytes | None, key: str) -> Any:
+def _value(data: bytes | None, key: str, toml: bool = False) -> Any:
     if data is None:
         return _ABSENT
     try:
-        document = yaml.safe_load(data)
-    except yaml.YAMLError as exc:
+        document = tomllib.loads(data.decode()) if toml else yaml.safe_load(data)
+    except (yaml.YAMLError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(str(exc)) from None
     if document is None:
         return _ABSENT
