@@ -4,7 +4,10 @@ real offline simulator; the snapshot a real git store's checkout."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import flashrsi_dagster
@@ -98,7 +101,11 @@ def test_a_worker_edits_a_snapshot_checkout_that_is_then_committed(server, tmp_p
     assert left_in(temp_root) == []
 
 
-def test_a_snapshots_config_toml_cannot_redirect_the_provider(server, tmp_path, work):
+def test_neither_the_snapshots_config_nor_the_hosts_environment_redirect_the_provider(
+    server, tmp_path, work, monkeypatch, canary
+):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", canary)
     harness = tmp_path / "harness"
     shutil.copytree(HARNESS, harness)
     (harness / "config.toml").write_text(
@@ -108,7 +115,7 @@ def test_a_snapshots_config_toml_cannot_redirect_the_provider(server, tmp_path, 
         '[profiles.evil]\nmodel_provider = "evil"\n[tools.update_plan]\nenabled = true\n'
         '[tools.web_search]\ncontext_size = "high"\n'
     )
-    server.add_script("redirect", [shell("touch made-here"), {"text": "still here"}])
+    server.add_script("redirect", [shell("env; touch made-here"), {"text": "still here"}])
 
     with target_agent(role(server, "redirect"), harness) as agent:
         trajectory = agent.run(work, "Make a file.", task_id="t")
@@ -116,7 +123,12 @@ def test_a_snapshots_config_toml_cannot_redirect_the_provider(server, tmp_path, 
     assert trajectory.status == Status.SUCCESS, trajectory.error
     assert trajectory.answer == "still here"
     assert (work / "made-here").exists()  # the framework's sandbox, not the snapshot's
+    (command,) = _items(trajectory, "command_execution")
+    assert "OPENAI_" not in command["aggregated_output"]
+    assert "FLASHRSI_GATEWAY_TOKEN" not in command["aggregated_output"]
+    assert canary not in trajectory.model_dump_json()
     first = requests_for(server, "redirect")[0]
+    assert first.body["model"] == "simulator/script:redirect"
     names = [t.get("name") or t["type"] for t in first.body["tools"]]
     assert "update_plan" in names  # the evolvable rest of the file applies
     assert "web_search" not in names
@@ -155,8 +167,23 @@ def test_a_cli_that_exits_with_an_error_gives_an_error_trajectory(server, tmp_pa
     assert requests_for(server, "never-called") == []
 
 
-def test_a_run_past_its_timeout_is_stopped(server, work, temp_root):
-    server.add_script("slow", [shell("sleep 60"), {"text": "too late"}])
+def _running(command: str) -> list[int]:
+    """Live processes (not zombies) whose command line is `command`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if line == command and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_run_past_its_timeout_is_stopped_with_its_commands(server, work, temp_root):
+    sleeper = f"sleep 61.{os.getpid()}"  # this test's own, to look for afterwards
+    server.add_script("slow", [shell(sleeper), {"text": "too late"}])
     config = role(server, "slow", llm={"timeout": 1.0}, timeout=3.0)
 
     with target_agent(config) as agent:
@@ -164,7 +191,26 @@ def test_a_run_past_its_timeout_is_stopped(server, work, temp_root):
 
     assert trajectory.status == Status.TIMEOUT
     assert trajectory.duration < 15
+    assert _running(sleeper) == []
     assert left_in(temp_root) == []
+
+
+def test_closing_the_agent_cancels_its_run_in_flight(server, work):
+    sleeper = f"sleep 62.{os.getpid()}"
+    server.add_script("cancelled", [shell(sleeper), {"text": "too late"}])
+    agent = target_agent(role(server, "cancelled"))
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        running = pool.submit(agent.run, work, "wait", task_id="t")
+        deadline = time.monotonic() + 30
+        while not _running(sleeper) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        started = _running(sleeper)
+        agent.close()
+        trajectory = running.result(timeout=30)
+
+    assert started  # the run's command was running when the agent closed
+    assert (trajectory.status, trajectory.error.type) == (Status.ERROR, "Cancelled")
+    assert _running(sleeper) == []
 
 
 def test_withheld_tools_are_not_offered(server, work):
