@@ -108,6 +108,11 @@ def _adapters(config: ExperimentConfig) -> tuple[dict[str, type[Agent]], list[st
                 f"{where}.type: {role.type!r} has no file tools; the {name} must be an agent "
                 "that can list, read and edit files (e.g. `miniagent`, `claude-code`)"
             )
+        if name in config.algorithm.EDITING_ROLES and not role.permissions.edit:
+            problems.append(
+                f"{where}.permissions.edit: false: the {name} edits harness files and must be "
+                "allowed to; remove it or set it to true"
+            )
         problems += cls.config_problems(role, where)
     return classes, problems
 

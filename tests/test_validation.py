@@ -359,6 +359,18 @@ def worker_without_file_tools(folder: Path) -> tuple[list[str], list[str]]:
     ]
 
 
+def worker_that_may_not_edit(folder: Path) -> tuple[list[str], list[str]]:
+    return ["--algorithm.worker.permissions.edit", "false"], [
+        "algorithm.worker.permissions.edit: false: the worker edits harness files"
+    ]
+
+
+def target_denying_a_tool_it_does_not_have(folder: Path) -> tuple[list[str], list[str]]:
+    return ["--agent.permissions.deny_tools", '["Bash"]'], [
+        "agent.permissions.deny_tools: miniagent has no tool(s) 'Bash'"
+    ]
+
+
 REVIEWER = ["--algorithm.review_by", "reviewer", "--algorithm.reviewer.llm.model", "sim/r"]
 
 
@@ -385,6 +397,8 @@ MODULAR_CASES: list[Callable[[Path], tuple[list[str], list[str]]]] = [
     evolution_data_with_duplicate_ids,
     evolution_limit_without_evolution_data,
     worker_without_file_tools,
+    worker_that_may_not_edit,
+    target_denying_a_tool_it_does_not_have,
     reviewer_of_an_unknown_type,
     reviewer_key_unset,
 ]

@@ -65,6 +65,8 @@ class Agent(ABC):
     """Said after a refused `llm.api`: where to go instead."""
     supports_login: ClassVar[bool] = False
     """True when the adapter can use its harness's native login (`llm.auth: login`)."""
+    supports_web: ClassVar[bool] = False
+    """True when the adapter offers its agent the web through the gateway (`web.enabled`)."""
     protected: ClassVar[tuple[str, ...]] = ()
     """The harness's evaluator-protected entries (`glob` or `glob#key`): the files, or keys,
     that hold a permission or a budget the run is held to; no candidate may change them
@@ -116,6 +118,11 @@ class Agent(ABC):
             problems.append(
                 f"{where}.llm.auth: {cls.name} has no native login; set {where}.llm.api_key "
                 "and auth: key"
+            )
+        if config.web.enabled and not cls.supports_web:
+            problems.append(
+                f"{where}.web.enabled: {cls.name} has no web tools behind the gateway; set "
+                f"{where}.web.enabled: false"
             )
         return problems
 

@@ -34,6 +34,11 @@ def worker_agent(
             "Worker must be an agent that can list, read and edit files (e.g. `miniagent` or "
             "`claude-code`), not a plain LLM"
         )
+    if not config.permissions.edit:
+        raise WorkerConfigError(
+            "algorithm.worker.permissions.edit: false: the Worker's job is to edit harness "
+            "files, and a Worker that may not edit could only fail; remove it or set it to true"
+        )
     return _build(config, files_dir, role="worker", confinement=confinement)
 
 

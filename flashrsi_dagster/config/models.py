@@ -187,6 +187,27 @@ class PermissionsConfig(Section):
     )
 
 
+MAX_WEB_BYTES = 16 << 20
+
+
+class WebConfig(Section):
+    """The role's web, through the model gateway only (the jail has no other network)."""
+
+    enabled: bool = Field(
+        False, description="Offer the agent a web fetch tool (adapters that have one)."
+    )
+    source: Literal["direct", "simulator"] = Field(
+        "direct",
+        description="`direct`: the gateway fetches public http(s) pages itself (loopback and "
+        "private addresses refused); `simulator`: the role's endpoint, the offline "
+        "simulator, serves deterministic pages (tests).",
+    )
+    max_bytes: Count = Field(
+        1 << 20, gt=0, le=MAX_WEB_BYTES, description="Bytes of one page read at most."
+    )
+    timeout: float = Field(20.0, gt=0, le=MAX_TIMEOUT, description="Seconds for one fetch.")
+
+
 class RoleConfig(Section):
     """An agent role: the target that runs tasks, or the Worker that edits harnesses."""
 
@@ -226,6 +247,15 @@ class RoleConfig(Section):
     )
     spend_cap: SpendCap | None = Field(
         None, description="Caps on what this role may spend, enforced by the model gateway."
+    )
+    web: WebConfig = Field(
+        default_factory=lambda: WebConfig(),
+        description="The agent's web, through the model gateway; off by default.",
+    )
+    debug_llm_io: bool = Field(
+        False,
+        description="Keep the run's model requests and responses (redacted, bounded) in its "
+        "trajectory's metadata; off: nothing extra is written.",
     )
 
     @field_validator("type")

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flashrsi_dagster.config.experiment import ExperimentConfig
-from flashrsi_dagster.config.models import LLMConfig, RoleConfig
+from flashrsi_dagster.config.models import LLMConfig, RoleConfig, WebConfig
 from flashrsi_dagster.environments.bridge import CLIENT, CommandBridge
 from flashrsi_dagster.environments.jail import (
     Jail,
@@ -32,7 +32,7 @@ from flashrsi_dagster.environments.jail import (
     give_to_jail_user,
     require_jails,
 )
-from flashrsi_dagster.gateway import Caps, Gateway, RunUsage, Upstream
+from flashrsi_dagster.gateway import Caps, Gateway, RunUsage, Upstream, WebAccess
 from flashrsi_dagster.llm.client import resolve_key
 from flashrsi_dagster.llm.endpoints import anthropic_base_url, openai_base_url
 from flashrsi_dagster.records import ErrorInfo, Redactor, Status, Trajectory, Usage
@@ -98,16 +98,28 @@ class Confinement:
         read_only: Sequence[Mount] = (),
         runtime: JailSpec | None = None,
         bridge: Sequence[str] | None = None,
+        max_model_calls: int | None = None,
+        web: WebConfig | None = None,
+        deny_tools: Sequence[str] = (),
     ) -> Iterator[AgentRun]:
         """Confine one run: grant a token, start its jail (if jailed) with the run's
         `writable` folders, `read_only` mounts and the agent's `runtime`, and serve the
         gateway inside it. With `bridge` (the argv prefix into a task's own environment), the
-        run's `shell_prefix` runs commands there from inside the jail. On exit the jail is
-        killed and the token revoked."""
+        run's `shell_prefix` runs commands there from inside the jail. The gateway answers
+        at most `max_model_calls` model calls of the run (None: no count limit; see
+        `agents/budgets.py`), serves its web fetches when `web` is enabled, and refuses a
+        model call that offers a tool of `deny_tools` (`agents/permissions.py`). On exit the
+        jail is killed and the token revoked."""
         assert self.gateway is not None
         run_id = uuid.uuid4().hex[:12]
         token = self.gateway.grant(
-            experiment=self.experiment, role=role, run_id=run_id, upstream=upstream_of(llm)
+            experiment=self.experiment,
+            role=role,
+            run_id=run_id,
+            upstream=upstream_of(llm),
+            max_calls=max_model_calls,
+            web=web_access(web),
+            deny_tools=frozenset(deny_tools),
         )
         run = AgentRun(token, self.gateway.url, None, dict(BASE_ENV, HOME="/tmp", TMPDIR="/tmp"))
         try:
@@ -227,6 +239,13 @@ def _fault(trajectory: Trajectory, usage: RunUsage, timed_out: bool):
             ),
         )
     return None
+
+
+def web_access(web: WebConfig | None) -> WebAccess | None:
+    """The gateway's web grant for a role's `web` (None when it is off)."""
+    if web is None or not web.enabled:
+        return None
+    return WebAccess(source=web.source, max_bytes=web.max_bytes, timeout=web.timeout)
 
 
 def caps_of(roles: dict[str, RoleConfig]) -> dict[str, Caps]:

@@ -43,6 +43,23 @@ def budget_exceeded(message: str) -> Refusal:
     return Refusal(402, "budget_exceeded", message)
 
 
+RUN_BUDGET = "run_budget_exceeded"
+
+
+def run_budget_exceeded(message: str) -> Refusal:
+    """A model call past the run's own count (`Grant.max_calls`): 403, which SDKs do not
+    retry, and the agent's error, not the endpoint's."""
+    return Refusal(403, RUN_BUDGET, message)
+
+
+TOOL_DENIED = "tool_denied"
+
+
+def tool_denied(message: str) -> Refusal:
+    """A model call offering the model a tool the run may not use: 403, never retried."""
+    return Refusal(403, TOOL_DENIED, message)
+
+
 def forbidden(message: str) -> Refusal:
     return Refusal(403, "permission_error", message)
 

@@ -88,6 +88,29 @@ class Grant:
     upstream: Upstream
     token_id: str
     """A short digest of the token: safe to log, useless to present."""
+    max_calls: int | None = None
+    """Model calls the run may have answered (HTTP 2xx); past them every model call is
+    refused (403). None: no count limit. The backstop of a role's `max_turns`, which a
+    harness (evolvable code) could ignore; see `agents/budgets.py`."""
+    web: WebAccess | None = None
+    """How the run may reach the web (`/v1/web/fetch`); None: it may not."""
+    deny_tools: frozenset[str] = frozenset()
+    """Tool names the run's model may not be offered: a model call whose request describes
+    one is refused (403). The backstop of a role's permissions (`agents/permissions.py`)."""
+
+
+@dataclass(frozen=True)
+class WebAccess:
+    """A run's web access through the gateway, the jail's only way out."""
+
+    source: Literal["direct", "simulator"] = "direct"
+    """`direct`: the gateway fetches public http(s) URLs itself (loopback, private and
+    link-local addresses refused); `simulator`: the run's upstream (the offline simulator)
+    serves deterministic pages, for tests."""
+    max_bytes: int = 1 << 20
+    """Bytes of one page read at most; the rest is cut."""
+    timeout: float = 20.0
+    """Seconds for one fetch."""
 
 
 def new_token() -> str:

@@ -26,6 +26,11 @@ class Run:
     timed_out: int = 0
     failed: int = 0
     key_refused: int = 0
+    answered: int = 0
+    """Model calls answered with HTTP 2xx (what `Grant.max_calls` counts)."""
+    over_budget: list[str] = field(default_factory=list)
+    denied: list[str] = field(default_factory=list)
+    web_requests: int = 0
     revoked: bool = False
 
     def report(self) -> RunUsage:
@@ -34,6 +39,7 @@ class Run:
             u.input_tokens, u.output_tokens, u.cost_usd, u.calls,
             list(self.refused), self.in_flight, self.timed_out,
             list(self.capped), self.failed, self.key_refused,
+            list(self.over_budget), self.answered, self.web_requests, list(self.denied),
         )  # fmt: skip
 
 
@@ -111,24 +117,54 @@ class Ledger:
             return f"{head} ${caps.max_usd:g} (used ${spent:.6g}{parallel})"
         return None
 
-    def admit(self, run: Run, reserve: int) -> str | None:
-        """Start a call that may use up to `reserve` tokens, unless the role's cap forbids it
-        (the reason); atomic, so two calls cannot both take the last of a cap."""
+    def over_calls(self, run: Run) -> str | None:
+        """Why the run may not start another model call (its `max_calls` are answered or in
+        flight), or None."""
+        with self._lock:
+            return self._over_calls(run)
+
+    def _over_calls(self, run: Run) -> str | None:
+        limit = run.grant.max_calls
+        if limit is None or run.answered + run.in_flight < limit:
+            return None
+        return (
+            f"gateway: run {run.grant.run_id!r} used its {limit} model call(s) (the role's "
+            "max_turns and the forced final answer); no further model call is allowed"
+        )
+
+    def admit(self, run: Run, reserve: int, *, counted: bool = False) -> tuple[str, bool] | None:
+        """Start a call that may use up to `reserve` tokens, unless the role's cap or, for a
+        `counted` model call, the run's `max_calls` forbids it: (the reason, whether it is
+        the run's budget). Atomic, so two calls cannot both take the last of a cap."""
         g = run.grant
         with self._lock:
+            over = self._over_calls(run) if counted else None
+            if over is not None:
+                return over, True
             reason = self._over_cap(g, reserve)
             if reason is None:
                 run.in_flight += 1
                 key = (g.experiment, g.role)
                 self._reserved[key] = self._reserved.get(key, 0) + reserve
-            return reason
+            return None if reason is None else (reason, False)
 
-    def refuse(self, run: Run, message: str, *, capped: bool = False) -> None:
+    def refuse(
+        self, run: Run, message: str, *, capped: bool = False, over_budget: bool = False,
+        denied: bool = False,
+    ) -> None:  # fmt: skip
         with self._lock:
+            if denied and len(run.denied) < MAX_REFUSED:
+                run.denied.append(message)
             if len(run.refused) < MAX_REFUSED:
                 run.refused.append(message)
             if capped and len(run.capped) < MAX_REFUSED:
                 run.capped.append(message)
+            if over_budget and len(run.over_budget) < MAX_REFUSED:
+                run.over_budget.append(message)
+
+    def web_request(self, run: Run) -> None:
+        with self._lock:
+            run.web_requests += 1
 
     def fail(self, run: Run) -> None:
         """An upstream call of the run failed on the endpoint's side (see `RunUsage.failed`)."""
@@ -141,9 +177,11 @@ class Ledger:
             run.key_refused += 1
 
     def end(
-        self, run: Run, tokens: Tokens | None, *, timed_out: bool = False, reserved: int = 0
-    ) -> None:
-        """An upstream call ended; `tokens` None: not a model call (it is not counted)."""
+        self, run: Run, tokens: Tokens | None, *, timed_out: bool = False, reserved: int = 0,
+        answered: bool = False,
+    ) -> None:  # fmt: skip
+        """An upstream call ended; `tokens` None: not a model call (it is not counted);
+        `answered`: a model call answered with HTTP 2xx."""
         cost = None if tokens is None else tokens.cost(run.grant.upstream.price)
         g = run.grant
         with self._lock:
@@ -153,6 +191,7 @@ class Ledger:
             )
             run.timed_out += timed_out
             run.failed += timed_out
+            run.answered += answered and tokens is not None
             if tokens is not None:
                 run.usage.add(tokens, cost)
                 self._roles[g.experiment, g.role].add(tokens, cost)

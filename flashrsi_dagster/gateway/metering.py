@@ -132,3 +132,13 @@ class RunUsage:
     key_refused: int = 0
     """Upstream calls the endpoint refused for the role's key (HTTP 401 or 403): no rerun
     helps, and an evaluation where every rollout saw it stops (see `rollouts.engine`)."""
+    over_budget: list[str] = field(default_factory=list)
+    """Of `refused`, the model calls refused past the run's `max_calls` (a harness that
+    ignored its turn budget): the agent's own error, never rerun."""
+    answered: int = 0
+    """Model calls answered with HTTP 2xx (what the run's `max_calls` counts)."""
+    web_requests: int = 0
+    """Web fetches served through `/v1/web/fetch`."""
+    denied: list[str] = field(default_factory=list)
+    """Of `refused`, the model calls refused for offering the model a tool the run's
+    permissions withhold (`Grant.deny_tools`): the agent's own error, never rerun."""

@@ -22,6 +22,7 @@ from flashrsi_dagster.gateway.metering import Tokens, tokens_of_body
 from flashrsi_dagster.gateway.routes import Route, dialect_of, route_of
 from flashrsi_dagster.gateway.streams import StreamMeter
 from flashrsi_dagster.gateway.upstream import Pool, request_headers, response_headers
+from flashrsi_dagster.gateway.web import fetch_page
 
 logger = logging.getLogger("flashrsi.gateway")
 
@@ -70,12 +71,18 @@ class Proxy:
         try:
             body = h.read_body(self._max_body)
             run = self._authenticate(h, listener, record)
+            if (route := route_of(h.command, url.path)) is not None and route.web:
+                self._web(h, run, body, record)
+                return
             self._serve(h, self._prepare(h, run, url, body, record), call)
         except Refusal as refusal:
             record.status, record.error = refusal.status, refusal.message
             if run is not None:
                 capped = refusal.kind == "budget_exceeded"
-                self._ledger.refuse(run, refusal.message, capped=capped)
+                over, denied = refusal.kind == errors.RUN_BUDGET, refusal.kind == errors.TOOL_DENIED
+                self._ledger.refuse(
+                    run, refusal.message, capped=capped, over_budget=over, denied=denied
+                )
             self._log_once(call)
             self._answer(h, refusal)
         except Exception as exc:
@@ -85,6 +92,13 @@ class Proxy:
             self._answer(h, errors.Refusal(500, "api_error", "gateway: internal error"))
         finally:
             self._log_once(call)
+
+    def _web(self, h: Handler, run: Run, body: bytes, record: CallRecord) -> None:
+        """A web fetch, served by the gateway itself (the jail has no other network)."""
+        page = fetch_page(run.grant, _json_object(body))
+        self._ledger.web_request(run)
+        record.status = 200
+        _Client(h).send_whole(200, _JSON, json.dumps(page, ensure_ascii=False).encode())
 
     def _log_once(self, call: _Call) -> None:
         if not call.logged:
@@ -142,6 +156,13 @@ class Proxy:
                 f"gateway: model {record.model!r} is not allowed for this run "
                 f"(allowed: {', '.join(sorted(allowed))})"
             )
+        if route.kind is not None and (offered := _denied_tools(request, run)):
+            raise errors.tool_denied(
+                f"gateway: the request offers the model {', '.join(offered)}, which this "
+                "run's permissions withhold"
+            )
+        if route.kind is not None and (reason := self._ledger.over_calls(run)) is not None:
+            raise errors.run_budget_exceeded(reason)
         if route.kind is not None and (reason := self._ledger.over_cap(run)) is not None:
             raise errors.budget_exceeded(reason)
         target = upstream.path_prefix + url.path.removeprefix("/v1")
@@ -155,8 +176,11 @@ class Proxy:
 
     def _serve(self, h: Handler, forward: _Forward, call: _Call) -> None:
         upstream = forward.run.grant.upstream
-        if (reason := self._ledger.admit(forward.run, forward.reserve)) is not None:
-            raise errors.budget_exceeded(reason)
+        counted = forward.route.kind is not None
+        refused = self._ledger.admit(forward.run, forward.reserve, counted=counted)
+        if refused is not None:
+            reason, own_budget = refused
+            raise (errors.run_budget_exceeded if own_budget else errors.budget_exceeded)(reason)
         try:
             self._exchange(h, forward, call)
         except TimeoutError:
@@ -184,8 +208,11 @@ class Proxy:
             return
         forward.settled = True
         metered = tokens if forward.route.kind is not None else None
-        self._ledger.end(forward.run, metered, timed_out=timed_out, reserved=forward.reserve)
         record = call.record
+        ok = record.status is not None and 200 <= record.status < 300
+        self._ledger.end(
+            forward.run, metered, timed_out=timed_out, reserved=forward.reserve, answered=ok
+        )
         record.input_tokens, record.output_tokens = tokens.input, tokens.output
         record.cost_usd = tokens.cost(forward.run.grant.upstream.price)
         if answered:
@@ -286,6 +313,21 @@ def _token_of(h: Handler) -> str | None:
     if scheme.lower() == "bearer" and value.strip():
         return value.strip()
     return (h.headers.get("x-api-key") or "").strip() or None
+
+
+def _denied_tools(request: dict[str, Any] | None, run: Run) -> list[str]:
+    """The tools a model request describes that the run may not offer (any API's shape:
+    `{"name"}` or `{"function": {"name"}}`)."""
+    denied = run.grant.deny_tools
+    tools = (request or {}).get("tools")
+    if not denied or not isinstance(tools, list):
+        return []
+    names = []
+    for tool in tools:
+        if isinstance(tool, dict):
+            function = tool.get("function")
+            names.append(function.get("name") if isinstance(function, dict) else tool.get("name"))
+    return sorted({n for n in names if isinstance(n, str) and n in denied})
 
 
 def _json_object(body: bytes) -> dict[str, Any] | None:

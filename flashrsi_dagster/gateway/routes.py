@@ -18,6 +18,8 @@ class Route:
     """The model call it is, metered and capped; None for the free endpoints."""
     family: Family | None
     """The upstream API family it needs; None: either."""
+    web: bool = False
+    """A web fetch the gateway serves itself (`gateway/web.py`), for runs granted the web."""
 
 
 ROUTES = {
@@ -26,6 +28,7 @@ ROUTES = {
     ("POST", "/v1/messages"): Route("messages", "anthropic"),
     ("POST", "/v1/messages/count_tokens"): Route(None, "anthropic"),
     ("GET", "/v1/models"): Route(None, None),
+    ("POST", "/v1/web/fetch"): Route(None, None, web=True),
 }
 _MODEL = Route(None, None)  # GET /v1/models/<id>
 # Model ids may hold slashes ("org/model"), never a dot segment or an escape: "../files" must

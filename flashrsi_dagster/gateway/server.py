@@ -19,7 +19,15 @@ from types import TracebackType
 from typing import Self
 
 from flashrsi_dagster.gateway.errors import GatewayError, error_body
-from flashrsi_dagster.gateway.grants import Caps, Grant, Upstream, digest, new_token, token_id
+from flashrsi_dagster.gateway.grants import (
+    Caps,
+    Grant,
+    Upstream,
+    WebAccess,
+    digest,
+    new_token,
+    token_id,
+)
 from flashrsi_dagster.gateway.handler import Context, Handler
 from flashrsi_dagster.gateway.ledger import Ledger
 from flashrsi_dagster.gateway.listeners import Acceptor, Connection, Listener
@@ -130,11 +138,23 @@ class Gateway:
     def set_caps(self, experiment: str, role: str, caps: Caps) -> None:
         self._ledger.set_caps(experiment, role, caps)
 
-    def grant(self, *, experiment: str, role: str, run_id: str, upstream: Upstream) -> str:
-        """A fresh token for one run; its calls go to `upstream` with the real key."""
+    def grant(
+        self, *, experiment: str, role: str, run_id: str, upstream: Upstream,
+        max_calls: int | None = None, web: WebAccess | None = None,
+        deny_tools: frozenset[str] = frozenset(),
+    ) -> str:  # fmt: skip
+        """A fresh token for one run; its calls go to `upstream` with the real key. At most
+        `max_calls` model calls are answered (None: no count limit); with `web`, the run may
+        fetch pages through `/v1/web/fetch`; a model call offering a tool of `deny_tools` is
+        refused."""
+        if max_calls is not None and max_calls < 0:
+            raise GatewayError(f"grant: max_calls must not be negative, got {max_calls}")
         token = new_token()
         token_digest = digest(token)
-        grant = Grant(experiment, role, run_id, upstream, token_id(token_digest))
+        grant = Grant(
+            experiment, role, run_id, upstream, token_id(token_digest), max_calls, web,
+            frozenset(deny_tools),
+        )  # fmt: skip
         self._ledger.add(token_digest, grant)
         self._log.add_key(upstream.key)
         return token

@@ -13,7 +13,7 @@ from flashrsi_dagster.offline_model.config import FaultKind
 
 logger = logging.getLogger("flashrsi.offline_model")
 
-Api = Literal["chat", "responses", "anthropic", "count_tokens", "models", "unknown"]
+Api = Literal["chat", "responses", "anthropic", "count_tokens", "models", "web", "unknown"]
 
 
 class RequestRecord(BaseModel):

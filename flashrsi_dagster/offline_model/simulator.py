@@ -90,6 +90,9 @@ class Simulator:
                 dialect = anthropic if "anthropic-version" in request.headers else openai_chat
                 return HttpResponse.json(401, dialect.error_body(401, message))
             return self._models(request)
+        if request.method == "POST" and path == "/web/fetch":
+            draft.api = "web"
+            return _web_page(request)
         if request.method == "POST" and path == "/messages/count_tokens":
             draft.api = "count_tokens"
             return _answer_errors(anthropic, lambda: self._count_tokens(request, draft))
@@ -193,6 +196,21 @@ def _json_body(raw: bytes) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise SimulatorError(400, "offline model simulator: the request body must be a JSON object")
     return body
+
+
+def _web_page(request: HttpRequest) -> HttpResponse:
+    """A deterministic page for any URL: the offline stand-in for the web, which the model
+    gateway serves runs through (`web.source: simulator`)."""
+    try:
+        url = json.loads(request.body or b"{}").get("url")
+    except (ValueError, AttributeError):
+        url = None
+    if not isinstance(url, str):
+        return HttpResponse.json(400, openai_chat.error_body(400, 'expected {"url": ...}'))
+    text = f"Offline simulator page for {url}\nThis page is the same on every fetch.\n"
+    return HttpResponse.json(
+        200, {"url": url, "status": 200, "content_type": "text/plain", "text": text}
+    )
 
 
 def _not_found(request: HttpRequest, path: str) -> HttpResponse:

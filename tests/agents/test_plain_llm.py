@@ -11,9 +11,13 @@ from flashrsi_dagster.gateway import Caps, Gateway
 from flashrsi_dagster.records import Status
 
 
-def _role() -> RoleConfig:
+def _role(**fields) -> RoleConfig:
     return RoleConfig.model_validate(
-        {"type": "llm", "llm": {"model": "simulator/echo", "base_url": "offline", "timeout": 30}}
+        {
+            "type": "llm",
+            "llm": {"model": "simulator/echo", "base_url": "offline", "timeout": 30},
+            **fields,
+        }
     )
 
 
@@ -40,3 +44,17 @@ def test_a_role_over_its_token_cap_is_an_infrastructure_fault_naming_the_cap(tmp
     assert first.status == Status.SUCCESS  # a call may cross the cap; the next is refused
     assert second.status == Status.INFRA_ERROR
     assert "cap" in second.error.message and "target" in second.error.message
+
+
+def test_zero_budgets_still_allow_its_one_call_the_final_answer(tmp_path: Path):
+    """It runs no tool and takes no tool-using turn: `max_turns: 0` and `max_tool_calls: 0`
+    are honoured by its one call, which is the final answer (and the gateway's one call)."""
+    with Gateway() as gateway:
+        confinement = Confinement(jailed=False, experiment="e3", gateway=gateway)
+        role = _role(max_turns=0, max_tool_calls=0)
+        with target_agent(role, confinement=confinement) as agent:
+            trajectory = agent.run(tmp_path, "only the answer", task_id="t")
+        used = gateway.usage(experiment="e3", role="target")
+
+    assert trajectory.status == Status.SUCCESS and trajectory.answer == "only the answer"
+    assert (trajectory.usage.turns, trajectory.usage.tool_calls, used.calls) == (1, 0, 1)

@@ -154,7 +154,7 @@ def test_revoke_reports_the_runs_usage_and_is_idempotent(gateway, upstream_of):
 
     first, again = gateway.revoke(token), gateway.revoke(token)
 
-    assert first == again == RunUsage(3, 3, None, 1, [], 0, 0)
+    assert first == again == RunUsage(3, 3, None, 1, [], 0, 0, answered=1)
     with pytest.raises(GatewayError, match="unknown token"):
         gateway.revoke("frsi-gw-never-granted")
 

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from flashrsi_dagster.agents.base import Agent, TaskEnvironment
+from flashrsi_dagster.agents.budgets import Budget, budget_verdict
 from flashrsi_dagster.agents.miniagent.launcher import ForkServer, Run
+from flashrsi_dagster.agents.permissions import denied_tools, permission_verdict, unknown_tools
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import AgentRun, gateway_verdict
 from flashrsi_dagster.environments.jail import Mount, read_from_jail
@@ -23,6 +25,11 @@ from flashrsi_dagster.records.redaction import is_secret_env_name
 from flashrsi_dagster.scratch import scratch_dir
 
 HARNESS = Path(__file__).with_name("harness")
+TOOLS = ("shell", "editor", "read_skill", "web_fetch")
+"""The built-in harness's tool names (what `permissions.deny_tools` may name)."""
+MAX_LLM_IO = 200
+"""Model exchanges `debug_llm_io` keeps, each side cut at MAX_LLM_IO_CHARS."""
+MAX_LLM_IO_CHARS = 20_000
 CANCEL_GRACE_SECONDS = 2.0
 _STDERR_TAIL = 4000
 MAX_RESULT_BYTES = 64 << 20
@@ -40,11 +47,24 @@ class MiniAgent(Agent):
     supports_environment = True
     supported_apis = ("chat", "responses")
     api_hint = " (it talks to OpenAI-compatible endpoints; use type claude-code for anthropic)"
-    protected = ("agent.yaml#limits", "runtime/beacon.py")
+    supports_web = True
+    protected = (
+        "agent.yaml#limits",
+        "runtime/beacon.py",
+        "runtime/budget.py",
+        "runtime/permissions.py",
+    )
     """agent.yaml's `limits` (shell_timeout, output_limit) are budgets; `runtime/beacon.py` is
     the instrument the Evolver's Gate-b reads (a candidate could delete it to break every later
-    beacon). Its prompt, tools, skills and the rest of its runtime stay evolvable. `max_turns`
-    and the timeouts come from the role config."""
+    beacon); `runtime/budget.py` and `runtime/permissions.py` apply the role's budgets and
+    permissions. Its prompt, tools, skills and the rest of its runtime stay evolvable.
+    `max_turns`, `max_tool_calls`, the permissions and the timeouts come from the role config
+    (and are enforced again outside the harness: see `_run`)."""
+
+    @classmethod
+    def config_problems(cls, config: RoleConfig, where: str) -> list[str]:
+        problems = super().config_problems(config, where)
+        return problems + unknown_tools(config, TOOLS, where, cls.name)
 
     def _setup(self) -> None:
         self._runs: set[Run] = set()
@@ -66,6 +86,11 @@ class MiniAgent(Agent):
         mounts: tuple[Mount, ...] = (),
     ) -> Trajectory:
         config = self.run_config
+        budget = Budget.of(config)
+        work = Path(working_dir).resolve()
+        # edit: false is the kernel's to enforce: the task folder is mounted read-only.
+        editable = (work,) if config.permissions.edit else ()
+        seen = () if config.permissions.edit else (Mount(work),)
         _compile_once(self.files_dir)
         with scratch_dir("miniagent-run-") as run_dir:
             # The run writes only its result, in a folder of its own; its stderr goes to a
@@ -76,10 +101,13 @@ class MiniAgent(Agent):
             with self.confinement.run(
                 self.role,
                 config.llm,
-                writable=(Path(working_dir).resolve(), out),
-                read_only=(Mount(self.files_dir), *mounts),
+                writable=(*editable, out),
+                read_only=(*seen, Mount(self.files_dir), *mounts),
                 runtime=python_runtime(),
                 bridge=environment.shell_prefix if environment else None,
+                max_model_calls=budget.max_model_calls,
+                web=config.web,
+                deny_tools=denied_tools(config, ("shell",), ("web_fetch",)),
             ) as confined:
                 payload = self._payload(config, working_dir, instruction, output, confined)
                 payload["stderr"] = str(stderr)
@@ -98,7 +126,11 @@ class MiniAgent(Agent):
         trajectory = self._trajectory(
             result, timed_out, run.exit_code, tail, time.monotonic() - clock
         )
-        return gateway_verdict(trajectory, confined.usage, timed_out)
+        trajectory = gateway_verdict(trajectory, confined.usage, timed_out)
+        stop = (result or {}).get("budget")
+        stop = stop.get("stopped_by") if isinstance(stop, dict) else None
+        trajectory = budget_verdict(trajectory, budget, confined.usage, stop)
+        return permission_verdict(trajectory, confined.usage)
 
     def _payload(
         self,
@@ -114,7 +146,10 @@ class MiniAgent(Agent):
             "files_dir": str(self.files_dir),
             "working_dir": str(Path(working_dir).resolve()),
             "instruction": instruction,
-            "max_turns": config.max_turns,
+            **Budget.of(config).payload(),
+            "permissions": config.permissions.model_dump(mode="json"),
+            "web": {"enabled": config.web.enabled},
+            "debug_llm_io": config.debug_llm_io,
             "llm": {
                 **llm.model_dump(mode="json", exclude={"api_key", "base_url", "price"}),
                 "base_url": confined.openai_base_url,
@@ -180,6 +215,8 @@ class MiniAgent(Agent):
         beacons = self._beacons(result.get("beacons"))
         if beacons:
             metadata["beacons"] = beacons
+        if self.run_config.debug_llm_io:
+            metadata["llm_io"] = _llm_io(result.get("llm_io"))
         return metadata
 
     def _beacons(self, raw: Any) -> dict[str, int]:
@@ -216,7 +253,29 @@ def _server_env(confined: AgentRun) -> dict[str, str]:
     the framework's environment less every secret-named variable."""
     if confined.jail is not None:
         return confined.env
-    return {k: v for k, v in os.environ.items() if not is_secret_env_name(k)}
+    # No OPENAI_* / FLASHRSI_* either: the model config comes from the payload alone.
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not is_secret_env_name(k) and not k.startswith(("OPENAI_", "FLASHRSI_"))
+    }
+
+
+def _llm_io(raw: Any) -> list[dict[str, str]]:
+    """The model exchanges a run kept, bounded again here (the harness is evolvable code);
+    the base class redacts them with the rest of the trajectory."""
+    if not isinstance(raw, list):
+        return []
+    kept = []
+    for item in raw[:MAX_LLM_IO]:
+        if isinstance(item, dict):
+            kept.append(
+                {
+                    side: str(item.get(side, ""))[:MAX_LLM_IO_CHARS]
+                    for side in ("request", "response")
+                }
+            )
+    return kept
 
 
 def _status(result: dict[str, Any], timed_out: bool) -> Status:

@@ -1,5 +1,10 @@
 """The plain-LLM adapter: the harness's `prompts/system.md` as the system message, the task as
-the user message, one call to the role's model. It has no tools, so it can never be a Worker."""
+the user message, one call to the role's model. It has no tools, so it can never be a Worker.
+
+Its budgets hold trivially, and 0 breaks nothing: it runs no tool (`max_tool_calls` of any
+value, 0 included, is never reached) and takes no tool-using turn; its one call is the final
+answer, which the budgets always allow (`max_turns: 0` too: the model is asked only for its
+final answer). The gateway answers that one call only (`max_model_calls=1`)."""
 
 from __future__ import annotations
 
@@ -34,7 +39,8 @@ class PlainLLM(Agent):
         llm = self.run_config.llm
         # No process and no harness code run here, so there is nothing to jail; the call
         # still goes through the gateway, which meters it and enforces the role's caps.
-        with self.confinement.unjailed().run(self.role, llm, writable=()) as confined:
+        confinement = self.confinement.unjailed()
+        with confinement.run(self.role, llm, writable=(), max_model_calls=1) as confined:
             via = (confined.base_url, confined.token)
             client = LLMClient(llm, self.role, meter=self.meter, via=via)
             try:

@@ -37,6 +37,12 @@ class Context:
     shell_prefix: list[str] | None = None
     """When the task has its own environment (a container), the argv that runs
     `bash -c <command>` inside it; None: bash on this machine in `working_dir`."""
+    read_only: bool = False
+    """The run may not change the working folder (`permissions.edit: false`): the editor
+    only views (the jail mounts the folder read-only besides)."""
+    web: dict[str, str] | None = None
+    """With the web on: `base_url` (the gateway's, ending in /v1) and `token` for
+    `/web/fetch`; None: no web."""
 
     def __post_init__(self) -> None:
         self.working_dir = Path(self.working_dir)

@@ -12,6 +12,7 @@ TOOLS: dict[str, str] = {
     "shell": "shell:ShellTool",
     "editor": "editor:EditorTool",
     "read_skill": "read_skill:ReadSkillTool",
+    "web_fetch": "web_fetch:WebFetchTool",
 }
 """Tool name -> `module:Class` inside this package."""
 

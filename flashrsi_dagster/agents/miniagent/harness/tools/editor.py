@@ -12,6 +12,8 @@ from runtime.tool_result import bound
 from tools.base import BaseTool, ToolError, int_arg, string_arg
 
 SNIPPET_CONTEXT = 4  # lines shown around an edit
+READ_COMMANDS = ("view",)
+"""What a run that may not edit (`Context.read_only`) is offered."""
 
 
 class EditorTool(BaseTool):
@@ -22,6 +24,8 @@ class EditorTool(BaseTool):
         handler = _COMMANDS.get(command) if isinstance(command, str) else None
         if handler is None:
             raise ToolError(f"unknown command {command!r}; use one of: {', '.join(_COMMANDS)}")
+        if ctx.read_only and command not in READ_COMMANDS:
+            raise ToolError(f"{command!r} is not allowed: this run may not change files")
         root = ctx.working_dir.resolve()
         path = resolve(string_arg(arguments, "path"), root)
         return bound(handler(path, root, arguments), ctx.output_limit)

@@ -1,0 +1,131 @@
+"""Web fetches for runs whose role has `web.enabled`: `POST /v1/web/fetch {"url": ...}`.
+
+The jail has no network but the gateway, so a run's web goes through here or nowhere. A
+`direct` fetch is made by the gateway itself, to public addresses only: the gateway runs on the
+host, and a fetch of `http://127.0.0.1:...` or of a private address would reach the host's own
+services (the gateway's host listener among them) that the jail exists to keep out of reach.
+The name is resolved once and the connection made to the checked address, so a name that
+resolves differently the second time (DNS rebinding) cannot slip past. Redirects are not
+followed: the model reads the `location` and fetches it again (checked again).
+
+The answer is JSON: `{"url", "status", "content_type", "text", "truncated"}`, or a refusal.
+"""
+
+from __future__ import annotations
+
+import http.client
+import ipaddress
+import json
+import socket
+import ssl
+from typing import Any
+from urllib.parse import urlsplit
+
+from flashrsi_dagster.gateway import errors
+from flashrsi_dagster.gateway.grants import Grant, WebAccess
+
+MAX_URL = 2048
+_TLS = ssl.create_default_context()
+
+
+def fetch_page(grant: Grant, request: dict[str, Any] | None) -> dict[str, Any]:
+    """The page at `request["url"]`, as the run's web access allows; `Refusal` otherwise."""
+    access = grant.web
+    if access is None:
+        raise errors.forbidden(
+            "gateway: web access is off for this run's role (set its web.enabled: true)"
+        )
+    url = (request or {}).get("url")
+    if not isinstance(url, str) or len(url) > MAX_URL:
+        raise errors.bad_request(
+            f'gateway: expected {{"url": "http(s)://..."}} under {MAX_URL} chars'
+        )
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise errors.bad_request(f"gateway: not an http(s) URL: {url!r}")
+    if access.source == "simulator":
+        return _from_simulator(grant, url, access)
+    return _direct(url, access)
+
+
+def _direct(url: str, access: WebAccess) -> dict[str, Any]:
+    parts = urlsplit(url)
+    host, https = parts.hostname or "", parts.scheme == "https"
+    port = parts.port or (443 if https else 80)
+    address = _public_address(host, port)
+    try:
+        sock = socket.create_connection((address, port), timeout=access.timeout)
+        if https:
+            sock = _TLS.wrap_socket(sock, server_hostname=host)
+        conn = http.client.HTTPConnection(host, port, timeout=access.timeout)
+        conn.sock = sock  # connected to the checked address; Host still names `host`
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        conn.request("GET", target, headers={"User-Agent": "FlashRSI-gateway", "Accept": "*/*"})
+        response = conn.getresponse()
+        data = response.read(access.max_bytes + 1)
+        conn.close()
+    except (OSError, http.client.HTTPException) as exc:
+        message = f"gateway: fetching {url} failed: {type(exc).__name__}: {exc}"
+        raise errors.bad_gateway(message) from None
+    page = _page(url, response.status, response.getheader("Content-Type") or "", data, access)
+    if location := response.getheader("Location"):
+        page["location"] = location
+    return page
+
+
+def _public_address(host: str, port: int) -> str:
+    """The address to connect to, when every address `host` has is public."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise errors.bad_gateway(f"gateway: cannot resolve {host!r}: {exc}") from None
+    addresses = [info[4][0] for info in infos]
+    private = [a for a in addresses if not ipaddress.ip_address(a.split("%")[0]).is_global]
+    if not addresses or private:
+        raise errors.forbidden(
+            f"gateway: {host!r} resolves to a non-public address ({', '.join(private)}): "
+            "the web is public addresses only"
+        )
+    return addresses[0]
+
+
+def _from_simulator(grant: Grant, url: str, access: WebAccess) -> dict[str, Any]:
+    """The offline simulator's deterministic page for `url`, asked at the run's upstream."""
+    upstream = grant.upstream
+    scheme, host, port = upstream.origin
+    cls = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
+    try:
+        conn = cls(host, port, timeout=access.timeout)
+        body = json.dumps({"url": url})
+        conn.request(
+            "POST", f"{upstream.path_prefix}/web/fetch", body, {"Content-Type": "application/json"}
+        )
+        response = conn.getresponse()
+        answer = json.loads(response.read(access.max_bytes * 2 + 4096))
+        conn.close()
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        raise errors.bad_gateway(f"gateway: the simulator's web failed: {exc}") from None
+    if not isinstance(answer, dict) or not isinstance(answer.get("text"), str):
+        raise errors.bad_gateway("gateway: the simulator's web answered no page")
+    data = answer["text"].encode()
+    return _page(url, answer.get("status", 200), str(answer.get("content_type", "")), data, access)
+
+
+def _page(url: str, status: Any, content_type: str, data: bytes, access: WebAccess) -> dict:
+    truncated = len(data) > access.max_bytes
+    charset = "utf-8"
+    for part in content_type.split(";")[1:]:
+        name, _, value = part.strip().partition("=")
+        if name.lower() == "charset" and value:
+            charset = value.strip('"')
+    try:
+        text = data[: access.max_bytes].decode(charset, errors="replace")
+    except LookupError:  # a charset Python does not know
+        text = data[: access.max_bytes].decode("utf-8", errors="replace")
+    return {
+        "url": url,
+        "status": status if isinstance(status, int) else 200,
+        "content_type": content_type,
+        "text": text,
+        "truncated": truncated,
+    }
