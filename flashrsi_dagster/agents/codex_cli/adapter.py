@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import os
 import time
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from flashrsi_dagster.agents.base import Agent, AgentConfigError
+from flashrsi_dagster.agents.budgets import Budget, budget_verdict
 from flashrsi_dagster.agents.codex_cli import settings
 from flashrsi_dagster.agents.codex_cli.catalog import catalog_for
 from flashrsi_dagster.agents.codex_cli.events import Transcript, read_events
@@ -29,6 +31,7 @@ from flashrsi_dagster.agents.codex_cli.home import (
 )
 from flashrsi_dagster.agents.codex_cli.install import CodexInstall, find_install
 from flashrsi_dagster.agents.codex_cli.process import CodexProcess, start
+from flashrsi_dagster.agents.permissions import denied_tools, permission_verdict
 from flashrsi_dagster.config.experiment import role_key
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import AgentRun, gateway_verdict
@@ -94,19 +97,9 @@ class CodexCLI(Agent):
         install = find_install()
         snapshot = snapshot_config(self.files_dir)
         working = Path(working_dir).resolve()
-        edit = config.permissions.edit
         clock = time.monotonic()
         with run_home(self.files_dir) as run:
-            with self.confinement.run(
-                self.role,
-                config.llm,
-                writable=(run.home, working) if edit else (run.home,),
-                read_only=(
-                    Mount(install.prefix),
-                    *(() if edit else (Mount(working),)),
-                    *mounts,
-                ),
-            ) as confined:
+            with self._confine(run, install, working, mounts) as confined:
                 self._prepare(run, install, snapshot, confined, instruction)
                 process = start(
                     _argv(install, config, working, run.has_hooks),
@@ -114,21 +107,47 @@ class CodexCLI(Agent):
                     working,
                     run,
                     confined,
-                )  # fmt: skip
+                )
                 self._processes.add(process)
                 try:
                     code = process.wait(config.timeout)
                 finally:
                     self._processes.discard(process)
-            events = read_from_jail(run.events, MAX_EVENTS_BYTES)
+            # The run's files are read once its jail is gone, as data (never through a link).
+            transcript = read_events(read_from_jail(run.events, MAX_EVENTS_BYTES) or b"")
             tail = _tail(run.stderr)
-        transcript = read_events(events or b"")
         trajectory = self._trajectory(transcript, process, code, tail, instruction, confined.usage)
         trajectory = trajectory.model_copy(update={"duration": time.monotonic() - clock})
-        if confined.usage is not None:  # the gateway's count of the run's model calls
-            usage = trajectory.usage.model_copy(update={"turns": confined.usage.calls})
-            trajectory = trajectory.model_copy(update={"usage": usage})
-        return gateway_verdict(trajectory, confined.usage, process.timed_out)
+        return self._verdicts(trajectory, confined.usage, process.timed_out)
+
+    def _confine(
+        self, run: RunHome, install: CodexInstall, working: Path, mounts: tuple[Mount, ...]
+    ) -> AbstractContextManager[AgentRun]:
+        """The run's jail: its home and (unless `edit: false`) the working folder writable,
+        the CLI's install read-only; the gateway holding it to its turns and permissions."""
+        config = self.run_config
+        edit = config.permissions.edit
+        return self.confinement.run(
+            self.role,
+            config.llm,
+            writable=(run.home, working) if edit else (run.home,),
+            read_only=(Mount(install.prefix), *(() if edit else (Mount(working),)), *mounts),
+            max_model_calls=Budget.of(config).max_model_calls,
+            deny_tools=denied_tools(config, settings.SHELL_TOOLS),
+        )
+
+    def _verdicts(
+        self, trajectory: Trajectory, usage: RunUsage | None, timed_out: bool
+    ) -> Trajectory:
+        """The trajectory as the gateway saw the run: its tokens and model calls, and an
+        error when it refused calls past the role's turns or offering a withheld tool (the
+        CLI's config withholds them; the gateway is the backstop)."""
+        if usage is not None:
+            counted = trajectory.usage.model_copy(update={"turns": usage.calls})
+            trajectory = trajectory.model_copy(update={"usage": counted})
+        trajectory = gateway_verdict(trajectory, usage, timed_out)
+        trajectory = budget_verdict(trajectory, Budget.of(self.run_config), usage)
+        return permission_verdict(trajectory, usage)
 
     def _prepare(
         self,

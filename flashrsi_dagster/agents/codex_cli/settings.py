@@ -46,20 +46,25 @@ def problems(config: RoleConfig, where: str) -> list[str]:
 
 
 def budget_problems(config: RoleConfig, where: str) -> list[str]:
-    """The CLI counts neither turns nor tool calls, so a count budget would need the model
-    gateway's per-run call cap, which this framework version does not have yet: a count
-    other than the default is refused rather than silently not enforced."""
+    """The CLI counts neither turns nor tool calls, and offers its tools on every call. A
+    turn budget n is the model gateway's to enforce (`Budget.max_model_calls`: it answers n + 1
+    calls of the run, then refuses, and the run ends as over its budget); a budget of zero
+    turns, or any tool-call budget, would need a CLI that withholds or refuses tools, so it is
+    refused rather than not enforced."""
     out = []
-    default_turns = type(config).model_fields["max_turns"].default
-    if config.max_turns not in (None, default_turns):
+    if config.max_turns == 0:
         out.append(
-            f"{where}.max_turns: the Codex CLI has no turn limit and the model gateway cannot "
-            f"cap a run's calls yet; remove it (or set null) for type codex-cli"
+            f"{where}.max_turns: 0 asks for an answer without tools, which the Codex CLI "
+            "cannot give (it offers its tools on every call); set null or at least 1"
         )
     if config.max_tool_calls is not None:
         out.append(
-            f"{where}.max_tool_calls: the Codex CLI has no tool-call limit; remove it (or set "
-            "null) for type codex-cli"
+            f"{where}.max_tool_calls: the Codex CLI cannot refuse a tool call; set null (and "
+            f"bound the run with {where}.max_turns) for type codex-cli"
+        )
+    if config.debug_llm_io:
+        out.append(
+            f"{where}.debug_llm_io: the Codex CLI does not report its model exchanges; set false"
         )
     return out
 

@@ -213,6 +213,17 @@ def test_closing_the_agent_cancels_its_run_in_flight(server, work):
     assert _running(sleeper) == []
 
 
+def test_the_gateway_stops_a_run_past_its_turns(server, work):
+    server.add_script("budget", [shell("true"), shell("true"), shell("true"), {"text": "x"}])
+
+    with target_agent(role(server, "budget", max_turns=1)) as agent:
+        trajectory = agent.run(work, "loop", task_id="t")
+
+    assert (trajectory.status, trajectory.error.type) == (Status.ERROR, "RunBudgetExceeded")
+    assert trajectory.metadata["budget"]["stopped_by"] == "gateway"
+    assert [r.status_code for r in requests_for(server, "budget")] == [200, 200]
+
+
 def test_withheld_tools_are_not_offered(server, work):
     server.add_script("bare", [{"text": "ok"}])
     config = role(

@@ -81,8 +81,9 @@ def test_denied_shell_turns_the_shell_tools_off_over_the_snapshots_features():
             {"llm": {"temperature": 0.3}},
             r"agent\.llm: the Codex CLI has no setting for temperature",
         ),
-        ({"max_turns": 5}, r"agent\.max_turns: the Codex CLI has no turn limit"),
-        ({"max_tool_calls": 0}, r"agent\.max_tool_calls: the Codex CLI has no tool-call limit"),
+        ({"max_turns": 0}, r"agent\.max_turns: 0 asks for an answer without tools"),
+        ({"max_tool_calls": 3}, r"agent\.max_tool_calls: the Codex CLI cannot refuse a tool call"),
+        ({"debug_llm_io": True}, r"agent\.debug_llm_io: the Codex CLI does not report"),
         ({"permissions": {"deny_tools": ["Bash"]}}, r"agent\.permissions\.deny_tools: .*'Bash'"),
     ],
 )
@@ -91,8 +92,8 @@ def test_what_the_cli_cannot_honour_is_refused_naming_the_key(fields, message):
         target_agent(codex_role(**fields))
 
 
-def test_unlimited_budgets_and_the_default_are_accepted():
-    for fields in ({}, {"max_turns": None}):
+def test_turn_budgets_the_gateway_enforces_are_accepted():
+    for fields in ({}, {"max_turns": None}, {"max_turns": 1}):
         assert target_agent(codex_role(**fields)).name == "codex-cli"
 
 
