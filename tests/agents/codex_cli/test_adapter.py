@@ -15,6 +15,7 @@ from flashrsi_dagster.agents import target_agent, worker_agent
 from flashrsi_dagster.agents.codex_cli.adapter import HARNESS, CodexCLI
 from flashrsi_dagster.agents.codex_cli.install import PREFIX_ENV
 from flashrsi_dagster.benchmarks.text_classification import TextClassification
+from flashrsi_dagster.environments.confinement import Confinement
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
 from flashrsi_dagster.records import REDACTED, Status
 from flashrsi_dagster.snapshots import SnapshotStore
@@ -45,6 +46,9 @@ def test_a_target_answers_a_classification_task_by_its_agents_md(
     harness = tmp_path / "harness"
     shutil.copytree(HARNESS, harness)
     (harness / "AGENTS.md").write_text(f"Default label: {task.verifier['label']}\n")
+    skill = harness / "skills" / "labels"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: labels\ndescription: the label set\n---\nX\n")
     # The endpoint takes only the role's key, which only the gateway holds.
     with OfflineModelServer(ServerConfig(accepted_keys=(canary,), record_bodies=True)) as keyed:
         config = role(keyed, "unused", llm={"model": "simulator/target"})
@@ -56,7 +60,9 @@ def test_a_target_answers_a_classification_task_by_its_agents_md(
     assert (trajectory.status, trajectory.score) == (Status.SUCCESS, 1.0), trajectory.error
     assert trajectory.answer == task.verifier["label"]
     assert request.role == "target" and request.stream
-    assert "# AGENTS.md instructions" in json.dumps(request.body["input"])
+    sent = json.dumps(request.body["input"])
+    assert "# AGENTS.md instructions" in sent
+    assert "- labels: the label set" in sent  # the snapshot's skill, listed by the CLI
     assert trajectory.usage.turns == 1 and trajectory.usage.input_tokens > 0
     assert canary not in trajectory.model_dump_json()
     assert left_in(temp_root) == []
@@ -236,6 +242,22 @@ def test_withheld_tools_are_not_offered(server, work):
     assert trajectory.status == Status.SUCCESS, trajectory.error
     names = {t.get("name") for t in requests_for(server, "bare")[0].body["tools"]}
     assert names.isdisjoint({"exec_command", "write_stdin", "apply_patch", "update_plan"})
+
+
+def test_an_unconfined_run_still_gets_only_its_own_environment(
+    server, work, temp_root, monkeypatch
+):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    server.add_script("unconfined", [shell("env"), {"text": "ok"}])
+    agent = CodexCLI(role(server, "unconfined"), HARNESS, confinement=Confinement(jailed=False))
+
+    trajectory = agent.run(work, "hi", task_id="t")
+
+    assert trajectory.status == Status.SUCCESS, trajectory.error
+    (command,) = _items(trajectory, "command_execution")
+    assert "OPENAI_" not in command["aggregated_output"]
+    assert f"PWD={work}" in command["aggregated_output"]
+    assert left_in(temp_root) == []
 
 
 def test_a_missing_cli_is_an_error_trajectory_saying_how_to_install_it(
