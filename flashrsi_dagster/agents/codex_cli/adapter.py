@@ -157,8 +157,10 @@ class CodexCLI(Agent):
         confined: AgentRun,
         instruction: str,
     ) -> None:
-        """The run's config, model catalog and prompt, written by the framework (root-owned
-        and read-only to the jail user: the CLI reads them, the agent cannot change them)."""
+        """The run's config, model catalog and prompt, written once the gateway's address
+        inside the jail is known. The CLI reads the config at start; a command that rewrote
+        it later would change nothing that matters (the jail reaches only the gateway, and
+        the command line repeats the provider, model, sandbox and approvals)."""
         config = self.run_config
         apply_patch = "apply_patch" not in config.permissions.deny_tools
         catalog = catalog_for(install, config.llm.model, apply_patch=apply_patch)
