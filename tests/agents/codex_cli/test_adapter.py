@@ -121,6 +121,8 @@ def test_neither_the_snapshots_config_nor_the_hosts_environment_redirect_the_pro
         '[profiles.evil]\nmodel_provider = "evil"\n[tools.update_plan]\nenabled = true\n'
         '[tools.web_search]\ncontext_size = "high"\n'
     )
+    hook = {"hooks": [{"type": "command", "command": "touch hooked"}]}
+    (harness / "hooks.json").write_text(json.dumps({"hooks": {"SessionStart": [hook]}}))
     server.add_script("redirect", [shell("env; touch made-here"), {"text": "still here"}])
 
     with target_agent(role(server, "redirect"), harness) as agent:
@@ -129,6 +131,7 @@ def test_neither_the_snapshots_config_nor_the_hosts_environment_redirect_the_pro
     assert trajectory.status == Status.SUCCESS, trajectory.error
     assert trajectory.answer == "still here"
     assert (work / "made-here").exists()  # the framework's sandbox, not the snapshot's
+    assert (work / "hooked").exists()  # the snapshot's hooks run (in the jail)
     (command,) = _items(trajectory, "command_execution")
     assert "OPENAI_" not in command["aggregated_output"]
     assert "FLASHRSI_GATEWAY_TOKEN" not in command["aggregated_output"]
