@@ -396,7 +396,7 @@ def test_without_a_beacon_import_one_goes_before_the_other_runtime_imports(check
     drive(evolver, Workspace(checkout), _brief(3, SPAM))
 
     source = agent.read_text()
-    assert "from runtime.beacon import activation_beacon\nfrom runtime.context import" in source
+    assert "from runtime.beacon import activation_beacon\nfrom runtime.budget import" in source
     compile(source, "runtime/agent.py", "exec")
 
 

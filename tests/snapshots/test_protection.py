@@ -101,7 +101,12 @@ def test_the_list_is_kept_in_the_seed_and_inherited(store, seeded, tmp_path):
 
 
 def test_adapters_declare_their_lists_and_a_harness_may_replace_them(tmp_path):
-    miniagent = ("agent.yaml#limits", "runtime/beacon.py")
+    miniagent = (
+        "agent.yaml#limits",
+        "runtime/beacon.py",
+        "runtime/budget.py",
+        "runtime/permissions.py",
+    )
     assert adapter_class("miniagent").protected == miniagent
     assert "settings.json" in adapter_class("claude-code").protected
     role = {"type": "miniagent", "llm": {"model": "simulator/target", "base_url": "offline"}}

@@ -18,6 +18,7 @@ from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import AgentRun, gateway_verdict
 from flashrsi_dagster.environments.jail import Mount, read_from_jail
 from flashrsi_dagster.environments.runtime import python_runtime
+from flashrsi_dagster.gateway import RunUsage
 from flashrsi_dagster.llm.client import ROLE_HEADER
 from flashrsi_dagster.llm.usage import cost_of
 from flashrsi_dagster.records import ErrorInfo, Status, Trajectory, Usage
@@ -126,11 +127,7 @@ class MiniAgent(Agent):
         trajectory = self._trajectory(
             result, timed_out, run.exit_code, tail, time.monotonic() - clock
         )
-        trajectory = gateway_verdict(trajectory, confined.usage, timed_out)
-        stop = (result or {}).get("budget")
-        stop = stop.get("stopped_by") if isinstance(stop, dict) else None
-        trajectory = budget_verdict(trajectory, budget, confined.usage, stop)
-        return permission_verdict(trajectory, confined.usage)
+        return _verdicts(trajectory, result, budget, confined.usage, timed_out)
 
     def _payload(
         self,
@@ -259,6 +256,22 @@ def _server_env(confined: AgentRun) -> dict[str, str]:
         for k, v in os.environ.items()
         if not is_secret_env_name(k) and not k.startswith(("OPENAI_", "FLASHRSI_"))
     }
+
+
+def _verdicts(
+    trajectory: Trajectory,
+    result: dict[str, Any] | None,
+    budget: Budget,
+    usage: RunUsage | None,
+    timed_out: bool,
+) -> Trajectory:
+    """The run as the framework judges it, not as the harness reports it: the gateway's
+    usage and faults, then the budgets and permissions held outside the harness."""
+    trajectory = gateway_verdict(trajectory, usage, timed_out)
+    stop = (result or {}).get("budget")
+    stop = stop.get("stopped_by") if isinstance(stop, dict) else None
+    trajectory = budget_verdict(trajectory, budget, usage, stop)
+    return permission_verdict(trajectory, usage)
 
 
 def _llm_io(raw: Any) -> list[dict[str, str]]:

@@ -9,8 +9,9 @@ The result's `beacons` are the activation beacons fired so far (`runtime/beacon.
 The five mechanisms an evolution may target each have a place of their own, a function whose
 docstring opens with the mechanism's name: the agent loop (`run`, `_turn`), context management
 (`build_context`), tool use (`use_tool`, and each tool's `_run` under `tools/`), observation
-management (`runtime/tool_result.py`) and task completion detection (`final_answer`,
-`forced_answer`). This file holds four of them, so it is shared between modules.
+management (`runtime/tool_result.py`) and task completion detection (`final_answer`). This file
+holds four of them, so it is shared between modules. `forced_answer` is the budgets' end of a
+run (`runtime/budget.py`), not an evolvable place.
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ def _ask(llm: LLM, result: dict, schemas: list[dict], *, tools_off: bool = False
 
 
 def forced_answer(llm: LLM, schemas: list[dict], result: dict, budget: Budget) -> None:
-    """Task completion detection, once a budget ended the turns: one last model call with
+    """The forced final answer, once a budget ended the turns: one last model call with
     tools off (`tool_choice: none`); its text is the answer, and a tool call it makes anyway
     is not run."""
     result["messages"].append({"role": "user", "content": budget.forced_answer_prompt()})
