@@ -6,7 +6,10 @@ TOOLS := .tools
 UV := $(TOOLS)/bin/uv
 PYTHON ?= python3
 
-.PHONY: demo test lint env jail browser clean
+CODEX_VERSION := 0.169.0
+CODEX_PREFIX := $(TOOLS)/codex
+
+.PHONY: demo test lint env jail browser codex clean
 
 demo: env
 	@echo "== flashrsi: Meta-Harness on the built-in text classification, offline model simulator =="
@@ -33,13 +36,22 @@ browser:
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 		else echo "chromium is not installed: the UI test will be skipped"; fi; }
 
+# The real Codex CLI for `type: codex-cli`: npm's @openai/codex, pinned (about 400 MB with its
+# Linux binary), into .tools/codex where npm exists; without it, its tests are skipped.
+codex:
+	@if grep -qs '"version": "$(CODEX_VERSION)"' $(CODEX_PREFIX)/node_modules/@openai/codex/package.json; then :; \
+	elif command -v npm >/dev/null 2>&1; then \
+		npm install --prefix $(CODEX_PREFIX) --save-exact --no-audit --no-fund --loglevel=error \
+			@openai/codex@$(CODEX_VERSION) >/dev/null; \
+	else echo "npm is not installed: the Codex CLI (type codex-cli) is missing and its tests will be skipped"; fi
+
 lint: env
 	$(UV) run --locked ruff check flashrsi_dagster tests bench
 
 # Bytecode compiled up front (once; later syncs check it in seconds): where
 # PYTHONDONTWRITEBYTECODE is set, every process — each run worker the UI starts — would
 # otherwise compile all it imports again (~20 s for the code location on 2 cores).
-env: $(UV) jail
+env: $(UV) jail codex
 	$(UV) sync --locked --quiet --all-extras --compile-bytecode
 
 $(UV):

@@ -12,6 +12,7 @@ ADAPTERS: dict[str, str] = {
     "miniagent": "flashrsi_dagster.agents.miniagent.adapter:MiniAgent",
     "claude-code": "flashrsi_dagster.agents.claude_code.adapter:ClaudeCode",
     "codex": "flashrsi_dagster.agents.codex.adapter:Codex",
+    "codex-cli": "flashrsi_dagster.agents.codex_cli.adapter:CodexCLI",
     "llm": "flashrsi_dagster.agents.plain_llm.adapter:PlainLLM",
     "harbor-oracle": "flashrsi_dagster.benchmarks.harbor.targets:HarborOracle",
     "harbor-nop": "flashrsi_dagster.benchmarks.harbor.targets:HarborNop",

@@ -39,6 +39,8 @@ class Tool:
     name: str
     description: str = ""
     parameters: Mapping[str, Any] = field(default_factory=dict)
+    freeform: bool = False
+    """A Responses `custom` tool: its call carries one free text, `arguments["input"]`."""
 
 
 @dataclass(frozen=True)

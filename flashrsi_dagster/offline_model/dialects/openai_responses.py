@@ -1,4 +1,10 @@
-"""OpenAI Responses: `POST /v1/responses`, with function calls and SSE streaming."""
+"""OpenAI Responses: `POST /v1/responses`, with function calls and SSE streaming.
+
+Custom (freeform) tools — `{"type": "custom", "name": ..., "format": ...}`, as the Codex CLI
+declares `apply_patch` — are called with one free text, not JSON arguments: a policy's call
+of one puts that text in `arguments["input"]`, and it goes out as a `custom_tool_call` item.
+Tools grouped in a `namespace` tool are offered under their own names.
+"""
 
 from __future__ import annotations
 
@@ -67,18 +73,36 @@ def _add_item(item: Mapping[str, Any], system: list[str], messages: list[Message
             id=str(item.get("call_id", "")),
         )
         messages.append(Message("assistant", tool_calls=(call,)))
-    elif kind == "function_call_output":
+    elif kind == "custom_tool_call":
+        call = ToolCall(
+            name=str(item.get("name", "")),
+            arguments={"input": str(item.get("input", ""))},
+            id=str(item.get("call_id", "")),
+        )
+        messages.append(Message("assistant", tool_calls=(call,)))
+    elif kind in ("function_call_output", "custom_tool_call_output"):
         output = text_of(item.get("output"))
         messages.append(Message("tool", output, call_id=str(item.get("call_id", ""))))
     # Reasoning items and other item types carry nothing a simulator policy reads.
 
 
 def _tools(body: Mapping[str, Any]) -> tuple[Tool, ...]:
-    return tuple(
-        Tool(str(t.get("name", "")), t.get("description") or "", t.get("parameters") or {})
-        for t in body.get("tools") or ()
-        if isinstance(t, Mapping) and t.get("type") == "function"
-    )
+    return tuple(_declared(body.get("tools") or ()))
+
+
+def _declared(tools: Any) -> Iterator[Tool]:
+    """Function and custom tools, those inside namespaces included; hosted tools (web
+    search, tool search) are the provider's own and no policy calls them."""
+    for tool in tools if isinstance(tools, list) else ():
+        if not isinstance(tool, Mapping):
+            continue
+        kind, name = tool.get("type"), str(tool.get("name", ""))
+        if kind == "function":
+            yield Tool(name, tool.get("description") or "", tool.get("parameters") or {})
+        elif kind == "custom":
+            yield Tool(name, tool.get("description") or "", freeform=True)
+        elif kind == "namespace":
+            yield from _declared(tool.get("tools"))
 
 
 def render(reply: Reply, turn: Turn) -> dict[str, Any]:
@@ -98,6 +122,8 @@ def render_stream(reply: Reply, turn: Turn) -> Iterator[bytes]:
         yield event("response.output_item.added", output_index=index, item=item)
         if item["type"] == "message":
             yield from _stream_text(event, item, index)
+        elif item["type"] == "custom_tool_call":
+            yield from _stream_input(event, item, index)
         else:
             yield from _stream_arguments(event, item, index)
         yield event("response.output_item.done", output_index=index, item=_done(item))
@@ -127,6 +153,13 @@ def _stream_arguments(event, item: dict[str, Any], index: int) -> Iterator[bytes
     )
 
 
+def _stream_input(event, item: dict[str, Any], index: int) -> Iterator[bytes]:
+    where = {"item_id": item["id"], "output_index": index}
+    for piece in pieces(item["input"]):
+        yield event("response.custom_tool_call_input.delta", **where, delta=piece)
+    yield event("response.custom_tool_call_input.done", **where, input=item["input"])
+
+
 def _items(reply: Reply, turn: Turn) -> list[dict[str, Any]]:
     """Output items as first announced while streaming (`in_progress`, nothing generated yet).
 
@@ -136,11 +169,26 @@ def _items(reply: Reply, turn: Turn) -> list[dict[str, Any]]:
     if reply.text or not reply.tool_calls:
         message_id = f"msg_simulator_{turn.number}"
         items.append(_message(message_id, "in_progress", []) | {"text": reply.text})
+    freeform = {tool.name for tool in _tools(turn.body) if tool.freeform}
     for call in reply.tool_calls:
+        number = call.id.removeprefix("call_")
+        if call.name in freeform:
+            text = call.arguments.get("input")
+            items.append(
+                {
+                    "type": "custom_tool_call",
+                    "id": "ctc_" + number,
+                    "call_id": call.id,
+                    "name": call.name,
+                    "input": text if isinstance(text, str) else call.arguments_json,
+                    "status": "in_progress",
+                }
+            )
+            continue
         items.append(
             {
                 "type": "function_call",
-                "id": "fc_" + call.id.removeprefix("call_"),
+                "id": "fc_" + number,
                 "call_id": call.id,
                 "name": call.name,
                 "arguments": call.arguments_json,

@@ -3,7 +3,9 @@
 Contract (same conversation, same answer):
 
 1. Harness text = the system prompt (chat: system/developer messages; Responses: `instructions`
-   and system items; Anthropic: `system`) plus every tool result already in the conversation.
+   and system items; Anthropic: `system`), every user message before the task (where a harness
+   puts its instructions file: the Codex CLI sends AGENTS.md so) and every tool result already
+   in the conversation.
 2. Skills: when the request offers a tool named `read_skill` and the system prompt lists skills
    (lines `- <name>: <description>` under a line containing "Skills"), every listed skill not yet
    read in this conversation (no earlier `read_skill` call with that `name`) is requested first,
@@ -36,7 +38,8 @@ READ_SKILL = "read_skill"
 def classify(conversation: Conversation) -> Reply:
     if unread := unread_skills(conversation):
         return Reply(tool_calls=tuple(ToolCall(READ_SKILL, {"name": name}) for name in unread))
-    harness = "\n".join([conversation.system, *conversation.tool_results()])
+    earlier = conversation.user_texts()[:-1]
+    harness = "\n".join([conversation.system, *earlier, *conversation.tool_results()])
     text, labels = task(conversation.last_user_text())
     return Reply(text=choose_label(text, parse_rules(harness), default_label(harness), labels))
 
