@@ -9,9 +9,10 @@ Run:  .venv/bin/python bench/miniagent_bench.py [--agent miniagent] [--turns 50]
   model call plus the agent's cheapest tool call (reading a one-line file), so what remains is
   the loop, the client round trip, the message handling and the per-turn bookkeeping.
 * per start: from `Agent.run()` to the simulator receiving the first request, once the agent
-  has run once (MiniAgent's fork server has imported the OpenAI SDK; Claude Code starts its CLI
-  afresh every run, so its start is the CLI's start inside the jail). The first run of a new
-  agent is reported beside it.
+  has run once (MiniAgent's fork server has imported the OpenAI SDK; Claude Code and the Codex
+  CLI start afresh every run, so their start is the CLI's start inside the jail; Codex's Python
+  core copies its home, enters the jail, starts Python and imports the SDK every call). The
+  first run of a new agent is reported beside it.
 Targets (MiniAgent's): <= 10 ms per turn, <= 0.5 s per start. A report, not a test: it always
 exits 0.
 """
@@ -46,8 +47,13 @@ CHEAP_CALLS: dict[str, Callable[[Path], dict]] = {
         "name": "Read",
         "arguments": {"file_path": str(work / "note.txt")},
     },
+    "codex": lambda work: _PLAN,
+    "codex-cli": lambda work: _PLAN,
 }
-"""Per agent: its cheapest tool call, reading `note.txt` in the task folder `work`."""
+"""Per agent: its cheapest tool call: reading `note.txt` in the task folder `work` where the
+agent reads files in its own process; Codex reads only through a shell command (a process of
+its own), so its cheapest call is a plan update, which runs no process."""
+_PLAN = {"name": "update_plan", "arguments": {"plan": [{"step": "read", "status": "completed"}]}}
 
 
 def _script(agent: str, work: Path, turns: int) -> list[dict]:

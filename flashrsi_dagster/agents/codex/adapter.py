@@ -21,7 +21,7 @@ from typing import Any
 from flashrsi_dagster.agents.base import Agent, AgentConfigError, TaskEnvironment
 from flashrsi_dagster.agents.codex.events import trajectory_of
 from flashrsi_dagster.agents.codex.home import ENTRY, build_home, home_problems
-from flashrsi_dagster.config.experiment import role_key
+from flashrsi_dagster.agents.permissions import unknown_tools
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import AgentRun, gateway_verdict
 from flashrsi_dagster.environments.jail import Mount, read_from_jail
@@ -56,14 +56,7 @@ class Codex(Agent):
     @classmethod
     def config_problems(cls, config: RoleConfig, where: str) -> list[str]:
         problems = super().config_problems(config, where)
-        unknown = sorted(set(config.permissions.deny_tools) - set(TOOLS))
-        if unknown:
-            problems.append(
-                f"{where}.permissions.deny_tools: {', '.join(unknown)}: not a Codex tool; "
-                f"its tools are {', '.join(TOOLS)}"
-            )
-        if where == role_key("worker") and not config.permissions.edit:
-            problems.append(f"{where}.permissions.edit: a Worker must edit; set it to true")
+        problems += unknown_tools(config, TOOLS, where, cls.name)
         # The seed harness is checked now; every snapshot is checked again before its run.
         harness = config.source_dir or HARNESS
         problems += [f"{where}.source_dir: {p}" for p in home_problems(harness)]

@@ -241,12 +241,14 @@ def test_permissions_read_only_cwd_no_shell_and_denied_tools(server, harness_dir
 
 def test_role_config_problems_name_the_key(server):
     with pytest.raises(
-        AgentConfigError, match=r"agent.permissions.deny_tools: editor: not a Codex"
+        AgentConfigError, match=r"agent.permissions.deny_tools: codex has no tool\(s\) 'editor'"
     ):
         target_agent(role(server, "x", permissions={"deny_tools": ["editor"]}))
     with pytest.raises(AgentConfigError, match=r"agent.llm.api: codex does not speak 'chat'"):
         target_agent(role(server, "x", llm={"api": "chat"}))
-    with pytest.raises(AgentConfigError, match=r"algorithm.worker.permissions.edit: a Worker"):
+    with pytest.raises(
+        AgentConfigError, match=r"algorithm.worker.permissions.edit: false: the Worker's job"
+    ):
         worker_agent(role(server, "x", permissions={"edit": False}))
     with pytest.raises(ValidationError, match="cli_path"):
         role(server, "x", cli_path="/usr/local/bin/codex")
