@@ -13,6 +13,7 @@ import pytest
 
 from flashrsi_dagster.agents import AgentConfigError, target_agent, worker_agent
 from flashrsi_dagster.agents.claude_code.adapter import HARNESS, ClaudeCode
+from flashrsi_dagster.agents.roles import harness_components
 from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.records import REDACTED, Status
 from flashrsi_dagster.snapshots import SnapshotStore
@@ -267,3 +268,28 @@ def test_a_missing_sdk_asks_for_the_claude_extra(server, monkeypatch):
 
     with pytest.raises(AgentConfigError, match="install the `claude` extra"):
         target_agent(RoleConfig.model_validate(role(server, "unused").model_dump()))
+
+
+def test_a_worker_edit_on_a_snapshot_checkout_is_committed(server, tmp_path):
+    worker_role = role(server, "worker-commit")
+    store = SnapshotStore(tmp_path / "store")
+    seed = store.create_seed(HARNESS, harness_components(worker_role))
+    checkout = store.check_out(seed, tmp_path / "checkout")
+    rule = "Answer with the bare label when asked to classify."
+    server.add_script(
+        "worker-commit",
+        [
+            call("Write", file_path=str(checkout / "CLAUDE.md"), content=f"# Notes\n\n{rule}\n"),
+            "ok",
+        ],
+    )
+
+    with worker_agent(worker_role) as worker:
+        trajectory = worker.edit(checkout, "Write the notes", task_id="edit-1")
+    outcome = store.commit_child(seed, checkout, message="claude code worker edit")
+
+    assert trajectory.status == Status.SUCCESS, trajectory.error
+    assert _tool_uses(trajectory) == ["Write"]
+    assert outcome.status == "committed", outcome.reason
+    assert [c.path for c in outcome.changed] == ["CLAUDE.md"]
+    assert rule.encode() in store.read_file_at(outcome.snapshot, "CLAUDE.md")
