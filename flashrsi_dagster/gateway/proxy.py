@@ -317,19 +317,38 @@ def _token_of(h: Handler) -> str | None:
     return (h.headers.get("x-api-key") or "").strip() or None
 
 
+HOSTED_NETWORK_TOOLS = ("web_search", "web_fetch", "mcp")
+"""Prefixes of built-in tool types the upstream runs itself (OpenAI's `web_search_preview`
+and remote `mcp`, Anthropic's `web_search_20250305`, `web_fetch_20250910`, `mcp_toolset`):
+they reach the network from the provider's side, past the jail and past the role's web
+(`web.py`, the only web a run has). No run may offer them."""
+COMMAND_TOOL_TYPES = ("local_shell", "shell")
+"""Built-in tool types that run commands: offered under these shapes, they are `shell`."""
+
+
 def _denied_tools(request: dict[str, Any] | None, run: Run) -> list[str]:
     """The tools a model request describes that the run may not offer (any API's shape:
-    `{"name"}` or `{"function": {"name"}}`)."""
+    `{"name"}`, `{"function": {"name"}}`, chat's legacy `functions`, a built-in `{"type"}`),
+    and every hosted network tool (`HOSTED_NETWORK_TOOLS`, Anthropic's `mcp_servers`)."""
+    request = request or {}
     denied = run.grant.deny_tools
-    tools = (request or {}).get("tools")
-    if not denied or not isinstance(tools, list):
-        return []
-    names = []
+    tools = [
+        tool
+        for key in ("tools", "functions")
+        if isinstance(request.get(key), list)
+        for tool in request[key]
+        if isinstance(tool, dict)
+    ]
+    names, hosted = [], ["mcp_servers"] if request.get("mcp_servers") else []
     for tool in tools:
-        if isinstance(tool, dict):
-            function = tool.get("function")
-            names.append(function.get("name") if isinstance(function, dict) else tool.get("name"))
-    return sorted({n for n in names if isinstance(n, str) and n in denied})
+        function = tool.get("function")
+        names.append(function.get("name") if isinstance(function, dict) else tool.get("name"))
+        kind = tool.get("type")
+        if isinstance(kind, str) and kind.startswith(HOSTED_NETWORK_TOOLS):
+            hosted.append(kind)
+        elif kind in COMMAND_TOOL_TYPES:
+            names.append("shell")
+    return sorted({n for n in names if isinstance(n, str) and n in denied} | set(hosted))
 
 
 def _json_object(body: bytes) -> dict[str, Any] | None:

@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import shutil
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
+
+import httpx2
+import pytest
 
 from flashrsi_dagster.agents import target_agent
 from flashrsi_dagster.agents.codex.adapter import HARNESS as CODEX_HARNESS
 from flashrsi_dagster.config import RoleConfig
+from flashrsi_dagster.gateway import Gateway, Upstream
+from flashrsi_dagster.llm.endpoints import offline_server
 from flashrsi_dagster.records import Status
 from tests.conftest import needs_jails
 from tests.sabotage.helpers import say, script_model, unique
@@ -83,3 +89,68 @@ def test_a_codex_core_that_offers_a_withheld_shell_is_refused_by_the_gateway(tmp
     assert trajectory.status == Status.ERROR
     assert trajectory.error is not None and trajectory.error.type == "PermissionViolation"
     assert "escaped" not in str(trajectory.messages)
+
+
+# -- the model gateway: tools offered under other shapes --------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gateway() -> Iterator[Gateway]:
+    with Gateway() as running:
+        yield running
+
+
+def _grant(gateway: Gateway, api: str = "responses", **limits) -> str:
+    upstream = Upstream(offline_server().url, api, "sk-unused-by-the-simulator-0000")  # type: ignore[arg-type]
+    return gateway.grant(
+        experiment="x", role="r", run_id=unique("run"), upstream=upstream, **limits
+    )
+
+
+def _post(gateway: Gateway, token: str, path: str, body: dict) -> httpx2.Response:
+    headers = {"Authorization": f"Bearer {token}", "anthropic-version": "2023-06-01"}
+    return httpx2.post(f"{gateway.url}/v1/{path}", json=body, headers=headers, timeout=10)
+
+
+def test_a_withheld_shell_offered_under_another_shape_is_refused(gateway: Gateway):
+    """Attack: with `shell` withheld, the harness offers it as chat's legacy `functions`,
+    or as the Responses API's built-in `local_shell` / `shell` types (no name at all). The
+    gateway reads every shape and refuses each call (403, counted as `denied`)."""
+    token = _grant(gateway, deny_tools=frozenset({"shell"}))
+    user = [{"role": "user", "content": "hi"}]
+    attempts = [
+        ("chat/completions", {"messages": user, "functions": [{"name": "shell"}]}),
+        ("responses", {"input": "hi", "tools": [{"type": "local_shell"}]}),
+        ("responses", {"input": "hi", "tools": [{"type": "shell"}]}),
+    ]
+    for path, body in attempts:
+        answer = _post(gateway, token, path, {"model": "simulator/echo", **body})
+        assert answer.status_code == 403 and "offers the model shell" in answer.text, body
+    assert _post(gateway, token, "responses", {"model": "simulator/echo", "input": "hi"}).is_success
+    assert len(gateway.revoke(token).denied) == 3
+
+
+def test_a_hosted_web_or_mcp_tool_is_refused_whatever_the_role(gateway: Gateway):
+    """Attack: the harness (or a `config.toml` feature of the Codex CLI, or Claude Code's
+    WebSearch) offers the provider's own web search, web fetch or remote MCP: the provider
+    would reach the network past the jail and the role's web. The gateway refuses them."""
+    openai_token, anthropic_token = _grant(gateway), _grant(gateway, api="anthropic")
+    hosted = [
+        {"type": "web_search_preview"},
+        {"type": "web_search"},
+        {"type": "mcp", "server_label": "x", "server_url": "https://attacker.example/mcp"},
+    ]
+    for tool in hosted:
+        body = {"model": "simulator/echo", "input": "hi", "tools": [tool]}
+        answer = _post(gateway, openai_token, "responses", body)
+        assert answer.status_code == 403 and tool["type"] in answer.text, tool
+    message = {"model": "simulator/echo", "max_tokens": 16}
+    message["messages"] = [{"role": "user", "content": "hi"}]
+    for extra in (
+        {"tools": [{"type": "web_search_20250305", "name": "web_search"}]},
+        {"tools": [{"type": "web_fetch_20250910", "name": "web_fetch"}]},
+        {"mcp_servers": [{"type": "url", "url": "https://attacker.example/mcp", "name": "x"}]},
+    ):
+        answer = _post(gateway, anthropic_token, "messages", {**message, **extra})
+        assert answer.status_code == 403, extra
+    assert _post(gateway, anthropic_token, "messages", message).is_success
