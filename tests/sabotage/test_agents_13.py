@@ -14,7 +14,7 @@ import pytest
 from flashrsi_dagster.agents import target_agent
 from flashrsi_dagster.agents.codex.adapter import HARNESS as CODEX_HARNESS
 from flashrsi_dagster.config import RoleConfig
-from flashrsi_dagster.gateway import Gateway, Upstream
+from flashrsi_dagster.gateway import Gateway, Upstream, WebAccess
 from flashrsi_dagster.llm.endpoints import offline_server
 from flashrsi_dagster.records import Status
 from tests.conftest import needs_jails
@@ -154,3 +154,27 @@ def test_a_hosted_web_or_mcp_tool_is_refused_whatever_the_role(gateway: Gateway)
         answer = _post(gateway, anthropic_token, "messages", {**message, **extra})
         assert answer.status_code == 403, extra
     assert _post(gateway, anthropic_token, "messages", message).is_success
+
+
+# -- the gateway's web fetch: SSRF ------------------------------------------------------------
+
+
+def test_a_fetch_of_an_ipv6_address_carrying_loopback_is_refused(gateway: Gateway):
+    """Attack: the run fetches the host's loopback or a private address written as an IPv6
+    address that carries it (NAT64, IPv4-compatible, 6to4), which `is_global` passes: on a
+    host with a NAT64 gateway or a tunnel it is delivered to 127.0.0.1. The gateway checks
+    the carried IPv4 address too and refuses. (Decimal, hex and IPv4-mapped forms, names
+    resolving to loopback and redirects were refused already.)"""
+    token = _grant(gateway, web=WebAccess())
+    for url in (
+        "http://[64:ff9b::7f00:1]:9/",
+        "http://[::127.0.0.1]:9/",
+        "http://[2002:7f00:1::1]:9/",
+        "http://[64:ff9b::a00:1]/",
+        "http://[::ffff:127.0.0.1]:9/",
+        "http://2130706433:9/",
+        "http://0x7f.1:9/",
+        "http://0.0.0.0:9/",
+    ):
+        answer = _post(gateway, token, "web/fetch", {"url": url})
+        assert answer.status_code == 403 and "non-public address" in answer.text, url
