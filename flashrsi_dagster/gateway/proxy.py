@@ -147,7 +147,8 @@ class Proxy:
                 f"gateway: {url.path} is not available: this run's upstream speaks the "
                 f"{upstream.family} API"
             )
-        request = _json_object(body)
+        duplicated: list[str] = []
+        request = _json_object(body, duplicated)
         if request is not None:
             model = request.get("model")
             record.model = model if isinstance(model, str) else None
@@ -172,8 +173,9 @@ class Proxy:
         forward = _Forward(run, route, target, body)
         if route.kind is not None:
             forward.reserve = _worst_case_tokens(request, body)
-        if request is not None and (upstream.models is not None or route.kind == "chat"):
-            _canonical(forward, request)
+        canonical = upstream.models is not None or route.kind == "chat" or duplicated
+        if request is not None and canonical:
+            _canonical(forward, request, force=bool(duplicated))
         return forward
 
     def _serve(self, h: Handler, forward: _Forward, call: _Call) -> None:
@@ -351,23 +353,32 @@ def _denied_tools(request: dict[str, Any] | None, run: Run) -> list[str]:
     return sorted({n for n in names if isinstance(n, str) and n in denied} | set(hosted))
 
 
-def _json_object(body: bytes) -> dict[str, Any] | None:
+def _json_object(body: bytes, duplicated: list[str] | None = None) -> dict[str, Any] | None:
     """The request as JSON, or None: a body that is not a JSON object goes upstream as it is
-    (the upstream's 400 says what is wrong) and meters as nothing."""
+    (the upstream's 400 says what is wrong) and meters as nothing. Keys an object repeats
+    are added to `duplicated`: Python keeps the last, an upstream's parser may keep the first."""
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        value = dict(items)
+        if duplicated is not None and len(value) < len(items):
+            duplicated.extend(name for name, _ in items)
+        return value
+
     try:
-        value = json.loads(body) if body else None
+        value = json.loads(body, object_pairs_hook=pairs) if body else None
     except (ValueError, UnicodeDecodeError):
         return None
     return value if isinstance(value, dict) else None
 
 
-def _canonical(forward: _Forward, request: dict[str, Any]) -> None:
+def _canonical(forward: _Forward, request: dict[str, Any], *, force: bool = False) -> None:
     """Re-encode the body when the gateway relies on what it says.
 
     A chat stream must report its usage, so `stream_options.include_usage` is set (and the extra
     usage chunk dropped again for a client that did not ask). When only some models are allowed,
     the body sent is the one checked: duplicate keys cannot name a second model the upstream's
-    parser would pick instead.
+    parser would pick instead. A body with duplicate keys is always re-encoded (`force`):
+    the tools the gateway checked (`_denied_tools`) are the tools the upstream reads.
     """
     options = request.get("stream_options")
     streaming_chat = forward.route.kind == "chat" and request.get("stream") is True
@@ -376,7 +387,7 @@ def _canonical(forward: _Forward, request: dict[str, Any]) -> None:
         request["stream_options"] = {**(options if isinstance(options, dict) else {})}
         request["stream_options"]["include_usage"] = True
         forward.drop_usage_chunk = True
-    elif forward.run.grant.upstream.models is None:
+    elif forward.run.grant.upstream.models is None and not force:
         return
     forward.body = json.dumps(request, ensure_ascii=False).encode()
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import shutil
 import textwrap
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx2
@@ -270,3 +272,38 @@ def test_a_hook_that_prints_the_gateway_token_leaves_it_in_no_record(tmp_path: P
     assert trajectory.status == Status.SUCCESS, trajectory.error
     assert "FLASHRSI_GATEWAY_TOKEN=" in _command_outputs(trajectory)  # the hook did run
     assert "frsi-gw-" not in trajectory.model_dump_json()
+
+
+def test_a_body_with_duplicate_keys_goes_upstream_as_the_gateway_read_it(gateway: Gateway):
+    """Attack: the body names `tools` twice, the hosted web search first and nothing last.
+    The gateway's parser keeps the last (nothing to refuse); an upstream whose parser keeps
+    the first would run the web search. The gateway sends the body it checked, re-encoded."""
+    bodies: list[bytes] = []
+
+    class Upstream_(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            bodies.append(self.rfile.read(int(self.headers["Content-Length"])))
+            reply = json.dumps({"id": "r", "object": "response", "output": []}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Upstream_)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/v1"
+        upstream = Upstream(url, "responses", "sk-unused-by-the-recorder-00000")
+        token = gateway.grant(experiment="x", role="r", run_id=unique("run"), upstream=upstream)
+        body = b'{"model": "m", "input": "hi", "tools": [{"type": "web_search"}], "tools": []}'
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        answer = httpx2.post(f"{gateway.url}/v1/responses", content=body, headers=headers)
+    finally:
+        server.shutdown()
+    assert answer.is_success
+    (sent,) = bodies
+    assert b"web_search" not in sent and json.loads(sent)["tools"] == []
