@@ -15,6 +15,7 @@ import httpx2
 import pytest
 
 from flashrsi_dagster.agents import target_agent
+from flashrsi_dagster.agents.claude_code.run_dir import run_dir
 from flashrsi_dagster.agents.codex.adapter import HARNESS as CODEX_HARNESS
 from flashrsi_dagster.agents.codex_cli.adapter import HARNESS as CODEX_CLI_HARNESS
 from flashrsi_dagster.config import RoleConfig
@@ -115,6 +116,52 @@ def test_a_codex_core_that_leaves_a_daemon_behind_leaves_no_process(tmp_path: Pa
     trajectory = _run_codex(tmp_path, harness, [say()])
     assert trajectory.status == Status.SUCCESS, trajectory.error
     assert alive(sleeper) == []
+
+
+@needs_jails
+def test_a_codex_plugin_linked_to_a_host_folder_is_refused_before_it_is_copied(
+    tmp_path: Path,
+):
+    """Attack: a Worker replaces an installed plugin (`plugins/cache/<name>`, enabled in
+    `config.toml`), or the whole `python_core/`, by a link to a host folder: building the
+    run's home would copy that folder's files (read as root, on the host) into the jail,
+    where the core prints them. A link on the way is refused; nothing is copied."""
+    secret = tmp_path / "host-only"
+    secret.mkdir()
+    (secret / "credentials.json").write_text("host-secret-4711")
+    (secret / "main.py").write_text("print('not the core')\n")
+    harness = _codex_core_that(tmp_path, "")
+    (harness / "plugins" / "cache").mkdir(parents=True, exist_ok=True)
+    (harness / "plugins" / "cache" / "leak").symlink_to(secret)
+    with (harness / "config.toml").open("a") as handle:
+        handle.write("\n[plugins.leak]\nenabled = true\n")
+    read = _codex_shell("cat $CODEX_HOME/plugins/cache/leak/credentials.json")
+    trajectory = _run_codex(tmp_path, harness, [read, say()])
+    assert trajectory.status == Status.ERROR
+    assert "plugins/cache/leak: a symlink" in str(trajectory.error)
+    assert "host-secret-4711" not in trajectory.model_dump_json()
+
+    shutil.rmtree(harness / "python_core")
+    (harness / "python_core").symlink_to(secret)
+    trajectory = _run_codex(tmp_path, harness, [say()])
+    assert "python_core: a symlink" in str(trajectory.error)
+
+
+def test_a_claude_code_plugin_folder_linked_to_a_host_folder_is_not_copied(tmp_path: Path):
+    """Attack: an evolved Claude Code harness makes `skills/` (or `.claude-plugin/`) a link
+    to a host folder: the run's plugin folder, mounted in the jail, would hold copies of the
+    host's files. A linked folder is not copied (and the manifest is generated)."""
+    secret = tmp_path / "host-only"
+    secret.mkdir()
+    (secret / "plugin.json").write_text('{"name": "host-secret-4711"}')
+    (secret / "SKILL.md").write_text("host-secret-4711")
+    files = tmp_path / "harness"
+    files.mkdir()
+    (files / "skills").symlink_to(secret)
+    (files / ".claude-plugin").symlink_to(secret)
+    with run_dir(files) as made:
+        copied = [p.read_text() for p in made.plugin.rglob("*") if p.is_file()]
+    assert copied and not any("host-secret-4711" in text for text in copied)
 
 
 # -- the model gateway: tools offered under other shapes --------------------------------------
