@@ -38,7 +38,11 @@ def fetch_page(grant: Grant, request: dict[str, Any] | None) -> dict[str, Any]:
         raise errors.bad_request(
             f'gateway: expected {{"url": "http(s)://..."}} under {MAX_URL} chars'
         )
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- raises for a port out of range
+    except ValueError as exc:  # the run's own bad input, not a gateway bug
+        raise errors.bad_request(f"gateway: not a valid URL: {url!r}: {exc}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise errors.bad_request(f"gateway: not an http(s) URL: {url!r}")
     if access.source == "simulator":

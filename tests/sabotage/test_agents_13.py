@@ -251,6 +251,9 @@ def test_a_fetch_of_an_ipv6_address_carrying_loopback_is_refused(gateway: Gatewa
     ):
         answer = _post(gateway, token, "web/fetch", {"url": url})
         assert answer.status_code == 403 and "non-public address" in answer.text, url
+    # A malformed URL is the run's bad request (400), not a gateway bug (500).
+    for url in ("http://[::1/", "http://example.org:99999/"):
+        assert _post(gateway, token, "web/fetch", {"url": url}).status_code == 400, url
 
 
 # -- type: codex-cli, the snapshot's config.toml and hooks -----------------------------------
