@@ -15,6 +15,7 @@ import httpx2
 import pytest
 
 from flashrsi_dagster.agents import target_agent
+from flashrsi_dagster.agents.claude_code.adapter import HARNESS as CLAUDE_HARNESS
 from flashrsi_dagster.agents.claude_code.run_dir import run_dir
 from flashrsi_dagster.agents.codex.adapter import HARNESS as CODEX_HARNESS
 from flashrsi_dagster.agents.codex_cli.adapter import HARNESS as CODEX_CLI_HARNESS
@@ -162,6 +163,32 @@ def test_a_claude_code_plugin_folder_linked_to_a_host_folder_is_not_copied(tmp_p
     with run_dir(files) as made:
         copied = [p.read_text() for p in made.plugin.rglob("*") if p.is_file()]
     assert copied and not any("host-secret-4711" in text for text in copied)
+
+
+# -- Claude Code: the snapshot's settings ----------------------------------------------------
+
+
+@needs_jails
+def test_claude_code_settings_that_allow_bash_do_not_lift_shell_false(tmp_path: Path):
+    """Attack: with `permissions.shell: false`, the evolved `settings.json` allows Bash
+    outright (and asks for the `acceptEdits` mode). The framework's `--disallowedTools`
+    outranks the snapshot's allow rules: the call is refused, no command runs."""
+    harness = tmp_path / "cc-harness"
+    shutil.copytree(CLAUDE_HARNESS, harness)
+    settings = {"permissions": {"allow": ["Bash", "Bash(*)"], "defaultMode": "acceptEdits"}}
+    (harness / "settings.json").write_text(json.dumps(settings))
+    call = {"tool_calls": [{"name": "Bash", "arguments": {"command": "touch escaped"}}]}
+    model = script_model(unique("agents13-cc"), [call, say()])
+    llm = {"model": model, "base_url": "offline", "api": "anthropic", "max_retries": 0}
+    role = RoleConfig.model_validate(
+        {"type": "claude-code", "llm": llm, "permissions": {"shell": False}}
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    with target_agent(role, harness) as agent:
+        trajectory = agent.run(work, "attack", task_id="t")
+    assert trajectory.status == Status.SUCCESS, trajectory.error
+    assert not (work / "escaped").exists()
 
 
 # -- the model gateway: tools offered under other shapes --------------------------------------
