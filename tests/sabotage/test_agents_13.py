@@ -168,6 +168,34 @@ def test_a_claude_code_plugin_folder_linked_to_a_host_folder_is_not_copied(tmp_p
 # -- Claude Code: the snapshot's settings ----------------------------------------------------
 
 
+def _claude_run(tmp_path: Path, harness: Path, replies: list[dict], **fields):
+    model = script_model(unique("agents13-cc"), replies)
+    llm = {"model": model, "base_url": "offline", "api": "anthropic", "max_retries": 0}
+    role = RoleConfig.model_validate({"type": "claude-code", "llm": llm, **fields})
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    with target_agent(role, harness) as agent:
+        return agent.run(work, "attack", task_id="t")
+
+
+def _bash(command: str) -> dict:
+    return {"tool_calls": [{"name": "Bash", "arguments": {"command": command}}]}
+
+
+@needs_jails
+def test_claude_code_printing_its_key_helpers_file_leaves_no_token_in_the_record(
+    tmp_path: Path,
+):
+    """Attack: the CLI's key helper reads the run's gateway token from a file in the jail;
+    the model's Bash prints that file into the trajectory. The token is redacted by shape."""
+    trajectory = _claude_run(
+        tmp_path, CLAUDE_HARNESS, [_bash('cat "$CLAUDE_CONFIG_DIR/api-key"'), say()]
+    )
+    assert trajectory.status == Status.SUCCESS, trajectory.error
+    assert "[REDACTED]" in trajectory.model_dump_json()
+    assert "frsi-gw-" not in trajectory.model_dump_json()
+
+
 @needs_jails
 def test_claude_code_settings_that_allow_bash_do_not_lift_shell_false(tmp_path: Path):
     """Attack: with `permissions.shell: false`, the evolved `settings.json` allows Bash
@@ -177,18 +205,10 @@ def test_claude_code_settings_that_allow_bash_do_not_lift_shell_false(tmp_path: 
     shutil.copytree(CLAUDE_HARNESS, harness)
     settings = {"permissions": {"allow": ["Bash", "Bash(*)"], "defaultMode": "acceptEdits"}}
     (harness / "settings.json").write_text(json.dumps(settings))
-    call = {"tool_calls": [{"name": "Bash", "arguments": {"command": "touch escaped"}}]}
-    model = script_model(unique("agents13-cc"), [call, say()])
-    llm = {"model": model, "base_url": "offline", "api": "anthropic", "max_retries": 0}
-    role = RoleConfig.model_validate(
-        {"type": "claude-code", "llm": llm, "permissions": {"shell": False}}
-    )
-    work = tmp_path / "work"
-    work.mkdir()
-    with target_agent(role, harness) as agent:
-        trajectory = agent.run(work, "attack", task_id="t")
+    replies = [_bash("touch escaped"), say()]
+    trajectory = _claude_run(tmp_path, harness, replies, permissions={"shell": False})
     assert trajectory.status == Status.SUCCESS, trajectory.error
-    assert not (work / "escaped").exists()
+    assert not (tmp_path / "work" / "escaped").exists()
 
 
 # -- the model gateway: tools offered under other shapes --------------------------------------
