@@ -197,6 +197,33 @@ def test_claude_code_printing_its_key_helpers_file_leaves_no_token_in_the_record
 
 
 @needs_jails
+def test_claude_code_sub_agents_do_not_run_past_the_roles_max_turns(tmp_path: Path):
+    """Attack: the CLI's `--max-turns` counts only the main loop, so with `max_turns: 2`
+    the model delegates to a sub-agent (the snapshot can define its own), which then makes
+    model and tool calls without limit. The gateway answers `max_turns + 1` model calls of
+    the whole run, sub-agents included, and the run ends as over its budget."""
+    delegate = {
+        "tool_calls": [
+            {
+                "name": "Agent",
+                "arguments": {
+                    "description": "d",
+                    "prompt": "p",
+                    "subagent_type": "general-purpose",
+                    "run_in_background": False,
+                },
+            }
+        ]
+    }
+    replies = [delegate, *[_bash(f"echo {n} >> sub.txt") for n in range(5)], say("sub"), say()]
+    trajectory = _claude_run(tmp_path, CLAUDE_HARNESS, replies, max_turns=2)
+    assert trajectory.status == Status.ERROR
+    assert trajectory.error is not None and trajectory.error.type == "RunBudgetExceeded"
+    ran = tmp_path / "work" / "sub.txt"
+    assert len(ran.read_text().split() if ran.exists() else []) <= 2
+
+
+@needs_jails
 def test_claude_code_settings_that_allow_bash_do_not_lift_shell_false(tmp_path: Path):
     """Attack: with `permissions.shell: false`, the evolved `settings.json` allows Bash
     outright (and asks for the `acceptEdits` mode). The framework's `--disallowedTools`

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flashrsi_dagster.agents.base import Agent, AgentConfigError
+from flashrsi_dagster.agents.budgets import Budget, budget_verdict
 from flashrsi_dagster.agents.claude_code import container
 from flashrsi_dagster.agents.claude_code.login import (
     credentials_path,
@@ -110,6 +111,7 @@ class ClaudeCode(Agent):
                     *mounts,
                 ),
                 upstream=upstream,
+                max_model_calls=_turn_budget(config).max_model_calls,
             ) as confined,
         ):
             # The token (worthless outside this jail) where the CLI's key helper reads it.
@@ -122,7 +124,8 @@ class ClaudeCode(Agent):
             return redactor.value(self.redactor.value(value))
 
         trajectory = _trajectory(outcome, config, redact, time.monotonic() - clock)
-        return gateway_verdict(trajectory, confined.usage, outcome.timed_out)
+        trajectory = gateway_verdict(trajectory, confined.usage, outcome.timed_out)
+        return budget_verdict(trajectory, _turn_budget(config), confined.usage)
 
     @staticmethod
     def _credentials(config: RoleConfig) -> tuple[Upstream | None, Redactor]:
@@ -247,3 +250,12 @@ def _completed(last: ResultMessage | None) -> bool:
     if last is None or last.is_error:
         return False
     return last.terminal_reason in (None, "completed")
+
+
+def _turn_budget(config: RoleConfig) -> Budget:
+    """The count the gateway holds a run to: `max_turns` model calls and the answer, the
+    sub-agents' calls included (the CLI's `--max-turns` counts only the main loop's, so a
+    sub-agent, which a snapshot's agent file defines, would otherwise run unbounded). The
+    tool-call budget is the framework hook's (`limits.ToolBudget`): a refused call does not
+    end the CLI's loop, so `max_tool_calls + 2` model calls would not bound it."""
+    return Budget(config.max_turns, None)
