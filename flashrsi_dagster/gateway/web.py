@@ -103,7 +103,7 @@ def _public_address(host: str, port: int) -> str:
     except OSError as exc:
         raise errors.bad_gateway(f"gateway: cannot resolve {host!r}: {exc}") from None
     addresses = [info[4][0] for info in infos]
-    private = [a for a in addresses if not _is_public(a)]
+    private = [a for a in addresses if not _is_public(a) or _is_local(a)]
     if not addresses or private:
         raise errors.forbidden(
             f"gateway: {host!r} resolves to a non-public address ({', '.join(private)}): "
@@ -113,6 +113,20 @@ def _public_address(host: str, port: int) -> str:
 
 
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def _is_local(text: str) -> bool:
+    """An address of this host (a server with a public address on its interface): the host's
+    services listening on all addresses answer there as on loopback. Only a local address
+    can be bound (unless `ip_nonlocal_bind` is set, when every fetch is refused: closed)."""
+    address = ipaddress.ip_address(text.split("%")[0])
+    family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind((text, 0))
+    except OSError:
+        return False
+    return True
 
 
 def _is_public(text: str) -> bool:

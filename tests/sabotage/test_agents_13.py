@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import textwrap
 import threading
 from collections.abc import Iterator
@@ -20,7 +21,7 @@ from flashrsi_dagster.agents.claude_code.run_dir import run_dir
 from flashrsi_dagster.agents.codex.adapter import HARNESS as CODEX_HARNESS
 from flashrsi_dagster.agents.codex_cli.adapter import HARNESS as CODEX_CLI_HARNESS
 from flashrsi_dagster.config import RoleConfig
-from flashrsi_dagster.gateway import Gateway, Upstream, WebAccess
+from flashrsi_dagster.gateway import Gateway, Upstream, WebAccess, web
 from flashrsi_dagster.llm.endpoints import offline_server
 from flashrsi_dagster.records import Status
 from tests.agents.codex_cli.conftest import needs_codex
@@ -328,6 +329,21 @@ def test_a_fetch_of_an_ipv6_address_carrying_loopback_is_refused(gateway: Gatewa
     # A malformed URL is the run's bad request (400), not a gateway bug (500).
     for url in ("http://[::1/", "http://example.org:99999/"):
         assert _post(gateway, token, "web/fetch", {"url": url}).status_code == 400, url
+
+
+def test_an_address_of_the_gateways_own_host_is_never_fetched():
+    """Attack: on a server whose interface holds a public address, the run fetches that
+    address: the host's services listening on all addresses (a dashboard, the gateway's host
+    listener) answer there as on loopback, and `is_global` passes it. The gateway also
+    refuses every address of its own host; here, the address it reaches the outside from."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+        try:
+            udp.connect(("192.0.2.123", 9))  # no packet is sent: only a route is chosen
+            own = udp.getsockname()[0]
+        except OSError:
+            own = "127.0.0.1"
+    assert web._is_local(own) and web._is_local("127.0.0.1")
+    assert not web._is_local("1.1.1.1") and not web._is_local("2606:4700::1111")
 
 
 # -- type: codex-cli, the snapshot's config.toml and hooks -----------------------------------
