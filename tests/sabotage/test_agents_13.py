@@ -17,6 +17,7 @@ import pytest
 
 from flashrsi_dagster.agents import target_agent
 from flashrsi_dagster.agents.claude_code.adapter import HARNESS as CLAUDE_HARNESS
+from flashrsi_dagster.agents.claude_code.adapter import _claude_md
 from flashrsi_dagster.agents.claude_code.run_dir import run_dir
 from flashrsi_dagster.agents.codex.adapter import HARNESS as CODEX_HARNESS
 from flashrsi_dagster.agents.codex_cli.adapter import HARNESS as CODEX_CLI_HARNESS
@@ -250,6 +251,31 @@ def test_a_codex_core_cannot_read_the_frameworks_task_solutions(tmp_path: Path):
     (output,) = [m["content"] for m in trajectory.messages if m["role"] == "tool"]
     assert "No such file" in output and "end" in output
     assert solution.read_text().strip().splitlines()[-1] not in output
+
+
+def test_a_prompt_file_linked_to_a_host_file_never_reaches_the_model(tmp_path: Path):
+    """Attack: a Worker makes the file an adapter reads on the host into the system prompt
+    (Claude Code's `CLAUDE.md`, the plain LLM's `prompts/system.md`) a link to a host file;
+    the model (and the trajectory, for the plain LLM) would get the host's file. Claude Code
+    appends no linked CLAUDE.md; the plain LLM's run is refused, naming the file."""
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("host-secret-4711")
+    files = tmp_path / "cc"
+    files.mkdir()
+    (files / "CLAUDE.md").symlink_to(secret)
+    assert _claude_md(files) is None
+
+    harness = tmp_path / "llm"
+    (harness / "prompts").mkdir(parents=True)
+    (harness / "prompts" / "system.md").symlink_to(secret)
+    model = script_model(unique("agents13-llm"), [say()])
+    role = RoleConfig.model_validate(
+        {"type": "llm", "llm": {"model": model, "base_url": "offline"}}
+    )
+    with target_agent(role, harness) as agent:
+        trajectory = agent.run(tmp_path, "attack", task_id="t")
+    assert trajectory.status == Status.ERROR and "system.md: a symlink" in str(trajectory.error)
+    assert "host-secret-4711" not in trajectory.model_dump_json()
 
 
 # -- the model gateway: tools offered under other shapes --------------------------------------

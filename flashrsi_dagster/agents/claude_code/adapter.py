@@ -169,7 +169,8 @@ def _missing_sdk(where: str) -> str | None:
 def _claude_md(files_dir: Path) -> str | None:
     """The snapshot's CLAUDE.md, when it has one with content (the built-in harness has none)."""
     path = files_dir / CLAUDE_MD
-    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    # Read on the host: a link would put a host file into the system prompt.
+    text = path.read_text(encoding="utf-8") if path.is_file() and not path.is_symlink() else ""
     return text if text.strip() else None
 
 
