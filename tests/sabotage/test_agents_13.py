@@ -21,8 +21,10 @@ from flashrsi_dagster.agents.claude_code.adapter import _claude_md
 from flashrsi_dagster.agents.claude_code.run_dir import run_dir
 from flashrsi_dagster.agents.codex.adapter import HARNESS as CODEX_HARNESS
 from flashrsi_dagster.agents.codex_cli.adapter import HARNESS as CODEX_CLI_HARNESS
+from flashrsi_dagster.agents.miniagent.adapter import HARNESS as MINI_HARNESS
 from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.gateway import Gateway, Upstream, WebAccess, web
+from flashrsi_dagster.integrations.staging import compiled_snapshot
 from flashrsi_dagster.llm.endpoints import offline_server
 from flashrsi_dagster.records import Status
 from tests.agents.codex_cli.conftest import needs_codex
@@ -276,6 +278,35 @@ def test_a_prompt_file_linked_to_a_host_file_never_reaches_the_model(tmp_path: P
         trajectory = agent.run(tmp_path, "attack", task_id="t")
     assert trajectory.status == Status.ERROR and "system.md: a symlink" in str(trajectory.error)
     assert "host-secret-4711" not in trajectory.model_dump_json()
+
+
+@needs_jails
+def test_a_python_file_linked_to_a_host_file_is_not_compiled_into_the_snapshot(
+    tmp_path: Path,
+):
+    """Attack: a Worker adds `leak.py -> <a host Python file>` (a Harbor task's tests, say)
+    to a MiniAgent snapshot. The host byte-compiles the snapshot before its runs (for
+    MiniAgent, and for agents run inside a task environment), and compileall follows file
+    links: the host file, compiled, would land in the snapshot's `__pycache__`, which the
+    jailed harness reads. Only the snapshot's own files are compiled."""
+    host = tmp_path / "host_tests.py"
+    host.write_text('EXPECTED = "host-secret-4711"\n')
+    harness = tmp_path / "mini"
+    shutil.copytree(MINI_HARNESS, harness, ignore=shutil.ignore_patterns("__pycache__"))
+    (harness / "leak.py").symlink_to(host)
+    model = script_model(unique("agents13-mini"), [say()])
+    llm = {"model": model, "base_url": "offline"}
+    role = RoleConfig.model_validate({"type": "miniagent", "llm": llm})
+    with target_agent(role, harness) as agent:
+        trajectory = agent.run(tmp_path, "attack", task_id="t")
+    assert trajectory.status == Status.SUCCESS, trajectory.error
+    compiled = [p.read_bytes() for p in harness.rglob("*.pyc")]
+    assert not any(b"host-secret-4711" in data for data in compiled)
+    assert list((harness / "runtime" / "__pycache__").glob("*.pyc"))  # its own are compiled
+    staged = tmp_path / "staged"
+    shutil.copytree(harness, staged, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    compiled_snapshot(staged)
+    assert not list(staged.glob("__pycache__/leak*"))
 
 
 # -- the model gateway: tools offered under other shapes --------------------------------------
