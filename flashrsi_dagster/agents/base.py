@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
+from flashrsi_dagster.agents.budgets import Budget
+from flashrsi_dagster.agents.permissions import denied_tools
 from flashrsi_dagster.agents.run_config import run_config_message
 from flashrsi_dagster.config.experiment import ExperimentConfig, role_key
 from flashrsi_dagster.config.models import RoleConfig
@@ -67,6 +69,8 @@ class Agent(ABC):
     """The `llm.api` dialects the adapter speaks, preferred first."""
     api_hint: ClassVar[str] = ""
     """Said after a refused `llm.api`: where to go instead."""
+    shell_tools: ClassVar[tuple[str, ...]] = ()
+    """The harness's names for its shell tools, withheld under `permissions.shell: false`."""
     supports_login: ClassVar[bool] = False
     """True when the adapter can use its harness's native login (`llm.auth: login`)."""
     _container_dependencies: ClassVar[tuple[str, ...] | None] = None
@@ -166,11 +170,17 @@ class Agent(ABC):
             )
 
     @classmethod
+    def gateway_budget(cls, config: RoleConfig) -> Budget:
+        """The budget the gateway and the verdict after the run hold a run of `config` to
+        (`Budget.max_model_calls` is the gateway's cap); the role's own by default."""
+        return Budget.of(config)
+
+    @classmethod
     def gateway_denied(cls, config: RoleConfig) -> frozenset[str]:
         """The tool names the gateway refuses to see offered in this role's model calls: the
-        permissions' `deny_tools`; an adapter adds the names its harness gives its withheld
-        tools. Granted with the run's token, on the host, wherever the agent runs."""
-        return frozenset(config.permissions.deny_tools)
+        permissions' `deny_tools`, and `shell_tools` under `shell: false`. Granted with the
+        run's token, on the host, wherever the agent runs."""
+        return denied_tools(config, cls.shell_tools)
 
     # -- what adapters implement ----------------------------------------------------------
 

@@ -11,8 +11,10 @@ jail, and later imports must find the same files).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import py_compile
 import shutil
 import sys
 import sysconfig
@@ -137,3 +139,17 @@ def _top_level_paths(dists: list[metadata.Distribution]) -> set[str]:
             if parts and parts[0] not in ("..", "__pycache__") and not parts[0].endswith(".pth"):
                 tops.add(parts[0])
     return tops
+
+
+def compile_snapshot(folder: Path) -> None:
+    """Byte-compile a snapshot's own Python files, on the host, before a run shows it
+    read-only. Links are skipped: compiling `x.py -> <host file>` would put that host file,
+    compiled, into the snapshot's `__pycache__`, where the harness reads it (compileall
+    follows file links)."""
+    for parent, folders, files in os.walk(folder):  # never into a linked folder
+        folders[:] = [name for name in folders if name != "__pycache__"]
+        for name in files:
+            path = os.path.join(parent, name)
+            if name.endswith(".py") and not os.path.islink(path):
+                with contextlib.suppress(OSError):  # best effort: a read-only snapshot, say
+                    py_compile.compile(path, doraise=False, quiet=2)

@@ -147,7 +147,8 @@ class Proxy:
                 f"gateway: {url.path} is not available: this run's upstream speaks the "
                 f"{upstream.family} API"
             )
-        request = _json_object(body)
+        duplicated: list[str] = []
+        request = _json_object(body, duplicated)
         if request is not None:
             model = request.get("model")
             record.model = model if isinstance(model, str) else None
@@ -172,8 +173,9 @@ class Proxy:
         forward = _Forward(run, route, target, body)
         if route.kind is not None:
             forward.reserve = _worst_case_tokens(request, body)
-        if request is not None and (upstream.models is not None or route.kind == "chat"):
-            _canonical(forward, request)
+        canonical = upstream.models is not None or route.kind == "chat" or duplicated
+        if request is not None and canonical:
+            _canonical(forward, request, force=bool(duplicated))
         return forward
 
     def _serve(self, h: Handler, forward: _Forward, call: _Call) -> None:
@@ -317,38 +319,66 @@ def _token_of(h: Handler) -> str | None:
     return (h.headers.get("x-api-key") or "").strip() or None
 
 
+HOSTED_NETWORK_TOOLS = ("web_search", "web_fetch", "mcp")
+"""Prefixes of built-in tool types the upstream runs itself (OpenAI's `web_search_preview`
+and remote `mcp`, Anthropic's `web_search_20250305`, `web_fetch_20250910`, `mcp_toolset`):
+they reach the network from the provider's side, past the jail and past the role's web
+(`web.py`, the only web a run has). No run may offer them."""
+COMMAND_TOOL_TYPES = ("local_shell", "shell")
+"""Built-in tool types that run commands: offered under these shapes, they are `shell`."""
+
+
 def _denied_tools(request: dict[str, Any] | None, run: Run) -> list[str]:
     """The tools a model request describes that the run may not offer (any API's shape:
-    `{"name"}` or `{"function": {"name"}}`)."""
+    `{"name"}`, `{"function": {"name"}}`, chat's legacy `functions`, a built-in `{"type"}`),
+    and every hosted network tool (`HOSTED_NETWORK_TOOLS`, Anthropic's `mcp_servers`)."""
+    request = request or {}
     denied = run.grant.deny_tools
-    tools = (request or {}).get("tools")
-    if not denied or not isinstance(tools, list):
-        return []
-    names = []
+    tools = [
+        tool
+        for key in ("tools", "functions")
+        if isinstance(request.get(key), list)
+        for tool in request[key]
+        if isinstance(tool, dict)
+    ]
+    names, hosted = [], ["mcp_servers"] if request.get("mcp_servers") else []
     for tool in tools:
-        if isinstance(tool, dict):
-            function = tool.get("function")
-            names.append(function.get("name") if isinstance(function, dict) else tool.get("name"))
-    return sorted({n for n in names if isinstance(n, str) and n in denied})
+        function = tool.get("function")
+        names.append(function.get("name") if isinstance(function, dict) else tool.get("name"))
+        kind = tool.get("type")
+        if isinstance(kind, str) and kind.startswith(HOSTED_NETWORK_TOOLS):
+            hosted.append(kind)
+        elif kind in COMMAND_TOOL_TYPES:
+            names.append("shell")
+    return sorted({n for n in names if isinstance(n, str) and n in denied} | set(hosted))
 
 
-def _json_object(body: bytes) -> dict[str, Any] | None:
+def _json_object(body: bytes, duplicated: list[str] | None = None) -> dict[str, Any] | None:
     """The request as JSON, or None: a body that is not a JSON object goes upstream as it is
-    (the upstream's 400 says what is wrong) and meters as nothing."""
+    (the upstream's 400 says what is wrong) and meters as nothing. Keys an object repeats
+    are added to `duplicated`: Python keeps the last, an upstream's parser may keep the first."""
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        value = dict(items)
+        if duplicated is not None and len(value) < len(items):
+            duplicated.extend(name for name, _ in items)
+        return value
+
     try:
-        value = json.loads(body) if body else None
+        value = json.loads(body, object_pairs_hook=pairs) if body else None
     except (ValueError, UnicodeDecodeError):
         return None
     return value if isinstance(value, dict) else None
 
 
-def _canonical(forward: _Forward, request: dict[str, Any]) -> None:
+def _canonical(forward: _Forward, request: dict[str, Any], *, force: bool = False) -> None:
     """Re-encode the body when the gateway relies on what it says.
 
     A chat stream must report its usage, so `stream_options.include_usage` is set (and the extra
     usage chunk dropped again for a client that did not ask). When only some models are allowed,
     the body sent is the one checked: duplicate keys cannot name a second model the upstream's
-    parser would pick instead.
+    parser would pick instead. A body with duplicate keys is always re-encoded (`force`):
+    the tools the gateway checked (`_denied_tools`) are the tools the upstream reads.
     """
     options = request.get("stream_options")
     streaming_chat = forward.route.kind == "chat" and request.get("stream") is True
@@ -357,7 +387,7 @@ def _canonical(forward: _Forward, request: dict[str, Any]) -> None:
         request["stream_options"] = {**(options if isinstance(options, dict) else {})}
         request["stream_options"]["include_usage"] = True
         forward.drop_usage_chunk = True
-    elif forward.run.grant.upstream.models is None:
+    elif forward.run.grant.upstream.models is None and not force:
         return
     forward.body = json.dumps(request, ensure_ascii=False).encode()
 

@@ -38,7 +38,11 @@ def fetch_page(grant: Grant, request: dict[str, Any] | None) -> dict[str, Any]:
         raise errors.bad_request(
             f'gateway: expected {{"url": "http(s)://..."}} under {MAX_URL} chars'
         )
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- raises for a port out of range
+    except ValueError as exc:  # the run's own bad input, not a gateway bug
+        raise errors.bad_request(f"gateway: not a valid URL: {url!r}: {exc}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise errors.bad_request(f"gateway: not an http(s) URL: {url!r}")
     if access.source == "simulator":
@@ -99,13 +103,47 @@ def _public_address(host: str, port: int) -> str:
     except OSError as exc:
         raise errors.bad_gateway(f"gateway: cannot resolve {host!r}: {exc}") from None
     addresses = [info[4][0] for info in infos]
-    private = [a for a in addresses if not ipaddress.ip_address(a.split("%")[0]).is_global]
+    private = [a for a in addresses if not _is_public(a) or _is_local(a)]
     if not addresses or private:
         raise errors.forbidden(
             f"gateway: {host!r} resolves to a non-public address ({', '.join(private)}): "
             "the web is public addresses only"
         )
     return addresses[0]
+
+
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def _is_local(text: str) -> bool:
+    """An address of this host (a server with a public address on its interface): the host's
+    services listening on all addresses answer there as on loopback. Only a local address
+    can be bound (unless `ip_nonlocal_bind` is set, when every fetch is refused: closed)."""
+    address = ipaddress.ip_address(text.split("%")[0])
+    family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind((text, 0))
+    except OSError:
+        return False
+    return True
+
+
+def _is_public(text: str) -> bool:
+    """A global address, which for an IPv6 address that carries an IPv4 one (IPv4-mapped or
+    -compatible, 6to4, Teredo, NAT64: `is_global` passes most of them) means that the IPv4
+    address is global too: a host with a tunnel or a NAT64 gateway delivers
+    `[64:ff9b::7f00:1]` to 127.0.0.1."""
+    address = ipaddress.ip_address(text.split("%")[0])
+    if not address.is_global:
+        return False
+    if isinstance(address, ipaddress.IPv4Address):
+        return True
+    low = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    carried = [address.ipv4_mapped, address.sixtofour, *(address.teredo or ())]
+    if address in _NAT64 or int(address) >> 32 == 0:
+        carried.append(low)
+    return all(v4.is_global for v4 in carried if v4 is not None)
 
 
 def _from_simulator(

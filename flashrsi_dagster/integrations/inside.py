@@ -23,7 +23,7 @@ from typing import Any
 from harbor.environments.base import BaseEnvironment
 
 from flashrsi_dagster.agents.base import Agent, status_of
-from flashrsi_dagster.agents.budgets import Budget, budget_verdict
+from flashrsi_dagster.agents.budgets import budget_verdict
 from flashrsi_dagster.agents.permissions import permission_verdict
 from flashrsi_dagster.agents.run_config import run_config_message
 from flashrsi_dagster.environments.confinement import (
@@ -90,7 +90,7 @@ async def run_inside(
     )
     trajectory = Trajectory.model_validate(agent.redactor.value(trajectory.model_dump(mode="json")))
     # The host's count is the framework's own: what the agent inside reported may lie.
-    trajectory = budget_verdict(trajectory, Budget.of(config), opening.usage)
+    trajectory = budget_verdict(trajectory, type(agent).gateway_budget(config), opening.usage)
     trajectory = permission_verdict(trajectory, opening.usage)
     return gateway_verdict(trajectory, opening.usage, trajectory.status == Status.TIMEOUT)
 
@@ -153,7 +153,7 @@ def _gateway(agent: Agent, environment: BaseEnvironment) -> Iterator[Opening]:
         role=agent.role,
         run_id=uuid.uuid4().hex[:12],
         upstream=upstream_of(config.llm),
-        max_calls=Budget.of(config).max_model_calls,
+        max_calls=type(agent).gateway_budget(config).max_model_calls,
         web=web_access(config.web),
         deny_tools=type(agent).gateway_denied(config),
     )

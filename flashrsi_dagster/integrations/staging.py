@@ -23,7 +23,7 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 
 import flashrsi_dagster
-from flashrsi_dagster.environments.runtime import pinned, site_packages
+from flashrsi_dagster.environments.runtime import compile_snapshot, pinned, site_packages
 
 FRAMEWORK_DISTRIBUTIONS = ("pydantic", "pyyaml", "packaging", "gitpython")
 """What the framework's entry imports inside (config, records, the adapter base, and the
@@ -75,7 +75,9 @@ def staged(distributions: tuple[str, ...]) -> Staged:
 def compiled_snapshot(files_dir: Path) -> Path:
     """The snapshot, byte-compiled first: it is read-only inside, and would otherwise be
     compiled again by every run."""
-    _compile(files_dir)
+    if files_dir not in _compiled:
+        compile_snapshot(files_dir)  # its own files only, never a linked host file
+        _compiled.add(files_dir)
     return files_dir
 
 

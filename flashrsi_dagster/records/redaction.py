@@ -33,6 +33,9 @@ _SHAPES = (
     r"xox[abposr]-[A-Za-z0-9\-]{10,}",
     r"hf_[A-Za-z0-9]{30,}",
     r"AIza[0-9A-Za-z_\-]{35}",
+    # The model gateway's per-run token (`gateway.grants.TOKEN_PREFIX`): a harness's hook or
+    # command can print the variable holding it.
+    r"frsi-gw-[A-Za-z0-9_\-]{16,}",
 )
 _KEY_SHAPES = re.compile(
     rf"(?<![{_TOKEN_CHAR}])(?:{'|'.join(_SHAPES)})(?![{_TOKEN_CHAR}])"

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flashrsi_dagster.agents.base import Agent, AgentConfigError
+from flashrsi_dagster.agents.budgets import Budget, budget_verdict
 from flashrsi_dagster.agents.claude_code import container
 from flashrsi_dagster.agents.claude_code.login import (
     credentials_path,
@@ -78,6 +79,15 @@ class ClaudeCode(Agent):
         return [*problems, missing] if missing else problems
 
     @classmethod
+    def gateway_budget(cls, config: RoleConfig) -> Budget:
+        """`max_turns` model calls and the answer, the sub-agents' calls included (the CLI's
+        `--max-turns` counts only the main loop's, so a sub-agent, which a snapshot's agent
+        file defines, would otherwise run unbounded). The tool-call budget is the framework
+        hook's (`limits.ToolBudget`): a refused call does not end the CLI's loop, so
+        `max_tool_calls + 2` model calls would not bound it."""
+        return Budget(config.max_turns, None)
+
+    @classmethod
     def builtin_harness(cls) -> Path:
         return HARNESS
 
@@ -110,6 +120,7 @@ class ClaudeCode(Agent):
                     *mounts,
                 ),
                 upstream=upstream,
+                max_model_calls=self.gateway_budget(config).max_model_calls,
             ) as confined,
         ):
             # The token (worthless outside this jail) where the CLI's key helper reads it.
@@ -122,7 +133,8 @@ class ClaudeCode(Agent):
             return redactor.value(self.redactor.value(value))
 
         trajectory = _trajectory(outcome, config, redact, time.monotonic() - clock)
-        return gateway_verdict(trajectory, confined.usage, outcome.timed_out)
+        trajectory = gateway_verdict(trajectory, confined.usage, outcome.timed_out)
+        return budget_verdict(trajectory, self.gateway_budget(config), confined.usage)
 
     @staticmethod
     def _credentials(config: RoleConfig) -> tuple[Upstream | None, Redactor]:
@@ -166,7 +178,8 @@ def _missing_sdk(where: str) -> str | None:
 def _claude_md(files_dir: Path) -> str | None:
     """The snapshot's CLAUDE.md, when it has one with content (the built-in harness has none)."""
     path = files_dir / CLAUDE_MD
-    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    # Read on the host: a link would put a host file into the system prompt.
+    text = path.read_text(encoding="utf-8") if path.is_file() and not path.is_symlink() else ""
     return text if text.strip() else None
 
 

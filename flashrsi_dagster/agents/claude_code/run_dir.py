@@ -87,7 +87,8 @@ def _build_plugin(files_dir: Path, plugin: Path) -> None:
     manifest = plugin / MANIFEST
     manifest.parent.mkdir(parents=True)
     own = files_dir / MANIFEST
-    if own.is_file() and not own.is_symlink():  # evolvable: never a link out of the snapshot
+    linked = own.is_symlink() or own.parent.is_symlink()
+    if own.is_file() and not linked:  # evolvable: never a link out of the snapshot
         shutil.copyfile(own, manifest, follow_symlinks=False)
     else:
         manifest.write_text(
@@ -101,9 +102,10 @@ def _build_plugin(files_dir: Path, plugin: Path) -> None:
             encoding="utf-8",
         )
     for part in PLUGIN_PARTS:
-        if (files_dir / part).is_dir():
-            # links stay links: resolved inside the jail, never read on the host
-            shutil.copytree(files_dir / part, plugin / part, symlinks=True)
+        source = files_dir / part
+        if source.is_dir() and not source.is_symlink():  # a linked folder would copy the host's
+            # links inside stay links: resolved inside the jail, never read on the host
+            shutil.copytree(source, plugin / part, symlinks=True)
     # A snapshot checked out read-only would copy as read-only folders that cannot be emptied.
     for folder, _, _ in os.walk(plugin):
         os.chmod(folder, os.stat(folder).st_mode | stat.S_IRWXU)

@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from flashrsi_dagster.agents.base import Agent, AgentConfigError, TaskEnvironment
+from flashrsi_dagster.agents.budgets import Budget, budget_verdict
 from flashrsi_dagster.agents.codex.events import trajectory_of
 from flashrsi_dagster.agents.codex.home import ENTRY, build_home, home_problems
-from flashrsi_dagster.agents.permissions import unknown_tools
+from flashrsi_dagster.agents.permissions import permission_verdict, unknown_tools
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import AgentRun, gateway_verdict
 from flashrsi_dagster.environments.jail import Mount, read_from_jail
@@ -47,6 +48,7 @@ class Codex(Agent):
     has_file_tools = True
     supports_environment = True
     supported_apis = ("responses",)
+    shell_tools = ("shell",)
     api_hint = " (the Codex core speaks the Responses API only)"
     protected = ("config.toml#limits",)
     """`[limits]` (shell_timeout, output_limit) are budgets the run is held to. The core's
@@ -98,6 +100,10 @@ class Codex(Agent):
                 read_only=(*(() if edit else (Mount(working_dir),)), *mounts),
                 runtime=python_runtime(),
                 bridge=environment.shell_prefix if environment else None,
+                # The core is evolvable code: the gateway holds it to the role's budgets and
+                # withheld tools whatever the core does with its payload.
+                max_model_calls=Budget.of(config).max_model_calls,
+                deny_tools=self.gateway_denied(config),
             ) as confined:
                 payload = self._payload(config, working_dir, instruction, home, confined)
                 if confined.shell_prefix:
@@ -116,7 +122,9 @@ class Codex(Agent):
             duration=duration,
         )  # fmt: skip
         trajectory = Trajectory.model_validate(redactor.value(trajectory.model_dump(mode="json")))
-        return gateway_verdict(trajectory, confined.usage, timed_out)
+        trajectory = gateway_verdict(trajectory, confined.usage, timed_out)
+        trajectory = budget_verdict(trajectory, Budget.of(config), confined.usage)
+        return permission_verdict(trajectory, confined.usage)
 
     def _start_and_wait(
         self,

@@ -37,6 +37,8 @@ def home_problems(files_dir: Path) -> list[str]:
     """What in the snapshot the adapter refuses, one line each naming the file and key."""
     if not (files_dir / ENTRY).is_file():
         return [f"{files_dir}: the snapshot has no {ENTRY}: a Codex harness runs its own core"]
+    if (files_dir / CORE).is_symlink():
+        return [f"{CORE}: a symlink; the core is copied from the snapshot, never from the host"]
     config = _read_config(files_dir / CONFIG)
     if isinstance(config, str):
         return [config]
@@ -52,7 +54,12 @@ def home_problems(files_dir: Path) -> list[str]:
         if key in CONNECTION_KEYS
     ]
     for name in enabled_plugins(config):
-        if not (files_dir / PLUGIN_CACHE / name).is_dir():
+        if _linked(files_dir, PLUGIN_CACHE / name):
+            problems.append(
+                f"{PLUGIN_CACHE}/{name}: a symlink on the way; a plugin is copied from the "
+                "snapshot, never from the host"
+            )
+        elif not (files_dir / PLUGIN_CACHE / name).is_dir():
             problems.append(
                 f"{CONFIG}: plugins.{name}: enabled but not installed under {PLUGIN_CACHE}/{name}"
             )
@@ -86,6 +93,17 @@ def build_home(files_dir: Path, home: Path) -> None:
     # A read-only checkout copies as read-only folders the run could not write or remove.
     for folder, _, _ in os.walk(home):
         os.chmod(folder, os.stat(folder).st_mode | stat.S_IRWXU)
+
+
+def _linked(root: Path, relative: Path) -> bool:
+    """A folder on the way from `root` to `root/relative` is a link: copying it (the copy
+    follows the top folder's link) would read host files into the run's home."""
+    path = root
+    for part in relative.parts:
+        path = path / part
+        if path.is_symlink():
+            return True
+    return False
 
 
 def _read_config(path: Path) -> dict[str, Any] | str:

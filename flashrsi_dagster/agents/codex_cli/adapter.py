@@ -31,7 +31,7 @@ from flashrsi_dagster.agents.codex_cli.home import (
 )
 from flashrsi_dagster.agents.codex_cli.install import CodexInstall, find_install
 from flashrsi_dagster.agents.codex_cli.process import CodexProcess, start
-from flashrsi_dagster.agents.permissions import denied_tools, permission_verdict
+from flashrsi_dagster.agents.permissions import permission_verdict
 from flashrsi_dagster.config.experiment import role_key
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import AgentRun, gateway_verdict
@@ -62,6 +62,7 @@ class CodexCLI(Agent):
     )
     has_file_tools = True
     supported_apis = ("responses",)
+    shell_tools = settings.SHELL_TOOLS
     api_hint = " (the Codex CLI speaks only the Responses API to a custom provider)"
     protected = tuple(f"config.toml#{key}" for key in FRAMEWORK_KEYS)
     """The `config.toml` keys that choose the provider and model, grant permissions or open
@@ -133,7 +134,7 @@ class CodexCLI(Agent):
             writable=(run.home, working) if edit else (run.home,),
             read_only=(Mount(install.prefix), *(() if edit else (Mount(working),)), *mounts),
             max_model_calls=Budget.of(config).max_model_calls,
-            deny_tools=denied_tools(config, settings.SHELL_TOOLS),
+            deny_tools=self.gateway_denied(config),
         )
 
     def _verdicts(

@@ -50,6 +50,9 @@ FRAMEWORK_KEYS = (
     "forced_login_method",
     "profile",
     "profiles",
+    # The trust store: a trusted project's `.codex/config.toml` (the task's working folder,
+    # which the task or the run writes) is a config layer above this file, over every key here.
+    "projects",
     # What the agent may do: sandbox, approvals, permission profiles, the shell's environment.
     "sandbox_mode",
     "sandbox_workspace_write",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import compileall
 import json
 import os
 import re
@@ -18,7 +17,11 @@ from flashrsi_dagster.config.experiment import role_key
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import AgentRun, gateway_verdict
 from flashrsi_dagster.environments.jail import Mount, read_from_jail
-from flashrsi_dagster.environments.runtime import HARNESS_DISTRIBUTIONS, python_runtime
+from flashrsi_dagster.environments.runtime import (
+    HARNESS_DISTRIBUTIONS,
+    compile_snapshot,
+    python_runtime,
+)
 from flashrsi_dagster.gateway import RunUsage
 from flashrsi_dagster.llm.client import ROLE_HEADER
 from flashrsi_dagster.llm.usage import cost_of
@@ -48,6 +51,7 @@ class MiniAgent(Agent):
     has_file_tools = True
     supports_environment = True
     supported_apis = ("chat", "responses")
+    shell_tools = ("shell",)
     _container_dependencies = HARNESS_DISTRIBUTIONS
     """Inside a task environment: its harness's imports (`openai`, `pyyaml`); the entry's
     own needs are the framework's (`integrations.staging`)."""
@@ -76,7 +80,7 @@ class MiniAgent(Agent):
         """The permissions' tools, the web's while it is off, the search's without a search
         page."""
         searchless = () if config.web.searches else ("web_search",)
-        return denied_tools(config, ("shell",), ("web_fetch", "web_search")) | set(searchless)
+        return denied_tools(config, cls.shell_tools, ("web_fetch", "web_search")) | set(searchless)
 
     def _setup(self) -> None:
         self._runs: set[Run] = set()
@@ -256,7 +260,7 @@ def _compile_once(files_dir: Path) -> None:
     """Byte-compile a snapshot's Python once, before its first run: a jailed run sees the
     snapshot read-only and would otherwise compile every module on every run."""
     if files_dir not in _compiled:
-        compileall.compile_dir(files_dir, quiet=2, workers=1)
+        compile_snapshot(files_dir)
         _compiled.add(files_dir)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from flashrsi_dagster.agents.base import Agent, status_of
+from flashrsi_dagster.agents.base import Agent, AgentConfigError, status_of
 from flashrsi_dagster.environments.confinement import gateway_verdict
 from flashrsi_dagster.llm.client import LLMClient
 from flashrsi_dagster.llm.usage import UsageMeter
@@ -34,7 +34,10 @@ class PlainLLM(Agent):
 
     def _run(self, working_dir: Path, instruction: str) -> Trajectory:
         clock = time.monotonic()
-        system = (self.files_dir / PROMPT).read_text(encoding="utf-8")
+        path = self.files_dir / PROMPT
+        if any(p.is_symlink() for p in (path, path.parent)):  # read here, on the host
+            raise AgentConfigError(f"{PROMPT}: a symlink; the prompt must be the snapshot's file")
+        system = path.read_text(encoding="utf-8")
         messages = [{"role": "system", "content": system}, {"role": "user", "content": instruction}]
         llm = self.run_config.llm
         # No process and no harness code run here, so there is nothing to jail; the call
