@@ -239,6 +239,11 @@ class Agent(ABC):
         started, clock = datetime.now(UTC), time.monotonic()
         with self.frozen() as config:
             try:
+                # The config may have been edited since construction: refuse what the
+                # adapter cannot honour, as construction did.
+                problems = self.config_problems(config, role_key(self.role))
+                if problems:
+                    raise AgentConfigError("; ".join(problems))
                 extra: dict[str, Any] = {}
                 if environment is not None:
                     if not self.supports_environment:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from flashrsi_dagster.agents.base import Agent, AgentConfigError
+from flashrsi_dagster.agents.base import Agent
 from flashrsi_dagster.agents.budgets import Budget, budget_verdict
 from flashrsi_dagster.agents.claude_code import container
 from flashrsi_dagster.agents.claude_code.login import (
@@ -25,7 +25,6 @@ from flashrsi_dagster.agents.claude_code.login import (
 )
 from flashrsi_dagster.agents.claude_code.options import SessionFiles, bundled_cli
 from flashrsi_dagster.agents.claude_code.run_dir import run_dir
-from flashrsi_dagster.config.experiment import role_key
 from flashrsi_dagster.config.models import LLMConfig, RoleConfig
 from flashrsi_dagster.environments.confinement import gateway_verdict
 from flashrsi_dagster.environments.jail import Mount
@@ -97,10 +96,6 @@ class ClaudeCode(Agent):
         from flashrsi_dagster.agents.claude_code.session import run_session  # optional extra
 
         config = self.run_config
-        # The config may have been edited since construction; refuse what the CLI cannot honour.
-        problems = self.config_problems(config, role_key(self.role))
-        if problems:
-            raise AgentConfigError("; ".join(problems))
         clock = time.monotonic()
         work = Path(working_dir).resolve()
         upstream, redactor = self._credentials(config)

@@ -22,6 +22,7 @@ from flashrsi_dagster.agents.base import Agent, AgentConfigError, TaskEnvironmen
 from flashrsi_dagster.agents.budgets import Budget, budget_verdict
 from flashrsi_dagster.agents.codex.events import trajectory_of
 from flashrsi_dagster.agents.codex.home import ENTRY, build_home, home_problems
+from flashrsi_dagster.agents.output import file_tail
 from flashrsi_dagster.agents.permissions import permission_verdict, unknown_tools
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import AgentRun, gateway_verdict
@@ -114,7 +115,7 @@ class Codex(Agent):
                 )
                 duration = time.monotonic() - clock
             data = read_from_jail(events, MAX_EVENTS_BYTES)
-            tail = _tail(stderr)
+            tail = file_tail(stderr, STDERR_TAIL)
         redactor = Redactor([confined.token])
         trajectory = trajectory_of(
             data, instruction, timed_out=timed_out, timeout=config.timeout, exit_code=code,
@@ -215,14 +216,3 @@ def _group_alive(group: int) -> bool:
         if fields[2] == str(group) and fields[0] != "Z":
             return True
     return False
-
-
-def _tail(path: Path) -> str:
-    """The end of the run's stderr, read from its end: a run can make it any size. The file
-    is the framework's (outside the jail); the run only holds it open."""
-    try:
-        with path.open("rb") as handle:
-            handle.seek(max(0, handle.seek(0, os.SEEK_END) - 4 * STDERR_TAIL))
-            return handle.read().decode(errors="replace")[-STDERR_TAIL:]
-    except FileNotFoundError:
-        return ""

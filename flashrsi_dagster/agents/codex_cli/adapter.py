@@ -9,13 +9,12 @@ run's gateway token), the role's model, no approvals, no hosted web search.
 from __future__ import annotations
 
 import json
-import os
 import time
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from flashrsi_dagster.agents.base import Agent, AgentConfigError
+from flashrsi_dagster.agents.base import Agent
 from flashrsi_dagster.agents.budgets import Budget, budget_verdict
 from flashrsi_dagster.agents.codex_cli import settings
 from flashrsi_dagster.agents.codex_cli.catalog import catalog_for
@@ -31,8 +30,8 @@ from flashrsi_dagster.agents.codex_cli.home import (
 )
 from flashrsi_dagster.agents.codex_cli.install import CodexInstall, find_install
 from flashrsi_dagster.agents.codex_cli.process import CodexProcess, start
+from flashrsi_dagster.agents.output import file_tail
 from flashrsi_dagster.agents.permissions import permission_verdict
-from flashrsi_dagster.config.experiment import role_key
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import AgentRun, gateway_verdict
 from flashrsi_dagster.environments.jail import Mount, read_from_jail
@@ -91,10 +90,6 @@ class CodexCLI(Agent):
         self, working_dir: Path, instruction: str, mounts: tuple[Mount, ...] = ()
     ) -> Trajectory:
         config = self.run_config
-        # The config may have been edited since construction; refuse what the CLI cannot honour.
-        problems = self.config_problems(config, role_key(self.role))
-        if problems:
-            raise AgentConfigError("; ".join(problems))
         install = find_install()
         snapshot = snapshot_config(self.files_dir)
         working = Path(working_dir).resolve()
@@ -116,7 +111,7 @@ class CodexCLI(Agent):
                     self._processes.discard(process)
             # The run's files are read once its jail is gone, as data (never through a link).
             transcript = read_events(read_from_jail(run.events, MAX_EVENTS_BYTES) or b"")
-            tail = _tail(run.stderr)
+            tail = file_tail(run.stderr, STDERR_TAIL)
         trajectory = self._trajectory(transcript, process, code, tail, instruction, confined.usage)
         trajectory = trajectory.model_copy(update={"duration": time.monotonic() - clock})
         return self._verdicts(trajectory, confined.usage, process.timed_out)
@@ -276,13 +271,3 @@ def _status(process: CodexProcess, error: ErrorInfo | None, usage: RunUsage | No
     if error.type == "CodexError" and usage is not None and usage.failed:
         return Status.INFRA_ERROR
     return Status.ERROR
-
-
-def _tail(path: Path) -> str:
-    """The end of the CLI's stderr, read from its end (the run can make it any size)."""
-    try:
-        with path.open("rb") as handle:
-            handle.seek(max(0, handle.seek(0, os.SEEK_END) - 4 * STDERR_TAIL))
-            return handle.read().decode(errors="replace")[-STDERR_TAIL:]
-    except FileNotFoundError:
-        return ""

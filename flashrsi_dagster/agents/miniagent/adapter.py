@@ -12,6 +12,7 @@ from typing import Any
 from flashrsi_dagster.agents.base import Agent, AgentConfigError, TaskEnvironment
 from flashrsi_dagster.agents.budgets import Budget, budget_verdict
 from flashrsi_dagster.agents.miniagent.launcher import ForkServer, Run
+from flashrsi_dagster.agents.output import file_tail
 from flashrsi_dagster.agents.permissions import denied_tools, permission_verdict, unknown_tools
 from flashrsi_dagster.config.experiment import role_key
 from flashrsi_dagster.config.models import RoleConfig
@@ -144,7 +145,7 @@ class MiniAgent(Agent):
                 finally:
                     self._runs.discard(run)
             result = _parse_result(read_from_jail(output, MAX_RESULT_BYTES))
-            tail = _tail(stderr, _STDERR_TAIL)
+            tail = file_tail(stderr, _STDERR_TAIL)
         trajectory = self._trajectory(
             result, timed_out, run.exit_code, tail, time.monotonic() - clock
         )
@@ -320,16 +321,6 @@ def _status(result: dict[str, Any], timed_out: bool) -> Status:
     if result.get("error_kind") == "infra":
         return Status.INFRA_ERROR
     return Status.ERROR
-
-
-def _tail(path: Path, chars: int) -> str:
-    """The end of a file a run wrote, read from its end: a run can make it any size."""
-    try:
-        with path.open("rb") as handle:
-            handle.seek(max(0, handle.seek(0, os.SEEK_END) - 4 * chars))
-            return handle.read().decode(errors="replace")[-chars:]
-    except FileNotFoundError:
-        return ""
 
 
 def _parse_result(data: bytes | None) -> dict[str, Any] | None:
