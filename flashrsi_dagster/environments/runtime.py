@@ -141,11 +141,22 @@ def _top_level_paths(dists: list[metadata.Distribution]) -> set[str]:
     return tops
 
 
+_compiled: set[Path] = set()
+
+
 def compile_snapshot(folder: Path) -> None:
-    """Byte-compile a snapshot's own Python files, on the host, before a run shows it
-    read-only. Links are skipped: compiling `x.py -> <host file>` would put that host file,
-    compiled, into the snapshot's `__pycache__`, where the harness reads it (compileall
-    follows file links)."""
+    """Byte-compile a snapshot's own Python files, on the host, once per process, before a
+    run shows it read-only (every run would otherwise compile every module it imports).
+    Links are skipped: compiling `x.py -> <host file>` would put that host file, compiled,
+    into the snapshot's `__pycache__`, where the harness reads it (compileall follows file
+    links)."""
+    if folder in _compiled:
+        return
+    _compile_own_files(folder)
+    _compiled.add(folder)
+
+
+def _compile_own_files(folder: Path) -> None:
     for parent, folders, files in os.walk(folder):  # never into a linked folder
         folders[:] = [name for name in folders if name != "__pycache__"]
         for name in files:

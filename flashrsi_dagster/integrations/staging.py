@@ -61,8 +61,8 @@ def distributions_for(adapter: type) -> tuple[str, ...]:
 def staged(distributions: tuple[str, ...]) -> Staged:
     """The folders for an adapter needing `distributions` (see `distributions_for`)."""
     folder = site_packages(distributions)
-    with _lock:
-        _compile(folder)
+    with _lock:  # once per set of distributions (cached); compileall skips what is current
+        compileall.compile_dir(folder, quiet=2, workers=1)
     return Staged(
         prefix=Path(sys.base_prefix).resolve(),
         python=Path(os.path.realpath(sys.executable)),
@@ -75,19 +75,8 @@ def staged(distributions: tuple[str, ...]) -> Staged:
 def compiled_snapshot(files_dir: Path) -> Path:
     """The snapshot, byte-compiled first: it is read-only inside, and would otherwise be
     compiled again by every run."""
-    if files_dir not in _compiled:
-        compile_snapshot(files_dir)  # its own files only, never a linked host file
-        _compiled.add(files_dir)
+    compile_snapshot(files_dir)  # its own files only, never a linked host file
     return files_dir
-
-
-_compiled: set[Path] = set()
-
-
-def _compile(folder: Path) -> None:
-    if folder not in _compiled:
-        compileall.compile_dir(folder, quiet=2, workers=1)
-        _compiled.add(folder)
 
 
 @cache

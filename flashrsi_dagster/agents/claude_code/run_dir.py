@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
-import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from flashrsi_dagster.agents.claude_code.processes import stop_processes
+from flashrsi_dagster.agents.run_copies import copy_resources, writable_folders
 from flashrsi_dagster.scratch import mkdtemp
 
 logger = logging.getLogger("flashrsi.agents.claude_code")
@@ -101,14 +100,8 @@ def _build_plugin(files_dir: Path, plugin: Path) -> None:
             ),
             encoding="utf-8",
         )
-    for part in PLUGIN_PARTS:
-        source = files_dir / part
-        if source.is_dir() and not source.is_symlink():  # a linked folder would copy the host's
-            # links inside stay links: resolved inside the jail, never read on the host
-            shutil.copytree(source, plugin / part, symlinks=True)
-    # A snapshot checked out read-only would copy as read-only folders that cannot be emptied.
-    for folder, _, _ in os.walk(plugin):
-        os.chmod(folder, os.stat(folder).st_mode | stat.S_IRWXU)
+    copy_resources(files_dir, plugin, PLUGIN_PARTS, folders_only=True)
+    writable_folders(plugin)
 
 
 def _leftover(function, path: str, error: BaseException) -> None:

@@ -14,13 +14,13 @@ so these refusals cannot live only in it."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import stat
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from flashrsi_dagster.agents.run_copies import copy_resources, writable_folders
 
 CORE = "python_core"
 ENTRY = Path(CORE) / "main.py"
@@ -81,18 +81,11 @@ def build_home(files_dir: Path, home: Path) -> None:
     """Copy the core, the resources and the enabled plugins into `home` (a new folder)."""
     home.mkdir()
     shutil.copytree(files_dir / CORE, home / CORE, symlinks=True, ignore=_no_bytecode)
-    for name in RESOURCES:
-        source = files_dir / name
-        if source.is_dir() and not source.is_symlink():
-            shutil.copytree(source, home / name, symlinks=True)
-        elif source.is_file() and not source.is_symlink():
-            shutil.copyfile(source, home / name)
+    copy_resources(files_dir, home, RESOURCES)
     config = _read_config(files_dir / CONFIG)
     for name in enabled_plugins(config if isinstance(config, dict) else {}):
         shutil.copytree(files_dir / PLUGIN_CACHE / name, home / PLUGIN_CACHE / name, symlinks=True)
-    # A read-only checkout copies as read-only folders the run could not write or remove.
-    for folder, _, _ in os.walk(home):
-        os.chmod(folder, os.stat(folder).st_mode | stat.S_IRWXU)
+    writable_folders(home)
 
 
 def _linked(root: Path, relative: Path) -> bool:

@@ -15,9 +15,7 @@ config, plus the host-side files of the run (its prompt, event stream and stderr
 from __future__ import annotations
 
 import logging
-import os
 import shutil
-import stat
 import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from flashrsi_dagster.agents.codex_cli import toml_writer
+from flashrsi_dagster.agents.run_copies import copy_resources, writable_folders
 from flashrsi_dagster.scratch import mkdtemp
 
 logger = logging.getLogger("flashrsi.agents.codex_cli")
@@ -113,7 +112,9 @@ def run_home(files_dir: Path) -> Iterator[RunHome]:
     run = RunHome(mkdtemp("codex-"))
     try:
         run.home.mkdir()
-        _copy_resources(files_dir, run.home)
+        # Copies, not links: nothing the run does can write into the snapshot.
+        copy_resources(files_dir, run.home, RESOURCES)
+        writable_folders(run.home)
         yield run
     finally:
         shutil.rmtree(run.root, onexc=_leftover)
@@ -155,23 +156,6 @@ def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
         both = isinstance(old, dict) and isinstance(value, dict)
         merged[name] = merge(old, value) if both else value
     return merged
-
-
-def _copy_resources(files_dir: Path, home: Path) -> None:
-    """Copies, not links: nothing the run does can write into the snapshot. Links inside
-    stay links, resolved inside the jail (never read on the host); a resource that is itself
-    a link is skipped."""
-    for name in RESOURCES:
-        source = files_dir / name
-        if source.is_symlink():
-            continue
-        if source.is_dir():
-            shutil.copytree(source, home / name, symlinks=True)
-        elif source.is_file():
-            shutil.copyfile(source, home / name, follow_symlinks=False)
-    # A snapshot checked out read-only would copy as folders that cannot be emptied.
-    for folder, _, _ in os.walk(home):
-        os.chmod(folder, os.stat(folder).st_mode | stat.S_IRWXU)
 
 
 def _leftover(function, path: str, error: BaseException) -> None:

@@ -114,7 +114,7 @@ class MiniAgent(Agent):
         # edit: false is the kernel's to enforce: the task folder is mounted read-only.
         editable = (work,) if config.permissions.edit else ()
         seen = () if config.permissions.edit else (Mount(work),)
-        _compile_once(self.files_dir)
+        compile_snapshot(self.files_dir)
         with scratch_dir("miniagent-run-") as run_dir:
             # The run writes only its result, in a folder of its own; its stderr goes to a
             # file it cannot reach (the fork server opens it before the run joins its jail).
@@ -252,17 +252,6 @@ class MiniAgent(Agent):
             if named and self.redactor.text(name) == name and type(count) is int and count > 0:
                 kept[name] = count
         return kept
-
-
-_compiled: set[Path] = set()
-
-
-def _compile_once(files_dir: Path) -> None:
-    """Byte-compile a snapshot's Python once, before its first run: a jailed run sees the
-    snapshot read-only and would otherwise compile every module on every run."""
-    if files_dir not in _compiled:
-        compile_snapshot(files_dir)
-        _compiled.add(files_dir)
 
 
 def _server_env(confined: AgentRun) -> dict[str, str]:

@@ -6,13 +6,11 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from flashrsi_dagster import scratch
 from flashrsi_dagster.agents.claude_code.adapter import HARNESS
 from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.offline_model import OfflineModelServer, RequestRecord, ServerConfig
@@ -28,19 +26,9 @@ def server() -> Iterator[OfflineModelServer]:
 
 
 @pytest.fixture(autouse=True)
-def temp_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Where `tempfile` puts the per-run folders during the test, to check they are removed."""
-    folder = tmp_path / "system-tmp"
-    folder.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    monkeypatch.setattr(scratch, "_mine", {})  # this process's scratch folder goes there too
-    return folder
-
-
-def left_in(temp_root: Path) -> list[Path]:
-    """What runs left in the temp folder: all but the scratch folder this process keeps."""
-    mine = scratch.process_dir()
-    return [p for p in temp_root.rglob("*") if p not in (mine, mine.parent)]
+def _runs_in_temp_root(temp_root: Path) -> Path:
+    """Every run folder of these tests goes to `temp_root`, to check they are removed."""
+    return temp_root
 
 
 @pytest.fixture
@@ -75,13 +63,6 @@ def mcp_harness(tmp_path: Path) -> Path:
         "permissions": {"deny": ["Read"], "defaultMode": "plan"},
     }
     (folder / "settings.json").write_text(json.dumps(settings))
-    return folder
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    folder = tmp_path / "work"
-    folder.mkdir()
     return folder
 
 

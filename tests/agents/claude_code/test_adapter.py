@@ -20,12 +20,12 @@ from flashrsi_dagster.snapshots import SnapshotStore
 from tests.agents.claude_code.conftest import (
     CLAUDE_MD_MARKER,
     call,
-    left_in,
     live_processes_under,
     requests_for,
     role,
     tree_digest,
 )
+from tests.agents.conftest import left_in
 from tests.conftest import CANARY_ENV
 
 

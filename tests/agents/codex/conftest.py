@@ -48,13 +48,6 @@ def harness_dir(tmp_path: Path) -> Path:
     return folder
 
 
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    folder = tmp_path / "work"
-    folder.mkdir()
-    return folder
-
-
 def role(server: OfflineModelServer, script: str, **fields) -> RoleConfig:
     llm = {
         "model": script if "/" in script else f"simulator/script:{script}",

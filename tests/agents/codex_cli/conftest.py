@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from flashrsi_dagster import scratch
 from flashrsi_dagster.agents.codex_cli.install import CodexCLIMissing, find_install
 from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.offline_model import OfflineModelServer, RequestRecord, ServerConfig
@@ -31,29 +28,6 @@ needs_codex = pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")
 def server() -> Iterator[OfflineModelServer]:
     with OfflineModelServer(ServerConfig(record_bodies=True)) as running:
         yield running
-
-
-@pytest.fixture
-def temp_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Where `tempfile` (and so the run folders) go during the test, to check they are removed."""
-    folder = tmp_path / "system-tmp"
-    folder.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    monkeypatch.setattr(scratch, "_mine", {})  # this process's scratch folder goes there too
-    return folder
-
-
-def left_in(temp_root: Path) -> list[Path]:
-    """What runs left in the temp folder: all but the scratch folder this process keeps."""
-    mine = scratch.process_dir()
-    return [p for p in temp_root.rglob("*") if p not in (mine, mine.parent)]
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    folder = tmp_path / "work"
-    folder.mkdir()
-    return folder
 
 
 def role(server: OfflineModelServer, script: str, **fields) -> RoleConfig:

@@ -20,13 +20,13 @@ from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
 from flashrsi_dagster.records import REDACTED, Status
 from flashrsi_dagster.snapshots import SnapshotStore
 from tests.agents.codex_cli.conftest import (
-    left_in,
     needs_codex,
     patch,
     requests_for,
     role,
     shell,
 )
+from tests.agents.conftest import left_in
 from tests.conftest import CANARY_ENV, needs_jails
 
 pytestmark = [needs_codex, needs_jails]

@@ -52,13 +52,6 @@ def _run(role: RoleConfig, work: Path, harness: Path = HARNESS) -> Trajectory:
         return agent.run(work, "count", task_id="t")
 
 
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    folder = tmp_path / "work"
-    folder.mkdir()
-    return folder
-
-
 def test_budget_semantics_tell_none_from_zero():
     assert Budget(None, None).max_model_calls is None
     assert Budget(0, 0).max_model_calls == 1  # the forced final answer alone
