@@ -18,6 +18,7 @@ import dagster as dg
 from flashrsi_dagster.algorithms.base import FINALIZE_ACTIONS, ONLY_SLOT, Algorithm, Step
 from flashrsi_dagster.assets.context import DRIVER_TAG, EXPERIMENT_TAG
 from flashrsi_dagster.assets.partitions import AlgorithmPartitions
+from flashrsi_dagster.defs.executors import flashrsi_executor
 
 
 @dataclass(frozen=True)
@@ -54,14 +55,14 @@ class AlgorithmDefs:
     ):
         """An algorithm's definitions from its assets module (`PARTITIONS`, `ASSETS`,
         `ROUND_ASSETS`, `FINAL_ASSETS`, `key`): the round job named after the algorithm, the
-        finalize job `<name>_finalize`, both in-process (a step per subprocess costs more
-        than a round); `round` and `finalize` describe them; `promotes`: see the field."""
+        finalize job `<name>_finalize`; `round` and `finalize` describe them; `promotes`:
+        see the field."""
 
         def job(name: str, selected: Sequence[Any], description: str):
             return dg.define_asset_job(
                 name,
                 selection=dg.AssetSelection.assets(*selected),
-                executor_def=dg.in_process_executor,
+                executor_def=flashrsi_executor,
                 description=description,
             )
 

@@ -1,0 +1,51 @@
+"""Where a run's steps execute, chosen per run in its run config, as with Dagster's own
+default executor:
+
+    execution:
+      config:
+        in_process: {}          # the default: the run's own process
+        multiprocess: {...}     # a process per step, on the run's machine
+
+Every algorithm's jobs carry this one executor, so a round can move to other workers (see
+README "Scaling out") without a second set of jobs; each choice delegates to Dagster's own
+executor of that name, with its own config schema and its own requirements (a multi-process
+executor needs a persistent instance and a reconstructable job)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import dagster as dg
+from dagster._core.executor.init import InitExecutorContext
+
+EXECUTORS: dict[str, dg.ExecutorDefinition] = {
+    "in_process": dg.in_process_executor,
+    "multiprocess": dg.multiprocess_executor,
+}
+DEFAULT = "in_process"
+"""A round's steps share one process: a step per subprocess costs more than a round does."""
+
+
+def _chosen(config: Mapping[str, object]) -> tuple[dg.ExecutorDefinition, Mapping[str, object]]:
+    (name, own), *_ = config.items()
+    return EXECUTORS[name], own or {}  # type: ignore[return-value]
+
+
+def _requirements(config: Mapping[str, object]):
+    executor, own = _chosen(config)
+    return executor.get_requirements(own)
+
+
+@dg.executor(
+    name="flashrsi",
+    config_schema=dg.Field(
+        dg.Selector({name: e.config_schema.as_field() for name, e in EXECUTORS.items()}),
+        default_value={DEFAULT: {}},
+    ),
+    requirements=_requirements,
+)
+def flashrsi_executor(init_context: InitExecutorContext):
+    executor, own = _chosen(init_context.executor_config)
+    creation = executor.executor_creation_fn
+    assert creation is not None, f"{executor.name} has no creation function"
+    return creation(init_context._replace(executor_def=executor, executor_config=own))
