@@ -1,9 +1,9 @@
 """The algorithm seam: what every algorithm is to the host (the CLI, the Dagster layer).
 
 An algorithm reads its state from its records, says what comes next as a pure function of
-that state, does one step, and closes what it opened. Steps are the unit the host schedules:
-a *round step* (`round` set) runs in the algorithm's round job for one (round, slot)
-partition; `promote` and `sealed_test` run in its finalize job; `done` and `aborted` end it.
+that state, does one step, and closes what it opened. Steps are the unit the host schedules,
+a run each, several at once where `ready_steps` allows: a *round step* (`round` set) runs in
+the algorithm's round job for one (round, slot) partition; `promote` and `sealed_test` run in its finalize job; `done` and `aborted` end it.
 The search's order is the algorithm's to enforce: a step asked for out of turn raises
 `StepOrderError` before it changes anything.
 """
@@ -69,6 +69,13 @@ class Algorithm(Protocol):
 
     def next_step(self, state: Any) -> Step:
         """What comes next: a pure function of `state` and the config."""
+        ...
+
+    def ready_steps(self, state: Any) -> tuple[Step, ...]:
+        """Every step that may run now, side by side, as separate runs: `next_step(state)`
+        first, then the other candidates of its round that are ready too (each of them a
+        `turns.side_by_side` step, whose order check accepts any of these). An algorithm
+        whose steps run one at a time has just `(next_step(state),)`."""
         ...
 
     def do(self, step: Step) -> None:

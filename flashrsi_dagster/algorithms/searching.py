@@ -146,6 +146,11 @@ class Searching:
     def next(self) -> Step:
         return self.next_step(self.read_state())  # type: ignore[attr-defined]
 
+    def ready_steps(self, state: Any) -> tuple[Step, ...]:
+        """One step at a time, unless the algorithm lets a round's candidates run side by
+        side (see `base.Algorithm.ready_steps`)."""
+        return (self.next_step(state),)  # type: ignore[attr-defined]
+
     def record_decisions(self) -> None:
         """Append to the ledger what the records decided and it does not hold yet."""
         Ledger.of(self.experiment).sync(self.decisions(self.read_state()))  # type: ignore[attr-defined]

@@ -26,6 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from flashrsi_dagster.decisions.compare import Comparison
+from flashrsi_dagster.experiment.lock import LOCKS, StepLock
 from flashrsi_dagster.records import Record, RecordStore
 
 LEDGER = "records/ledger.jsonl"
@@ -120,14 +121,17 @@ class Ledger:
         return Decision.model_validate(value)
 
     def sync(self, decisions: Iterable[Decision]) -> list[Decision]:
-        """Append the decisions not on record yet, in order; returns those appended."""
-        known = {d.id for d in self.entries()}
-        added = []
-        for decision in decisions:
-            if decision.id not in known:
-                added.append(self.append(decision))
-                known.add(decision.id)
-        return added
+        """Append the decisions not on record yet, in order; returns those appended. Holds
+        the ledger's lock: candidates of one round sync side by side, and each must see what
+        the other appended."""
+        with StepLock(self.root / LOCKS / "ledger.lock").held():
+            known = {d.id for d in self.entries()}
+            added = []
+            for decision in decisions:
+                if decision.id not in known:
+                    added.append(self.append(decision))
+                    known.add(decision.id)
+            return added
 
     def baseline(self) -> Decision | None:
         """The entry that set the experiment's baseline last (None: no promotion yet)."""

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.environments.confinement import Confinement, confinement_for
 from flashrsi_dagster.experiment.identity import ConfigChangedError, RunMeta, open_identity
-from flashrsi_dagster.experiment.lock import StepLock
+from flashrsi_dagster.experiment.lock import LOCKS, StepLock
 from flashrsi_dagster.experiment.paths import ExperimentPaths
 from flashrsi_dagster.records import RecordStore, RedactingFilter, Redactor, read_record
 from flashrsi_dagster.snapshots import SnapshotStore
@@ -28,9 +28,16 @@ class Experiment:
     _confinement: Confinement | None = field(default=None, repr=False)
     step_lock: StepLock = field(init=False, repr=False)
     """Held by every step that writes records: one step of the experiment at a time."""
+    _locks: dict[str, StepLock] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.step_lock = StepLock(self.paths.root)
+        self.step_lock = StepLock.of(self.paths.root)
+
+    def lock(self, name: str) -> StepLock:
+        """A finer lock of the experiment, by name (`r003.c1`: a candidate's; `ledger`)."""
+        if name not in self._locks:
+            self._locks[name] = StepLock(self.paths.root / LOCKS / f"{name}.lock")
+        return self._locks[name]
 
     def config_replaced(self) -> str | None:
         """Why a step of this object must not run: the experiment's config was replaced (a
@@ -83,7 +90,7 @@ def open_experiment(
         secret_filter=redactor,
     )
     seeded = lambda: any(s.parent_id is None for s in store.history())  # noqa: E731
-    lock = StepLock(paths.root)
+    lock = StepLock.of(paths.root)
     meta = open_identity(
         config, paths.run_meta, records, force=force, seeded=seeded, exclusive=lock.held
     )

@@ -8,6 +8,12 @@ on `<experiment>/step.lock` from its order check to its last write; another step
 experiment waits for it and then reads the records afresh. Reentrant within one holder (a
 step made of steps), released when the step ends or its process dies. Reading — planning,
 the sensor, a summary — takes no lock.
+
+Steps that may run side by side (the candidates of one round, each writing only its own
+records) hold the step lock shared, and their own candidate's lock exclusively: two runs of
+one candidate still wait for each other, and no sequential step (a diagnosis, a decision, a
+promotion, a roll-back) runs while any candidate does. What candidates share (the ledger)
+has a lock of its own, held only for the write.
 """
 
 from __future__ import annotations
@@ -21,41 +27,57 @@ from pathlib import Path
 
 LOCK_FILE = "step.lock"
 """Beside the records, outside the integrity chain (it holds nothing)."""
+LOCKS = "locks"
+"""The folder of the finer locks (a candidate's, the ledger's), beside `step.lock`."""
 
 
 class StepLock:
-    def __init__(self, root: Path) -> None:
-        self.path = Path(root) / LOCK_FILE
-        self._thread = threading.RLock()
-        self._depth = 0
-        self._fd: int | None = None
+    """A `flock` on one file, held per thread: exclusive by default, or shared by steps that
+    may run side by side (the candidates of one round), which keeps every exclusive holder
+    out meanwhile. Reentrant within one thread; a thread holding it shared cannot deepen it
+    to exclusive (flock would wait for itself)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._local = threading.local()
+
+    @classmethod
+    def of(cls, root: Path) -> StepLock:
+        """The experiment's step lock."""
+        return cls(Path(root) / LOCK_FILE)
 
     @contextlib.contextmanager
-    def held(self, waiting: Callable[[], None] | None = None) -> Iterator[None]:
+    def held(
+        self, waiting: Callable[[], None] | None = None, *, shared: bool = False
+    ) -> Iterator[None]:
         """Hold the lock for the block; `waiting` is called once if another holder has it."""
-        with self._thread:
-            if self._depth == 0:
-                self._fd = _acquire(self.path, waiting)
-            self._depth += 1
-            try:
-                yield
-            finally:
-                self._depth -= 1
-                if self._depth == 0 and self._fd is not None:
-                    os.close(self._fd)  # releases the flock
-                    self._fd = None
+        local = self._local
+        depth = getattr(local, "depth", 0)
+        if depth == 0:
+            local.fd, local.shared = _acquire(self.path, waiting, shared), shared
+        elif local.shared and not shared:
+            raise RuntimeError(f"{self.path} is held shared here: it cannot become exclusive")
+        local.depth = depth + 1
+        try:
+            yield
+        finally:
+            local.depth -= 1
+            if local.depth == 0:
+                os.close(local.fd)  # releases the flock
+                local.fd = None
 
 
-def _acquire(path: Path, waiting: Callable[[], None] | None) -> int:
+def _acquire(path: Path, waiting: Callable[[], None] | None, shared: bool) -> int:
+    mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
         except BlockingIOError:
             if waiting is not None:
                 waiting()
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            fcntl.flock(fd, mode)
     except BaseException:
         os.close(fd)
         raise

@@ -150,6 +150,11 @@ class ExperimentsResource(dg.ConfigurableResource):
         algorithm = self.algorithm(name)
         return algorithm.next_step(algorithm.read_state())
 
+    def ready_steps(self, name: str) -> tuple[Step, ...]:
+        """Every step of the experiment that may run now, side by side (the next first)."""
+        algorithm = self.algorithm(name)
+        return algorithm.ready_steps(algorithm.read_state())
+
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         self.close()
 

@@ -202,7 +202,7 @@ def test_a_secret_in_a_rollback_reason_reaches_no_output_and_no_file(home, capsy
 
 def test_a_rollback_waits_for_the_step_that_holds_the_lock(home):
     root, seed = home / NAME, Ledger(home / NAME).baseline().baseline.snapshot_id
-    step, held, done = StepLock(root), threading.Event(), threading.Event()
+    step, held, done = StepLock.of(root), threading.Event(), threading.Event()
     release = threading.Event()
 
     def running_step() -> None:  # another process's step, as far as flock is concerned
