@@ -127,6 +127,9 @@ def _c1_through_dagster(harness: MetaHarness) -> None:
         assert "round 0 c1 refused: rounds are 1..1" in (runs.failure or "")
         assert runs.execute("meta_harness", name, Step("propose", 1, "c1"))
         assert instance.get_materialized_partitions(scores) == {f"r001.c1|{name}"}
+        shown = instance.get_latest_materialization_event(scores).asset_materialization.metadata
+    made = harness.read_state().round(1, "c1")
+    assert made is not None and shown["snapshot_id"].value == made.snapshot_id
 
 
 def _outcome(harness: MetaHarness) -> dict:
@@ -191,6 +194,7 @@ def test_candidates_of_a_round_in_separate_processes_match_one_after_another(tmp
     found = _outcome(parallel)
     assert found == _outcome(sequential)
     assert set(found["candidates"]) == {(0, "c0"), (1, "c0"), (1, "c1")}
+    assert "round 1 c1: evaluated" in "\n".join(parallel.summary(parallel.read_state()))
     assert all(c[0] == "evaluated" for c in found["candidates"].values())
     assert found["promoted"][:2] == (1, "c0")  # c0 and c1 made the same edit: the lower slot
     # c0 ran after c1 here, yet its Worker's history held round 0 alone
