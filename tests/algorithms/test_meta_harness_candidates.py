@@ -210,3 +210,26 @@ def _tool_output(worker: Path) -> str:
     return "\n".join(
         m["content"] for m in json.loads(worker.read_text())["messages"] if m["role"] == "tool"
     )
+
+
+def test_a_worker_failure_aborts_the_round_and_its_other_candidates_are_refused(tmp_path):
+    from flashrsi_dagster.llm.endpoints import offline_server
+
+    offline_server().add_script("mh-candidates-fail", [{"error": 500}] * 4)
+    model = ["--algorithm.worker.llm.model", "simulator/script:mh-candidates-fail"]
+    config = load_config(
+        EXAMPLE, [*_overrides(tmp_path), *model, "--algorithm.worker.llm.max_retries", "0"]
+    )
+    harness = MetaHarness(open_experiment(config), log=lambda _: None)
+
+    state = harness.run()
+
+    assert [(r.round, r.slot, r.status) for r in state.rounds] == [
+        (0, "c0", "evaluated"),
+        (1, "c0", "worker_failed"),
+    ]
+    assert harness.ready_steps(state) == (Step("aborted"),)
+    with pytest.raises(StepOrderError, match=r"round 1 c1 refused: the search was aborted"):
+        harness.do(Step("propose", 1, "c1"))
+    assert not harness.layout.edit(1, "c1").exists()
+    assert not any(harness.view(slot).root.exists() for slot in SLOTS)

@@ -68,6 +68,10 @@ from flashrsi_dagster.scratch import scratch_dir
 from flashrsi_dagster.snapshots import Snapshot
 
 
+def _aborted(state: State) -> bool:
+    return any(r.status == "worker_failed" for r in state.rounds)
+
+
 def _candidate(_harness: MetaHarness, k: int, slot: str = SLOT, *_: object, **__: object) -> str:
     """The lock of a candidate step's own candidate (`r003.c1`)."""
     return candidate_key(k, slot)
@@ -203,6 +207,7 @@ class MetaHarness(Searching):
         state = self.read_state()
         refused = self._edit_refused(state, k, slot)
         if refused is not None:
+            self._drop_view_if_aborted(slot)
             name = candidate_name(k, slot)
             raise StepOrderError(f"the Worker's edit of {name} refused: {refused}")
         return self._edit(state, k, slot)
@@ -217,7 +222,7 @@ class MetaHarness(Searching):
             return f"rounds are 1..{self.max_steps}"
         if slot not in self.slots():
             return f"a round's slots are {', '.join(self.slots())} (candidates_per_round)"
-        if any(r.status == "worker_failed" for r in state.rounds):
+        if _aborted(state):
             return "the search was aborted (a Worker failed)"
         return None
 
@@ -228,23 +233,29 @@ class MetaHarness(Searching):
         assert edit is not None, f"{candidate_name(k, slot)} has no edit yet"
         if edit.status == "committed" and edit.snapshot_id:
             snapshot = self.experiment.snapshots.get(edit.snapshot_id)
-            return self._evaluate(k, snapshot, parent_id=edit.parent_id, slot=slot)
+            evaluated = self._evaluate(k, snapshot, parent_id=edit.parent_id, slot=slot)
+            self._drop_view_if_aborted(slot)
+            return evaluated
         done = read_optional(self.layout.round(k, slot), RoundRecord)
         if done is not None and done.status != "evaluated":
             self.record_decisions()  # read back: a crash may have come before its entry
             return done
         status = "worker_failed" if edit.status == "worker_failed" else "rejected"
-        if status == "worker_failed":
-            # The experiment is aborted. Only this slot's view: another candidate of the
-            # round may still be reading its own.
-            self.view(slot).discard()
         record = RoundRecord(
             round=k, slot=slot, status=status, parent_id=edit.parent_id, reason=edit.reason
         )
         record = self.write(self.layout.round(k, slot), record)
+        self._drop_view_if_aborted(slot)
         self.record_decisions()
         self.log(f"{candidate_name(k, slot)}: {status} — {record.reason}")
         return record
+
+    def _drop_view_if_aborted(self, slot: str) -> None:
+        """An aborted search needs no history view of `slot` again. Only this slot's:
+        another candidate of the round may still be reading its own (it drops it when it
+        ends, or when its edit is refused)."""
+        if _aborted(self.read_state()):
+            self.view(slot).discard()
 
     @one_step_at_a_time
     def promote(self) -> Promotion:
