@@ -6,6 +6,8 @@ that executor, with the job loaded from its code location as the workers load it
 
 from __future__ import annotations
 
+import warnings
+
 import dagster as dg
 from dagster._core.definitions.reconstruct import ReconstructableRepository
 from dagster._core.execution.execute_in_process import merge_run_tags
@@ -90,13 +92,16 @@ def _execute_from_code_location(
         instance=instance,
         run_config=run_config,
     )
-    return dg.execute_job(
-        repository.get_reconstructable_job(job.name),
-        instance=instance,
-        run_config=run_config,
-        tags=tags,
-        asset_selection=request.asset_selection,
-    )
+    with warnings.catch_warnings():
+        # dagster-celery registers its step task anew for every step it submits
+        warnings.filterwarnings("ignore", message="Task name 'execute_plan' is already")
+        return dg.execute_job(
+            repository.get_reconstructable_job(job.name),
+            instance=instance,
+            run_config=run_config,
+            tags=tags,
+            asset_selection=request.asset_selection,
+        )
 
 
 def _raise_integrity_failure(result: ExecutionResult) -> None:

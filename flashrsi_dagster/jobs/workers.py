@@ -13,10 +13,10 @@ step to another worker. More steps at once: more workers."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from dagster._config import post_process_config
-from dagster._core.errors import DagsterInvalidConfigError, DagsterInvariantViolationError
 from dagster_celery import celery_executor
 from dagster_celery.config import DEFAULT_CONFIG
 from dagster_celery.executor import CeleryExecutor
@@ -36,11 +36,20 @@ def celery_settings(home: str | Path) -> dict:
     if executor is None or "celery" not in executor:
         found = "no such file" if executor is None else f"it chooses {next(iter(executor))!r}"
         raise ConfigError(path, [Problem("celery", f"a worker needs this executor ({found})")])
-    schema = celery_executor.config_schema.config_type
-    try:
-        return post_process_config(schema, executor["celery"]).value  # type: ignore[return-value]
-    except (DagsterInvalidConfigError, DagsterInvariantViolationError) as exc:
-        raise ConfigError(path, [Problem("celery", str(exc).splitlines()[0])]) from None
+    resolved = post_process_config(celery_executor.config_schema.config_type, executor["celery"])
+    if not resolved.success:  # e.g. a variable that `{env: VAR}` names is not set
+        problems = [
+            Problem(".".join(["celery", *e.stack.levels]), _reason(e.message))
+            for e in resolved.errors or []
+        ]
+        raise ConfigError(path, problems)
+    return resolved.value  # type: ignore[return-value]
+
+
+def _reason(message: str) -> str:
+    """Dagster's post-processing error in one line (it appends a stack trace)."""
+    found = re.search(r"PostProcessingError: (.*)", message)
+    return found.group(1) if found else message.splitlines()[0]
 
 
 def celery_app(home: str | Path):
