@@ -52,7 +52,8 @@ class InProcessRuns:
         run_config = {**QUIET, **home_run_config(self.home)}
         if runs_elsewhere(run_config):
             result = _execute_from_code_location(self.instance, job, request, tags, run_config)
-        else:
+        else:  # `in_process` chosen or none: the run is this process, whatever it says
+            run_config.pop("execution", None)
             result = job.execute_in_process(
                 instance=self.instance,
                 partition_key=request.partition_key,
