@@ -1,7 +1,8 @@
 """A home whose runs send their steps to Celery over the machine's real RabbitMQ, with its
 Dagster instance on a fresh PostgreSQL database, and `flashrsi worker` processes started for
 it and stopped afterwards. Each home has a queue of its own, so a stray worker never takes
-another test's steps. Where no broker answers, the tests that need one are skipped."""
+another test's steps; the queue is deleted afterwards. Where no broker answers, the tests that
+need one are skipped."""
 
 from __future__ import annotations
 
@@ -96,6 +97,13 @@ def workers(home: Path, queue: str, env: dict[str, str], count: int = 2) -> Iter
             except subprocess.TimeoutExpired:
                 worker.process.kill()
                 worker.process.wait()
+        _drop_queue(queue)
+
+
+def _drop_queue(queue: str) -> None:
+    """The broker as the test found it: the home's queue goes with its workers."""
+    with Connection(BROKER, connect_timeout=3) as connection:
+        connection.default_channel.queue_delete(queue)
 
 
 def _wait_ready(worker: Worker, timeout: float = 180) -> None:
