@@ -77,6 +77,15 @@ def _parser() -> argparse.ArgumentParser:
     ui = commands.add_parser("ui", help="the Dagster UI on the experiments", allow_abbrev=False)
     _home_argument(ui)
     ui.add_argument("--port", default=3000, type=int)
+    worker = commands.add_parser(
+        "worker",
+        help="a Celery worker for the steps the home's runs send to its broker "
+        "(<home>/execution.yaml)",
+        allow_abbrev=False,
+    )
+    _home_argument(worker)
+    worker.add_argument("--name", help="worker name (Celery's node name, e.g. w1@%%h)")
+    worker.add_argument("--loglevel", default="INFO")
     evaluate = _config_command(commands, "eval", "evaluate one harness on a split, no evolution")
     evaluate.add_argument("--split", required=True, choices=["dev", "train"])
     evaluate.add_argument("--tasks", help="comma-separated task ids (default: the whole split)")
@@ -125,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return serve(argv[1:])
     args, overrides = _parser().parse_known_args(argv)
-    if args.command in ("resume", "finalize", "ui", "rollback", "archive-node"):
+    if args.command in ("resume", "finalize", "ui", "rollback", "archive-node", "worker"):
         if overrides:  # the experiment's own config is used; nothing may silently not apply
             print(
                 f"error: {args.command} takes no overrides: {' '.join(overrides)}", file=sys.stderr
@@ -135,6 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "resume": _resume,
             "finalize": _resume,
             "ui": _ui,
+            "worker": _worker,
             "rollback": _rollback,
             "archive-node": _archive_node,
         }
@@ -307,7 +317,7 @@ def _drive(experiment, only: tuple[str, ...] | None = None) -> int:
 
     try:
         state = drive(experiment, say=lambda line: print(line, flush=True), only=only)
-    except StepOrderError as exc:
+    except (StepOrderError, ConfigError) as exc:  # ConfigError: the home's execution.yaml
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except IntegrityError as exc:
@@ -326,6 +336,17 @@ def _ui(args: argparse.Namespace) -> int:
     from flashrsi_dagster.jobs.instance import ui
 
     return ui(args.home.resolve(), args.port)
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from flashrsi_dagster.jobs.workers import serve
+
+    try:
+        serve(args.home.resolve(), name=args.name, loglevel=args.loglevel)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return EXIT_OK
 
 
 def _eval(config: ExperimentConfig, args: argparse.Namespace) -> int:

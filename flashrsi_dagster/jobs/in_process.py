@@ -1,13 +1,21 @@
 """One step of an experiment as an in-process run of its algorithm's job, requested through
 the same step -> run mapping as the sensor, so the run belongs to the named job (the UI lists
-it under that job) and carries the same tags and run key."""
+it under that job) and carries the same tags and run key. Where the home's `execution.yaml`
+sends steps elsewhere (`jobs/execution.py`), the run is orchestrated here and its steps go to
+that executor, with the job loaded from its code location as the workers load it."""
 
 from __future__ import annotations
 
+import warnings
+
 import dagster as dg
+from dagster._core.definitions.reconstruct import ReconstructableRepository
+from dagster._core.execution.execute_in_process import merge_run_tags
+from dagster._core.execution.execution_result import ExecutionResult
 
 from flashrsi_dagster.algorithms.base import Step
 from flashrsi_dagster.defs import build_definitions, defs_for
+from flashrsi_dagster.jobs.execution import home_run_config, runs_elsewhere
 from flashrsi_dagster.records import IntegrityError
 
 REPOSITORY_LABEL = {".dagster/repository": "__repository__@flashrsi_dagster.definitions"}
@@ -29,7 +37,7 @@ class InProcessRuns:
         home: str,
         parts: dict[str, dg.ConfigurableResource] | None = None,
     ) -> None:
-        self.instance = instance
+        self.instance, self.home = instance, home
         self.definitions = build_definitions(home, **(parts or {}))
 
     def execute(self, algorithm: str, name: str, step: Step) -> bool:
@@ -40,14 +48,20 @@ class InProcessRuns:
         request = defs_for(algorithm).request(name, step)
         assert request is not None and request.job_name, f"{step.describe()} is not a run"
         job = self.definitions.resolve_job_def(request.job_name)
-        result = job.execute_in_process(
-            instance=self.instance,
-            partition_key=request.partition_key,
-            tags={**request.tags, **REPOSITORY_LABEL, "dagster/run_key": request.run_key or ""},
-            asset_selection=request.asset_selection,
-            raise_on_error=False,
-            run_config=QUIET,
-        )
+        tags = {**request.tags, **REPOSITORY_LABEL, "dagster/run_key": request.run_key or ""}
+        run_config = {**QUIET, **home_run_config(self.home)}
+        if runs_elsewhere(run_config):
+            result = _execute_from_code_location(self.instance, job, request, tags, run_config)
+        else:  # `in_process` chosen or none: the run is this process, whatever it says
+            run_config.pop("execution", None)
+            result = job.execute_in_process(
+                instance=self.instance,
+                partition_key=request.partition_key,
+                tags=tags,
+                asset_selection=request.asset_selection,
+                raise_on_error=False,
+                run_config=run_config,
+            )
         _raise_integrity_failure(result)
         self.failure = None if result.success else _root_cause(result)
         return result.success
@@ -56,7 +70,42 @@ class InProcessRuns:
     """Why the last step failed, in one line: the innermost error's message."""
 
 
-def _raise_integrity_failure(result: dg.ExecuteInProcessResult) -> None:
+CODE_LOCATION = ("flashrsi_dagster.definitions", "defs")
+"""Where a worker loads a job from (workspace.yaml's module): the run's resources are bound
+to the default home there, so the run config names the real one."""
+
+
+def _execute_from_code_location(
+    instance: dg.DagsterInstance,
+    job: dg.JobDefinition,
+    request: dg.RunRequest,
+    tags: dict[str, str],
+    run_config: dict,
+) -> dg.JobExecutionResult:
+    """The step's run with the executor its run config chooses (steps in other processes or
+    on other machines); `parts` given to `InProcessRuns` do not reach them."""
+    repository = ReconstructableRepository.for_module(*CODE_LOCATION, working_directory=None)
+    tags = merge_run_tags(
+        job_def=job,
+        partition_key=request.partition_key,
+        tags=tags,
+        asset_selection=request.asset_selection,
+        instance=instance,
+        run_config=run_config,
+    )
+    with warnings.catch_warnings():
+        # dagster-celery registers its step task anew for every step it submits
+        warnings.filterwarnings("ignore", message="Task name 'execute_plan' is already")
+        return dg.execute_job(
+            repository.get_reconstructable_job(job.name),
+            instance=instance,
+            run_config=run_config,
+            tags=tags,
+            asset_selection=request.asset_selection,
+        )
+
+
+def _raise_integrity_failure(result: ExecutionResult) -> None:
     for event in result.get_step_failure_events():
         error = event.step_failure_data.error
         while error is not None:
@@ -65,7 +114,7 @@ def _raise_integrity_failure(result: dg.ExecuteInProcessResult) -> None:
             error = error.cause
 
 
-def _root_cause(result: dg.ExecuteInProcessResult) -> str:
+def _root_cause(result: ExecutionResult) -> str:
     """The innermost error of the first failed step (a Dagster trace wraps the real one)."""
     for event in result.get_step_failure_events():
         error = event.step_failure_data.error

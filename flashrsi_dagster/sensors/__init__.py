@@ -14,6 +14,7 @@ from flashrsi_dagster.assets.context import EXPERIMENT_TAG
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.defs import ALGORITHM_DEFS, defs_for
 from flashrsi_dagster.experiment.keys import nightly_name
+from flashrsi_dagster.jobs.execution import home_run_config
 from flashrsi_dagster.jobs.start import start_experiment
 from flashrsi_dagster.resources import ExperimentsResource
 
@@ -37,6 +38,7 @@ def round_driver(
 ) -> dg.SensorResult:
     """Requests each experiment's next step once its previous run has finished."""
     experiments = experiments_home
+    run_config = home_run_config(experiments.home)  # where steps run: <home>/execution.yaml
     requests, additions = [], []
     for name in experiments.names():
         active = context.instance.get_runs(
@@ -55,7 +57,7 @@ def round_driver(
             context.log.warning(f"experiment {name!r} skipped: {exc}")
             continue
         if request is not None:
-            requests.append(request)
+            requests.append(request.with_replaced_attrs(run_config=run_config))
             additions.extend(missing)
     return dg.SensorResult(run_requests=requests, dynamic_partitions_requests=additions)
 
