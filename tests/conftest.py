@@ -12,6 +12,9 @@ import yaml
 from flashrsi_dagster.environments.jail import JailError, require_jails
 from flashrsi_dagster.snapshots import SnapshotStore
 
+pytest_plugins = ["tests.dagster_instances"]
+"""`dagster_instance`, `home_storage`: every Dagster-instance test on SQLite and PostgreSQL."""
+
 
 def _why_no_jails() -> str | None:
     try:
@@ -160,3 +163,4 @@ def modular_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     cwd.mkdir()
     monkeypatch.chdir(cwd)
     return folder
+
