@@ -9,13 +9,12 @@ import os
 import subprocess
 import sys
 import time
-from contextlib import closing
 from pathlib import Path
 
 import dagster as dg
-import psycopg2
 import pytest
 import sqlalchemy as sa
+import yaml
 from sqlalchemy.engine import make_url
 
 from flashrsi_dagster.cli import main
@@ -24,24 +23,10 @@ from flashrsi_dagster.jobs.postgres import URL_ENV, StorageSettingError, psycopg
 from tests.conftest import CANARY
 from tests.dagster_instances import plain_url
 from tests.jobs.test_storage import JOB
-from tests.postgres import fresh_database, needs_postgres
+from tests.postgres import fresh_database, needs_postgres, rows
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
 BIN = Path(sys.executable).parent
-
-
-def _rows(url: str, sql: str) -> list[tuple]:
-    parsed = make_url(url)
-    with (
-        closing(
-            psycopg2.connect(
-                host=parsed.host, port=parsed.port, user=parsed.username, dbname=parsed.database
-            )
-        ) as connection,
-        connection.cursor() as cursor,
-    ):
-        cursor.execute(sql)
-        return cursor.fetchall()
 
 
 def test_a_pasted_url_is_given_the_installed_driver_and_others_are_refused():
@@ -86,8 +71,8 @@ def test_the_setting_puts_a_new_homes_instance_on_postgres_without_writing_the_u
             reader.dispose()
         finally:
             writer.dispose()
-        assert _rows(url, "SELECT run_id, status FROM runs") == [(result.run_id, "SUCCESS")]
-        events = _rows(url, f"SELECT event FROM event_logs WHERE run_id = '{result.run_id}'")
+        assert rows(url, "SELECT run_id, status FROM runs") == [(result.run_id, "SUCCESS")]
+        events = rows(url, f"SELECT event FROM event_logs WHERE run_id = '{result.run_id}'")
         assert len(events) > 10 and not any(CANARY in e for (e,) in events)
 
     settings = (instance_dir(tmp_path) / "dagster.yaml").read_text()
@@ -187,8 +172,8 @@ def test_the_daemon_drives_an_experiment_through_the_queue_on_postgres(tmp_path)
             first.run_id, of_type=dg.DagsterEventType.RUN_ENQUEUED
         ).records
         assert enqueued and first.tags["dagster/run_key"] == f"{name}:evaluate_seed:r000.c0"
-        ticks = _rows(url, "SELECT count(*) FROM job_ticks")[0][0]
-        assert ticks >= 1 and (_rows(url, "SELECT count(*) FROM runs")[0][0]) >= 1
+        ticks = rows(url, "SELECT count(*) FROM job_ticks")[0][0]
+        assert ticks >= 1 and (rows(url, "SELECT count(*) FROM runs")[0][0]) >= 1
         instance.dispose()
     assert (home / name / "records" / "meta_harness" / "round-000.json").is_file()
     assert not (home / ".dagster" / "history").exists()
@@ -203,3 +188,38 @@ def _wait_for_runs(instance, name: str, finished: int, daemon, timeout: float = 
             return runs
         time.sleep(1)
     raise AssertionError(f"no run of {name} finished in {timeout:.0f} s")
+
+
+@needs_postgres
+def test_a_users_own_dagster_yaml_on_dagsters_postgres_storage_is_used_as_written(
+    tmp_path, monkeypatch
+):
+    """The README's other route: Dagster's own `storage: postgres` with `postgres_db` parts."""
+    monkeypatch.delenv(URL_ENV, raising=False)
+    with fresh_database() as url:
+        parsed = make_url(url)
+        own = {
+            "telemetry": {"enabled": False},
+            "storage": {
+                "postgres": {
+                    "postgres_db": {
+                        "hostname": parsed.host,
+                        "username": parsed.username,
+                        "db_name": parsed.database,
+                        "port": parsed.port or 5432,
+                        "scheme": "postgresql+psycopg2",
+                    }
+                }
+            },
+        }
+        settings = tmp_path / ".dagster" / "dagster.yaml"
+        settings.parent.mkdir()
+        settings.write_text(yaml.safe_dump(own))
+        instance = persistent_instance(tmp_path)
+        try:
+            result = JOB.execute_in_process(instance=instance)
+        finally:
+            instance.dispose()
+        assert result.success
+        assert rows(url, "SELECT run_id FROM runs") == [(result.run_id,)]
+    assert yaml.safe_load(settings.read_text()) == own
