@@ -73,7 +73,14 @@ def replay(instance: dg.DagsterInstance, runs, times: int) -> dict[str, list[flo
     for _ in range(times):
         for run, events in runs:
             run_id = str(uuid.uuid4())
-            instance.add_run(run._replace(run_id=run_id, status=dg.DagsterRunStatus.NOT_STARTED))
+            instance.add_run(
+                run._replace(
+                    run_id=run_id,
+                    status=dg.DagsterRunStatus.NOT_STARTED,
+                    job_snapshot_id=None,
+                    execution_plan_snapshot_id=None,
+                )
+            )
             for event in events:
                 copy = event._replace(run_id=run_id)
                 started = time.perf_counter()

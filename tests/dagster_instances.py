@@ -3,7 +3,8 @@ machine's PostgreSQL server (a fresh database per test, dropped afterwards), thr
 storage a home's instance gets (`jobs/postgres.py`).
 
 - `dagster_instance`: a test instance (`dg.instance_for_test`) on each storage;
-- `instance_on(storage)`: the same, for a test that needs more than one;
+- `instance_on(storage)`: the same, inside a test (`storage` is the fixture's parameter);
+- `sqlite_only`: a test's mark that keeps it on SQLite, where the storage is incidental;
 - `home_storage`: for tests of a home's own instance (`instance_dir`, `flashrsi run`): the
   setting as a user gives it — `FLASHRSI_POSTGRES_URL` set to a fresh database's plain
   `postgresql://` URL, or unset for SQLite; the fixture's value is the URL or None."""
@@ -20,6 +21,10 @@ from flashrsi_dagster.jobs.postgres import URL_ENV
 from tests.postgres import fresh_database, needs_postgres
 
 STORAGES = ["sqlite", pytest.param("postgres", marks=needs_postgres)]
+
+sqlite_only = pytest.mark.parametrize("storage", ["sqlite"])
+"""For a slow end-to-end test where the storage is incidental: its instance calls run on
+PostgreSQL in a cheaper test, and a second run would add its whole time to the suite."""
 
 
 def plain_url(url: str) -> str:

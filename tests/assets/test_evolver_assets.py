@@ -22,7 +22,7 @@ from flashrsi_dagster.jobs.in_process import InProcessRuns
 from flashrsi_dagster.llm.endpoints import offline_server
 from flashrsi_dagster.resources import ExperimentsResource
 from flashrsi_dagster.sensors import round_driver
-from tests.dagster_instances import instance_on
+from tests.dagster_instances import instance_on, sqlite_only
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "evolver.yaml"
 EVOLVER = defs_for("evolver")
@@ -141,6 +141,7 @@ def test_the_cold_start_partition_makes_vanilla_its_k_runs_and_the_first_failure
     assert (experiment.paths.records / "evolver" / "cold_start.json").read_bytes() == record
 
 
+@sqlite_only
 def test_a_worker_that_cannot_diagnose_fails_the_cold_start_and_it_leaves_no_record(
     tmp_path, storage
 ):
@@ -183,6 +184,7 @@ def test_a_step_out_of_turn_fails_and_writes_nothing(tmp_path, step, refusal, st
     assert all(not partitions for partitions in made.values()) and not summary
 
 
+@sqlite_only
 def test_the_offline_demo_runs_through_dagster_one_step_per_partition(tmp_path, storage):
     experiment = _experiment(tmp_path, *SMALL)
     name = experiment.config.experiment.name

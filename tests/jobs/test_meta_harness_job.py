@@ -32,7 +32,7 @@ from flashrsi_dagster.llm.endpoints import offline_server
 from flashrsi_dagster.resources import ExperimentsResource
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.sensors import NightlyConfig, nightly_evolution, round_driver
-from tests.dagster_instances import instance_on
+from tests.dagster_instances import instance_on, sqlite_only
 from tests.postgres import rows
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
@@ -492,6 +492,7 @@ def test_sigkill_during_round_2_then_resume_matches_an_uninterrupted_run(tmp_pat
         assert sorted(ids) == sorted(set(ids)) and len(ids) == 4
 
 
+@sqlite_only
 def test_a_nightly_experiments_summary_compares_it_with_the_night_before(tmp_path, storage):
     home = tmp_path / "home"
     with instance_on(storage) as instance:

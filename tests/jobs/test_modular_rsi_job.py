@@ -18,7 +18,7 @@ from flashrsi_dagster.jobs.cli_driver import drive_on
 from flashrsi_dagster.jobs.in_process import InProcessRuns
 from flashrsi_dagster.resources import ExperimentsResource
 from flashrsi_dagster.sensors import round_driver
-from tests.dagster_instances import instance_on
+from tests.dagster_instances import instance_on, sqlite_only
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "modular_rsi.yaml"
 MRSI = defs_for("modular_rsi")
@@ -47,6 +47,7 @@ def test_the_sensor_asks_for_the_first_branch_step_of_the_first_module(tmp_path,
     )
 
 
+@sqlite_only
 def test_the_whole_job_runs_through_dagster_and_its_grid_shows_each_branch(tmp_path, storage):
     experiment = _experiment(tmp_path)
     name = experiment.config.experiment.name

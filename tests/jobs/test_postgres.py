@@ -136,12 +136,14 @@ def _experiment_runs(instance: dg.DagsterInstance, name: str) -> list[dg.Dagster
 
 @pytest.mark.slow
 @needs_postgres
-def test_the_daemon_drives_an_experiment_through_the_queue_on_postgres(tmp_path):
+def test_the_daemon_drives_an_experiment_through_the_queue_on_postgres(tmp_path, monkeypatch):
     """`dagster-daemon` with the round driver sensor on, as under `flashrsi ui`: the sensor
     requests each step, the queue hands it to a run worker, every record lands in PostgreSQL."""
     home, name = tmp_path / ".flashrsi", "meta-harness-demo"
     with fresh_database() as url:
-        env = {**os.environ, URL_ENV: plain_url(url), "DAGSTER_HOME": str(instance_dir(home))}
+        monkeypatch.setenv(URL_ENV, plain_url(url))
+        monkeypatch.setenv("DAGSTER_HOME", str(instance_dir(home)))
+        env = dict(os.environ)
         init = [str(BIN / "flashrsi"), "init", "--config", str(EXAMPLE)]
         init += ["--experiment.home", str(home), "--benchmark.limit", "2"]
         init += ["--algorithm.max_steps", "1"]
@@ -157,7 +159,6 @@ def test_the_daemon_drives_an_experiment_through_the_queue_on_postgres(tmp_path)
             [str(BIN / "dagster-daemon"), "run", *module],
             cwd=tmp_path, env=env, stdout=log, stderr=log, start_new_session=True,
         )  # fmt: skip
-        os.environ.update({k: env[k] for k in (URL_ENV, "DAGSTER_HOME")})
         instance = dg.DagsterInstance.get()
         try:
             runs = _wait_for_runs(instance, name, finished=1, daemon=daemon)
@@ -165,7 +166,6 @@ def test_the_daemon_drives_an_experiment_through_the_queue_on_postgres(tmp_path)
             os.killpg(daemon.pid, 15)
             daemon.wait(timeout=60)
             log.close()
-            del os.environ[URL_ENV], os.environ["DAGSTER_HOME"]
         first = runs[-1]  # newest first
         assert first.status == dg.DagsterRunStatus.SUCCESS, (tmp_path / "daemon.log").read_text()
         enqueued = instance.get_records_for_run(
