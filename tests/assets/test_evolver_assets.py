@@ -158,6 +158,7 @@ def test_a_worker_that_cannot_diagnose_fails_the_cold_start_and_it_leaves_no_rec
     assert all(not partitions for partitions in made.values())
 
 
+@sqlite_only
 @pytest.mark.parametrize(
     ("step", "refusal"),
     [
