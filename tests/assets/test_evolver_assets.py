@@ -105,6 +105,7 @@ def test_the_sensor_asks_for_the_cold_start_first(tmp_path, storage):
     assert request.run_key == f"{name}:cold_start:r000.vanilla"
 
 
+@sqlite_only
 def test_the_cold_start_partition_makes_vanilla_its_k_runs_and_the_first_failure_map(
     tmp_path, storage
 ):

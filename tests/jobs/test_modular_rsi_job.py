@@ -77,6 +77,7 @@ def test_the_whole_job_runs_through_dagster_and_its_grid_shows_each_branch(tmp_p
     assert {"outcome", "gates", "review_text", "continues_from"} <= set(metadata)
 
 
+@sqlite_only
 def test_the_promotion_and_the_sealed_test_refuse_mid_search_and_write_nothing(tmp_path, storage):
     experiment = _experiment(tmp_path)
     name, home = experiment.config.experiment.name, str(tmp_path / "home")
