@@ -215,14 +215,29 @@ def _init(config: ExperimentConfig, *, force: bool) -> int:
     return EXIT_OK
 
 
+def _instance_ready(home: Path) -> bool:
+    """The home's Dagster instance opens on its storage; else False, having said why."""
+    from flashrsi_dagster.jobs.instance import check_instance
+    from flashrsi_dagster.jobs.postgres import StorageSettingError
+
+    try:
+        check_instance(home)
+    except StorageSettingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
 def _run(config: ExperimentConfig, *, force: bool) -> int:
+    if not _instance_ready(Path(config.experiment.home)):
+        return EXIT_BAD_INPUT
     experiment = _open(config, force=force)
     return EXIT_BAD_INPUT if experiment is None else _drive(experiment)
 
 
 def _resume(args: argparse.Namespace) -> int:
     config = _stored_config(args.home.resolve(), args.experiment)
-    if config is None or not _preflight(config):
+    if config is None or not _preflight(config) or not _instance_ready(args.home.resolve()):
         return EXIT_BAD_INPUT
     experiment = _open(config)
     only = FINALIZE_ACTIONS if args.command == "finalize" else None
@@ -335,6 +350,8 @@ def _drive(experiment, only: tuple[str, ...] | None = None) -> int:
 def _ui(args: argparse.Namespace) -> int:
     from flashrsi_dagster.jobs.instance import ui
 
+    if not _instance_ready(args.home.resolve()):
+        return EXIT_BAD_INPUT
     return ui(args.home.resolve(), args.port)
 
 

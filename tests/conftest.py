@@ -12,6 +12,9 @@ import yaml
 from flashrsi_dagster.environments.jail import JailError, require_jails
 from flashrsi_dagster.snapshots import SnapshotStore
 
+pytest_plugins = ["tests.dagster_instances"]
+"""`dagster_instance`, `home_storage`: every Dagster-instance test on SQLite and PostgreSQL."""
+
 
 def _why_no_jails() -> str | None:
     try:

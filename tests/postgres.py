@@ -51,3 +51,15 @@ def fresh_database(prefix: str = "flashrsi_test") -> Iterator[str]:
     finally:
         with closing(_admin()) as admin, admin.cursor() as cursor:
             cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def rows(url: str, sql: str) -> list[tuple]:
+    """The rows `sql` returns from the database at `url`."""
+    parsed = make_url(url)
+    connection = psycopg2.connect(
+        host=parsed.host, port=parsed.port, user=parsed.username, password=parsed.password,
+        dbname=parsed.database, connect_timeout=3,
+    )  # fmt: skip
+    with closing(connection), connection.cursor() as cursor:
+        cursor.execute(sql)
+        return cursor.fetchall()

@@ -11,6 +11,7 @@ from flashrsi_dagster.config import load_config
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.records import Status, Trajectory
 from tests.conftest import CANARY_ENV
+from tests.dagster_instances import instance_on
 
 
 def _every_byte_under(root: Path) -> bytes:
@@ -67,11 +68,11 @@ def test_canary_never_reaches_the_experiment_home(config_dir, make_harness, cana
     assert canary not in captured.out + captured.err
 
 
-def test_canary_never_reaches_a_dagster_event_a_record_or_a_snapshot(tmp_path, canary):
+def test_canary_never_reaches_a_dagster_event_a_record_or_a_snapshot(tmp_path, canary, storage):
     """A whole experiment through Dagster whose target model answers with the key (as an
     endpoint's error text might): the key reaches no Dagster event, asset value, record, log or
     snapshot, in any simple encoding, and the jailed agents never held it."""
-    import dagster as dg
+    from dagster._serdes import serialize_value
 
     from flashrsi_dagster.jobs.cli_driver import drive_on
     from flashrsi_dagster.llm.endpoints import offline_server
@@ -90,11 +91,14 @@ def test_canary_never_reaches_a_dagster_event_a_record_or_a_snapshot(tmp_path, c
         ],
     )  # fmt: skip
     (tmp_path / "dagster").mkdir()
-    with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+    with instance_on(storage, temp_dir=str(tmp_path / "dagster")) as instance:
         state = drive_on(instance, open_experiment(config), say=lambda _: None)
+        events = [e for r in instance.get_runs() for e in instance.all_logs(r.run_id)]
+        stored = "".join(serialize_value(e) for e in events).encode()  # PostgreSQL's too
 
     assert state.test is not None  # the experiment ran to its sealed test
-    everything = _every_byte_under(tmp_path)
+    assert len(events) > 50
+    everything = _every_byte_under(tmp_path) + stored
     assert b"my key is [REDACTED]" in everything  # the key did flow, and was caught
     for form in _encodings(canary):
         assert form not in everything, form

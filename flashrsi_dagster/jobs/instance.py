@@ -8,7 +8,10 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import yaml
 
+from flashrsi_dagster.jobs import postgres
+from flashrsi_dagster.jobs.postgres import StorageSettingError
 from flashrsi_dagster.jobs.storage import CONFIG as STORAGE
 
 TELEMETRY_OFF = "telemetry:\n  enabled: false\n"
@@ -21,25 +24,69 @@ RUN_QUEUE = """run_coordinator:
 """Runs launched from the UI or by a sensor wait in the queue until the daemon looks (every
 5 s by default): a round waits 1 s at most."""
 SETTINGS = TELEMETRY_OFF + STORAGE + RUN_QUEUE
+STORAGES = {"sqlite": STORAGE, "postgres": postgres.CONFIG}
+"""The storage sections this module writes, by name."""
+
+
+def chosen_storage() -> str:
+    """`postgres` where `FLASHRSI_POSTGRES_URL` is set, else `sqlite` (the default)."""
+    return "postgres" if os.environ.get(postgres.URL_ENV, "").strip() else "sqlite"
 
 
 def instance_dir(home: Path) -> Path:
     """The Dagster instance of a home folder (`DAGSTER_HOME`), created on first use with
-    telemetry off (nothing leaves the machine), SQLite storage with open connections
-    (`storage.py`) and a run queue looked at every second. An instance made with telemetry
-    off alone (before these) is given the rest: the files stay the same."""
+    telemetry off (nothing leaves the machine), the chosen storage — SQLite with open
+    connections (`storage.py`), or PostgreSQL (`postgres.py`) — and a run queue looked at every
+    second. An instance made with telemetry off alone (before these) is given the rest: the
+    files stay the same. One made here on the other storage is refused (`StorageSettingError`):
+    its run history is not left behind silently. A user's own `dagster.yaml` is kept as is."""
     folder = Path(home) / ".dagster"
     settings = folder / "dagster.yaml"
     if not settings.exists() or settings.read_text() == TELEMETRY_OFF:
         folder.mkdir(parents=True, exist_ok=True)
-        settings.write_text(SETTINGS)
+        settings.write_text(TELEMETRY_OFF + STORAGES[chosen_storage()] + RUN_QUEUE)
+    else:
+        _check_storage(settings)
     return folder
+
+
+def _check_storage(settings: Path) -> None:
+    try:
+        storage = (yaml.safe_load(settings.read_text()) or {}).get("storage")
+    except (yaml.YAMLError, AttributeError):
+        return  # not one of ours: Dagster says what is wrong with it
+    made = [k for k, v in STORAGES.items() if storage == yaml.safe_load(v)["storage"]]
+    if made and made[0] != chosen_storage():
+        raise StorageSettingError(_switch_refused(settings.parent, made[0]))
+
+
+_SWITCH = {  # what the instance holds, the setting's state, how to stay
+    "sqlite": ("in SQLite files under it", "is set", "unset it"),
+    "postgres": ("in the PostgreSQL database it names", "is not set", "set it to that URL"),
+}
+
+
+def _switch_refused(folder: Path, made: str) -> str:
+    where, state, keep = _SWITCH[made]
+    return (
+        f"{folder / 'dagster.yaml'}: this home's Dagster instance keeps its runs {where}, but "
+        f"{postgres.URL_ENV} {state}; nothing was changed. To stay on {made}, {keep}. To "
+        f"switch, move the instance folder aside (`mv {folder} {folder}.{made}`) and run again: "
+        f"a new instance is made on the other storage and the experiments carry on from their "
+        f"records; the old run history stays readable with DAGSTER_HOME={folder}.{made}"
+    )
 
 
 def persistent_instance(home: Path) -> dg.DagsterInstance:
     folder = instance_dir(home)
     os.environ["DAGSTER_HOME"] = str(folder)  # the CLI's own process: the instance lives here
     return dg.DagsterInstance.get()
+
+
+def check_instance(home: Path) -> None:
+    """Open the home's instance once and let it go: a storage setting that cannot be used
+    raises `StorageSettingError` here, before a command writes anything."""
+    persistent_instance(home).dispose()
 
 
 def ui(home: Path, port: int) -> int:

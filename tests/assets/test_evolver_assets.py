@@ -22,6 +22,7 @@ from flashrsi_dagster.jobs.in_process import InProcessRuns
 from flashrsi_dagster.llm.endpoints import offline_server
 from flashrsi_dagster.resources import ExperimentsResource
 from flashrsi_dagster.sensors import round_driver
+from tests.dagster_instances import instance_on, sqlite_only
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "evolver.yaml"
 EVOLVER = defs_for("evolver")
@@ -58,13 +59,13 @@ def _metadata(instance: dg.DagsterInstance, name: str, partition) -> dict:
     return {k: v.value for k, v in records[0].asset_materialization.metadata.items()}
 
 
-def test_the_grid_is_round_x_slot_and_the_assets_are_keyed_evolver(tmp_path):
+def test_the_grid_is_round_x_slot_and_the_assets_are_keyed_evolver(tmp_path, storage):
     experiment = _experiment(tmp_path)
     name, c = experiment.config.experiment.name, experiment.config.algorithm
     evolver = open_algorithm(experiment)
     definitions = build_definitions(str(tmp_path / "home"))
     graph = definitions.resolve_asset_graph()
-    with dg.instance_for_test() as instance:
+    with instance_on(storage) as instance:
         EVOLVER.register(instance, name, evolver)
         candidates = instance.get_dynamic_partitions(PARTITIONS.candidates.name)
 
@@ -89,10 +90,10 @@ def test_the_grid_is_round_x_slot_and_the_assets_are_keyed_evolver(tmp_path):
     assert sealed.asset_selection is None and sealed.partition_key == name
 
 
-def test_the_sensor_asks_for_the_cold_start_first(tmp_path):
+def test_the_sensor_asks_for_the_cold_start_first(tmp_path, storage):
     experiment = _experiment(tmp_path)
     name, home = experiment.config.experiment.name, str(tmp_path / "home")
-    with dg.instance_for_test() as instance:
+    with instance_on(storage) as instance:
         EVOLVER.register(instance, name, open_algorithm(experiment))
         with dg.build_sensor_context(
             instance=instance, resources={"experiments_home": ExperimentsResource.at(home)}
@@ -104,11 +105,14 @@ def test_the_sensor_asks_for_the_cold_start_first(tmp_path):
     assert request.run_key == f"{name}:cold_start:r000.vanilla"
 
 
-def test_the_cold_start_partition_makes_vanilla_its_k_runs_and_the_first_failure_map(tmp_path):
+@sqlite_only
+def test_the_cold_start_partition_makes_vanilla_its_k_runs_and_the_first_failure_map(
+    tmp_path, storage
+):
     experiment = _experiment(tmp_path, *_scripted_worker("ev-cold", NOTHING_TO_DIAGNOSE * 10))
     name, home = experiment.config.experiment.name, str(tmp_path / "home")
     vanilla = PARTITIONS.key(name, 0, "vanilla")
-    with dg.instance_for_test() as instance:
+    with instance_on(storage) as instance:
         EVOLVER.register(instance, name, open_algorithm(experiment))
         runs = InProcessRuns(instance, home)
         assert runs.execute("evolver", name, Step("cold_start", 0, "vanilla")), runs.failure
@@ -138,10 +142,13 @@ def test_the_cold_start_partition_makes_vanilla_its_k_runs_and_the_first_failure
     assert (experiment.paths.records / "evolver" / "cold_start.json").read_bytes() == record
 
 
-def test_a_worker_that_cannot_diagnose_fails_the_cold_start_and_it_leaves_no_record(tmp_path):
+@sqlite_only
+def test_a_worker_that_cannot_diagnose_fails_the_cold_start_and_it_leaves_no_record(
+    tmp_path, storage
+):
     experiment = _experiment(tmp_path, "--algorithm.worker.llm.model", "simulator/worker")
     name, home = experiment.config.experiment.name, str(tmp_path / "home")
-    with dg.instance_for_test() as instance:
+    with instance_on(storage) as instance:
         EVOLVER.register(instance, name, open_algorithm(experiment))
         runs = InProcessRuns(instance, home)
         assert not runs.execute("evolver", name, Step("cold_start", 0, "vanilla"))
@@ -152,6 +159,7 @@ def test_a_worker_that_cannot_diagnose_fails_the_cold_start_and_it_leaves_no_rec
     assert all(not partitions for partitions in made.values())
 
 
+@sqlite_only
 @pytest.mark.parametrize(
     ("step", "refusal"),
     [
@@ -163,10 +171,10 @@ def test_a_worker_that_cannot_diagnose_fails_the_cold_start_and_it_leaves_no_rec
         (Step("candidate", 0, "decide"), "is no step of the Evolver"),
     ],
 )
-def test_a_step_out_of_turn_fails_and_writes_nothing(tmp_path, step, refusal):
+def test_a_step_out_of_turn_fails_and_writes_nothing(tmp_path, step, refusal, storage):
     experiment = _experiment(tmp_path)
     name, home = experiment.config.experiment.name, str(tmp_path / "home")
-    with dg.instance_for_test() as instance:
+    with instance_on(storage) as instance:
         EVOLVER.register(instance, name, open_algorithm(experiment))
         runs = InProcessRuns(instance, home)
         assert not runs.execute("evolver", name, step)
@@ -178,10 +186,11 @@ def test_a_step_out_of_turn_fails_and_writes_nothing(tmp_path, step, refusal):
     assert all(not partitions for partitions in made.values()) and not summary
 
 
-def test_the_offline_demo_runs_through_dagster_one_step_per_partition(tmp_path):
+@sqlite_only
+def test_the_offline_demo_runs_through_dagster_one_step_per_partition(tmp_path, storage):
     experiment = _experiment(tmp_path, *SMALL)
     name = experiment.config.experiment.name
-    with dg.instance_for_test() as instance:
+    with instance_on(storage) as instance:
         state = drive_on(instance, experiment, say=lambda _: None)
         made = _materialized(instance)
         rounds = instance.get_runs(filters=dg.RunsFilter(job_name="evolver"))

@@ -32,6 +32,8 @@ from flashrsi_dagster.llm.endpoints import offline_server
 from flashrsi_dagster.resources import ExperimentsResource
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.sensors import NightlyConfig, nightly_evolution, round_driver
+from tests.dagster_instances import instance_on, sqlite_only
+from tests.postgres import rows
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
 FLASHRSI = str(Path(sys.executable).parent / "flashrsi")
@@ -158,10 +160,10 @@ def test_the_promotion_depends_on_every_round_of_its_own_experiment_only():
     assert sealed.group_name != graph.get(key("promotion")).group_name  # set apart
 
 
-def test_the_driver_runs_the_experiment_as_runs_of_its_jobs(tmp_path):
+def test_the_driver_runs_the_experiment_as_runs_of_its_jobs(tmp_path, storage):
     experiment = _experiment(tmp_path / "home")
     name = experiment.config.experiment.name
-    with dg.instance_for_test() as instance:
+    with instance_on(storage) as instance:
         state = drive_on(instance, experiment, say=lambda _: None)
 
         assert [r.status for r in state.rounds] == ["evaluated", "evaluated"]
@@ -201,10 +203,10 @@ def test_the_driver_runs_the_experiment_as_runs_of_its_jobs(tmp_path):
     assert value.with_suffix(".parquet").exists()
 
 
-def test_the_sensor_requests_the_next_step_with_an_idempotent_run_key(tmp_path):
+def test_the_sensor_requests_the_next_step_with_an_idempotent_run_key(tmp_path, storage):
     experiment = _experiment(tmp_path / "home")
     name, home = experiment.config.experiment.name, str(tmp_path / "home")
-    with dg.instance_for_test() as instance:
+    with instance_on(storage) as instance:
         MH.register(instance, name, open_algorithm(experiment))
         with dg.build_sensor_context(
             instance=instance, resources={"experiments_home": ExperimentsResource.at(home)}
@@ -222,9 +224,10 @@ def test_the_sensor_requests_the_next_step_with_an_idempotent_run_key(tmp_path):
 
 def test_previewing_the_nightly_schedule_creates_nothing_and_its_run_starts_the_experiment(
     tmp_path,
+    storage,
 ):
     home = tmp_path / "home"
-    with dg.instance_for_test() as instance:
+    with instance_on(storage) as instance:
         with dg.build_schedule_context(
             instance=instance,
             resources={
@@ -248,7 +251,7 @@ def test_previewing_the_nightly_schedule_creates_nothing_and_its_run_starts_the_
         assert instance.get_dynamic_partitions(PARTITIONS.experiments.name) == [name]
 
 
-def test_the_start_job_creates_an_experiment_the_launchpad_way(tmp_path):
+def test_the_start_job_creates_an_experiment_the_launchpad_way(tmp_path, storage):
     job = defs.resolve_job_def("start_experiment")
     ops = job.run_config_schema.config_type.fields["ops"].config_type.fields
     fields = ops["create_experiment"].config_type.fields["config"].config_type.fields
@@ -260,7 +263,7 @@ def test_the_start_job_creates_an_experiment_the_launchpad_way(tmp_path):
         "name": "from-ui",
         "overrides": ["--benchmark.limit", "3", "--algorithm.max_steps", "1"],
     }
-    with dg.instance_for_test() as instance:
+    with instance_on(storage) as instance:
         result = (
             build_definitions(home)
             .resolve_job_def("start_experiment")
@@ -299,11 +302,11 @@ def test_the_start_job_creates_an_experiment_the_launchpad_way(tmp_path):
     assert "does not exist" in _failure(missing) and "start_experiment" in _failure(missing)
 
 
-def test_promotion_and_the_sealed_test_mid_search_fail_and_change_nothing(tmp_path):
+def test_promotion_and_the_sealed_test_mid_search_fail_and_change_nothing(tmp_path, storage):
     experiment = _experiment(tmp_path / "home", steps=2)
     name, home = experiment.config.experiment.name, str(tmp_path / "home")
     layout = Layout.of(experiment.paths.records)
-    with dg.instance_for_test() as instance:
+    with instance_on(storage) as instance:
         MH.register(instance, name, open_algorithm(experiment))
         first = _materialize(instance, home, "meta_harness", PARTITIONS.key(name, 0, "c0"))
         assert first.success
@@ -322,11 +325,11 @@ def test_promotion_and_the_sealed_test_mid_search_fail_and_change_nothing(tmp_pa
     assert len(offline_server().requests) == requests  # not one model request, test or other
 
 
-def test_rematerializing_a_rounds_trajectories_updates_the_round_and_re_ranks(tmp_path):
+def test_rematerializing_a_rounds_trajectories_updates_the_round_and_re_ranks(tmp_path, storage):
     experiment = _experiment(tmp_path / "home", steps=1)
     name, home = experiment.config.experiment.name, str(tmp_path / "home")
     layout = Layout.of(experiment.paths.records)
-    with dg.instance_for_test() as instance:
+    with instance_on(storage) as instance:
         MH.register(instance, name, open_algorithm(experiment))
         runs = [PARTITIONS.key(name, 0, "c0"), PARTITIONS.key(name, 1, "c0")]
         for partition in runs:
@@ -365,7 +368,7 @@ def test_rematerializing_a_rounds_trajectories_updates_the_round_and_re_ranks(tm
     assert step.action == "sealed_test"
 
 
-def test_flashrsi_run_then_resume(tmp_path):
+def test_flashrsi_run_then_resume(tmp_path, home_storage):
     base = [
         "--config",
         str(EXAMPLE),
@@ -391,6 +394,11 @@ def test_flashrsi_run_then_resume(tmp_path):
     assert resume.returncode == 0, resume.stderr
     assert "== " not in resume.stdout  # nothing left to run
     assert (tmp_path / "home" / ".dagster").is_dir()
+    if home_storage is not None:  # the runs are in the database the setting names
+        runs = rows(home_storage, "SELECT pipeline_name, status FROM runs")
+        assert {job for job, _ in runs} == {"meta_harness", "meta_harness_finalize"}
+        assert len(runs) >= 3 and {status for _, status in runs} == {"SUCCESS"}
+        assert not (tmp_path / "home" / ".dagster" / "history").exists()
 
     # The attack seen on main: a better dev score written into a round record (same size,
     # same mtime). Resume refuses the home in one message naming the record, exit 2.
@@ -484,9 +492,10 @@ def test_sigkill_during_round_2_then_resume_matches_an_uninterrupted_run(tmp_pat
         assert sorted(ids) == sorted(set(ids)) and len(ids) == 4
 
 
-def test_a_nightly_experiments_summary_compares_it_with_the_night_before(tmp_path):
+@sqlite_only
+def test_a_nightly_experiments_summary_compares_it_with_the_night_before(tmp_path, storage):
     home = tmp_path / "home"
-    with dg.instance_for_test() as instance:
+    with instance_on(storage) as instance:
         for night in ("meta-harness-demo-nightly-20261129", "meta-harness-demo-nightly-20261130"):
             drive_on(instance, _experiment(home, steps=1, name=night), say=lambda _: None)
         summary = _latest(instance, "summary", "meta-harness-demo-nightly-20261130")

@@ -18,6 +18,7 @@ from flashrsi_dagster.jobs.cli_driver import drive_on
 from flashrsi_dagster.jobs.in_process import InProcessRuns
 from flashrsi_dagster.resources import ExperimentsResource
 from flashrsi_dagster.sensors import round_driver
+from tests.dagster_instances import instance_on, sqlite_only
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "modular_rsi.yaml"
 MRSI = defs_for("modular_rsi")
@@ -27,10 +28,10 @@ def _experiment(tmp_path: Path):
     return open_experiment(load_config(EXAMPLE, ["--experiment.home", str(tmp_path / "home")]))
 
 
-def test_the_sensor_asks_for_the_first_branch_step_of_the_first_module(tmp_path):
+def test_the_sensor_asks_for_the_first_branch_step_of_the_first_module(tmp_path, storage):
     experiment = _experiment(tmp_path)
     name, home = experiment.config.experiment.name, str(tmp_path / "home")
-    with dg.instance_for_test() as instance:
+    with instance_on(storage) as instance:
         MRSI.register(instance, name, open_algorithm(experiment))
         with dg.build_sensor_context(
             instance=instance, resources={"experiments_home": ExperimentsResource.at(home)}
@@ -46,10 +47,11 @@ def test_the_sensor_asks_for_the_first_branch_step_of_the_first_module(tmp_path)
     )
 
 
-def test_the_whole_job_runs_through_dagster_and_its_grid_shows_each_branch(tmp_path):
+@sqlite_only
+def test_the_whole_job_runs_through_dagster_and_its_grid_shows_each_branch(tmp_path, storage):
     experiment = _experiment(tmp_path)
     name = experiment.config.experiment.name
-    with dg.instance_for_test() as instance:
+    with instance_on(storage) as instance:
         state = drive_on(instance, experiment, say=lambda _: None)
         gates = instance.get_materialized_partitions(key("gates"))
         runs = instance.get_runs(filters=dg.RunsFilter(job_name="modular_rsi"))
@@ -75,11 +77,12 @@ def test_the_whole_job_runs_through_dagster_and_its_grid_shows_each_branch(tmp_p
     assert {"outcome", "gates", "review_text", "continues_from"} <= set(metadata)
 
 
-def test_the_promotion_and_the_sealed_test_refuse_mid_search_and_write_nothing(tmp_path):
+@sqlite_only
+def test_the_promotion_and_the_sealed_test_refuse_mid_search_and_write_nothing(tmp_path, storage):
     experiment = _experiment(tmp_path)
     name, home = experiment.config.experiment.name, str(tmp_path / "home")
     records = experiment.paths.records / "modular_rsi"
-    with dg.instance_for_test() as instance:
+    with instance_on(storage) as instance:
         MRSI.register(instance, name, open_algorithm(experiment))
         runs = InProcessRuns(instance, home)
         assert runs.execute("modular_rsi", name, Step("branch", 0, "agent_loop"))

@@ -33,6 +33,7 @@ from flashrsi_dagster.records import Status
 from flashrsi_dagster.resources import ExperimentsResource
 from flashrsi_dagster.sensors import round_driver
 from tests.conftest import needs_jails
+from tests.dagster_instances import instance_on
 from tests.sabotage.helpers import files_digest
 
 pytestmark = needs_jails
@@ -355,7 +356,7 @@ def _start(instance, home: Path, name: str, *overrides: str):
     )
 
 
-def test_a_partition_that_aliases_a_round_or_names_no_slot_of_it_is_refused(tmp_path):
+def test_a_partition_that_aliases_a_round_or_names_no_slot_of_it_is_refused(tmp_path, storage):
     """The UI lets anyone add a key to a dynamic partition: `r0000.c0` reads as round 0 and
     `r000.c1` as round 0 of a slot Meta-Harness does not have. Run as round 0, either would
     evaluate round 0 again under a key the experiment never had."""
@@ -363,7 +364,7 @@ def test_a_partition_that_aliases_a_round_or_names_no_slot_of_it_is_refused(tmp_
     experiment = open_experiment(_config(home))
     name = experiment.config.experiment.name
     folder = experiment.paths.records
-    with dg.instance_for_test() as instance:
+    with instance_on(storage) as instance:
         MH.register(instance, name, open_algorithm(experiment))
         seed = PARTITIONS.key(name, 0, "c0")
         assert _materialize(instance, home, "meta_harness", seed, tags={DRIVER_TAG: "1"}).success
@@ -386,12 +387,12 @@ def test_a_partition_that_aliases_a_round_or_names_no_slot_of_it_is_refused(tmp_
     assert files_digest(folder) == before
 
 
-def test_the_start_job_refuses_an_existing_experiment_s_name_with_another_config(tmp_path):
+def test_the_start_job_refuses_an_existing_experiment_s_name_with_another_config(tmp_path, storage):
     """README: an existing experiment keeps the config it was created with. The driver may
     already be running its first round: a second start under the same name with other
     settings must not swap the config under it."""
     home = tmp_path / "home"
-    with dg.instance_for_test() as instance:
+    with instance_on(storage) as instance:
         assert _start(instance, home, "shared", "--algorithm.max_steps", "1").success
         meta = (home / "shared" / "run_meta.json").read_bytes()
         same = _start(instance, home, "shared", "--algorithm.max_steps", "1")
@@ -404,16 +405,16 @@ def test_the_start_job_refuses_an_existing_experiment_s_name_with_another_config
     assert (home / "shared" / "run_meta.json").read_bytes() == meta
 
 
-def test_the_start_job_s_overrides_cannot_move_the_experiment_out_of_the_home(tmp_path):
+def test_the_start_job_s_overrides_cannot_move_the_experiment_out_of_the_home(tmp_path, storage):
     home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
-    with dg.instance_for_test() as instance:
+    with instance_on(storage) as instance:
         result = _start(instance, home, "moved", "--experiment.home", str(elsewhere))
 
     assert result.success
     assert (home / "moved" / "run_meta.json").is_file() and not elsewhere.exists()
 
 
-def test_one_broken_experiment_does_not_stop_the_driver_for_the_others(tmp_path):
+def test_one_broken_experiment_does_not_stop_the_driver_for_the_others(tmp_path, storage):
     """A sibling folder whose records cannot be read (a damaged record, a config this
     version cannot load) is reported and skipped; the driver still drives the rest."""
     home = tmp_path / "home"
@@ -426,7 +427,7 @@ def test_one_broken_experiment_does_not_stop_the_driver_for_the_others(tmp_path)
     foreign = home / "foreign"
     foreign.mkdir()
     (foreign / "run_meta.json").write_text('{"config": {"algorithm": {"name": "gone"}}}')
-    with dg.instance_for_test() as instance:
+    with instance_on(storage) as instance:
         MH.register(instance, name, open_algorithm(healthy))
         with dg.build_sensor_context(
             instance=instance, resources={"experiments_home": ExperimentsResource.at(home)}
@@ -440,7 +441,7 @@ def test_one_broken_experiment_does_not_stop_the_driver_for_the_others(tmp_path)
     assert seed.success, _failure(seed)  # its summary lists the home's experiments
 
 
-def test_a_partition_naming_the_experiment_by_another_path_is_refused(tmp_path):
+def test_a_partition_naming_the_experiment_by_another_path_is_refused(tmp_path, storage):
     """An experiment key added by hand that reaches the same folder by another path
     (`<name>/../<name>`) would run the experiment's steps under a partition that is not its
     own — one the round driver does not wait for."""
@@ -448,7 +449,7 @@ def test_a_partition_naming_the_experiment_by_another_path_is_refused(tmp_path):
     experiment = open_experiment(_config(home))
     name = experiment.config.experiment.name
     alias = f"{name}/../{name}"
-    with dg.instance_for_test() as instance:
+    with instance_on(storage) as instance:
         MH.register(instance, name, open_algorithm(experiment))
         instance.add_dynamic_partitions(PARTITIONS.experiments.name, [alias])
         before = files_digest(experiment.paths.root)
@@ -462,6 +463,7 @@ def test_a_partition_naming_the_experiment_by_another_path_is_refused(tmp_path):
 
 def test_an_experiment_the_instance_has_no_partitions_for_does_not_fail_the_driver_s_tick(
     tmp_path,
+    storage,
 ):
     """A home restored or copied beside a fresh instance (or the instance wiped): the driver
     asked for a partition the instance did not know, and Dagster failed the whole tick — no
@@ -471,7 +473,7 @@ def test_an_experiment_the_instance_has_no_partitions_for_does_not_fail_the_driv
     open_experiment(_config(home, 1, "--experiment.name", "restored"))
     definitions = build_definitions(str(home))
     sensor = definitions.get_sensor_def("round_driver")
-    with dg.instance_for_test() as instance:
+    with instance_on(storage) as instance:
         MH.register(instance, "known", open_algorithm(known))
         with dg.build_sensor_context(
             instance=instance,
@@ -488,13 +490,13 @@ def test_an_experiment_the_instance_has_no_partitions_for_does_not_fail_the_driv
 
 
 @pytest.mark.parametrize("status", ["CANCELING", "SUSPENDED", "STARTED"])
-def test_the_driver_waits_while_a_run_of_the_experiment_is_in_progress(tmp_path, status):
+def test_the_driver_waits_while_a_run_of_the_experiment_is_in_progress(tmp_path, status, storage):
     """A run being cancelled still runs its process (its jails, its last writes): the driver
     leaves the experiment alone until the run has ended, as for a running one."""
     home = tmp_path / "home"
     experiment = open_experiment(_config(home))
     name = experiment.config.experiment.name
-    with dg.instance_for_test() as instance:
+    with instance_on(storage) as instance:
         MH.register(instance, name, open_algorithm(experiment))
         instance.add_run(
             dg.DagsterRun(
@@ -512,7 +514,9 @@ def test_the_driver_waits_while_a_run_of_the_experiment_is_in_progress(tmp_path,
     assert result.run_requests == []
 
 
-def test_the_start_job_s_failure_does_not_write_a_key_from_the_file_it_was_pointed_at(tmp_path):
+def test_the_start_job_s_failure_does_not_write_a_key_from_the_file_it_was_pointed_at(
+    tmp_path, storage
+):
     """The Launchpad's `config_file` can name any YAML file on the host; a key-shaped string
     that file holds (as a mapping key, which the config errors name) must not reach the
     instance's event log unredacted."""
@@ -520,7 +524,7 @@ def test_the_start_job_s_failure_does_not_write_a_key_from_the_file_it_was_point
     wrong = tmp_path / "credentials.yaml"
     wrong.write_text(f"experiment:\n  name: x\n{secret}: 1\n")
     launch = {"config_file": str(wrong), "name": None, "overrides": []}
-    with dg.instance_for_test() as instance:
+    with instance_on(storage) as instance:
         result = (
             build_definitions(str(tmp_path / "home"))
             .resolve_job_def("start_experiment")
