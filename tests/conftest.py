@@ -11,6 +11,7 @@ import yaml
 
 from flashrsi_dagster.environments.jail import JailError, require_jails
 from flashrsi_dagster.snapshots import SnapshotStore
+from tests.docker_engine import code_image, docker_engine  # noqa: F401  (session fixtures)
 
 
 def _why_no_jails() -> str | None:

@@ -5,6 +5,7 @@ default executor:
       config:
         in_process: {}          # the default: the run's own process
         multiprocess: {...}     # a process per step, on the run's machine
+        docker: {...}           # a container per step, of the code location's image
 
 Every algorithm's jobs carry this one executor, so a round can move to other workers (see
 README "Scaling out") without a second set of jobs; each choice delegates to Dagster's own
@@ -17,10 +18,12 @@ from collections.abc import Mapping
 
 import dagster as dg
 from dagster._core.executor.init import InitExecutorContext
+from dagster_docker import docker_executor
 
 EXECUTORS: dict[str, dg.ExecutorDefinition] = {
     "in_process": dg.in_process_executor,
     "multiprocess": dg.multiprocess_executor,
+    "docker": docker_executor,  # config: jobs/containers.py renders it for a home
 }
 DEFAULT = "in_process"
 """A round's steps share one process: a step per subprocess costs more than a round does."""
