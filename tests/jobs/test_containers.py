@@ -27,7 +27,7 @@ from flashrsi_dagster.assets.meta_harness import PARTITIONS
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.defs import build_definitions, defs_for
 from flashrsi_dagster.experiment import open_experiment
-from flashrsi_dagster.jobs.containers import ContainerConfig
+from flashrsi_dagster.jobs.containers import JAIL_RIGHTS, ContainerConfig
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from tests.postgres import fresh_database, needs_postgres
 
@@ -105,7 +105,7 @@ def test_the_container_config_is_dagster_dockers_own_for_launcher_and_executor(t
     assert config.container()["container_kwargs"] == {
         "volumes": [f"{home}:{home}"],
         "working_dir": str(tmp_path.resolve()),
-        "privileged": True,
+        **JAIL_RIGHTS,
     }
     assert yaml.safe_load(config.run_launcher_yaml()) == {"run_launcher": launcher}
     with pytest.raises(ValueError, match="extra"):
