@@ -12,10 +12,10 @@ What every container shares with the machine that launched it:
 - environment variables passed by name, never by value: the instance's `{env: VAR}` settings
   (a PostgreSQL URL with its password) are read from the launching process.
 
-Agents jail themselves with bubblewrap inside the container, which needs what a default
-container withholds: `JAIL_RIGHTS` grants it (`jails: false` leaves them out, for experiments
-with `confinement: none`). Not `privileged`: that asks for every capability, which an engine
-that itself runs with fewer (in a container, say) cannot give."""
+Agents jail themselves with bubblewrap inside the container, which needs namespaces, mounts
+and an unmasked /proc that a default container withholds: `jails: true` asks for a
+`privileged` container, which only an engine holding every capability can start (not this
+machine's: it runs with fewer, so experiments in containers here use `confinement: none`)."""
 
 from __future__ import annotations
 
@@ -26,14 +26,6 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from flashrsi_dagster.images.build import DEFAULT_IMAGE
-
-
-JAIL_RIGHTS = {
-    # namespaces and mounts, the jail's loopback
-    "cap_add": ["SYS_ADMIN", "NET_ADMIN"],
-    # unshare/mount calls the default profiles refuse; /proc unmasked so a jail can mount its own
-    "security_opt": ["seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"],
-}
 
 
 class ContainerConfig(BaseModel):
@@ -49,7 +41,9 @@ class ContainerConfig(BaseModel):
         description="Variables passed from the launching process by name (`VAR`), or set "
         "(`VAR=value`, never for a secret).",
     )
-    jails: bool = Field(True, description="Grant `JAIL_RIGHTS`, for the agents' jails inside.")
+    jails: bool = Field(
+        False, description="A privileged container, for the agents' bubblewrap jails inside."
+    )
 
     def container(self) -> dict[str, Any]:
         """dagster-docker's container config (the launcher's and the executor's schema)."""
@@ -59,7 +53,7 @@ class ContainerConfig(BaseModel):
             "image": self.image,
             "network": self.network,
             "env_vars": list(self.env_vars),
-            "container_kwargs": {**kwargs, **(JAIL_RIGHTS if self.jails else {})},
+            "container_kwargs": {**kwargs, **({"privileged": True} if self.jails else {})},
         }
 
     def run_launcher(self) -> dict[str, Any]:
