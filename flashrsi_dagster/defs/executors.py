@@ -14,6 +14,7 @@ executor needs a persistent instance and a reconstructable job)."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 
 import dagster as dg
@@ -51,4 +52,6 @@ def flashrsi_executor(init_context: InitExecutorContext):
     executor, own = _chosen(init_context.executor_config)
     creation = executor.executor_creation_fn
     assert creation is not None, f"{executor.name} has no creation function"
-    return creation(init_context._replace(executor_def=executor, executor_config=own))
+    with warnings.catch_warnings():  # docker_executor is beta in dagster-docker 0.29
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        return creation(init_context._replace(executor_def=executor, executor_config=own))

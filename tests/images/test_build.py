@@ -19,6 +19,7 @@ def test_an_image_is_built_only_from_a_checkout_with_a_dockerfile_and_a_lock(tmp
         build_image("flashrsi-dagster:nowhere", context=tmp_path)
 
 
+@pytest.mark.slow
 def test_the_image_runs_this_interpreter_and_the_locked_code_location(code_image):
     script = (
         "import sys, ssl, sqlite3, ctypes, flashrsi_dagster.definitions as d; "

@@ -74,9 +74,10 @@ def _results(home: Path, name: str) -> list[tuple]:
     return sorted((t.task_id, t.status, t.score, t.answer) for t in RolloutRecord(records).load())
 
 
-def _in_process(tmp_path: Path) -> list[tuple]:
+@pytest.fixture(scope="module")
+def in_process(tmp_path_factory) -> list[tuple]:
     """Round 0 of the same experiment, run here: what the containers must leave too."""
-    home = tmp_path / "here" / ".flashrsi"
+    home = tmp_path_factory.mktemp("here") / ".flashrsi"
     with dg.instance_for_test() as instance:
         name, partition = _round_zero(instance, home)
         job = build_definitions(str(home)).resolve_job_def("meta_harness")
@@ -120,7 +121,7 @@ def test_the_container_config_is_dagster_dockers_own_for_launcher_and_executor(t
 @needs_postgres
 @pytest.mark.slow
 def test_docker_run_launcher_runs_a_round_in_a_container_of_its_own(
-    tmp_path, code_image, monkeypatch
+    tmp_path, code_image, in_process, monkeypatch
 ):
     home = tmp_path / "shared" / ".flashrsi"
     config = ContainerConfig(home=home, image=code_image, env_vars=[URL_VAR])
@@ -145,13 +146,13 @@ def test_docker_run_launcher_runs_a_round_in_a_container_of_its_own(
     assert exit_code == "0"  # the run's worker was this container
     _docker("rm", container)
     assert any(f"in a new container {container}" in m for m in logs)
-    assert _results(home, name) == _in_process(tmp_path)
+    assert _results(home, name) == in_process
 
 
 @needs_postgres
 @pytest.mark.slow
 def test_the_docker_executor_runs_each_step_of_a_round_in_a_container(
-    tmp_path, code_image, monkeypatch
+    tmp_path, code_image, in_process, monkeypatch
 ):
     home = tmp_path / "shared" / ".flashrsi"
     config = ContainerConfig(home=home, image=code_image, env_vars=[URL_VAR])
@@ -178,4 +179,4 @@ def test_the_docker_executor_runs_each_step_of_a_round_in_a_container(
     for container in containers:
         assert _docker("wait", container).strip() == "0"
         _docker("rm", container)
-    assert _results(home, name) == _in_process(tmp_path)
+    assert _results(home, name) == in_process
