@@ -9,7 +9,7 @@ PYTHON ?= python3
 CODEX_VERSION := 0.169.0
 CODEX_PREFIX := $(TOOLS)/codex
 
-.PHONY: demo test lint env jail browser codex clean
+.PHONY: demo test lint env jail browser docker image codex clean
 
 demo: env
 	@echo "== flashrsi: Meta-Harness on the built-in text classification, offline model simulator =="
@@ -17,7 +17,7 @@ demo: env
 		--algorithm.max_steps 2 --benchmark.limit 9
 	@echo "== browse it: .venv/bin/flashrsi ui   (Dagster UI on the same instance)"
 
-test: env browser
+test: env browser docker
 	$(UV) run --locked pytest
 
 # Every agent process runs in a bubblewrap jail (Debian's `bubblewrap`), and a Harbor trial with
@@ -35,6 +35,20 @@ browser:
 		if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 		else echo "chromium is not installed: the UI test will be skipped"; fi; }
+
+# A Docker engine for the container tests (README "Scaling out"): Debian's docker.io, and
+# debootstrap for the base image made here; installed where apt and root allow. The tests
+# start their own dockerd (tests/docker_engine.py) and skip, saying why, where none can run.
+docker:
+	@{ command -v dockerd && command -v debootstrap; } >/dev/null 2>&1 || { \
+		if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io debootstrap >/dev/null; \
+		else echo "docker.io / debootstrap missing (apt-get install docker.io debootstrap): the container tests will be skipped"; fi; }
+
+# The code location's image from uv.lock, on a base made here (debootstrap and this machine's
+# Python; an engine must be running: DOCKER_HOST). Elsewhere: docker build --network host -t flashrsi-dagster .
+image: env
+	$(UV) run --locked python -m flashrsi_dagster.images
 
 # The real Codex CLI for `type: codex-cli`: npm's @openai/codex, pinned (about 400 MB with its
 # Linux binary), into .tools/codex where npm exists; without it, its tests are skipped.

@@ -11,6 +11,7 @@ import yaml
 
 from flashrsi_dagster.environments.jail import JailError, require_jails
 from flashrsi_dagster.snapshots import SnapshotStore
+from tests.docker_engine import code_image, docker_engine  # noqa: F401  (session fixtures)
 
 pytest_plugins = ["tests.dagster_instances"]
 """`dagster_instance`, `home_storage`: every Dagster-instance test on SQLite and PostgreSQL."""

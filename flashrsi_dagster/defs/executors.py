@@ -6,6 +6,7 @@ default executor:
         in_process: {}          # the default: the run's own process
         multiprocess: {...}     # a process per step, on the run's machine
         celery: {...}           # a Celery task per step, on any worker reaching the broker
+        docker: {...}           # a container per step, of the code location's image
 
 Every algorithm's jobs carry this one executor, so a round can move to other workers (see
 README "Scaling out") without a second set of jobs; each choice delegates to Dagster's own
@@ -14,16 +15,19 @@ executor needs a persistent instance and a reconstructable job)."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 
 import dagster as dg
 from dagster._core.executor.init import InitExecutorContext
 from dagster_celery import celery_executor
+from dagster_docker import docker_executor
 
 EXECUTORS: dict[str, dg.ExecutorDefinition] = {
     "in_process": dg.in_process_executor,
     "multiprocess": dg.multiprocess_executor,
     "celery": celery_executor,  # workers: `flashrsi worker` (jobs/workers.py)
+    "docker": docker_executor,  # config: jobs/containers.py renders it for a home
 }
 DEFAULT = "in_process"
 """A round's steps share one process: a step per subprocess costs more than a round does."""
@@ -51,4 +55,6 @@ def flashrsi_executor(init_context: InitExecutorContext):
     executor, own = _chosen(init_context.executor_config)
     creation = executor.executor_creation_fn
     assert creation is not None, f"{executor.name} has no creation function"
-    return creation(init_context._replace(executor_def=executor, executor_config=own))
+    with warnings.catch_warnings():  # docker_executor is beta in dagster-docker 0.29
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        return creation(init_context._replace(executor_def=executor, executor_config=own))

@@ -91,9 +91,15 @@ def refuse_uncontained(benchmark: Benchmark, agent: Agent, tasks: Sequence[Task]
     """Tasks with their own environment run the agent inside it: the benchmark's runner binds
     its executor (`benchmark.bind`, Terminal-Bench: Harbor), then an agent still unbound, or
     one whose `_check_container()` fails, is refused before any task runs — one message
-    naming the agent type and how many such tasks the batch has."""
+    naming the agent type and how many such tasks the batch has. Before that, whatever the
+    agent, a benchmark's `preflight()` may refuse a machine its environments cannot run on."""
     count = sum(task.environment is not None for task in tasks)
-    if not count or agent.task_environment_only:
+    if not count:
+        return
+    preflight = getattr(benchmark, "preflight", None)
+    if preflight is not None:
+        preflight()
+    if agent.task_environment_only:
         return
     bind = getattr(benchmark, "bind", None)
     if bind is not None:

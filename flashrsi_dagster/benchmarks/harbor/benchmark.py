@@ -20,6 +20,7 @@ from harbor.utils.import_path import import_class
 
 from flashrsi_dagster.agents.base import Agent
 from flashrsi_dagster.benchmarks.base import BenchmarkError, Task
+from flashrsi_dagster.benchmarks.harbor import docker_runtime
 from flashrsi_dagster.benchmarks.harbor.suite import (
     TASKS_DIR,
     TaskDefinitionError,
@@ -74,6 +75,13 @@ class TerminalBench:
             f"{self.name} task has: its adapter declares no container support. Use one that "
             "does (miniagent, claude-code) or one of Harbor's own (harbor-oracle, harbor-nop)"
         )
+
+    def preflight(self) -> None:
+        """Called by the rollout engine before a batch, whatever the agent: Harbor's `docker`
+        environment is refused where the machine lacks a part of it (every trial would fail
+        alike), naming the part."""
+        if self.environment.type == EnvironmentType.DOCKER and (lack := docker_runtime.missing()):
+            raise BenchmarkError(f"benchmark.harbor_environment: docker cannot run here: {lack}")
 
     def bind(self, agent: Agent) -> None:
         """The runner's executor for this benchmark's tasks: Harbor (called by the rollout
