@@ -24,7 +24,8 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
 def test_each_choice_takes_its_own_executors_config():
     schema = flashrsi_executor.config_schema.config_type
 
-    assert set(EXECUTORS) == {"in_process", "multiprocess", "celery"}
+    assert set(EXECUTORS) == {"in_process", "multiprocess", "celery", "docker"}
+    assert validate_config(schema, {"docker": {"image": "flashrsi:x", "network": "host"}}).success
     assert validate_config(schema, {"multiprocess": {"max_concurrent": 2}}).success
     assert validate_config(schema, {"celery": {"broker": {"env": "B"}, "include": []}}).success
     assert not validate_config(schema, {"celery": {"max_concurrent": 2}}).success
