@@ -74,7 +74,6 @@ def test_a_roles_spending_in_the_log_counts_against_its_cap_after_a_restart(tmp_
             )
 
 
-
 def test_a_line_is_appended_under_the_logs_lock_which_other_hosts_hold_too(tmp_path):
     """Gateways of candidates side by side (on several machines sharing the home, where
     O_APPEND alone does not keep lines whole) append to one log under its flock."""

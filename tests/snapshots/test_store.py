@@ -569,9 +569,7 @@ def test_four_processes_committing_at_once_lose_nothing_and_corrupt_nothing(
 ):
     seed = store.create_seed(make_harness())
     work = tmp_path / "work"
-    outputs = _at_once(
-        WRITER, store.root, tmp_path, [[f"w{n}", "5", str(work)] for n in range(4)]
-    )
+    outputs = _at_once(WRITER, store.root, tmp_path, [[f"w{n}", "5", str(work)] for n in range(4)])
 
     made = [line for out in outputs for line in out.split()]
     assert len(made) == len(set(made)) == 20

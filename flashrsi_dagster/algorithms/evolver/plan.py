@@ -91,9 +91,7 @@ class State:
         see the same thing."""
         current = self.round(r)
         assert current is not None and current.plan is not None
-        return State(
-            self.cold_start, (*self.rounds[: r - 1], Round(current.plan, {}, None)), False
-        )
+        return State(self.cold_start, (*self.rounds[: r - 1], Round(current.plan, {}, None)), False)
 
     def parent(self) -> str | None:
         """The current parent: the last decided round's, else vanilla."""
@@ -146,4 +144,3 @@ def ready_steps(state: State, shape: Shape) -> tuple[Step, ...]:
     if not state.retention:
         return (Step("sealed_test"),)
     return (Step("done"),)
-
