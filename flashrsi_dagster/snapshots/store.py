@@ -541,11 +541,14 @@ class SnapshotStore:
         return None
 
     def _remember_checkout(self, checkout: Path, index: Path, snapshot_id: str) -> None:
-        key = self._checkout_key(checkout)
-        folder = self.root / "checkouts"
-        # Each file replaced whole, so a reader never takes a half-copied index.
-        _replace_with(folder / f"{key}.index", lambda tmp: shutil.copyfile(index, tmp))
-        _replace_with(folder / f"{key}.base", lambda tmp: tmp.write_text(snapshot_id))
+        key, folder = self._checkout_key(checkout), self.root / "checkouts"
+        # Each file replaced whole, so a reader never takes a half-copied index; the copy is
+        # made under tmp/, named as a temp index is, so a crash leaves it to the sweep.
+        with self._temp_index(index) as copy:
+            os.replace(copy, folder / f"{key}.index")
+        with self._temp_index() as copy:
+            copy.write_text(snapshot_id)
+            os.replace(copy, folder / f"{key}.base")
 
     # -- git plumbing -------------------------------------------------------------------
 
@@ -605,15 +608,6 @@ def _scrubbed(value: Any, scrub: Callable[[str], str]) -> Any:
     if isinstance(value, list):
         return [_scrubbed(item, scrub) for item in value]
     return value
-
-
-def _replace_with(path: Path, write: Callable[[Path], object]) -> None:
-    tmp = path.with_name(f".{path.name}.{process_space()}-{os.getpid()}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def process_space() -> str:
