@@ -220,6 +220,11 @@ class Evolver(Searching):
             raise ValueError(f"no node {node_id!r} in this experiment (nodes: {known})")
         if node.state == "archived-methodology-failure":
             return node
+        if (rd := state.round(node.round)) is None or rd.decision is None:
+            raise StepOrderError(
+                f"{node_id}'s round {node.round} is not decided yet: archive it after `decide` "
+                "(which enters the round's candidates in the ledger)"
+            )
         if node.snapshot_id is not None and node.snapshot_id == state.parent():
             raise StepOrderError(
                 f"{node_id} is the current parent: the search would go on from it; roll the "
