@@ -110,7 +110,10 @@ def _eval_set(node: Node) -> str | None:
 
 
 def _node(e: Evolver, node: Node) -> Decision:
+    """The candidate's verdict as its step made it: `decide` appends it (after the round's
+    candidates, side by side, all ended), by which time its node may be the promoted one."""
     parts = [e.layout.candidate(node.round, node.slot, p) for p in PARTS]
+    made = "in_library" if node.state == "promoted_to_baseline" else node.state
     return Decision(
         id=node_entry(node.id),
         decision="adopt" if node.library else "reject",
@@ -118,7 +121,7 @@ def _node(e: Evolver, node: Node) -> Decision:
         scope="library" if node.library else "search",
         candidate=_ref(node),
         baseline=Ref(snapshot_id=node.parent_id),
-        reason=f"{node.state}: {node.reason}",
+        reason=f"{made}: {node.reason}",
         evidence=_evidence(e, node),
         eval_set=_eval_set(node),
         raw=raw_paths(e.experiment.paths.root, e.layout.node(node.id), *parts),
