@@ -9,30 +9,36 @@ from pathlib import Path
 
 import dagster as dg
 
+from flashrsi_dagster.jobs.run_queue import RunLimits, run_queue
 from flashrsi_dagster.jobs.storage import CONFIG as STORAGE
 
 TELEMETRY_OFF = "telemetry:\n  enabled: false\n"
-RUN_QUEUE = """run_coordinator:
+UNLIMITED_QUEUE = """run_coordinator:
   module: dagster._core.run_coordinator
   class: QueuedRunCoordinator
   config:
     dequeue_interval_seconds: 1
 """
-"""Runs launched from the UI or by a sensor wait in the queue until the daemon looks (every
-5 s by default): a round waits 1 s at most."""
+"""The run queue homes were given before it had limits (such a file gets them)."""
+RUN_QUEUE = run_queue(RunLimits())
+"""Dagster's run queue with the default limits (`run_queue.py`)."""
 SETTINGS = TELEMETRY_OFF + STORAGE + RUN_QUEUE
+GENERATED_BEFORE = (TELEMETRY_OFF, TELEMETRY_OFF + STORAGE + UNLIMITED_QUEUE)
+"""What earlier versions wrote: a file that holds exactly one of these is brought up to date."""
 
 
-def instance_dir(home: Path) -> Path:
+def instance_dir(home: Path, limits: RunLimits | None = None) -> Path:
     """The Dagster instance of a home folder (`DAGSTER_HOME`), created on first use with
     telemetry off (nothing leaves the machine), SQLite storage with open connections
-    (`storage.py`) and a run queue looked at every second. An instance made with telemetry
-    off alone (before these) is given the rest: the files stay the same."""
+    (`storage.py`) and a run queue looked at every second, with `limits` (default
+    `RunLimits()`). A file an earlier version made (`GENERATED_BEFORE`) is given the rest;
+    any other is the user's and stays as it is."""
     folder = Path(home) / ".dagster"
     settings = folder / "dagster.yaml"
-    if not settings.exists() or settings.read_text() == TELEMETRY_OFF:
+    if not settings.exists() or settings.read_text() in GENERATED_BEFORE:
         folder.mkdir(parents=True, exist_ok=True)
-        settings.write_text(SETTINGS)
+        queue = RUN_QUEUE if limits is None else run_queue(limits)
+        settings.write_text(TELEMETRY_OFF + STORAGE + queue)
     return folder
 
 
