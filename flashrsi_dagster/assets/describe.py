@@ -148,18 +148,18 @@ def rollout_preview(frame: pd.DataFrame, rollouts: list[Trajectory], empty: str)
     return metadata
 
 
-def lineage(state, k: int) -> dict[str, str]:
-    """Round k's snapshot and parent ids ("-" for a rejected step's snapshot)."""
-    this = state.round(k)
+def lineage(state, k: int, slot: str = ONLY_SLOT) -> dict[str, str]:
+    """A candidate's snapshot and parent ids ("-" for a rejected step's snapshot)."""
+    this = state.round(k, slot)
     return {
         "snapshot_id": (this and this.snapshot_id) or "-",
         "parent_id": (this and this.parent_id) or "-",
     }
 
 
-def scores(state, k: int, table: dict) -> dict[str, Any]:
+def scores(state, k: int, table: dict, slot: str = ONLY_SLOT) -> dict[str, Any]:
     score = table.get("score")
-    parent, this = state.parent_round(k), state.round(k)
+    parent, this = state.parent_round(k, slot), state.round(k, slot)
     # a score on another evaluation set is never a change over the parent's (evaluator.compare)
     on = None if parent is None else basis(this.eval_set if this else None, parent.eval_set)
     change = None
@@ -167,7 +167,7 @@ def scores(state, k: int, table: dict) -> dict[str, Any]:
         change = score - (parent.dev_score or 0.0)
     cost = table.get("cost")
     metadata = {
-        **lineage(state, k),
+        **lineage(state, k, slot),
         **figures(dev_score=score, change_vs_parent=change),
         "cost": "unpriced (no llm.price)" if cost is None else cost_text(cost),
         "input_tokens": table.get("input_tokens", 0),
@@ -192,16 +192,16 @@ def score_check(table: dict, denominator: int, check: str, asset: dg.AssetKey, w
 
 
 def chart_rows(name: str, state) -> list[RoundRow]:
-    promoted = state.promotion.round if state.promotion else None
+    promoted = state.promotion.snapshot_id if state.promotion else None
     return [
         RoundRow(
             experiment=name,
             round=r.round,
-            slot=ONLY_SLOT,
+            slot=r.slot,
             status=r.status,
             dev_score=r.dev_score,
             reason=r.reason,
-            promoted=r.round == promoted,
+            promoted=r.snapshot_id is not None and r.snapshot_id == promoted,
         )
         for r in state.rounds
     ]
@@ -214,12 +214,16 @@ def summary(experiment: Experiment, state) -> dict[str, Any]:
     scored = [r.dev_score for r in same_set if r.dev_score is not None]  # never across sets
     metadata: dict[str, Any] = {
         "chart": dg.MetadataValue.md(experiment_chart(chart_rows(name, state))),
-        "rounds": len(state.rounds),
+        "rounds": len({r.round for r in state.rounds}),
         "rejected": sum(r.status == "rejected" for r in state.rounds),
         **figures(best_dev_score=max(scored, default=None)),
     }
+    if any(r.slot != ONLY_SLOT for r in state.rounds):
+        metadata["candidates"] = len(state.rounds)
     if state.promotion:
         metadata["promoted_round"] = state.promotion.round
+        if state.promotion.slot != ONLY_SLOT:
+            metadata["promoted_slot"] = state.promotion.slot
     if state.test:
         metadata.update(figures(test_score=state.test.test_score))
     note = experiment.meta.validity_note()
@@ -284,12 +288,13 @@ def night_comparison(state, previous: str, before) -> dict[str, Any]:
 
 
 def promotion(state) -> dict[str, Any]:
-    from flashrsi_dagster.algorithms.meta_harness.plan import rank, stale
+    from flashrsi_dagster.algorithms.meta_harness.plan import candidate_name, rank, stale
 
     chosen, seed = state.promotion, state.round(0)
     metadata: dict[str, Any] = {
         "snapshot_id": chosen.snapshot_id,
         "round": chosen.round,
+        "slot": chosen.slot,
         **figures(
             dev_score=chosen.dev_score,
             change_vs_seed=chosen.dev_score - ((seed and seed.dev_score) or 0.0),
@@ -298,8 +303,10 @@ def promotion(state) -> dict[str, Any]:
     }
     if stale(state):  # only after the sealed test: before it, the promotion re-ranks
         leader = rank(state.rounds)[0]
+        ahead = state.candidate_of(leader[1])
+        name = candidate_name(leader[0], ahead.slot if ahead else ONLY_SLOT)
         metadata["ranking_changed"] = (
-            f"round {leader[0]} now leads on dev ({score_text(leader[2])}); the promotion "
+            f"{name} now leads on dev ({score_text(leader[2])}); the promotion "
             "is frozen because the sealed test has run, and the test is not run again"
         )
     return metadata

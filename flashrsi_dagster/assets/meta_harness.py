@@ -1,11 +1,13 @@
 """Meta-Harness as assets, keyed `meta_harness/<name>`.
 
 Per candidate (round x slot): `snapshot` (the seed, or the Worker's edit committed as a child
-of the seed) -> the round's `evaluation`: `trajectories` (its dev rollouts), `scores`,
+of the seed) -> the candidate's `evaluation`: `trajectories` (its dev rollouts), `scores`,
 `failure_map` and `paired_stats` (against its parent's round), made together, so
-rematerializing a round's trajectories brings the rest of the round up to date. Per
-experiment: `promotion` (depends on every round's scores: a changed round marks it stale) ->
-`sealed_test_score`, set apart in its own group; `summary` is reported by every step.
+rematerializing a candidate's trajectories brings the rest of it up to date. Round 0 has one
+candidate (c0, the seed); each later round has `candidates_per_round` (c0, c1, …), whose runs
+may go side by side. Per experiment: `promotion` (depends on every candidate's scores: a
+changed one marks it stale) -> `sealed_test_score`, set apart in its own group; `summary`
+is reported by every step.
 
 The algorithm lives in `flashrsi_dagster.algorithms.meta_harness`; these functions only open
 the experiment named by the partition, call one step, and describe the result. Records stay
@@ -18,7 +20,7 @@ from collections.abc import Iterator
 import dagster as dg
 import pandas as pd
 
-from flashrsi_dagster.algorithms.meta_harness import MetaHarness
+from flashrsi_dagster.algorithms.meta_harness import SLOT, MetaHarness
 from flashrsi_dagster.assets import describe
 from flashrsi_dagster.assets.context import (
     DRIVER_TAG,
@@ -55,9 +57,8 @@ SUMMARY = dg.AssetSpec(
 )
 
 
-def _open(context: dg.AssetExecutionContext) -> tuple[MetaHarness, str, int]:
-    algorithm, name, k, _slot = candidate_algorithm(context)
-    return algorithm, name, k  # type: ignore[return-value]
+def _open(context: dg.AssetExecutionContext) -> tuple[MetaHarness, str, int, str]:
+    return candidate_algorithm(context)  # type: ignore[return-value]
 
 
 @dg.asset(
@@ -75,17 +76,17 @@ def _open(context: dg.AssetExecutionContext) -> tuple[MetaHarness, str, int]:
     ],
 )
 def snapshot(context: dg.AssetExecutionContext) -> Iterator:
-    """The round's harness snapshot: the seed at round 0, else the Worker's edit, with its
-    diff against the parent and what the Worker did."""
-    algorithm, name, k = _open(context)
-    if k == 0:
+    """The candidate's harness snapshot: the seed at round 0, else the Worker's edit in this
+    slot, with its diff against the parent and what the Worker did."""
+    algorithm, name, k, slot = _open(context)
+    if k == 0 and slot == SLOT:
         info = {"round": 0, "status": "seed", "snapshot_id": algorithm.seed().id, "parent_id": None}
     else:
-        info = refusing_out_of_turn(lambda: algorithm.edit(k)).model_dump(mode="json")
+        info = refusing_out_of_turn(lambda: algorithm.edit(k, slot)).model_dump(mode="json")
     store = algorithm.experiment.snapshots
     metadata = describe.snapshot(store, info, PARTITIONS, name, key("snapshot"))
     if k > 0:
-        metadata.update(describe.worker(algorithm.layout.worker(k)))
+        metadata.update(describe.worker(algorithm.layout.worker(k, slot)))
     yield dg.Output(info, metadata=metadata)
     yield describe.edit_check(store, info, "edit_within_declared_paths", str(context.partition_key))
 
@@ -132,11 +133,12 @@ def snapshot(context: dg.AssetExecutionContext) -> Iterator:
     ],
 )
 def evaluation(context: dg.AssetExecutionContext, snapshot: dict) -> Iterator:
-    """The round's dev evaluation: run (or read back) its rollouts, then describe them."""
-    algorithm, name, k = _open(context)
-    # Launched by hand (no driver tag): evaluate the round again.
-    record = algorithm.evaluate_round(k, again=DRIVER_TAG not in context.run.tags)
-    rollouts = algorithm.round_rollouts(k)  # read once: the table and the transcripts
+    """The candidate's dev evaluation: run (or read back) its rollouts, then describe them."""
+    algorithm, name, k, slot = _open(context)
+    # Launched by hand (no driver tag): evaluate the candidate again.
+    again = DRIVER_TAG not in context.run.tags
+    record = refusing_out_of_turn(lambda: algorithm.evaluate_round(k, slot, again=again))
+    rollouts = algorithm.round_rollouts(k, slot)  # read once: the table and the transcripts
     frame = scores_frame(rollouts)
     state = algorithm.read_state()
     tasks, attempts = len(algorithm.splits.dev), algorithm.settings.attempts
@@ -146,7 +148,7 @@ def evaluation(context: dg.AssetExecutionContext, snapshot: dict) -> Iterator:
     yield dg.Output(
         {"round": k, **table},
         output_name="scores",
-        metadata=describe.scores(state, k, table),
+        metadata=describe.scores(state, k, table, slot),
     )
     yield dg.Output(
         failure_table(frame),
@@ -157,7 +159,7 @@ def evaluation(context: dg.AssetExecutionContext, snapshot: dict) -> Iterator:
             "map": dg.MetadataValue.md(failure_map_markdown(frame)),
         },
     )
-    yield _paired(algorithm, state, k, frame)
+    yield _paired(algorithm, state, k, slot, frame)
     where = str(context.partition_key)
     yield describe.score_check(
         table, tasks * attempts, "score_in_unit_interval", key("scores"), where
@@ -165,15 +167,15 @@ def evaluation(context: dg.AssetExecutionContext, snapshot: dict) -> Iterator:
     context.log_event(_summary(context, algorithm, name, state))
 
 
-def _paired(algorithm: MetaHarness, state, k: int, frame: pd.DataFrame) -> dg.Output:
-    parent = state.parent_round(k)
+def _paired(algorithm: MetaHarness, state, k: int, slot: str, frame: pd.DataFrame) -> dg.Output:
+    parent = state.parent_round(k, slot)
     if parent is None or not len(frame):
         return dg.Output(
             {"round": k, "compared": False},
             output_name="paired_stats",
             metadata={"compared": False},
         )
-    record = state.round(k)
+    record = state.round(k, slot)
     on = basis(record.eval_set if record else None, parent.eval_set)
     if not on.comparable:  # a score on another evaluation set is never a lift
         value = {"round": k, "parent_round": parent.round, "compared": False, "basis": on.label}
@@ -182,7 +184,7 @@ def _paired(algorithm: MetaHarness, state, k: int, frame: pd.DataFrame) -> dg.Ou
         )
     stats = paired(frame, algorithm.round_frame(parent.round))
     metadata = {
-        **describe.lineage(state, k),
+        **describe.lineage(state, k, slot),
         "parent_round": parent.round,
         "basis": on.label,
         **describe.figures(
@@ -227,8 +229,9 @@ def _summary(context, algorithm: MetaHarness, name: str, state) -> dg.AssetMater
     required_resource_keys=RESOURCES,
 )
 def promotion(context: dg.AssetExecutionContext) -> Iterator:
-    """The best dev score over all rounds (a tie keeps the earlier snapshot), once every
-    round has its result. It re-ranks until the sealed test has run, then stays frozen."""
+    """The best dev score over every candidate of every round (a tie keeps the earlier round,
+    then the lower slot), once every candidate has its result. It re-ranks until the sealed
+    test has run, then stays frozen."""
     name = experiment_of(context)
     algorithm: MetaHarness = algorithm_of(context, name)  # type: ignore[assignment]
     chosen = refusing_out_of_turn(algorithm.promote)

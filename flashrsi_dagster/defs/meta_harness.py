@@ -9,7 +9,8 @@ from flashrsi_dagster.defs.base import AlgorithmDefs
 DEFS = AlgorithmDefs.of(
     MetaHarness,
     assets,
-    round="One Meta-Harness round: the Worker's candidate and its dev evaluation.",
+    round="One Meta-Harness candidate (round x slot): the Worker's edit and its dev "
+    "evaluation. A round's candidates may run side by side (algorithm.candidates_per_round).",
     finalize="Promote the best dev snapshot, then evaluate it once on the sealed test split. "
     "Refused until every round has its result.",
 )

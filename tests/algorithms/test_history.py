@@ -149,3 +149,22 @@ def test_a_view_of_another_experiment_is_not_used(exp, tmp_path):
     other.add_round(answer="malicious")
     view = HistoryView(tmp_path / "view", other.store, other.layout)
     assert tree(view.update(other.rounds)) == fresh(other, tmp_path)
+
+
+def test_each_candidate_slot_reads_a_view_of_its_own_listing_every_candidate(exp):
+    exp.add_round()
+    exp.add_round()
+    other = RoundRecord(round=1, slot="c1", status="rejected", reason="identical to the parent")
+    exp.records.write(exp.layout.round(1, "c1"), other)
+    c0, c1 = (HistoryView.for_experiment(exp.store, exp.layout, slot) for slot in ("c0", "c1"))
+    try:
+        assert c0.root != c1.root
+        seen = tree(c1.update([*exp.rounds, other]))
+        assert {"trajectories/round-001/round.json", "trajectories/round-001-c1/round.json"} <= set(
+            seen
+        )
+        c0.update(exp.rounds)
+        c0.discard()  # slot c0's Worker failed: slot c1's Worker may still be reading its own
+        assert tree(c1.tree) == seen
+    finally:
+        c1.discard()

@@ -1,11 +1,14 @@
 """Meta-Harness's decisions, derived from its records for the ledger (`decisions.ledger`).
 
-- `reject`, as soon as the round is recorded: a step whose edit was a no-op or refused by the
+- `reject`, as soon as the candidate is recorded: one whose edit was a no-op or refused by the
   snapshot guard (nothing was evaluated; the Worker's trajectory and the edit record are kept).
 - At each promotion: `adopt` of the promoted snapshot as the experiment's baseline, and
   `reject` of every other evaluated candidate ("not promoted", with its rank). Each carries
   its dev scores, the paired statistics and the multi-metric comparison against the seed
   (round 0, the baseline every candidate is a child of) on the same dev tasks.
+
+Every entry names its candidate (round and slot); ids are per candidate, so the candidates of
+a round, syncing side by side, each add their own once.
 
 An evaluated round is no decision by itself: every candidate stays in the Worker's history
 until the promotion chooses. A promotion made again before the sealed test (a round was
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from flashrsi_dagster.algorithms.meta_harness.plan import SLOT, State
+from flashrsi_dagster.algorithms.meta_harness.plan import State, candidate_name
 from flashrsi_dagster.algorithms.meta_harness.records import EditRecord, RoundRecord
 from flashrsi_dagster.decisions.compare import Comparison, ComparisonError, compare
 from flashrsi_dagster.decisions.ledger import (
@@ -49,20 +52,21 @@ def decisions(h: MetaHarness, state: State) -> list[Decision]:
 
 
 def _ref(r: RoundRecord, snapshot_id: str | None = None) -> Ref:
-    return Ref(snapshot_id=snapshot_id or r.snapshot_id, round=r.round, slot=SLOT)
+    return Ref(snapshot_id=snapshot_id or r.snapshot_id, round=r.round, slot=r.slot)
 
 
-def _raw(h: MetaHarness, k: int) -> list[str]:
-    layout = h.layout
-    paths = (layout.round(k), layout.rollouts(k), layout.edit(k), layout.worker(k))
+def _raw(h: MetaHarness, r: RoundRecord) -> list[str]:
+    layout, k, slot = h.layout, r.round, r.slot
+    paths = (layout.round(k, slot), layout.rollouts(k, slot))
+    paths += (layout.edit(k, slot), layout.worker(k, slot))
     return raw_paths(h.experiment.paths.root, *paths)
 
 
 def _rejected_edit(h: MetaHarness, r: RoundRecord, seed: RoundRecord) -> Decision:
-    edit = read_optional(h.layout.edit(r.round), EditRecord)
+    edit = read_optional(h.layout.edit(r.round, r.slot), EditRecord)
     status = edit.status if edit else "rejected"
     return Decision(
-        id=f"{NAME}/{candidate_key(r.round, SLOT)}",
+        id=f"{NAME}/{candidate_key(r.round, r.slot)}",
         decision="reject",
         algorithm=NAME,
         scope="search",
@@ -74,7 +78,7 @@ def _rejected_edit(h: MetaHarness, r: RoundRecord, seed: RoundRecord) -> Decisio
             not_compared=f"nothing was evaluated: the edit was {status}",
         ),
         eval_set=None,
-        raw=_raw(h, r.round),
+        raw=_raw(h, r),
     )
 
 
@@ -85,36 +89,38 @@ def _promotion(h: MetaHarness, state: State, seed: RoundRecord) -> list[Decision
     baseline = h.round_rollouts(0)
     # the versioned set the seed round ran (`dev/e1`), else a digest of its task ids
     eval_set = seed.eval_set or eval_set_version("dev", (t.task_id for t in baseline))
-    rank = {k: (i + 1, score) for i, (k, _, score) in enumerate(promotion.ranking)}
+    count = len(promotion.ranking)
+    chosen = candidate_name(promotion.round, promotion.slot)
     made = []
-    for k, sid, score in promotion.ranking:
-        if k in (0, promotion.round):
+    for place, (k, sid, score) in enumerate(promotion.ranking, start=1):
+        r = _round(state, sid)
+        if r.round == 0 or sid == promotion.snapshot_id:
             continue
-        position = f"ranked {rank[k][0]} of {len(rank)}"
-        why = "ties keep the earlier round" if score == promotion.dev_score else "lower"
+        earlier = "round" if k != promotion.round else "slot of the round"
+        why = f"ties keep the earlier {earlier}" if score == promotion.dev_score else "lower"
         reason = (
-            f"not promoted ({position}): dev score {score:.3f} vs the promoted round "
-            f"{promotion.round}'s {promotion.dev_score:.3f} ({why})"
+            f"not promoted (ranked {place} of {count}): dev score {score:.3f} vs the "
+            f"promoted {chosen}'s {promotion.dev_score:.3f} ({why})"
         )
-        evidence = _evidence(h, _round(state, k), baseline, seed, eval_set)
-        key = f"{basis}/{candidate_key(k, SLOT)}"
-        made.append(_entry(h, key, "reject", k, sid, seed, reason, evidence, eval_set))
-    promoted = promotion.round
-    if promoted == 0:
+        evidence = _evidence(h, r, baseline, seed, eval_set)
+        key = f"{basis}/{candidate_key(k, r.slot)}"
+        made.append(_entry(h, key, "reject", r, sid, seed, reason, evidence, eval_set))
+    promoted = _round(state, promotion.snapshot_id)
+    if promoted.round == 0:
         reason = (
             f"no candidate beat the seed's dev score {promotion.dev_score:.3f} over "
-            f"{len(rank)} evaluated round(s): the seed stays the baseline"
+            f"{count} evaluated candidate(s): the seed stays the baseline"
         )
         evidence = Evidence(
             scores={"dev_score": promotion.dev_score},
             not_compared="the promoted snapshot is the baseline itself",
         )
     else:
-        evidence = _evidence(h, _round(state, promoted), baseline, seed, eval_set)
+        evidence = _evidence(h, promoted, baseline, seed, eval_set)
         judged = evidence.comparison.line() if evidence.comparison else evidence.not_compared
         reason = (
             f"promoted: the best dev score, {promotion.dev_score:.3f} (seed "
-            f"{seed.dev_score or 0.0:.3f}), of {len(rank)} evaluated round(s); "
+            f"{seed.dev_score or 0.0:.3f}), of {count} evaluated candidate(s); "
             f"trade-off rule: {judged}"
         )
     sid = promotion.snapshot_id
@@ -123,30 +129,30 @@ def _promotion(h: MetaHarness, state: State, seed: RoundRecord) -> list[Decision
     return [*made, adopt]
 
 
-def _round(state: State, k: int) -> RoundRecord:
-    found = state.round(k)
-    assert found is not None, f"the promotion ranks round {k}, which has no record"
+def _round(state: State, snapshot_id: str) -> RoundRecord:
+    found = state.candidate_of(snapshot_id)
+    assert found is not None, f"the promotion ranks {snapshot_id[:12]}, which has no record"
     return found
 
 
-def _entry(h, id_, decision, k, sid, seed, reason, evidence, eval_set, scope="search"):
+def _entry(h, id_, decision, r, sid, seed, reason, evidence, eval_set, scope="search"):
     return Decision(
         id=id_,
         decision=decision,
         algorithm=NAME,
         scope=scope,
-        candidate=Ref(snapshot_id=sid, round=k, slot=SLOT),
+        candidate=_ref(r, sid),
         baseline=_ref(seed),
         reason=reason,
         evidence=evidence,
         eval_set=eval_set,
-        raw=_raw(h, k),
+        raw=_raw(h, r),
     )
 
 
 def _evidence(h: MetaHarness, r: RoundRecord, baseline, seed: RoundRecord, eval_set: str):
     """Round r's dev rollouts against the seed's: scores, paired statistics, all metrics."""
-    rollouts = h.round_rollouts(r.round)
+    rollouts = h.round_rollouts(r.round, r.slot)
     scores = {"dev_score": r.dev_score, "baseline_dev_score": seed.dev_score}
     stats = paired(scores_frame(rollouts), scores_frame(baseline))
     comparison: Comparison | None = None

@@ -21,4 +21,4 @@ def evolve(config: ExperimentConfig, *, log: Log = print) -> State:
             return harness.run()
         finally:
             if harness is not None:
-                harness.history.discard()
+                harness.discard_history()

@@ -3,9 +3,10 @@
 Shown to the Worker at `.history/` inside its edit folder during each step::
 
     .history/
-      index.json                    snapshot id -> its folder, round, parent, dev score, status
+      index.json                    snapshot id -> its folder, round, slot, parent, dev score,
+                                    status
       snapshots/<short id>/         a checkout of every evaluated snapshot (regressed ones too)
-      trajectories/round-<k>/
+      trajectories/round-<k>/       round k's candidate c0 (`round-<k>-c<i>/`: slot c<i>)
         round.json                  the round's outcome (evaluated / rejected, score, reason)
         edit.json                   the edit decision of a Worker step (committed, no-op, refused)
         worker.json                 the Worker's own trajectory of that step
@@ -21,6 +22,11 @@ A jailed Worker sees the view through a read-only bind mount — nothing is copi
 is checked afterwards, because nothing can have changed. An unconfined Worker
 (`confinement: none`) gets a symlink instead; then, and only then, the view is compared with
 its manifest after the step and dropped (rebuilt from the records next time) if it changed.
+
+With several candidates per round, each slot has a view of its own (`for_experiment(slot=)`):
+the candidates of a round run side by side, and none may rebuild, drop or (unconfined) scribble
+on a view another's Worker is reading. Each is given the rounds before its own only, so every
+candidate of a round sees the same history, whichever of them ran first.
 """
 
 from __future__ import annotations
@@ -34,7 +40,8 @@ import stat
 from pathlib import Path
 
 from flashrsi_dagster import scratch
-from flashrsi_dagster.algorithms.meta_harness.records import Layout, RoundRecord
+from flashrsi_dagster.algorithms.base import ONLY_SLOT
+from flashrsi_dagster.algorithms.meta_harness.records import Layout, RoundRecord, candidate_stem
 from flashrsi_dagster.records import write_text_atomic
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.snapshots import HISTORY_DIR, SnapshotStore
@@ -57,7 +64,7 @@ def _identity(path: Path) -> tuple[int, int, int]:
 class HistoryView:
     """The history folder of one experiment, kept at `root/tree` between Worker steps."""
 
-    VERSION = 2
+    VERSION = 3
 
     def __init__(self, root: Path, store: SnapshotStore, layout: Layout) -> None:
         self.root, self.store, self.layout = Path(root), store, layout
@@ -66,12 +73,16 @@ class HistoryView:
         self._watched: Stats | None = None
 
     @classmethod
-    def for_experiment(cls, store: SnapshotStore, layout: Layout) -> HistoryView:
-        """The experiment's view in the framework's temp root, never inside the experiment
-        home. It outlives the process (each Dagster run of the daemon flow is one), so a step
-        adds only its round whichever process runs it; the experiment's end removes it."""
+    def for_experiment(
+        cls, store: SnapshotStore, layout: Layout, slot: str = ONLY_SLOT
+    ) -> HistoryView:
+        """The view of the experiment's candidate `slot` in the framework's temp root, never
+        inside the experiment home. It outlives the process (each Dagster run of the daemon
+        flow is one), so a step adds only the rounds since whichever process runs it; the
+        experiment's end removes it."""
         key = hashlib.sha256(str(layout.folder.resolve()).encode()).hexdigest()[:20]
-        return cls(scratch.root() / "history" / key, store, layout)
+        name = key if slot == ONLY_SLOT else f"{key}-{slot}"
+        return cls(scratch.root() / "history" / name, store, layout)
 
     def update(self, rounds: list[RoundRecord], *, watch: bool = False) -> Path:
         """Bring the view up to date with `rounds` and return its folder. `watch`: the
@@ -140,15 +151,16 @@ def _sync(
             index[record.snapshot_id] = {
                 "folder": f"{HISTORY}/{folder}",
                 "round": record.round,
+                "slot": record.slot,
                 "parent_id": record.parent_id,
                 "dev_score": record.dev_score,
                 "status": record.status,
             }
-        folder = f"trajectories/round-{record.round:03d}"
-        wanted_rounds[folder] = signature = _signature(layout, record.round)
+        folder = f"trajectories/{candidate_stem(record.round, record.slot)}"
+        wanted_rounds[folder] = signature = _signature(layout, record.round, record.slot)
         if manifest["rounds"].get(folder) != signature:
             _replace(history / folder)
-            _copy_round(history / folder, layout, record.round)
+            _copy_round(history / folder, layout, record.round, record.slot)
     _drop_unwanted(history, manifest, wanted_rounds, set(index))
     write_text_atomic(history / "index.json", json.dumps(index, indent=1) + "\n")
     os.chmod(history / "index.json", 0o644)  # the jail user reads it; atomic writes are 0600
@@ -169,10 +181,11 @@ def _replace(folder: Path) -> None:
         _remove(folder)
 
 
-def _signature(layout: Layout, k: int) -> list:
-    """What a round's copy was made from: a changed record means a changed copy."""
+def _signature(layout: Layout, k: int, slot: str) -> list:
+    """What a candidate's copy was made from: a changed record means a changed copy."""
     signature = []
-    for path in (layout.round(k), layout.edit(k), layout.worker(k), layout.rollouts(k)):
+    paths = (layout.round(k, slot), layout.edit(k, slot), layout.worker(k, slot))
+    for path in (*paths, layout.rollouts(k, slot)):
         try:
             signature.append(list(_identity(path)))
         except FileNotFoundError:
@@ -215,16 +228,16 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _copy_round(folder: Path, layout: Layout, k: int) -> None:
+def _copy_round(folder: Path, layout: Layout, k: int, slot: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for source, name in (
-        (layout.round(k), "round.json"),
-        (layout.edit(k), "edit.json"),
-        (layout.worker(k), "worker.json"),
+        (layout.round(k, slot), "round.json"),
+        (layout.edit(k, slot), "edit.json"),
+        (layout.worker(k, slot), "worker.json"),
     ):
         if source.exists():
             shutil.copyfile(source, folder / name)
-    rollouts = layout.rollouts(k)
+    rollouts = layout.rollouts(k, slot)
     if rollouts.exists():
         (folder / "dev").mkdir(exist_ok=True)
         for trajectory in RolloutRecord(rollouts).load():

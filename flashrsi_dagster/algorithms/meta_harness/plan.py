@@ -18,29 +18,53 @@ from flashrsi_dagster.evaluator.compare import basis
 from flashrsi_dagster.records import read_optional
 
 SLOT = ONLY_SLOT
-"""Meta-Harness has one candidate per round."""
+"""The seed round's one slot, and every later round's first."""
+
+
+def slots_of(candidates: int) -> tuple[str, ...]:
+    """The candidate slots of a round after the seed's: c0, c1, …"""
+    return tuple(f"c{i}" for i in range(candidates))
+
+
+def candidate_name(k: int, slot: str = SLOT) -> str:
+    """`round 3` (slot c0, as before there were slots), `round 3 c1`: how lines name one."""
+    return f"round {k}" if slot == SLOT else f"round {k} {slot}"
+
+
+def slot_number(slot: str) -> int:
+    """c3 -> 3: slots order by number (c10 after c9), the order ties are broken in."""
+    return int(slot.removeprefix("c"))
 
 
 @dataclass(frozen=True)
 class State:
     rounds: tuple[RoundRecord, ...]
+    """One record per candidate that has a result (round x slot), by round then slot."""
     promotion: Promotion | None
     test: TestResult | None
 
-    def round(self, k: int) -> RoundRecord | None:
-        return next((r for r in self.rounds if r.round == k), None)
+    def round(self, k: int, slot: str = SLOT) -> RoundRecord | None:
+        """Round k's candidate in `slot` (the seed round has only c0)."""
+        return next((r for r in self.rounds if r.round == k and r.slot == slot), None)
 
-    def parent_round(self, k: int) -> RoundRecord | None:
+    def candidate_of(self, snapshot_id: str) -> RoundRecord | None:
+        """The candidate that made (or, for the seed, evaluated) a snapshot: every candidate
+        commits a snapshot of its own, so the id names it."""
+        return next((r for r in self.rounds if r.snapshot_id == snapshot_id), None)
+
+    def parent_round(self, k: int, slot: str = SLOT) -> RoundRecord | None:
         """The evaluated round whose snapshot round k's candidate was made from."""
-        this = self.round(k)
+        this = self.round(k, slot)
         if this is None or this.parent_id is None:
             return None
-        return next((r for r in self.rounds if r.snapshot_id == this.parent_id), None)
+        return self.candidate_of(this.parent_id)
 
 
-def read_state(layout: Layout, max_steps: int) -> State:
+def read_state(layout: Layout, max_steps: int, slots: tuple[str, ...] = (SLOT,)) -> State:
     """The records so far (the one side effect of planning: reading them)."""
-    rounds = [read_optional(layout.round(k), RoundRecord) for k in range(max_steps + 1)]
+    rounds = [
+        read_optional(layout.round(k, slot), RoundRecord) for k, slot in _grid(max_steps, slots)
+    ]
     return State(
         rounds=tuple(r for r in rounds if r is not None),
         promotion=read_optional(layout.promotion, Promotion),
@@ -48,21 +72,44 @@ def read_state(layout: Layout, max_steps: int) -> State:
     )
 
 
-def next_step(state: State, max_steps: int) -> Step:
-    done = {r.round for r in state.rounds}
+def _grid(max_steps: int, slots: tuple[str, ...]) -> list[tuple[int, str]]:
+    """Every candidate of the search, in order: the seed, then each round's slots."""
+    return [(0, SLOT)] + [(k, slot) for k in range(1, max_steps + 1) for slot in slots]
+
+
+def next_step(state: State, max_steps: int, slots: tuple[str, ...] = (SLOT,)) -> Step:
+    done = {(r.round, r.slot) for r in state.rounds}
     if any(r.status == "worker_failed" for r in state.rounds):
         return Step("aborted")
-    if 0 not in done:
-        return Step("evaluate_seed", 0, SLOT)
-    for k in range(1, max_steps + 1):
-        if k not in done:
-            return Step("propose", k, SLOT)
+    for k, slot in _grid(max_steps, slots):
+        if (k, slot) not in done:
+            return Step("evaluate_seed" if k == 0 else "propose", k, slot)
     if state.test is None and (state.promotion is None or stale(state)):
         # again whenever a round's score changed before the test
         return Step("promote", basis=promotion_basis(state))
     if state.test is None:
         return Step("sealed_test")
     return Step("done")
+
+
+def ready_steps(state: State, max_steps: int, slots: tuple[str, ...] = (SLOT,)) -> tuple[Step, ...]:
+    """The next step and, when it is a candidate, every other candidate of its round that has
+    no result yet: all of them propose from the same history (the rounds before), so they may
+    run side by side, in any order."""
+    step = next_step(state, max_steps, slots)
+    if step.action != "propose":
+        return (step,)
+    k = step.round
+    return tuple(Step("propose", k, slot) for slot in slots if state.round(k, slot) is None)  # type: ignore[arg-type]
+
+
+def unfinished_rounds(state: State, rounds: range, slots: tuple[str, ...]) -> list[int]:
+    """The rounds among `rounds` with a candidate that has no result yet."""
+    return [
+        k
+        for k in rounds
+        if any(state.round(k, slot) is None for slot in ((SLOT,) if k == 0 else slots))
+    ]
 
 
 def stale(state: State) -> bool:
@@ -72,10 +119,12 @@ def stale(state: State) -> bool:
     return [list(r) for r in rank(state.rounds)] != [list(r) for r in state.promotion.ranking]
 
 
-def still_missing(state: State, max_steps: int, action: str) -> str | None:
+def still_missing(
+    state: State, max_steps: int, action: str, slots: tuple[str, ...] = (SLOT,)
+) -> str | None:
     """Why `action` cannot run yet, or None when it is the search's turn (or already done,
     which the step itself reads back)."""
-    step = next_step(state, max_steps)
+    step = next_step(state, max_steps, slots)
     # A promotion on record is read back (frozen after the test), never re-ranked while a
     # round has no result (one set aside for re-evaluation, say): that ranking would miss it.
     settled = state.promotion is not None and (state.test is not None or step.round is None)
@@ -85,7 +134,7 @@ def still_missing(state: State, max_steps: int, action: str) -> str | None:
         return None
     if step.action == "aborted":
         return "the search was aborted (a Worker failed); nothing is promoted or tested"
-    missing = [k for k in range(max_steps + 1) if state.round(k) is None]
+    missing = unfinished_rounds(state, range(max_steps + 1), slots)
     if missing:
         rounds = ", ".join(str(k) for k in missing)
         return f"the search is not finished: round(s) {rounds} of 0..{max_steps} have no result yet"
@@ -109,12 +158,13 @@ def ranking_digest(rounds: tuple[RoundRecord, ...]) -> str:
 
 
 def rank(rounds: tuple[RoundRecord, ...] | list[RoundRecord]) -> list[tuple[int, str, float]]:
-    """Evaluated snapshots by dev score, best first; a tie keeps the earlier round first.
+    """Evaluated snapshots by dev score, best first; a tie keeps the earlier round first, then
+    the lower slot.
     Only rounds on the seed round's evaluation set are ranked: a score on another version of
     dev is no lift over the seed (`evaluator.compare`)."""
     scored = [r for r in rounds if r.status == "evaluated" and r.dev_score is not None]
-    scored.sort(key=lambda r: r.round)
+    scored.sort(key=lambda r: (r.round, slot_number(r.slot)))
     base = scored[0].eval_set if scored else None
     scored = [r for r in scored if basis(r.eval_set, base).comparable]
-    ordered = sorted(scored, key=lambda r: (-r.dev_score, r.round))  # type: ignore[operator]
+    ordered = sorted(scored, key=lambda r: (-r.dev_score, r.round, slot_number(r.slot)))  # type: ignore[operator]
     return [(r.round, r.snapshot_id or "", r.dev_score or 0.0) for r in ordered]

@@ -24,14 +24,33 @@ anything there. Finish with a short summary of what you changed and why.
 """
 
 
-def worker_instruction(components: Components, history: str, prompt_file: str) -> str:
-    return INSTRUCTION.format(
+SIDE_BY_SIDE = """
+This round has {count} candidates, made side by side from the same history; yours is
+{slot}. None of you sees the others' edits: a round can try several ideas at once. The
+other candidates of earlier rounds are under `{history}/trajectories/round-<k>-c<i>/`.
+"""
+
+
+def worker_instruction(
+    components: Components,
+    history: str,
+    prompt_file: str,
+    *,
+    slot: str = "c0",
+    candidates: int = 1,
+) -> str:
+    """The instruction; with several candidates a round, also which one this is (one a
+    round: word for word as before `candidates_per_round`)."""
+    text = INSTRUCTION.format(
         history_marker=markers.HISTORY,
         history=history,
         prompt_file_marker=markers.PROMPT_FILE,
         prompt_file=prompt_file,
         components=components.describe(),
     )
+    if candidates > 1:
+        text += SIDE_BY_SIDE.format(count=candidates, slot=slot, history=history)
+    return text
 
 
 def prompt_file_of(files: list[str], components: Components) -> str:

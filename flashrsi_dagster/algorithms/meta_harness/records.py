@@ -3,10 +3,14 @@
 records/meta_harness/
   round-000.json            RoundRecord of the seed evaluation
   round-000-dev.jsonl       its rollouts (the engine's append-only record)
-  round-001-worker.json     the Worker's trajectory of step 1
+  round-001-worker.json     the Worker's trajectory of round 1 (its candidate slot c0)
   round-001-edit.json       EditRecord: committed / noop / refused / worker_failed
-  round-001.json            RoundRecord of step 1 (evaluated or rejected)
+  round-001.json            RoundRecord of round 1, c0 (evaluated or rejected)
   round-001-dev.jsonl       …
+  round-001-c1-worker.json  the same for round 1's candidate slot c1 (`candidates_per_round`
+  round-001-c1-edit.json    >= 2): a slot other than c0 puts its name after the round, each
+  round-001-c1.json         candidate writes only its own files, so the candidates of a
+  round-001-c1-dev.jsonl    round can run side by side
   promotion.json            Promotion
   test.jsonl, test.json     the sealed test evaluation of the promoted snapshot
 """
@@ -18,6 +22,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from flashrsi_dagster.algorithms.base import ONLY_SLOT
 from flashrsi_dagster.records import Record
 from flashrsi_dagster.records.sealed_test import TestResult as TestResult  # shared
 
@@ -25,6 +30,7 @@ from flashrsi_dagster.records.sealed_test import TestResult as TestResult  # sha
 class EditRecord(Record):
     kind: Literal["edit"] = "edit"
     round: int
+    slot: str = ONLY_SLOT
     status: Literal["committed", "noop", "refused", "worker_failed"]
     snapshot_id: str | None = None
     parent_id: str
@@ -35,6 +41,7 @@ class EditRecord(Record):
 class RoundRecord(Record):
     kind: Literal["round"] = "round"
     round: int
+    slot: str = ONLY_SLOT
     status: Literal["evaluated", "rejected", "worker_failed"]
     snapshot_id: str | None = None
     parent_id: str | None = None
@@ -50,9 +57,12 @@ class Promotion(Record):
     kind: Literal["promotion"] = "promotion"
     snapshot_id: str
     round: int
+    slot: str = ONLY_SLOT
     dev_score: float
     ranking: list[tuple[int, str, float]] = Field(
-        description="(round, snapshot id, dev score), best first; ties keep the earlier round."
+        description="(round, snapshot id, dev score), best first; ties keep the earlier "
+        "round, then the lower slot (the snapshot id names the candidate: every candidate "
+        "commits a snapshot of its own)."
     )
 
 
@@ -65,17 +75,17 @@ class Layout:
         """The Meta-Harness records of an experiment whose records folder is `records`."""
         return cls(records / "meta_harness")
 
-    def round(self, k: int) -> Path:
-        return self.folder / f"round-{k:03d}.json"
+    def round(self, k: int, slot: str = ONLY_SLOT) -> Path:
+        return self.folder / f"{candidate_stem(k, slot)}.json"
 
-    def rollouts(self, k: int) -> Path:
-        return self.folder / f"round-{k:03d}-dev.jsonl"
+    def rollouts(self, k: int, slot: str = ONLY_SLOT) -> Path:
+        return self.folder / f"{candidate_stem(k, slot)}-dev.jsonl"
 
-    def worker(self, k: int) -> Path:
-        return self.folder / f"round-{k:03d}-worker.json"
+    def worker(self, k: int, slot: str = ONLY_SLOT) -> Path:
+        return self.folder / f"{candidate_stem(k, slot)}-worker.json"
 
-    def edit(self, k: int) -> Path:
-        return self.folder / f"round-{k:03d}-edit.json"
+    def edit(self, k: int, slot: str = ONLY_SLOT) -> Path:
+        return self.folder / f"{candidate_stem(k, slot)}-edit.json"
 
     @property
     def promotion(self) -> Path:
@@ -88,3 +98,9 @@ class Layout:
     @property
     def test(self) -> Path:
         return self.folder / "test.json"
+
+
+def candidate_stem(k: int, slot: str = ONLY_SLOT) -> str:
+    """`round-003` for slot c0 (the only slot before `candidates_per_round`, so experiments
+    from then resume), `round-003-c1` for another slot of round 3."""
+    return f"round-{k:03d}" if slot == ONLY_SLOT else f"round-{k:03d}-{slot}"

@@ -1,18 +1,20 @@
-"""Meta-Harness in words, as the CLI prints it: a line per step, and the whole experiment."""
+"""Meta-Harness in words, as the CLI prints it: a line per step, and the whole experiment.
+A candidate is named by its round, and by its slot too where that is not c0."""
 
 from __future__ import annotations
 
 from flashrsi_dagster.algorithms.base import Step
-from flashrsi_dagster.algorithms.meta_harness.plan import State
+from flashrsi_dagster.algorithms.meta_harness.plan import SLOT, State, candidate_name
 
 
 def step_line(state: State, step: Step) -> str:
     if step.round is not None:
-        r = state.round(step.round)
+        slot = step.slot or SLOT
+        name, r = candidate_name(step.round, slot), state.round(step.round, slot)
         if r is None:
-            return f"   round {step.round}: no result"
+            return f"   {name}: no result"
         score = "" if r.dev_score is None else f", dev score {r.dev_score:.3f}"
-        return f"   round {r.round}: {r.status}{score}" + (f" — {r.reason}" if r.reason else "")
+        return f"   {name}: {r.status}{score}" + (f" — {r.reason}" if r.reason else "")
     if state.test is not None:
         return f"   sealed test of the promoted snapshot: {state.test.test_score:.3f}"
     return "   promoted" if state.promotion else "   done"
@@ -23,10 +25,11 @@ def summary(state: State) -> list[str]:
     for r in state.rounds:
         score = "-" if r.dev_score is None else f"{r.dev_score:.3f}"
         detail = f" ({r.reason})" if r.reason else ""
-        lines.append(f"round {r.round}: {r.status:<13} dev {score}{detail}")
+        lines.append(f"{candidate_name(r.round, r.slot)}: {r.status:<13} dev {score}{detail}")
     if state.promotion:
         p = state.promotion
-        lines.append(f"promoted: round {p.round}, {p.snapshot_id[:12]}, dev {p.dev_score:.3f}")
+        name = candidate_name(p.round, p.slot)
+        lines.append(f"promoted: {name}, {p.snapshot_id[:12]}, dev {p.dev_score:.3f}")
     if state.test:
         lines.append(f"sealed test: {state.test.test_score:.3f} over {state.test.test_tasks} tasks")
     if any(r.status == "worker_failed" for r in state.rounds):

@@ -1,10 +1,18 @@
-"""Meta-Harness (seed 000): one Worker candidate per step, best-on-dev promotion, test once.
+"""Meta-Harness (seed 000): Worker candidates round by round, best-on-dev promotion, test once.
 
-Round 0 evaluates the seed on dev. Step k gives the Worker a fresh seed checkout with the
-history folder inside, removes the history, commits the edit as a child of the seed and
-evaluates it on the whole dev split; a no-op or illegal edit uses up the step and is recorded
-as a rejection. A Worker failure aborts. After `max_steps`, the best dev score is promoted
-(ties keep the earlier snapshot) and only then is the sealed test split evaluated, once.
+Round 0 evaluates the seed on dev. Each round k after it has `candidates_per_round` candidate
+slots (c0, c1, …; the seed leaves out what the paper allows, several per round: default 1).
+Each candidate gives a Worker a fresh seed checkout with the history folder inside (every
+candidate of the rounds before k, and nothing of round k: the candidates of a round do not see
+each other, so they run side by side and their order does not matter), removes the history,
+commits the edit as a child of the seed and evaluates it on the whole dev split; a no-op or
+illegal edit uses up its slot and is recorded as a rejection. A Worker failure aborts. After
+`max_steps` rounds, the best dev score is promoted (ties keep the earlier round, then the
+lower slot) and only then is the sealed test split evaluated, once.
+
+A candidate's steps (`propose`, `edit`, `finish_round`) are `side_by_side`: they hold the step
+lock shared and their candidate's own lock, and write only that candidate's records; so they
+call nothing that takes the step lock exclusively (the seed is read from round 0's record).
 """
 
 from __future__ import annotations
@@ -23,11 +31,15 @@ from flashrsi_dagster.algorithms.meta_harness.history import HISTORY, HistoryVie
 from flashrsi_dagster.algorithms.meta_harness.plan import (
     SLOT,
     State,
+    candidate_name,
     next_step,
     rank,
     read_state,
+    ready_steps,
+    slots_of,
     stale,
     still_missing,
+    unfinished_rounds,
 )
 from flashrsi_dagster.algorithms.meta_harness.prompts import prompt_file_of, worker_instruction
 from flashrsi_dagster.algorithms.meta_harness.records import (
@@ -38,12 +50,13 @@ from flashrsi_dagster.algorithms.meta_harness.records import (
     TestResult,
 )
 from flashrsi_dagster.algorithms.searching import Searching
-from flashrsi_dagster.algorithms.turns import one_step_at_a_time
+from flashrsi_dagster.algorithms.turns import one_step_at_a_time, side_by_side
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.decisions import Decision
 from flashrsi_dagster.environments.jail import Mount
 from flashrsi_dagster.experiment import Experiment
+from flashrsi_dagster.experiment.keys import candidate_key
 from flashrsi_dagster.records import Status, Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import (
     Progress,
@@ -53,6 +66,11 @@ from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.rollouts.scores import scores_frame
 from flashrsi_dagster.scratch import scratch_dir
 from flashrsi_dagster.snapshots import Snapshot
+
+
+def _candidate(_harness: MetaHarness, k: int, slot: str = SLOT, *_: object, **__: object) -> str:
+    """The lock of a candidate step's own candidate (`r003.c1`)."""
+    return candidate_key(k, slot)
 
 
 class MetaHarness(Searching):
@@ -72,11 +90,24 @@ class MetaHarness(Searching):
     ) -> None:
         super().__init__(experiment, builders=builders, log=log, progress=progress)
         self.max_steps = self.config.max_steps
+        self.candidates = self.config.candidates_per_round
         self.layout = Layout.of(experiment.paths.records)
         self.history = HistoryView.for_experiment(experiment.snapshots, self.layout)
+        """Slot c0's history view (each slot has its own: `view`)."""
 
     def slots(self) -> tuple[str, ...]:
-        return (SLOT,)
+        return slots_of(self.candidates)
+
+    def view(self, slot: str = SLOT) -> HistoryView:
+        """The history view the Worker of candidate `slot` reads."""
+        if slot == SLOT:
+            return self.history
+        return HistoryView.for_experiment(self.experiment.snapshots, self.layout, slot)
+
+    def discard_history(self) -> None:
+        """Every slot's history view (the search is over, or left)."""
+        for slot in self.slots():
+            self.view(slot).discard()
 
     def rounds(self) -> int:
         return self.max_steps + 1
@@ -91,10 +122,14 @@ class MetaHarness(Searching):
     # -- state ----------------------------------------------------------------------------
 
     def read_state(self) -> State:
-        return read_state(self.layout, self.max_steps)
+        return read_state(self.layout, self.max_steps, self.slots())
 
     def next_step(self, state: State) -> Step:
-        return next_step(state, self.max_steps)
+        return next_step(state, self.max_steps, self.slots())
+
+    def ready_steps(self, state: State) -> tuple[Step, ...]:
+        """The next step; with it, every candidate of its round that has no result yet."""
+        return ready_steps(state, self.max_steps, self.slots())
 
     def step_line(self, state: State, step: Step) -> str:
         return report.step_line(state, step)
@@ -109,7 +144,7 @@ class MetaHarness(Searching):
     def _require_turn(self, action: str) -> State:
         """The state, if `action` may run now; else StepOrderError, nothing changed."""
         state = self.read_state()
-        missing = still_missing(state, self.max_steps, action)
+        missing = still_missing(state, self.max_steps, action, self.slots())
         if missing is not None:
             what = {"promote": "promotion", "sealed_test": "the sealed test"}[action]
             raise StepOrderError(f"{what} refused: {missing}")
@@ -118,7 +153,7 @@ class MetaHarness(Searching):
     def do(self, step: Step) -> None:
         actions = {
             "evaluate_seed": lambda: self.evaluate_seed(),
-            "propose": lambda: self.propose(step.round or 0),
+            "propose": lambda: self.propose(step.round or 0, step.slot or SLOT),
             "promote": self.promote,
             "sealed_test": self.sealed_test,
         }
@@ -143,61 +178,72 @@ class MetaHarness(Searching):
         seed = self.seed()
         return self._evaluate(0, seed, parent_id=None)
 
-    def round_rollouts(self, k: int) -> list[Trajectory]:
-        """The final rollout of every dev task of round k (none for a rejected step)."""
-        record = RolloutRecord(self.layout.rollouts(k))
+    def round_rollouts(self, k: int, slot: str = SLOT) -> list[Trajectory]:
+        """The final rollout of every dev task of a candidate (none for a rejected one)."""
+        record = RolloutRecord(self.layout.rollouts(k, slot))
         return final_trajectories(record, self.settings.max_infra_reruns)
 
-    def round_frame(self, k: int) -> pd.DataFrame:
-        """The scores table of round k's dev evaluation (empty for a rejected step)."""
-        return scores_frame(self.round_rollouts(k))
+    def round_frame(self, k: int, slot: str = SLOT) -> pd.DataFrame:
+        """The scores table of a candidate's dev evaluation (empty for a rejected one)."""
+        return scores_frame(self.round_rollouts(k, slot))
 
-    @one_step_at_a_time
-    def propose(self, k: int) -> RoundRecord:
-        """Step k whole: the Worker's edit, then its evaluation (or the rejection)."""
-        self.edit(k)
-        return self.finish_round(k)
+    @side_by_side(_candidate)
+    def propose(self, k: int, slot: str = SLOT) -> RoundRecord:
+        """Candidate (k, slot) whole: the Worker's edit, then its evaluation (or rejection)."""
+        self.edit(k, slot)
+        return self.finish_round(k, slot)
 
-    @one_step_at_a_time
-    def edit(self, k: int) -> EditRecord:
-        """The Worker's edit of step k (read back if it was already made). A new edit waits
-        for every earlier round: the Worker's history must be complete."""
-        made = read_optional(self.layout.edit(k), EditRecord)
+    @side_by_side(_candidate)
+    def edit(self, k: int, slot: str = SLOT) -> EditRecord:
+        """The Worker's edit of candidate (k, slot) (read back if it was already made). A new
+        edit waits for every candidate of the earlier rounds: its history must be complete."""
+        made = read_optional(self.layout.edit(k, slot), EditRecord)
         if made is not None:
             return made
         state = self.read_state()
-        missing = [j for j in range(k) if state.round(j) is None]
-        if missing or state.test is not None or not 1 <= k <= self.max_steps:
-            reason = (
-                f"round(s) {', '.join(map(str, missing))} have no result yet"
-                if missing
-                else "the search is over (the sealed test has run)"
-                if state.test is not None
-                else f"rounds are 1..{self.max_steps}"
-            )
-            raise StepOrderError(f"the Worker's edit of round {k} refused: {reason}")
-        return self._edit(k)
+        refused = self._edit_refused(state, k, slot)
+        if refused is not None:
+            name = candidate_name(k, slot)
+            raise StepOrderError(f"the Worker's edit of {name} refused: {refused}")
+        return self._edit(state, k, slot)
 
-    @one_step_at_a_time
-    def finish_round(self, k: int) -> RoundRecord:
-        """Evaluate step k's committed candidate on dev, or record its rejection."""
-        edit = read_optional(self.layout.edit(k), EditRecord)
-        assert edit is not None, f"round {k} has no edit yet"
+    def _edit_refused(self, state: State, k: int, slot: str) -> str | None:
+        missing = unfinished_rounds(state, range(k), self.slots())
+        if missing:
+            return f"round(s) {', '.join(map(str, missing))} have no result yet"
+        if state.test is not None:
+            return "the search is over (the sealed test has run)"
+        if not 1 <= k <= self.max_steps:
+            return f"rounds are 1..{self.max_steps}"
+        if slot not in self.slots():
+            return f"a round's slots are {', '.join(self.slots())} (candidates_per_round)"
+        if any(r.status == "worker_failed" for r in state.rounds):
+            return "the search was aborted (a Worker failed)"
+        return None
+
+    @side_by_side(_candidate)
+    def finish_round(self, k: int, slot: str = SLOT) -> RoundRecord:
+        """Evaluate candidate (k, slot)'s committed edit on dev, or record its rejection."""
+        edit = read_optional(self.layout.edit(k, slot), EditRecord)
+        assert edit is not None, f"{candidate_name(k, slot)} has no edit yet"
         if edit.status == "committed" and edit.snapshot_id:
-            return self._evaluate(
-                k, self.experiment.snapshots.get(edit.snapshot_id), parent_id=edit.parent_id
-            )
-        done = read_optional(self.layout.round(k), RoundRecord)
+            snapshot = self.experiment.snapshots.get(edit.snapshot_id)
+            return self._evaluate(k, snapshot, parent_id=edit.parent_id, slot=slot)
+        done = read_optional(self.layout.round(k, slot), RoundRecord)
         if done is not None and done.status != "evaluated":
             self.record_decisions()  # read back: a crash may have come before its entry
             return done
         status = "worker_failed" if edit.status == "worker_failed" else "rejected"
         if status == "worker_failed":
-            self.history.discard()  # the experiment is aborted
-        record = RoundRecord(round=k, status=status, parent_id=edit.parent_id, reason=edit.reason)
-        record = self.write(self.layout.round(k), record)
+            # The experiment is aborted. Only this slot's view: another candidate of the
+            # round may still be reading its own.
+            self.view(slot).discard()
+        record = RoundRecord(
+            round=k, slot=slot, status=status, parent_id=edit.parent_id, reason=edit.reason
+        )
+        record = self.write(self.layout.round(k, slot), record)
         self.record_decisions()
-        self.log(f"round {k}: {status} — {record.reason}")
+        self.log(f"{candidate_name(k, slot)}: {status} — {record.reason}")
         return record
 
     @one_step_at_a_time
@@ -217,28 +263,49 @@ class MetaHarness(Searching):
             return state.promotion
         ranking = rank(list(state.rounds))
         best_round, best_id, best_score = ranking[0]
+        best = state.candidate_of(best_id)
+        slot = best.slot if best else SLOT
         promotion = Promotion(
-            snapshot_id=best_id, round=best_round, dev_score=best_score, ranking=ranking
+            snapshot_id=best_id, round=best_round, slot=slot, dev_score=best_score, ranking=ranking
         )
         self.write(self.layout.promotion, promotion)
         self.record_decisions()
-        self.history.discard()  # the search is over: no Worker step will need it again
-        self.log(f"promoted round {best_round} ({best_id[:12]}), dev score {best_score:.3f}")
+        self.discard_history()  # the search is over: no Worker step will need it again
+        name = candidate_name(best_round, slot)
+        self.log(f"promoted {name} ({best_id[:12]}), dev score {best_score:.3f}")
         return promotion
 
-    @one_step_at_a_time
-    def evaluate_round(self, k: int, *, again: bool = False) -> RoundRecord:
-        """Round k's evaluation, read back if it was made; `again`: from scratch, as a
-        rematerialization of the round asks (see `restart_round`)."""
-        if again:
-            self.restart_round(k)
-        return self.evaluate_seed() if k == 0 else self.finish_round(k)
+    def evaluate_round(self, k: int, slot: str = SLOT, *, again: bool = False) -> RoundRecord:
+        """A candidate's evaluation, read back if it was made; `again`: from scratch, as a
+        rematerialization of the round asks (see `restart_round`). The seed's is a
+        sequential step; a later round's candidate's runs beside its round's others."""
+        if k == 0 and slot == SLOT:
+            return self._evaluate_seed_round(again)
+        return self._evaluate_candidate(k, slot, again)
 
-    def restart_round(self, k: int) -> None:
-        """Evaluate round k again from scratch (a rematerialization): the same snapshot, new
-        rollouts; the old record is kept beside, renamed, and no new snapshot is made."""
+    @one_step_at_a_time
+    def _evaluate_seed_round(self, again: bool) -> RoundRecord:
+        if again:
+            self.restart_round(0)
+        return self.evaluate_seed()
+
+    @side_by_side(_candidate)
+    def _evaluate_candidate(self, k: int, slot: str, again: bool) -> RoundRecord:
+        if read_optional(self.layout.edit(k, slot), EditRecord) is None:
+            refused = self._edit_refused(self.read_state(), k, slot) or (
+                "its Worker's edit is not made yet (its snapshot comes first)"
+            )
+            name = candidate_name(k, slot)
+            raise StepOrderError(f"the evaluation of {name} refused: {refused}")
+        if again:
+            self.restart_round(k, slot)
+        return self.finish_round(k, slot)
+
+    def restart_round(self, k: int, slot: str = SLOT) -> None:
+        """Evaluate a candidate again from scratch (a rematerialization): the same snapshot,
+        new rollouts; the old record is kept beside, renamed, and no new snapshot is made."""
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-        for path in (self.layout.rollouts(k), self.layout.round(k)):
+        for path in (self.layout.rollouts(k, slot), self.layout.round(k, slot)):
             if path.exists():
                 archived = path.with_name(f"{path.stem}.replaced-{stamp}{path.suffix}")
                 self.experiment.records.move(path, archived)
@@ -261,62 +328,79 @@ class MetaHarness(Searching):
 
     # -- parts ----------------------------------------------------------------------------
 
-    def _evaluate(self, k: int, snapshot: Snapshot, parent_id: str | None) -> RoundRecord:
+    def _evaluate(
+        self, k: int, snapshot: Snapshot, parent_id: str | None, slot: str = SLOT
+    ) -> RoundRecord:
         version = self.evaluator.before("dev", self.splits.dev)
-        score = self.score(snapshot, self.splits.dev, self.layout.rollouts(k), "dev")
+        score = self.score(snapshot, self.splits.dev, self.layout.rollouts(k, slot), "dev")
         record = RoundRecord(
             eval_set=version.label,
             round=k,
+            slot=slot,
             status="evaluated",
             snapshot_id=snapshot.id,
             parent_id=parent_id,
             dev_score=score,
             dev_tasks=len(self.splits.dev),
         )
-        self.write(self.layout.round(k), record)
-        self.log(f"round {k}: {snapshot.short_id} dev score {score:.3f} on {version.label}")
+        self.write(self.layout.round(k, slot), record)
+        name = candidate_name(k, slot)
+        self.log(f"{name}: {snapshot.short_id} dev score {score:.3f} on {version.label}")
         return record
 
-    def _edit(self, k: int) -> EditRecord:
-        store, seed = self.experiment.snapshots, self.seed()
+    def _edit(self, state: State, k: int, slot: str) -> EditRecord:
+        store = self.experiment.snapshots
+        seed = store.get(state.round(0).snapshot_id)  # type: ignore[union-attr,arg-type]
         with scratch_dir("edit-") as tmp:
             edit_dir = store.check_out(seed, tmp / "edit")
             files = [p.relative_to(edit_dir).as_posix() for p in edit_dir.rglob("*") if p.is_file()]
             instruction = worker_instruction(
-                seed.components, HISTORY, prompt_file_of(files, seed.components)
+                seed.components,
+                HISTORY,
+                prompt_file_of(files, seed.components),
+                slot=slot,
+                candidates=self.candidates,
             )
-            trajectory = self._worker_step(k, edit_dir, instruction)
-            self.write(self.layout.worker(k), trajectory)
-            edit = self._commit(k, seed, edit_dir, trajectory)
+            trajectory = self._worker_step(state, k, slot, edit_dir, instruction)
+            self.write(self.layout.worker(k, slot), trajectory)
+            edit = self._commit(k, slot, seed, edit_dir, trajectory)
             store.forget_checkout(edit_dir)
-        return self.write(self.layout.edit(k), edit)
+        return self.write(self.layout.edit(k, slot), edit)
 
-    def _worker_step(self, k: int, edit_dir: Path, instruction: str) -> Trajectory:
-        """The Worker's run with the history view at `.history` (read-only in its jail)."""
-        worker = self.agent("worker")
-        view = self.history.update(
-            list(self.read_state().rounds), watch=not worker.confinement.jailed
-        )
+    def _worker_step(
+        self, state: State, k: int, slot: str, edit_dir: Path, instruction: str
+    ) -> Trajectory:
+        """The Worker's run with its slot's history view at `.history` (read-only in its
+        jail), showing the rounds before k only: what every candidate of round k sees."""
+        worker, view = self.agent("worker"), self.view(slot)
+        earlier = [r for r in state.rounds if r.round < k]
+        tree = view.update(earlier, watch=not worker.confinement.jailed)
         trajectory = worker.edit(
             edit_dir,
             instruction,
-            task_id=f"worker-{k}",
-            mounts=(Mount(view, edit_dir / HISTORY),),
+            task_id=f"worker-{k}" if slot == SLOT else f"worker-{k}-{slot}",
+            mounts=(Mount(tree, edit_dir / HISTORY),),
         )
         if not worker.confinement.jailed:
-            self.history.intact()  # an unconfined Worker could have written to it
+            view.intact()  # an unconfined Worker could have written to it
         return trajectory
 
-    def _commit(self, k: int, seed: Snapshot, edit_dir: Path, worker: Trajectory) -> EditRecord:
+    def _commit(
+        self, k: int, slot: str, seed: Snapshot, edit_dir: Path, worker: Trajectory
+    ) -> EditRecord:
         if worker.status != Status.SUCCESS:
             detail = worker.error.message if worker.error else "no error recorded"
             reason = f"the Worker failed ({worker.status}): {detail}"
-            return EditRecord(round=k, status="worker_failed", parent_id=seed.id, reason=reason)
+            return EditRecord(
+                round=k, slot=slot, status="worker_failed", parent_id=seed.id, reason=reason
+            )
+        message = f"meta-harness step {k}" + ("" if slot == SLOT else f", {slot}")
         outcome = self.experiment.snapshots.commit_child(
-            seed, edit_dir, message=f"meta-harness step {k}", metadata={"round": k}
+            seed, edit_dir, message=message, metadata={"round": k, "slot": slot}
         )
         return EditRecord(
             round=k,
+            slot=slot,
             status=outcome.status,
             parent_id=seed.id,
             reason=outcome.reason,
