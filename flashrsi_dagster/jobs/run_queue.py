@@ -44,6 +44,10 @@ def run_queue(limits: RunLimits) -> str:
             "config": {
                 # a queued run waits 1 s at most for the next look (Dagster's default is 5 s)
                 "dequeue_interval_seconds": 1,
+                # a launch waits until its run worker has started (seconds: it imports the
+                # code location); launched one by one, a round's candidates would start in turn
+                "dequeue_use_threads": True,
+                "dequeue_num_workers": limits.max_concurrent_runs,
                 "max_concurrent_runs": limits.max_concurrent_runs,
                 "tag_concurrency_limits": tag_limits,
             },
