@@ -45,9 +45,10 @@ def drive_on(
     say: Say = print,
     only: tuple[str, ...] | None = None,
 ):
-    """Run every remaining step as Dagster runs on `instance`: a step that is ready alone
-    in-process, as one run; several ready at once (a round's candidates) as separate runs
-    through the instance's run queue, whose limits decide how many run at once (`queued.py`).
+    """Run every remaining step as Dagster runs on `instance`: a step that is ready alone,
+    while no other run is active on the instance, in-process; several ready at once (a
+    round's candidates), or any step while other runs are active, as separate runs through
+    the instance's run queue, whose limits decide how many run at once (`queued.py`).
     A resumed experiment whose records fail the integrity check is refused before any step
     (`IntegrityError`, naming the files); a failed run stops the driver with its root cause,
     once the experiment's other runs have ended."""
@@ -96,7 +97,7 @@ class _Driver:
             filters=dg.RunsFilter(tags={EXPERIMENT_TAG: self.name}, statuses=ACTIVE)
         )
         wanted = not_active([r for r in requests.values() if r is not None], active)
-        if len(wanted) == 1 and not active:  # one step alone: in this process, at once
+        if len(wanted) == 1 and not self._busy():
             self._in_process(steps[wanted[0].run_key])
             return
         for request in wanted:
@@ -106,6 +107,11 @@ class _Driver:
             time.sleep(1)
             return
         self._ended(self.queued.wait_for_any(set(self.submitted)))
+
+    def _busy(self) -> bool:
+        """Whether any run is active on the instance: a step alone then queues too, so the
+        queue's limits count it before it starts."""
+        return bool(self.instance.get_runs(filters=dg.RunsFilter(statuses=ACTIVE), limit=1))
 
     def _in_process(self, step: Step) -> None:
         self.say(f"== {step.describe()}")

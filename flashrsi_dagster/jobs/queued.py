@@ -10,7 +10,9 @@ iteration a second in a thread). Nothing here schedules: Dagster's queue does.""
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
 import threading
 import time
 from collections.abc import Mapping
@@ -30,6 +32,9 @@ from flashrsi_dagster.jobs.in_process import QUIET, REPOSITORY_LABEL
 
 LOCATION = "flashrsi_dagster.definitions"
 (REPOSITORY_TAG,) = REPOSITORY_LABEL
+DEQUEUE_LOCK = "dequeue.lock"
+DAEMON_GONE = 70
+"""Seconds without a heartbeat (one every 30 s) after which Dagster's daemon is gone."""
 ENDED = (
     dg.DagsterRunStatus.SUCCESS,
     dg.DagsterRunStatus.FAILURE,
@@ -46,6 +51,7 @@ class QueuedRuns:
         self._workspace: WorkspaceProcessContext | None = None
         self._stop = threading.Event()
         self._dequeuing: threading.Thread | None = None
+        self._lock: int | None = None
 
     def submit(self, request: dg.RunRequest) -> str:
         """Create the request's run (its partition's tags, its run key) and submit it to
@@ -119,6 +125,9 @@ class QueuedRuns:
         self._stop.set()
         if self._dequeuing is not None:
             self._dequeuing.join()
+        if self._lock is not None:
+            os.close(self._lock)  # releases the flock: another driver may dequeue now
+            self._lock = None
         if self._workspace is not None:
             self._workspace.__exit__(None, None, None)
             self._workspace = None
@@ -146,8 +155,24 @@ class QueuedRuns:
         interval = self.instance.run_coordinator.dequeue_interval_seconds  # type: ignore[attr-defined]
         with QueuedRunCoordinatorDaemon(interval_seconds=interval) as daemon:
             daemon._logger.setLevel(logging.WARNING)  # its every look at the queue, at INFO
-            while True:
-                for _ in daemon.run_iteration(self._workspace):
-                    pass
-                if self._stop.wait(interval):
-                    return
+            while not self._stop.wait(interval):
+                if self._may_dequeue(daemon.daemon_type()):
+                    for _ in daemon.run_iteration(self._workspace):
+                        pass
+
+    def _may_dequeue(self, daemon_type: str) -> bool:
+        """One dequeuer per instance, or a run could be launched twice: Dagster's daemon
+        where one runs (`flashrsi ui`, `dagster dev`), else the `flashrsi run` of the home
+        that holds its dequeue lock (kept until it closes; another takes over then)."""
+        if self._lock is None:
+            path = self.home / ".dagster" / DEQUEUE_LOCK
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return False
+            self._lock = fd
+        beat = self.instance.get_daemon_heartbeats().get(daemon_type)
+        return beat is None or time.time() - beat.timestamp > DAEMON_GONE
