@@ -22,6 +22,7 @@ from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.jobs.failures import raise_integrity_failure, root_cause, step_failures
 from flashrsi_dagster.jobs.in_process import InProcessRuns
 from flashrsi_dagster.jobs.instance import persistent_instance
+from flashrsi_dagster.jobs.owner import fail_dead_runs
 from flashrsi_dagster.jobs.queued import QueuedRuns
 from flashrsi_dagster.resources import ExperimentsResource
 
@@ -61,6 +62,8 @@ def drive_on(
     )
     try:
         driver.defs.register(instance, name, driver.experiments.algorithm(name))
+        for run_id in fail_dead_runs(instance, name):
+            say(f"   run {run_id} of a process that ended is marked failed")
         while not (ready := driver.experiments.ready_steps(name))[0].finished:
             _check_order(ready[0], only, name)
             driver.advance(ready)

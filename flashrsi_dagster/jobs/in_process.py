@@ -11,6 +11,7 @@ import dagster as dg
 from flashrsi_dagster.algorithms.base import Step
 from flashrsi_dagster.defs import build_definitions, defs_for
 from flashrsi_dagster.jobs.failures import raise_integrity_failure, root_cause
+from flashrsi_dagster.jobs.owner import this_process
 
 REPOSITORY_LABEL = {".dagster/repository": "__repository__@flashrsi_dagster.definitions"}
 """The tag the UI lists a job's runs by (repository @ code location, as `flashrsi ui` and
@@ -47,7 +48,12 @@ class InProcessRuns:
         result = job.execute_in_process(
             instance=self.instance,
             partition_key=request.partition_key,
-            tags={**request.tags, **REPOSITORY_LABEL, "dagster/run_key": request.run_key or ""},
+            tags={
+                **request.tags,
+                **REPOSITORY_LABEL,
+                **this_process(),
+                "dagster/run_key": request.run_key or "",
+            },
             asset_selection=request.asset_selection,
             raise_on_error=False,
             run_config=QUIET,
