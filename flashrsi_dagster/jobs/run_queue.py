@@ -14,6 +14,9 @@ from flashrsi_dagster.assets.context import EXPERIMENT_TAG
 from flashrsi_dagster.defs.tags import ENDPOINT_KEYS, endpoint_key
 
 
+STARTUP_TIMEOUT = 600
+
+
 class RunLimits(BaseModel):
     """How many runs of a home may be in progress at once. Written into the run queue's
     section of `<home>/.dagster/dagster.yaml` when the file is made; edit them there."""
@@ -30,7 +33,8 @@ class RunLimits(BaseModel):
 
 
 def run_queue(limits: RunLimits) -> str:
-    """The `run_coordinator` section of a `dagster.yaml` with these limits."""
+    """The `run_coordinator` section of a `dagster.yaml` with these limits (and the time a
+    code server may take to start)."""
     per_value = {"applyLimitPerUniqueValue": True}
     tag_limits = [{"key": EXPERIMENT_TAG, "value": per_value, "limit": limits.per_experiment}]
     tag_limits += [
@@ -51,6 +55,9 @@ def run_queue(limits: RunLimits) -> str:
                 "max_concurrent_runs": limits.max_concurrent_runs,
                 "tag_concurrency_limits": tag_limits,
             },
-        }
+        },
+        # the code server `flashrsi run` starts for queued runs imports the code location:
+        # on a loaded machine that took more than Dagster's default 180 s
+        "code_servers": {"local_startup_timeout": STARTUP_TIMEOUT},
     }
     return yaml.safe_dump(section, sort_keys=False)
