@@ -13,7 +13,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from flashrsi_dagster.assets.context import EXPERIMENT_TAG
 from flashrsi_dagster.defs.tags import ENDPOINT_KEYS, endpoint_key
 
-
 STARTUP_TIMEOUT = 600
 
 
