@@ -43,6 +43,9 @@ _ADDED_LATER = {"comparison": lambda: ComparisonConfig().model_dump(mode="json")
 """Sections added after experiments had run: left at their default they are left out of the
 identity, so an experiment started before the section existed (it ran under the default)
 reopens unchanged; any declared value is part of it."""
+_KEYS_ADDED_LATER: dict[tuple[str, ...], Any] = {("algorithm", "candidates_per_round"): 1}
+"""Keys added after experiments had run, with their default: as `_ADDED_LATER`, a key left at
+it is left out of the identity (an older experiment ran under it); any other value is in."""
 _SEED_KEYS = tuple(f"{role_key('target')}.{key}" for key in ("source_dir", "type"))
 """What the seed snapshot is captured from; once captured it is kept (a re-evaluated round 0
 must not fork the search), so these cannot change under a captured seed."""
@@ -251,6 +254,12 @@ def _identity(config_json: dict[str, Any]) -> dict[str, Any]:
     for section, default in _ADDED_LATER.items():
         if identity.get(section) == default():
             identity.pop(section)
+    for (*parents, key), default in _KEYS_ADDED_LATER.items():
+        node = identity
+        for parent in parents:
+            node = node.get(parent) if isinstance(node, dict) else None
+        if isinstance(node, dict) and node.get(key, default) == default:
+            node.pop(key, None)
     return identity
 
 

@@ -94,6 +94,18 @@ def test_moving_the_home_folder_does_not_change_identity(config_dir):
     assert config_changes(normalised(config), normalised(moved)) == []
 
 
+def test_a_key_added_since_an_experiment_started_changes_nothing_at_its_default(config_dir):
+    config = normalised(load_config(config_dir / "exp.yaml"))
+    older = json.loads(json.dumps(config))
+    del older["algorithm"]["candidates_per_round"]  # as stored before the key existed
+    two = normalised(
+        load_config(config_dir / "exp.yaml", ["--algorithm.candidates_per_round", "2"])
+    )
+
+    assert config_changes(older, config) == [] and fingerprint(older) == fingerprint(config)
+    assert config_changes(older, two) == ["algorithm.candidates_per_round: <absent> -> 2"]
+
+
 def test_cli_init_refuses_a_change_and_force_shows_the_note(config_dir, capsys):
     path = str(config_dir / "exp.yaml")
     assert main(["init", "--config", path]) == 0

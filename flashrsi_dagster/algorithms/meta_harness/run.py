@@ -361,19 +361,19 @@ class MetaHarness(Searching):
                 slot=slot,
                 candidates=self.candidates,
             )
-            trajectory = self._worker_step(state, k, slot, edit_dir, instruction)
+            trajectory = self._worker_step(k, edit_dir, instruction, slot=slot)
             self.write(self.layout.worker(k, slot), trajectory)
             edit = self._commit(k, slot, seed, edit_dir, trajectory)
             store.forget_checkout(edit_dir)
         return self.write(self.layout.edit(k, slot), edit)
 
     def _worker_step(
-        self, state: State, k: int, slot: str, edit_dir: Path, instruction: str
+        self, k: int, edit_dir: Path, instruction: str, *, slot: str = SLOT
     ) -> Trajectory:
         """The Worker's run with its slot's history view at `.history` (read-only in its
         jail), showing the rounds before k only: what every candidate of round k sees."""
         worker, view = self.agent("worker"), self.view(slot)
-        earlier = [r for r in state.rounds if r.round < k]
+        earlier = [r for r in self.read_state().rounds if r.round < k]
         tree = view.update(earlier, watch=not worker.confinement.jailed)
         trajectory = worker.edit(
             edit_dir,
