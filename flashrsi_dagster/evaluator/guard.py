@@ -8,7 +8,9 @@
 
 `Evaluator.before(name, tasks)` shows the evaluator's files to be the recorded ones (else
 `EvaluatorChanged`, naming the file) and returns the version of the set the evaluation
-uses, which the caller records beside its results.
+uses, which the caller records beside its results. Its reads and writes hold the
+experiment's `locks/evaluator.lock`: candidates of one round ask it side by side, and a
+version or an amendment must be recorded once.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from flashrsi_dagster.evaluator.manifest import (
     changed_data,
 )
 from flashrsi_dagster.evaluator.sets import EvalSets, EvalSetVersion
+from flashrsi_dagster.experiment.lock import LOCKS, StepLock
 from flashrsi_dagster.records import RecordStore, read_optional
 
 
@@ -47,6 +50,7 @@ class Evaluator:
         self.records, self.folder = records, folder
         self.config, self.benchmark = config, benchmark
         self.sets = EvalSets(records, folder / "sets")
+        self._lock = StepLock(records.root / LOCKS / "evaluator.lock")
 
     @property
     def manifest_path(self) -> Path:
@@ -59,6 +63,10 @@ class Evaluator:
         or the whole set they are `drawn_from` (a batch of train names train's version)."""
         whole = tuple(drawn_from if drawn_from is not None else tasks)
         now = self._files(whole)
+        with self._lock.held():
+            return self._before(name, whole, now)
+
+    def _before(self, name: str, whole: tuple[Task, ...], now: dict[Path, Role]) -> EvalSetVersion:
         manifest = self.manifest()
         changed = changed_data(manifest, now)
         version = self.sets.version_for(name, {t.id: task_digest(t) for t in whole})
@@ -77,6 +85,10 @@ class Evaluator:
                 "the experiment started (a task added, removed or edited, or the split "
                 "redrawn); the sealed test is not run on another set"
             )
+        with self._lock.held():
+            return self._before_test(tasks)
+
+    def _before_test(self, tasks: Sequence[Task]) -> EvalSetVersion:
         manifest = self.manifest()
         changed = changed_data(manifest, self._files(()))
         version = self.sets.version_for("test", {t.id: task_digest(t) for t in tasks})
@@ -88,9 +100,13 @@ class Evaluator:
     def manifest(self) -> EvaluatorManifest:
         """The recorded manifest, recorded now (from the whole search split and the sealed
         test's digest) if this is the experiment's first evaluation."""
-        recorded = read_optional(self.manifest_path, EvaluatorManifest)
-        if recorded is not None:
-            return recorded
+        with self._lock.held():
+            recorded = read_optional(self.manifest_path, EvaluatorManifest)
+            if recorded is not None:
+                return recorded
+            return self._record_manifest()
+
+    def _record_manifest(self) -> EvaluatorManifest:
         splits = load_splits(self.config, self.benchmark)
         sealed = splits.test_digest(task_digest) if splits.test_size else None
         made = build(self._files((*splits.train, *splits.dev)), sealed)

@@ -3,11 +3,18 @@
 No bodies, no keys, no tokens (a short token id instead). Three guards, in order: the fields
 are chosen so none should hold a secret; every real key and anything shaped like a token is
 replaced; then the project's `Redactor` runs over the line.
+
+Gateways of several processes (candidates of one round side by side, on one machine or on
+several sharing the home) append to one experiment's log: each line goes out in one `write`
+under an exclusive `flock` of the file, so lines never interleave or tear (NFS's O_APPEND
+alone does not promise that).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import re
 import threading
 from dataclasses import asdict, dataclass
@@ -49,10 +56,10 @@ class CallLog:
         self._redactor = redactor or Redactor(environ={})
         self._keys: tuple[str, ...] = ()  # longest first: a key holding another goes whole
         self._lock = threading.Lock()
-        self._file = None
+        self._fd: int | None = None
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = path.open("a", encoding="utf-8")
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
 
     def add_key(self, key: str | None) -> None:
         if key:
@@ -60,7 +67,7 @@ class CallLog:
                 self._keys = tuple(sorted({*self._keys, key}, key=len, reverse=True))
 
     def write(self, record: CallRecord) -> None:
-        if self._file is None:
+        if self._fd is None:
             return
         fields = asdict(record)
         fields["model"] = _cut(record.model)
@@ -69,20 +76,29 @@ class CallLog:
         scrubbed = {k: self._scrub(v) if isinstance(v, str) else v for k, v in fields.items()}
         line = self._redactor.text(json.dumps(scrubbed, ensure_ascii=False))
         with self._lock:
-            if self._file is not None:
-                self._file.write(line + "\n")
-                self._file.flush()
+            if self._fd is not None:
+                _append_locked(self._fd, (line + "\n").encode("utf-8"))
 
     def close(self) -> None:
         with self._lock:
-            if self._file is not None:
-                self._file.close()
-                self._file = None
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
     def _scrub(self, text: str) -> str:
         for key in self._keys:
             text = text.replace(key, REDACTED)
         return _TOKEN_SHAPE.sub(REDACTED, text)
+
+
+def _append_locked(fd: int, data: bytes) -> None:
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def _cut(text: str | None, limit: int = MAX_FIELD) -> str | None:

@@ -5,21 +5,33 @@ Layout under the store root (a bare repository)::
     <root>/                 bare git repo; every snapshot is a commit under refs/snapshots/<id>
       checkouts/<key>.index git index of each checkout folder (stat cache for fast commits)
       checkouts/<key>.base  snapshot id that checkout started from
-      tmp/                  temporary indexes of commits in progress
+      tmp/                  temporary indexes of commits in progress, named for the process
+                            (`index-<host>-<pid>-<random>`)
+      store.lock            held while the repository is made and while a seed is made
 
 A snapshot id is its commit sha. The commit message holds a subject line and, after a blank
 line, a JSON document with the full message, metadata, creation time and the components.
+
+Several processes, on one machine or on several sharing the folder over a POSIX path, may
+write at once (candidates of one round side by side): objects are content-addressed and
+written by git itself; each ref is created by `git update-ref` with "must not exist yet" as
+its old value (git's own lock file, created exclusively); every temporary index is private
+to its process, and the leftovers of dead processes are swept only by the host that ran them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
+import socket
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -148,14 +160,31 @@ class SnapshotStore:
             self._repo = git.Repo(self.root)
         else:
             self.root.mkdir(parents=True, exist_ok=True)
-            self._repo = git.Repo.init(self.root, bare=True)
-            with self._repo.config_writer() as config:
-                config.set_value("core", "autocrlf", "false")
-                config.set_value("gc", "auto", "0")
+            with self._locked():  # another process may be making it right now
+                self._repo = self._init()
         (self.root / "checkouts").mkdir(exist_ok=True)
         (self.root / "tmp").mkdir(exist_ok=True)
         _sweep_orphans(self.root / "tmp")
         self._cache: dict[str, Snapshot] = {}
+
+    def _init(self) -> git.Repo:
+        if (self.root / "HEAD").exists():
+            return git.Repo(self.root)
+        repo = git.Repo.init(self.root, bare=True)
+        with repo.config_writer() as config:
+            config.set_value("core", "autocrlf", "false")
+            config.set_value("gc", "auto", "0")
+        return repo
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The store's own lock (`store.lock`), across processes and threads."""
+        fd = os.open(self.root / "store.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # releases the flock
 
     # -- creating snapshots -------------------------------------------------------------
 
@@ -170,7 +199,8 @@ class SnapshotStore:
         """Capture the declared files of `source_dir` as a root snapshot.
 
         Without `components`, `<source_dir>/components.yaml` declares them. Capturing the same
-        files and components again returns the existing seed instead of a second root.
+        files and components again returns the existing seed instead of a second root, from
+        any process: the look-up and the commit hold the store's lock.
         """
         source_dir = Path(source_dir).resolve()
         if not source_dir.is_dir():
@@ -199,10 +229,12 @@ class SnapshotStore:
                 work_tree=source_dir,
             )
             tree = self._git("write-tree", index=index)
-        for known in self.history():
-            if known.parent_id is None and known.tree == tree and known.components == components:
-                return known
-        return self._commit(tree, None, message, metadata, components)
+        with self._locked():
+            for known in self.history():
+                same = known.tree == tree and known.components == components
+                if known.parent_id is None and same:
+                    return known
+            return self._commit(tree, None, message, metadata, components)
 
     def commit_child(
         self,
@@ -353,8 +385,23 @@ class SnapshotStore:
         body = f"{subject}\n\n{json.dumps(document, sort_keys=True, ensure_ascii=False)}\n"
         parents = ["-p", parent_id] if parent_id else []
         sha = self._git("commit-tree", tree, *parents, stdin=body)
-        git.Reference.create(self._repo, f"{_REF_PREFIX}{sha}", sha)
+        self._create_ref(sha)
         return self.get(sha)
+
+    def _create_ref(self, sha: str) -> None:
+        """`refs/snapshots/<sha>`, through git's own ref locking; the old value "" means it
+        must not exist yet. The same commit made twice (same tree, parent, message and
+        time) is one snapshot: a ref already on `sha` is kept."""
+        ref = f"{_REF_PREFIX}{sha}"
+        try:
+            self._git("update-ref", ref, sha, "")
+        except SnapshotError as refused:
+            try:
+                there = self._git("rev-parse", "--verify", "--quiet", ref)
+            except SnapshotError:
+                raise refused from None
+            if there != sha:
+                raise
 
     # -- reading snapshots --------------------------------------------------------------
 
@@ -495,8 +542,10 @@ class SnapshotStore:
 
     def _remember_checkout(self, checkout: Path, index: Path, snapshot_id: str) -> None:
         key = self._checkout_key(checkout)
-        shutil.copyfile(index, self.root / "checkouts" / f"{key}.index")
-        (self.root / "checkouts" / f"{key}.base").write_text(snapshot_id)
+        folder = self.root / "checkouts"
+        # Each file replaced whole, so a reader never takes a half-copied index.
+        _replace_with(folder / f"{key}.index", lambda tmp: shutil.copyfile(index, tmp))
+        _replace_with(folder / f"{key}.base", lambda tmp: tmp.write_text(snapshot_id))
 
     # -- git plumbing -------------------------------------------------------------------
 
@@ -535,7 +584,7 @@ class _TempIndex:
 
     def __init__(self, folder: Path, template: Path | None) -> None:
         # git refuses an empty index file, so only the name is reserved here.
-        self.path = folder / f"index-{os.getpid()}-{os.urandom(6).hex()}"
+        self.path = folder / f"index-{process_space()}-{os.getpid()}-{os.urandom(6).hex()}"
         if template is not None:
             shutil.copyfile(template, self.path)
 
@@ -558,11 +607,42 @@ def _scrubbed(value: Any, scrub: Callable[[str], str]) -> Any:
     return value
 
 
+def _replace_with(path: Path, write: Callable[[Path], object]) -> None:
+    tmp = path.with_name(f".{path.name}.{process_space()}-{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def process_space() -> str:
+    """Where this process's pid means something: the host's name and a digest of its boot
+    and pid namespace (a container on the host network shares the host's name, not its
+    pids). Names of temporary files carry it, so only their own host sweeps them."""
+    name = re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname())[:40] or "host"
+    where = [_read("/proc/sys/kernel/random/boot_id")]
+    with contextlib.suppress(OSError):
+        where.append(os.readlink("/proc/self/ns/pid"))
+    return f"{name}.{hashlib.sha256(' '.join(where).encode()).hexdigest()[:8]}"
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return ""
+
+
 def _sweep_orphans(tmp: Path) -> None:
-    """Remove temporary indexes left by processes that died mid-commit."""
+    """Remove temporary indexes left by processes of this host (and pid namespace) that died
+    mid-commit; another host's are its own to sweep (its pids mean nothing here)."""
+    here = process_space()
     for entry in tmp.iterdir():
-        pid = entry.name.split("-")[1] if entry.name.count("-") >= 2 else ""
-        if pid.isdigit() and not _alive(int(pid)):
+        parts = entry.name.split("-")
+        if len(parts) < 4 or parts[1] != here or not parts[2].isdigit():
+            continue
+        if not _alive(int(parts[2])):
             if entry.is_dir():
                 shutil.rmtree(entry, ignore_errors=True)
             else:

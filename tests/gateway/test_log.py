@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
+import threading
+
 import httpx2
 import openai
 import pytest
 
 from flashrsi_dagster.gateway import Caps, Gateway
+from flashrsi_dagster.gateway.log import CallLog, CallRecord
 from flashrsi_dagster.records import Redactor
 from tests.gateway.conftest import CANARY_KEY, USER, log_lines, openai_client
 
@@ -67,3 +72,23 @@ def test_a_roles_spending_in_the_log_counts_against_its_cap_after_a_restart(tmp_
             openai_client(second, token).chat.completions.create(
                 model="simulator/echo", messages=USER
             )
+
+
+def test_a_line_is_appended_under_the_logs_lock_which_other_hosts_hold_too(tmp_path):
+    """Gateways of candidates side by side (on several machines sharing the home, where
+    O_APPEND alone does not keep lines whole) append to one log under its flock."""
+    path = tmp_path / "gateway.jsonl"
+    log, written = CallLog(path, None), threading.Event()
+    other = os.open(path, os.O_RDWR)
+    fcntl.flock(other, fcntl.LOCK_EX)  # another process's gateway, mid-line
+    writer = threading.Thread(
+        target=lambda: (log.write(CallRecord("POST", "/v1/x", experiment="x")), written.set())
+    )
+    writer.start()
+    assert not written.wait(0.5) and path.read_text() == ""
+    fcntl.flock(other, fcntl.LOCK_UN)
+    assert written.wait(5)
+    writer.join()
+    os.close(other)
+    log.close()
+    assert [line["path"] for line in log_lines(path)] == ["/v1/x"]

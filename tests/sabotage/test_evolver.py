@@ -716,17 +716,17 @@ def test_a_diagnosis_naming_a_test_task_or_an_unknown_why_errs_the_round(judged,
 
 def test_out_of_turn_steps_are_refused_and_write_nothing(tmp_path):
     """Attack: an operator (or a host with a stale view) calls steps out of their turn: a
-    round-2 candidate before round 2's diagnosis, round 1's second candidate before its
-    first, a slot the plan does not have, round 1's decision before its candidates, round
-    2's diagnosis, the sealed test mid-search. What stops it: every step asks `next_step`
-    first: StepOrderError, and not a byte of the experiment folder changes."""
+    round-2 candidate before round 2's diagnosis, a slot the plan does not have, round 1's
+    decision before its candidates, round 2's diagnosis, the sealed test mid-search. (Round
+    1's second candidate before its first is no attack: a round's candidates run side by
+    side.) What stops it: every step asks `ready_steps` first: StepOrderError, and not a
+    byte of the experiment folder changes."""
     evolver = opened(write_config(tmp_path, k=1))
     evolver.run(until="candidate")
     folder = tmp_path / "home" / "evolver"
     before = files_digest(folder)
     attempts = {
         "candidate(2, w1c1)": lambda: evolver.candidate(2, "w1c1"),
-        "candidate(1, w1c2)": lambda: evolver.candidate(1, "w1c2"),
         "candidate(1, w9c9)": lambda: evolver.candidate(1, "w9c9"),
         "decide(1)": lambda: evolver.decide(1),
         "diagnose(2)": lambda: evolver.diagnose(2),

@@ -6,6 +6,8 @@ import base64
 import os
 import stat
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import git
@@ -13,6 +15,8 @@ import pytest
 
 from flashrsi_dagster.records import REDACTED, Redactor
 from flashrsi_dagster.snapshots import HISTORY_DIR, Components, SnapshotError, SnapshotStore
+from flashrsi_dagster.snapshots.store import process_space
+from tests.conftest import write_harness
 
 BINARY = bytes(range(256)) * 64 + b"\x00\r\n\x1a"
 
@@ -473,17 +477,145 @@ def test_seed_uses_explicit_components_and_skips_git_metadata(store, make_harnes
     assert store._git("ls-tree", "-r", "--name-only", seed.tree).split() == ["prompts/system.md"]
 
 
-def test_reopening_the_store_sweeps_leftovers_of_dead_processes(store, tmp_path):
+def test_reopening_the_store_sweeps_leftovers_of_dead_processes_of_this_host(store, tmp_path):
     child = subprocess.Popen(["true"])
     child.wait()
-    orphan_index = store.root / "tmp" / f"index-{child.pid}-abcdef"
-    orphan_objects = store.root / "tmp" / f"objects-{child.pid}-abcdef"
+    here, tmp = process_space(), store.root / "tmp"
+    orphan_index = tmp / f"index-{here}-{child.pid}-abcdef"
+    orphan_objects = tmp / f"objects-{here}-{child.pid}-abcdef"
     orphan_index.write_bytes(b"DIRC")
     (orphan_objects / "ab").mkdir(parents=True)
-    live_index = store.root / "tmp" / f"index-{os.getpid()}-abcdef"
+    live_index = tmp / f"index-{here}-{os.getpid()}-abcdef"
     live_index.write_bytes(b"DIRC")
+    # Another machine sharing the home: its pid is not "dead" here, whatever this host runs.
+    elsewhere = tmp / f"index-other.0123abcd-{child.pid}-abcdef"
+    elsewhere.write_bytes(b"DIRC")
 
     SnapshotStore(store.root)
 
     assert not orphan_index.exists() and not orphan_objects.exists()
-    assert live_index.exists()
+    assert live_index.exists() and elsewhere.exists()
+
+
+# -- several writers at once (candidates side by side, processes on one or several hosts) -----
+
+WRITER = """
+import sys, time
+from pathlib import Path
+from flashrsi_dagster.snapshots import SnapshotStore
+root, go, name, count = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+while not go.exists():
+    time.sleep(0.005)
+store = SnapshotStore(root)
+if name == "seed":
+    print(store.create_seed(Path(sys.argv[5])).id, flush=True)
+    sys.exit()
+seed = [s for s in store.history() if s.parent_id is None][0]
+for i in range(count):
+    work = Path(sys.argv[5]) / f"{name}-{i}"
+    store.check_out(seed, work)
+    (work / "prompts/system.md").write_text(f"{name} edit {i}\\n")
+    made = store.commit_child(seed, work, message=f"{name} {i}", metadata={"by": name})
+    assert made.status == "committed", made.reason
+    print(made.snapshot.id, flush=True)
+"""
+
+READER = """
+import sys, time
+from pathlib import Path
+from flashrsi_dagster.snapshots import SnapshotStore
+store, stop = SnapshotStore(Path(sys.argv[1])), Path(sys.argv[2])
+seen, lists = set(), 0
+while not stop.exists() or lists < 3:
+    ids = {s.id for s in store.history()}
+    assert seen <= ids, f"a listing lost {seen - ids}"
+    for sid in sorted(ids - seen):
+        fresh = SnapshotStore(Path(sys.argv[1])).get(sid)  # a store that never listed it
+        store.read_file_at(fresh, "prompts/system.md")
+    seen, lists = ids, lists + 1
+print(len(seen), lists, flush=True)
+"""
+
+
+def _at_once(script: str, root: Path, tmp_path: Path, args: list[list[str]]) -> list[str]:
+    """Run `script` in one process per argument list, released together; their outputs."""
+    go = tmp_path / "go"
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(root), str(go), *a], stdout=subprocess.PIPE
+        )
+        for a in args
+    ]
+    time.sleep(0.3)  # every interpreter started and polling
+    go.touch()
+    outputs = [p.communicate(timeout=120)[0].decode() for p in processes]
+    assert [p.returncode for p in processes] == [0] * len(processes)
+    return outputs
+
+
+def _fsck(root: Path) -> None:
+    done = subprocess.run(
+        ["git", f"--git-dir={root}", "fsck", "--strict", "--no-dangling"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    problems = [line for line in done.stderr.splitlines() if not line.startswith("notice:")]
+    assert done.returncode == 0 and not problems, done.stderr  # bare: HEAD is never born
+
+
+def test_four_processes_committing_at_once_lose_nothing_and_corrupt_nothing(
+    store, make_harness, tmp_path
+):
+    seed = store.create_seed(make_harness())
+    work = tmp_path / "work"
+    outputs = _at_once(WRITER, store.root, tmp_path, [[f"w{n}", "5", str(work)] for n in range(4)])
+
+    made = [line for out in outputs for line in out.split()]
+    assert len(made) == len(set(made)) == 20
+    fresh = SnapshotStore(store.root)
+    assert {s.id for s in fresh.history()} == {seed.id, *made}
+    for snapshot in fresh.history()[1:]:
+        who, i = snapshot.message.split()
+        assert snapshot.metadata == {"by": who} and snapshot.parent_id == seed.id
+        assert fresh.read_file_at(snapshot, "prompts/system.md") == f"{who} edit {i}\n".encode()
+    _fsck(store.root)
+    assert list((store.root / "tmp").iterdir()) == []  # no temp index left behind
+
+
+def test_seeding_from_several_processes_at_once_makes_one_seed(tmp_path):
+    harness = write_harness(tmp_path / "harness", {"prompts/system.md": "be brief\n"})
+    root = tmp_path / "fresh-store"  # not made yet: every process finds none
+    outputs = _at_once(WRITER, root, tmp_path, [["seed", "0", str(harness)]] * 4)
+
+    assert len({out.strip() for out in outputs}) == 1
+    assert [s.id for s in SnapshotStore(root).history()] == [outputs[0].strip()]
+    _fsck(root)
+
+
+def test_history_and_get_read_through_snapshots_appearing_meanwhile(store, make_harness, tmp_path):
+    store.create_seed(make_harness())
+    stop = tmp_path / "stop"
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READER, str(store.root), str(stop)], stdout=subprocess.PIPE
+    )
+    try:
+        _at_once(
+            WRITER, store.root, tmp_path, [[f"w{n}", "4", str(tmp_path / "work")] for n in (1, 2)]
+        )
+    finally:
+        stop.touch()
+    out, _ = reader.communicate(timeout=120)
+    assert reader.returncode == 0
+    assert out.split()[0] == b"9"  # the seed and 2 x 4 children, every one read
+
+
+def test_a_ref_is_created_only_where_none_is(store, make_harness):
+    seed = store.create_seed(make_harness())
+    taken = store._git("commit-tree", seed.tree, stdin="another\n")
+    store._git("update-ref", f"refs/snapshots/{taken}", seed.id)  # someone else's, on it
+
+    with pytest.raises(SnapshotError, match="update-ref"):
+        store._create_ref(taken)
+    store._create_ref(seed.id)  # the same commit again: the one snapshot it is
+    assert store._git("rev-parse", f"refs/snapshots/{taken}") == seed.id

@@ -75,8 +75,8 @@ class Stop(Exception):
 
 class CandidateStep:
     def __init__(self, evolver: Evolver, state: State, r: int, slot: str) -> None:
-        self.e, self.state, self.r, self.slot = evolver, state, r, slot
-        current = state.round(r)
+        self.e, self.state, self.r, self.slot = evolver, state.at_start_of(r), r, slot
+        current = self.state.round(r)
         assert current is not None and current.plan is not None
         self.plan = current.plan
         self.store = evolver.experiment.snapshots

@@ -3,7 +3,8 @@
     cold start (round 0, slot `vanilla`)
     round r = 1, 2, …:  diagnose (slot `diagnose`: Gate0, re-diagnosis, the WHYs, the anchors)
                         -> each planned candidate (slots `w<i>c<j>`: design, guards, apply,
-                           screen, confirm, gates -> its node)
+                           screen, confirm, gates -> its node), side by side: each starts
+                           from the round's plan and earlier rounds, never from a sibling
                         -> decide (slot `decide`: pick the parent, the round's outcome)
     until termination (patience against the fixed vanilla, the round cap, errored rounds in a
     row) -> the unsealed test and the retention report (the finalize job's `sealed_test`)
@@ -84,6 +85,14 @@ class State:
     def outcomes(self):
         return [rd.decision.outcome for rd in self.rounds if rd.decision is not None]
 
+    def at_start_of(self, r: int) -> State:
+        """The state a candidate of round `r` starts from: earlier rounds, and round `r`'s
+        plan without any node, so that candidates run side by side or one after another
+        see the same thing."""
+        current = self.round(r)
+        assert current is not None and current.plan is not None
+        return State(self.cold_start, (*self.rounds[: r - 1], Round(current.plan, {}, None)), False)
+
     def parent(self) -> str | None:
         """The current parent: the last decided round's, else vanilla."""
         decided = [rd.decision for rd in self.rounds if rd.decision is not None]
@@ -116,18 +125,22 @@ def stopped(state: State, shape: Shape) -> StopReason | None:
 
 
 def next_step(state: State, shape: Shape) -> Step:
+    return ready_steps(state, shape)[0]
+
+
+def ready_steps(state: State, shape: Shape) -> tuple[Step, ...]:
+    """Every step that may run now: the round's candidates without a node, in slot order, all
+    at once (none reads a sibling's records); otherwise the one next step."""
     if state.cold_start is None:
-        return Step("cold_start", 0, VANILLA)
+        return (Step("cold_start", 0, VANILLA),)
     last = state.rounds[-1] if state.rounds else None
     if last is not None and last.decision is None:
         assert last.plan is not None
         r = last.plan.round
-        for slot in last.plan.slots:
-            if slot not in last.nodes:
-                return Step("candidate", r, slot)
-        return Step("decide", r, DECIDE)
+        missing = [s for s in last.plan.slots if s not in last.nodes]
+        return tuple(Step("candidate", r, s) for s in missing) or (Step("decide", r, DECIDE),)
     if stopped(state, shape) is None:
-        return Step("diagnose", len(state.rounds) + 1, DIAGNOSE)
+        return (Step("diagnose", len(state.rounds) + 1, DIAGNOSE),)
     if not state.retention:
-        return Step("sealed_test")
-    return Step("done")
+        return (Step("sealed_test"),)
+    return (Step("done"),)

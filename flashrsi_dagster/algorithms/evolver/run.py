@@ -27,7 +27,13 @@ from flashrsi_dagster.algorithms.evolver.failure_map import FailureMap
 from flashrsi_dagster.algorithms.evolver.gate0 import gate0
 from flashrsi_dagster.algorithms.evolver.gates import Confirmed, confirmed
 from flashrsi_dagster.algorithms.evolver.nodes import Node
-from flashrsi_dagster.algorithms.evolver.plan import Shape, State, next_step, read_state
+from flashrsi_dagster.algorithms.evolver.plan import (
+    Shape,
+    State,
+    next_step,
+    read_state,
+    ready_steps,
+)
 from flashrsi_dagster.algorithms.evolver.records import (
     ColdStart,
     Layout,
@@ -40,7 +46,7 @@ from flashrsi_dagster.algorithms.evolver.sealed import assert_no_test_leak
 from flashrsi_dagster.algorithms.evolver.taxonomy import Taxonomy
 from flashrsi_dagster.algorithms.evolver.termination import Termination
 from flashrsi_dagster.algorithms.searching import Searching
-from flashrsi_dagster.algorithms.turns import one_step_at_a_time
+from flashrsi_dagster.algorithms.turns import one_step_at_a_time, side_by_side
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.config.algorithms import EvolverConfig
@@ -92,6 +98,9 @@ class Evolver(Searching):
     def next_step(self, state: State) -> Step:
         return next_step(state, self.shape)
 
+    def ready_steps(self, state: State) -> tuple[Step, ...]:
+        return ready_steps(state, self.shape)
+
     def step_line(self, state: State, step: Step) -> str:
         return report.step_line(self, state, step)
 
@@ -123,9 +132,9 @@ class Evolver(Searching):
         state = self.read_state()
         if state.retention:
             raise StepOrderError(f"{step.describe()} refused: the test has been unsealed")
-        due = self.next_step(state)
-        if due != step:
-            raise StepOrderError(f"{step.describe()} refused: {due.describe()} comes first")
+        ready = self.ready_steps(state)
+        if step not in ready:
+            raise StepOrderError(f"{step.describe()} refused: {ready[0].describe()} comes first")
         return state
 
     @one_step_at_a_time
@@ -154,17 +163,18 @@ class Evolver(Searching):
         self.log(report.plan_line(plan))
         return plan
 
-    @one_step_at_a_time
+    @side_by_side(lambda self, r, slot: node_id(r, slot))
     def candidate(self, r: int, slot: str) -> Node:
+        """One candidate of round `r`, beside its siblings: it writes only under its own
+        slot (its folder, its node) and its own snapshot; the ledger gets its entry from
+        `decide`, in slot order, as if the candidates had run one after another."""
         done = read_optional(self.layout.node(node_id(r, slot)), Node)
         if done is not None:
-            self.record_decisions()
             return done
         state = self._require(Step("candidate", r, slot))
         node = self.write(
             self.layout.node(node_id(r, slot)), CandidateStep(self, state, r, slot).run()
         )
-        self.record_decisions()
         self.log(f"{node.id} ({node.why}, {node.where or '-'}): {node.state} — {node.reason}")
         return node
 

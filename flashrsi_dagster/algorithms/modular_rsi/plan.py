@@ -1,7 +1,8 @@
 """What comes next in ModularRSI, as a pure function of its records.
 
-The module branches run one after another, each through every step of its schedule (epoch x
-batch); then, when some branch changed the seed, the integration: the merge (round 0), and a
+The module branches run side by side (they share nothing: each starts from the seed and reads
+only its own records), each through every step of its schedule (epoch x batch) in order;
+then, when some branch changed the seed, the integration: the merge (round 0), and a
 repair round while the last one asks for more, up to `integration_rounds`; then the
 promotion and the sealed test. A Worker failure or a protocol error aborts the experiment.
 """
@@ -94,6 +95,24 @@ def next_step(state: State, plan: Plan) -> Step:
     if state.test is None:
         return Step("sealed_test")
     return Step("done")
+
+
+def ready_steps(state: State, plan: Plan) -> tuple[Step, ...]:
+    """Every step that may run now: each unfinished branch's next step, all at once (the
+    first is `next_step`'s); past the branches, the one next step."""
+    if state.aborted is None:
+        branches = tuple(
+            Step("branch", k, module)
+            for module in plan.modules
+            if (k := _next_of(state, module, plan)) is not None
+        )
+        if branches:
+            return branches
+    return (next_step(state, plan),)
+
+
+def _next_of(state: State, module: str, plan: Plan) -> int | None:
+    return next((k for k in range(plan.branch_steps) if state.step(module, k) is None), None)
 
 
 def still_missing(state: State, plan: Plan, action: str) -> str | None:

@@ -1,7 +1,8 @@
 """ModularRSI (seed 001) on the algorithm seam.
 
-Every module's branch starts from the seed snapshot; branches run one after another and share
-nothing. A branch step takes one batch of its schedule (train shuffled per epoch, seeded):
+Every module's branch starts from the seed snapshot; branches share nothing, so they run side
+by side (`ready_steps`: each branch's next step), each branch's steps one after another. A
+branch step takes one batch of its schedule (train shuffled per epoch, seeded):
 the branch's current version runs each task `num_rollouts` times; the Worker analyses the
 grouped rollouts into findings; the best-supported files (`edit_budget`) go into one edit of
 the current version; the candidate passes the scope, compile, review and execution gates or
@@ -29,6 +30,7 @@ from flashrsi_dagster.algorithms.modular_rsi.plan import (
     integration_phase,
     next_step,
     read_state,
+    ready_steps,
     still_missing,
 )
 from flashrsi_dagster.algorithms.modular_rsi.records import (
@@ -40,7 +42,7 @@ from flashrsi_dagster.algorithms.modular_rsi.records import (
 )
 from flashrsi_dagster.algorithms.modular_rsi.steps import BranchStep, IntegrationStep
 from flashrsi_dagster.algorithms.searching import Searching
-from flashrsi_dagster.algorithms.turns import one_step_at_a_time
+from flashrsi_dagster.algorithms.turns import one_step_at_a_time, side_by_side
 from flashrsi_dagster.benchmarks.base import Task
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
@@ -104,6 +106,9 @@ class ModularRSI(Searching):
 
     def next_step(self, state: State) -> Step:
         return next_step(state, self.plan)
+
+    def ready_steps(self, state: State) -> tuple[Step, ...]:
+        return ready_steps(state, self.plan)
 
     def step_line(self, state: State, step: Step) -> str:
         return report.step_line(state, step)
@@ -182,23 +187,26 @@ class ModularRSI(Searching):
         """Refuse `step` unless it is the search's turn (a done step is read back instead)."""
         if state.test is not None:
             raise StepOrderError(f"{step.describe()} refused: the sealed test has run")
-        due = self.next_step(state)
-        if due != step:
-            raise StepOrderError(f"{step.describe()} refused: {due.describe()} comes first")
+        ready = self.ready_steps(state)
+        if step not in ready:
+            raise StepOrderError(f"{step.describe()} refused: {ready[0].describe()} comes first")
 
     # -- steps ----------------------------------------------------------------------------
 
-    @one_step_at_a_time
+    @side_by_side(lambda self, module, k: f"branch-{module}")
     def branch_step(self, module: str, k: int) -> StepRecord:
-        """Step k of the module's branch (read back if it was made)."""
+        """Step k of the module's branch (read back if it was made), beside the other
+        branches' steps: it writes only its own step's records and snapshot; the ledger
+        entry goes in under the ledger's lock (in the order the steps end)."""
         done = read_optional(self.layout.step(module, k), StepRecord)
         if done is not None:
             self.record_decisions()  # read back: a crash may have come before its entry
             return done
         state = self.read_state()
         self._require(state, Step("branch", k, module))
-        if not self.layout.schedule.exists():
-            self.write(self.layout.schedule, self.schedule)
+        with self.experiment.lock("schedule").held():  # the first steps start together
+            if not self.layout.schedule.exists():
+                self.write(self.layout.schedule, self.schedule)
         record = self.write(self.layout.step(module, k), BranchStep(self, state, module, k).run())
         self.record_decisions()
         self.log(f"{module} step {k}: {record.status} — {record.reason}")

@@ -10,7 +10,11 @@ import yaml
 
 from flashrsi_dagster.agents import Agent, worker_agent
 from flashrsi_dagster.algorithms.builders import Builders
+from flashrsi_dagster.algorithms.evolver.records import RetentionReport
+from flashrsi_dagster.algorithms.evolver.run import Evolver
+from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.instruction_markers import EVOLVER_PHASE
+from flashrsi_dagster.records import read_optional
 
 
 def write_config(
@@ -97,3 +101,42 @@ def routed(*, design: str | None = None, judge: str | None = None) -> Builders:
 def designed_by(model: str) -> Builders:
     """Builders whose Worker designs with `model` (e.g. a `simulator/script:` id)."""
     return routed(design=model)
+
+
+def fingerprint(evolver: Evolver) -> dict:
+    """What a run decided, free of clocks: node fates, trees, scores, maps, the ledger."""
+    state = evolver.read_state()
+    store = evolver.experiment.snapshots
+    nodes = [
+        (
+            n.id,
+            n.state,
+            n.where,
+            n.confirm_mean,
+            (n.screen or {}).get("bucket"),
+            store.get(n.snapshot_id).tree if n.snapshot_id else None,
+            [(g["name"], g["passed"]) for g in n.gates],
+        )
+        for n in evolver.nodes(state)
+    ]
+    maps = {
+        p.name: sorted(
+            (t, d.why) for t, d in evolver.failure_map(int(p.stem[-3:]) + 1).failing.items()
+        )
+        for p in sorted(evolver.layout.folder.glob("failure_map-*.json"))
+    }
+    ledger = [(d.id, d.decision, d.scope) for d in Ledger.of(evolver.experiment).entries()]
+    report = read_optional(evolver.layout.retention, RetentionReport)
+    rows = (
+        [{**row, "snapshot_id": store.get(row["snapshot_id"]).tree} for row in report.rows]
+        if report
+        else None
+    )
+    return {
+        "cold": (state.cold_start.mean, state.cold_start.rates),
+        "nodes": nodes,
+        "decisions": [(d.round, d.outcome, d.promoted) for d in (r.decision for r in state.rounds)],
+        "maps": maps,
+        "ledger": ledger,
+        "retention": rows,
+    }

@@ -15,14 +15,12 @@ from pathlib import Path
 import pytest
 
 from flashrsi_dagster.algorithms.evolver.gate0 import Unhealthy
-from flashrsi_dagster.algorithms.evolver.records import RetentionReport
 from flashrsi_dagster.algorithms.evolver.run import Evolver
 from flashrsi_dagster.config import load_config
-from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
-from flashrsi_dagster.records import Status, read_optional
-from tests.algorithms.evolver.scripted import routed, write_config
+from flashrsi_dagster.records import Status
+from tests.algorithms.evolver.scripted import fingerprint, routed, write_config
 from tests.conftest import needs_jails
 from tests.sabotage.helpers import script_model, unique
 
@@ -132,45 +130,6 @@ from flashrsi_dagster.config import load_config
 from flashrsi_dagster.experiment import open_experiment
 Evolver(open_experiment(load_config(sys.argv[1])), log=lambda _: None).run()
 """
-
-
-def fingerprint(evolver: Evolver) -> dict:
-    """What a run decided, free of clocks: node fates, trees, scores, maps, the ledger."""
-    state = evolver.read_state()
-    store = evolver.experiment.snapshots
-    nodes = [
-        (
-            n.id,
-            n.state,
-            n.where,
-            n.confirm_mean,
-            (n.screen or {}).get("bucket"),
-            store.get(n.snapshot_id).tree if n.snapshot_id else None,
-            [(g["name"], g["passed"]) for g in n.gates],
-        )
-        for n in evolver.nodes(state)
-    ]
-    maps = {
-        p.name: sorted(
-            (t, d.why) for t, d in evolver.failure_map(int(p.stem[-3:]) + 1).failing.items()
-        )
-        for p in sorted(evolver.layout.folder.glob("failure_map-*.json"))
-    }
-    ledger = [(d.id, d.decision, d.scope) for d in Ledger.of(evolver.experiment).entries()]
-    report = read_optional(evolver.layout.retention, RetentionReport)
-    rows = (
-        [{**row, "snapshot_id": store.get(row["snapshot_id"]).tree} for row in report.rows]
-        if report
-        else None
-    )
-    return {
-        "cold": (state.cold_start.mean, state.cold_start.rates),
-        "nodes": nodes,
-        "decisions": [(d.round, d.outcome, d.promoted) for d in (r.decision for r in state.rounds)],
-        "maps": maps,
-        "ledger": ledger,
-        "retention": rows,
-    }
 
 
 @pytest.mark.slow

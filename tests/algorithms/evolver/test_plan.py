@@ -9,7 +9,7 @@ from pathlib import Path
 from flashrsi_dagster.algorithms.base import Step
 from flashrsi_dagster.algorithms.evolver.choose import Budget
 from flashrsi_dagster.algorithms.evolver.nodes import Node
-from flashrsi_dagster.algorithms.evolver.plan import Shape, next_step, read_state
+from flashrsi_dagster.algorithms.evolver.plan import Shape, next_step, read_state, ready_steps
 from flashrsi_dagster.algorithms.evolver.records import (
     ColdStart,
     Layout,
@@ -127,3 +127,22 @@ def test_each_partition_of_the_grid_names_one_step_or_none():
     # the cold start is round 0 alone; a slot beyond the budget is no candidate
     assert SHAPE.step_at(0, "diagnose") is None and SHAPE.step_at(2, "vanilla") is None
     assert SHAPE.step_at(2, "w2c1") is None
+
+
+def test_a_rounds_candidates_are_all_ready_at_once_and_the_decision_waits_for_them(tmp_path):
+    store, layout, _ = _world(tmp_path)
+    ready = lambda: ready_steps(read_state(layout, SHAPE), SHAPE)  # noqa: E731
+    assert ready() == (Step("cold_start", 0, "vanilla"),)  # one at a time outside a round
+    store.write(layout.cold_start, COLD)
+    assert ready() == (Step("diagnose", 1, "diagnose"),)
+    _round(store, layout, 1, "no_gain")
+    for undone in (layout.decision(1), layout.node("r001.w1c1"), layout.node("r001.w1c2")):
+        store.remove(undone)  # round 1 as its diagnosis left it
+    assert ready() == (Step("candidate", 1, "w1c1"), Step("candidate", 1, "w1c2"))
+    node = Node(id="r001.w1c2", round=1, slot="w1c2", why="missing_cue", parent_id="v",
+                state="errored", reason="r")  # fmt: skip
+    store.write(layout.node(node.id), node)  # the second finished first
+    assert ready() == (Step("candidate", 1, "w1c1"),)
+    first = node.model_copy(update={"id": "r001.w1c1", "slot": "w1c1"})
+    store.write(layout.node(first.id), first)
+    assert ready() == (Step("decide", 1, "decide"),)

@@ -6,10 +6,14 @@ shared by the tests that only read it."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from flashrsi_dagster.algorithms.base import Step
 from flashrsi_dagster.algorithms.evolver.nodes import Node
 from flashrsi_dagster.algorithms.evolver.records import ColdStart, RetentionReport
 from flashrsi_dagster.algorithms.evolver.run import Evolver
@@ -19,7 +23,7 @@ from flashrsi_dagster.config import load_config
 from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.records import read_optional, read_record
-from tests.algorithms.evolver.scripted import routed, write_config
+from tests.algorithms.evolver.scripted import fingerprint, routed, write_config
 from tests.conftest import needs_jails
 from tests.sabotage.helpers import leaked_tasks, say, script_model, unique
 
@@ -381,3 +385,56 @@ def test_the_zero_hit_preflight_is_optional_and_off_by_default(tmp_path, demo):
     nodes = list(evolver.run().rounds[0].nodes.values())
     assert nodes and all(n.state == "pruned_inert" and n.screen is None for n in nodes)
     assert all(n.reason.startswith("zero-hit preflight: TRIGGER") for n in nodes)
+
+
+# -- candidates side by side ------------------------------------------------------------------
+
+CANDIDATE = """
+import json, sys, time
+from pathlib import Path
+from flashrsi_dagster.algorithms.base import Step
+from flashrsi_dagster.algorithms.evolver.run import Evolver
+from flashrsi_dagster.config import load_config
+from flashrsi_dagster.experiment import open_experiment
+config, go, slot = load_config(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+evolver = Evolver(open_experiment(config), log=lambda _: None)
+while not go.exists():
+    time.sleep(0.01)
+started = time.time()
+evolver.do(Step("candidate", 1, slot))
+evolver.close()
+print(json.dumps([started, time.time()]), flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_rounds_candidates_in_separate_processes_at_once_match_a_sequential_run(tmp_path):
+    shape = {"k": 1}  # one WHY x two candidates
+    sequential = opened(write_config(tmp_path / "sequential", **shape))
+    sequential.run(until="candidate")  # the cold start and round 1's diagnosis, shared:
+    shutil.copytree(tmp_path / "sequential" / "home", tmp_path / "side-by-side" / "home")
+    path = write_config(tmp_path / "side-by-side", **shape)  # the same experiment, moved
+    sequential.run(until="decide")
+    sequential.decide(1)
+
+    parallel = opened(path)
+    ready = parallel.ready_steps(parallel.read_state())
+    assert [s.slot for s in ready] == ["w1c1", "w1c2"]  # every one, at once
+    go = tmp_path / "go"
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", CANDIDATE, str(path), str(go), s.slot], stdout=subprocess.PIPE
+        )
+        for s in ready
+    ]
+    go.touch()
+    spans = [json.loads(p.communicate(timeout=600)[0]) for p in processes]
+    assert [p.returncode for p in processes] == [0] * len(ready)
+    assert max(start for start, _ in spans) < min(end for _, end in spans)  # side by side
+    assert parallel.ready_steps(parallel.read_state()) == (Step("decide", 1, "decide"),)
+    parallel.decide(1)
+
+    assert fingerprint(parallel) == fingerprint(sequential)
+    ids = [d.id for d in Ledger.of(parallel.experiment).entries()]
+    assert len(ids) == len(set(ids)) == 2 + ("evolver/promotion/r001" in ids)
+    parallel.experiment.records.verify()

@@ -5,6 +5,7 @@ The target is the real MiniAgent answering through `simulator/target`."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -12,10 +13,11 @@ import yaml
 
 from flashrsi_dagster import scratch
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
-from flashrsi_dagster.algorithms.base import StepOrderError
+from flashrsi_dagster.algorithms.base import Step, StepOrderError
 from flashrsi_dagster.algorithms.modular_rsi.records import Layout
 from flashrsi_dagster.algorithms.modular_rsi.run import ModularRSI
 from flashrsi_dagster.config import load_config
+from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.llm.endpoints import offline_server
 from flashrsi_dagster.records import Trajectory, read_record
@@ -417,3 +419,61 @@ def test_a_batch_that_breaks_as_a_whole_is_evidence_for_the_analysis_blaming_no_
     analysis = read_record(algo.layout.step("agent_loop", 0, "analysis"), Trajectory)
     assert "failed as a whole, blaming no single task" in json.dumps(analysis.messages)
     assert state.step("tool_use", 0).status == "no_change" and state.test is not None
+
+
+def _branch_records(algo: ModularRSI) -> dict:
+    """What the branches decided, free of clocks and snapshot ids (trees instead)."""
+    store, state = algo.experiment.snapshots, algo.read_state()
+    tree = lambda sid: store.get(sid).tree if sid else None  # noqa: E731
+    return {
+        key: (r.status, r.reason, tree(r.parent_id), tree(r.current_id), r.tasks)
+        for key, r in state.steps.items()
+    }
+
+
+@pytest.mark.slow
+def test_the_branches_run_side_by_side_to_the_records_of_one_after_another(tmp_path):
+    """The offline demo's branch phase (one batch of the whole train split, one rollout per
+    task): each branch's step at once, each in a thread of its own with its own opening (as
+    separate runs would), matches the branches run one after another; every ledger entry is
+    there once."""
+    example = Path(__file__).parents[3] / "examples" / "modular_rsi.yaml"
+    small = ["--algorithm.batch_size", "6", "--algorithm.num_rollouts", "1"]
+
+    def opened_at(home: Path) -> ModularRSI:
+        config = load_config(example, ["--experiment.home", str(home), *small])
+        return ModularRSI(open_experiment(config), log=lambda _: None)
+
+    sequential = opened_at(tmp_path / "sequential")
+    sequential.run(until="integrate")
+    side = opened_at(tmp_path / "side-by-side")
+    waves = []
+    while (ready := side.ready_steps(side.read_state()))[0].action == "branch":
+        waves.append(len(ready))
+        failed: list[BaseException] = []
+
+        def take(step, failed=failed) -> None:
+            algo = opened_at(tmp_path / "side-by-side")
+            try:
+                algo.do(step)
+            except BaseException as exc:  # failed below, in the test
+                failed.append(exc)
+            finally:
+                algo.close()
+
+        threads = [threading.Thread(target=take, args=(step,)) for step in ready]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not failed, failed
+    assert waves == [5]  # five branches at once
+    assert ready == (Step("integrate", 0, "integration"),)
+
+    assert _branch_records(side) == _branch_records(sequential)
+    entries = [(d.id, d.decision, d.scope) for d in Ledger.of(side.experiment).entries()]
+    assert len({e[0] for e in entries}) == len(entries)
+    assert sorted(entries) == sorted(
+        (d.id, d.decision, d.scope) for d in Ledger.of(sequential.experiment).entries()
+    )
+    side.experiment.records.verify()
