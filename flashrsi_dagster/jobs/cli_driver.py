@@ -49,7 +49,8 @@ def drive_on(
     """Run every remaining step as Dagster runs on `instance`: a step that is ready alone,
     while no other run is active on the instance, in-process; several ready at once (a
     round's candidates), or any step while other runs are active, as separate runs through
-    the instance's run queue, whose limits decide how many run at once (`queued.py`).
+    the instance's run queue, whose limits decide how many run at once (`queued.py`). An
+    instance without a run queue (no limits to keep) has them run in-process, one by one.
     A resumed experiment whose records fail the integrity check is refused before any step
     (`IntegrityError`, naming the files); a failed run stops the driver with its root cause,
     once the experiment's other runs have ended."""
@@ -100,7 +101,7 @@ class _Driver:
             filters=dg.RunsFilter(tags={EXPERIMENT_TAG: self.name}, statuses=ACTIVE)
         )
         wanted = not_active([r for r in requests.values() if r is not None], active)
-        if len(wanted) == 1 and not self._busy():
+        if self._in_this_process(wanted):
             self._in_process(steps[wanted[0].run_key])
             return
         for request in wanted:
@@ -111,10 +112,15 @@ class _Driver:
             return
         self._ended(self.queued.wait_for_any(set(self.submitted)))
 
-    def _busy(self) -> bool:
-        """Whether any run is active on the instance: a step alone then queues too, so the
-        queue's limits count it before it starts."""
-        return bool(self.instance.get_runs(filters=dg.RunsFilter(statuses=ACTIVE), limit=1))
+    def _in_this_process(self, wanted: list[dg.RunRequest]) -> bool:
+        """A step alone while no run is active on the instance (else it queues too, so the
+        queue's limits count it before it starts); every step where there is no queue."""
+        if not wanted:
+            return False
+        if not self.queued.available:
+            return True
+        busy = self.instance.get_runs(filters=dg.RunsFilter(statuses=ACTIVE), limit=1)
+        return len(wanted) == 1 and not busy
 
     def _in_process(self, step: Step) -> None:
         self.say(f"== {step.describe()}")

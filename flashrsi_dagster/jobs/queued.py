@@ -53,6 +53,11 @@ class QueuedRuns:
         self._dequeuing: threading.Thread | None = None
         self._lock: int | None = None
 
+    @property
+    def available(self) -> bool:
+        """Whether the instance has a run queue (Dagster's `QueuedRunCoordinator`)."""
+        return isinstance(self.instance.run_coordinator, QueuedRunCoordinator)
+
     def submit(self, request: dg.RunRequest) -> str:
         """Create the request's run (its partition's tags, its run key) and submit it to
         the queue; returns its run id."""
@@ -145,7 +150,7 @@ class QueuedRuns:
                 self.instance, target, code_server_log_level="WARNING"
             )
             self._workspace.__enter__()
-            if isinstance(self.instance.run_coordinator, QueuedRunCoordinator):
+            if self.available:
                 self._dequeuing = threading.Thread(target=self._dequeue, daemon=True)
                 self._dequeuing.start()
         return self._workspace
