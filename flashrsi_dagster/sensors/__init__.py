@@ -22,6 +22,7 @@ from flashrsi_dagster.defs import ALGORITHM_DEFS, defs_for
 from flashrsi_dagster.defs.ready import ACTIVE, not_active
 from flashrsi_dagster.defs.tags import endpoint_tags
 from flashrsi_dagster.experiment.keys import nightly_name
+from flashrsi_dagster.jobs.owner import fail_dead_runs
 from flashrsi_dagster.jobs.start import start_experiment
 from flashrsi_dagster.resources import ExperimentsResource
 
@@ -49,6 +50,7 @@ def round_driver(
         except Exception as exc:  # one unreadable experiment must not stop the others
             context.log.warning(f"experiment {name!r} skipped: {exc}")
             continue
+        fail_dead_runs(context.instance, name)  # a killed `flashrsi run` would hold it back
         active = context.instance.get_runs(
             filters=dg.RunsFilter(tags={EXPERIMENT_TAG: name}, statuses=ACTIVE)
         )
