@@ -19,7 +19,12 @@ from flashrsi_dagster.defs import defs_for
 from flashrsi_dagster.defs.ready import ACTIVE, not_active
 from flashrsi_dagster.defs.tags import endpoint_tags
 from flashrsi_dagster.experiment import Experiment
-from flashrsi_dagster.jobs.failures import raise_integrity_failure, root_cause, step_failures
+from flashrsi_dagster.jobs.failures import (
+    raise_integrity_failure,
+    root_cause,
+    run_failure,
+    step_failures,
+)
 from flashrsi_dagster.jobs.in_process import InProcessRuns
 from flashrsi_dagster.jobs.instance import persistent_instance
 from flashrsi_dagster.jobs.owner import fail_dead_runs
@@ -138,7 +143,8 @@ class _Driver:
             self.submitted.pop(self.queued.wait_for_any(set(self.submitted)).run_id)
         failures = step_failures(self.instance, run.run_id)
         raise_integrity_failure(failures)
-        raise RuntimeError(f"{step.describe()} failed: {root_cause(failures)}")
+        why = root_cause(failures) if failures else run_failure(self.instance, run.run_id)
+        raise RuntimeError(f"{step.describe()} failed: {why or root_cause([])}")
 
     def _step_line(self, step: Step) -> None:
         opened = self.experiments.algorithm(self.name)

@@ -39,3 +39,10 @@ def step_failures(instance: dg.DagsterInstance, run_id: str) -> list[dg.DagsterE
     """The step-failure events of a run, from the instance's event log."""
     entries = instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE)
     return [e.dagster_event for e in entries if e.dagster_event is not None]
+
+
+def run_failure(instance: dg.DagsterInstance, run_id: str) -> str | None:
+    """Why a run failed that failed before any step (its worker never started, say): the
+    message of its run-failure event."""
+    entries = instance.all_logs(run_id, of_type=dg.DagsterEventType.RUN_FAILURE)
+    return entries[-1].message if entries else None

@@ -120,6 +120,8 @@ class QueuedRuns:
 
     def cancel_queued(self, run_ids: set[str]) -> None:
         """Take the runs that have not started yet out of the queue."""
+        if not run_ids:
+            return
         queued = self.instance.get_runs(
             filters=dg.RunsFilter(run_ids=list(run_ids), statuses=[dg.DagsterRunStatus.QUEUED])
         )
