@@ -21,9 +21,12 @@ A report, not a test: it always exits 0. On a shared machine the figures move wi
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from pathlib import Path
+
+os.environ.setdefault("DAGSTER_GRPC_TIMEOUT_SECONDS", "300")  # as `flashrsi run` sets it
 
 from report import save
 
