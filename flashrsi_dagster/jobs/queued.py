@@ -10,9 +10,11 @@ iteration a second in a thread). Nothing here schedules: Dagster's queue does.""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
+import subprocess
 import threading
 import time
 from collections.abc import Mapping
@@ -136,7 +138,11 @@ class QueuedRuns:
             os.close(self._lock)  # releases the flock: another driver may dequeue now
             self._lock = None
         if self._workspace is not None:
-            self._workspace.__exit__(None, None, None)
+            # an instance that waits for its code servers on shutdown (Dagster's test
+            # instances) gives them 30 s; a loaded machine took longer, and the server, told
+            # to stop, ends on its own (its heartbeat from this process stops too)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._workspace.__exit__(None, None, None)
             self._workspace = None
 
     def _homes(self) -> Mapping[str, object]:
