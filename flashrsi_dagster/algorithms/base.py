@@ -3,7 +3,8 @@
 An algorithm reads its state from its records, says what comes next as a pure function of
 that state, does one step, and closes what it opened. Steps are the unit the host schedules,
 a run each, several at once where `ready_steps` allows: a *round step* (`round` set) runs in
-the algorithm's round job for one (round, slot) partition; `promote` and `sealed_test` run in its finalize job; `done` and `aborted` end it.
+the algorithm's round job for one (round, slot) partition; `promote` and `sealed_test` run
+in its finalize job; `done` and `aborted` end it.
 The search's order is the algorithm's to enforce: a step asked for out of turn raises
 `StepOrderError` before it changes anything.
 """
