@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -326,7 +327,14 @@ def _stored_config(home: Path, name: str) -> ExperimentConfig | None:
     return None
 
 
+GRPC_TIMEOUT = "300"
+"""Seconds Dagster's client waits for its code server (`DAGSTER_GRPC_TIMEOUT_SECONDS`, read
+when Dagster is imported): launching a queued run waits until its run worker has imported the
+code location, which took more than Dagster's 60 s on a loaded 2-core machine."""
+
+
 def _drive(experiment, only: tuple[str, ...] | None = None) -> int:
+    os.environ.setdefault("DAGSTER_GRPC_TIMEOUT_SECONDS", GRPC_TIMEOUT)  # before Dagster loads
     from flashrsi_dagster.algorithms.base import StepOrderError
     from flashrsi_dagster.jobs.cli_driver import drive, summary
 

@@ -9,7 +9,7 @@ in-process driver all use it, so a step is launched the same way wherever it com
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +19,7 @@ from flashrsi_dagster.algorithms.base import FINALIZE_ACTIONS, ONLY_SLOT, Algori
 from flashrsi_dagster.assets.context import DRIVER_TAG, EXPERIMENT_TAG
 from flashrsi_dagster.assets.partitions import AlgorithmPartitions
 from flashrsi_dagster.defs.executors import flashrsi_executor
+from flashrsi_dagster.defs.tags import CANDIDATE_TAG, ROUND_TAG
 
 
 @dataclass(frozen=True)
@@ -86,16 +87,21 @@ class AlgorithmDefs:
         """The experiment's partitions `instance` does not know yet, as requests."""
         return self.partitions.missing(instance, name, opened.rounds(), opened.slots())
 
-    def request(self, name: str, step: Step) -> dg.RunRequest | None:
-        """The run that does `step` of experiment `name`; None once it is finished."""
-        tags = {DRIVER_TAG: "1", EXPERIMENT_TAG: name}
+    def request(
+        self, name: str, step: Step, tags: Mapping[str, str] | None = None
+    ) -> dg.RunRequest | None:
+        """The run that does `step` of experiment `name`; None once it is finished. It is
+        tagged with the experiment, a round step's candidate and `tags` (its endpoints, see
+        `defs/tags.py`): the run queue's limits count them."""
+        tags = {**(tags or {}), DRIVER_TAG: "1", EXPERIMENT_TAG: name}
         key = run_key(name, step)
         if step.round is not None:
+            slot = step.slot or ONLY_SLOT
             return dg.RunRequest(
                 run_key=key,
                 job_name=self.round_job.name,
-                partition_key=self.partitions.key(name, step.round, step.slot or ONLY_SLOT),
-                tags=tags,
+                partition_key=self.partitions.key(name, step.round, slot),
+                tags={**tags, ROUND_TAG: str(step.round), CANDIDATE_TAG: slot},
             )
         if step.action in FINALIZE_ACTIONS:
             alone = step.action == "sealed_test" and self.promotes

@@ -1,21 +1,34 @@
-"""`flashrsi run` / `resume`: a whole experiment through Dagster, in-process, against the
-persistent instance under the experiment home, so `flashrsi ui` shows it afterwards."""
+"""`flashrsi run` / `resume`: a whole experiment through Dagster against the persistent
+instance under the experiment home, so `flashrsi ui` shows it afterwards: a step ready alone
+runs in-process, a round's candidates ready together go through the instance's run queue."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
 
-from flashrsi_dagster.algorithms.base import StepOrderError
+from flashrsi_dagster.algorithms.base import Step, StepOrderError
 from flashrsi_dagster.algorithms.registry import open_algorithm
+from flashrsi_dagster.assets.context import EXPERIMENT_TAG
 from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.decisions.report import ledger_lines
 from flashrsi_dagster.defs import defs_for
+from flashrsi_dagster.defs.ready import ACTIVE, not_active
+from flashrsi_dagster.defs.tags import endpoint_tags
 from flashrsi_dagster.experiment import Experiment
+from flashrsi_dagster.jobs.failures import (
+    raise_integrity_failure,
+    root_cause,
+    run_failure,
+    step_failures,
+)
 from flashrsi_dagster.jobs.in_process import InProcessRuns
 from flashrsi_dagster.jobs.instance import persistent_instance
+from flashrsi_dagster.jobs.owner import fail_dead_runs
+from flashrsi_dagster.jobs.queued import QueuedRuns
 from flashrsi_dagster.resources import ExperimentsResource
 
 Say = Callable[[str], None]
@@ -38,30 +51,108 @@ def drive_on(
     say: Say = print,
     only: tuple[str, ...] | None = None,
 ):
-    """Run every remaining step as Dagster runs on `instance`, one in-process run per step.
+    """Run every remaining step as Dagster runs on `instance`: a step that is ready alone,
+    while no other run is active on the instance, in-process; several ready at once (a
+    round's candidates), or any step while other runs are active, as separate runs through
+    the instance's run queue, whose limits decide how many run at once (`queued.py`). An
+    instance without a run queue (no limits to keep) has them run in-process, one by one.
     A resumed experiment whose records fail the integrity check is refused before any step
-    (`IntegrityError`, naming the files)."""
+    (`IntegrityError`, naming the files); a failed run stops the driver with its root cause,
+    once the experiment's other runs have ended."""
     experiment.records.verify()
     config = experiment.config
-    home, name, algorithm = str(config.experiment.home), config.experiment.name, config.algorithm
+    home, name = str(config.experiment.home), config.experiment.name
     runs = InProcessRuns(instance, home)
-    experiments = ExperimentsResource.at(home)
+    driver = _Driver(
+        instance, experiment, runs, QueuedRuns(instance, Path(home), runs.definitions), say
+    )
     try:
-        defs_for(algorithm.name).register(instance, name, experiments.algorithm(name))
-        while not (step := experiments.next_step(name)).finished:
-            if only is not None and step.action not in only:
-                raise StepOrderError(
-                    f"{'/'.join(only)} refused: {step.describe()} comes first; "
-                    f"`flashrsi resume --experiment {name}` runs every remaining step"
-                )
-            say(f"== {step.describe()}")
-            if not runs.execute(algorithm.name, name, step):
-                raise RuntimeError(f"{step.describe()} failed: {runs.failure}")
-            opened = experiments.algorithm(name)
-            say(opened.step_line(opened.read_state(), step))
-        return experiments.algorithm(name).read_state()
+        driver.defs.register(instance, name, driver.experiments.algorithm(name))
+        for run_id in fail_dead_runs(instance, name):
+            say(f"   run {run_id} of a process that ended is marked failed")
+        while not (ready := driver.experiments.ready_steps(name))[0].finished:
+            _check_order(ready[0], only, name)
+            driver.advance(ready)
+        return driver.experiments.algorithm(name).read_state()
     finally:
-        experiments.close()
+        driver.close()
+
+
+def _check_order(step: Step, only: tuple[str, ...] | None, name: str) -> None:
+    if only is not None and step.action not in only:
+        raise StepOrderError(
+            f"{'/'.join(only)} refused: {step.describe()} comes first; "
+            f"`flashrsi resume --experiment {name}` runs every remaining step"
+        )
+
+
+class _Driver:
+    """One experiment's runs: in-process, or queued with the run ids it submitted."""
+
+    def __init__(self, instance, experiment, runs, queued, say: Say) -> None:
+        config = experiment.config
+        self.instance, self.runs, self.queued, self.say = instance, runs, queued, say
+        self.name, self.algorithm = config.experiment.name, config.algorithm.name
+        self.defs = defs_for(self.algorithm)
+        self.experiments = ExperimentsResource.at(str(config.experiment.home))
+        self.tags = endpoint_tags(config, Path(config.experiment.home))
+        self.submitted: dict[str, Step] = {}
+
+    def advance(self, ready: tuple[Step, ...]) -> None:
+        """Start what may start of the ready steps, then wait for one run to end."""
+        requests = {s: self.defs.request(self.name, s, self.tags) for s in ready}
+        steps = {r.run_key: s for s, r in requests.items() if r is not None}
+        active = self.instance.get_runs(
+            filters=dg.RunsFilter(tags={EXPERIMENT_TAG: self.name}, statuses=ACTIVE)
+        )
+        wanted = not_active([r for r in requests.values() if r is not None], active)
+        if self._in_this_process(wanted):
+            self._in_process(steps[wanted[0].run_key])
+            return
+        for request in wanted:
+            self.say(f"== {steps[request.run_key].describe()} (queued)")
+            self.submitted[self.queued.submit(request)] = steps[request.run_key]
+        if not self.submitted:  # another process's runs: wait for them
+            time.sleep(1)
+            return
+        self._ended(self.queued.wait_for_any(set(self.submitted)))
+
+    def _in_this_process(self, wanted: list[dg.RunRequest]) -> bool:
+        """A step alone while no run is active on the instance (else it queues too, so the
+        queue's limits count it before it starts); every step where there is no queue."""
+        if not wanted:
+            return False
+        if not self.queued.available:
+            return True
+        busy = self.instance.get_runs(filters=dg.RunsFilter(statuses=ACTIVE), limit=1)
+        return len(wanted) == 1 and not busy
+
+    def _in_process(self, step: Step) -> None:
+        self.say(f"== {step.describe()}")
+        if not self.runs.execute(self.algorithm, self.name, step, self.tags):
+            raise RuntimeError(f"{step.describe()} failed: {self.runs.failure}")
+        self._step_line(step)
+
+    def _ended(self, run: dg.DagsterRun) -> None:
+        step = self.submitted.pop(run.run_id)
+        if run.status == dg.DagsterRunStatus.SUCCESS:
+            self._step_line(step)
+            return
+        self.queued.cancel_queued(set(self.submitted))
+        while self.submitted:  # the others finish what they started, and are recorded
+            self.submitted.pop(self.queued.wait_for_any(set(self.submitted)).run_id)
+        failures = step_failures(self.instance, run.run_id)
+        raise_integrity_failure(failures)
+        why = root_cause(failures) if failures else run_failure(self.instance, run.run_id)
+        raise RuntimeError(f"{step.describe()} failed: {why or root_cause([])}")
+
+    def _step_line(self, step: Step) -> None:
+        opened = self.experiments.algorithm(self.name)
+        self.say(opened.step_line(opened.read_state(), step))
+
+    def close(self) -> None:
+        self.queued.close()
+        self.experiments.close()
 
 
 def summary(experiment: Experiment, state) -> tuple[str, bool]:

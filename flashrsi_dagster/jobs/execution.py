@@ -80,11 +80,15 @@ def home_run_config(home: str | Path) -> dict[str, Any]:
     executor = executor_config(home)
     if executor is None:
         return {}
+    return {"execution": {"config": executor}, "resources": home_resources(home)}
+
+
+def home_resources(home: str | Path) -> dict[str, Any]:
+    """The resources' config naming the home by its absolute path: a run loaded from the code
+    location (a queued run's worker, a Celery worker) would otherwise bind `.flashrsi` beside
+    its folder, whatever the home's name."""
     root = {"config": {"home": str(Path(home).resolve())}}
-    return {
-        "execution": {"config": executor},
-        "resources": {"experiments_home": root, "io_manager": root},
-    }
+    return {"experiments_home": root, "io_manager": root}
 
 
 def runs_elsewhere(run_config: Mapping[str, Any]) -> bool:

@@ -7,6 +7,7 @@ that executor, with the job loaded from its code location as the workers load it
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 
 import dagster as dg
 from dagster._core.definitions.reconstruct import ReconstructableRepository
@@ -16,7 +17,8 @@ from dagster._core.execution.execution_result import ExecutionResult
 from flashrsi_dagster.algorithms.base import Step
 from flashrsi_dagster.defs import build_definitions, defs_for
 from flashrsi_dagster.jobs.execution import home_run_config, runs_elsewhere
-from flashrsi_dagster.records import IntegrityError
+from flashrsi_dagster.jobs.failures import raise_integrity_failure, root_cause
+from flashrsi_dagster.jobs.owner import this_process
 
 REPOSITORY_LABEL = {".dagster/repository": "__repository__@flashrsi_dagster.definitions"}
 """The tag the UI lists a job's runs by (repository @ code location, as `flashrsi ui` and
@@ -40,15 +42,22 @@ class InProcessRuns:
         self.instance, self.home = instance, home
         self.definitions = build_definitions(home, **(parts or {}))
 
-    def execute(self, algorithm: str, name: str, step: Step) -> bool:
+    def execute(
+        self, algorithm: str, name: str, step: Step, tags: Mapping[str, str] | None = None
+    ) -> bool:
         """Run one step; True when Dagster reports success. A step refused because the
         records fail their integrity check raises that `IntegrityError` here, so the caller
         can name the files instead of pointing at a failed run; see `failure` for why
-        another step failed."""
-        request = defs_for(algorithm).request(name, step)
+        another step failed; `tags`: more tags for the run (its endpoints)."""
+        request = defs_for(algorithm).request(name, step, tags)
         assert request is not None and request.job_name, f"{step.describe()} is not a run"
         job = self.definitions.resolve_job_def(request.job_name)
-        tags = {**request.tags, **REPOSITORY_LABEL, "dagster/run_key": request.run_key or ""}
+        tags = {
+            **request.tags,
+            **REPOSITORY_LABEL,
+            **this_process(),
+            "dagster/run_key": request.run_key or "",
+        }
         run_config = {**QUIET, **home_run_config(self.home)}
         if runs_elsewhere(run_config):
             result = _execute_from_code_location(self.instance, job, request, tags, run_config)
@@ -62,8 +71,9 @@ class InProcessRuns:
                 raise_on_error=False,
                 run_config=run_config,
             )
-        _raise_integrity_failure(result)
-        self.failure = None if result.success else _root_cause(result)
+        failures = result.get_step_failure_events()
+        raise_integrity_failure(failures)
+        self.failure = None if result.success else root_cause(failures)
         return result.success
 
     failure: str | None = None
@@ -105,24 +115,3 @@ def _execute_from_code_location(
         )
 
 
-def _raise_integrity_failure(result: ExecutionResult) -> None:
-    for event in result.get_step_failure_events():
-        error = event.step_failure_data.error
-        while error is not None:
-            if error.cls_name == IntegrityError.__name__:
-                raise IntegrityError.from_message(error.message)
-            error = error.cause
-
-
-def _root_cause(result: ExecutionResult) -> str:
-    """The innermost error of the first failed step (a Dagster trace wraps the real one)."""
-    for event in result.get_step_failure_events():
-        error = event.step_failure_data.error
-        user = event.step_failure_data.user_failure_data
-        if user is not None and user.description:
-            return user.description
-        while error is not None and error.cause is not None:
-            error = error.cause
-        if error is not None:
-            return f"{error.cls_name}: {error.message.strip()}"
-    return "the run failed before any step (see `flashrsi ui`)"

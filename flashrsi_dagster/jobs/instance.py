@@ -12,18 +12,24 @@ import yaml
 
 from flashrsi_dagster.jobs import postgres
 from flashrsi_dagster.jobs.postgres import StorageSettingError
+from flashrsi_dagster.jobs.run_queue import RunLimits, run_queue
 from flashrsi_dagster.jobs.storage import CONFIG as STORAGE
 
 TELEMETRY_OFF = "telemetry:\n  enabled: false\n"
-RUN_QUEUE = """run_coordinator:
+UNLIMITED_QUEUE = """run_coordinator:
   module: dagster._core.run_coordinator
   class: QueuedRunCoordinator
   config:
     dequeue_interval_seconds: 1
 """
-"""Runs launched from the UI or by a sensor wait in the queue until the daemon looks (every
-5 s by default): a round waits 1 s at most."""
+"""The run queue homes were given before it had limits (such a file gets them)."""
+RUN_QUEUE = run_queue(RunLimits())
+"""Dagster's run queue with the default limits (`run_queue.py`)."""
 SETTINGS = TELEMETRY_OFF + STORAGE + RUN_QUEUE
+"""A new home's file on the default storage."""
+GENERATED_BEFORE = (TELEMETRY_OFF, TELEMETRY_OFF + STORAGE + UNLIMITED_QUEUE)
+"""What earlier versions wrote: a file that holds exactly one of these is brought up to date
+(on the storage it had: SQLite for the second)."""
 STORAGES = {"sqlite": STORAGE, "postgres": postgres.CONFIG}
 """The storage sections this module writes, by name."""
 
@@ -33,20 +39,25 @@ def chosen_storage() -> str:
     return "postgres" if os.environ.get(postgres.URL_ENV, "").strip() else "sqlite"
 
 
-def instance_dir(home: Path) -> Path:
+def instance_dir(home: Path, limits: RunLimits | None = None) -> Path:
     """The Dagster instance of a home folder (`DAGSTER_HOME`), created on first use with
     telemetry off (nothing leaves the machine), the chosen storage — SQLite with open
     connections (`storage.py`), or PostgreSQL (`postgres.py`) — and a run queue looked at every
-    second. An instance made with telemetry off alone (before these) is given the rest: the
-    files stay the same. One made here on the other storage is refused (`StorageSettingError`):
-    its run history is not left behind silently. A user's own `dagster.yaml` is kept as is."""
+    second, with `limits` (default `RunLimits()`). A file an earlier version made
+    (`GENERATED_BEFORE`) is given the rest, its storage kept. One made here on the other
+    storage is refused (`StorageSettingError`): its run history is not left behind silently.
+    A user's own `dagster.yaml` is kept as is."""
     folder = Path(home) / ".dagster"
     settings = folder / "dagster.yaml"
-    if not settings.exists() or settings.read_text() == TELEMETRY_OFF:
+    queue = RUN_QUEUE if limits is None else run_queue(limits)
+    made = settings.read_text() if settings.exists() else TELEMETRY_OFF
+    if made == TELEMETRY_OFF:
         folder.mkdir(parents=True, exist_ok=True)
-        settings.write_text(TELEMETRY_OFF + STORAGES[chosen_storage()] + RUN_QUEUE)
-    else:
-        _check_storage(settings)
+        settings.write_text(TELEMETRY_OFF + STORAGES[chosen_storage()] + queue)
+        return folder
+    _check_storage(settings)
+    if made in GENERATED_BEFORE:
+        settings.write_text(TELEMETRY_OFF + STORAGE + queue)
     return folder
 
 

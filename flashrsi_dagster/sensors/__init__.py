@@ -1,11 +1,17 @@
 """The round driver as a sensor, and the nightly schedule that starts a new experiment.
 
-The sensor asks every experiment under the home folder for its next step (the same
-`next_step` as the CLI) and requests that step's run through its algorithm's mapping, with
-an idempotent run key; it leaves an experiment alone while any of its runs is active, and
-stops asking once it is done or aborted.
+The sensor asks every experiment under the home folder for the steps it may run now (the same
+`ready_steps` as the CLI: the next step, and beside it the other candidates of its round where
+the algorithm lets them run side by side) and requests each one's run, as separate runs in one
+tick, through its algorithm's mapping, with an idempotent run key: Dagster never launches one
+key twice, and the run queue's limits decide when each starts. A step whose run is active is
+not requested again; an experiment with an active run that is none of its ready steps (a
+sequential step, a run launched from the UI, a candidate whose run is still ending) is left
+alone until that run ends. It stops asking once the experiment is done or aborted.
 
 The schedule only *requests* a `start_experiment` run: previewing it creates nothing."""
+
+from pathlib import Path
 
 import dagster as dg
 from pydantic import Field
@@ -13,19 +19,13 @@ from pydantic import Field
 from flashrsi_dagster.assets.context import EXPERIMENT_TAG
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.defs import ALGORITHM_DEFS, defs_for
+from flashrsi_dagster.defs.ready import ACTIVE, not_active
+from flashrsi_dagster.defs.tags import endpoint_tags
 from flashrsi_dagster.experiment.keys import nightly_name
 from flashrsi_dagster.jobs.execution import home_run_config
+from flashrsi_dagster.jobs.owner import fail_dead_runs
 from flashrsi_dagster.jobs.start import start_experiment
 from flashrsi_dagster.resources import ExperimentsResource
-
-ACTIVE = [
-    dg.DagsterRunStatus.QUEUED,
-    dg.DagsterRunStatus.NOT_STARTED,
-    dg.DagsterRunStatus.STARTING,
-    dg.DagsterRunStatus.STARTED,
-    dg.DagsterRunStatus.CANCELING,  # its process still runs (its jails, its last writes)
-    dg.DagsterRunStatus.SUSPENDED,  # it resumes where it stopped
-]
 
 
 @dg.sensor(
@@ -36,28 +36,29 @@ ACTIVE = [
 def round_driver(
     context: dg.SensorEvaluationContext, experiments_home: ExperimentsResource
 ) -> dg.SensorResult:
-    """Requests each experiment's next step once its previous run has finished."""
+    """Requests every step each experiment may run now that has no active run."""
     experiments = experiments_home
     run_config = home_run_config(experiments.home)  # where steps run: <home>/execution.yaml
     requests, additions = [], []
     for name in experiments.names():
-        active = context.instance.get_runs(
-            filters=dg.RunsFilter(tags={EXPERIMENT_TAG: name}, statuses=ACTIVE), limit=1
-        )
-        if active:
-            continue
         try:
             opened = experiments.algorithm(name)  # opened once, for the tick
             algorithm = defs_for(opened.name)
-            request = algorithm.request(name, experiments.next_step(name))
+            tags = endpoint_tags(experiments.config(name), Path(experiments.home))
+            ready = [algorithm.request(name, step, tags) for step in experiments.ready_steps(name)]
             # A home restored beside a fresh instance: a request for a partition the
             # instance does not know would fail the whole tick, so the tick adds it.
             missing = algorithm.unregistered(context.instance, name, opened)
         except Exception as exc:  # one unreadable experiment must not stop the others
             context.log.warning(f"experiment {name!r} skipped: {exc}")
             continue
-        if request is not None:
-            requests.append(request.with_replaced_attrs(run_config=run_config))
+        fail_dead_runs(context.instance, name)  # a killed `flashrsi run` would hold it back
+        active = context.instance.get_runs(
+            filters=dg.RunsFilter(tags={EXPERIMENT_TAG: name}, statuses=ACTIVE)
+        )
+        wanted = not_active([r for r in ready if r is not None], active)
+        if wanted:
+            requests.extend(r.with_replaced_attrs(run_config=run_config) for r in wanted)
             additions.extend(missing)
     return dg.SensorResult(run_requests=requests, dynamic_partitions_requests=additions)
 

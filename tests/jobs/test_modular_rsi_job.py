@@ -24,11 +24,20 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "modular_rsi.yaml"
 MRSI = defs_for("modular_rsi")
 
 
+MODULES = (
+    "agent_loop",
+    "tool_use",
+    "observation_management",
+    "context_management",
+    "task_completion_detection",
+)
+
+
 def _experiment(tmp_path: Path):
     return open_experiment(load_config(EXAMPLE, ["--experiment.home", str(tmp_path / "home")]))
 
 
-def test_the_sensor_asks_for_the_first_branch_step_of_the_first_module(tmp_path, storage):
+def test_the_sensor_asks_for_every_modules_first_branch_step_at_once(tmp_path, storage):
     experiment = _experiment(tmp_path)
     name, home = experiment.config.experiment.name, str(tmp_path / "home")
     with instance_on(storage) as instance:
@@ -36,8 +45,10 @@ def test_the_sensor_asks_for_the_first_branch_step_of_the_first_module(tmp_path,
         with dg.build_sensor_context(
             instance=instance, resources={"experiments_home": ExperimentsResource.at(home)}
         ) as context:
-            (request,) = round_driver(context).run_requests
+            requests = round_driver(context).run_requests
         candidates = instance.get_dynamic_partitions(PARTITIONS.candidates.name)
+    request = requests[0]  # the next step first; the other branches share nothing with it
+    assert [r.run_key for r in requests] == [f"{name}:branch:r000.{module}" for module in MODULES]
     assert request.job_name == "modular_rsi"
     assert request.partition_key == str(PARTITIONS.key(name, 0, "agent_loop"))
     assert request.run_key == f"{name}:branch:r000.agent_loop"

@@ -1,0 +1,186 @@
+"""Steps as queued runs, for `flashrsi run` when a round has several candidates ready: each a
+run of its algorithm's job, submitted to the instance's run coordinator (Dagster's
+`QueuedRunCoordinator` on a home's instance, whose tag concurrency limits decide when each
+starts), launched by the instance's run launcher into a run worker of its own.
+
+For as long as the driver needs them, this process hosts what `dagster dev` would: the code
+location `flashrsi_dagster.definitions` (Dagster's own gRPC code server, started as a child in
+the folder holding the home) and the queue's dequeue loop (`QueuedRunCoordinatorDaemon`, one
+iteration a second in a thread). Nothing here schedules: Dagster's queue does."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import dagster as dg
+from dagster._core.definitions.selector import JobSubsetSelector
+from dagster._core.run_coordinator import QueuedRunCoordinator
+from dagster._core.storage.tags import RUN_KEY_TAG
+from dagster._core.workspace.context import WorkspaceProcessContext
+from dagster._core.workspace.load_target import ModuleTarget
+from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import (
+    QueuedRunCoordinatorDaemon,
+)
+
+from flashrsi_dagster.jobs.in_process import QUIET, REPOSITORY_LABEL
+from flashrsi_dagster.jobs.execution import home_resources, home_run_config
+
+LOCATION = "flashrsi_dagster.definitions"
+(REPOSITORY_TAG,) = REPOSITORY_LABEL
+DEQUEUE_LOCK = "dequeue.lock"
+DAEMON_GONE = 70
+"""Seconds without a heartbeat (one every 30 s) after which Dagster's daemon is gone."""
+ENDED = (
+    dg.DagsterRunStatus.SUCCESS,
+    dg.DagsterRunStatus.FAILURE,
+    dg.DagsterRunStatus.CANCELED,
+)
+
+
+class QueuedRuns:
+    """Submits run requests of the experiments under `home` to `instance`'s queue; the code
+    server and the dequeue loop live from the first `submit` to `close`."""
+
+    def __init__(self, instance: dg.DagsterInstance, home: Path, definitions: dg.Definitions):
+        self.instance, self.home, self.definitions = instance, Path(home).resolve(), definitions
+        self._workspace: WorkspaceProcessContext | None = None
+        self._stop = threading.Event()
+        self._dequeuing: threading.Thread | None = None
+        self._lock: int | None = None
+
+    @property
+    def available(self) -> bool:
+        """Whether the instance has a run queue (Dagster's `QueuedRunCoordinator`)."""
+        return isinstance(self.instance.run_coordinator, QueuedRunCoordinator)
+
+    def submit(self, request: dg.RunRequest) -> str:
+        """Create the request's run (its partition's tags, its run key) and submit it to
+        the queue; returns its run id."""
+        workspace = self._started()
+        context = workspace.create_request_context()
+        location = context.get_code_location(LOCATION)
+        repository = next(iter(location.get_repositories().values()))
+        assert request.job_name is not None
+        remote = location.get_job(
+            JobSubsetSelector(
+                location_name=location.name,
+                repository_name=repository.name,
+                job_name=request.job_name,
+                op_selection=None,
+                asset_selection=request.asset_selection,
+            )
+        )
+        job = self.definitions.resolve_job_def(request.job_name)
+        resolved = request.with_resolved_tags_and_config(job, [], self.instance)
+        run_config = {**QUIET, "resources": home_resources(self.home), **home_run_config(self.home)}
+        plan = location.get_execution_plan(
+            remote, run_config, step_keys_to_execute=None, known_state=None, instance=self.instance
+        )
+        run = self.instance.create_run(
+            job_name=request.job_name,
+            run_id=None,
+            run_config=run_config,
+            resolved_op_selection=remote.resolved_op_selection,
+            step_keys_to_execute=None,
+            status=dg.DagsterRunStatus.NOT_STARTED,
+            op_selection=None,
+            root_run_id=None,
+            parent_run_id=None,
+            tags={
+                **(remote.run_tags or {}),
+                **resolved.tags,
+                REPOSITORY_TAG: f"{repository.name}@{location.name}",  # its job's Runs tab
+                RUN_KEY_TAG: request.run_key or "",
+            },
+            job_snapshot=remote.job_snapshot,
+            execution_plan_snapshot=plan.execution_plan_snapshot,
+            parent_job_snapshot=remote.parent_job_snapshot,
+            remote_job_origin=remote.get_remote_origin(),
+            job_code_origin=remote.get_python_origin(),
+            asset_selection=frozenset(request.asset_selection or ()) or None,
+            asset_check_selection=None,
+            asset_graph=repository.asset_graph,
+        )
+        self.instance.submit_run(run.run_id, context)
+        return run.run_id
+
+    def wait_for_any(self, run_ids: set[str], poll: float = 0.5) -> dg.DagsterRun:
+        """The first of the runs to end (success, failure or cancellation)."""
+        while True:
+            runs = self.instance.get_runs(filters=dg.RunsFilter(run_ids=list(run_ids)))
+            ended = [r for r in runs if r.status in ENDED]
+            if ended:
+                return ended[0]
+            time.sleep(poll)
+
+    def cancel_queued(self, run_ids: set[str]) -> None:
+        """Take the runs that have not started yet out of the queue."""
+        if not run_ids:
+            return
+        queued = self.instance.get_runs(
+            filters=dg.RunsFilter(run_ids=list(run_ids), statuses=[dg.DagsterRunStatus.QUEUED])
+        )
+        for run in queued:
+            self.instance.run_coordinator.cancel_run(run.run_id)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._dequeuing is not None:
+            self._dequeuing.join()
+        if self._lock is not None:
+            os.close(self._lock)  # releases the flock: another driver may dequeue now
+            self._lock = None
+        if self._workspace is not None:
+            # an instance that waits for its code servers on shutdown (Dagster's test
+            # instances) gives them 30 s; a loaded machine took longer, and the server, told
+            # to stop, ends on its own (its heartbeat from this process stops too)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._workspace.__exit__(None, None, None)
+            self._workspace = None
+
+    def _started(self) -> WorkspaceProcessContext:
+        if self._workspace is None:
+            target = ModuleTarget(LOCATION, None, str(self.home.parent), None)
+            self._workspace = WorkspaceProcessContext(
+                self.instance, target, code_server_log_level="WARNING"
+            )
+            self._workspace.__enter__()
+            if self.available:
+                self._dequeuing = threading.Thread(target=self._dequeue, daemon=True)
+                self._dequeuing.start()
+        return self._workspace
+
+    def _dequeue(self) -> None:
+        assert self._workspace is not None
+        interval = self.instance.run_coordinator.dequeue_interval_seconds  # type: ignore[attr-defined]
+        with QueuedRunCoordinatorDaemon(interval_seconds=interval) as daemon:
+            daemon._logger.setLevel(logging.WARNING)  # its every look at the queue, at INFO
+            while not self._stop.wait(interval):
+                if self._may_dequeue(daemon.daemon_type()):
+                    for _ in daemon.run_iteration(self._workspace):
+                        pass
+
+    def _may_dequeue(self, daemon_type: str) -> bool:
+        """One dequeuer per instance, or a run could be launched twice: Dagster's daemon
+        where one runs (`flashrsi ui`, `dagster dev`), else the `flashrsi run` of the home
+        that holds its dequeue lock (kept until it closes; another takes over then)."""
+        if self._lock is None:
+            path = self.home / ".dagster" / DEQUEUE_LOCK
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return False
+            self._lock = fd
+        beat = self.instance.get_daemon_heartbeats().get(daemon_type)
+        return beat is None or time.time() - beat.timestamp > DAEMON_GONE
