@@ -12,7 +12,6 @@ from collections.abc import Mapping
 import dagster as dg
 from dagster._core.definitions.reconstruct import ReconstructableRepository
 from dagster._core.execution.execute_in_process import merge_run_tags
-from dagster._core.execution.execution_result import ExecutionResult
 
 from flashrsi_dagster.algorithms.base import Step
 from flashrsi_dagster.defs import build_definitions, defs_for
@@ -113,5 +112,3 @@ def _execute_from_code_location(
             tags=tags,
             asset_selection=request.asset_selection,
         )
-
-

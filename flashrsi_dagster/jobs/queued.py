@@ -17,7 +17,6 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
 from pathlib import Path
 
 import dagster as dg
@@ -30,8 +29,8 @@ from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import (
     QueuedRunCoordinatorDaemon,
 )
 
-from flashrsi_dagster.jobs.in_process import QUIET, REPOSITORY_LABEL
 from flashrsi_dagster.jobs.execution import home_resources, home_run_config
+from flashrsi_dagster.jobs.in_process import QUIET, REPOSITORY_LABEL
 
 LOCATION = "flashrsi_dagster.definitions"
 (REPOSITORY_TAG,) = REPOSITORY_LABEL
