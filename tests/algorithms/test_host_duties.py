@@ -124,7 +124,7 @@ def _paired_stats(harness: MetaHarness, state, k: int) -> dict:
     """The `paired_stats` asset's value for round k, as the Dagster layer makes it."""
     from flashrsi_dagster.assets.meta_harness import _paired
 
-    return _paired(harness, state, k, harness.round_frame(k)).value
+    return _paired(harness, state, k, "c0", harness.round_frame(k)).value
 
 
 # -- the Evolver ------------------------------------------------------------------------------
