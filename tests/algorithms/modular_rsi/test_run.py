@@ -20,6 +20,7 @@ from flashrsi_dagster.config import load_config
 from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.llm.endpoints import offline_server
+from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
 from flashrsi_dagster.records import Trajectory, read_record
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from tests.algorithms.modular_rsi.scripted import (
@@ -106,11 +107,15 @@ def test_one_accepted_branch_is_merged_promoted_and_tested_once(tmp_path):
 def test_flashrsi_run_drives_it_to_the_sealed_test_and_resume_adds_nothing(tmp_path, capsys):
     from flashrsi_dagster.cli import main
 
+    # The branches are ready at once, so `flashrsi run` queues them: each runs in a run
+    # worker process of its own, which reaches the Worker's script over HTTP like any endpoint.
     name = unique("mrsi-cli")
-    path = write_config(tmp_path, script_model(name, [findings()] * 5))
-    assert main(["run", "--config", str(path)]) == 0
+    with OfflineModelServer(ServerConfig(scripts={name: [findings()] * 5})) as simulator:
+        llm = {"model": f"simulator/script:{name}", "base_url": simulator.url, "timeout": 30}
+        path = write_config(tmp_path, llm["model"], worker={"llm": llm})
+        assert main(["run", "--config", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "== branch (round 0, agent_loop)" in out and "== integrate" not in out
+    assert "== branch (round 0, agent_loop) (queued)" in out and "== integrate" not in out
     assert "promoted: " in out and "(seed): no branch changed the seed" in out
     assert "sealed test: " in out
     layout = Layout.of(tmp_path / "home" / "mrsi" / "records")
