@@ -469,6 +469,15 @@ def test_a_review_reason_carrying_an_injection_and_a_key_is_recorded_redacted(
     config["agent"]["llm"]["api_key"] = f"${{{TARGET_KEY_VAR}}}"
     config["algorithm"]["worker"]["llm"]["api_key"] = f"${{{WORKER_KEY_VAR}}}"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
+    # The script answers agent_loop's branch first, so the branches run one after another in
+    # this process: an instance of the user's own without a run queue (README "Parallel
+    # candidates and limits"), which the script registered in this process also serves.
+    instance = tmp_path / "home" / ".dagster"
+    instance.mkdir(parents=True)
+    (instance / "dagster.yaml").write_text(
+        "telemetry:\n  enabled: false\nrun_coordinator:\n"
+        "  module: dagster._core.run_coordinator\n  class: DefaultRunCoordinator\n"
+    )
 
     assert main(["run", "--config", str(path)]) == 0
     out = capsys.readouterr()
