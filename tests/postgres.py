@@ -16,12 +16,16 @@ from sqlalchemy.engine import make_url
 SERVER = os.environ.get("FLASHRSI_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
-def _admin():
-    url = make_url(SERVER)
-    connection = psycopg2.connect(
-        host=url.host, port=url.port, user=url.username, password=url.password,
-        dbname=url.database, connect_timeout=3,
+def _connect(url: str):
+    parsed = make_url(url)
+    return psycopg2.connect(
+        host=parsed.host, port=parsed.port, user=parsed.username, password=parsed.password,
+        dbname=parsed.database, connect_timeout=3,
     )  # fmt: skip
+
+
+def _admin():
+    connection = _connect(SERVER)
     connection.autocommit = True  # CREATE / DROP DATABASE cannot run in a transaction
     return connection
 
@@ -55,11 +59,7 @@ def fresh_database(prefix: str = "flashrsi_test") -> Iterator[str]:
 
 def rows(url: str, sql: str) -> list[tuple]:
     """The rows `sql` returns from the database at `url`."""
-    parsed = make_url(url)
-    connection = psycopg2.connect(
-        host=parsed.host, port=parsed.port, user=parsed.username, password=parsed.password,
-        dbname=parsed.database, connect_timeout=3,
-    )  # fmt: skip
+    connection = _connect(url)
     with closing(connection), connection.cursor() as cursor:
         cursor.execute(sql)
         return cursor.fetchall()
