@@ -156,11 +156,13 @@ class SnapshotStore:
         self._redactor = secret_filter if secret_filter is not None else Redactor()
         # The needles (every encoding of every secret) are compiled once, here.
         self._secrets = self._redactor.scanner if self._redactor.knows_secrets else None
-        if (self.root / "HEAD").exists():
+        try:
             self._repo = git.Repo(self.root)
-        else:
+        except (git.NoSuchPathError, git.InvalidGitRepositoryError):
+            # None yet, or another process is making it right now: `git init` writes HEAD
+            # before objects/ and refs/, so only the lock says when it is done.
             self.root.mkdir(parents=True, exist_ok=True)
-            with self._locked():  # another process may be making it right now
+            with self._locked():
                 self._repo = self._init()
         (self.root / "checkouts").mkdir(exist_ok=True)
         (self.root / "tmp").mkdir(exist_ok=True)
@@ -168,7 +170,7 @@ class SnapshotStore:
         self._cache: dict[str, Snapshot] = {}
 
     def _init(self) -> git.Repo:
-        if (self.root / "HEAD").exists():
+        with contextlib.suppress(git.InvalidGitRepositoryError):
             return git.Repo(self.root)
         repo = git.Repo.init(self.root, bare=True)
         with repo.config_writer() as config:

@@ -586,7 +586,7 @@ def test_four_processes_committing_at_once_lose_nothing_and_corrupt_nothing(
 def test_seeding_from_several_processes_at_once_makes_one_seed(tmp_path):
     harness = write_harness(tmp_path / "harness", {"prompts/system.md": "be brief\n"})
     root = tmp_path / "fresh-store"  # not made yet: every process finds none
-    outputs = _at_once(WRITER, root, tmp_path, [["seed", "0", str(harness)]] * 4)
+    outputs = _at_once(WRITER, root, tmp_path, [["seed", "0", str(harness)]] * 8)
 
     assert len({out.strip() for out in outputs}) == 1
     assert [s.id for s in SnapshotStore(root).history()] == [outputs[0].strip()]
