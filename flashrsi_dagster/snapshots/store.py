@@ -156,26 +156,27 @@ class SnapshotStore:
         self._redactor = secret_filter if secret_filter is not None else Redactor()
         # The needles (every encoding of every secret) are compiled once, here.
         self._secrets = self._redactor.scanner if self._redactor.knows_secrets else None
-        try:
+        if (self.root / "checkouts").is_dir():
             self._repo = git.Repo(self.root)
-        except (git.NoSuchPathError, git.InvalidGitRepositoryError):
+        else:
             # None yet, or another process is making it right now: `git init` writes HEAD
-            # before objects/ and refs/, so only the lock says when it is done.
+            # before the rest, so only the lock, and checkouts/ made last, say it is done.
             self.root.mkdir(parents=True, exist_ok=True)
             with self._locked():
                 self._repo = self._init()
-        (self.root / "checkouts").mkdir(exist_ok=True)
         (self.root / "tmp").mkdir(exist_ok=True)
         _sweep_orphans(self.root / "tmp")
         self._cache: dict[str, Snapshot] = {}
 
     def _init(self) -> git.Repo:
-        with contextlib.suppress(git.InvalidGitRepositoryError):
-            return git.Repo(self.root)
-        repo = git.Repo.init(self.root, bare=True)
-        with repo.config_writer() as config:
-            config.set_value("core", "autocrlf", "false")
-            config.set_value("gc", "auto", "0")
+        if (self.root / "HEAD").exists():  # made by another process, or before checkouts/ was
+            repo = git.Repo(self.root)
+        else:
+            repo = git.Repo.init(self.root, bare=True)
+            with repo.config_writer() as config:
+                config.set_value("core", "autocrlf", "false")
+                config.set_value("gc", "auto", "0")
+        (self.root / "checkouts").mkdir(exist_ok=True)
         return repo
 
     @contextlib.contextmanager
