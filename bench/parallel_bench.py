@@ -28,6 +28,7 @@ from pathlib import Path
 
 os.environ.setdefault("DAGSTER_GRPC_TIMEOUT_SECONDS", "300")  # as `flashrsi run` sets it
 
+from dagster import DagsterEventType
 from report import save
 
 from flashrsi_dagster.config import load_config
@@ -62,10 +63,11 @@ def measure(level: int, latency: float, tasks: int) -> dict:
         try:
             drive_on(instance, experiment, say=lambda line: print(f"  [{level}] {line}"))
             records = instance.get_run_records()
+            phases = _phases(instance, [r for r in records if _round(r) == "1"])
         finally:
             instance.dispose()
         total = time.monotonic() - started
-    round_1 = [r for r in records if r.dagster_run.tags.get("flashrsi/round") == "1"]
+    round_1 = [r for r in records if _round(r) == "1"]
     assert len(round_1) == candidates, [r.dagster_run.tags for r in records]
     first = min(r.create_timestamp.timestamp() for r in round_1)
     span = max(r.end_time for r in round_1) - first
@@ -78,9 +80,36 @@ def measure(level: int, latency: float, tasks: int) -> dict:
         "per_hour": round(3600 * candidates / span, 1),
         "run_s_median": round(runs[len(runs) // 2], 1),
         "queue_and_worker_start_s": [round(w, 1) for w in waits],
+        "phases_median_s": phases,
         "experiment_s": round(total, 1),
         "model_calls": len(server.requests),
     }
+
+
+def _round(record) -> str | None:
+    return record.dagster_run.tags.get("flashrsi/round")
+
+
+# Where a run's start goes, each phase from the run's creation: the queue's wait and the
+# launch (to starting), the run worker's spawn and import (to started), the first step.
+PHASES = {
+    "starting": DagsterEventType.RUN_STARTING,
+    "started": DagsterEventType.RUN_START,
+    "first_step": DagsterEventType.STEP_START,
+}
+
+
+def _phases(instance, records) -> dict[str, float]:
+    """The median time from a run's creation to each of `PHASES`' first events."""
+    at: dict[str, list[float]] = {name: [] for name in PHASES}
+    for record in records:
+        created = record.create_timestamp.timestamp()
+        logs = instance.all_logs(record.dagster_run.run_id)
+        for name, kind in PHASES.items():
+            times = [e.timestamp for e in logs if e.dagster_event_type == kind]
+            if times:
+                at[name].append(min(times) - created)
+    return {name: round(sorted(t)[len(t) // 2], 1) for name, t in at.items() if t}
 
 
 def main() -> None:
