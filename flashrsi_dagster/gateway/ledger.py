@@ -1,14 +1,20 @@
 """`Ledger`: the live tokens, what each run used, the caps per (experiment, role), all under one
-lock. Runs stay after revoke, so late-ending calls still count and totals stay complete."""
+lock. Runs stay after revoke, so late-ending calls still count and totals stay complete.
+
+With a call log, a role's caps count the calls of every gateway writing it (other processes,
+other hosts sharing the experiment home; see `shared.py`), their calls in flight included."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass, field
 
 from flashrsi_dagster.gateway.errors import GatewayError
 from flashrsi_dagster.gateway.grants import Caps, Grant
+from flashrsi_dagster.gateway.log import CallLog
 from flashrsi_dagster.gateway.metering import RunUsage, Tokens, Usage
+from flashrsi_dagster.gateway.shared import SharedSpend
 
 # A hostile run can be refused in a loop: its `refused` list keeps the first messages only.
 MAX_REFUSED = 100
@@ -44,7 +50,9 @@ class Run:
 
 
 class Ledger:
-    def __init__(self) -> None:
+    def __init__(self, log: CallLog | None = None) -> None:
+        """`log`: the call log the gateway writes, shared with other gateways (or None)."""
+        self._log = log
         self._lock = threading.Lock()
         self._runs: dict[str, Run] = {}  # token digest -> run, revoked ones included
         self._roles: dict[tuple[str, str], Usage] = {}
@@ -57,12 +65,6 @@ class Ledger:
             _check_priced(self._caps.get(key), [grant], key)
             self._runs[token_digest] = Run(grant)
             self._roles.setdefault(key, Usage())
-
-    def carry(self, used: dict[tuple[str, str], Usage]) -> None:
-        """Add what (experiment, role) pairs used before this gateway started."""
-        with self._lock:
-            for key, usage in used.items():
-                self._roles.setdefault(key, Usage()).merge(usage)
 
     def set_caps(self, experiment: str, role: str, caps: Caps) -> None:
         key = (experiment, role)
@@ -83,20 +85,19 @@ class Ledger:
             run.revoked = True
             return run.report()
 
-    def over_cap(self, run: Run, reserve: int = 0) -> str | None:
-        """Why the run's role may not start another call, or None. Calls in flight count with
-        what they reserved, so parallel calls cannot all pass a cap that each alone would."""
-        g = run.grant
-        with self._lock:
-            return self._over_cap(g, reserve)
-
-    def _over_cap(self, g: Grant, reserve: int) -> str | None:
+    def _over_cap(self, g: Grant, reserve: int, shared: SharedSpend | None) -> str | None:
         """A call alone may cross the cap (it is let finish); one that would start while
-        others are in flight may not, if together they could."""
+        others are in flight (here or in another gateway) may not, if together they could."""
         key = (g.experiment, g.role)
-        caps, used, others = self._caps.get(key), self._roles[key], self._reserved.get(key, 0)
+        caps = self._caps.get(key)
         if caps is None:
             return None
+        used = Usage()
+        used.merge(self._roles[key])
+        spent, held = shared.others(key) if shared is not None else (None, 0)
+        if spent is not None:
+            used.merge(spent)
+        others = self._reserved.get(key, 0) + held
         head = f"gateway: role {g.role!r} of experiment {g.experiment!r} reached its cap of"
         parallel = f", with calls in flight that may use {others + reserve} tokens"
         if caps.max_tokens is not None:
@@ -106,15 +107,15 @@ class Ledger:
                 return f"{head} {caps.max_tokens} tokens (used {used.tokens}{parallel})"
         if caps.max_usd is None:
             return None
-        spent = used.cost_usd
-        if spent is None:  # unpriced calls made before the cap was set
+        spent_usd = used.cost_usd
+        if spent_usd is None:  # unpriced calls made before the cap was set, or elsewhere
             return f"{head} ${caps.max_usd:g}: its cost is unknown (unpriced calls)"
-        if spent >= caps.max_usd:
-            return f"{head} ${caps.max_usd:g} (used ${spent:.6g})"
+        if spent_usd >= caps.max_usd:
+            return f"{head} ${caps.max_usd:g} (used ${spent_usd:.6g})"
         price = g.upstream.price
         worst = (others + reserve) * max(price.input_per_mtok, price.output_per_mtok) / 1e6
-        if others and spent + worst > caps.max_usd:
-            return f"{head} ${caps.max_usd:g} (used ${spent:.6g}{parallel})"
+        if others and spent_usd + worst > caps.max_usd:
+            return f"{head} ${caps.max_usd:g} (used ${spent_usd:.6g}{parallel})"
         return None
 
     def over_calls(self, run: Run) -> str | None:
@@ -136,17 +137,21 @@ class Ledger:
     def admit(self, run: Run, reserve: int, *, counted: bool = False) -> tuple[str, bool] | None:
         """Start a call that may use up to `reserve` tokens, unless the role's cap or, for a
         `counted` model call, the run's `max_calls` forbids it: (the reason, whether it is
-        the run's budget). Atomic, so two calls cannot both take the last of a cap."""
+        the run's budget). Atomic, across the processes sharing the log too, so two calls
+        cannot both take the last of a cap."""
         g = run.grant
+        key = (g.experiment, g.role)
         with self._lock:
             over = self._over_calls(run) if counted else None
             if over is not None:
                 return over, True
-            reason = self._over_cap(g, reserve)
-            if reason is None:
-                run.in_flight += 1
-                key = (g.experiment, g.role)
-                self._reserved[key] = self._reserved.get(key, 0) + reserve
+            with self._log.locked() if self._log else contextlib.nullcontext() as shared:
+                reason = self._over_cap(g, reserve, shared)
+                if reason is None:
+                    run.in_flight += 1
+                    self._reserved[key] = self._reserved.get(key, 0) + reserve
+                    if shared is not None:
+                        shared.hold(key, reserve)  # released as the call's line is logged
             return None if reason is None else (reason, False)
 
     def refuse(

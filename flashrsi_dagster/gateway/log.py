@@ -7,7 +7,9 @@ replaced; then the project's `Redactor` runs over the line.
 Gateways of several processes (candidates of one round side by side, on one machine or on
 several sharing the home) append to one experiment's log: each line goes out in one `write`
 under an exclusive `flock` of the file, so lines never interleave or tear (NFS's O_APPEND
-alone does not promise that).
+alone does not promise that). Under the same lock each gateway reads what the others
+appended since it last looked, and keeps its calls in flight where they see them
+(`shared.py`): a role's caps count every process's calls.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ import json
 import os
 import re
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from flashrsi_dagster.gateway.grants import TOKEN_PREFIX
-from flashrsi_dagster.gateway.metering import Tokens, Usage
+from flashrsi_dagster.gateway.shared import SharedSpend
 from flashrsi_dagster.records.redaction import REDACTED, Redactor
 
 _TOKEN_SHAPE = re.compile(re.escape(TOKEN_PREFIX) + r"[A-Za-z0-9_\-]*")
@@ -57,16 +61,37 @@ class CallLog:
         self._keys: tuple[str, ...] = ()  # longest first: a key holding another goes whole
         self._lock = threading.Lock()
         self._fd: int | None = None
+        self._shared: SharedSpend | None = None
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            self._shared = SharedSpend(path)
+            with self.locked():
+                pass  # what earlier processes spent counts from the start
+
+    @contextmanager
+    def locked(self) -> Iterator[SharedSpend | None]:
+        """The log's lock (across threads, processes and hosts), with the other gateways'
+        spends read up to now; None: no log, nothing is shared."""
+        with self._lock:
+            if self._fd is None or self._shared is None:
+                yield None
+                return
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            try:
+                self._shared.read(self._fd)
+                yield self._shared
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def add_key(self, key: str | None) -> None:
         if key:
             with self._lock:
                 self._keys = tuple(sorted({*self._keys, key}, key=len, reverse=True))
 
-    def write(self, record: CallRecord) -> None:
+    def write(self, record: CallRecord, *, held: int = 0) -> None:
+        """Append the record; `held`: tokens the call reserved (see `SharedSpend.hold`),
+        released as its line goes in."""
         if self._fd is None:
             return
         fields = asdict(record)
@@ -74,13 +99,22 @@ class CallLog:
         fields["error"] = _cut(record.error, 1000)
         fields = {"time": datetime.now(UTC).isoformat(timespec="milliseconds"), **fields}
         scrubbed = {k: self._scrub(v) if isinstance(v, str) else v for k, v in fields.items()}
-        line = self._redactor.text(json.dumps(scrubbed, ensure_ascii=False))
-        with self._lock:
-            if self._fd is not None:
-                _append_locked(self._fd, (line + "\n").encode("utf-8"))
+        data = (self._redactor.text(json.dumps(scrubbed, ensure_ascii=False)) + "\n").encode()
+        with self.locked() as shared:
+            if shared is None or self._fd is None:
+                return
+            if not shared.clean_end:  # a writer crashed mid-line: this line starts afresh
+                data = b"\n" + data
+            try:
+                _append(self._fd, data)
+                shared.appended(len(data))
+            finally:
+                shared.release((record.experiment or "", record.role or ""), held)
 
     def close(self) -> None:
         with self._lock:
+            if self._shared is not None:
+                self._shared.close()
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
@@ -91,37 +125,11 @@ class CallLog:
         return _TOKEN_SHAPE.sub(REDACTED, text)
 
 
-def _append_locked(fd: int, data: bytes) -> None:
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
+def _append(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _cut(text: str | None, limit: int = MAX_FIELD) -> str | None:
     return text if text is None or len(text) <= limit else text[:limit] + "..."
-
-
-def logged_usage(path: Path) -> dict[tuple[str, str], Usage]:
-    """What each (experiment, role) used according to an existing call log: the calls of
-    earlier processes, so that a role's cap holds across a resume. Unreadable lines (a torn
-    last line after a crash) are skipped."""
-    totals: dict[tuple[str, str], Usage] = {}
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        return totals
-    for line in lines:
-        try:
-            call = json.loads(line)
-            key = (call["experiment"], call["role"])
-            tokens = Tokens(int(call["input_tokens"]), int(call["output_tokens"]))
-        except (ValueError, KeyError, TypeError):
-            continue
-        if key[0] is None or call.get("status") is None or not (tokens.input or tokens.output):
-            continue
-        totals.setdefault(key, Usage()).add(tokens, call.get("cost_usd"))
-    return totals

@@ -53,6 +53,8 @@ class _Call:
     record: CallRecord
     started: float
     logged: bool = False
+    held: int = 0
+    """Tokens reserved against the role's cap, released when the line is written."""
 
 
 class Proxy:
@@ -106,7 +108,7 @@ class Proxy:
         if not call.logged:
             call.logged = True
             call.record.duration_ms = round((time.perf_counter() - call.started) * 1000, 3)
-            self._log.write(call.record)
+            self._log.write(call.record, held=call.held)
 
     def _answer(self, h: Handler, refusal: Refusal) -> None:
         if h.response_started:  # mid-stream: cutting the connection is the only signal left
@@ -137,7 +139,8 @@ class Proxy:
         return run
 
     def _prepare(self, h: Handler, run: Run, url: Any, body: bytes, record: CallRecord) -> _Forward:
-        """Route, model and caps checked; the body as it will go upstream."""
+        """Route, model, tools and the run's call count checked (the role's caps are checked
+        as the call is admitted); the body as it will go upstream."""
         route = route_of(h.command, url.path)
         upstream = run.grant.upstream
         if route is None:
@@ -166,8 +169,6 @@ class Proxy:
             )
         if route.kind is not None and (reason := self._ledger.over_calls(run)) is not None:
             raise errors.run_budget_exceeded(reason)
-        if route.kind is not None and (reason := self._ledger.over_cap(run)) is not None:
-            raise errors.budget_exceeded(reason)
         target = upstream.path_prefix + url.path.removeprefix("/v1")
         target += f"?{url.query}" if url.query else ""
         forward = _Forward(run, route, target, body)
@@ -185,6 +186,7 @@ class Proxy:
         if refused is not None:
             reason, own_budget = refused
             raise (errors.run_budget_exceeded if own_budget else errors.budget_exceeded)(reason)
+        call.held = forward.reserve
         try:
             self._exchange(h, forward, call)
         except TimeoutError:

@@ -31,7 +31,7 @@ from flashrsi_dagster.gateway.grants import (
 from flashrsi_dagster.gateway.handler import Context, Handler
 from flashrsi_dagster.gateway.ledger import Ledger
 from flashrsi_dagster.gateway.listeners import Acceptor, Connection, Listener
-from flashrsi_dagster.gateway.log import CallLog, logged_usage
+from flashrsi_dagster.gateway.log import CallLog
 from flashrsi_dagster.gateway.metering import RunUsage, Usage
 from flashrsi_dagster.gateway.proxy import Proxy
 from flashrsi_dagster.gateway.upstream import Pool
@@ -67,10 +67,10 @@ class Gateway:
         self._address = (host, port)
         self._max_connections = max_connections
         self._idle_timeout = idle_timeout
-        self._ledger = Ledger()
-        if log_path is not None:  # an experiment's log: its roles' spending so far counts
-            self._ledger.carry(logged_usage(log_path))
+        # An experiment's log: its roles' spending so far, and that of every gateway writing
+        # it meanwhile, counts against their caps.
         self._log = CallLog(log_path, redactor)
+        self._ledger = Ledger(self._log)
         self._pool = Pool()
         self._proxy = Proxy(self._ledger, self._pool, self._log, max_body_bytes)
         self._acceptor = Acceptor(self._on_accept)
