@@ -14,8 +14,8 @@ import git
 import pytest
 
 from flashrsi_dagster.records import REDACTED, Redactor
-from flashrsi_dagster.snapshots import HISTORY_DIR, Components, SnapshotError, SnapshotStore
 from flashrsi_dagster.scratch import process_space
+from flashrsi_dagster.snapshots import HISTORY_DIR, Components, SnapshotError, SnapshotStore
 from tests.conftest import write_harness
 
 BINARY = bytes(range(256)) * 64 + b"\x00\r\n\x1a"
