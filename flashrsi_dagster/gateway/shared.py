@@ -27,6 +27,7 @@ import itertools
 import json
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from flashrsi_dagster.gateway.metering import Tokens, Usage
@@ -54,6 +55,7 @@ class SharedSpend:
         self._spent: dict[Key, Usage] = {}  # the others' calls, as logged
         self._held: dict[Key, int] = {}  # this gateway's calls in flight, as published
         self._fd: int | None = None  # its reservation file, flocked while it lives
+        self._size = 0  # the file's length
 
     # -- the call log ----------------------------------------------------------------------
 
@@ -95,15 +97,14 @@ class SharedSpend:
     def others(self, key: Key) -> tuple[Usage | None, int]:
         """What the other gateways spent for `key`, and the tokens their calls in flight may
         still use."""
-        held = 0
-        try:
-            entries = list(os.scandir(self.folder))
-        except FileNotFoundError:
-            entries = []
-        for entry in entries:
-            if entry.name != self.name:
-                held += self._held_by(Path(entry.path)).get(key, 0)
+        held = sum(entries.get(key, 0) for entries in self._reservations(sweep=False))
         return self._spent.get(key), held
+
+    def sweep(self) -> None:
+        """Remove the files of every gateway that is gone, those holding nothing included
+        (the calls' path tests only the files that hold something)."""
+        for _ in self._reservations(sweep=True):
+            pass
 
     def hold(self, key: Key, tokens: int) -> None:
         """Publish a call of this gateway that may use up to `tokens`."""
@@ -132,34 +133,47 @@ class SharedSpend:
             path = self.folder / self.name
             self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            self._size = 0
         entries = [[e, r, n] for (e, r), n in self._held.items()]
         data = json.dumps(entries).encode() if entries else b""
-        os.pwrite(self._fd, data, 0)
-        os.ftruncate(self._fd, len(data))
+        # Padded with blanks rather than truncated: JSON ignores them, a truncate costs more.
+        os.pwrite(self._fd, data.ljust(self._size), 0)
+        self._size = max(self._size, len(data))
 
-    def _held_by(self, path: Path) -> dict[Key, int]:
-        """The reservations in another gateway's file; the file of a gateway that is gone is
-        removed (see the module doc)."""
+    def _reservations(self, *, sweep: bool) -> Iterator[dict[Key, int]]:
+        """The reservations of the other gateways' files that hold something (`sweep`: every
+        file, tested)."""
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)  # a POSIX lock needs write access
+            entries = list(os.scandir(self.folder))
         except FileNotFoundError:
-            return {}
+            return
+        for entry in entries:
+            if entry.name == self.name:
+                continue
+            try:
+                fd = os.open(entry.path, os.O_RDWR | os.O_CLOEXEC)  # a POSIX lock needs write
+            except FileNotFoundError:
+                continue
+            try:
+                size = min(os.fstat(fd).st_size, MAX_RESERVED_BYTES)
+                data = _pread(fd, size, 0).strip()
+                if not (data or sweep) or self._alive(entry.name, fd):
+                    yield _entries(data)
+                    continue
+                os.unlink(entry.path)
+                logger.info("gateway: removed the reservations of a gone gateway: %s", entry.name)
+            finally:
+                os.close(fd)
+
+    def _alive(self, name: str, fd: int) -> bool:
+        """Whether the gateway of a reservation file lives (see the module doc)."""
+        if name.startswith(self._process + "."):
+            return True
         try:
-            if not path.name.startswith(self._process + ".") and _unlocked(fd):
-                path.unlink(missing_ok=True)
-                logger.info("gateway: removed the reservations of a gone gateway: %s", path.name)
-                return {}
-            return _entries(os.pread(fd, MAX_RESERVED_BYTES, 0))
-        finally:
-            os.close(fd)
-
-
-def _unlocked(fd: int) -> bool:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
         return False
-    return True
 
 
 def _entries(data: bytes) -> dict[Key, int]:
