@@ -134,9 +134,12 @@ class SharedSpend:
             self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             self._size = 0
-        entries = [[e, r, n] for (e, r), n in self._held.items()]
-        data = json.dumps(entries).encode() if entries else b""
-        # Padded with blanks rather than truncated: JSON ignores them, a truncate costs more.
+        if not self._held:  # nothing in flight: an empty file, whatever came before
+            os.ftruncate(self._fd, 0)
+            self._size = 0
+            return
+        data = json.dumps([[e, r, n] for (e, r), n in self._held.items()]).encode()
+        # Padded with blanks rather than cut short (JSON ignores them): a truncate costs more.
         os.pwrite(self._fd, data.ljust(self._size), 0)
         self._size = max(self._size, len(data))
 
