@@ -19,6 +19,8 @@ class ExperimentPaths:
       dagster/          asset values the IO manager keeps (derived; chained too)
       logs/             redacted logs, outside the chain
         gateway.jsonl   the model gateway's call log: one line per model call (gateway/log.py)
+        gateway.reserved/  each live gateway's calls in flight, held against role caps
+                        (gateway/shared.py)
       step.lock         held by the step being taken: one at a time (experiment/lock.py)
     """
 
@@ -42,5 +44,6 @@ class ExperimentPaths:
 
     @property
     def gateway_log(self) -> Path:
-        """The model gateway's redacted call log (what each role spent, across resumes)."""
+        """The model gateway's redacted call log (what each role spent, across resumes and
+        across the processes of candidates side by side)."""
         return self.logs / "gateway.jsonl"

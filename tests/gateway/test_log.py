@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import threading
 
@@ -72,6 +73,20 @@ def test_a_roles_spending_in_the_log_counts_against_its_cap_after_a_restart(tmp_
             openai_client(second, token).chat.completions.create(
                 model="simulator/echo", messages=USER
             )
+
+
+def test_a_line_after_a_torn_tail_starts_a_line_of_its_own(tmp_path, upstream_of):
+    """A gateway killed mid-line leaves a tail without its newline: the next line must not be
+    glued to it, or every gateway reading the log would lose that call's spend."""
+    log_path = tmp_path / "gateway.jsonl"
+    log_path.write_text('{"torn": ')
+
+    with Gateway(log_path=log_path) as gateway:
+        token = gateway.grant(experiment="x", role="worker", run_id="r1", upstream=upstream_of())
+        openai_client(gateway, token).chat.completions.create(model="simulator/echo", messages=USER)
+
+    torn, line = log_path.read_text().splitlines()
+    assert torn == '{"torn": ' and json.loads(line)["input_tokens"] == 3
 
 
 def test_a_line_is_appended_under_the_logs_lock_which_other_hosts_hold_too(tmp_path):
