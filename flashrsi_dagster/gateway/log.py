@@ -66,8 +66,8 @@ class CallLog:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
             self._shared = SharedSpend(path)
-            with self.locked() as shared:  # what earlier processes spent counts from the start
-                shared.sweep()
+            with self.locked():  # what earlier processes spent counts from the start
+                self._shared.sweep()
 
     @contextmanager
     def locked(self) -> Iterator[SharedSpend | None]:
