@@ -6,10 +6,10 @@ that a role's caps hold across all of them.
     logs/gateway.reserved/
       <space>.<pid>-<start>.<n>         one gateway's calls in flight: [[experiment, role, tokens]]
 
-Every method runs under the call log's exclusive flock (`CallLog.locked`): reading the others'
-spends and reservations, deciding, and publishing one's own reservation is one step across
-processes, and so is appending a call's line and releasing its reservation: a call's tokens
-are always in one place or the other, never in neither.
+Every method but `close` runs under the call log's exclusive flock (`CallLog.locked`): reading
+the others' spends and reservations, deciding, and publishing one's own reservation is one
+step across processes, and so is appending a call's line and releasing its reservation: a
+call's tokens are always in one place or the other, never in neither.
 
 A gateway holds an exclusive flock on its own reservation file for its life. A file whose lock
 can be taken belongs to a gateway that is gone (a crash, a SIGKILL: the kernel drops the lock
