@@ -22,6 +22,7 @@ and closing a probe would drop them.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import itertools
 import json
@@ -154,7 +155,7 @@ class SharedSpend:
             if entry.name == self.name:
                 continue
             try:
-                fd = os.open(entry.path, os.O_RDWR | os.O_CLOEXEC)  # a POSIX lock needs write
+                fd = _open(entry.path)
             except FileNotFoundError:
                 continue
             try:
@@ -163,8 +164,9 @@ class SharedSpend:
                 if not (data or sweep) or self._alive(entry.name, fd):
                     yield _entries(data)
                     continue
-                os.unlink(entry.path)
-                logger.info("gateway: removed the reservations of a gone gateway: %s", entry.name)
+                with contextlib.suppress(OSError):  # gone all the same: its calls are not
+                    os.unlink(entry.path)
+                    logger.info("gateway: removed a gone gateway's reservations: %s", entry.name)
             finally:
                 os.close(fd)
 
@@ -174,9 +176,17 @@ class SharedSpend:
             return True
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        except OSError:  # held; or it cannot be tested here (another user's, on NFS): counted
             return True
         return False
+
+
+def _open(path: str) -> int:
+    """A POSIX lock (NFS's flock) needs write access; another user's file is read only."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    except PermissionError:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
 
 
 def _entries(data: bytes) -> dict[Key, int]:
