@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
 import logging
 import os
+import re
 import shutil
+import socket
 import stat
 import tempfile
 import threading
@@ -101,6 +104,25 @@ def start_time(pid: int) -> str | None:
     except (OSError, IndexError):
         return None
     return fields[19]
+
+
+def process_space() -> str:
+    """Where this process's pid means something: the host's name and a digest of its boot
+    and pid namespace (a container on the host network shares the host's name, not its
+    pids). What names a process by its pid (a temp file, a run's owner) carries it, so only
+    a process of the same space judges whether that pid is alive."""
+    name = re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname())[:40] or "host"
+    where = [_read("/proc/sys/kernel/random/boot_id")]
+    with contextlib.suppress(OSError):
+        where.append(os.readlink("/proc/self/ns/pid"))
+    return f"{name}.{hashlib.sha256(' '.join(where).encode()).hexdigest()[:8]}"
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return ""
 
 
 def _started_without_proc(pid: int) -> str | None:

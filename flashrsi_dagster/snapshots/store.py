@@ -26,10 +26,8 @@ import fcntl
 import hashlib
 import json
 import os
-import re
 import shlex
 import shutil
-import socket
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import nullcontext
@@ -43,6 +41,7 @@ import git
 
 from flashrsi_dagster.records.json_values import from_json_value, to_json_value
 from flashrsi_dagster.records.redaction import REDACTED, Redactor
+from flashrsi_dagster.scratch import process_space
 from flashrsi_dagster.snapshots.components import COMPONENTS_FILE, Components
 from flashrsi_dagster.snapshots.guard import (
     DEFAULT_MAX_FILE_BYTES,
@@ -611,24 +610,6 @@ def _scrubbed(value: Any, scrub: Callable[[str], str]) -> Any:
     if isinstance(value, list):
         return [_scrubbed(item, scrub) for item in value]
     return value
-
-
-def process_space() -> str:
-    """Where this process's pid means something: the host's name and a digest of its boot
-    and pid namespace (a container on the host network shares the host's name, not its
-    pids). Names of temporary files carry it, so only their own host sweeps them."""
-    name = re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname())[:40] or "host"
-    where = [_read("/proc/sys/kernel/random/boot_id")]
-    with contextlib.suppress(OSError):
-        where.append(os.readlink("/proc/self/ns/pid"))
-    return f"{name}.{hashlib.sha256(' '.join(where).encode()).hexdigest()[:8]}"
-
-
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text().strip()
-    except OSError:
-        return ""
 
 
 def _sweep_orphans(tmp: Path) -> None:
