@@ -289,10 +289,18 @@ class MetaHarness(Searching):
     def evaluate_round(self, k: int, slot: str = SLOT, *, again: bool = False) -> RoundRecord:
         """A candidate's evaluation, read back if it was made; `again`: from scratch, as a
         rematerialization of the round asks (see `restart_round`). The seed's is a
-        sequential step; a later round's candidate's runs beside its round's others."""
+        sequential step; a later round's candidate's runs beside its round's others, but
+        its evaluation again is sequential: it moves records that the later rounds'
+        candidates read (their Workers' history, their order check)."""
         if k == 0 and slot == SLOT:
             return self._evaluate_seed_round(again)
+        if again:
+            return self._evaluate_candidate_again(k, slot)
         return self._evaluate_candidate(k, slot, again)
+
+    @one_step_at_a_time
+    def _evaluate_candidate_again(self, k: int, slot: str) -> RoundRecord:
+        return self._evaluate_candidate(k, slot, True)
 
     @one_step_at_a_time
     def _evaluate_seed_round(self, again: bool) -> RoundRecord:
