@@ -1,5 +1,6 @@
 """Attacks on the paths where a round's candidates run side by side (separate runs, one
-experiment home): an operator's re-evaluation racing the candidates in flight.
+experiment home, one run queue): an operator's re-evaluation racing the candidates in flight,
+runs launched from the UI past the queue's limits.
 
 A process's step is stood for by a thread holding the same locks on files of its own opening:
 `flock` locks belong to open files, so two openings in one process contend as two processes'
@@ -11,11 +12,21 @@ import threading
 import time
 from pathlib import Path
 
+import dagster as dg
+from dagster._core.definitions.reconstruct import ReconstructableRepository
+from dagster._core.remote_origin import RegisteredCodeLocationOrigin, RemoteRepositoryOrigin
+
 from flashrsi_dagster.algorithms.meta_harness import MetaHarness
+from flashrsi_dagster.assets.context import EXPERIMENT_TAG
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.experiment.lock import LOCKS, StepLock
+from flashrsi_dagster.jobs.in_process import CODE_LOCATION
+from flashrsi_dagster.jobs.instance import persistent_instance
+from flashrsi_dagster.jobs.queued import LOCATION
 from tests.sabotage.helpers import EXAMPLE
+
+NOT_STARTED = dg.DagsterRunStatus.NOT_STARTED
 
 
 def _opened(home: Path) -> MetaHarness:
@@ -63,3 +74,60 @@ def test_re_evaluating_a_round_waits_for_the_next_rounds_candidates_in_flight(tm
     assert operator.read_state().round(1, "c0").status == "evaluated"
     operator.close()
     operator.experiment.records.verify()
+
+
+def _launched_from_the_ui(instance: dg.DagsterInstance, job: str, tags: dict) -> dg.DagsterRun:
+    """A run as the UI's launchpad or a backfill makes it: its partition's tags, and whatever
+    tags the user typed; then submitted to the instance's run queue."""
+    location = RegisteredCodeLocationOrigin(LOCATION)
+    origin = RemoteRepositoryOrigin(location, "__repository__").get_job_origin(job)
+    code = ReconstructableRepository.for_module(*CODE_LOCATION, working_directory=None)
+    made = dg.DagsterRun(
+        job_name=job,
+        status=NOT_STARTED,
+        tags=tags,
+        remote_job_origin=origin,
+        job_code_origin=code.get_reconstructable_job(job).get_python_origin(),
+    )
+    run = instance.add_run(made)
+    instance.submit_run(run.run_id, workspace=None)  # type: ignore[arg-type]
+    submitted = instance.get_run_by_id(run.run_id)
+    assert submitted is not None and submitted.status == dg.DagsterRunStatus.QUEUED
+    return submitted
+
+
+def test_a_run_launched_from_the_ui_waits_under_its_experiments_and_endpoints_limits(
+    tmp_path, home_storage
+):
+    """The driver tags its runs; the UI and backfills tag a run with its partition only, and a
+    run without the experiment's and endpoints' tags passes every limit but the total (eight
+    candidates of one experiment at once, on one endpoint whose provider allows four). The
+    queue gives each run the tags its partition implies, and replaces a forged experiment."""
+    overrides = ["--experiment.home", str(tmp_path), "--benchmark.limit", "3"]
+    overrides += ["--algorithm.worker.llm.base_url", "https://u:s3cret@llm.example.com/v1"]
+    config = load_config(EXAMPLE, overrides)
+    name = config.experiment.name
+    open_experiment(config)  # created, as `flashrsi run` or the start job leaves it
+    instance = persistent_instance(tmp_path)
+    try:
+        candidate = {
+            "dagster/partition": f"r001.c0|{name}",
+            "dagster/partition/candidate": "r001.c0",
+            "dagster/partition/experiment": name,
+        }
+        forged = {**candidate, EXPERIMENT_TAG: "decoy"}
+        finalize = {"dagster/partition": name}
+        runs = [
+            _launched_from_the_ui(instance, "meta_harness", candidate),
+            _launched_from_the_ui(instance, "meta_harness", forged),
+            _launched_from_the_ui(instance, "meta_harness_finalize", finalize),
+        ]
+        limited = {"flashrsi/endpoint.1": "https://llm.example.com:443"}
+        limited |= {"flashrsi/endpoint.2": "offline", EXPERIMENT_TAG: name}
+        for run in runs:
+            assert limited.items() <= run.tags.items()
+        unpartitioned = _launched_from_the_ui(instance, "start_experiment", {})
+        assert EXPERIMENT_TAG not in unpartitioned.tags
+        assert "s3cret" not in str([r.tags for r in instance.get_runs()])
+    finally:
+        instance.dispose()
