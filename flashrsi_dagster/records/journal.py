@@ -104,9 +104,12 @@ class Journal:
             live.running[rel] = (new_size, after)
 
     def move(self, source: Path, path: Path) -> None:
-        """Rename `source` to `path` (both inside the folder)."""
+        """Rename `source` to `path` (both inside the folder). `path` must not exist: records
+        are kept, and a rename onto one would delete it (`FileExistsError`, nothing done)."""
         (source, src), (path, rel) = self._resolve(source), self._resolve(path)
         with self._locked() as (live, fd):
+            if os.path.lexists(path):
+                raise FileExistsError(f"{rel} exists: moving {src} there would delete it")
             self._enter(live, fd, op="move", path=rel, source=src)
             self._do(live, lambda: _rename(source, path))
             live.running.pop(src, None)

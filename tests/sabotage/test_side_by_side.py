@@ -17,6 +17,7 @@ from dagster._core.definitions.reconstruct import ReconstructableRepository
 from dagster._core.remote_origin import RegisteredCodeLocationOrigin, RemoteRepositoryOrigin
 
 from flashrsi_dagster.algorithms.meta_harness import MetaHarness
+from flashrsi_dagster.algorithms.meta_harness.records import RoundRecord
 from flashrsi_dagster.assets.context import EXPERIMENT_TAG
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.experiment import open_experiment
@@ -24,6 +25,7 @@ from flashrsi_dagster.experiment.lock import LOCKS, StepLock
 from flashrsi_dagster.jobs.in_process import CODE_LOCATION
 from flashrsi_dagster.jobs.instance import persistent_instance
 from flashrsi_dagster.jobs.queued import LOCATION
+from flashrsi_dagster.records import read_record
 from tests.sabotage.helpers import EXAMPLE
 
 NOT_STARTED = dg.DagsterRunStatus.NOT_STARTED
@@ -131,3 +133,24 @@ def test_a_run_launched_from_the_ui_waits_under_its_experiments_and_endpoints_li
         assert "s3cret" not in str([r.tags for r in instance.get_runs()])
     finally:
         instance.dispose()
+
+
+def test_a_candidate_evaluated_again_twice_in_a_second_keeps_every_replaced_record(tmp_path):
+    """Each evaluation again moves the candidate's records aside under the time's name; two
+    in one second (an operator's double click, a fast model; here the record written back at
+    once) must not rename the second onto the first: the replaced records are the evidence of
+    what was evaluated."""
+    harness = _opened(tmp_path)
+    while (step := harness.next()).round is not None and step.round <= 1:
+        harness.do(step)
+    layout = harness.layout
+
+    harness.restart_round(1, "c1")
+    (first,) = layout.folder.glob("round-001-c1.replaced-*.json")
+    harness.write(layout.round(1, "c1"), read_record(first, RoundRecord))  # within the second
+    harness.restart_round(1, "c1")
+
+    archived = sorted(p.name for p in layout.folder.glob("round-001-c1*.replaced-*"))
+    assert len(archived) == 3  # the rollouts once, the round record twice
+    harness.close()
+    harness.experiment.records.verify()

@@ -72,6 +72,16 @@ def _aborted(state: State) -> bool:
     return any(r.status == "worker_failed" for r in state.rounds)
 
 
+def _free(path: Path, label: str) -> Path:
+    """`<stem>.<label><suffix>` beside `path`, numbered `-2`, `-3`… if taken (a candidate
+    evaluated again twice within a second): an archived record is never replaced."""
+    archived, n = path.with_name(f"{path.stem}.{label}{path.suffix}"), 1
+    while archived.exists():
+        n += 1
+        archived = path.with_name(f"{path.stem}.{label}-{n}{path.suffix}")
+    return archived
+
+
 def _candidate(_harness: MetaHarness, k: int, slot: str = SLOT, *_: object, **__: object) -> str:
     """The lock of a candidate step's own candidate (`r003.c1`)."""
     return candidate_key(k, slot)
@@ -326,8 +336,7 @@ class MetaHarness(Searching):
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         for path in (self.layout.rollouts(k, slot), self.layout.round(k, slot)):
             if path.exists():
-                archived = path.with_name(f"{path.stem}.replaced-{stamp}{path.suffix}")
-                self.experiment.records.move(path, archived)
+                self.experiment.records.move(path, _free(path, f"replaced-{stamp}"))
 
     @one_step_at_a_time
     def sealed_test(self) -> TestResult:
