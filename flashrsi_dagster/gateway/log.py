@@ -23,6 +23,7 @@ from pathlib import Path
 
 from flashrsi_dagster.gateway.grants import TOKEN_PREFIX
 from flashrsi_dagster.gateway.metering import Tokens, Usage
+from flashrsi_dagster.records.atomic import open_own
 from flashrsi_dagster.records.redaction import REDACTED, Redactor
 
 _TOKEN_SHAPE = re.compile(re.escape(TOKEN_PREFIX) + r"[A-Za-z0-9_\-]*")
@@ -59,7 +60,7 @@ class CallLog:
         self._fd: int | None = None
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            self._fd = open_own(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
 
     def add_key(self, key: str | None) -> None:
         if key:

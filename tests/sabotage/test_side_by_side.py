@@ -1,6 +1,6 @@
 """Attacks on the paths where a round's candidates run side by side (separate runs, one
 experiment home, one run queue): an operator's re-evaluation racing the candidates in flight,
-runs launched from the UI past the queue's limits.
+runs launched from the UI past the queue's limits, links planted in the shared home.
 
 A process's step is stood for by a thread holding the same locks on files of its own opening:
 `flock` locks belong to open files, so two openings in one process contend as two processes'
@@ -13,9 +13,11 @@ import time
 from pathlib import Path
 
 import dagster as dg
+import pytest
 from dagster._core.definitions.reconstruct import ReconstructableRepository
 from dagster._core.remote_origin import RegisteredCodeLocationOrigin, RemoteRepositoryOrigin
 
+from flashrsi_dagster.algorithms.base import Step
 from flashrsi_dagster.algorithms.meta_harness import MetaHarness
 from flashrsi_dagster.algorithms.meta_harness.records import RoundRecord
 from flashrsi_dagster.assets.context import EXPERIMENT_TAG
@@ -26,6 +28,7 @@ from flashrsi_dagster.jobs.in_process import CODE_LOCATION
 from flashrsi_dagster.jobs.instance import persistent_instance
 from flashrsi_dagster.jobs.queued import LOCATION
 from flashrsi_dagster.records import read_record
+from flashrsi_dagster.records.atomic import PlantedFileError
 from tests.sabotage.helpers import EXAMPLE
 
 NOT_STARTED = dg.DagsterRunStatus.NOT_STARTED
@@ -154,3 +157,40 @@ def test_a_candidate_evaluated_again_twice_in_a_second_keeps_every_replaced_reco
     assert len(archived) == 3  # the rollouts once, the round record twice
     harness.close()
     harness.experiment.records.verify()
+
+
+def test_a_lock_planted_as_a_link_makes_the_framework_create_nothing_where_it_points(tmp_path):
+    """The home is shared with run containers (whose agents may run unconfined) and other
+    machines. A dangling link planted as a candidate's lock would have the framework, root,
+    create the file it names anywhere on the host (`/etc/nologin`, say)."""
+    harness = _opened(tmp_path / "home")
+    harness.do(harness.next())  # the seed round
+    planted, target = harness.experiment.paths.root / LOCKS / "r001.c0.lock", tmp_path / "made"
+    planted.parent.mkdir(exist_ok=True)
+    planted.symlink_to(target)
+
+    with pytest.raises(PlantedFileError, match=r"r001\.c0\.lock is a symbolic link"):
+        harness.do(Step("propose", 1, "c0"))
+
+    assert not target.exists() and not harness.layout.edit(1, "c0").exists()
+    harness.close()
+
+
+def test_the_chain_head_swapped_for_a_link_mid_run_is_never_written_through(tmp_path):
+    """The head is rewritten in place at every write; a process that has written before
+    trusts the folder as it left it. Swapped for a link meanwhile, it would truncate and
+    overwrite whatever the link names (`/etc/shadow`) with a sequence number and a hash."""
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n" * 100)
+    harness = _opened(tmp_path / "home")
+    harness.do(harness.next())  # the seed round: this process has written the chain
+    records = harness.experiment.records
+    head = harness.experiment.paths.root / "records" / "chain.head"
+    head.unlink()
+    head.symlink_to(victim)
+
+    with pytest.raises(PlantedFileError, match=r"chain\.head is a symbolic link"):
+        records.write_bytes(harness.layout.folder / "note.json", b"{}\n")
+
+    assert victim.read_text() == "precious\n" * 100
+    harness.close()
