@@ -22,6 +22,7 @@ from flashrsi_dagster.algorithms.meta_harness import MetaHarness
 from flashrsi_dagster.algorithms.meta_harness.records import RoundRecord
 from flashrsi_dagster.assets.context import EXPERIMENT_TAG
 from flashrsi_dagster.config import load_config
+from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.experiment.lock import LOCKS, StepLock
 from flashrsi_dagster.jobs.in_process import CODE_LOCATION
@@ -29,6 +30,7 @@ from flashrsi_dagster.jobs.instance import persistent_instance
 from flashrsi_dagster.jobs.queued import LOCATION
 from flashrsi_dagster.records import read_record
 from flashrsi_dagster.records.atomic import PlantedFileError
+from flashrsi_dagster.records.chain import CHAIN
 from tests.sabotage.helpers import EXAMPLE
 
 NOT_STARTED = dg.DagsterRunStatus.NOT_STARTED
@@ -193,4 +195,24 @@ def test_the_chain_head_swapped_for_a_link_mid_run_is_never_written_through(tmp_
         records.write_bytes(harness.layout.folder / "note.json", b"{}\n")
 
     assert victim.read_text() == "precious\n" * 100
+    harness.close()
+
+
+def test_a_candidate_run_done_again_after_its_success_writes_nothing(tmp_path):
+    """A successful candidate's run re-executed from the UI, or launched again by a second
+    driver, reads its candidate back: no rollout, no record, no ledger entry made twice."""
+    harness = _opened(tmp_path)
+    while (step := harness.next()).round is not None and step.round <= 1:
+        harness.do(step)
+    root = harness.experiment.paths.root
+    chain, ledger = (root / CHAIN).read_bytes(), Ledger.of(harness.experiment).entries()
+
+    again = _opened(tmp_path)  # the re-executed run, in a process of its own
+    again.do(Step("propose", 1, "c1"))
+    again.evaluate_round(1, "c0")
+    again.evaluate_seed()
+
+    assert (root / CHAIN).read_bytes() == chain
+    assert Ledger.of(again.experiment).entries() == ledger
+    again.close()
     harness.close()

@@ -359,6 +359,9 @@ class MetaHarness(Searching):
     def _evaluate(
         self, k: int, snapshot: Snapshot, parent_id: str | None, slot: str = SLOT
     ) -> RoundRecord:
+        done = read_optional(self.layout.round(k, slot), RoundRecord)
+        if done is not None and done.status == "evaluated" and done.snapshot_id == snapshot.id:
+            return done  # a run done again (re-executed, resumed after its last write)
         version = self.evaluator.before("dev", self.splits.dev)
         score = self.score(snapshot, self.splits.dev, self.layout.rollouts(k, slot), "dev")
         record = RoundRecord(
