@@ -112,7 +112,8 @@ def logged_usage(path: Path) -> dict[tuple[str, str], Usage]:
     last line after a crash) are skipped."""
     totals: dict[tuple[str, str], Usage] = {}
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        with os.fdopen(open_own(path, os.O_RDONLY), encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
     except FileNotFoundError:
         return totals
     for line in lines:
