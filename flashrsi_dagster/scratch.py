@@ -109,8 +109,8 @@ def start_time(pid: int) -> str | None:
 def process_space() -> str:
     """Where this process's pid means something: the host's name and a digest of its boot
     and pid namespace (a container on the host network shares the host's name, not its
-    pids). Names of files a process owns in a shared folder carry it, so that only their
-    own host judges whether their process is gone."""
+    pids). What names a process by its pid (a temp file, a run's owner) carries it, so only
+    a process of the same space judges whether that pid is alive."""
     name = re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname())[:40] or "host"
     where = [_read("/proc/sys/kernel/random/boot_id")]
     with contextlib.suppress(OSError):

@@ -46,7 +46,7 @@ def endpoint_of(llm: LLMConfig) -> str:
     if llm.base_url is None:
         return SDK_DEFAULTS[llm.api]
     url = urlsplit(llm.base_url)
-    host = url.hostname or ""
+    host = (url.hostname or "").rstrip(".")  # `api.x.com.` is `api.x.com`: one counter
     host = f"[{host}]" if ":" in host else host
     port = url.port or (443 if url.scheme == "https" else 80)
     return f"{url.scheme}://{host}:{port}"

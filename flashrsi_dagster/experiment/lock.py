@@ -25,6 +25,8 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from flashrsi_dagster.records.atomic import open_own
+
 LOCK_FILE = "step.lock"
 """Beside the records, outside the integrity chain (it holds nothing)."""
 LOCKS = "locks"
@@ -70,7 +72,7 @@ class StepLock:
 def _acquire(path: Path, waiting: Callable[[], None] | None, shared: bool) -> int:
     mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = open_own(path, os.O_RDWR | os.O_CREAT)
     try:
         try:
             fcntl.flock(fd, mode | fcntl.LOCK_NB)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from flashrsi_dagster.gateway.grants import TOKEN_PREFIX
 from flashrsi_dagster.gateway.shared import SharedSpend
+from flashrsi_dagster.records.atomic import open_own
 from flashrsi_dagster.records.redaction import REDACTED, Redactor
 
 _TOKEN_SHAPE = re.compile(re.escape(TOKEN_PREFIX) + r"[A-Za-z0-9_\-]*")
@@ -64,7 +65,7 @@ class CallLog:
         self._shared: SharedSpend | None = None
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            self._fd = open_own(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
             self._shared = SharedSpend(path)
             with self.locked():  # what earlier processes spent counts from the start
                 self._shared.sweep()

@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from flashrsi_dagster.gateway.metering import Tokens, Usage
+from flashrsi_dagster.records.atomic import PlantedFileError, open_own
 from flashrsi_dagster.scratch import process_space, start_time
 
 logger = logging.getLogger("flashrsi.gateway")
@@ -158,6 +159,9 @@ class SharedSpend:
                 fd = _open(entry.path)
             except FileNotFoundError:
                 continue
+            except PlantedFileError as exc:  # no gateway's: nothing it says is counted
+                logger.warning("gateway: ignored %s", exc)
+                continue
             try:
                 size = min(os.fstat(fd).st_size, MAX_RESERVED_BYTES)
                 data = _pread(fd, size, 0).strip()
@@ -182,11 +186,12 @@ class SharedSpend:
 
 
 def _open(path: str) -> int:
-    """A POSIX lock (NFS's flock) needs write access; another user's file is read only."""
+    """A POSIX lock (NFS's flock) needs write access; another user's file is read only. Never
+    through a link, never a FIFO (`open_own`): the folder is in a shared home."""
     try:
-        return os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        return open_own(Path(path), os.O_RDWR)
     except PermissionError:
-        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        return open_own(Path(path), os.O_RDONLY)
 
 
 def _entries(data: bytes) -> dict[Key, int]:

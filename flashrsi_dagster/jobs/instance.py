@@ -30,6 +30,16 @@ SETTINGS = TELEMETRY_OFF + STORAGE + RUN_QUEUE
 GENERATED_BEFORE = (TELEMETRY_OFF, TELEMETRY_OFF + STORAGE + UNLIMITED_QUEUE)
 """What earlier versions wrote: a file that holds exactly one of these is brought up to date
 (on the storage it had: SQLite for the second)."""
+_QUEUE_TAIL = "  config:\n    dequeue_interval_seconds: 1\n    dequeue_use_threads: true\n"
+QUEUE_BEFORE_TAGGING = (
+    "run_coordinator:\n  module: dagster._core.run_coordinator\n  class: QueuedRunCoordinator\n"
+    + _QUEUE_TAIL
+)
+"""How the limited run queue began before it tagged what the UI launches (`run_queue.RunQueue`):
+a file holding it gets the new class, its limits (edited or not) kept."""
+QUEUE_NOW = (
+    "run_coordinator:\n  module: flashrsi_dagster.jobs.run_queue\n  class: RunQueue\n" + _QUEUE_TAIL
+)
 STORAGES = {"sqlite": STORAGE, "postgres": postgres.CONFIG}
 """The storage sections this module writes, by name."""
 
@@ -58,6 +68,8 @@ def instance_dir(home: Path, limits: RunLimits | None = None) -> Path:
     _check_storage(settings)
     if made in GENERATED_BEFORE:
         settings.write_text(TELEMETRY_OFF + STORAGE + queue)
+    elif QUEUE_BEFORE_TAGGING in made:
+        settings.write_text(made.replace(QUEUE_BEFORE_TAGGING, QUEUE_NOW))
     return folder
 
 

@@ -31,6 +31,7 @@ from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import (
 
 from flashrsi_dagster.jobs.execution import home_resources, home_run_config
 from flashrsi_dagster.jobs.in_process import QUIET, REPOSITORY_LABEL
+from flashrsi_dagster.records.atomic import open_own
 
 LOCATION = "flashrsi_dagster.definitions"
 (REPOSITORY_TAG,) = REPOSITORY_LABEL
@@ -174,7 +175,7 @@ class QueuedRuns:
         if self._lock is None:
             path = self.home / ".dagster" / DEQUEUE_LOCK
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = open_own(path, os.O_RDWR | os.O_CREAT)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

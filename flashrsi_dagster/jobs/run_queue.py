@@ -1,17 +1,33 @@
 """The run queue of a home's Dagster instance: Dagster's `QueuedRunCoordinator`, with tag
 concurrency limits per experiment and per model endpoint (the tags of `defs/tags.py`).
 
-Every run launched through the queue (by the UI, the round driver sensor, or `flashrsi run`
-when a round has several candidates ready) waits there until the limits allow it; a run
-counts against them from its launch to its end, however it was launched."""
+Every run launched through the queue (by the UI, a backfill, the round driver sensor, or
+`flashrsi run` when a round has several candidates ready) waits there until the limits allow
+it; a run counts against them from its launch to its end, however it was launched. The
+driver's runs carry their tags from the start; a run launched from the UI or a backfill
+carries only its partition, so the queue (`RunQueue`) gives every submitted run the tags its
+partition implies — its experiment, and the endpoints of that experiment's roles — before it
+waits: otherwise it would pass every limit but the total."""
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+
+import dagster as dg
 import yaml
+from dagster._core.run_coordinator import QueuedRunCoordinator, SubmitRunContext
+from dagster._core.storage.tags import MULTIDIMENSIONAL_PARTITION_PREFIX, PARTITION_NAME_TAG
 from pydantic import BaseModel, ConfigDict, Field
 
 from flashrsi_dagster.assets.context import EXPERIMENT_TAG
-from flashrsi_dagster.defs.tags import ENDPOINT_KEYS, endpoint_key
+from flashrsi_dagster.config.experiment import ExperimentConfig
+from flashrsi_dagster.defs.tags import ENDPOINT_KEYS, endpoint_key, endpoint_tags
+from flashrsi_dagster.experiment.identity import RunMeta
+from flashrsi_dagster.experiment.paths import ExperimentPaths
+from flashrsi_dagster.records import read_record
+
+logger = logging.getLogger("flashrsi.jobs")
 
 STARTUP_TIMEOUT = 600
 
@@ -42,8 +58,8 @@ def run_queue(limits: RunLimits) -> str:
     ]
     section = {
         "run_coordinator": {
-            "module": "dagster._core.run_coordinator",
-            "class": "QueuedRunCoordinator",
+            "module": "flashrsi_dagster.jobs.run_queue",
+            "class": "RunQueue",
             "config": {
                 # a queued run waits 1 s at most for the next look (Dagster's default is 5 s)
                 "dequeue_interval_seconds": 1,
@@ -60,3 +76,56 @@ def run_queue(limits: RunLimits) -> str:
         "code_servers": {"local_startup_timeout": STARTUP_TIMEOUT},
     }
     return yaml.safe_dump(section, sort_keys=False)
+
+
+class RunQueue(QueuedRunCoordinator):
+    """Dagster's run queue, giving each run its limit tags (`limit_tags`) as it is submitted:
+    every launch — the UI's, a backfill's, the sensor's, the driver's — comes through here."""
+
+    def submit_run(self, context: SubmitRunContext) -> dg.DagsterRun:
+        run = context.dagster_run
+        home = Path(self._instance.root_directory).parent  # the instance is <home>/.dagster
+        tags = limit_tags(home, run)
+        if tags:
+            self._instance.add_run_tags(run.run_id, tags)
+            run = self._instance.get_run_by_id(run.run_id) or run
+            context = SubmitRunContext(run, context.workspace)
+        return super().submit_run(context)
+
+
+def limit_tags(home: Path, run: dg.DagsterRun) -> dict[str, str]:
+    """The tags the run lacks (or carries wrong) for the limits: the experiment its partition
+    names (a forged `flashrsi/experiment` is replaced) and the endpoints of its roles. None
+    for a run of no experiment's partition."""
+    name = _experiment_of(run)
+    if name is None:
+        return {}
+    wanted = {EXPERIMENT_TAG: name, **_endpoints(home, name)}
+    return {key: value for key, value in wanted.items() if run.tags.get(key) != value}
+
+
+def _experiment_of(run: dg.DagsterRun) -> str | None:
+    """The experiment of a round job's partition (its `experiment` dimension) or of a
+    finalize job's (the partition is the experiment)."""
+    from flashrsi_dagster.defs import ALGORITHM_DEFS  # the defs import this module's package
+
+    name = run.tags.get(f"{MULTIDIMENSIONAL_PARTITION_PREFIX}experiment")
+    if name is None and run.job_name in {d.finalize_job.name for d in ALGORITHM_DEFS.values()}:
+        name = run.tags.get(PARTITION_NAME_TAG)
+    return name
+
+
+def _endpoints(home: Path, name: str) -> dict[str, str]:
+    """The endpoint tags of experiment `name` under `home`; none when there is no such
+    experiment (its run fails as it starts, saying so)."""
+    if "/" in name or name in (".", ".."):
+        return {}
+    try:
+        meta = read_record(ExperimentPaths(home / name).run_meta, RunMeta)
+        config = ExperimentConfig.model_validate(meta.config)
+    except (OSError, ValueError) as exc:
+        logger.warning("run of %r: no endpoint tags (%s)", name, exc)
+        return {}
+    if config.experiment.name != name:
+        return {}
+    return endpoint_tags(config, home)

@@ -3,9 +3,41 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
+
+
+class PlantedFileError(OSError):
+    """A file the framework keeps in an experiment folder (a lock, the chain, a log) is a link
+    or a special file: something other than the framework put it there."""
+
+
+def open_own(path: Path, flags: int, mode: int = 0o644) -> int:
+    """`os.open` for a file the framework itself keeps under a home (made if `os.O_CREAT`):
+    never through a symbolic link (root writing or truncating where the link points: a home
+    is shared with containers and other machines, whose agents may run unconfined), never a
+    FIFO or device (an open or a read that never returns). Raises `PlantedFileError`."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise PlantedFileError(
+            errno.ELOOP,
+            f"{path} is a symbolic link; the framework writes no file of an "
+            "experiment home through a link (remove it)",
+        ) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise PlantedFileError(
+            errno.EINVAL,
+            f"{path} is not a regular file; the framework keeps only plain files there (remove it)",
+        )
+    os.set_blocking(fd, True)
+    return fd
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:

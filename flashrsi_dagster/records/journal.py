@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from flashrsi_dagster.records.atomic import fsync_dir, write_bytes_atomic
+from flashrsi_dagster.records.atomic import fsync_dir, open_own, write_bytes_atomic
 from flashrsi_dagster.records.chain import (
     CHAIN,
     GENESIS,
@@ -104,9 +104,12 @@ class Journal:
             live.running[rel] = (new_size, after)
 
     def move(self, source: Path, path: Path) -> None:
-        """Rename `source` to `path` (both inside the folder)."""
+        """Rename `source` to `path` (both inside the folder). `path` must not exist: records
+        are kept, and a rename onto one would delete it (`FileExistsError`, nothing done)."""
         (source, src), (path, rel) = self._resolve(source), self._resolve(path)
         with self._locked() as (live, fd):
+            if os.path.lexists(path):
+                raise FileExistsError(f"{rel} exists: moving {src} there would delete it")
             self._enter(live, fd, op="move", path=rel, source=src)
             self._do(live, lambda: _rename(source, path))
             live.running.pop(src, None)
@@ -147,7 +150,7 @@ class Journal:
         live = _live(self.chain)
         with live.lock:
             self.chain.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.chain, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            fd = open_own(self.chain, os.O_RDWR | os.O_CREAT | os.O_APPEND)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 self._catch_up(live, fd)
@@ -270,7 +273,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def _write_head(head: Path, entry: Entry) -> None:
     created = not head.exists()
-    fd = os.open(head, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_own(head, os.O_RDWR | os.O_CREAT)
     try:
         line = head_line(entry)
         os.pwrite(fd, line, 0)
@@ -285,10 +288,12 @@ def _write_head(head: Path, entry: Entry) -> None:
 def _append(path: Path, line: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     created = not path.exists()
-    with open(path, "ab") as handle:
-        handle.write(line)
-        handle.flush()
-        os.fsync(handle.fileno())
+    fd = open_own(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        _write_all(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     if created:
         fsync_dir(path.parent)
 
@@ -318,7 +323,7 @@ def _cut_torn(path: Path, before: FileState | None, after: FileState | None) -> 
 def _shared_lock(chain: Path) -> Iterator[None]:
     """Hold off writers (of any process) while the folder is read."""
     try:
-        fd = os.open(chain, os.O_RDONLY)
+        fd = open_own(chain, os.O_RDONLY)
     except FileNotFoundError:
         yield
         return

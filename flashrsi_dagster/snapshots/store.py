@@ -39,6 +39,7 @@ from typing import Any, Literal
 
 import git
 
+from flashrsi_dagster.records.atomic import open_own
 from flashrsi_dagster.records.json_values import from_json_value, to_json_value
 from flashrsi_dagster.records.redaction import REDACTED, Redactor
 from flashrsi_dagster.scratch import process_space
@@ -181,7 +182,7 @@ class SnapshotStore:
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         """The store's own lock (`store.lock`), across processes and threads."""
-        fd = os.open(self.root / "store.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = open_own(self.root / "store.lock", os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield

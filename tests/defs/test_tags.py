@@ -29,6 +29,7 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
         ("http://127.0.0.1:8080/v1", "chat", "http://127.0.0.1:8080"),
         ("http://[::1]:9000/v1", "responses", "http://[::1]:9000"),
         ("http://models.internal", "chat", "http://models.internal:80"),
+        ("https://API.Example.com.:443/v1", "chat", "https://api.example.com:443"),
         ("offline", "chat", "offline"),
         (None, "chat", "https://api.openai.com:443"),
         (None, "anthropic", "https://api.anthropic.com:443"),

@@ -14,6 +14,7 @@ import pytest
 from flashrsi_dagster.gateway import Caps, Gateway
 from flashrsi_dagster.gateway.log import CallLog, CallRecord
 from flashrsi_dagster.records import Redactor
+from flashrsi_dagster.records.atomic import PlantedFileError
 from tests.gateway.conftest import CANARY_KEY, USER, log_lines, openai_client
 
 
@@ -107,3 +108,20 @@ def test_a_line_is_appended_under_the_logs_lock_which_other_hosts_hold_too(tmp_p
     os.close(other)
     log.close()
     assert [line["path"] for line in log_lines(path)] == ["/v1/x"]
+
+
+@pytest.mark.parametrize("planted", ["link", "fifo"])
+def test_a_log_planted_as_a_link_or_a_fifo_stops_the_gateway_and_changes_nothing(tmp_path, planted):
+    """A home shared with unconfined containers: a link in the log's place would have root
+    append to what it names, a FIFO would hang the gateway reading what was spent."""
+    victim, log_path = tmp_path / "victim", tmp_path / "gateway.jsonl"
+    victim.write_text("precious\n")
+    if planted == "link":
+        log_path.symlink_to(victim)
+    else:
+        os.mkfifo(log_path)
+
+    with pytest.raises(PlantedFileError, match=r"gateway\.jsonl is"):
+        Gateway(log_path=log_path)
+
+    assert victim.read_text() == "precious\n"

@@ -124,3 +124,26 @@ def test_unpriced_calls_of_another_process_leave_a_usd_cap_refusing(
 
 def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("planted", ["link", "fifo"])
+def test_a_link_or_a_fifo_planted_among_the_reservations_is_ignored_and_left_alone(
+    gateway, log_path, upstream_of, tmp_path, planted
+):
+    """The reservations folder is in a shared home: what is no gateway's plain file is not
+    read through, opened to hang, swept, or counted."""
+    target = tmp_path / "elsewhere"
+    target.write_text('[["x", "worker", 1000000]]')
+    folder = log_path.with_suffix(".reserved")
+    folder.mkdir(parents=True, exist_ok=True)
+    thing = folder / "otherhost.00000000.1-1.0"
+    if planted == "link":
+        thing.symlink_to(target)
+    else:
+        os.mkfifo(thing)
+    gateway.set_caps("x", "worker", Caps(max_tokens=100))
+    token = gateway.grant(experiment="x", role="worker", run_id="r1", upstream=upstream_of())
+
+    assert _chat(gateway, token).usage.total_tokens == 6  # the planted million not counted
+    assert thing.is_symlink() if planted == "link" else thing.exists()
+    assert target.read_text() == '[["x", "worker", 1000000]]'

@@ -10,10 +10,12 @@ from pydantic import ValidationError
 from flashrsi_dagster.defs.tags import ENDPOINT_KEYS
 from flashrsi_dagster.jobs.instance import (
     GENERATED_BEFORE,
+    QUEUE_BEFORE_TAGGING,
+    QUEUE_NOW,
     SETTINGS,
     instance_dir,
 )
-from flashrsi_dagster.jobs.run_queue import RunLimits
+from flashrsi_dagster.jobs.run_queue import RunLimits, RunQueue
 
 
 def _queue(folder, monkeypatch) -> dict:
@@ -52,3 +54,22 @@ def test_a_file_an_earlier_version_wrote_gets_the_limits_and_a_users_is_kept(tmp
 def test_limits_below_one_are_refused():
     with pytest.raises(ValidationError, match="per_endpoint"):
         RunLimits(per_endpoint=0)
+
+
+def test_a_limited_queue_an_earlier_version_wrote_gets_the_tagging_class_its_limits_kept(
+    tmp_path, monkeypatch
+):
+    folder = tmp_path / ".dagster"
+    folder.mkdir()
+    earlier = SETTINGS.replace(QUEUE_NOW, QUEUE_BEFORE_TAGGING)
+    (folder / "dagster.yaml").write_text(earlier.replace("limit: 4", "limit: 3"))
+
+    settings = (instance_dir(tmp_path) / "dagster.yaml").read_text()
+
+    assert settings == SETTINGS.replace("limit: 4", "limit: 3")
+    monkeypatch.setenv("DAGSTER_HOME", str(folder))
+    instance = dg.DagsterInstance.from_config(str(folder))
+    try:
+        assert isinstance(instance.run_coordinator, RunQueue)
+    finally:
+        instance.dispose()

@@ -386,3 +386,18 @@ def test_a_sigkill_anywhere_in_a_write_leaves_a_folder_that_verifies_and_settles
     assert ops[3:] == (["append" if op == "append" else "write", "revert"] if reverted else []) + [
         "append"
     ]
+
+
+def test_a_move_onto_an_existing_record_is_refused_and_changes_nothing(home):
+    folder = home / "records" / "mh"
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    chain = (home / CHAIN).read_bytes()
+
+    with pytest.raises(FileExistsError, match=r"old\.replaced\.json exists"):
+        RecordStore(home, Redactor(environ={})).move(
+            folder / "round-001.json", folder / "old.replaced.json"
+        )
+
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    assert (home / CHAIN).read_bytes() == chain
+    _verify(home)

@@ -72,6 +72,16 @@ def _aborted(state: State) -> bool:
     return any(r.status == "worker_failed" for r in state.rounds)
 
 
+def _free(path: Path, label: str) -> Path:
+    """`<stem>.<label><suffix>` beside `path`, numbered `-2`, `-3`… if taken (a candidate
+    evaluated again twice within a second): an archived record is never replaced."""
+    archived, n = path.with_name(f"{path.stem}.{label}{path.suffix}"), 1
+    while archived.exists():
+        n += 1
+        archived = path.with_name(f"{path.stem}.{label}-{n}{path.suffix}")
+    return archived
+
+
 def _candidate(_harness: MetaHarness, k: int, slot: str = SLOT, *_: object, **__: object) -> str:
     """The lock of a candidate step's own candidate (`r003.c1`)."""
     return candidate_key(k, slot)
@@ -289,10 +299,18 @@ class MetaHarness(Searching):
     def evaluate_round(self, k: int, slot: str = SLOT, *, again: bool = False) -> RoundRecord:
         """A candidate's evaluation, read back if it was made; `again`: from scratch, as a
         rematerialization of the round asks (see `restart_round`). The seed's is a
-        sequential step; a later round's candidate's runs beside its round's others."""
+        sequential step; a later round's candidate's runs beside its round's others, but
+        its evaluation again is sequential: it moves records that the later rounds'
+        candidates read (their Workers' history, their order check)."""
         if k == 0 and slot == SLOT:
             return self._evaluate_seed_round(again)
+        if again:
+            return self._evaluate_candidate_again(k, slot)
         return self._evaluate_candidate(k, slot, again)
+
+    @one_step_at_a_time
+    def _evaluate_candidate_again(self, k: int, slot: str) -> RoundRecord:
+        return self._evaluate_candidate(k, slot, True)
 
     @one_step_at_a_time
     def _evaluate_seed_round(self, again: bool) -> RoundRecord:
@@ -318,8 +336,7 @@ class MetaHarness(Searching):
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         for path in (self.layout.rollouts(k, slot), self.layout.round(k, slot)):
             if path.exists():
-                archived = path.with_name(f"{path.stem}.replaced-{stamp}{path.suffix}")
-                self.experiment.records.move(path, archived)
+                self.experiment.records.move(path, _free(path, f"replaced-{stamp}"))
 
     @one_step_at_a_time
     def sealed_test(self) -> TestResult:
@@ -342,6 +359,9 @@ class MetaHarness(Searching):
     def _evaluate(
         self, k: int, snapshot: Snapshot, parent_id: str | None, slot: str = SLOT
     ) -> RoundRecord:
+        done = read_optional(self.layout.round(k, slot), RoundRecord)
+        if done is not None and done.status == "evaluated" and done.snapshot_id == snapshot.id:
+            return done  # a run done again (re-executed, resumed after its last write)
         version = self.evaluator.before("dev", self.splits.dev)
         score = self.score(snapshot, self.splits.dev, self.layout.rollouts(k, slot), "dev")
         record = RoundRecord(
