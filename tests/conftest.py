@@ -13,9 +13,8 @@ from flashrsi_dagster.environments.jail import JailError, require_jails
 from flashrsi_dagster.snapshots import SnapshotStore
 from tests.docker_engine import code_image, docker_engine  # noqa: F401  (session fixtures)
 
-pytest_plugins = ["tests.dagster_instances", "tests.xdist_groups"]
-"""`dagster_instance`, `home_storage`: every Dagster-instance test on SQLite and PostgreSQL;
-which tests share a worker under pytest-xdist."""
+pytest_plugins = ["tests.dagster_instances"]
+"""`dagster_instance`, `home_storage`: every Dagster-instance test on SQLite and PostgreSQL."""
 
 
 def _why_no_jails() -> str | None:
