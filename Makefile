@@ -17,8 +17,11 @@ demo: env
 		--algorithm.max_steps 2 --benchmark.limit 9
 	@echo "== browse it: .venv/bin/flashrsi ui   (Dagster UI on the same instance)"
 
+# One pytest-xdist worker per core (`-n auto`), each test file whole on one worker (its
+# module-scoped experiments made once); the Docker engine one session at a time
+# (tests/docker_engine.py). Serially: .venv/bin/pytest
 test: env browser docker
-	$(UV) run --locked pytest
+	$(UV) run --locked pytest -n auto --dist loadfile
 
 # Every agent process runs in a bubblewrap jail (Debian's `bubblewrap`), and a Harbor trial with
 # internet gets its own network through slirp4netns; installed here where apt and root allow.

@@ -9,6 +9,7 @@ one are skipped with the reason."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -57,6 +58,18 @@ def docker_engine() -> Iterator[str]:
     reason = why_no_engine()
     if reason:
         pytest.skip(reason)
+    # one session at a time on the engine (another pytest-xdist worker, another checkout's
+    # suite): the session that starts it stops it at its end, so none may still be using it
+    ROOT.mkdir(parents=True, exist_ok=True)
+    lock = os.open(ROOT / "session.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        yield from _engine()
+    finally:
+        os.close(lock)
+
+
+def _engine() -> Iterator[str]:
     started = None
     if not _answers():
         ROOT.mkdir(parents=True, exist_ok=True)
