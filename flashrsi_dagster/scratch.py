@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import hashlib
 import logging
 import os
@@ -106,6 +107,7 @@ def start_time(pid: int) -> str | None:
     return fields[19]
 
 
+@functools.cache
 def process_space() -> str:
     """Where this process's pid means something: the host's name and a digest of its boot
     and pid namespace (a container on the host network shares the host's name, not its

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from flashrsi_dagster.config.comparison import ComparisonConfig
 from flashrsi_dagster.config.experiment import ExperimentConfig, role_key
+from flashrsi_dagster.experiment.paths import ExperimentPaths
 from flashrsi_dagster.records import RecordStore, read_record
 from flashrsi_dagster.records.chain import CHAIN
 
@@ -214,6 +215,15 @@ def _reopen_changed(
     meta.schema_version, meta.fingerprint, meta.config = 2, digest, current
     records.write(path, meta)
     return meta
+
+
+def stored_config(home: Path, name: str) -> ExperimentConfig:
+    """The config experiment `name` under `home` was started with (its `run_meta.json`), at
+    that home. Raises `RecordError` or pydantic's `ValidationError` (both `ValueError`s)."""
+    meta = read_record(ExperimentPaths(home / name).run_meta, RunMeta)
+    config = ExperimentConfig.model_validate(meta.config)
+    config.experiment.home = home.resolve()
+    return config
 
 
 def ran_rollouts(root: Path) -> bool:

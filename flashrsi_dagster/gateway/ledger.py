@@ -145,7 +145,9 @@ class Ledger:
             over = self._over_calls(run) if counted else None
             if over is not None:
                 return over, True
-            with self._log.locked() if self._log else contextlib.nullcontext() as shared:
+            # Only a capped role's calls wait for the log: an uncapped one has nothing to count.
+            shared_caps = self._log is not None and key in self._caps
+            with self._log.locked() if shared_caps else contextlib.nullcontext() as shared:
                 reason = self._over_cap(g, reserve, shared)
                 if reason is None:
                     run.in_flight += 1

@@ -102,7 +102,7 @@ class CallLog:
         scrubbed = {k: self._scrub(v) if isinstance(v, str) else v for k, v in fields.items()}
         data = (self._redactor.text(json.dumps(scrubbed, ensure_ascii=False)) + "\n").encode()
         with self.locked() as shared:
-            if shared is None or self._fd is None:
+            if shared is None:
                 return
             if not shared.clean_end:  # a writer crashed mid-line: this line starts afresh
                 data = b"\n" + data

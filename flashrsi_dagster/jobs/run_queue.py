@@ -21,11 +21,8 @@ from dagster._core.storage.tags import MULTIDIMENSIONAL_PARTITION_PREFIX, PARTIT
 from pydantic import BaseModel, ConfigDict, Field
 
 from flashrsi_dagster.assets.context import EXPERIMENT_TAG
-from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.defs.tags import ENDPOINT_KEYS, endpoint_key, endpoint_tags
-from flashrsi_dagster.experiment.identity import RunMeta
-from flashrsi_dagster.experiment.paths import ExperimentPaths
-from flashrsi_dagster.records import read_record
+from flashrsi_dagster.experiment.identity import stored_config
 
 logger = logging.getLogger("flashrsi.jobs")
 
@@ -121,8 +118,7 @@ def _endpoints(home: Path, name: str) -> dict[str, str]:
     if "/" in name or name in (".", ".."):
         return {}
     try:
-        meta = read_record(ExperimentPaths(home / name).run_meta, RunMeta)
-        config = ExperimentConfig.model_validate(meta.config)
+        config = stored_config(home, name)
     except (OSError, ValueError) as exc:
         logger.warning("run of %r: no endpoint tags (%s)", name, exc)
         return {}

@@ -29,6 +29,7 @@ from flashrsi_dagster.experiment.identity import (
     config_changes,
     fingerprint,
     normalised,
+    stored_config,
 )
 from flashrsi_dagster.records import read_record
 from flashrsi_dagster.resources.agents import TargetAgentResource, WorkerAgentResource
@@ -89,10 +90,7 @@ class ExperimentsResource(dg.ConfigurableResource):
         return ExperimentPaths(Path(self.home) / name).run_meta.is_file()
 
     def config(self, name: str) -> ExperimentConfig:
-        meta = read_record(ExperimentPaths(Path(self.home) / name).run_meta, RunMeta)
-        config = ExperimentConfig.model_validate(meta.config)
-        config.experiment.home = Path(self.home).resolve()
-        return config
+        return stored_config(Path(self.home), name)
 
     def create(
         self, config_file: str | Path, *, name: str | None = None, overrides: Sequence[str] = ()
