@@ -17,6 +17,14 @@ def _edit(old: str, new: str):
     return lambda text: text.replace(old, new, 1)
 
 
+def anchor_bomb(levels: int, width: int = 9) -> str:
+    """A flow mapping whose last key, expanded, holds `width ** levels` items."""
+    keys = ["a0: &a0 [x]"] + [
+        f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * width)}]" for i in range(1, levels + 1)
+    ]
+    return "{" + ", ".join(keys) + "}"
+
+
 CASES = [
     # (id, change to the YAML text, extra CLI args, fragments the error must contain)
     (
@@ -108,6 +116,20 @@ CASES = [
         _edit("name: exp-1", "name: a|b"),
         [],
         ["experiment.name (line 2)", "letters, digits"],
+    ),
+    (
+        "anchor-bomb",
+        _edit(
+            "    base_url: offline\n", f"    base_url: offline\n    extra_body: {anchor_bomb(5)}\n"
+        ),
+        [],
+        ["<config> (line 10)", "anchor bomb"],
+    ),
+    (
+        "anchor-bomb-override",
+        None,
+        ["--agent.llm.extra_body", anchor_bomb(5)],
+        ["agent.llm.extra_body (set by --agent.llm.extra_body)", "anchor bomb"],
     ),
     (
         "override-into-scalar",
