@@ -24,7 +24,7 @@ from flashrsi_dagster.experiment import (
 )
 from flashrsi_dagster.experiment.identity import normalised
 from flashrsi_dagster.records import IntegrityError, RecordError
-from flashrsi_dagster.validation import dry_run, one_line
+from flashrsi_dagster.validation import dry_run, home_problems, one_line
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -161,9 +161,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    # init runs no agent; eval needs only the split it scores
+    # eval needs only the split it scores
     splits = (args.split,) if args.command == "eval" else None
-    if args.command != "init" and not _preflight(config, splits):
+    if not _preflight(config, splits, home_only=args.command == "init"):
         return EXIT_BAD_INPUT
     if args.command == "validate":
         return _validate(config)
@@ -174,10 +174,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _init(config, force=args.force)
 
 
-def _preflight(config: ExperimentConfig, splits: tuple[str, ...] | None = None) -> bool:
+def _preflight(
+    config: ExperimentConfig, splits: tuple[str, ...] | None = None, *, home_only: bool = False
+) -> bool:
     """The dry run, before anything is written: every problem is printed (one line each,
-    naming the key) and the command refuses to go on."""
-    problems = dry_run(config, splits=splits)
+    naming the key) and the command refuses to go on. `home_only` (init, which runs no
+    agent): only that the experiment folder can be made."""
+    problems = home_problems(config) if home_only else dry_run(config, splits=splits)
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     return not problems
@@ -199,6 +202,13 @@ def _open(
         experiment = open_experiment(config, force=force, create=create)
     except (ConfigChangedError, NoExperiment) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return None
+    except OSError as exc:  # a folder the experiment cannot be made in (init has no dry run)
+        print(
+            f"error: experiment.home: cannot open experiment {config.experiment.name!r} in "
+            f"{config.experiment.dir}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
         return None
     except IntegrityError as exc:
         print(f"error: experiment {config.experiment.name!r} refused: {exc}", file=sys.stderr)

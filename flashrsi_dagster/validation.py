@@ -11,6 +11,7 @@ never unsealed.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -45,7 +46,7 @@ def dry_run(config: ExperimentConfig, *, splits: tuple[str, ...] | None = None) 
     adapters, role_problems = _adapters(config)
     problems = [
         *_confinement(config),
-        *_home(config),
+        *home_problems(config),
         *role_problems,
         *_keys(config),
         *_harnesses(config, adapters),
@@ -77,17 +78,53 @@ def _confinement(config: ExperimentConfig) -> list[str]:
     return []
 
 
-def _home(config: ExperimentConfig) -> list[str]:
-    """The experiment folder must be one the run can create or reopen: a file in its way
-    would fail only once the run opens the experiment."""
+PSEUDO_FILESYSTEMS = frozenset(
+    {
+        "proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs",
+        "securityfs", "pstore", "bpf", "configfs", "efivarfs", "fusectl", "mqueue",
+        "binfmt_misc", "autofs", "hugetlbfs", "rpc_pipefs", "nsfs",
+    }
+)  # fmt: skip
+"""Kernel filesystems that look like folders but hold no files of ours (root may even
+`mkdir` in some): an experiment home there would fail, or vanish, once the run writes."""
+
+
+def home_problems(config: ExperimentConfig) -> list[str]:
+    """The experiment folder must be one the run can create or reopen: a file in its way, a
+    read-only or kernel filesystem would fail only once the run opens the experiment."""
     folder = config.experiment.dir
     existing = next(path for path in (folder, *folder.parents) if path.exists())
     key = "experiment.name" if existing == folder else "experiment.home"
+    kind = filesystem_type(existing)
+    if kind in PSEUDO_FILESYSTEMS:
+        return [
+            f"{key}: {existing} is on the kernel's {kind} filesystem, which holds no files of "
+            f"ours, so {folder} cannot hold an experiment; choose a folder on a disk"
+        ]
     if not existing.is_dir():
         return [f"{key}: {existing} is not a folder, so {folder} cannot be created"]
-    if not os.access(existing, os.W_OK | os.X_OK):
-        return [f"{key}: {existing} is not writable"]
+    if not os.access(existing, os.W_OK | os.X_OK):  # a read-only mount too (EROFS)
+        return [f"{key}: {existing} is not writable, so {folder} cannot be created"]
     return []
+
+
+def filesystem_type(path: Path) -> str | None:
+    """The type of the filesystem `path` is on (`ext4`, `proc`, …), from the mount table;
+    None where there is none to read."""
+    try:
+        table = Path("/proc/self/mounts").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    target, best, kind = path.resolve(), -1, None
+    for line in table.splitlines():
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        # the table escapes a space in a mount point as \040 (tab, newline, \ likewise)
+        point = Path(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[1]))
+        if (target == point or point in target.parents) and len(point.parts) >= best:
+            best, kind = len(point.parts), fields[2]
+    return kind
 
 
 def _adapters(config: ExperimentConfig) -> tuple[dict[str, type[Agent]], list[str]]:

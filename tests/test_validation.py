@@ -280,6 +280,22 @@ def test_a_file_in_place_of_the_home_is_refused(tmp_path, capsys):
     assert home.read_text() == "not a folder\n"
 
 
+@pytest.mark.parametrize(
+    ("home", "kind"), [("/proc/flashrsi-x", "proc"), ("/sys/flashrsi-x", "sysfs")]
+)
+def test_a_home_on_a_kernel_filesystem_is_refused(home, kind, capsys):
+    """`/proc` and `/sys` look like folders (root may write there), but hold no experiment:
+    one line naming the key, no trace, from every command that would make the folder."""
+    for command in ("validate", "run", "init"):
+        code = main(_command(command, Path(home), []))
+
+        [line] = capsys.readouterr().err.splitlines()
+        assert code == 2
+        assert line.startswith(f"error: experiment.home: /{home.split('/')[1]} is on the kernel's")
+        assert f"{kind} filesystem" in line
+    assert not Path(home).exists()
+
+
 # ModularRSI: module files in the seed harness, the train split as evolution data, its roles.
 # Each case gets the folder of `modular.yaml` and its harness (tests.conftest.modular_dir).
 
