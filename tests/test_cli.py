@@ -300,3 +300,23 @@ def test_a_config_names_its_experiment_never_a_path(config_dir):
             result.stderr
         )
     assert not home.exists()
+
+
+def test_eval_of_an_unknown_snapshot_writes_nothing(tmp_path, capsys):
+    """Before the experiment has a snapshot, and after: an unknown id is refused in one line
+    and leaves no file behind."""
+    from flashrsi_dagster.snapshots import SnapshotStore
+
+    config, home = Path(__file__).parents[1] / "examples" / "meta_harness.yaml", tmp_path / "home"
+    args = ["eval", "--config", str(config), "--split", "dev", "--experiment.home", str(home)]
+    args += ["--experiment.confinement", "none", "--snapshot", "deadbeef"]
+
+    assert main(args) == 2
+    assert "no snapshot with id 'deadbeef'" in capsys.readouterr().err
+    assert not home.exists()
+
+    SnapshotStore(home / "meta-harness-demo" / "snapshots")  # a store without this snapshot
+    before = sorted(home.rglob("*"))
+    assert main(args) == 2
+    assert "no snapshot with id 'deadbeef'" in capsys.readouterr().err
+    assert sorted(home.rglob("*")) == before
