@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from flashrsi_dagster.config.names import NAME_RULE, name_problem
+from flashrsi_dagster.config.request_fields import owned_field_problems
 from flashrsi_dagster.config.secrets import SecretRef
 from flashrsi_dagster.records.json_values import to_json_value
 
@@ -123,7 +124,10 @@ class LLMConfig(Section):
     )
     reasoning: ReasoningConfig | None = None
     extra_body: dict[str, Any] = Field(
-        default_factory=dict, description="Extra JSON fields merged into every request body."
+        default_factory=dict,
+        description="Extra JSON fields merged into every request body; not the fields the "
+        "framework or the model gateway owns (`model`, `messages`, `tools`, `stream`, …: "
+        "`config/request_fields.py`).",
     )
     timeout: float = Field(
         120.0, gt=0, le=MAX_TIMEOUT, description="Seconds allowed for one model call."
@@ -144,6 +148,14 @@ class LLMConfig(Section):
         if value is None or value == "offline" or re.match(r"https?://", value):
             return value
         raise ValueError("expected an http(s):// URL, `offline`, or nothing for the SDK default")
+
+    @field_validator("extra_body")
+    @classmethod
+    def _not_owned(cls, value: dict[str, Any]) -> dict[str, Any]:
+        problems = owned_field_problems(value)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
 
     @field_serializer("extra_body")
     def _json_safe(self, value: dict[str, Any]) -> Any:

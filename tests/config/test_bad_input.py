@@ -132,6 +132,24 @@ CASES = [
         ["agent.llm.extra_body (set by --agent.llm.extra_body)", "anchor bomb"],
     ),
     (
+        "extra-body-sets-the-model",
+        None,
+        ["--agent.llm.extra_body", "{model: gpt-other, top_p: 0.5}"],
+        [
+            "agent.llm.extra_body (set by --agent.llm.extra_body): `model` may not be set here",
+            "set llm.model",
+        ],
+    ),
+    (
+        "extra-body-sets-what-the-gateway-meters",
+        _edit(
+            "      base_url: offline\n",
+            "      base_url: offline\n      extra_body: {stream: true}\n",
+        ),
+        [],
+        ["algorithm.worker.llm.extra_body (line 18): `stream` may not be set here"],
+    ),
+    (
         "override-into-scalar",
         None,
         ["--agent.timeout.seconds", "3"],
