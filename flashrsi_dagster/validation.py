@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from flashrsi_dagster.agents.base import Agent, AgentConfigError
+from flashrsi_dagster.agents.budgets import STOPS
 from flashrsi_dagster.agents.registry import UnknownAdapterError, adapter_class
 from flashrsi_dagster.benchmarks.base import Benchmark, BenchmarkError
 from flashrsi_dagster.benchmarks.loading import load_benchmark, load_splits
@@ -60,6 +61,9 @@ def dry_run(config: ExperimentConfig, *, splits: tuple[str, ...] | None = None) 
         if drawn is not None:
             needer = "this command" if splits else config.algorithm.name
             problems += _split_sizes(drawn, splits or config.algorithm.REQUIRED_SPLITS, needer)
+            if not splits:  # `eval` runs no algorithm
+                problems += config.algorithm.split_problems(_sizes(drawn))
+        problems += _zero_budgets(config, benchmark, adapters)
         if EVOLVED_ROLE in adapters:
             problem = benchmark.adapter_problem(adapters[EVOLVED_ROLE])
             if problem:
@@ -196,6 +200,35 @@ def _declares_a_file(folder: Path, components: Components) -> bool:
     return any(components.declares(path) for path in files)
 
 
+def _zero_budgets(
+    config: ExperimentConfig, benchmark: Benchmark, adapters: dict[str, type[Agent]]
+) -> list[str]:
+    """A budget of 0 (`max_turns`, `max_tool_calls`) allows no tool call (seed 003: 0 is
+    none). Refused where the role could then do nothing: an editing role (it edits through
+    tool calls) and a target on a benchmark solved with tools. A target answering in text
+    (text classification) may take 0: the model is asked only for its answer."""
+    problems = []
+    for name, role in config.roles().items():
+        if name in config.algorithm.EDITING_ROLES:
+            why = f"the {name} edits harness files through tool calls, so it could make no edit"
+        elif name == EVOLVED_ROLE and benchmark.solved_with_tools:
+            if name in adapters and adapters[name].task_environment_only:
+                continue  # Harbor's own agents (oracle, nop) make no model call
+            why = (
+                f"{benchmark.name} tasks are solved by running commands, so the target could "
+                "do nothing"
+            )
+        else:
+            continue
+        problems += [
+            f"{config.role_key(name)}.{key}: 0 allows no tool call: {why}; give it n > 0, or "
+            "none (null) for no count limit"
+            for key in STOPS
+            if getattr(role, key) == 0
+        ]
+    return problems
+
+
 def _evolution_limit(config: ExperimentConfig) -> list[str]:
     """`evolution_limit` limits only the evolution data file: without one it would be a key
     that silently does nothing (`benchmark.limit` limits the splits)."""
@@ -223,9 +256,14 @@ def _splits(config: ExperimentConfig, benchmark: Benchmark) -> tuple[Splits | No
         return None, [_benchmark_problem(config, exc)]
 
 
+def _sizes(splits: Splits) -> dict[str, int]:
+    """Tasks in each split; test is counted, not unsealed."""
+    return {"train": len(splits.train), "dev": len(splits.dev), "test": splits.test_size}
+
+
 def _split_sizes(splits: Splits, needed: tuple[str, ...], needer: str) -> list[str]:
-    """Splits that must not be empty; test is counted, not unsealed."""
-    sizes = {"train": len(splits.train), "dev": len(splits.dev), "test": splits.test_size}
+    """Splits that must not be empty."""
+    sizes = _sizes(splits)
     return [
         f"benchmark.split_counts.{name}: the {name} split is empty, but {needer} needs it; "
         f"give it tasks (benchmark.split_counts.{name}, or data rows with split: {name})"
