@@ -13,7 +13,7 @@ from flashrsi_dagster.jobs.execution import executor_config
 from flashrsi_dagster.offline_model.policies.script import ScriptError, load_script
 from flashrsi_dagster.snapshots.components import Components, ComponentsError
 from flashrsi_dagster.snapshots.protection import protected_changes
-from tests.config.test_bad_input import anchor_bomb
+from tests.conftest import anchor_bomb
 
 BOMB = f"bomb: {anchor_bomb(9)}\n"
 """Nine levels of nine aliases: 9**9 items once expanded, in under 400 bytes."""

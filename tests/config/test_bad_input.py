@@ -10,19 +10,11 @@ from pathlib import Path
 import pytest
 
 from flashrsi_dagster.cli import main
-from tests.conftest import VALID
+from tests.conftest import VALID, anchor_bomb
 
 
 def _edit(old: str, new: str):
     return lambda text: text.replace(old, new, 1)
-
-
-def anchor_bomb(levels: int, width: int = 9) -> str:
-    """A flow mapping whose last key, expanded, holds `width ** levels` items."""
-    keys = ["a0: &a0 [x]"] + [
-        f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * width)}]" for i in range(1, levels + 1)
-    ]
-    return "{" + ", ".join(keys) + "}"
 
 
 CASES = [
