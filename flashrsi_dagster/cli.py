@@ -14,15 +14,17 @@ from pydantic import ValidationError
 
 from flashrsi_dagster.algorithms.base import FINALIZE_ACTIONS
 from flashrsi_dagster.config import ConfigError, ExperimentConfig, load_config
+from flashrsi_dagster.config.names import InvalidName, name_problem
 from flashrsi_dagster.experiment import (
     ConfigChangedError,
     Experiment,
     ExperimentPaths,
+    NoExperiment,
     open_experiment,
 )
 from flashrsi_dagster.experiment.identity import normalised
 from flashrsi_dagster.records import IntegrityError, RecordError
-from flashrsi_dagster.validation import dry_run, one_line
+from flashrsi_dagster.validation import dry_run, home_problems, one_line
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -141,6 +143,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"error: {args.command} takes no overrides: {' '.join(overrides)}", file=sys.stderr
             )
             return EXIT_BAD_INPUT
+        problem = name_problem(args.experiment) if hasattr(args, "experiment") else None
+        if problem:  # before the home is read: `../other-home/x` must not reach another home
+            print(f"error: --experiment: {problem}", file=sys.stderr)
+            return EXIT_BAD_INPUT
         commands = {
             "resume": _resume,
             "finalize": _resume,
@@ -155,9 +161,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    # init runs no agent; eval needs only the split it scores
+    # eval needs only the split it scores
     splits = (args.split,) if args.command == "eval" else None
-    if args.command != "init" and not _preflight(config, splits):
+    if not _preflight(config, splits, home_only=args.command == "init"):
         return EXIT_BAD_INPUT
     if args.command == "validate":
         return _validate(config)
@@ -168,10 +174,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _init(config, force=args.force)
 
 
-def _preflight(config: ExperimentConfig, splits: tuple[str, ...] | None = None) -> bool:
+def _preflight(
+    config: ExperimentConfig, splits: tuple[str, ...] | None = None, *, home_only: bool = False
+) -> bool:
     """The dry run, before anything is written: every problem is printed (one line each,
-    naming the key) and the command refuses to go on."""
-    problems = dry_run(config, splits=splits)
+    naming the key) and the command refuses to go on. `home_only` (init, which runs no
+    agent): only that the experiment folder can be made."""
+    problems = home_problems(config) if home_only else dry_run(config, splits=splits)
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     return not problems
@@ -183,14 +192,23 @@ def _validate(config: ExperimentConfig) -> int:
     return EXIT_OK
 
 
-def _open(config: ExperimentConfig, *, force: bool = False) -> Experiment | None:
-    """The experiment, or None (with the reason on stderr) when its config has changed or
-    its records fail the integrity check."""
+def _open(
+    config: ExperimentConfig, *, force: bool = False, create: bool = True
+) -> Experiment | None:
+    """The experiment, or None (with the reason on stderr) when its config has changed, its
+    records fail the integrity check, or (not `create`) it was never started."""
     started = datetime.now(UTC)
     try:
-        experiment = open_experiment(config, force=force)
-    except ConfigChangedError as exc:
+        experiment = open_experiment(config, force=force, create=create)
+    except (ConfigChangedError, NoExperiment) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return None
+    except OSError as exc:  # a folder the experiment cannot be made in (init has no dry run)
+        print(
+            f"error: experiment.home: cannot open experiment {config.experiment.name!r} in "
+            f"{config.experiment.dir}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
         return None
     except IntegrityError as exc:
         print(f"error: experiment {config.experiment.name!r} refused: {exc}", file=sys.stderr)
@@ -240,7 +258,7 @@ def _resume(args: argparse.Namespace) -> int:
     config = _stored_config(args.home.resolve(), args.experiment)
     if config is None or not _preflight(config) or not _instance_ready(args.home.resolve()):
         return EXIT_BAD_INPUT
-    experiment = _open(config)
+    experiment = _open(config, create=False)  # resume never starts an experiment
     only = FINALIZE_ACTIONS if args.command == "finalize" else None
     return EXIT_BAD_INPUT if experiment is None else _drive(experiment, only=only)
 
@@ -251,7 +269,7 @@ def _stored_algorithm(args: argparse.Namespace):
     from flashrsi_dagster.algorithms.registry import open_algorithm
 
     config = _stored_config(args.home.resolve(), args.experiment)
-    experiment = None if config is None else _open(config)
+    experiment = None if config is None else _open(config, create=False)
     return None if experiment is None else open_algorithm(experiment, log=lambda _: None)
 
 
@@ -322,6 +340,8 @@ def _stored_config(home: Path, name: str) -> ExperimentConfig | None:
     else:
         try:
             return experiments.config(name)
+        except InvalidName as exc:
+            print(f"error: {exc}", file=sys.stderr)
         except (RecordError, ValidationError) as exc:
             print(f"error: {meta}: its config cannot be reopened: {one_line(exc)}", file=sys.stderr)
     return None

@@ -26,7 +26,7 @@ from flashrsi_dagster.records import RecordStore
 from flashrsi_dagster.rollouts.engine import Progress, Settings, evaluate_snapshot
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.rollouts.scores import parquet_bytes, scores_frame, summary
-from flashrsi_dagster.snapshots import Snapshot, SnapshotStore
+from flashrsi_dagster.snapshots import Snapshot, SnapshotError, SnapshotStore
 
 EVAL_SPLITS = ("dev", "train")
 
@@ -55,6 +55,11 @@ def evaluate(
     benchmark = load_benchmark(config.benchmark)
     tasks = _select(getattr(load_splits(config.benchmark, benchmark), split), task_ids, split)
     paths, redactor = ExperimentPaths(config.experiment.dir), redactor_for(config)
+    if snapshot_id and not SnapshotStore.made_at(paths.snapshots):  # checked before it is made
+        raise SnapshotError(
+            f"no snapshot with id {snapshot_id!r}: experiment {config.experiment.name!r} has no "
+            f"snapshots yet ({paths.snapshots} does not exist); nothing was written"
+        )
     store = SnapshotStore(paths.snapshots, secret_filter=redactor)
     if snapshot_id:
         snapshot = store.get(snapshot_id)

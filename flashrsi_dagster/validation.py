@@ -11,11 +11,13 @@ never unsealed.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from flashrsi_dagster.agents.base import Agent, AgentConfigError
+from flashrsi_dagster.agents.budgets import STOPS
 from flashrsi_dagster.agents.registry import UnknownAdapterError, adapter_class
 from flashrsi_dagster.benchmarks.base import Benchmark, BenchmarkError
 from flashrsi_dagster.benchmarks.loading import load_benchmark, load_splits
@@ -45,7 +47,7 @@ def dry_run(config: ExperimentConfig, *, splits: tuple[str, ...] | None = None) 
     adapters, role_problems = _adapters(config)
     problems = [
         *_confinement(config),
-        *_home(config),
+        *home_problems(config),
         *role_problems,
         *_keys(config),
         *_harnesses(config, adapters),
@@ -59,6 +61,9 @@ def dry_run(config: ExperimentConfig, *, splits: tuple[str, ...] | None = None) 
         if drawn is not None:
             needer = "this command" if splits else config.algorithm.name
             problems += _split_sizes(drawn, splits or config.algorithm.REQUIRED_SPLITS, needer)
+            if not splits:  # `eval` runs no algorithm
+                problems += config.algorithm.split_problems(_sizes(drawn))
+        problems += _zero_budgets(config, benchmark, adapters)
         if EVOLVED_ROLE in adapters:
             problem = benchmark.adapter_problem(adapters[EVOLVED_ROLE])
             if problem:
@@ -77,17 +82,53 @@ def _confinement(config: ExperimentConfig) -> list[str]:
     return []
 
 
-def _home(config: ExperimentConfig) -> list[str]:
-    """The experiment folder must be one the run can create or reopen: a file in its way
-    would fail only once the run opens the experiment."""
+PSEUDO_FILESYSTEMS = frozenset(
+    {
+        "proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs",
+        "securityfs", "pstore", "bpf", "configfs", "efivarfs", "fusectl", "mqueue",
+        "binfmt_misc", "autofs", "hugetlbfs", "rpc_pipefs", "nsfs",
+    }
+)  # fmt: skip
+"""Kernel filesystems that look like folders but hold no files of ours (root may even
+`mkdir` in some): an experiment home there would fail, or vanish, once the run writes."""
+
+
+def home_problems(config: ExperimentConfig) -> list[str]:
+    """The experiment folder must be one the run can create or reopen: a file in its way, a
+    read-only or kernel filesystem would fail only once the run opens the experiment."""
     folder = config.experiment.dir
     existing = next(path for path in (folder, *folder.parents) if path.exists())
     key = "experiment.name" if existing == folder else "experiment.home"
+    kind = filesystem_type(existing)
+    if kind in PSEUDO_FILESYSTEMS:
+        return [
+            f"{key}: {existing} is on the kernel's {kind} filesystem, which holds no files of "
+            f"ours, so {folder} cannot hold an experiment; choose a folder on a disk"
+        ]
     if not existing.is_dir():
         return [f"{key}: {existing} is not a folder, so {folder} cannot be created"]
-    if not os.access(existing, os.W_OK | os.X_OK):
-        return [f"{key}: {existing} is not writable"]
+    if not os.access(existing, os.W_OK | os.X_OK):  # a read-only mount too (EROFS)
+        return [f"{key}: {existing} is not writable, so {folder} cannot be created"]
     return []
+
+
+def filesystem_type(path: Path) -> str | None:
+    """The type of the filesystem `path` is on (`ext4`, `proc`, …), from the mount table;
+    None where there is none to read."""
+    try:
+        table = Path("/proc/self/mounts").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    target, best, kind = path.resolve(), -1, None
+    for line in table.splitlines():
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        # the table escapes a space in a mount point as \040 (tab, newline, \ likewise)
+        point = Path(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[1]))
+        if (target == point or point in target.parents) and len(point.parts) >= best:
+            best, kind = len(point.parts), fields[2]
+    return kind
 
 
 def _adapters(config: ExperimentConfig) -> tuple[dict[str, type[Agent]], list[str]]:
@@ -159,6 +200,35 @@ def _declares_a_file(folder: Path, components: Components) -> bool:
     return any(components.declares(path) for path in files)
 
 
+def _zero_budgets(
+    config: ExperimentConfig, benchmark: Benchmark, adapters: dict[str, type[Agent]]
+) -> list[str]:
+    """A budget of 0 (`max_turns`, `max_tool_calls`) allows no tool call (seed 003: 0 is
+    none). Refused where the role could then do nothing: an editing role (it edits through
+    tool calls) and a target on a benchmark solved with tools. A target answering in text
+    (text classification) may take 0: the model is asked only for its answer."""
+    problems = []
+    for name, role in config.roles().items():
+        if name in config.algorithm.EDITING_ROLES:
+            why = f"the {name} edits harness files through tool calls, so it could make no edit"
+        elif name == EVOLVED_ROLE and benchmark.solved_with_tools:
+            if name in adapters and adapters[name].task_environment_only:
+                continue  # Harbor's own agents (oracle, nop) make no model call
+            why = (
+                f"{benchmark.name} tasks are solved by running commands, so the target could "
+                "do nothing"
+            )
+        else:
+            continue
+        problems += [
+            f"{config.role_key(name)}.{key}: 0 allows no tool call: {why}; give it n > 0, or "
+            "none (null) for no count limit"
+            for key in STOPS
+            if getattr(role, key) == 0
+        ]
+    return problems
+
+
 def _evolution_limit(config: ExperimentConfig) -> list[str]:
     """`evolution_limit` limits only the evolution data file: without one it would be a key
     that silently does nothing (`benchmark.limit` limits the splits)."""
@@ -186,9 +256,14 @@ def _splits(config: ExperimentConfig, benchmark: Benchmark) -> tuple[Splits | No
         return None, [_benchmark_problem(config, exc)]
 
 
+def _sizes(splits: Splits) -> dict[str, int]:
+    """Tasks in each split; test is counted, not unsealed."""
+    return {"train": len(splits.train), "dev": len(splits.dev), "test": splits.test_size}
+
+
 def _split_sizes(splits: Splits, needed: tuple[str, ...], needer: str) -> list[str]:
-    """Splits that must not be empty; test is counted, not unsealed."""
-    sizes = {"train": len(splits.train), "dev": len(splits.dev), "test": splits.test_size}
+    """Splits that must not be empty."""
+    sizes = _sizes(splits)
     return [
         f"benchmark.split_counts.{name}: the {name} split is empty, but {needer} needs it; "
         f"give it tasks (benchmark.split_counts.{name}, or data rows with split: {name})"

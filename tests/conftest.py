@@ -55,6 +55,15 @@ benchmark:
   split_counts: {train: 10, dev: 5, test: 20}
 """
 
+
+def anchor_bomb(levels: int, width: int = 9) -> str:
+    """A YAML flow mapping whose last key, expanded, holds `width ** levels` items."""
+    keys = ["a0: &a0 [x]"] + [
+        f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * width)}]" for i in range(1, levels + 1)
+    ]
+    return "{" + ", ".join(keys) + "}"
+
+
 HARNESS_COMPONENTS = {"code": ["runtime/**"], "prompt": ["prompts/**"], "skill": ["skills/**"]}
 
 

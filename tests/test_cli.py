@@ -234,3 +234,89 @@ def test_resume_refuses_a_stored_config_that_no_longer_validates_in_one_line(con
     assert code == 2
     assert line.startswith(f"error: {run_meta}: its config cannot be reopened: agent.timeout: ")
     assert "finite number" in line
+
+
+def test_an_experiment_is_taken_by_name_never_by_path(config_dir, capsys):
+    """`--experiment ../other-home/exp-1` (or an absolute path) is refused before any home is
+    read, by every command that takes a name: nothing is created in either home."""
+    other, home = Path.cwd() / "other-home", Path.cwd() / "home"
+    assert (
+        main(["init", "--config", str(config_dir / "exp.yaml"), "--experiment.home", str(other)])
+        == 0
+    )
+    home.mkdir()
+    before = sorted(other.rglob("*"))
+    extra = {"rollback": ["--to", "abc"], "archive-node": ["--node", "r001.c1", "--reason", "x"]}
+
+    for command in ("resume", "finalize", "rollback", "archive-node"):
+        for path in ("../other-home/exp-1", str(other / "exp-1"), "..", ""):
+            code = main(
+                [command, "--experiment", path, "--home", str(home), *extra.get(command, [])]
+            )
+            [line] = capsys.readouterr().err.splitlines()
+            assert code == 2
+            assert line.startswith("error: --experiment: expected an experiment name")
+
+    assert list(home.iterdir()) == [] and sorted(other.rglob("*")) == before
+
+
+def test_resume_never_starts_an_experiment(config_dir, capsys):
+    """A folder copied under another name records the experiment it came from: resuming it
+    would have started that experiment afresh. Refused, and nothing is written."""
+    home = Path.cwd() / "home"
+    assert (
+        main(["init", "--config", str(config_dir / "exp.yaml"), "--experiment.home", str(home)])
+        == 0
+    )
+    shutil.copytree(home / "exp-1", home / "copy")
+    shutil.rmtree(home / "exp-1")
+    before = sorted(home.rglob("*"))
+
+    code = main(["resume", "--experiment", "copy", "--home", str(home)])
+
+    [line] = capsys.readouterr().err.splitlines()
+    assert code == 2
+    assert "records experiment 'exp-1', not 'copy'" in line
+    assert sorted(home.rglob("*")) == before
+    for name in ("exp-1", "nothing-here"):
+        assert main(["resume", "--experiment", name, "--home", str(home)]) == 2
+        assert f"no experiment {name!r} under {home}" in capsys.readouterr().err
+        assert sorted(home.rglob("*")) == before
+
+
+def test_a_config_names_its_experiment_never_a_path(config_dir):
+    home = Path.cwd() / "home"
+    for name in ("../escape", "/tmp/abs", "a..b", ".hidden", "a|b", "a,b"):
+        result = subprocess.run(
+            [
+                *(FLASHRSI, "eval", "--config", str(config_dir / "exp.yaml"), "--split", "dev"),
+                *("--experiment.home", str(home), "--experiment.name", name),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        assert result.returncode == 2
+        assert "experiment.name (set by --experiment.name): expected an experiment name" in (
+            result.stderr
+        )
+    assert not home.exists()
+
+
+def test_eval_of_an_unknown_snapshot_writes_nothing(tmp_path, capsys):
+    """Before the experiment has a snapshot, and after: an unknown id is refused in one line
+    and leaves no file behind."""
+    from flashrsi_dagster.snapshots import SnapshotStore
+
+    config, home = Path(__file__).parents[1] / "examples" / "meta_harness.yaml", tmp_path / "home"
+    args = ["eval", "--config", str(config), "--split", "dev", "--experiment.home", str(home)]
+    args += ["--experiment.confinement", "none", "--snapshot", "deadbeef"]
+
+    assert main(args) == 2
+    assert "no snapshot with id 'deadbeef'" in capsys.readouterr().err
+    assert not home.exists()
+
+    SnapshotStore(home / "meta-harness-demo" / "snapshots")  # a store without this snapshot
+    before = sorted(home.rglob("*"))
+    assert main(args) == 2
+    assert "no snapshot with id 'deadbeef'" in capsys.readouterr().err
+    assert sorted(home.rglob("*")) == before

@@ -168,6 +168,24 @@ def evolution_data_overlapping_test(tmp: Path) -> tuple[list[str], list[str]]:
     return args, [f"benchmark.evolution_data_path: {evolution} overlaps dev/test"]
 
 
+def worker_without_turns(tmp: Path) -> tuple[list[str], list[str]]:
+    return ["--algorithm.worker.max_turns", "0"], [
+        "algorithm.worker.max_turns: 0 allows no tool call: the worker edits harness files "
+        "through tool calls, so it could make no edit"
+    ]
+
+
+def worker_without_tool_calls(tmp: Path) -> tuple[list[str], list[str]]:
+    return ["--algorithm.worker.max_tool_calls", "0"], ["algorithm.worker.max_tool_calls: 0"]
+
+
+def target_without_turns_on_terminal_bench(tmp: Path) -> tuple[list[str], list[str]]:
+    return ["--benchmark.name", "terminal_bench", "--agent.max_turns", "0"], [
+        "agent.max_turns: 0 allows no tool call: terminal_bench tasks are solved by running "
+        "commands, so the target could do nothing"
+    ]
+
+
 CASES: list[Callable[[Path], tuple[list[str], list[str]]]] = [
     malformed_data,
     empty_data,
@@ -188,6 +206,9 @@ CASES: list[Callable[[Path], tuple[list[str], list[str]]]] = [
     harbor_agent_on_text_classification,
     unknown_harbor_environment,
     evolution_data_overlapping_test,
+    worker_without_turns,
+    worker_without_tool_calls,
+    target_without_turns_on_terminal_bench,
 ]
 
 
@@ -278,6 +299,47 @@ def test_a_file_in_place_of_the_home_is_refused(tmp_path, capsys):
 
     assert f"error: experiment.home: {home} is not a folder" in capsys.readouterr().err
     assert home.read_text() == "not a folder\n"
+
+
+@pytest.mark.parametrize(
+    ("home", "kind"), [("/proc/flashrsi-x", "proc"), ("/sys/flashrsi-x", "sysfs")]
+)
+def test_a_home_on_a_kernel_filesystem_is_refused(home, kind, capsys):
+    """`/proc` and `/sys` look like folders (root may write there), but hold no experiment:
+    one line naming the key, no trace, from every command that would make the folder."""
+    for command in ("validate", "run", "init"):
+        code = main(_command(command, Path(home), []))
+
+        [line] = capsys.readouterr().err.splitlines()
+        assert code == 2
+        assert line.startswith(f"error: experiment.home: /{home.split('/')[1]} is on the kernel's")
+        assert f"{kind} filesystem" in line
+    assert not Path(home).exists()
+
+
+def test_a_target_answering_in_text_may_take_no_tool_turn(tmp_path):
+    """Text classification is answered in text: with `max_turns: 0` the model is asked only
+    for its answer (seed 003's 0 = none), which a model can give in one call."""
+    home = ["--experiment.home", str(tmp_path / "home"), "--experiment.confinement", "none"]
+    config = load_config(EXAMPLE, [*home, "--agent.max_turns", "0"])
+
+    assert dry_run(config) == []
+
+
+def test_an_evolver_anchor_larger_than_train_is_refused(tmp_path):
+    """Each WHY's anchor set is drawn from train: a larger anchor_size was silently train."""
+    evolver = EXAMPLE.parent / "evolver.yaml"
+    home = ["--experiment.home", str(tmp_path / "home"), "--experiment.confinement", "none"]
+
+    refused = dry_run(load_config(evolver, [*home, "--algorithm.anchor_size", "1000"]))
+    fits = dry_run(load_config(evolver, [*home, "--algorithm.anchor_size", "24"]))
+
+    assert refused == [
+        "algorithm.anchor_size: 1000 is more than the 24 tasks of the train split, from which "
+        "each WHY's anchor set is drawn; set it to at most 24, or give train more tasks "
+        "(benchmark.split_counts.train)"
+    ]
+    assert fits == []
 
 
 # ModularRSI: module files in the seed harness, the train split as evolution data, its roles.

@@ -66,6 +66,11 @@ class Benchmark(Protocol):
     name: str
     """The registry name (`benchmark.name`); names the task pool in split errors."""
 
+    solved_with_tools: bool
+    """Whether a task is solved by running commands or editing files (Harbor's, SWE-bench's),
+    not answered in text: a target allowed no tool call could do nothing (`validate` refuses
+    it)."""
+
     default_split_counts: Mapping[str, int] | None
     """Train / dev / test sizes used when the config gives no `split_counts`; None when no
     default fits, so the config (or the tasks' `metadata["split"]`) must say."""

@@ -33,6 +33,7 @@ CANARY = "CANARY-7731"
 
 class TextClassification:
     name = "text_classification"
+    solved_with_tools = False
     default_split_counts = DEFAULT_SPLIT_COUNTS
 
     def __init__(self, data_path: Path | None = None) -> None:

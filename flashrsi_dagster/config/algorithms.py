@@ -3,7 +3,7 @@ parameters and its own agent roles (the Worker, a reviewer, …) besides the tar
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
 
@@ -43,6 +43,11 @@ class AlgorithmSection(Section):
             for name in type(self).model_fields
             if isinstance(value := getattr(self, name), RoleConfig)
         }
+
+    def split_problems(self, sizes: Mapping[str, int]) -> list[str]:
+        """What the algorithm's settings ask of the drawn splits (`sizes`: tasks in train,
+        dev and test) that they cannot give, one line each."""
+        return []
 
     def seed_problems(self, harness: Path, declared: Callable[[str], bool]) -> list[str]:
         """What the algorithm's settings need of the seed harness (the target's folder;
@@ -230,7 +235,10 @@ class EvolverConfig(AlgorithmSection):
         3, ge=1, le=MAX_STEPS, description="Errored rounds in a row that stop the run."
     )
     anchor_size: Count = Field(
-        8, ge=2, le=MAX_TASKS, description="Train tasks of a WHY's screen (K=1)."
+        8,
+        ge=2,
+        le=MAX_TASKS,
+        description="Train tasks of a WHY's screen (K=1); at most the train split's size.",
     )
     screen_threshold: float = Field(
         1.5, gt=0, le=10, description="Cull at screen below -threshold x sigma_screen."
@@ -252,6 +260,17 @@ class EvolverConfig(AlgorithmSection):
         description="The Worker agent: diagnoses, picks the WHYs and designs candidates; it "
         "must have file tools."
     )
+
+    def split_problems(self, sizes: Mapping[str, int]) -> list[str]:
+        """Each WHY's anchor set is drawn from train: a larger one would silently be train."""
+        train = sizes["train"]
+        if self.anchor_size <= train:
+            return []
+        return [
+            f"algorithm.anchor_size: {self.anchor_size} is more than the {train} tasks of the "
+            "train split, from which each WHY's anchor set is drawn; set it to at most "
+            f"{train}, or give train more tasks (benchmark.split_counts.train)"
+        ]
 
 
 AlgorithmConfig = Annotated[

@@ -23,11 +23,11 @@ from pydantic import (
     model_validator,
 )
 
+from flashrsi_dagster.config.names import NAME_RULE, name_problem
+from flashrsi_dagster.config.request_fields import owned_field_problems
 from flashrsi_dagster.config.secrets import SecretRef
 from flashrsi_dagster.records.json_values import to_json_value
 
-# Experiment names end up in Dagster partition keys and folder names: no `|`, `,`, `[`, `]`, `/`.
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,79}")
 _ADAPTER_TYPE = re.compile(r"[a-z][a-z0-9_-]*|[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 # Upper bounds, checked at validation: a typo or a hostile override (`1e20`) must be an error
@@ -124,7 +124,10 @@ class LLMConfig(Section):
     )
     reasoning: ReasoningConfig | None = None
     extra_body: dict[str, Any] = Field(
-        default_factory=dict, description="Extra JSON fields merged into every request body."
+        default_factory=dict,
+        description="Extra JSON fields merged into every request body; not the fields the "
+        "framework or the model gateway owns (`model`, `messages`, `tools`, `stream`, …: "
+        "`config/request_fields.py`).",
     )
     timeout: float = Field(
         120.0, gt=0, le=MAX_TIMEOUT, description="Seconds allowed for one model call."
@@ -145,6 +148,14 @@ class LLMConfig(Section):
         if value is None or value == "offline" or re.match(r"https?://", value):
             return value
         raise ValueError("expected an http(s):// URL, `offline`, or nothing for the SDK default")
+
+    @field_validator("extra_body")
+    @classmethod
+    def _not_owned(cls, value: dict[str, Any]) -> dict[str, Any]:
+        problems = owned_field_problems(value)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
 
     @field_serializer("extra_body")
     def _json_safe(self, value: dict[str, Any]) -> Any:
@@ -300,7 +311,7 @@ class RoleConfig(Section):
 
 
 class ExperimentSection(Section):
-    name: str = Field(description="Unique within the home folder; letters, digits, `_.-`.")
+    name: str = Field(description=f"Unique within the home folder; {NAME_RULE}.")
     home: ResolvedPath | None = Field(
         None, validate_default=True, description="Folder of experiments; default ./.flashrsi."
     )
@@ -314,10 +325,9 @@ class ExperimentSection(Section):
     @field_validator("name")
     @classmethod
     def _safe_name(cls, value: str) -> str:
-        if not _NAME.fullmatch(value):
-            raise ValueError(
-                "expected 1-80 letters, digits, `_`, `.` or `-`, starting with a letter or digit"
-            )
+        problem = name_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("home", mode="before")

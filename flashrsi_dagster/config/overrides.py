@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from flashrsi_dagster.bounded_yaml import AliasBombError, safe_load
 from flashrsi_dagster.config import schema
 from flashrsi_dagster.config.errors import Problem
 
@@ -58,7 +59,11 @@ def apply_overrides(
     for override in overrides:
         annotation, problem = _annotation_at(root, override, data)
         if problem is None:
-            problem = _set(data, override, _coerce(override.raw, annotation))
+            try:
+                problem = _set(data, override, _coerce(override.raw, annotation))
+            except AliasBombError as exc:
+                key = ".".join(override.key_path)
+                problem = Problem(key, str(exc.problem), override=override.flag)
         if problem is None:
             applied[override.key_path] = override.flag
         else:
@@ -91,7 +96,9 @@ def _coerce(raw: str, annotation: Any) -> Any:
     if schema.is_textual(annotation):
         return raw
     try:
-        return yaml.safe_load(raw)
+        return safe_load(raw)
+    except AliasBombError:
+        raise
     except yaml.YAMLError:
         return raw  # the schema then reports the type mismatch with the key path
 

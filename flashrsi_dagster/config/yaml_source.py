@@ -1,4 +1,5 @@
-"""YAML with the strictness configs need: duplicate keys refused, every key's line remembered."""
+"""YAML with the strictness configs need: duplicate keys refused, aliases bounded
+(`bounded_yaml`), every key's line remembered."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from flashrsi_dagster.bounded_yaml import AliasBombError, BoundedSafeLoader
 from flashrsi_dagster.config.errors import ConfigError, Problem
 
 KeyPath = tuple[str | int, ...]
@@ -21,7 +23,7 @@ class YamlDocument:
     """1-based line of every key and list item, for error messages."""
 
 
-class _StrictLoader(yaml.SafeLoader):
+class _StrictLoader(BoundedSafeLoader):
     pass
 
 
@@ -60,6 +62,9 @@ def load_yaml_document(path: Path) -> YamlDocument:
     except _DuplicateKey as dup:
         message = f"duplicate key {dup.key!r} (first defined on line {dup.first})"
         raise ConfigError(path, [Problem(str(dup.key), message, line=dup.again)]) from None
+    except AliasBombError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else None
+        raise ConfigError(path, [Problem("", str(exc.problem), line=line)]) from None
     except yaml.MarkedYAMLError as exc:
         raise ConfigError(path, [_syntax_problem(exc)]) from None
     finally:

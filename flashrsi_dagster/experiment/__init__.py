@@ -67,6 +67,10 @@ class Experiment:
         return handler
 
 
+class NoExperiment(LookupError):
+    """Opening, without creating, an experiment that was never started."""
+
+
 def redactor_for(config: ExperimentConfig) -> Redactor:
     """A redactor knowing the value of every secret the config references (where set)."""
     return Redactor(ref.resolve() for ref in config.secret_refs() if ref.env_var in os.environ)
@@ -78,9 +82,16 @@ def open_experiment(
     force: bool = False,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
+    create: bool = True,
 ) -> Experiment:
-    """Open (or create) the experiment folder; refuses a changed config unless `force`."""
+    """Open (or, if `create`, create) the experiment folder; refuses a changed config unless
+    `force`. Without `create` a missing experiment is `NoExperiment`, and nothing is written."""
     paths = ExperimentPaths(config.experiment.dir)
+    if not create and not paths.run_meta.is_file():
+        raise NoExperiment(
+            f"no experiment {config.experiment.name!r} under {config.experiment.home} "
+            f"({paths.run_meta} is missing); nothing was created"
+        )
     redactor = redactor_for(config)
     records = RecordStore(paths.root, redactor)
     store = SnapshotStore(
@@ -101,6 +112,7 @@ __all__ = [
     "ConfigChangedError",
     "Experiment",
     "ExperimentPaths",
+    "NoExperiment",
     "RunMeta",
     "open_experiment",
     "redactor_for",

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from flashrsi_dagster.config.comparison import ComparisonConfig
 from flashrsi_dagster.config.experiment import ExperimentConfig, role_key
+from flashrsi_dagster.config.names import InvalidName, checked_name
 from flashrsi_dagster.experiment.paths import ExperimentPaths
 from flashrsi_dagster.records import RecordStore, read_record
 from flashrsi_dagster.records.chain import CHAIN
@@ -219,9 +220,18 @@ def _reopen_changed(
 
 def stored_config(home: Path, name: str) -> ExperimentConfig:
     """The config experiment `name` under `home` was started with (its `run_meta.json`), at
-    that home. Raises `RecordError` or pydantic's `ValidationError` (both `ValueError`s)."""
-    meta = read_record(ExperimentPaths(home / name).run_meta, RunMeta)
+    that home. Raises `InvalidName` (a path given as a name), `RecordError` or pydantic's
+    `ValidationError` (all `ValueError`s). The folder must hold the experiment of its own name:
+    a copy under another name would otherwise open (and create) the experiment of the name it
+    records."""
+    run_meta = ExperimentPaths(home / checked_name(name)).run_meta
+    meta = read_record(run_meta, RunMeta)
     config = ExperimentConfig.model_validate(meta.config)
+    if config.experiment.name != name:
+        raise InvalidName(
+            f"{run_meta}: records experiment {config.experiment.name!r}, not {name!r} (a copied "
+            "or renamed folder); an experiment is resumed under the name it was started with"
+        )
     config.experiment.home = home.resolve()
     return config
 

@@ -11,6 +11,14 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from flashrsi_dagster.config.request_fields import (
+    HOSTED_TOOL_FIELDS,
+    MODEL_FIELD,
+    OUTPUT_LIMIT_FIELDS,
+    STREAM_FIELD,
+    STREAM_OPTIONS_FIELD,
+    TOOL_FIELDS,
+)
 from flashrsi_dagster.gateway import errors
 from flashrsi_dagster.gateway.errors import Refusal
 from flashrsi_dagster.gateway.grants import digest, token_id
@@ -153,9 +161,9 @@ class Proxy:
         duplicated: list[str] = []
         request = _json_object(body, duplicated)
         if request is not None:
-            model = request.get("model")
+            model = request.get(MODEL_FIELD)
             record.model = model if isinstance(model, str) else None
-            record.stream = request.get("stream") is True
+            record.stream = request.get(STREAM_FIELD) is True
         allowed = upstream.models
         if h.command == "POST" and allowed is not None and record.model not in allowed:
             raise errors.forbidden(
@@ -338,12 +346,12 @@ def _denied_tools(request: dict[str, Any] | None, run: Run) -> list[str]:
     denied = run.grant.deny_tools
     tools = [
         tool
-        for key in ("tools", "functions")
+        for key in TOOL_FIELDS
         if isinstance(request.get(key), list)
         for tool in request[key]
         if isinstance(tool, dict)
     ]
-    names, hosted = [], ["mcp_servers"] if request.get("mcp_servers") else []
+    names, hosted = [], [key for key in HOSTED_TOOL_FIELDS if request.get(key)]
     for tool in tools:
         function = tool.get("function")
         names.append(function.get("name") if isinstance(function, dict) else tool.get("name"))
@@ -382,12 +390,12 @@ def _canonical(forward: _Forward, request: dict[str, Any], *, force: bool = Fals
     parser would pick instead. A body with duplicate keys is always re-encoded (`force`):
     the tools the gateway checked (`_denied_tools`) are the tools the upstream reads.
     """
-    options = request.get("stream_options")
-    streaming_chat = forward.route.kind == "chat" and request.get("stream") is True
+    options = request.get(STREAM_OPTIONS_FIELD)
+    streaming_chat = forward.route.kind == "chat" and request.get(STREAM_FIELD) is True
     asked = isinstance(options, dict) and options.get("include_usage") is True
     if streaming_chat and not asked:
-        request["stream_options"] = {**(options if isinstance(options, dict) else {})}
-        request["stream_options"]["include_usage"] = True
+        request[STREAM_OPTIONS_FIELD] = {**(options if isinstance(options, dict) else {})}
+        request[STREAM_OPTIONS_FIELD]["include_usage"] = True
         forward.drop_usage_chunk = True
     elif forward.run.grant.upstream.models is None and not force:
         return
@@ -403,7 +411,7 @@ def _worst_case_tokens(request: dict[str, Any] | None, body: bytes) -> int:
     token per 3 bytes of body."""
     limits = [
         value
-        for name in ("max_tokens", "max_completion_tokens", "max_output_tokens")
+        for name in OUTPUT_LIMIT_FIELDS
         if isinstance(value := (request or {}).get(name), int) and value > 0
     ]
     return (max(limits) if limits else DEFAULT_MAX_OUTPUT) + len(body) // 3

@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 from dagster._config import validate_config
 
+from flashrsi_dagster.bounded_yaml import safe_load
 from flashrsi_dagster.config import ConfigError
 from flashrsi_dagster.config.errors import Problem
 from flashrsi_dagster.defs.executors import DEFAULT, flashrsi_executor
@@ -49,7 +50,7 @@ def executor_config(home: str | Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        value = yaml.safe_load(path.read_text()) or {}
+        value = safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(path, [Problem("", f"not valid YAML: {exc}")]) from None
     _check(path, value)

@@ -10,6 +10,7 @@ from pathlib import Path
 import dagster as dg
 import yaml
 
+from flashrsi_dagster.bounded_yaml import safe_load
 from flashrsi_dagster.jobs import postgres
 from flashrsi_dagster.jobs.postgres import StorageSettingError
 from flashrsi_dagster.jobs.run_queue import RunLimits, run_queue
@@ -75,7 +76,7 @@ def instance_dir(home: Path, limits: RunLimits | None = None) -> Path:
 
 def _check_storage(settings: Path) -> None:
     try:
-        storage = (yaml.safe_load(settings.read_text()) or {}).get("storage")
+        storage = (safe_load(settings.read_text()) or {}).get("storage")
     except (yaml.YAMLError, AttributeError):
         return  # not one of ours: Dagster says what is wrong with it
     made = [k for k, v in STORAGES.items() if storage == yaml.safe_load(v)["storage"]]

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from flashrsi_dagster.assets.context import EXPERIMENT_TAG
 from flashrsi_dagster.config import ConfigError
+from flashrsi_dagster.config.names import NAME_RULE
 from flashrsi_dagster.defs import defs_for
 from flashrsi_dagster.experiment import ConfigChangedError
 from flashrsi_dagster.records import Redactor
@@ -22,7 +23,9 @@ class StartExperiment(dg.Config):
         description="Experiment YAML, relative to the code location's folder (`flashrsi ui` "
         "runs it in the folder holding the home); the default is the offline demo.",
     )
-    name: str | None = Field(None, description="Experiment name; None: the file's own.")
+    name: str | None = Field(
+        None, description=f"Experiment name ({NAME_RULE}); None: the file's own."
+    )
     overrides: list[str] = Field(
         # Only keys every algorithm's config has: the file may be any algorithm's.
         default_factory=lambda: ["--benchmark.limit", "9"],

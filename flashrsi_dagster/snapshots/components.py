@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from flashrsi_dagster.bounded_yaml import safe_load
 from flashrsi_dagster.snapshots.guard import path_problem
 
 COMPONENTS_FILE = "components.yaml"
@@ -92,7 +93,7 @@ class Components:
     @classmethod
     def from_file(cls, path: Path) -> Components:
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            data = safe_load(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise ComponentsError(f"{path}: components declaration not found") from None
         except yaml.YAMLError as exc:

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 import yaml
 
+from flashrsi_dagster.bounded_yaml import safe_load
 from flashrsi_dagster.snapshots.components import glob_to_regex
 from flashrsi_dagster.snapshots.guard import Refusal
 
@@ -132,7 +133,7 @@ def _value(data: bytes | None, key: str, toml: bool = False) -> Any:
     if data is None:
         return _ABSENT
     try:
-        document = tomllib.loads(data.decode()) if toml else yaml.safe_load(data)
+        document = tomllib.loads(data.decode()) if toml else safe_load(data)
     except (yaml.YAMLError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(str(exc)) from None
     if document is None:

@@ -156,7 +156,7 @@ class SnapshotStore:
         self._redactor = secret_filter if secret_filter is not None else Redactor()
         # The needles (every encoding of every secret) are compiled once, here.
         self._secrets = self._redactor.scanner if self._redactor.knows_secrets else None
-        if (self.root / "checkouts").is_dir():
+        if self.made_at(self.root):
             self._repo = git.Repo(self.root)
         else:
             # None yet, or another process is making it right now: `git init` writes HEAD
@@ -407,6 +407,11 @@ class SnapshotStore:
                 raise
 
     # -- reading snapshots --------------------------------------------------------------
+
+    @staticmethod
+    def made_at(root: Path) -> bool:
+        """Whether a store was made at `root` (opening one there makes it otherwise)."""
+        return (Path(root) / "checkouts").is_dir()
 
     def get(self, snapshot: Snapshot | str) -> Snapshot:
         """Look a snapshot up by id (or unique id prefix of at least 7 characters)."""

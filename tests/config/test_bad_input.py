@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from flashrsi_dagster.cli import main
-from tests.conftest import VALID
+from tests.conftest import VALID, anchor_bomb
 
 
 def _edit(old: str, new: str):
@@ -108,6 +108,38 @@ CASES = [
         _edit("name: exp-1", "name: a|b"),
         [],
         ["experiment.name (line 2)", "letters, digits"],
+    ),
+    (
+        "anchor-bomb",
+        _edit(
+            "    base_url: offline\n", f"    base_url: offline\n    extra_body: {anchor_bomb(5)}\n"
+        ),
+        [],
+        ["<config> (line 10)", "anchor bomb"],
+    ),
+    (
+        "anchor-bomb-override",
+        None,
+        ["--agent.llm.extra_body", anchor_bomb(5)],
+        ["agent.llm.extra_body (set by --agent.llm.extra_body)", "anchor bomb"],
+    ),
+    (
+        "extra-body-sets-the-model",
+        None,
+        ["--agent.llm.extra_body", "{model: gpt-other, top_p: 0.5}"],
+        [
+            "agent.llm.extra_body (set by --agent.llm.extra_body): `model` may not be set here",
+            "set llm.model",
+        ],
+    ),
+    (
+        "extra-body-sets-what-the-gateway-meters",
+        _edit(
+            "      base_url: offline\n",
+            "      base_url: offline\n      extra_body: {stream: true}\n",
+        ),
+        [],
+        ["algorithm.worker.llm.extra_body (line 18): `stream` may not be set here"],
     ),
     (
         "override-into-scalar",

@@ -259,3 +259,11 @@ def test_a_run_must_outlast_one_model_call(config_dir, role):
     assert _problems(path, [f"--{role}.llm.timeout", "900"])[0].startswith(f"{role}.timeout (line ")
     config = load_config(path, [f"--{role}.timeout", "121", f"--{role}.llm.timeout", "120"])
     assert config.roles()["target" if role == "agent" else "worker"].timeout == 121
+
+
+def test_extra_body_passes_fields_the_framework_does_not_own(config_dir):
+    config = load_config(
+        config_dir / "exp.yaml", ["--agent.llm.extra_body", "{top_p: 0.5, seed: 3, user: me}"]
+    )
+
+    assert config.agent.llm.extra_body == {"top_p": 0.5, "seed": 3, "user": "me"}

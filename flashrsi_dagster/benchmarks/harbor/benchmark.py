@@ -44,6 +44,7 @@ _AGENT_FAULTS = {"AgentTimeoutError": Status.TIMEOUT}
 
 class TerminalBench:
     name = "terminal_bench"
+    solved_with_tools = True
     default_split_counts = DEFAULT_SPLIT_COUNTS
 
     def __init__(self, tasks_dir: Path | None = None, environment: str = "local") -> None:

@@ -30,6 +30,7 @@ class EnvironmentUnavailable(SystemicFault):
 
 class SWEBench:
     name = "swe_bench"
+    solved_with_tools = True
 
     default_split_counts = None
     """None: Lite (300), Verified (500) and the full set (2,294) differ too much for one

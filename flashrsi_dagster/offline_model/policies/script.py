@@ -24,6 +24,7 @@ from typing import Any, Self
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from flashrsi_dagster.bounded_yaml import safe_load
 from flashrsi_dagster.offline_model.conversation import Conversation, Reply, ToolCall
 from flashrsi_dagster.offline_model.errors import SimulatorError
 
@@ -66,7 +67,7 @@ def load_script(source: Path | str | Sequence[Any]) -> tuple[list[ScriptedReply]
     if isinstance(source, Path | str):
         path = Path(source)
         try:
-            items = yaml.safe_load(path.read_text(encoding="utf-8"))
+            items = safe_load(path.read_text(encoding="utf-8"))
         except OSError as exc:
             raise ScriptError(f"{path}: cannot read the script file: {exc.strerror}") from exc
         except yaml.YAMLError as exc:
