@@ -241,24 +241,37 @@ class MetaHarness(Searching):
         """Evaluate candidate (k, slot)'s committed edit on dev, or record its rejection."""
         edit = read_optional(self.layout.edit(k, slot), EditRecord)
         assert edit is not None, f"{candidate_name(k, slot)} has no edit yet"
+        done = read_optional(self.layout.round(k, slot), RoundRecord)
+        reason = edit.reason
         if edit.status == "committed" and edit.snapshot_id:
             snapshot = self.experiment.snapshots.get(edit.snapshot_id)
-            evaluated = self._evaluate(k, snapshot, parent_id=edit.parent_id, slot=slot)
-            self._drop_view_if_aborted(slot)
-            return evaluated
-        done = read_optional(self.layout.round(k, slot), RoundRecord)
+            verdict = self._content(k, slot, snapshot, done)
+            if verdict is None or not verdict.contaminated:
+                evaluated = self._evaluate(k, snapshot, parent_id=edit.parent_id, slot=slot)
+                self._drop_view_if_aborted(slot)
+                return evaluated
+            reason = f"content check: {verdict.reason}"
         if done is not None and done.status != "evaluated":
             self.record_decisions()  # read back: a crash may have come before its entry
             return done
         status = "worker_failed" if edit.status == "worker_failed" else "rejected"
+        # A rejected candidate's snapshot stays out of the round record: the history shows
+        # the Worker every recorded snapshot, and a contaminated one is not to be shown.
         record = RoundRecord(
-            round=k, slot=slot, status=status, parent_id=edit.parent_id, reason=edit.reason
+            round=k, slot=slot, status=status, parent_id=edit.parent_id, reason=reason
         )
         record = self.write(self.layout.round(k, slot), record)
         self._drop_view_if_aborted(slot)
         self.record_decisions()
         self.log(f"{candidate_name(k, slot)}: {status} — {record.reason}")
         return record
+
+    def _content(self, k: int, slot: str, snapshot: Snapshot, done: RoundRecord | None):
+        """The candidate's contamination verdict, made before it is scored; None for one
+        evaluated already (read back as it was: records are never rewritten)."""
+        if done is not None and done.status == "evaluated" and done.snapshot_id == snapshot.id:
+            return None
+        return self.check_content(snapshot, self.layout.content(k, slot))
 
     def _drop_view_if_aborted(self, slot: str) -> None:
         """An aborted search needs no history view of `slot` again. Only this slot's:
