@@ -53,6 +53,7 @@ from flashrsi_dagster.algorithms.searching import Searching
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time, side_by_side
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
+from flashrsi_dagster.contamination import ContentVerdict
 from flashrsi_dagster.decisions import Decision
 from flashrsi_dagster.environments.jail import Mount
 from flashrsi_dagster.experiment import Experiment
@@ -265,6 +266,17 @@ class MetaHarness(Searching):
         self.record_decisions()
         self.log(f"{candidate_name(k, slot)}: {status} — {record.reason}")
         return record
+
+    @side_by_side(_candidate)
+    def content(self, k: int, slot: str = SLOT) -> ContentVerdict | None:
+        """Candidate (k, slot)'s contamination verdict, made now if its edit is committed
+        and it has none yet (its evaluation reads it back); None: nothing to check (the seed,
+        an edit that committed nothing, a candidate evaluated before the check existed)."""
+        edit = read_optional(self.layout.edit(k, slot), EditRecord)
+        if k == 0 or edit is None or edit.status != "committed" or not edit.snapshot_id:
+            return None
+        done = read_optional(self.layout.round(k, slot), RoundRecord)
+        return self._content(k, slot, self.experiment.snapshots.get(edit.snapshot_id), done)
 
     def _content(self, k: int, slot: str, snapshot: Snapshot, done: RoundRecord | None):
         """The candidate's contamination verdict, made before it is scored; None for one
