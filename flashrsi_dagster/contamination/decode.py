@@ -26,7 +26,7 @@ from urllib.parse import unquote
 
 MAX_DEPTH = 3
 """Encodings nested in one another, at most (base64 of gzip of base64 is 3)."""
-MAX_DECODED_BYTES = 32 << 20
+MAX_DECODED_BYTES = 4 << 20
 """Bytes decoded or decompressed per snapshot, at most: what is past it is not searched."""
 MIN_BLOB = 24
 """Shorter base64 or hex runs are not decoded (identifiers, short hashes, words)."""
@@ -188,11 +188,14 @@ def _magic_offsets(blob: bytes) -> list[int]:
 
 
 def _unpacked(blob: bytes, budget: Budget) -> Iterator[tuple[bytes, str]]:
-    """The blob decompressed (by its magic), or as it is when it reads as text."""
+    """The blob decompressed (by its magic), or as it is when it reads as text; what a
+    stream decompresses to is kept only when it is text or compressed again (a bomb of
+    zeros is neither)."""
     for magic, kind in _MAGIC:
         if blob.startswith(magic):
             for inner in _decompress(blob, kind, budget):
-                yield inner, kind
+                if _text_like(inner) or any(inner.startswith(m) for m, _ in _MAGIC):
+                    yield inner, kind
             return
     if _text_like(blob) and budget.take(blob):
         yield blob, ""
@@ -209,6 +212,8 @@ def _text_like(blob: bytes) -> bool:
 
 def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
     limit = budget.left
+    if limit <= 0 or not budget.take(blob[:4096] + len(blob).to_bytes(8, "big")):
+        return  # spent (and zlib reads a limit of 0 as none), or this stream was read
     try:
         if kind == "zip":
             with zipfile.ZipFile(io.BytesIO(blob)) as archive:

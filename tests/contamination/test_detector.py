@@ -240,6 +240,12 @@ def test_two_short_quotes_of_texts_without_labels_pass(harness):
     assert not harness.judge(append("prompts/system.md", quotes)).contaminated
 
 
+def test_a_decompression_bomb_is_decoded_within_the_budget_and_judged(harness):
+    bomb = base64.b64encode(gzip.compress(b"\0" * (64 << 20), compresslevel=1)).decode()
+    verdict = harness.judge(append("runtime/agent.py", f"\nBOMB = {bomb!r}\n"))
+    assert not verdict.contaminated and verdict.files == 1
+
+
 def test_what_the_seed_already_holds_is_not_the_candidates_doing(tmp_path):
     """A seed that quotes a task with its label (a user's own few-shot example): its child
     with an honest edit is clean; one that adds another row is judged on that row only."""
