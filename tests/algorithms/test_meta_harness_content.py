@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 
+from flashrsi_dagster.algorithms.meta_harness import MetaHarness
 from flashrsi_dagster.contamination import ContentVerdict
 from flashrsi_dagster.decisions import Ledger
+from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.records import read_record
 from tests.conftest import needs_jails
 from tests.sabotage.helpers import config, finish, say, script_model, shell, start, unique
@@ -83,6 +85,13 @@ def test_a_memorised_label_table_is_rejected_before_evaluation_and_never_promote
     assert entry.evidence.gates[0]["name"] == "content"
     assert entry.evidence.contamination["hit_count"] == verdict.hit_count
     assert "records/meta_harness/round-001-content.json" in entry.raw
+
+    # Done again (a re-executed run, a resume): the verdict and the rejection are read back.
+    written = layout.content(1, "c0").read_bytes()
+    again = MetaHarness(open_experiment(harness.experiment.config), log=lambda _: None)
+    assert again.finish_round(1, "c0") == attacked
+    assert layout.content(1, "c0").read_bytes() == written
+    assert len(Ledger.of(run.experiment).entries()) == len(Ledger.of(again.experiment).entries())
 
     # No record names a test task: not the verdict, the ledger, nor what a Worker is shown.
     test_ids = [t.id for t in run.test_tasks()]

@@ -68,7 +68,7 @@ def _rejected_edit(h: MetaHarness, r: RoundRecord, seed: RoundRecord) -> Decisio
     status = edit.status if edit else "rejected"
     content = read_optional(h.layout.content(r.round, r.slot), ContentVerdict)
     if edit is not None and content is not None and content.contaminated:
-        gate, why = "content", "rejected by the content check before any evaluation"
+        gate, why = "content", "rejected before any evaluation"
         reason = f"the Worker's edit was {why}: {r.reason}"
         contamination = content.model_dump(mode="json")
     else:
