@@ -17,6 +17,7 @@ from flashrsi_dagster.algorithms.base import Log, Step
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
 from flashrsi_dagster.benchmarks.base import Benchmark, Task
 from flashrsi_dagster.benchmarks.loading import load_splits
+from flashrsi_dagster.contamination import ContentCheck, ContentVerdict
 from flashrsi_dagster.decisions.ledger import Ledger
 from flashrsi_dagster.evaluator import Evaluator
 from flashrsi_dagster.experiment import Experiment
@@ -56,6 +57,20 @@ class Searching:
             self.experiment.config.benchmark,
             self.benchmark,
         )
+
+    @cached_property
+    def content_check(self) -> ContentCheck:
+        """The contamination check of this experiment's candidates: the benchmark's whole
+        pool (every split, and the evolution data) searched for, train and dev named."""
+        splits = self.splits  # type: ignore[attr-defined]
+        named = {t.id: "train" for t in splits.train} | {t.id: "dev" for t in splits.dev}
+        pool = lambda: [*self.benchmark.tasks(), *splits.train, *splits.dev]  # noqa: E731
+        return ContentCheck(self.benchmark, pool, named, log=self.log)
+
+    def check_content(self, candidate: Snapshot, path: Path) -> ContentVerdict:
+        """The candidate's contamination verdict, recorded at `path` (read back once made).
+        Every candidate (never a seed) is judged before it is scored."""
+        return self.content_check.verdict_of(self.experiment.snapshots, candidate, path, self.write)
 
     @cached_property
     def _agents(self) -> dict[str, Agent]:

@@ -15,6 +15,7 @@ import pandas as pd
 
 from flashrsi_dagster.algorithms.base import ONLY_SLOT
 from flashrsi_dagster.assets.partitions import AlgorithmPartitions
+from flashrsi_dagster.contamination import ContentVerdict
 from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.decisions.report import ledger_figures
 from flashrsi_dagster.evaluator.compare import basis
@@ -116,6 +117,65 @@ def edit_check(store: SnapshotStore, info: dict, check: str, where: str) -> dg.A
     outside = [p for p in changed if not declared.declares(p)]
     found = {"changed": len(changed), "outside_declared_paths": ", ".join(outside) or "-"}
     return check_result(where, found, check_name=check, passed=not outside)
+
+
+CONTENT_CHECK = "content_not_contaminated"
+
+
+def content_check_spec(asset: dg.AssetKey) -> dg.AssetCheckSpec:
+    return dg.AssetCheckSpec(
+        CONTENT_CHECK,
+        asset=asset,
+        description="The candidate's files carry none of the benchmark's tasks or answers "
+        "(every split; plain, escaped, base64, hex, compressed, hashed): the contamination "
+        "check made before it was scored. Fails with the evidence when it rejected it.",
+    )
+
+
+def content_check(
+    verdict: ContentVerdict | None, asset: dg.AssetKey, where: str, unchecked: str
+) -> dg.AssetCheckResult:
+    """The candidate's contamination verdict as a check (`unchecked`: why it has none, e.g.
+    the seed, or an edit refused before it)."""
+    if verdict is None:
+        metadata: dict[str, Any] = {"checked": f"no: {unchecked}"}
+        return check_result(where, metadata, check_name=CONTENT_CHECK, asset_key=asset, passed=True)
+    metadata = {
+        "snapshot_id": verdict.snapshot_id,
+        "judged_against": verdict.baseline_id,
+        "changed_files": verdict.files,
+        "rules": "; ".join(verdict.rules) or "-",
+        "hits": verdict.hit_count,
+        **{f"tasks_{split}": n for split, n in verdict.tasks.items()},
+        **{f"{split}_task_ids": ", ".join(ids) for split, ids in verdict.named.items()},
+        "evidence": dg.MetadataValue.md(content_hits_markdown(verdict)),
+    }
+    return check_result(
+        where,
+        metadata,
+        check_name=CONTENT_CHECK,
+        asset_key=asset,
+        passed=not verdict.contaminated,
+        severity=dg.AssetCheckSeverity.ERROR,
+    )
+
+
+def content_hits_markdown(verdict: ContentVerdict, limit: int = 50) -> str:
+    if not verdict.hits:
+        return "_no benchmark content in the changed files_"
+    rows = [
+        "| rule | task | split | secret | file | lines | encoding |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for h in verdict.hits[:limit]:
+        task = h.task_id or "_held out, not named_"
+        lines = f"{h.lines[0]}-{h.lines[1]}" if h.lines[1] != h.lines[0] else str(h.lines[0])
+        rows.append(
+            f"| {h.rule} | {task} | {h.split} | {h.secret} | {h.file} | {lines} | {h.encoding} |"
+        )
+    if verdict.hit_count > limit:
+        rows.append(f"\n_{verdict.hit_count - limit} more hit(s) in the verdict record_")
+    return "\n".join(rows)
 
 
 def trajectories(record, frame: pd.DataFrame, rollouts: list[Trajectory]) -> dict[str, Any]:

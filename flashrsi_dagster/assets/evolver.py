@@ -41,6 +41,7 @@ from flashrsi_dagster.assets.context import (
     refusing_out_of_turn,
 )
 from flashrsi_dagster.assets.partitions import AlgorithmPartitions
+from flashrsi_dagster.contamination import ContentVerdict
 from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.decisions.report import decisions_table
 from flashrsi_dagster.records import Trajectory, read_optional
@@ -135,6 +136,7 @@ OUTS = {
     group_name=GROUP,
     can_subset=True,
     required_resource_keys=RESOURCES,
+    check_specs=[describe.content_check_spec(key("snapshot"))],
 )
 def step(context: dg.AssetExecutionContext) -> Iterator:
     """One step of the search (the slot says which): run it, or read it back, then describe
@@ -145,7 +147,24 @@ def step(context: dg.AssetExecutionContext) -> Iterator:
     for output in DESCRIBE[todo.action](algorithm, name, todo):
         if output is not None and key(output.output_name) in selected:
             yield output
+    if CONTENT in context.selected_asset_check_keys:
+        yield _content_check(algorithm, todo, str(context.partition_key))
     context.log_event(_summary(algorithm))
+
+
+CONTENT = dg.AssetCheckKey(key("snapshot"), describe.CONTENT_CHECK)
+
+
+def _content_check(e: Evolver, step: Step, where: str) -> dg.AssetCheckResult:
+    """A candidate's contamination verdict; other steps make no candidate to check."""
+    if step.action != "candidate" or step.round is None or step.slot is None:
+        unchecked = "vanilla, the baseline" if step.action == "cold_start" else "no candidate"
+        return describe.content_check(None, key("snapshot"), where, unchecked)
+    path = e.layout.candidate(step.round, step.slot, "content.json")
+    node = read_optional(e.layout.node(node_id(step.round, step.slot)), Node)
+    unchecked = f"{node.state}: {node.reason}" if node else "no node"
+    verdict = read_optional(path, ContentVerdict)
+    return describe.content_check(verdict, key("snapshot"), where, unchecked)
 
 
 def _step_of(context: dg.AssetExecutionContext) -> tuple[Evolver, str, Step]:

@@ -72,7 +72,8 @@ def _open(context: dg.AssetExecutionContext) -> tuple[MetaHarness, str, int, str
             "edit_within_declared_paths",
             asset=key("snapshot"),
             description="Every path the committed edit changed is declared in components.yaml.",
-        )
+        ),
+        describe.content_check_spec(key("snapshot")),
     ],
 )
 def snapshot(context: dg.AssetExecutionContext) -> Iterator:
@@ -88,7 +89,11 @@ def snapshot(context: dg.AssetExecutionContext) -> Iterator:
     if k > 0:
         metadata.update(describe.worker(algorithm.layout.worker(k, slot)))
     yield dg.Output(info, metadata=metadata)
-    yield describe.edit_check(store, info, "edit_within_declared_paths", str(context.partition_key))
+    where = str(context.partition_key)
+    yield describe.edit_check(store, info, "edit_within_declared_paths", where)
+    verdict = None if k == 0 else algorithm.content(k, slot)
+    unchecked = "the seed" if k == 0 else f"nothing committed ({info['status']})"
+    yield describe.content_check(verdict, key("snapshot"), where, unchecked)
 
 
 @dg.multi_asset(

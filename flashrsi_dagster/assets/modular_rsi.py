@@ -29,6 +29,7 @@ from flashrsi_dagster.assets.context import (
 )
 from flashrsi_dagster.assets.partitions import AlgorithmPartitions
 from flashrsi_dagster.config.modules import INTEGRATION
+from flashrsi_dagster.contamination import ContentVerdict
 from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.rollouts.scores import scores_frame
 from flashrsi_dagster.views.modular_rsi import (
@@ -99,6 +100,7 @@ SUMMARY = dg.AssetSpec(
     group_name=GROUP,
     can_subset=False,
     required_resource_keys=RESOURCES,
+    check_specs=[describe.content_check_spec(key("snapshot"))],
 )
 def step(context: dg.AssetExecutionContext) -> Iterator:
     """One branch step or integration round: run it (or read it back), then describe it."""
@@ -135,6 +137,9 @@ def step(context: dg.AssetExecutionContext) -> Iterator:
         output_name="gates",
         metadata=_gates(algorithm, record),
     )
+    verdict = read_optional(algorithm.layout.step(slot, k, "content"), ContentVerdict)
+    unchecked = "no candidate reached the content gate"
+    yield describe.content_check(verdict, key("snapshot"), str(context.partition_key), unchecked)
     context.log_event(_summary(algorithm))
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -49,6 +50,36 @@ class Task(BaseModel):
         """Content identity: the same instruction and verifier data give the same checksum."""
         blob = json.dumps([self.instruction, self.verifier], sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()
+
+
+SecretKind = Literal["input", "answer", "reference"]
+
+
+@dataclass(frozen=True)
+class Secret:
+    """One thing a harness must not contain about a task (`contamination` searches for it).
+
+    `input`: what the agent is given (a text to classify, an instruction, an issue);
+    searched whole, in long fragments and as digests. `answer`: a short expected answer (a
+    label): never evidence alone, only beside its own task's input. `reference`: a reference
+    solution, a test file, an expected output, a gold or test patch: searched in long
+    fragments."""
+
+    kind: SecretKind
+    name: str
+    """Which of the task's secrets (`text`, `label`, `solution/solve.sh`, `gold patch`)."""
+    text: str
+
+
+def task_secrets(task: Task) -> list[Secret]:
+    """The default for a benchmark without its own `secrets`: the instruction as the input,
+    each text of the verifier's data as an answer (short) or a reference (long)."""
+    found = [Secret("input", "instruction", task.instruction)]
+    for key, value in sorted(task.verifier.items()):
+        if isinstance(value, str) and value.strip():
+            kind = "answer" if len(value) < 48 else "reference"
+            found.append(Secret(kind, key, value))
+    return found
 
 
 @runtime_checkable
@@ -99,4 +130,10 @@ class Benchmark(Protocol):
     def adapter_problem(self, adapter: type[Agent]) -> str | None:
         """Why agents of this adapter class cannot run this benchmark's tasks, or None.
         Asked before a run: such a target would turn every rollout into an error."""
+        ...
+
+    def secrets(self, task: Task) -> list[Secret]:
+        """What a harness must not contain about `task`: its inputs, answers and reference
+        material (`Secret`), searched for in every candidate by the contamination check
+        (`flashrsi_dagster.contamination`). `task_secrets(task)` is the generic answer."""
         ...

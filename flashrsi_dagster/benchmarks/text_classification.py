@@ -19,7 +19,7 @@ from pathlib import Path
 
 from flashrsi_dagster import instruction_markers as markers
 from flashrsi_dagster.agents.base import Agent
-from flashrsi_dagster.benchmarks.base import BenchmarkError, Task
+from flashrsi_dagster.benchmarks.base import BenchmarkError, Secret, Task
 from flashrsi_dagster.config.models import BenchmarkConfig
 from flashrsi_dagster.records import Status, Trajectory
 from flashrsi_dagster.scratch import scratch_dir
@@ -60,6 +60,12 @@ class TextClassification:
                 f"{self.name} tasks have none (use it with benchmark.name: terminal_bench)"
             )
         return None
+
+    def secrets(self, task: Task) -> list[Secret]:
+        """The text (the instruction's template is the same for every task, so it is no
+        secret) and its label."""
+        text = task.instruction.partition(f"\n{markers.TEXT} ")[2] or task.instruction
+        return [Secret("input", "text", text), Secret("answer", "label", task.verifier["label"])]
 
     def rollout(self, agent: Agent, task: Task, *, split: str, attempt: int) -> Trajectory:
         with scratch_dir("task-") as work:

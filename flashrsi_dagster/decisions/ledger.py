@@ -71,6 +71,11 @@ class Evidence(BaseModel):
     entries: list[str] = Field(
         default_factory=list, description="Ledger entries this one rests on (a roll-back's)."
     )
+    contamination: dict[str, Any] | None = Field(
+        None,
+        description="The content check's verdict on a candidate it rejected: the rules "
+        "crossed and every hit (task, split, file, lines, kind; held-out tasks unnamed).",
+    )
 
 
 class Decision(Record):

@@ -479,6 +479,14 @@ class SnapshotStore:
             raise SnapshotError(f"{path} is a folder in snapshot {snap.short_id}, not a file")
         return blob.data_stream.read()
 
+    def files(self, snapshot: Snapshot | str) -> dict[str, bytes]:
+        """Every file of the snapshot and its bytes (a symlink's are its target), read from
+        the repository: nothing is checked out."""
+        tree = git.Tree(self._repo, bytes.fromhex(self.get(snapshot).tree), path="")
+        return {
+            item.path: item.data_stream.read() for item in tree.traverse() if item.type == "blob"
+        }
+
     def changed_paths(self, a: Snapshot | str, b: Snapshot | str) -> list[ChangedPath]:
         return self._changes(self.get(a).id, self.get(b).id)
 

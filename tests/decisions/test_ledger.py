@@ -116,6 +116,7 @@ def test_modular_rsi_adopts_for_branches_rejects_with_gate_verdicts_and_compares
     assert rejected.reason.startswith("review gate:")
     assert [(g["name"], g["passed"]) for g in rejected.evidence.gates] == [
         ("scope", True),
+        ("content", True),
         ("compile", True),
         ("review", False),
     ]

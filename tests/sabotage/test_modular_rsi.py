@@ -340,6 +340,7 @@ def test_candidate_code_is_compiled_never_imported_on_the_host(tmp_path):
     step = state.step("agent_loop", 0)
     assert [(g.name, g.passed) for g in step.gates] == [
         ("scope", True),
+        ("content", True),
         ("compile", True),
         ("review", False),
     ]
@@ -645,7 +646,7 @@ def test_a_crash_between_edit_and_review_neither_double_applies_nor_skips_a_gate
     step = state.step("agent_loop", 0)
     assert step.status == "accepted" and step.parent_id == algo.seed().id
     assert step.candidate_id != orphan.snapshot_id
-    assert [g.name for g in step.gates] == ["scope", "compile", "review", "execution"]
+    assert [g.name for g in step.gates] == ["scope", "content", "compile", "review", "execution"]
     store = algo.experiment.snapshots
     text = store.read_file_at(step.current_id, "runtime/agent.py").decode()
     assert "# SECOND" in text and "# FIRST" not in text

@@ -4,8 +4,9 @@ cross-cell recombination), ending in its node.
     design (the Worker edits a checkout of the parent) or recombine (two elites' diffs)
     -> apply: a real git child of the parent, through the path guard (refused: blocked_l1;
        nothing changed: pruned_inert); the changed files come from git, WHERE from them
-    -> the beacon guard (Python without an activation beacon: blocked_l1), the optional
-       zero-hit preflight (pruned_inert)
+    -> the beacon guard (Python without an activation beacon: blocked_l1), the content check
+       (benchmark tasks or answers in its files: blocked_l1), the optional zero-hit preflight
+       (pruned_inert)
     -> screen: K=1 on the WHY's anchor set against vanilla's rates (cull: pruned_at_screen)
     -> confirm: the whole train split x K; the gates Gate-f -> Gate-b (pruned_inert) -> Gate2
        (pruned_at_confirm); past them all the node is `in_library`
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
     from flashrsi_dagster.algorithms.evolver.run import Evolver
 
 _WORD = re.compile(r"\w{1,64}")
+CONTENT = "content.json"
+"""A candidate's contamination verdict (`contamination.ContentVerdict`), beside its runs."""
 EXAMPLES = 8
 FLIPS = 3
 PREFLIGHT_SECONDS = 10.0
@@ -228,6 +231,9 @@ class CandidateStep:
         refusal = compiled_refusal(self.fields["changed"]) or beacon_refusal(diff, source)
         if refusal is not None:
             raise Stop("blocked_l1", refusal)
+        content = self.e.check_content(child, self.path(CONTENT))
+        if content.contaminated:
+            raise Stop("blocked_l1", f"content check: {content.reason}")
         self.beacons = beacon_names(diff, source)
         if self.e.config.zero_hit_preflight and self.trigger:
             self.preflight(self.trigger)

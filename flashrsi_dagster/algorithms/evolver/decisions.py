@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from flashrsi_dagster.algorithms.evolver.nodes import Node
 from flashrsi_dagster.algorithms.evolver.plan import Round, State
+from flashrsi_dagster.contamination import ContentVerdict
 from flashrsi_dagster.decisions.compare import ComparisonError, compare
 from flashrsi_dagster.decisions.ledger import (
     EXPERIMENT,
@@ -25,12 +26,13 @@ from flashrsi_dagster.decisions.ledger import (
     raw_paths,
 )
 from flashrsi_dagster.evaluator import basis
+from flashrsi_dagster.records import read_optional
 
 if TYPE_CHECKING:
     from flashrsi_dagster.algorithms.evolver.run import Evolver
 
 NAME = "evolver"
-PARTS = ("design.json", "screen.jsonl", "confirm.jsonl")
+PARTS = ("design.json", "content.json", "screen.jsonl", "confirm.jsonl")
 
 
 def decisions(e: Evolver, state: State) -> list[Decision]:
@@ -76,6 +78,11 @@ def _ref(node: Node) -> Ref:
 
 def _evidence(e: Evolver, node: Node) -> Evidence:
     evidence = Evidence(gates=node.gates, paired=node.paired)
+    content = read_optional(
+        e.layout.candidate(node.round, node.slot, "content.json"), ContentVerdict
+    )
+    if node.state == "blocked_l1" and content is not None and content.contaminated:
+        evidence.contamination = content.model_dump(mode="json")
     if node.screen is not None:
         evidence.scores = {
             "screen_delta": node.screen["delta"],

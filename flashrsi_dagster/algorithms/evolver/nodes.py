@@ -5,8 +5,8 @@ States: `pruned_inert` (its mechanism never fired: Gate-b), `pruned_at_screen` (
 `pruned_at_confirm` (Gate2: no win over vanilla on the whole train set), `promoted_to_baseline`
 (the round's best, the new parent), `errored` (its own machinery failed: design, apply, a
 rollout fault), `blocked_l1` (refused before any run: the path guard, the beacon guard, a
-protected file), `archived-methodology-failure` (set aside by the operator or a later audit:
-its evidence is not to be trusted, kept for the record)."""
+protected file, the content check), `archived-methodology-failure` (set aside by the operator
+or a later audit: its evidence is not to be trusted, kept for the record)."""
 
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ records/evolver/
   round-003/plan.json             RoundPlan: the parent, the WHYs chosen (and the shadow log)
   round-003/w1c2/design.json      the Worker's design run of WHY 1's candidate 2
   round-003/w1c2/applied.json     Applied: the git child it made (or why none)
+  round-003/w1c2/content.json     ContentVerdict: its contamination check, before any run
   round-003/w1c2/screen.jsonl     its K=1 rollouts on the anchor set
   round-003/w1c2/confirm.jsonl    its K runs on the whole train set (survivors only)
   nodes/r003.w1c2.json            Node: identity, git sha, final state, gate statistics

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from flashrsi_dagster.algorithms.meta_harness.plan import State, candidate_name
 from flashrsi_dagster.algorithms.meta_harness.records import EditRecord, RoundRecord
+from flashrsi_dagster.contamination import ContentVerdict
 from flashrsi_dagster.decisions.compare import Comparison, ComparisonError, compare
 from flashrsi_dagster.decisions.ledger import (
     EXPERIMENT,
@@ -58,13 +59,21 @@ def _ref(r: RoundRecord, snapshot_id: str | None = None) -> Ref:
 def _raw(h: MetaHarness, r: RoundRecord) -> list[str]:
     layout, k, slot = h.layout, r.round, r.slot
     paths = (layout.round(k, slot), layout.rollouts(k, slot))
-    paths += (layout.edit(k, slot), layout.worker(k, slot))
+    paths += (layout.edit(k, slot), layout.worker(k, slot), layout.content(k, slot))
     return raw_paths(h.experiment.paths.root, *paths)
 
 
 def _rejected_edit(h: MetaHarness, r: RoundRecord, seed: RoundRecord) -> Decision:
     edit = read_optional(h.layout.edit(r.round, r.slot), EditRecord)
     status = edit.status if edit else "rejected"
+    content = read_optional(h.layout.content(r.round, r.slot), ContentVerdict)
+    if edit is not None and content is not None and content.contaminated:
+        gate, why = "content", "rejected before any evaluation"
+        reason = f"the Worker's edit was {why}: {r.reason}"
+        contamination = content.model_dump(mode="json")
+    else:
+        gate, why, contamination = "commit", f"the edit was {status}", None
+        reason = f"the Worker's edit was {status}: {r.reason or 'no reason recorded'}"
     return Decision(
         id=f"{NAME}/{candidate_key(r.round, r.slot)}",
         decision="reject",
@@ -72,10 +81,11 @@ def _rejected_edit(h: MetaHarness, r: RoundRecord, seed: RoundRecord) -> Decisio
         scope="search",
         candidate=_ref(r, edit.snapshot_id if edit else None),
         baseline=_ref(seed),
-        reason=f"the Worker's edit was {status}: {r.reason or 'no reason recorded'}",
+        reason=reason,
         evidence=Evidence(
-            gates=[{"name": "commit", "passed": False, "reason": r.reason or status}],
-            not_compared=f"nothing was evaluated: the edit was {status}",
+            gates=[{"name": gate, "passed": False, "reason": r.reason or status}],
+            not_compared=f"nothing was evaluated: {why}",
+            contamination=contamination,
         ),
         eval_set=None,
         raw=_raw(h, r),

@@ -5,6 +5,8 @@ records/meta_harness/
   round-000-dev.jsonl       its rollouts (the engine's append-only record)
   round-001-worker.json     the Worker's trajectory of round 1 (its candidate slot c0)
   round-001-edit.json       EditRecord: committed / noop / refused / worker_failed
+  round-001-content.json    ContentVerdict: the contamination check of a committed edit
+                            (never copied into the Worker's history)
   round-001.json            RoundRecord of round 1, c0 (evaluated or rejected)
   round-001-dev.jsonl       …
   round-001-c1-worker.json  the same for round 1's candidate slot c1 (`candidates_per_round`
@@ -86,6 +88,9 @@ class Layout:
 
     def edit(self, k: int, slot: str = ONLY_SLOT) -> Path:
         return self.folder / f"{candidate_stem(k, slot)}-edit.json"
+
+    def content(self, k: int, slot: str = ONLY_SLOT) -> Path:
+        return self.folder / f"{candidate_stem(k, slot)}-content.json"
 
     @property
     def promotion(self) -> Path:

@@ -53,6 +53,7 @@ from flashrsi_dagster.algorithms.searching import Searching
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time, side_by_side
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
+from flashrsi_dagster.contamination import ContentVerdict
 from flashrsi_dagster.decisions import Decision
 from flashrsi_dagster.environments.jail import Mount
 from flashrsi_dagster.experiment import Experiment
@@ -241,24 +242,48 @@ class MetaHarness(Searching):
         """Evaluate candidate (k, slot)'s committed edit on dev, or record its rejection."""
         edit = read_optional(self.layout.edit(k, slot), EditRecord)
         assert edit is not None, f"{candidate_name(k, slot)} has no edit yet"
+        done = read_optional(self.layout.round(k, slot), RoundRecord)
+        reason = edit.reason
         if edit.status == "committed" and edit.snapshot_id:
             snapshot = self.experiment.snapshots.get(edit.snapshot_id)
-            evaluated = self._evaluate(k, snapshot, parent_id=edit.parent_id, slot=slot)
-            self._drop_view_if_aborted(slot)
-            return evaluated
-        done = read_optional(self.layout.round(k, slot), RoundRecord)
+            verdict = self._content(k, slot, snapshot, done)
+            if verdict is None or not verdict.contaminated:
+                evaluated = self._evaluate(k, snapshot, parent_id=edit.parent_id, slot=slot)
+                self._drop_view_if_aborted(slot)
+                return evaluated
+            reason = f"content check: {verdict.reason}"
         if done is not None and done.status != "evaluated":
             self.record_decisions()  # read back: a crash may have come before its entry
             return done
         status = "worker_failed" if edit.status == "worker_failed" else "rejected"
+        # A rejected candidate's snapshot stays out of the round record: the history shows
+        # the Worker every recorded snapshot, and a contaminated one is not to be shown.
         record = RoundRecord(
-            round=k, slot=slot, status=status, parent_id=edit.parent_id, reason=edit.reason
+            round=k, slot=slot, status=status, parent_id=edit.parent_id, reason=reason
         )
         record = self.write(self.layout.round(k, slot), record)
         self._drop_view_if_aborted(slot)
         self.record_decisions()
         self.log(f"{candidate_name(k, slot)}: {status} — {record.reason}")
         return record
+
+    @side_by_side(_candidate)
+    def content(self, k: int, slot: str = SLOT) -> ContentVerdict | None:
+        """Candidate (k, slot)'s contamination verdict, made now if its edit is committed
+        and it has none yet (its evaluation reads it back); None: nothing to check (the seed,
+        an edit that committed nothing, a candidate evaluated before the check existed)."""
+        edit = read_optional(self.layout.edit(k, slot), EditRecord)
+        if k == 0 or edit is None or edit.status != "committed" or not edit.snapshot_id:
+            return None
+        done = read_optional(self.layout.round(k, slot), RoundRecord)
+        return self._content(k, slot, self.experiment.snapshots.get(edit.snapshot_id), done)
+
+    def _content(self, k: int, slot: str, snapshot: Snapshot, done: RoundRecord | None):
+        """The candidate's contamination verdict, made before it is scored; None for one
+        evaluated already (read back as it was: records are never rewritten)."""
+        if done is not None and done.status == "evaluated" and done.snapshot_id == snapshot.id:
+            return None
+        return self.check_content(snapshot, self.layout.content(k, slot))
 
     def _drop_view_if_aborted(self, slot: str) -> None:
         """An aborted search needs no history view of `slot` again. Only this slot's:

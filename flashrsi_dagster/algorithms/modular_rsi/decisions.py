@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from flashrsi_dagster.algorithms.modular_rsi.plan import State
 from flashrsi_dagster.algorithms.modular_rsi.records import StepRecord
 from flashrsi_dagster.config.modules import INTEGRATION
+from flashrsi_dagster.contamination import ContentVerdict
 from flashrsi_dagster.decisions.compare import ComparisonError, compare
 from flashrsi_dagster.decisions.ledger import (
     EXPERIMENT,
@@ -32,6 +33,7 @@ from flashrsi_dagster.decisions.ledger import (
     raw_paths,
 )
 from flashrsi_dagster.experiment.keys import candidate_key
+from flashrsi_dagster.records import read_record
 from flashrsi_dagster.rollouts.engine import final_trajectories
 from flashrsi_dagster.rollouts.record import RolloutRecord
 
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
     from flashrsi_dagster.algorithms.modular_rsi.run import ModularRSI
 
 NAME = "modular_rsi"
-PARTS = ("rollouts", "findings", "analysis", "worker", "edit", "review")
+PARTS = ("rollouts", "findings", "analysis", "worker", "edit", "content", "review")
 
 
 def decisions(a: ModularRSI, state: State) -> list[Decision]:
@@ -66,6 +68,9 @@ def _raw(a: ModularRSI, record: StepRecord) -> list[str]:
 def _step(a: ModularRSI, state: State, record: StepRecord) -> Decision:
     integration = record.slot == INTEGRATION
     evidence = Evidence(gates=[g.model_dump(mode="json") for g in record.gates])
+    if any(g.name == "content" and not g.passed for g in record.gates):
+        content = read_record(a.layout.step(record.slot, record.round, "content"), ContentVerdict)
+        evidence.contamination = content.model_dump(mode="json")
     if integration:
         checked = record.check.eval_set if record.check is not None else None
         eval_set = checked or eval_set_version("train", (t.id for t in a.splits.train))

@@ -1,6 +1,8 @@
-"""The gates every ModularRSI candidate passes, in order: scope, compile, review, execution.
+"""The gates every ModularRSI candidate passes, in order: scope, content, compile, review,
+execution.
 
-Scope and compile are checks of the framework (the changed paths as git reports them, and
+Scope, content and compile are checks of the framework (the changed paths as git reports
+them; the contamination check of the candidate's files, `flashrsi_dagster.contamination`;
 `compile()` of each changed Python file's text: candidate code is never imported here). The
 review is a model's verdict on the full diff (`protocol.read_verdict`); execution runs the
 candidate on one task, where a wrong answer is fine and a broken run is not.
@@ -12,6 +14,7 @@ from collections.abc import Sequence
 
 from flashrsi_dagster.algorithms.modular_rsi.protocol import Verdict
 from flashrsi_dagster.algorithms.modular_rsi.records import Gate
+from flashrsi_dagster.contamination import ContentVerdict
 from flashrsi_dagster.records import Status, Trajectory
 from flashrsi_dagster.snapshots import Snapshot, SnapshotStore
 from flashrsi_dagster.snapshots.store import ChangedPath
@@ -41,6 +44,11 @@ def scope_gate(changed: Sequence[ChangedPath], allowed: Sequence[str]) -> Gate:
             + ", ".join(unmodified),
         )
     return Gate(name="scope", passed=True, reason=f"{len(changed)} file(s), all in range")
+
+
+def content_gate(verdict: ContentVerdict) -> Gate:
+    """The candidate carries no benchmark content (its verdict's one Worker-safe line)."""
+    return Gate(name="content", passed=not verdict.contaminated, reason=verdict.reason)
 
 
 def compile_gate(store: SnapshotStore, candidate: Snapshot, changed: Sequence[ChangedPath]) -> Gate:

@@ -8,6 +8,7 @@ records/modular_rsi/
   <module>/step-003-findings.json   FindingsRecord: the findings, merged and ranked
   <module>/step-003-worker.json     the Worker's edit run
   <module>/step-003-edit.json       EditRecord: the committed candidate and its changed files
+  <module>/step-003-content.json    ContentVerdict: the contamination check of the candidate
   <module>/step-003-review.json     the review run (its answer holds the verdict)
   <module>/step-003-execution.jsonl the execution gate's rollout
   integration/step-000.json         StepRecord of an integration round (merge, then repairs)
@@ -30,7 +31,7 @@ from flashrsi_dagster.records import Record
 from flashrsi_dagster.records.sealed_test import TestResult as TestResult  # shared
 
 StepStatus = Literal["accepted", "rejected", "no_change", "aborted"]
-GateName = Literal["scope", "compile", "review", "execution"]
+GateName = Literal["scope", "content", "compile", "review", "execution"]
 
 
 class Schedule(Record):

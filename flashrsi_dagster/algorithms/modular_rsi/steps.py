@@ -123,8 +123,8 @@ class _Step:
     def gate(
         self, parent: Snapshot, edit: EditRecord, files: Sequence[str], module: str
     ) -> tuple[Snapshot | None, list[Gate]]:
-        """Scope, compile and review, stopping at the first that fails; the candidate (None
-        if nothing was committed) and the verdicts so far."""
+        """Scope, content, compile and review, stopping at the first that fails; the
+        candidate (None if nothing was committed) and the verdicts so far."""
         if edit.status == "refused":
             reason = f"the edit was refused: {edit.reason}"
             return None, [Gate(name="scope", passed=False, reason=reason)]
@@ -132,6 +132,11 @@ class _Step:
         candidate = self.store.get(edit.snapshot_id)
         changed = self.store.changed_paths(parent, candidate)
         verdicts = [gates.scope_gate(changed, files)]
+        if verdicts[-1].passed:
+            content = self.a.check_content(
+                candidate, self.a.layout.step(self.slot, self.k, "content")
+            )
+            verdicts.append(gates.content_gate(content))
         if verdicts[-1].passed:
             verdicts.append(gates.compile_gate(self.store, candidate, changed))
         if verdicts[-1].passed:

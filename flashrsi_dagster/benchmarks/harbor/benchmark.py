@@ -19,7 +19,7 @@ from harbor.models.trial.result import TrialResult
 from harbor.utils.import_path import import_class
 
 from flashrsi_dagster.agents.base import Agent
-from flashrsi_dagster.benchmarks.base import BenchmarkError, Task
+from flashrsi_dagster.benchmarks.base import BenchmarkError, Secret, Task
 from flashrsi_dagster.benchmarks.harbor import docker_runtime
 from flashrsi_dagster.benchmarks.harbor.suite import (
     TASKS_DIR,
@@ -37,6 +37,11 @@ from flashrsi_dagster.scratch import scratch_dir
 
 DEFAULT_SPLIT_COUNTS = {"train": 3, "dev": 4, "test": 4}
 """For the 11 built-in tasks; a larger `tasks_dir` wants its own `split_counts`."""
+
+SECRET_FOLDERS = ("solution", "tests")
+"""A task's folders a harness must not carry (`secrets`)."""
+MAX_SECRET_BYTES = 1 << 20
+"""Larger files there (a test fixture's data) are not searched for."""
 
 # Harbor's names for failures that are the agent's own doing rather than the machinery's.
 _AGENT_FAULTS = {"AgentTimeoutError": Status.TIMEOUT}
@@ -76,6 +81,19 @@ class TerminalBench:
             f"{self.name} task has: its adapter declares no container support. Use one that "
             "does (miniagent, claude-code) or one of Harbor's own (harbor-oracle, harbor-nop)"
         )
+
+    def secrets(self, task: Task) -> list[Secret]:
+        """The instruction, and every file of the task's `solution/` and `tests/` (the
+        reference solution, the verifier and the expected outputs it holds)."""
+        found = [Secret("input", "instruction.md", task.instruction)]
+        if task.environment is not None:
+            for part in SECRET_FOLDERS:
+                for path in sorted((task.environment / part).rglob("*")):
+                    if path.is_file() and path.stat().st_size <= MAX_SECRET_BYTES:
+                        name = path.relative_to(task.environment).as_posix()
+                        text = path.read_bytes().decode("utf-8", "replace")
+                        found.append(Secret("reference", name, text))
+        return found
 
     def preflight(self) -> None:
         """Called by the rollout engine before a batch, whatever the agent: Harbor's `docker`

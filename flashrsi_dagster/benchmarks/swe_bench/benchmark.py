@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flashrsi_dagster.benchmarks.base import BenchmarkError, SystemicFault, Task
+from flashrsi_dagster.benchmarks.base import BenchmarkError, Secret, SystemicFault, Task
 from flashrsi_dagster.benchmarks.swe_bench.instances import read_instances
 from flashrsi_dagster.config.models import BenchmarkConfig
 from flashrsi_dagster.records import Trajectory
@@ -51,6 +51,23 @@ class SWEBench:
     def tasks_from(self, path: Path) -> list[Task]:
         """Tasks of another file or folder in the same format (e.g. evolution data)."""
         return read_instances(Path(path))
+
+    def secrets(self, task: Task) -> list[Secret]:
+        """The issue, the gold patch and the test patch: each patch whole and its added lines
+        alone (a harness may carry the new code without the diff's markup)."""
+        found = [Secret("input", "problem statement", task.instruction)]
+        for key, name in (("gold_patch", "gold patch"), ("test_patch", "test patch")):
+            patch = task.verifier.get(key) or ""
+            added = "\n".join(
+                line[1:]
+                for line in patch.splitlines()
+                if line.startswith("+") and not line.startswith("+++")
+            )
+            found += [
+                Secret("reference", name, patch),
+                Secret("reference", f"{name} (added lines)", added),
+            ]
+        return found
 
     def adapter_problem(self, adapter: type[Agent]) -> str | None:
         if adapter.task_environment_only:

@@ -92,7 +92,13 @@ def test_the_claude_code_example_runs_end_to_end_on_the_real_cli(tmp_path):
     assert steps["prompt"].status == "accepted" and steps["skill"].status == "accepted"
     assert steps["hook"].status == "no_change"  # guidance is not a hook's business
     for step in (steps["prompt"], steps["skill"]):
-        assert [g.name for g in step.gates] == ["scope", "compile", "review", "execution"]
+        assert [g.name for g in step.gates] == [
+            "scope",
+            "content",
+            "compile",
+            "review",
+            "execution",
+        ]
     seed = algo.seed()
     store = algo.experiment.snapshots
     manifest = ".claude-plugin/plugin.json"  # in the seed, and in no module's range

@@ -79,7 +79,13 @@ def test_one_accepted_branch_is_merged_promoted_and_tested_once(tmp_path):
         "no_change",
     ]
     accepted = steps["context_management"]
-    assert [g.name for g in accepted.gates] == ["scope", "compile", "review", "execution"]
+    assert [g.name for g in accepted.gates] == [
+        "scope",
+        "content",
+        "compile",
+        "review",
+        "execution",
+    ]
     assert all(g.passed for g in accepted.gates)
     seed = algo.seed()
     # every branch started from the seed, and the accepted one moved on

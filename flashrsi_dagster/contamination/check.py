@@ -1,0 +1,77 @@
+"""The contamination check as the algorithms call it: one `ContentCheck` per opened
+experiment, its secret index built once (from the benchmark's whole pool: every split), and a
+verdict per candidate written once as a record and read back after a crash or a re-run.
+
+The candidate is judged against its seed (the root of its lineage): what the seed holds is
+the user's harness, never a Worker's doing; whatever any Worker added since is judged, so a
+table smuggled in over several rounds, a few rows each, adds up.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from functools import cached_property
+from pathlib import Path
+
+from flashrsi_dagster.benchmarks.base import Benchmark, Task, task_secrets
+from flashrsi_dagster.contamination.detector import Scan, judge, scan
+from flashrsi_dagster.contamination.index import SecretIndex
+from flashrsi_dagster.contamination.verdict import ContentVerdict, verdict
+from flashrsi_dagster.records import read_optional
+from flashrsi_dagster.snapshots import Snapshot, SnapshotStore
+
+Write = Callable[[Path, ContentVerdict], ContentVerdict]
+
+
+class ContentCheck:
+    def __init__(
+        self,
+        benchmark: Benchmark,
+        pool: Callable[[], Iterable[Task]],
+        splits: Mapping[str, str],
+        log: Callable[[str], None] = lambda _: None,
+    ) -> None:
+        """`pool`: every task of the benchmark, whatever its split (the test split too:
+        this is host code, and held-out tasks are never named in what it writes); `splits`:
+        the split of each train and dev task id."""
+        self.benchmark, self._pool, self.splits, self.log = benchmark, pool, splits, log
+        self._baselines: dict[str, Scan] = {}
+
+    @cached_property
+    def index(self) -> SecretIndex:
+        secrets = getattr(self.benchmark, "secrets", task_secrets)
+        unique = {(t.id, t.checksum): t for t in self._pool()}
+        return SecretIndex.build(((t.id, secrets(t)) for t in unique.values()), self.splits)
+
+    def judge(self, store: SnapshotStore, candidate: Snapshot) -> ContentVerdict:
+        """The verdict on `candidate` (computed now; `verdict_of` reads one back first)."""
+        started = time.perf_counter()
+        seed = store.lineage(candidate)[-1]
+        baseline = store.files(seed)
+        changed = {
+            path: data
+            for path, data in store.files(candidate).items()
+            if baseline.get(path) != data
+        }
+        if seed not in self._baselines:
+            self._baselines[seed] = scan(baseline, self.index)
+        found, rules = judge(scan(changed, self.index), self._baselines[seed], self.index)
+        made = verdict(candidate.id, seed, found, rules, self.index, len(changed))
+        seconds = time.perf_counter() - started
+        self.log(
+            f"content check of {candidate.short_id}: "
+            f"{'CONTAMINATED' if made.contaminated else 'clean'} ({len(changed)} changed "
+            f"file(s), {made.hit_count} hit(s), {seconds:.2f} s)"
+        )
+        return made
+
+    def verdict_of(
+        self, store: SnapshotStore, candidate: Snapshot, path: Path, write: Write
+    ) -> ContentVerdict:
+        """The candidate's verdict at `path`: read back if made for this snapshot, else
+        judged now and written there."""
+        done = read_optional(path, ContentVerdict)
+        if done is not None and done.snapshot_id == candidate.id:
+            return done
+        return write(path, self.judge(store, candidate))

@@ -1,0 +1,243 @@
+"""A file's texts as a reader of it could recover them: plain, unescaped, and every blob in
+it decoded (base64, hex, `\\x` escapes) and decompressed (gzip, zlib, bzip2, xz, zip), to a
+bounded depth and size, so a decompression bomb costs at most `MAX_DECODED_BYTES`.
+
+Each text is a `View`: the file, the chain of encodings that led to it (`gzip+base64`), and
+its lines, each numbered by the line of the file it came from (a decoded blob's lines all
+carry the lines of the blob).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import bz2
+import codecs
+import hashlib
+import html
+import io
+import lzma
+import re
+import zipfile
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from urllib.parse import unquote
+
+MAX_DEPTH = 3
+"""Encodings nested in one another, at most (base64 of gzip of base64 is 3)."""
+MAX_DECODED_BYTES = 4 << 20
+"""Bytes decoded or decompressed per snapshot, at most: what is past it is not searched."""
+MIN_BLOB = 24
+"""Shorter base64 or hex runs are not decoded (identifiers, short hashes, words)."""
+
+_BASE64 = re.compile(rb"[A-Za-z0-9+/]{%d,}={0,2}|[A-Za-z0-9_\-]{%d,}={0,2}" % (MIN_BLOB, MIN_BLOB))
+_HEX = re.compile(rb"(?:[0-9a-fA-F]{2}){%d,}" % (MIN_BLOB // 2))
+_ESCAPED_BYTES = re.compile(rb"(?:\\x[0-9a-fA-F]{2}){8,}")
+_JOINS = re.compile(rb"[\"'`]\s*\+\s*[\"'`]")
+_SQUEEZE = re.compile(rb"[\s'\"`\\]+")
+_BACKSLASH = re.compile(
+    r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|x([0-9a-fA-F]{2})|([0-7]{1,3})|(.))", re.DOTALL
+)
+_SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
+_MAGIC = (
+    (b"\x1f\x8b", "gzip"),
+    (b"BZh", "bzip2"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"PK\x03\x04", "zip"),
+    (b"\x78\x9c", "zlib"),
+    (b"\x78\x01", "zlib"),
+    (b"\x78\xda", "zlib"),
+    (b"\x78\x5e", "zlib"),
+)
+
+
+@dataclass(frozen=True)
+class View:
+    file: str
+    encoding: str
+    lines: list[tuple[int, str]]
+
+
+@dataclass
+class Budget:
+    """What may still be decoded in one snapshot, and the blobs decoded already."""
+
+    left: int = MAX_DECODED_BYTES
+    seen: set[bytes] = field(default_factory=set)
+
+    def take(self, data: bytes) -> bool:
+        digest = hashlib.sha1(data).digest()
+        if digest in self.seen or len(data) > self.left:
+            return False
+        self.seen.add(digest)
+        self.left -= len(data)
+        return True
+
+
+def views(file: str, data: bytes, budget: Budget) -> Iterator[View]:
+    """Every text of `file` (bytes `data`), the plain one first."""
+    yield from _views(file, data, "plain", (1, data.count(b"\n") + 1), 0, budget)
+
+
+def _views(file, data: bytes, encoding: str, span, depth: int, budget: Budget) -> Iterator[View]:
+    whole = span if encoding != "plain" else None
+    text = data.decode("utf-8", "replace")
+    lines = _numbered(text, whole)
+    yield View(file, encoding, lines)
+    escaped = text
+    for _ in range(2):  # a JSON string inside a Python string is escaped twice
+        if "\\" not in escaped:
+            break
+        escaped = unescape(escaped)
+        yield View(file, _join("escaped", encoding), _numbered(escaped, whole))
+    if "&" in text or "%" in text:
+        yield View(
+            file, _join("url/html", encoding), _numbered(unquote(html.unescape(text)), whole)
+        )
+    if depth >= MAX_DEPTH:
+        return
+    for blob, kind, blob_span in _blobs(data, text, whole):
+        for inner, inner_kind in _unpacked(blob, budget):
+            name = _join(inner_kind, _join(kind, encoding))
+            yield from _views(file, inner, name, blob_span, depth + 1, budget)
+
+
+def _join(outer: str, inner: str) -> str:
+    if not outer:
+        return inner
+    return outer if inner == "plain" else f"{outer}+{inner}"
+
+
+def _numbered(text: str, whole: tuple[int, int] | None) -> list[tuple[int, str]]:
+    if whole is not None:  # a decoded blob: every line of it is the blob's line
+        return [(whole[0], line) for line in text.splitlines()]
+    return list(enumerate(text.splitlines(), start=1))
+
+
+def unescape(text: str) -> str:
+    """Backslash escapes as Python and JSON write them (`\\n`, `\\x41`, `\\u00e9`, surrogate
+    pairs `\\ud83d\\ude00`, octal); an unknown escape keeps its character."""
+
+    def one(match: re.Match) -> str:
+        u4, u8, x2, octal, other = match.groups()
+        if u4 or u8 or x2:
+            return chr(int(u4 or u8 or x2, 16)) if int(u4 or u8 or x2, 16) < 0x110000 else ""
+        if octal:
+            return chr(int(octal, 8))
+        return _SIMPLE.get(other, other)
+
+    decoded = _BACKSLASH.sub(one, text)
+    return decoded.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _blobs(data: bytes, text: str, whole) -> Iterator[tuple[bytes, str, tuple[int, int]]]:
+    """Encoded runs in the file, each decoded, with the lines it spans. Runs are looked for in
+    the bytes as they are and squeezed (quotes, whitespace and `+` dropped), so that a blob
+    split over lines or string pieces is found whole."""
+    squeezed_data = _SQUEEZE.sub(b"", _JOINS.sub(b"", data))
+    for source, squeezed in ((data, False), (squeezed_data, True)):
+        for match in _BASE64.finditer(source):
+            for decoded in _base64(match.group(), squeezed):
+                yield decoded, "base64", _span(data, source, match, whole, squeezed)
+        for match in _HEX.finditer(source):
+            yield (
+                bytes.fromhex(match.group().decode()),
+                "hex",
+                _span(data, source, match, whole, squeezed),
+            )
+    for match in _ESCAPED_BYTES.finditer(data):
+        raw = codecs.escape_decode(match.group())[0]
+        yield raw, "escaped bytes", _span(data, data, match, whole, False)
+    latin = unescape(text).encode("latin-1", "replace") if "\\" in text else b""
+    for blob in (data, latin):
+        for offset in _magic_offsets(blob):
+            yield blob[offset:], "bytes", whole or (1, data.count(b"\n") + 1)
+
+
+def _base64(run: bytes, squeezed: bool) -> Iterator[bytes]:
+    """The run decoded; squeezed, at each of the four alignments (a neighbouring word may
+    have stuck to its front)."""
+    altchars = b"-_" if b"-" in run or b"_" in run else None
+    for start in range(4) if squeezed else (0,):
+        body = run[start:].rstrip(b"=")
+        body = body[: len(body) - len(body) % 4] if len(body) % 4 == 1 else body
+        try:
+            yield base64.b64decode(body + b"=" * (-len(body) % 4), altchars=altchars)
+        except (binascii.Error, ValueError):
+            continue
+
+
+def _span(data: bytes, source: bytes, match: re.Match, whole, squeezed: bool):
+    if whole is not None:
+        return whole
+    if squeezed:  # positions of the squeezed bytes are not the file's: the whole file
+        return (1, data.count(b"\n") + 1)
+    first = source.count(b"\n", 0, match.start()) + 1
+    return (first, first + source.count(b"\n", match.start(), match.end()))
+
+
+def _magic_offsets(blob: bytes) -> list[int]:
+    offsets = []
+    for magic, _ in _MAGIC:
+        at = blob.find(magic)
+        while at >= 0 and len(offsets) < 16:
+            offsets.append(at)
+            at = blob.find(magic, at + 1)
+    return sorted(set(offsets))
+
+
+def _unpacked(blob: bytes, budget: Budget) -> Iterator[tuple[bytes, str]]:
+    """The blob decompressed (by its magic), or as it is when it reads as text; what a
+    stream decompresses to is kept only when it is text or compressed again (a bomb of
+    zeros is neither)."""
+    for magic, kind in _MAGIC:
+        if blob.startswith(magic):
+            for inner in _decompress(blob, kind, budget):
+                if _text_like(inner) or any(inner.startswith(m) for m, _ in _MAGIC):
+                    yield inner, kind
+            return
+    if _text_like(blob) and budget.take(blob):
+        yield blob, ""
+
+
+def _text_like(blob: bytes) -> bool:
+    try:
+        text = blob.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    printable = sum(ch.isprintable() or ch in "\n\r\t" for ch in text)
+    return bool(text) and printable >= 0.9 * len(text)
+
+
+def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
+    limit = budget.left
+    if limit <= 0 or not budget.take(blob[:4096] + len(blob).to_bytes(8, "big")):
+        return  # spent (and zlib reads a limit of 0 as none), or this stream was read
+    try:
+        if kind == "zip":
+            with zipfile.ZipFile(io.BytesIO(blob)) as archive:
+                for info in archive.infolist()[:64]:
+                    if info.file_size <= budget.left:
+                        data = archive.read(info)
+                        if budget.take(data):
+                            yield data
+            return
+        engine = {
+            "gzip": lambda: zlib.decompressobj(16 + zlib.MAX_WBITS),
+            "zlib": zlib.decompressobj,
+            "bzip2": bz2.BZ2Decompressor,
+            "xz": lzma.LZMADecompressor,
+        }[kind]()
+        data = (
+            engine.decompress(blob, limit)
+            if kind in ("gzip", "zlib")
+            else engine.decompress(blob, max_length=limit)
+        )
+    except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError, zipfile.BadZipFile):
+        return
+    if data and budget.take(data):
+        yield data
+
+
+__all__ = ["Budget", "View", "unescape", "views"]

@@ -1,0 +1,191 @@
+"""The search: a candidate's files against the secret index, judged by the thresholds.
+
+What is evidence (each rule names a way a harness can carry answers; none is a word alone):
+
+- `verbatim`: a run of at least `LONG` characters (normal form) of one task's input or
+  reference material (a solution, a test file, a patch) that no other task shares;
+- `paired`: a whole input with its own task's answer within `PAIR_WINDOW` characters (a
+  text -> label table, one row is enough);
+- `input`: whole inputs of `MANY` tasks or more, wherever they are (pieces across files count
+  when together they cover the input);
+- `digest`: an md5, sha1, sha256 or sha512 hex digest (or its first 16 digits) of an input: a
+  table keyed by hashes.
+
+A label alone, or a word of a text (`injection`, `benign`, a keyword rule), is never evidence.
+Only what the candidate added is judged: a match the baseline (the seed) already holds is
+not its Worker's doing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from flashrsi_dagster.contamination.decode import Budget, View, views
+from flashrsi_dagster.contamination.index import GRAM, MIN_INPUT, SecretIndex
+from flashrsi_dagster.contamination.normalise import Stream
+
+LONG = 48
+MANY = 3
+PAIR_WINDOW = 40
+COVERED = 0.95
+"""The part of an input its matches must cover to count as the whole input."""
+RULES = {
+    "verbatim": f"a verbatim run of {LONG}+ characters of one task's input or reference",
+    "paired": "a task's input beside its answer",
+    "input": f"the whole inputs of {MANY} or more tasks",
+    "digest": "a hex digest of a task's input",
+}
+_HEX_TOKEN = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{16,128}(?![0-9a-fA-F])")
+
+
+@dataclass(frozen=True)
+class Match:
+    entry: int
+    start: int
+    end: int
+    """The matched part of the secret, in normal form."""
+    file: str
+    encoding: str
+    lines: tuple[int, int]
+    stream: Stream = field(repr=False, compare=False)
+    at: tuple[int, int] = field(compare=False)
+    """The matched part of the stream."""
+
+
+@dataclass(frozen=True)
+class Found:
+    """One piece of evidence: a rule, a task (by number in the index) and where."""
+
+    rule: str
+    task: int
+    secret: str
+    file: str
+    encoding: str
+    lines: tuple[int, int]
+    chars: int
+
+
+@dataclass
+class Scan:
+    matches: list[Match] = field(default_factory=list)
+    digests: list[Found] = field(default_factory=list)
+
+
+def scan(files: Mapping[str, bytes], index: SecretIndex) -> Scan:
+    """Every match of every file's views."""
+    found, budget = Scan(), Budget()
+    for path in sorted(files):
+        for view in views(path, files[path], budget):
+            stream = Stream.of(view.lines)
+            found.matches += _matches(stream, view, index)
+            found.digests += _digests(view, index)
+    return found
+
+
+def _matches(stream: Stream, view: View, index: SecretIndex) -> Iterator[Match]:
+    text, grams, reached = stream.text, index.grams, {}
+    for p in range(len(text) - GRAM + 1):
+        pairs = grams.get(text[p : p + GRAM])
+        if not pairs:
+            continue
+        for entry, offset in pairs:
+            key = (entry, p - offset)
+            if reached.get(key, -1) > p:
+                continue  # inside a run this alignment already extended over
+            secret = index.entries[entry].text
+            start, end, at = _extend(text, secret, p, offset)
+            reached[key] = at[1]
+            yield Match(entry, start, end, view.file, view.encoding, stream.lines(*at), stream, at)
+
+
+def _extend(text: str, secret: str, p: int, offset: int):
+    back = 0
+    while back < min(p, offset) and text[p - back - 1] == secret[offset - back - 1]:
+        back += 1
+    ahead = GRAM
+    limit = min(len(text) - p, len(secret) - offset)
+    while ahead < limit and text[p + ahead] == secret[offset + ahead]:
+        ahead += 1
+    return offset - back, offset + ahead, (p - back, p + ahead)
+
+
+def _digests(view: View, index: SecretIndex) -> Iterator[Found]:
+    for number, line in view.lines:
+        for token in _HEX_TOKEN.findall(line):
+            token = token.lower()
+            task = index.digests.get(token, index.digests.get(token[:16]))
+            if task is not None:
+                yield Found("digest", task, "input", view.file, view.encoding, (number, number), 0)
+
+
+def judge(candidate: Scan, baseline: Scan, index: SecretIndex) -> tuple[list[Found], list[str]]:
+    """The evidence in `candidate` that `baseline` does not hold, and the rules it breaks."""
+    old = _coverage(baseline.matches)
+    new = [m for m in candidate.matches if not _within(old.get(m.entry, ()), m.start, m.end)]
+    known = {(d.task, d.file) for d in baseline.digests}
+    found = [d for d in candidate.digests if (d.task, d.file) not in known]
+    found += _verbatim(new, index)
+    found += _paired(new, index)
+    inputs = list(_whole_inputs(new, index))
+    if len({f.task for f in inputs}) >= MANY:
+        found += inputs
+    broken = [RULES[rule] for rule in RULES if any(f.rule == rule for f in found)]
+    return found, broken
+
+
+def _coverage(matches: Iterable[Match]) -> dict[int, list[tuple[int, int]]]:
+    covered: dict[int, list[tuple[int, int]]] = {}
+    for m in matches:
+        covered.setdefault(m.entry, []).append((m.start, m.end))
+    return covered
+
+
+def _within(spans: Iterable[tuple[int, int]], start: int, end: int) -> bool:
+    return any(a <= start and end <= b for a, b in spans)
+
+
+def _found(rule: str, m: Match, index: SecretIndex) -> Found:
+    entry = index.entries[m.entry]
+    return Found(rule, entry.task, entry.name, m.file, m.encoding, m.lines, m.end - m.start)
+
+
+def _verbatim(matches: list[Match], index: SecretIndex) -> Iterator[Found]:
+    for m in matches:
+        long = m.end - m.start >= LONG
+        if long and index.holders(index.entries[m.entry].text[m.start : m.end]) <= 1:
+            yield _found("verbatim", m, index)
+
+
+def _paired(matches: list[Match], index: SecretIndex) -> Iterator[Found]:
+    for m in matches:
+        entry = index.entries[m.entry]
+        answers = index.answers.get(entry.task)
+        if entry.kind != "input" or not answers or not _whole(m, entry.text):
+            continue
+        text, (start, end) = m.stream.text, m.at
+        near = text[max(0, start - PAIR_WINDOW) : start] + "\0" + text[end : end + PAIR_WINDOW]
+        if any(answer in near for answer in answers):
+            yield _found("paired", m, index)
+
+
+def _whole(m: Match, secret: str) -> bool:
+    return len(secret) >= MIN_INPUT and (m.end - m.start) >= COVERED * len(secret)
+
+
+def _whole_inputs(matches: list[Match], index: SecretIndex) -> Iterator[Found]:
+    """One piece of evidence per input whose matches, together, cover it (its largest
+    match names where)."""
+    by_entry: dict[int, list[Match]] = {}
+    for m in matches:
+        if index.entries[m.entry].kind == "input":
+            by_entry.setdefault(m.entry, []).append(m)
+    for entry, found in by_entry.items():
+        secret = index.entries[entry].text
+        covered = bytearray(len(secret))
+        for m in found:
+            covered[m.start : m.end] = b"\1" * (m.end - m.start)
+        if len(secret) >= MIN_INPUT and sum(covered) >= COVERED * len(secret):
+            largest = max(found, key=lambda m: m.end - m.start)
+            yield _found("input", largest, index)

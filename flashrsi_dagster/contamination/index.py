@@ -1,0 +1,99 @@
+"""The secrets of a benchmark's whole task pool, indexed for the search: fixed-length shingles
+of every input and reference in normal form (`normalise`), and the digests of every input.
+
+A shingle is `GRAM` characters; one is kept every `STEP` characters of a secret (and at its
+start and end), so any common run of `GRAM + STEP - 1` characters or more, and any whole
+input, shares a kept shingle with the secret: the scan then extends it both ways.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from flashrsi_dagster.benchmarks.base import Secret
+from flashrsi_dagster.contamination.normalise import normalise
+
+GRAM = 16
+STEP = 8
+MIN_INPUT = 16
+"""Inputs shorter than this (in normal form) are too common to tell a task by."""
+DIGEST_PREFIX = 16
+"""Hex digits of a digest's prefix that still name an input (64 bits)."""
+HELD_OUT = "held_out"
+"""The split of a task outside train and dev: the sealed test, or the pool outside the
+splits. Such a task is never named (nor told apart from the other held-out ones)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    task: int
+    """The task's number in `SecretIndex.tasks`."""
+    kind: str
+    name: str
+    text: str
+    """The secret in normal form."""
+
+
+@dataclass
+class SecretIndex:
+    tasks: list[tuple[str, str]] = field(default_factory=list)
+    """(task id, split) per task."""
+    entries: list[Entry] = field(default_factory=list)
+    grams: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    """Shingle -> (entry, offset) pairs."""
+    answers: dict[int, list[str]] = field(default_factory=dict)
+    """Task -> its answers in normal form (a label)."""
+    digests: dict[str, int] = field(default_factory=dict)
+    """Hex digest (and its prefix) of an input -> task."""
+    _holders: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls, secrets: Iterable[tuple[str, list[Secret]]], splits: Mapping[str, str]
+    ) -> SecretIndex:
+        """`secrets`: (task id, its secrets) over the whole pool; `splits`: the split of each
+        train and dev task id (every other task is held out)."""
+        index = cls()
+        for task_id, found in secrets:
+            number = len(index.tasks)
+            index.tasks.append((task_id, splits.get(task_id, HELD_OUT)))
+            for secret in found:
+                index._add(number, secret)
+        return index
+
+    def _add(self, task: int, secret: Secret) -> None:
+        text = normalise(secret.text)
+        if secret.kind == "answer":
+            if text:
+                self.answers.setdefault(task, []).append(text)
+            return
+        if secret.kind == "input":
+            for digest in _digests(secret.text, text):
+                self.digests.setdefault(digest, task)
+                self.digests.setdefault(digest[:DIGEST_PREFIX], task)
+        if len(text) < GRAM:
+            return
+        number = len(self.entries)
+        self.entries.append(Entry(task, secret.kind, secret.name, text))
+        offsets = {*range(0, len(text) - GRAM + 1, STEP), len(text) - GRAM}
+        for offset in sorted(offsets):
+            self.grams.setdefault(text[offset : offset + GRAM], []).append((number, offset))
+
+    def holders(self, fragment: str) -> int:
+        """How many tasks' secrets hold `fragment` (a normal-form text): a fragment several
+        tasks share (a test script's boilerplate) tells no task apart."""
+        if fragment not in self._holders:
+            self._holders[fragment] = len({e.task for e in self.entries if fragment in e.text})
+        return self._holders[fragment]
+
+
+def _digests(raw: str, normal: str) -> set[str]:
+    forms = {raw, raw.strip(), raw.strip().casefold(), normal}
+    return {
+        getattr(hashlib, name)(form.encode("utf-8")).hexdigest()
+        for form in forms
+        if form
+        for name in ("md5", "sha1", "sha256", "sha512")
+    }

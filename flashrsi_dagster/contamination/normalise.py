@@ -1,0 +1,51 @@
+"""The one normal form both sides are compared in: a task's secrets and a harness's text.
+
+Case is folded (after Unicode NFKC), and whitespace, quotes, backslashes and the characters
+that join or list string pieces (`+ , ( ) [ ]`) are dropped. A text written in another case,
+re-wrapped, split over lines or assembled from quoted pieces (`"ignore all " + "previous"`,
+implicit concatenation, a list joined at run time) reads the same; other punctuation stays,
+so a text made mostly of symbols (Morse code, say) keeps what tells it apart.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from bisect import bisect_right
+from dataclasses import dataclass
+
+_DROPPED = re.compile(r"[\s'\"`\\+,()\[\]]+")
+
+
+def normalise(text: str) -> str:
+    return _DROPPED.sub("", unicodedata.normalize("NFKC", text).casefold())
+
+
+@dataclass(frozen=True)
+class Stream:
+    """A text's lines in normal form, end to end, and where each line starts in it."""
+
+    text: str
+    starts: tuple[int, ...]
+    numbers: tuple[int, ...]
+    """The source line number of each piece (a decoded blob's lines all map to its line)."""
+
+    @classmethod
+    def of(cls, lines: list[tuple[int, str]]) -> Stream:
+        pieces, starts, numbers, at = [], [], [], 0
+        for number, line in lines:
+            piece = normalise(line)
+            if piece:
+                pieces.append(piece)
+                starts.append(at)
+                numbers.append(number)
+                at += len(piece)
+        return cls("".join(pieces), tuple(starts), tuple(numbers))
+
+    def line(self, position: int) -> int:
+        """The source line of the character at `position`."""
+        return self.numbers[max(bisect_right(self.starts, position) - 1, 0)]
+
+    def lines(self, start: int, end: int) -> tuple[int, int]:
+        """The first and last source lines of the characters [start, end)."""
+        return self.line(start), self.line(max(end - 1, start))
