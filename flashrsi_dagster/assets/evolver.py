@@ -45,6 +45,7 @@ from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.decisions.report import decisions_table
 from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.rollouts.scores import scores_frame
+from flashrsi_dagster.stats.behaviour import BehaviourSignal, behaviour
 from flashrsi_dagster.views import evolver as views
 
 PREFIX = "evolver"
@@ -135,6 +136,7 @@ OUTS = {
     group_name=GROUP,
     can_subset=True,
     required_resource_keys=RESOURCES,
+    check_specs=[describe.behaviour_check_spec(key("confirm"))],
 )
 def step(context: dg.AssetExecutionContext) -> Iterator:
     """One step of the search (the slot says which): run it, or read it back, then describe
@@ -145,7 +147,27 @@ def step(context: dg.AssetExecutionContext) -> Iterator:
     for output in DESCRIBE[todo.action](algorithm, name, todo):
         if output is not None and key(output.output_name) in selected:
             yield output
+    check = dg.AssetCheckKey(key("confirm"), describe.BEHAVIOUR_CHECK)
+    if todo.action == "candidate" and check in context.selected_asset_check_keys:
+        where = str(context.partition_key)
+        yield describe.behaviour_check(_behaviour(algorithm, todo), key("confirm"), where)
     context.log_event(_summary(algorithm))
+
+
+def _behaviour(e: Evolver, todo: Step) -> BehaviourSignal | str:
+    """A candidate's confirm (train x K) against its parent's: vanilla's cold start, or the
+    promoted node's confirm, on the same tasks."""
+    assert todo.round is not None and todo.slot is not None
+    node = read_optional(e.layout.node(node_id(todo.round, todo.slot)), Node)
+    if node is None or node.confirm_mean is None:
+        return f"no confirm: {node.state if node else 'no node'}"
+    r, slot = _partition_of(e, node.parent_id)
+    parent = None if r is None else read_optional(e.layout.node(node_id(r, slot)), Node)
+    if r == 0 and slot == VANILLA:
+        parents = e.vanilla_runs()
+    else:
+        parents = e.confirm_runs(parent) if parent is not None else []
+    return behaviour(e.confirm_runs(node), parents, e.experiment.config.behaviour)
 
 
 def _step_of(context: dg.AssetExecutionContext) -> tuple[Evolver, str, Step]:

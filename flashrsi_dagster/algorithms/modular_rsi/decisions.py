@@ -104,16 +104,21 @@ def _step(a: ModularRSI, state: State, record: StepRecord) -> Decision:
     )
 
 
-def _compare_with_previous_merge(a, state: State, record: StepRecord, evidence, eval_set):
+def previous_merge(state: State, record: StepRecord) -> StepRecord | None:
+    """The last accepted, checked integration round before `record`'s, if any."""
     earlier = [
         r
         for r in state.branch(INTEGRATION)
         if r.round < record.round and r.status == "accepted" and r.check is not None
     ]
-    if not earlier:
+    return earlier[-1] if earlier else None
+
+
+def _compare_with_previous_merge(a, state: State, record: StepRecord, evidence, eval_set):
+    previous = previous_merge(state, record)
+    if previous is None:
         evidence.not_compared = "the merge is compared with the seed at the promotion"
         return
-    previous = earlier[-1]
     merged, before = (
         a.step_rollouts(INTEGRATION, record.round),
         a.step_rollouts(INTEGRATION, previous.round),
