@@ -16,8 +16,9 @@ the harness and is left out. Only tasks with metered usage on both sides are pai
     score_delta  = mean_i(score_candidate_i)  - mean_i(score_parent_i)
 
 The candidate is *flagged* when score_delta > 0 and any of: calls_ratio <= max_calls_ratio,
-tokens_ratio <= max_tokens_ratio, or (with `zero_call_tasks`) a rollout that made no model
-call on a task where the parent made calls (`config.behaviour`). A flag is a warning, not a
+tokens_ratio <= max_tokens_ratio, or (with `zero_call_tasks`) a rollout that answered with
+no model call on a task where the parent made calls (`config.behaviour`; a run that broke
+before its first call gave no answer and does not count). A flag is a warning, not a
 rejection: a better harness may legitimately use fewer calls.
 
 Undefined figures are None — never 0, never NaN: nothing paired (no parent, no metered
@@ -37,6 +38,8 @@ from flashrsi_dagster.records import Status, Trajectory
 from flashrsi_dagster.stats.small_n import TOLERANCE
 
 Verdict = Literal["flagged", "consistent", "not_compared"]
+ANSWERED = (Status.SUCCESS, Status.FAILURE)
+"""The statuses of a run that finished with an answer (right or wrong)."""
 ZERO_CALL_SHOWN = 10
 """Task ids named in a line; the signal keeps them all."""
 
@@ -49,7 +52,10 @@ class TaskBehaviour(BaseModel):
     score: float = Field(description="Mean score over the task's final rollouts (None as 0).")
     calls: float | None = Field(description="Mean gateway-counted model calls; None: unmetered.")
     tokens: float | None = Field(description="Mean input + output tokens; None: unmetered.")
-    zero_call: bool = Field(description="A metered rollout of the task made no model call.")
+    zero_call: bool = Field(
+        description="A metered rollout of the task answered (success or failure) with no model "
+        "call."
+    )
 
 
 class BehaviourSignal(BaseModel):
@@ -122,11 +128,13 @@ def _task(runs: list[Trajectory]) -> TaskBehaviour:
     ]
     calls = [t.usage.model_calls or 0 for t in metered]
     tokens = [t.usage.input_tokens + t.usage.output_tokens for t in metered]
+    # An answer given without the model; a run that broke before its first call is no answer.
+    answered = [t for t in metered if t.status in ANSWERED and t.usage.model_calls == 0]
     return TaskBehaviour(
         score=sum(float(t.score or 0.0) for t in runs) / len(runs),
         calls=_mean(calls),
         tokens=_mean(tokens),
-        zero_call=any(c == 0 for c in calls),
+        zero_call=bool(answered),
     )
 
 
@@ -147,7 +155,7 @@ def _figures(ours: list[TaskBehaviour], theirs: list[TaskBehaviour]) -> dict:
         "tokens_ratio": _ratio(*tokens),
         "score_candidate": scores[0],
         "score_parent": scores[1],
-        "score_delta": None if scores[0] is None else scores[0] - scores[1],  # type: ignore[operator]
+        "score_delta": _difference(*scores),
     }
 
 
@@ -195,6 +203,10 @@ def _ids(tasks: list[str]) -> str:
 
 def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
+
+
+def _difference(ours: float | None, theirs: float | None) -> float | None:
+    return None if ours is None or theirs is None else ours - theirs
 
 
 def _ratio(ours: float | None, theirs: float | None) -> float | None:

@@ -71,6 +71,16 @@ def test_one_zero_call_answer_flags_even_when_the_means_stay_close():
     assert quiet.verdict == "consistent"
 
 
+def test_a_run_that_broke_before_its_first_call_is_no_zero_call_answer():
+    crashed = _run("t2", 0.0, 0, 0, status=Status.ERROR)
+    candidate = [*_side([1, 1], [2, 2], [900, 900]), crashed]
+
+    signal = behaviour(candidate, PARENT)
+
+    assert signal.zero_call_tasks == [] and signal.verdict == "consistent"
+    assert signal.calls_ratio == pytest.approx(4 / 6)
+
+
 def test_missing_usage_stays_missing_and_never_flags():
     unmetered = _side([1, 1, 1], [None, None, None], [0, 0, 0])
 
