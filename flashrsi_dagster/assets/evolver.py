@@ -148,25 +148,31 @@ def step(context: dg.AssetExecutionContext) -> Iterator:
         if output is not None and key(output.output_name) in selected:
             yield output
     check = dg.AssetCheckKey(key("confirm"), describe.BEHAVIOUR_CHECK)
-    if todo.action == "candidate" and check in context.selected_asset_check_keys:
+    if todo.action in BEHAVIOUR_JUDGED and check in context.selected_asset_check_keys:
         where = str(context.partition_key)
         yield describe.behaviour_check(_behaviour(algorithm, todo), key("confirm"), where)
     context.log_event(_summary(algorithm))
 
 
+BEHAVIOUR_JUDGED = ("cold_start", "candidate")
+"""The steps that make a `confirm`: vanilla's (no parent) and a candidate's."""
+
+
 def _behaviour(e: Evolver, todo: Step) -> BehaviourSignal | str:
     """A candidate's confirm (train x K) against its parent's: vanilla's cold start, or the
     promoted node's confirm, on the same tasks."""
+    if todo.action == "cold_start":
+        return "no parent: vanilla is the fixed baseline"
     assert todo.round is not None and todo.slot is not None
     node = read_optional(e.layout.node(node_id(todo.round, todo.slot)), Node)
     if node is None or node.confirm_mean is None:
         return f"no confirm: {node.state if node else 'no node'}"
     r, slot = _partition_of(e, node.parent_id)
-    parent = None if r is None else read_optional(e.layout.node(node_id(r, slot)), Node)
-    if r == 0 and slot == VANILLA:
+    if (r, slot) == (0, VANILLA):
         parents = e.vanilla_runs()
     else:
-        parents = e.confirm_runs(parent) if parent is not None else []
+        made = None if r is None else read_optional(e.layout.node(node_id(r, slot)), Node)
+        parents = e.confirm_runs(made) if made is not None else []
     return behaviour(e.confirm_runs(node), parents, e.experiment.config.behaviour)
 
 
