@@ -25,6 +25,7 @@ from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import final_trajectories
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.snapshots import SnapshotStore
+from flashrsi_dagster.stats.behaviour import BehaviourSignal, line
 from flashrsi_dagster.views import (
     RoundRow,
     cost_text,
@@ -248,6 +249,56 @@ def score_check(table: dict, denominator: int, check: str, asset: dg.AssetKey, w
         check_name=check,
         asset_key=asset,
         passed=score is not None and 0.0 <= score <= 1.0 and missing == 0,
+    )
+
+
+BEHAVIOUR_CHECK = "behaviour_consistent_with_parent"
+
+
+def behaviour_check_spec(asset: dg.AssetKey) -> dg.AssetCheckSpec:
+    return dg.AssetCheckSpec(
+        BEHAVIOUR_CHECK,
+        asset=asset,
+        description="Warns when the candidate scores higher than its parent on the same tasks "
+        "with far fewer model calls or tokens (the gateway's count), or answered a task with "
+        "no model call where the parent made some (thresholds: the experiment's `behaviour` "
+        "section). A warning, never a rejection.",
+    )
+
+
+def behaviour_check(
+    signal: BehaviourSignal | str, asset: dg.AssetKey, where: str
+) -> dg.AssetCheckResult:
+    """The behaviour check's result: a warning (severity WARN, not passed) when `signal` is
+    flagged, with its figures; passed with a note when there was nothing to compare (`signal`
+    is then the reason: no parent, no rollouts, no metered usage)."""
+    fields = {"check_name": BEHAVIOUR_CHECK, "asset_key": asset}
+    if isinstance(signal, str) or signal.verdict == "not_compared":
+        note = signal if isinstance(signal, str) else line(signal)
+        return check_result(where, {"compared": note}, passed=True, **fields)
+    s, limits = signal, signal.thresholds
+    metadata = {
+        "verdict": s.verdict,
+        "summary": line(s),
+        **figures(
+            calls_per_task_candidate=s.calls_candidate,
+            calls_per_task_parent=s.calls_parent,
+            calls_ratio=s.calls_ratio,
+            tokens_per_task_candidate=s.tokens_candidate,
+            tokens_per_task_parent=s.tokens_parent,
+            tokens_ratio=s.tokens_ratio,
+            score_candidate=s.score_candidate,
+            score_parent=s.score_parent,
+            score_delta=s.score_delta,
+            max_calls_ratio=limits.max_calls_ratio,
+            max_tokens_ratio=limits.max_tokens_ratio,
+        ),
+        "tasks": s.tasks,
+        "unmetered_tasks": s.unmetered,
+        "zero_call_tasks": ", ".join(s.zero_call_tasks) or "-",
+    }
+    return check_result(
+        where, metadata, passed=not s.flagged, severity=dg.AssetCheckSeverity.WARN, **fields
     )
 
 

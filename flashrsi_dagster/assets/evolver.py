@@ -46,6 +46,7 @@ from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.decisions.report import decisions_table
 from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.rollouts.scores import scores_frame
+from flashrsi_dagster.stats.behaviour import BehaviourSignal, behaviour
 from flashrsi_dagster.views import evolver as views
 
 PREFIX = "evolver"
@@ -136,7 +137,10 @@ OUTS = {
     group_name=GROUP,
     can_subset=True,
     required_resource_keys=RESOURCES,
-    check_specs=[describe.content_check_spec(key("snapshot"))],
+    check_specs=[
+        describe.content_check_spec(key("snapshot")),
+        describe.behaviour_check_spec(key("confirm")),
+    ],
 )
 def step(context: dg.AssetExecutionContext) -> Iterator:
     """One step of the search (the slot says which): run it, or read it back, then describe
@@ -149,6 +153,10 @@ def step(context: dg.AssetExecutionContext) -> Iterator:
             yield output
     if CONTENT in context.selected_asset_check_keys:
         yield _content_check(algorithm, todo, str(context.partition_key))
+    check = dg.AssetCheckKey(key("confirm"), describe.BEHAVIOUR_CHECK)
+    if todo.action in BEHAVIOUR_JUDGED and check in context.selected_asset_check_keys:
+        where = str(context.partition_key)
+        yield describe.behaviour_check(_behaviour(algorithm, todo), key("confirm"), where)
     context.log_event(_summary(algorithm))
 
 
@@ -165,6 +173,28 @@ def _content_check(e: Evolver, step: Step, where: str) -> dg.AssetCheckResult:
     unchecked = f"{node.state}: {node.reason}" if node else "no node"
     verdict = read_optional(path, ContentVerdict)
     return describe.content_check(verdict, key("snapshot"), where, unchecked)
+
+
+BEHAVIOUR_JUDGED = ("cold_start", "candidate")
+"""The steps that make a `confirm`: vanilla's (no parent) and a candidate's."""
+
+
+def _behaviour(e: Evolver, todo: Step) -> BehaviourSignal | str:
+    """A candidate's confirm (train x K) against its parent's: vanilla's cold start, or the
+    promoted node's confirm, on the same tasks."""
+    if todo.action == "cold_start":
+        return "no parent: vanilla is the fixed baseline"
+    assert todo.round is not None and todo.slot is not None
+    node = read_optional(e.layout.node(node_id(todo.round, todo.slot)), Node)
+    if node is None or node.confirm_mean is None:
+        return f"no confirm: {node.state if node else 'no node'}"
+    r, slot = _partition_of(e, node.parent_id)
+    if (r, slot) == (0, VANILLA):
+        parents = e.vanilla_runs()
+    else:
+        made = None if r is None else read_optional(e.layout.node(node_id(r, slot)), Node)
+        parents = e.confirm_runs(made) if made is not None else []
+    return behaviour(e.confirm_runs(node), parents, e.experiment.config.behaviour)
 
 
 def _step_of(context: dg.AssetExecutionContext) -> tuple[Evolver, str, Step]:

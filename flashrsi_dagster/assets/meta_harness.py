@@ -33,6 +33,7 @@ from flashrsi_dagster.assets.partitions import AlgorithmPartitions
 from flashrsi_dagster.evaluator.compare import basis
 from flashrsi_dagster.experiment.keys import NIGHTLY
 from flashrsi_dagster.rollouts.scores import scores_frame, summary
+from flashrsi_dagster.stats.behaviour import BehaviourSignal, behaviour
 from flashrsi_dagster.stats.failures import failure_map as failure_table
 from flashrsi_dagster.stats.failures import failure_map_markdown
 from flashrsi_dagster.stats.paired import paired, to_markdown
@@ -134,7 +135,8 @@ def snapshot(context: dg.AssetExecutionContext) -> Iterator:
             asset=key("scores"),
             description="The dev score lies in [0, 1] over tasks x attempts, every rollout "
             "counted (infrastructure failures as 0).",
-        )
+        ),
+        describe.behaviour_check_spec(key("scores")),
     ],
 )
 def evaluation(context: dg.AssetExecutionContext, snapshot: dict) -> Iterator:
@@ -168,6 +170,9 @@ def evaluation(context: dg.AssetExecutionContext, snapshot: dict) -> Iterator:
     where = str(context.partition_key)
     yield describe.score_check(
         table, tasks * attempts, "score_in_unit_interval", key("scores"), where
+    )
+    yield describe.behaviour_check(
+        _behaviour(algorithm, state, k, slot, rollouts), key("scores"), where
     )
     context.log_event(_summary(context, algorithm, name, state))
 
@@ -211,6 +216,21 @@ def _paired(algorithm: MetaHarness, state, k: int, slot: str, frame: pd.DataFram
     return dg.Output(
         {**value, **stats.model_dump(mode="json")}, output_name="paired_stats", metadata=metadata
     )
+
+
+def _behaviour(algorithm: MetaHarness, state, k: int, slot: str, rollouts) -> BehaviourSignal | str:
+    """The candidate's dev rollouts against its parent's, or why they are not compared."""
+    parent = state.parent_round(k, slot)
+    if parent is None:
+        return "no parent: the seed is the baseline"
+    if not rollouts:
+        return "no rollouts: the edit was rejected"
+    record = state.round(k, slot)
+    on = basis(record.eval_set if record else None, parent.eval_set)
+    if not on.comparable:
+        return on.label
+    parents = algorithm.round_rollouts(parent.round, parent.slot)
+    return behaviour(rollouts, parents, algorithm.experiment.config.behaviour)
 
 
 def _summary(context, algorithm: MetaHarness, name: str, state) -> dg.AssetMaterialization:

@@ -19,6 +19,7 @@ from typing import Any
 
 import dagster as dg
 
+from flashrsi_dagster.algorithms.modular_rsi.decisions import previous_merge
 from flashrsi_dagster.algorithms.modular_rsi.records import FindingsRecord, StepRecord
 from flashrsi_dagster.algorithms.modular_rsi.run import ModularRSI
 from flashrsi_dagster.assets import describe
@@ -31,7 +32,10 @@ from flashrsi_dagster.assets.partitions import AlgorithmPartitions
 from flashrsi_dagster.config.modules import INTEGRATION
 from flashrsi_dagster.contamination import ContentVerdict
 from flashrsi_dagster.records import Trajectory, read_optional
+from flashrsi_dagster.rollouts.engine import final_trajectories
+from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.rollouts.scores import scores_frame
+from flashrsi_dagster.stats.behaviour import BehaviourSignal, behaviour
 from flashrsi_dagster.views.modular_rsi import (
     findings_markdown,
     gates_markdown,
@@ -100,7 +104,10 @@ SUMMARY = dg.AssetSpec(
     group_name=GROUP,
     can_subset=False,
     required_resource_keys=RESOURCES,
-    check_specs=[describe.content_check_spec(key("snapshot"))],
+    check_specs=[
+        describe.content_check_spec(key("snapshot")),
+        describe.behaviour_check_spec(key("gates")),
+    ],
 )
 def step(context: dg.AssetExecutionContext) -> Iterator:
     """One branch step or integration round: run it (or read it back), then describe it."""
@@ -140,7 +147,29 @@ def step(context: dg.AssetExecutionContext) -> Iterator:
     verdict = read_optional(algorithm.layout.step(slot, k, "content"), ContentVerdict)
     unchecked = "no candidate reached the content gate"
     yield describe.content_check(verdict, key("snapshot"), str(context.partition_key), unchecked)
+    where = str(context.partition_key)
+    yield describe.behaviour_check(_behaviour(algorithm, record), key("gates"), where)
     context.log_event(_summary(algorithm))
+
+
+def _behaviour(algorithm: ModularRSI, record: StepRecord) -> BehaviourSignal | str:
+    """A branch candidate's execution rollout against the batch's on the version it came
+    from (the same task); a merge's full check against the previous merge's."""
+    if record.candidate_id is None:
+        return "no candidate was committed"
+    thresholds = algorithm.experiment.config.behaviour
+    if record.slot != INTEGRATION:
+        path = algorithm.layout.execution(record.slot, record.round)
+        ran = final_trajectories(RolloutRecord(path), algorithm.settings.max_infra_reruns)
+        batch = algorithm.step_rollouts(record.slot, record.round)
+        return behaviour(ran, batch, thresholds) if ran else "no execution rollout"
+    if record.check is None:
+        return "no full check: a gate failed first"
+    previous = previous_merge(algorithm.read_state(), record)
+    if previous is None:
+        return "the first merge: the decision ledger compares it with the seed at the promotion"
+    merged = algorithm.step_rollouts(INTEGRATION, record.round)
+    return behaviour(merged, algorithm.step_rollouts(INTEGRATION, previous.round), thresholds)
 
 
 def _trajectories(record: StepRecord, frame, rollouts: list[Trajectory]) -> dict[str, Any]:

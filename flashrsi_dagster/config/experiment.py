@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from flashrsi_dagster.config.algorithms import AlgorithmConfig
+from flashrsi_dagster.config.behaviour import BehaviourConfig
 from flashrsi_dagster.config.comparison import ComparisonConfig
 from flashrsi_dagster.config.models import BenchmarkConfig, ExperimentSection, RoleConfig, Section
 from flashrsi_dagster.config.secrets import SecretRef
@@ -21,6 +22,11 @@ class ExperimentConfig(Section):
         default_factory=ComparisonConfig,
         description="The trade-off rule every candidate-vs-baseline comparison of the decision "
         "ledger is judged by, declared before the run (`config/comparison.py`).",
+    )
+    behaviour: BehaviourConfig = Field(
+        default_factory=BehaviourConfig,
+        description="When a higher-scoring candidate's model calls or tokens are flagged as "
+        "too few against its parent's (`config/behaviour.py`): a warning, not a rejection.",
     )
 
     def roles(self) -> dict[str, RoleConfig]:

@@ -68,6 +68,11 @@ class Evidence(BaseModel):
         None, description="The multi-metric comparison, judged by the declared trade-off rule."
     )
     not_compared: str | None = Field(None, description="Why there is no comparison.")
+    behaviour: dict[str, Any] | None = Field(
+        None,
+        description="The behaviour signal against the same baseline (`stats.behaviour`): a "
+        "higher score with far fewer model calls or tokens is flagged, never rejected.",
+    )
     entries: list[str] = Field(
         default_factory=list, description="Ledger entries this one rests on (a roll-back's)."
     )

@@ -6,6 +6,7 @@ from typing import Any
 
 from flashrsi_dagster.decisions.compare import comparison_table
 from flashrsi_dagster.decisions.ledger import Decision, Ledger
+from flashrsi_dagster.stats.behaviour import BehaviourSignal, line
 
 
 def ledger_lines(ledger: Ledger) -> list[str]:
@@ -20,6 +21,24 @@ def ledger_lines(ledger: Ledger) -> list[str]:
     baseline = ledger.baseline()
     if baseline is not None:
         lines.append(f"baseline for later runs: {_baseline(baseline)}")
+    return lines + flagged_lines(entries)
+
+
+def flagged_lines(entries: list[Decision]) -> list[str]:
+    """A line per candidate whose behaviour was flagged (once, however many entries name it):
+    a warning beside the decision, which it did not change."""
+    lines, seen = [], set()
+    for e in entries:
+        signal = e.evidence.behaviour
+        if not signal or signal.get("verdict") != "flagged":
+            continue
+        name = f"{e.candidate.round}/{e.candidate.slot}/{e.candidate.snapshot_id}"
+        if name in seen:
+            continue
+        seen.add(name)
+        sid = (e.candidate.snapshot_id or "-")[:12]
+        described = line(BehaviourSignal.model_validate(signal))
+        lines.append(f"WARNING {e.id} ({sid}, {e.decision}): {described}")
     return lines
 
 
@@ -31,6 +50,9 @@ def ledger_figures(ledger: Ledger, rule: str) -> dict[str, Any]:
         "decision_count": len(entries),
         "decisions_md": decisions_table(entries),
     }
+    flags = flagged_lines(entries)
+    if flags:
+        figures["behaviour_flags_md"] = "".join(f"- {flag}\n" for flag in flags)
     baseline = ledger.baseline()
     if baseline is not None:
         figures["baseline"] = _baseline(baseline)

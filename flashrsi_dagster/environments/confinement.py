@@ -186,15 +186,20 @@ def _remove_mountpoints(mounts: Sequence[Mount]) -> None:
 
 
 def gateway_verdict(trajectory: Trajectory, usage: RunUsage | None, timed_out: bool) -> Trajectory:
-    """The run's trajectory as the gateway saw it. Tokens and cost are the gateway's count (a
-    harness can misreport its own). An infrastructure fault — rerun by the ladder — is what
-    the framework saw, never what the harness claims: a call refused by a spending cap, a run
-    cut at its timeout while waiting on the model, or a fault the harness reports *and* the
+    """The run's trajectory as the gateway saw it. Tokens, cost and model calls
+    (`Usage.model_calls`, beside the harness's own `turns`) are the gateway's count (a harness
+    can misreport its own). An infrastructure fault — rerun by the ladder — is what the
+    framework saw, never what the harness claims: a call refused by a spending cap, a run cut
+    at its timeout while waiting on the model, or a fault the harness reports *and* the
     gateway saw (an endpoint that failed or did not answer). A harness that calls its own
     answered run an endpoint failure buys no rerun."""
     if usage is None:
         return trajectory
-    counted = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+    counted = {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "model_calls": usage.calls,
+    }
     update: dict = {
         "usage": (trajectory.usage or Usage()).model_copy(
             update={**counted, "cost": usage.cost_usd}

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from flashrsi_dagster.config.behaviour import BehaviourConfig
 from flashrsi_dagster.config.comparison import ComparisonConfig
 from flashrsi_dagster.config.experiment import ExperimentConfig, role_key
 from flashrsi_dagster.config.names import InvalidName, checked_name
@@ -41,7 +42,10 @@ _PACKAGES = (
 )
 # Where the home folder sits does not change what the experiment is.
 _NOT_IDENTITY = {("experiment", "home")}
-_ADDED_LATER = {"comparison": lambda: ComparisonConfig().model_dump(mode="json")}
+_ADDED_LATER = {
+    "comparison": lambda: ComparisonConfig().model_dump(mode="json"),
+    "behaviour": lambda: BehaviourConfig().model_dump(mode="json"),
+}
 """Sections added after experiments had run: left at their default they are left out of the
 identity, so an experiment started before the section existed (it ran under the default)
 reopens unchanged; any declared value is part of it."""

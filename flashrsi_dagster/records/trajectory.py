@@ -43,6 +43,13 @@ class Usage(BaseModel):
     cost: float | None = Field(None, ge=0, description="USD, or None when the model is unpriced.")
     turns: int = Field(0, ge=0, description="Model calls made by the agent loop.")
     tool_calls: int = Field(0, ge=0, description="Tool invocations the agent made.")
+    model_calls: int | None = Field(
+        None,
+        ge=0,
+        description="Model calls the gateway forwarded for the run, by its own count (`turns` "
+        "is the harness's word, which evolvable code may change); None when no gateway metered "
+        "the run (records from before it was counted).",
+    )
 
     def __add__(self, other: Usage) -> Usage:
         costs = [c for c in (self.cost, other.cost) if c is not None]
@@ -52,6 +59,9 @@ class Usage(BaseModel):
             cost=sum(costs) if costs else None,
             turns=self.turns + other.turns,
             tool_calls=self.tool_calls + other.tool_calls,
+            model_calls=None
+            if self.model_calls is None or other.model_calls is None
+            else self.model_calls + other.model_calls,
         )
 
 

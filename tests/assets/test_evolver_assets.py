@@ -12,6 +12,7 @@ import pytest
 from flashrsi_dagster.algorithms.base import Step
 from flashrsi_dagster.algorithms.evolver.records import node_id
 from flashrsi_dagster.algorithms.registry import open_algorithm
+from flashrsi_dagster.assets.describe import BEHAVIOUR_CHECK
 from flashrsi_dagster.assets.evolver import PARTITIONS, key
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.defs import build_definitions, defs_for
@@ -202,6 +203,9 @@ def test_the_offline_demo_runs_through_dagster_one_step_per_partition(tmp_path, 
         checks = instance.event_log_storage.get_asset_check_execution_history(
             dg.AssetCheckKey(key("sealed_test_score"), "evaluated_once_after_termination"), limit=1
         )
+        behaviour = instance.event_log_storage.get_asset_check_execution_history(
+            dg.AssetCheckKey(key("confirm"), BEHAVIOUR_CHECK), limit=50
+        )
         # the UI rematerializes one asset of a candidate: the step is read back, nothing redone
         before = _materialized(instance)
         gates_only = build_definitions(str(tmp_path / "home")).resolve_job_def("evolver")
@@ -234,5 +238,13 @@ def test_the_offline_demo_runs_through_dagster_one_step_per_partition(tmp_path, 
     assert {"gates", "paired", "credited_2sigma", "small_n"} <= set(gates)
     assert f"evolver/{node_id(1, 'w1c1')}" in decided["ledger"]
     assert checks and checks[0].event.dagster_event.event_specific_data.passed
+    events = [r.event.dagster_event.event_specific_data for r in behaviour]
+    judged = [e for e in events if isinstance(e, dg.AssetCheckEvaluation)]  # not just planned
+    # every candidate judged against its parent (vanilla and a culled one pass with a note);
+    # the demo's honest candidates are not flagged
+    assert {j.metadata["partition"].value for j in judged} == {at(0, "vanilla")} | {
+        at(*n) for n in nodes
+    }
+    assert all(j.passed for j in judged)
     assert again.success and after == before
     assert len(rematerialized) == len(nodes) + 1 and len(screens) == len(made["screen"])

@@ -13,6 +13,7 @@ from flashrsi_dagster.algorithms.meta_harness import MetaHarness
 from flashrsi_dagster.algorithms.modular_rsi.run import ModularRSI
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.decisions import Ledger
+from flashrsi_dagster.decisions.report import ledger_lines
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
@@ -50,6 +51,12 @@ def test_meta_harness_adopts_the_promoted_snapshot_and_rejects_the_others_with_e
     assert adopt.evidence.paired["n"] == 6 and adopt.evidence.paired["won"] >= 1
     assert adopt.eval_set == comparison.eval_set == "dev/e1"  # the versioned set it ran
     assert Ledger.of(mh.experiment).baseline() == adopt
+
+    # the demo's honest candidate: the same calls per task, more tokens, not flagged
+    signal = adopt.evidence.behaviour
+    assert signal["verdict"] == "consistent" and signal["tasks"] == 6
+    assert signal["calls_ratio"] == 1 and signal["tokens_ratio"] > 1
+    assert not any("WARNING" in line for line in ledger_lines(Ledger.of(mh.experiment)))
 
     reject = entries[0]
     assert reject.candidate.round == 2 and reject.scope == "search"

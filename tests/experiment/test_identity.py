@@ -106,6 +106,18 @@ def test_a_key_added_since_an_experiment_started_changes_nothing_at_its_default(
     assert config_changes(older, two) == ["algorithm.candidates_per_round: <absent> -> 2"]
 
 
+def test_the_behaviour_section_at_its_default_leaves_an_older_experiment_unchanged(config_dir):
+    config = normalised(load_config(config_dir / "exp.yaml"))
+    older = json.loads(json.dumps(config))
+    del older["behaviour"]  # as stored before the section existed
+    stricter = normalised(
+        load_config(config_dir / "exp.yaml", ["--behaviour.max_calls_ratio", "0.3"])
+    )
+
+    assert config_changes(older, config) == [] and fingerprint(older) == fingerprint(config)
+    assert "behaviour.max_calls_ratio: <absent> -> 0.3" in config_changes(config, stricter)
+
+
 def test_cli_init_refuses_a_change_and_force_shows_the_note(config_dir, capsys):
     path = str(config_dir / "exp.yaml")
     assert main(["init", "--config", path]) == 0

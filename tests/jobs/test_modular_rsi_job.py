@@ -10,6 +10,7 @@ import dagster as dg
 
 from flashrsi_dagster.algorithms.base import Step
 from flashrsi_dagster.algorithms.registry import open_algorithm
+from flashrsi_dagster.assets.describe import BEHAVIOUR_CHECK
 from flashrsi_dagster.assets.modular_rsi import PARTITIONS, key
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.defs import defs_for
@@ -71,6 +72,9 @@ def test_the_whole_job_runs_through_dagster_and_its_grid_shows_each_branch(tmp_p
         checked = instance.get_latest_materialization_event(key("final_check"))
         tested = instance.get_materialized_partitions(key("sealed_test_score"))
         event = instance.get_latest_materialization_event(dg.AssetKey(["modular_rsi", "gates"]))
+        behaviour = instance.event_log_storage.get_asset_check_execution_history(
+            dg.AssetCheckKey(key("gates"), BEHAVIOUR_CHECK), limit=100
+        )
     assert state.test is not None and state.promotion is not None
     assert promoted == {name} and tested == {name}
     assert checked is not None
@@ -86,6 +90,12 @@ def test_the_whole_job_runs_through_dagster_and_its_grid_shows_each_branch(tmp_p
     assert event is not None  # each step describes its gates (the review's text among them)
     metadata = event.asset_materialization.metadata
     assert {"outcome", "gates", "review_text", "continues_from"} <= set(metadata)
+    # every step judged (a branch candidate against its batch on the same task, or a note);
+    # the demo's honest candidates are not flagged
+    events = [r.event.dagster_event.event_specific_data for r in behaviour]
+    judged = [e for e in events if isinstance(e, dg.AssetCheckEvaluation)]  # not just planned
+    assert {j.metadata["partition"].value for j in judged} == expected
+    assert all(j.passed for j in judged)
 
 
 @sqlite_only

@@ -43,7 +43,7 @@ DEMO, OTHER, FROM_UI = "meta-harness-demo", "other", "from-ui"
 GROUP_ASSETS = ["snapshot", "trajectories", "scores", "failure_map", "paired_stats", "promotion"]
 CHECKS = {
     "snapshot": {"edit_within_declared_paths"},
-    "scores": {"score_in_unit_interval"},
+    "scores": {"score_in_unit_interval", "behaviour_consistent_with_parent"},
     "sealed_test_score": {"evaluated_once_after_promotion", "splits_disjoint", "dev_test_gap"},
 }
 TICK = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)

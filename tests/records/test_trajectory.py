@@ -62,6 +62,7 @@ def test_json_form_is_plain_json_with_type_and_schema_version():
         "cost": 0.002,
         "turns": 2,
         "tool_calls": 1,
+        "model_calls": None,
     }
 
 
@@ -89,3 +90,6 @@ def test_usage_adds_up_and_keeps_unknown_cost_unknown():
     assert (total.input_tokens, total.output_tokens, total.turns, total.tool_calls) == (1, 2, 1, 3)
     assert total.cost is None
     assert (Usage(cost=0.5) + Usage()).cost == 0.5
+    # the gateway's call count: unknown on either side leaves the sum unknown
+    assert (Usage(model_calls=2) + Usage(model_calls=3)).model_calls == 5
+    assert (Usage(model_calls=2) + Usage()).model_calls is None

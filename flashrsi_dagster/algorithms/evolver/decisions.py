@@ -27,6 +27,7 @@ from flashrsi_dagster.decisions.ledger import (
 )
 from flashrsi_dagster.evaluator import basis
 from flashrsi_dagster.records import read_optional
+from flashrsi_dagster.stats.behaviour import behaviour
 
 if TYPE_CHECKING:
     from flashrsi_dagster.algorithms.evolver.run import Evolver
@@ -96,12 +97,12 @@ def _evidence(e: Evolver, node: Node) -> Evidence:
     if not against.comparable:
         evidence.not_compared = against.label
         return evidence
+    confirmed, vanilla = e.confirm_runs(node), e.vanilla_runs()
+    signal = behaviour(confirmed, vanilla, e.experiment.config.behaviour)
+    evidence.behaviour = signal.model_dump(mode="json")
     try:
         evidence.comparison = compare(
-            e.recorded(e.layout.candidate(node.round, node.slot, "confirm.jsonl")),
-            e.vanilla_runs(),
-            e.experiment.config.comparison,
-            eval_set=node.eval_set,
+            confirmed, vanilla, e.experiment.config.comparison, eval_set=node.eval_set
         )
     except ComparisonError as exc:
         evidence.not_compared = f"not comparable with vanilla: {exc}"

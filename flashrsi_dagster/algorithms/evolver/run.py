@@ -300,8 +300,11 @@ class Evolver(Searching):
         return confirmed(self.vanilla_runs())
 
     def confirm_of(self, node: Node) -> Confirmed | None:
-        path = self.layout.candidate(node.round, node.slot, "confirm.jsonl")
-        return confirmed(self.recorded(path)) if node.confirm_mean is not None else None
+        return confirmed(self.confirm_runs(node)) if node.confirm_mean is not None else None
+
+    def confirm_runs(self, node: Node) -> list[Trajectory]:
+        """A candidate's final confirm rollouts (train x K; none before its confirm)."""
+        return self.recorded(self.layout.candidate(node.round, node.slot, "confirm.jsonl"))
 
     def taxonomy(self) -> Taxonomy:
         return Taxonomy.model_validate_json(self.layout.taxonomy.read_text())

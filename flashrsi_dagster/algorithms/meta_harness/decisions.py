@@ -34,6 +34,7 @@ from flashrsi_dagster.decisions.ledger import (
 from flashrsi_dagster.experiment.keys import candidate_key
 from flashrsi_dagster.records import read_optional
 from flashrsi_dagster.rollouts.scores import scores_frame
+from flashrsi_dagster.stats.behaviour import behaviour
 from flashrsi_dagster.stats.paired import paired
 
 if TYPE_CHECKING:
@@ -161,10 +162,12 @@ def _entry(h, id_, decision, r, sid, seed, reason, evidence, eval_set, scope="se
 
 
 def _evidence(h: MetaHarness, r: RoundRecord, baseline, seed: RoundRecord, eval_set: str):
-    """Round r's dev rollouts against the seed's: scores, paired statistics, all metrics."""
+    """Round r's dev rollouts against the seed's (its parent): scores, paired statistics,
+    all metrics, and the behaviour signal."""
     rollouts = h.round_rollouts(r.round, r.slot)
     scores = {"dev_score": r.dev_score, "baseline_dev_score": seed.dev_score}
     stats = paired(scores_frame(rollouts), scores_frame(baseline))
+    signal = behaviour(rollouts, baseline, h.experiment.config.behaviour)
     comparison: Comparison | None = None
     problem = None
     try:
@@ -176,4 +179,5 @@ def _evidence(h: MetaHarness, r: RoundRecord, baseline, seed: RoundRecord, eval_
         paired=stats.model_dump(mode="json"),
         comparison=comparison,
         not_compared=problem,
+        behaviour=signal.model_dump(mode="json"),
     )

@@ -36,6 +36,7 @@ from flashrsi_dagster.experiment.keys import candidate_key
 from flashrsi_dagster.records import read_record
 from flashrsi_dagster.rollouts.engine import final_trajectories
 from flashrsi_dagster.rollouts.record import RolloutRecord
+from flashrsi_dagster.stats.behaviour import behaviour
 
 if TYPE_CHECKING:
     from flashrsi_dagster.algorithms.modular_rsi.run import ModularRSI
@@ -108,22 +109,29 @@ def _step(a: ModularRSI, state: State, record: StepRecord) -> Decision:
     )
 
 
-def _compare_with_previous_merge(a, state: State, record: StepRecord, evidence, eval_set):
+def previous_merge(state: State, record: StepRecord) -> StepRecord | None:
+    """The last accepted, checked integration round before `record`'s, if any."""
     earlier = [
         r
         for r in state.branch(INTEGRATION)
         if r.round < record.round and r.status == "accepted" and r.check is not None
     ]
-    if not earlier:
+    return earlier[-1] if earlier else None
+
+
+def _compare_with_previous_merge(a, state: State, record: StepRecord, evidence, eval_set):
+    previous = previous_merge(state, record)
+    if previous is None:
         evidence.not_compared = "the merge is compared with the seed at the promotion"
         return
-    previous = earlier[-1]
+    merged, before = (
+        a.step_rollouts(INTEGRATION, record.round),
+        a.step_rollouts(INTEGRATION, previous.round),
+    )
+    evidence.behaviour = behaviour_evidence(a, merged, before)
     try:
         evidence.comparison = compare(
-            a.step_rollouts(INTEGRATION, record.round),
-            a.step_rollouts(INTEGRATION, previous.round),
-            a.experiment.config.comparison,
-            eval_set=eval_set,
+            merged, before, a.experiment.config.comparison, eval_set=eval_set
         )
     except ComparisonError as exc:
         evidence.not_compared = f"not comparable with integration round {previous.round}: {exc}"
@@ -154,8 +162,10 @@ def _promotion(a: ModularRSI, state: State) -> Decision:
         )
         evidence.scores = {"full_check_score": source.check.score}
         try:
+            promoted = a.step_rollouts(INTEGRATION, source.round)
+            evidence.behaviour = behaviour_evidence(a, promoted, baseline)
             evidence.comparison = compare(
-                a.step_rollouts(INTEGRATION, source.round),
+                promoted,
                 baseline,
                 a.experiment.config.comparison,
                 eval_set=eval_set,
@@ -182,3 +192,8 @@ def _promotion(a: ModularRSI, state: State) -> Decision:
         eval_set=eval_set,
         raw=raw_paths(a.experiment.paths.root, *raw),
     )
+
+
+def behaviour_evidence(a: ModularRSI, candidate, baseline) -> dict:
+    """The behaviour signal of a checked version against the one it is compared with."""
+    return behaviour(candidate, baseline, a.experiment.config.behaviour).model_dump(mode="json")

@@ -99,8 +99,38 @@ def test_scripted_task_uses_read_skill_shell_and_editor(server, harness_dir, tmp
     assert "hello" in tool_outputs[1]
     assert "how to greet" in trajectory.messages[1]["content"]  # skill listed in the prompt
     usage = trajectory.usage
-    assert (usage.turns, usage.tool_calls) == (5, 4)
+    assert (usage.turns, usage.tool_calls, usage.model_calls) == (5, 4, 5)
     assert usage.input_tokens > 0 and usage.output_tokens > 0
+
+
+CLAIMED_TURNS = """
+
+# Answers from a table, never calling the model, and reports the turns an honest run makes.
+def run(params, on_step=None):
+    usage = {"input_tokens": 900, "output_tokens": 9, "turns": 3, "tool_calls": 0}
+    return {"status": "completed", "answer": "benign", "error": None, "error_kind": None,
+            "messages": [], "usage": usage, "beacons": {}}
+"""
+
+
+def test_model_calls_and_tokens_are_the_gateway_s_count_not_the_harness_s(
+    server, harness_dir, tmp_path
+):
+    """A harness that answers without its model and claims an honest run's usage: the
+    trajectory keeps its claimed turns, but the calls and tokens are what the gateway saw
+    (the behaviour signal reads those, `stats.behaviour`)."""
+    with (harness_dir / "runtime" / "agent.py").open("a") as agent_py:
+        agent_py.write(CLAIMED_TURNS)
+    work = tmp_path / "work"
+    work.mkdir()
+    server.add_script("claimed", [{"text": "malicious"}])
+    with target_agent(_role(server, "claimed"), harness_dir) as agent:
+        trajectory = agent.run(work, "Classify", task_id="t", split="dev")
+
+    assert trajectory.status == Status.SUCCESS and trajectory.answer == "benign"
+    usage = trajectory.usage
+    assert usage.turns == 3  # the harness's word, kept as it said
+    assert (usage.model_calls, usage.input_tokens, usage.output_tokens) == (0, 0, 0)
 
 
 def test_a_command_that_outlives_its_timeout_leaves_no_process(server, harness_dir, tmp_path):
