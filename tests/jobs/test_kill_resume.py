@@ -33,7 +33,8 @@ CASES = {  # the example, small settings, and the line after which the kill may 
     ),
     "modular_rsi": ([], [], "(queued)"),
     "evolver": (
-        ["--algorithm.max_rounds", "1", "--algorithm.max_why_per_round", "1"],
+        ["--algorithm.max_rounds", "1", "--algorithm.max_why_per_round", "1"]
+        + ["--benchmark.split_counts.train", "9", "--benchmark.split_counts.test", "6"],
         ["--algorithm.candidates_per_why", "2", "--algorithm.recombinations_per_round", "0"],
         "(queued)",
     ),
