@@ -71,6 +71,12 @@ class Watched(Executor):
     def __init__(self, inner: Executor) -> None:
         self.inner = inner
 
+    def __getattr__(self, name: str):
+        # what an executor's loop asks of its own executor (Celery's `app_args`)
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
     @property
     def retries(self):
         return self.inner.retries

@@ -25,30 +25,26 @@ from flashrsi_dagster.experiment.identity import stored_config
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 FLASHRSI = str(Path(sys.executable).parent / "flashrsi")
-CASES = {  # the example, small settings, and the line after which the kill may come
-    "meta_harness": (
-        ["--benchmark.limit", "3", "--algorithm.max_steps", "1"],
-        ["--algorithm.candidates_per_round", "2"],
-        "(queued)",
-    ),
-    "modular_rsi": ([], [], "(queued)"),
-    "evolver": (
-        ["--algorithm.max_rounds", "1", "--algorithm.max_why_per_round", "1"]
-        + ["--benchmark.split_counts.train", "9", "--benchmark.split_counts.test", "6"],
-        ["--algorithm.candidates_per_why", "2", "--algorithm.recombinations_per_round", "0"],
-        "(queued)",
-    ),
+SMALL = {  # the example's small settings (a round of several candidates in each)
+    "meta_harness": "--benchmark.limit 3 --algorithm.max_steps 1"
+    " --algorithm.candidates_per_round 2",
+    "modular_rsi": "--algorithm.edit_budget 1 --algorithm.num_rollouts 1"
+    " --benchmark.split_counts.train 3 --benchmark.split_counts.test 3",
+    "evolver": "--algorithm.max_rounds 1 --algorithm.max_why_per_round 1"
+    " --algorithm.candidates_per_why 2 --algorithm.recombinations_per_round 0"
+    " --benchmark.split_counts.train 9 --benchmark.split_counts.test 6",
 }
+QUEUED = "(queued)"
+"""The line `flashrsi run` prints as it submits a candidate's run: the kill comes after it."""
 HEX = re.compile(r"\b[0-9a-f]{12,40}\b")
 
 
 def _args(algorithm: str, home: Path) -> list[str]:
-    first, second, _ = CASES[algorithm]
     config = EXAMPLES / f"{algorithm}.yaml"
-    return ["--config", str(config), "--experiment.home", str(home), *first, *second]
+    return ["--config", str(config), "--experiment.home", str(home), *SMALL[algorithm].split()]
 
 
-def _outcome(home: Path, algorithm: str) -> tuple[list[str], list[tuple]]:
+def _outcome(home: Path) -> tuple[list[str], list[tuple]]:
     """What must not differ: the summary (scores, promotions, decisions, the sealed test),
     snapshot ids masked (their commits differ in time); and the ledger's decisions."""
     (root,) = [p for p in home.iterdir() if p.is_dir() and not p.name.startswith(".")]
@@ -121,7 +117,7 @@ def _resume(home: Path, name: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("algorithm", sorted(CASES))
+@pytest.mark.parametrize("algorithm", sorted(SMALL))
 def test_a_kill_while_candidates_are_queued_resumes_to_the_uninterrupted_result(
     tmp_path, algorithm
 ):
@@ -134,13 +130,13 @@ def test_a_kill_while_candidates_are_queued_resumes_to_the_uninterrupted_result(
     assert whole.returncode == 0, whole.stdout + whole.stderr
 
     home = tmp_path / "b" / "home"
-    session, printed = _kill_at_random(_args(algorithm, home), CASES[algorithm][2], seed=22)
+    session, printed = _kill_at_random(_args(algorithm, home), QUEUED, seed=22)
     left = _wait_until_gone(session, home)
     assert left == [], f"alive after the kill: {left}"
     name = load_config(EXAMPLES / f"{algorithm}.yaml").experiment.name
     resumed = _resume(home, name)
 
     assert resumed.returncode == 0, printed + resumed.stdout + resumed.stderr
-    assert _outcome(home, algorithm) == _outcome(tmp_path / "a" / "home", algorithm)
+    assert _outcome(home) == _outcome(tmp_path / "a" / "home")
     again = _resume(home, name)  # nothing left: no step runs twice
     assert again.returncode == 0 and "== " not in again.stdout, again.stdout + again.stderr
