@@ -68,6 +68,7 @@ class QueuedRuns:
         self._dequeuing: threading.Thread | None = None
         self._lock: int | None = None
         self._server: subprocess.Popen | None = None
+        self._port = 0
 
     @property
     def available(self) -> bool:
@@ -147,12 +148,8 @@ class QueuedRuns:
         if self._lock is not None:
             os.close(self._lock)  # releases the flock: another driver may dequeue now
             self._lock = None
-        if self._workspace is not None:
-            # an instance that waits for its code servers on shutdown (Dagster's test
-            # instances) gives them 30 s; a loaded machine took longer, and the server, told
-            # to stop, ends on its own (its heartbeat from this process stops too)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._workspace.__exit__(None, None, None)
+        if self._workspace is not None:  # it manages no server: the one below is ours
+            self._workspace.__exit__(None, None, None)
             self._workspace = None
         if self._server is not None:
             self._stop_server(self._server)
@@ -174,7 +171,7 @@ class QueuedRuns:
     def _start_server(self) -> int:
         """Dagster's code server for the home's code location, dying with this process;
         its run workers learn who the driver is (`owner.die_with_driver`)."""
-        port = find_free_port()
+        port = self._port = find_free_port()
         args = [sys.executable, "-m", "dagster", "api", "grpc", "--port", str(port)]
         args += ["--module-name", LOCATION, "--working-directory", str(self.home.parent)]
         args += ["--location-name", LOCATION, "--log-level", "warning"]
@@ -186,12 +183,14 @@ class QueuedRuns:
         wait_for_grpc_server(self._server, client, args, timeout=STARTUP_TIMEOUT)
         return port
 
-    @staticmethod
-    def _stop_server(server: subprocess.Popen) -> None:
-        """Ask it to stop once its runs end (they write their last events), then make sure."""
+    def _stop_server(self, server: subprocess.Popen) -> None:
+        """Ask it to stop (the driver has waited for its runs), then make sure: a server
+        told to stop waits for runs still executing, which a driver giving up leaves to die
+        with it and to be run again by the next."""
         with contextlib.suppress(Exception):
-            server.terminate()
-            server.wait(timeout=30)
+            DagsterGrpcClient(port=self._port, host="localhost").shutdown_server(timeout=5)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            server.wait(timeout=10)
         if server.poll() is None:
             server.kill()
             server.wait()
