@@ -89,9 +89,9 @@ def why_dead(run: dg.DagsterRun, silent_for: float = SILENT_FOR) -> str | None:
 
 
 @contextlib.contextmanager
-def beating(instance: dg.DagsterInstance, run_id: str) -> Iterator[None]:
-    """Tag the run with this process and its heartbeat, renewed every `BEAT` seconds while
-    the block runs."""
+def beating(instance: dg.DagsterInstance, run_id: str, tag: bool = True) -> Iterator[None]:
+    """Tag the run with this process (`tag`: not yet done) and its heartbeat, renewed every
+    `BEAT` seconds while the block runs (a beat before the run exists is skipped)."""
     stop = threading.Event()
 
     def beat() -> None:
@@ -101,7 +101,8 @@ def beating(instance: dg.DagsterInstance, run_id: str) -> Iterator[None]:
             if stop.wait(BEAT):
                 return
 
-    instance.add_run_tags(run_id, this_process())
+    if tag:
+        instance.add_run_tags(run_id, this_process())
     thread = threading.Thread(target=beat, name="flashrsi-heartbeat", daemon=True)
     thread.start()
     try:
