@@ -37,6 +37,7 @@ SMALL = {  # the example's small settings (a round of several candidates in each
 QUEUED = "(queued)"
 """The line `flashrsi run` prints as it submits a candidate's run: the kill comes after it."""
 HEX = re.compile(r"\b[0-9a-f]{12,40}\b")
+WHEN = re.compile(r"@[0-9T:.+-]+")  # a ledger id's time (a promotion's)
 
 
 def _args(algorithm: str, home: Path) -> list[str]:
@@ -54,7 +55,7 @@ def _outcome(home: Path) -> tuple[list[str], list[tuple]]:
     lines = sorted(HEX.sub("<id>", line) for line in opened.summary(opened.read_state()))
     lines_of = (experiment.paths.records / "ledger.jsonl").read_text().splitlines()
     ledger = [json.loads(line) for line in lines_of]
-    return lines, sorted((e["id"], e.get("decision")) for e in ledger)
+    return lines, sorted((WHEN.sub("@<time>", e["id"]), e.get("decision")) for e in ledger)
 
 
 def _kill_at_random(args: list[str], after: str, seed: int) -> tuple[int, str]:
