@@ -356,10 +356,14 @@ code location, which took more than Dagster's 60 s on a loaded 2-core machine.""
 def _drive(experiment, only: tuple[str, ...] | None = None) -> int:
     os.environ.setdefault("DAGSTER_GRPC_TIMEOUT_SECONDS", GRPC_TIMEOUT)  # before Dagster loads
     from flashrsi_dagster.algorithms.base import StepOrderError
+    from flashrsi_dagster.experiment.lock import DriverBusy
     from flashrsi_dagster.jobs.cli_driver import drive, summary
 
     try:
         state = drive(experiment, say=lambda line: print(line, flush=True), only=only)
+    except DriverBusy as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except (StepOrderError, ConfigError) as exc:  # ConfigError: the home's execution.yaml
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -19,6 +19,7 @@ import warnings
 from collections.abc import Mapping
 
 import dagster as dg
+from dagster._core.executor.base import Executor
 from dagster._core.executor.init import InitExecutorContext
 from dagster_celery import celery_executor
 from dagster_docker import docker_executor
@@ -57,4 +58,37 @@ def flashrsi_executor(init_context: InitExecutorContext):
     assert creation is not None, f"{executor.name} has no creation function"
     with warnings.catch_warnings():  # docker_executor is beta in dagster-docker 0.29
         warnings.simplefilter("ignore", dg.BetaWarning)
-        return creation(init_context._replace(executor_def=executor, executor_config=own))
+        chosen = creation(init_context._replace(executor_def=executor, executor_config=own))
+    return Watched(chosen)
+
+
+class Watched(Executor):
+    """The chosen executor, run by a process that says it lives: it tags the run with its
+    process and a heartbeat (`jobs/owner.py`) for as long as it orchestrates the run, so a run
+    whose worker died is told from one that runs. Created and run only in the process that
+    orchestrates the run (a step process never makes the run's executor)."""
+
+    def __init__(self, inner: Executor) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str):
+        # what an executor's loop asks of its own executor (Celery's `app_args`)
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    @property
+    def retries(self):
+        return self.inner.retries
+
+    @property
+    def step_dependency_config(self):
+        return self.inner.step_dependency_config
+
+    def execute(self, plan_context, execution_plan):
+        # jobs.owner reads the run states of defs/: imported when a run executes, not here
+        from flashrsi_dagster.jobs.owner import beating, die_with_driver
+
+        die_with_driver()
+        with beating(plan_context.instance, plan_context.run_id):
+            yield from self.inner.execute(plan_context, execution_plan)

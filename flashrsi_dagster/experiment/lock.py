@@ -22,6 +22,7 @@ import contextlib
 import fcntl
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -84,3 +85,50 @@ def _acquire(path: Path, waiting: Callable[[], None] | None, shared: bool) -> in
         os.close(fd)
         raise
     return fd
+
+
+DRIVER_LOCK = "driver.lock"
+"""Held by the one process driving the experiment (`flashrsi run` / `resume`), for as long as
+it drives; the round driver sensor leaves an experiment alone while it is held."""
+
+
+class DriverBusy(RuntimeError):
+    """Another process drives the experiment."""
+
+
+@contextlib.contextmanager
+def driving(root: Path, patience: float = 5.0) -> Iterator[None]:
+    """Hold the experiment's driver lock for the block, or raise `DriverBusy` when another
+    process holds it for `patience` seconds (a sensor's look holds it a moment)."""
+    path = Path(root) / LOCKS / DRIVER_LOCK
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = open_own(path, os.O_RDWR | os.O_CREAT)
+    try:
+        deadline = time.monotonic() + patience
+        while not _took(fd, fcntl.LOCK_EX):
+            if time.monotonic() > deadline:
+                raise DriverBusy(f"{path} is held: another process drives this experiment")
+            time.sleep(0.1)
+        yield
+    finally:
+        os.close(fd)
+
+
+def driven(root: Path) -> bool:
+    """Whether a process holds the experiment's driver lock now."""
+    path = Path(root) / LOCKS / DRIVER_LOCK
+    if not path.exists():
+        return False
+    fd = open_own(path, os.O_RDWR)
+    try:
+        return not _took(fd, fcntl.LOCK_SH)
+    finally:
+        os.close(fd)
+
+
+def _took(fd: int, mode: int) -> bool:
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
+from dagster._core.scheduler.instigation import InstigatorStatus, InstigatorType
+from dagster._core.storage.tags import RUN_KEY_TAG
 
 from flashrsi_dagster.algorithms.base import Step, StepOrderError
 from flashrsi_dagster.algorithms.registry import open_algorithm
@@ -19,6 +21,7 @@ from flashrsi_dagster.defs import defs_for
 from flashrsi_dagster.defs.ready import ACTIVE, not_active
 from flashrsi_dagster.defs.tags import endpoint_tags
 from flashrsi_dagster.experiment import Experiment
+from flashrsi_dagster.experiment.lock import DriverBusy, driving
 from flashrsi_dagster.jobs.failures import (
     raise_integrity_failure,
     root_cause,
@@ -28,8 +31,10 @@ from flashrsi_dagster.jobs.failures import (
 from flashrsi_dagster.jobs.in_process import InProcessRuns
 from flashrsi_dagster.jobs.instance import persistent_instance
 from flashrsi_dagster.jobs.owner import fail_dead_runs
-from flashrsi_dagster.jobs.queued import QueuedRuns
+from flashrsi_dagster.jobs.queued import DAEMON_GONE, QueuedRuns
+from flashrsi_dagster.jobs.waiting import WAIT_LIMIT, Watch
 from flashrsi_dagster.resources import ExperimentsResource
+from flashrsi_dagster.sensors import round_driver
 
 Say = Callable[[str], None]
 
@@ -50,6 +55,7 @@ def drive_on(
     experiment: Experiment,
     say: Say = print,
     only: tuple[str, ...] | None = None,
+    wait_limit: float = WAIT_LIMIT,
 ):
     """Run every remaining step as Dagster runs on `instance`: a step that is ready alone,
     while no other run is active on the instance, in-process; several ready at once (a
@@ -58,14 +64,38 @@ def drive_on(
     instance without a run queue (no limits to keep) has them run in-process, one by one.
     A resumed experiment whose records fail the integrity check is refused before any step
     (`IntegrityError`, naming the files); a failed run stops the driver with its root cause,
-    once the experiment's other runs have ended."""
+    once the experiment's other runs have ended. Runs of a process that died are marked
+    failed and their steps run again; runs it left queued are dequeued here and waited for;
+    a wait without a sign of life for `wait_limit` seconds ends with `Stalled`."""
     experiment.records.verify()
+    with driving(experiment.paths.root):
+        _refuse_beside_the_sensor(instance, experiment.config.experiment.name)
+        return _drive_held(instance, experiment, say, only, wait_limit)
+
+
+def _refuse_beside_the_sensor(instance: dg.DagsterInstance, name: str) -> None:
+    """One driver per experiment: where the round driver sensor runs (turned on, its daemon
+    alive), it drives; this process would race it. Checked with the driver lock held, which
+    the sensor respects, so a sensor turned on later leaves this experiment alone."""
+    states = instance.all_instigator_state(
+        instigator_type=InstigatorType.SENSOR, instigator_statuses={InstigatorStatus.RUNNING}
+    )
+    beat = instance.get_daemon_heartbeats().get("SENSOR")
+    alive = beat is not None and time.time() - beat.timestamp < DAEMON_GONE
+    if alive and any(s.instigator_name == round_driver.name for s in states):
+        raise DriverBusy(
+            f"experiment {name!r}: the {round_driver.name} sensor is on and its daemon runs: "
+            "it drives this home's experiments (watch them in `flashrsi ui`); stop the "
+            "sensor there to drive from the command line"
+        )
+
+
+def _drive_held(instance, experiment, say, only, wait_limit):
     config = experiment.config
     home, name = str(config.experiment.home), config.experiment.name
     runs = InProcessRuns(instance, home)
-    driver = _Driver(
-        instance, experiment, runs, QueuedRuns(instance, Path(home), runs.definitions), say
-    )
+    queued = QueuedRuns(instance, Path(home), runs.definitions)
+    driver = _Driver(instance, experiment, runs, queued, Watch(instance, name, say, wait_limit))
     try:
         driver.defs.register(instance, name, driver.experiments.algorithm(name))
         for run_id in fail_dead_runs(instance, name):
@@ -89,14 +119,16 @@ def _check_order(step: Step, only: tuple[str, ...] | None, name: str) -> None:
 class _Driver:
     """One experiment's runs: in-process, or queued with the run ids it submitted."""
 
-    def __init__(self, instance, experiment, runs, queued, say: Say) -> None:
+    def __init__(self, instance, experiment, runs, queued, watch: Watch) -> None:
         config = experiment.config
-        self.instance, self.runs, self.queued, self.say = instance, runs, queued, say
+        self.instance, self.runs, self.queued, self.watch = instance, runs, queued, watch
+        self.say = watch.say
         self.name, self.algorithm = config.experiment.name, config.algorithm.name
         self.defs = defs_for(self.algorithm)
         self.experiments = ExperimentsResource.at(str(config.experiment.home))
         self.tags = endpoint_tags(config, Path(config.experiment.home))
         self.submitted: dict[str, Step] = {}
+        self.mine: set[str] = set()  # submitted by this process (not reported while waiting)
 
     def advance(self, ready: tuple[Step, ...]) -> None:
         """Start what may start of the ready steps, then wait for one run to end."""
@@ -111,11 +143,33 @@ class _Driver:
             return
         for request in wanted:
             self.say(f"== {steps[request.run_key].describe()} (queued)")
-            self.submitted[self.queued.submit(request)] = steps[request.run_key]
-        if not self.submitted:  # another process's runs: wait for them
-            time.sleep(1)
+            run_id = self.queued.submit(request)
+            self.submitted[run_id] = steps[request.run_key]
+            self.mine.add(run_id)
+        self._adopt(active, steps)
+        awaited = set(self.submitted) | {r.run_id for r in active}
+        if not awaited:
             return
-        self._ended(self.queued.wait_for_any(set(self.submitted)))
+        run = self.watch.until_one_ends(awaited, self.mine, self._describe)
+        if run.run_id in self.submitted:
+            self._ended(run)
+
+    def _adopt(self, active: list[dg.DagsterRun], steps: dict[str | None, Step]) -> None:
+        """Another process's runs of ready steps are waited for as this driver's own (their
+        end reported, a failure stopping it); queued ones need a dequeuer: this process."""
+        for run in active:
+            step = steps.get(run.tags.get(RUN_KEY_TAG))
+            if step is not None and run.run_id not in self.submitted:
+                self.submitted[run.run_id] = step
+        if any(r.status == dg.DagsterRunStatus.QUEUED for r in active) and self.queued.available:
+            self.queued.serve()
+
+    def _describe(self, run_id: str) -> str:
+        step = self.submitted.get(run_id)
+        if step is not None:
+            return step.describe()
+        run = self.instance.get_run_by_id(run_id)
+        return f"{run.job_name} run of this experiment" if run else "a run"
 
     def _in_this_process(self, wanted: list[dg.RunRequest]) -> bool:
         """A step alone while no run is active on the instance (else it queues too, so the
@@ -138,9 +192,12 @@ class _Driver:
         if run.status == dg.DagsterRunStatus.SUCCESS:
             self._step_line(step)
             return
+        if run.run_id in self.watch.dead:  # its process died: the step is asked for again
+            return
         self.queued.cancel_queued(set(self.submitted))
         while self.submitted:  # the others finish what they started, and are recorded
-            self.submitted.pop(self.queued.wait_for_any(set(self.submitted)).run_id)
+            ended = self.watch.until_one_ends(set(self.submitted), self.mine, self._describe)
+            self.submitted.pop(ended.run_id)
         failures = step_failures(self.instance, run.run_id)
         raise_integrity_failure(failures)
         why = root_cause(failures) if failures else run_failure(self.instance, run.run_id)

@@ -12,12 +12,13 @@ from collections.abc import Mapping
 import dagster as dg
 from dagster._core.definitions.reconstruct import ReconstructableRepository
 from dagster._core.execution.execute_in_process import merge_run_tags
+from dagster._core.utils import make_new_run_id
 
 from flashrsi_dagster.algorithms.base import Step
 from flashrsi_dagster.defs import build_definitions, defs_for
 from flashrsi_dagster.jobs.execution import home_run_config, runs_elsewhere
 from flashrsi_dagster.jobs.failures import raise_integrity_failure, root_cause
-from flashrsi_dagster.jobs.owner import this_process
+from flashrsi_dagster.jobs.owner import beating, this_process
 
 REPOSITORY_LABEL = {".dagster/repository": "__repository__@flashrsi_dagster.definitions"}
 """The tag the UI lists a job's runs by (repository @ code location, as `flashrsi ui` and
@@ -62,14 +63,17 @@ class InProcessRuns:
             result = _execute_from_code_location(self.instance, job, request, tags, run_config)
         else:  # `in_process` chosen or none: the run is this process, whatever it says
             run_config.pop("execution", None)
-            result = job.execute_in_process(
-                instance=self.instance,
-                partition_key=request.partition_key,
-                tags=tags,
-                asset_selection=request.asset_selection,
-                raise_on_error=False,
-                run_config=run_config,
-            )
+            run_id = make_new_run_id()
+            with beating(self.instance, run_id, tag=False):  # for a driver on another host
+                result = job.execute_in_process(
+                    instance=self.instance,
+                    partition_key=request.partition_key,
+                    tags=tags,
+                    asset_selection=request.asset_selection,
+                    raise_on_error=False,
+                    run_config=run_config,
+                    run_id=run_id,
+                )
         failures = result.get_step_failure_events()
         raise_integrity_failure(failures)
         self.failure = None if result.success else root_cause(failures)

@@ -4,9 +4,15 @@ run of its algorithm's job, submitted to the instance's run coordinator (Dagster
 starts), launched by the instance's run launcher into a run worker of its own.
 
 For as long as the driver needs them, this process hosts what `dagster dev` would: the code
-location `flashrsi_dagster.definitions` (Dagster's own gRPC code server, started as a child in
-the folder holding the home) and the queue's dequeue loop (`QueuedRunCoordinatorDaemon`, one
-iteration a second in a thread). Nothing here schedules: Dagster's queue does."""
+location `flashrsi_dagster.definitions` (Dagster's own gRPC code server, `dagster api grpc`,
+started as a child in the folder holding the home) and the queue's dequeue loop
+(`QueuedRunCoordinatorDaemon`, one iteration a second in a thread). Nothing here schedules:
+Dagster's queue does.
+
+The code server and the run workers it spawns die with this process, even on SIGKILL (the
+kernel's parent-death signal, `owner.die_with_parent`): a killed driver leaves no process
+behind, and its runs are marked failed by the next driver (`owner.fail_dead_runs`), which
+runs their steps again (a step resumes from its records)."""
 
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ import fcntl
 import logging
 import os
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -24,13 +31,18 @@ from dagster._core.definitions.selector import JobSubsetSelector
 from dagster._core.run_coordinator import QueuedRunCoordinator
 from dagster._core.storage.tags import RUN_KEY_TAG
 from dagster._core.workspace.context import WorkspaceProcessContext
-from dagster._core.workspace.load_target import ModuleTarget
+from dagster._core.workspace.load_target import GrpcServerTarget
 from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import (
     QueuedRunCoordinatorDaemon,
 )
+from dagster._grpc.client import DagsterGrpcClient
+from dagster._grpc.server import wait_for_grpc_server
+from dagster._utils import find_free_port
 
 from flashrsi_dagster.jobs.execution import home_resources, home_run_config
 from flashrsi_dagster.jobs.in_process import QUIET, REPOSITORY_LABEL
+from flashrsi_dagster.jobs.owner import DRIVER_ENV, LAUNCHER_TAG, die_with_parent, identity
+from flashrsi_dagster.jobs.run_queue import STARTUP_TIMEOUT
 from flashrsi_dagster.records.atomic import open_own
 
 LOCATION = "flashrsi_dagster.definitions"
@@ -55,6 +67,8 @@ class QueuedRuns:
         self._stop = threading.Event()
         self._dequeuing: threading.Thread | None = None
         self._lock: int | None = None
+        self._server: subprocess.Popen | None = None
+        self._port = 0
 
     @property
     def available(self) -> bool:
@@ -99,6 +113,7 @@ class QueuedRuns:
                 **resolved.tags,
                 REPOSITORY_TAG: f"{repository.name}@{location.name}",  # its job's Runs tab
                 RUN_KEY_TAG: request.run_key or "",
+                LAUNCHER_TAG: identity(os.getpid()),  # the dequeuer puts its own
             },
             job_snapshot=remote.job_snapshot,
             execution_plan_snapshot=plan.execution_plan_snapshot,
@@ -112,14 +127,9 @@ class QueuedRuns:
         self.instance.submit_run(run.run_id, context)
         return run.run_id
 
-    def wait_for_any(self, run_ids: set[str], poll: float = 0.5) -> dg.DagsterRun:
-        """The first of the runs to end (success, failure or cancellation)."""
-        while True:
-            runs = self.instance.get_runs(filters=dg.RunsFilter(run_ids=list(run_ids)))
-            ended = [r for r in runs if r.status in ENDED]
-            if ended:
-                return ended[0]
-            time.sleep(poll)
+    def serve(self) -> None:
+        """Host the code server and the dequeue loop (queued runs another driver left)."""
+        self._started()
 
     def cancel_queued(self, run_ids: set[str]) -> None:
         """Take the runs that have not started yet out of the queue."""
@@ -138,30 +148,57 @@ class QueuedRuns:
         if self._lock is not None:
             os.close(self._lock)  # releases the flock: another driver may dequeue now
             self._lock = None
-        if self._workspace is not None:
-            # an instance that waits for its code servers on shutdown (Dagster's test
-            # instances) gives them 30 s; a loaded machine took longer, and the server, told
-            # to stop, ends on its own (its heartbeat from this process stops too)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._workspace.__exit__(None, None, None)
+        if self._workspace is not None:  # it manages no server: the one below is ours
+            self._workspace.__exit__(None, None, None)
             self._workspace = None
+        if self._server is not None:
+            self._stop_server(self._server)
+            self._server = None
 
     def _started(self) -> WorkspaceProcessContext:
         if self._workspace is None:
-            target = ModuleTarget(LOCATION, None, str(self.home.parent), None)
-            self._workspace = WorkspaceProcessContext(
-                self.instance, target, code_server_log_level="WARNING"
+            port = self._start_server()
+            target = GrpcServerTarget(
+                host="localhost", port=port, socket=None, location_name=LOCATION
             )
+            self._workspace = WorkspaceProcessContext(self.instance, target)
             self._workspace.__enter__()
             if self.available:
                 self._dequeuing = threading.Thread(target=self._dequeue, daemon=True)
                 self._dequeuing.start()
         return self._workspace
 
+    def _start_server(self) -> int:
+        """Dagster's code server for the home's code location, dying with this process;
+        its run workers learn who the driver is (`owner.die_with_driver`)."""
+        port = self._port = find_free_port()
+        args = [sys.executable, "-m", "dagster", "api", "grpc", "--port", str(port)]
+        args += ["--module-name", LOCATION, "--working-directory", str(self.home.parent)]
+        args += ["--location-name", LOCATION, "--log-level", "warning"]
+        env = {**os.environ, DRIVER_ENV: identity(os.getpid())}
+        self._server = subprocess.Popen(
+            args, cwd=self.home.parent, env=env, preexec_fn=die_with_parent
+        )
+        client = DagsterGrpcClient(port=port, host="localhost")
+        wait_for_grpc_server(self._server, client, args, timeout=STARTUP_TIMEOUT)
+        return port
+
+    def _stop_server(self, server: subprocess.Popen) -> None:
+        """Ask it to stop (the driver has waited for its runs), then make sure: a server
+        told to stop waits for runs still executing, which a driver giving up leaves to die
+        with it and to be run again by the next."""
+        with contextlib.suppress(Exception):
+            DagsterGrpcClient(port=self._port, host="localhost").shutdown_server(timeout=5)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            server.wait(timeout=10)
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
     def _dequeue(self) -> None:
         assert self._workspace is not None
         interval = self.instance.run_coordinator.dequeue_interval_seconds  # type: ignore[attr-defined]
-        with QueuedRunCoordinatorDaemon(interval_seconds=interval) as daemon:
+        with _Dequeuer(interval_seconds=interval) as daemon:
             daemon._logger.setLevel(logging.WARNING)  # its every look at the queue, at INFO
             while not self._stop.wait(interval):
                 if self._may_dequeue(daemon.daemon_type()):
@@ -184,3 +221,17 @@ class QueuedRuns:
             self._lock = fd
         beat = self.instance.get_daemon_heartbeats().get(daemon_type)
         return beat is None or time.time() - beat.timestamp > DAEMON_GONE
+
+
+class _Dequeuer(QueuedRunCoordinatorDaemon):
+    """Dagster's dequeue loop, tagging each run it launches with this process (whose code
+    server will host the run's worker), so a later driver can tell a run whose launcher
+    died before its worker started (`owner.why_dead`)."""
+
+    def _dequeue_run(self, instance, workspace, run, concurrency_config, fixed_iteration_time):
+        current = instance.get_run_by_id(run.run_id)
+        if current is not None and current.status == dg.DagsterRunStatus.QUEUED:
+            instance.add_run_tags(run.run_id, {LAUNCHER_TAG: identity(os.getpid())})
+        return super()._dequeue_run(
+            instance, workspace, run, concurrency_config, fixed_iteration_time
+        )

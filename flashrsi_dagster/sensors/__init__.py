@@ -7,7 +7,9 @@ tick, through its algorithm's mapping, with an idempotent run key: Dagster never
 key twice, and the run queue's limits decide when each starts. A step whose run is active is
 not requested again; an experiment with an active run that is none of its ready steps (a
 sequential step, a run launched from the UI, a candidate whose run is still ending) is left
-alone until that run ends. It stops asking once the experiment is done or aborted.
+alone until that run ends. It stops asking once the experiment is done or aborted, and
+leaves alone an experiment a `flashrsi run` / `resume` drives (it holds the driver lock:
+one driver per experiment).
 
 The schedule only *requests* a `start_experiment` run: previewing it creates nothing."""
 
@@ -22,6 +24,7 @@ from flashrsi_dagster.defs import ALGORITHM_DEFS, defs_for
 from flashrsi_dagster.defs.ready import ACTIVE, not_active
 from flashrsi_dagster.defs.tags import endpoint_tags
 from flashrsi_dagster.experiment.keys import nightly_name
+from flashrsi_dagster.experiment.lock import driven
 from flashrsi_dagster.jobs.execution import home_run_config
 from flashrsi_dagster.jobs.owner import fail_dead_runs
 from flashrsi_dagster.jobs.start import start_experiment
@@ -41,6 +44,8 @@ def round_driver(
     run_config = home_run_config(experiments.home)  # where steps run: <home>/execution.yaml
     requests, additions = [], []
     for name in experiments.names():
+        if driven(Path(experiments.home) / name):  # a `flashrsi run` drives it: one driver
+            continue
         try:
             opened = experiments.algorithm(name)  # opened once, for the tick
             algorithm = defs_for(opened.name)

@@ -13,6 +13,7 @@ from flashrsi_dagster.algorithms.registry import open_algorithm
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.defs import defs_for
 from flashrsi_dagster.experiment import open_experiment
+from flashrsi_dagster.experiment.lock import driving
 from flashrsi_dagster.resources import ExperimentsResource
 from flashrsi_dagster.sensors import round_driver
 
@@ -57,3 +58,17 @@ def test_one_tick_requests_every_ready_candidate_each_once(tmp_path):
         assert other is not None
         _active(instance, other, **{"dagster/run_key": "another step"})
         assert _tick(instance, tmp_path) == []
+
+
+def test_an_experiment_a_flashrsi_run_drives_is_left_alone_by_the_sensor(tmp_path):
+    """One driver per experiment: the sensor requested each round-0 branch a second time
+    beside `flashrsi run` (18 runs for 13 steps). While the driver lock is held, it asks
+    nothing; once released, it takes over."""
+    overrides = ["--experiment.home", str(tmp_path), "--benchmark.limit", "2"]
+    experiment = open_experiment(load_config(EXAMPLE, overrides))
+    name = experiment.config.experiment.name
+    with dg.instance_for_test() as instance:
+        MH.register(instance, name, open_algorithm(experiment))
+        with driving(experiment.paths.root):
+            assert _tick(instance, tmp_path) == []
+        assert [r.run_key for r in _tick(instance, tmp_path)] == [f"{name}:evaluate_seed:r000.c0"]
