@@ -117,26 +117,29 @@ def _key_problem(
         return f"changed the type of the file holding `{key}`"
     toml = change.path.endswith(".toml")
     try:
-        was = _value(before(change.path), key, toml)
-        now = _value(after(change.path), key, toml)
+        was = key_value(before(change.path), key, toml)
+        now = key_value(after(change.path), key, toml)
     except ValueError:
         kind = "TOML" if toml else "YAML"
         return f"the file cannot be read as {kind}, so `{key}` cannot be shown unchanged"
     return None if was == now else f"changed `{key}`"
 
 
-_ABSENT = object()
+ABSENT = object()
+"""What `key_value` returns for a key (or file) that is not there."""
 
 
-def _value(data: bytes | None, key: str, toml: bool = False) -> Any:
+def key_value(data: bytes | None, key: str, toml: bool = False) -> Any:
+    """The value of top-level `key` in a YAML (or TOML) file's bytes; ValueError when the
+    file cannot be read as one."""
     if data is None:
-        return _ABSENT
+        return ABSENT
     try:
         document = tomllib.loads(data.decode()) if toml else yaml.safe_load(data)
     except (yaml.YAMLError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(str(exc)) from None
     if document is None:
-        return _ABSENT
+        return ABSENT
     if not isinstance(document, dict):
         raise ValueError("not a mapping")
-    return document.get(key, _ABSENT)
+    return document.get(key, ABSENT)

@@ -24,6 +24,7 @@ from flashrsi_dagster.agents.codex.events import trajectory_of
 from flashrsi_dagster.agents.codex.home import ENTRY, build_home, home_problems
 from flashrsi_dagster.agents.output import file_tail
 from flashrsi_dagster.agents.permissions import permission_verdict, unknown_tools
+from flashrsi_dagster.agents.protected_limits import ProtectedLimits, limits_verdict
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import AgentRun, gateway_verdict
 from flashrsi_dagster.environments.jail import Mount, read_from_jail
@@ -38,6 +39,9 @@ CANCEL_GRACE_SECONDS = 2.0
 MAX_EVENTS_BYTES = 64 << 20
 """A run's event stream is read up to this size; larger is no result."""
 STDERR_TAIL = 4000
+LIMITS_FILE = "config.toml"
+DEFAULT_LIMITS = ProtectedLimits(shell_timeout=120.0, output_limit=20_000)
+"""The core's own defaults (`codex_core/settings.py`) for a limit config.toml leaves out."""
 
 
 class Codex(Agent):
@@ -54,7 +58,8 @@ class Codex(Agent):
     protected = ("config.toml#limits",)
     """`[limits]` (shell_timeout, output_limit) are budgets the run is held to. The core's
     code, AGENTS.md, skills, hooks, plugins and the rest of config.toml stay evolvable;
-    `max_turns`, `max_tool_calls`, permissions and the timeouts come from the role config."""
+    `max_turns`, `max_tool_calls`, permissions and the timeouts come from the role config.
+    The limits are held outside the core too: `agents/protected_limits.py`."""
 
     @classmethod
     def config_problems(cls, config: RoleConfig, where: str) -> list[str]:
@@ -89,6 +94,7 @@ class Codex(Agent):
         if problems:
             raise AgentConfigError("; ".join(problems))
         working_dir = Path(working_dir).resolve()
+        limits = ProtectedLimits.read(self.files_dir, LIMITS_FILE, DEFAULT_LIMITS)
         edit = config.permissions.edit
         with scratch_dir("codex-run-") as run_dir:
             home = run_dir / "home"
@@ -105,6 +111,8 @@ class Codex(Agent):
                 # withheld tools whatever the core does with its payload.
                 max_model_calls=Budget.of(config).max_model_calls,
                 deny_tools=self.gateway_denied(config),
+                shell_timeout=limits.shell_timeout,
+                output_limit=limits.output_limit,
             ) as confined:
                 payload = self._payload(config, working_dir, instruction, home, confined)
                 if confined.shell_prefix:
@@ -123,6 +131,7 @@ class Codex(Agent):
             duration=duration,
         )  # fmt: skip
         trajectory = Trajectory.model_validate(redactor.value(trajectory.model_dump(mode="json")))
+        trajectory = limits_verdict(trajectory, limits, confined)
         trajectory = gateway_verdict(trajectory, confined.usage, timed_out)
         trajectory = budget_verdict(trajectory, Budget.of(config), confined.usage)
         return permission_verdict(trajectory, confined.usage)
