@@ -62,19 +62,21 @@ def _clip_value(holder: dict, key: str, allowed: int) -> int:
         holder[key] = _clip(value, allowed)
         return 1
     parts = [p for p in _dicts(value) if isinstance(p.get("text"), str)]
-    total = sum(len(p["text"]) for p in parts)
-    if total <= allowed:
+    if sum(len(p["text"]) for p in parts) <= allowed:
         return 0
-    for part in parts:  # each part gets its share of the allowance
-        share = max(_MARKER_ROOM, allowed * len(part["text"]) // total)
-        if len(part["text"]) > share:
-            part["text"] = _clip(part["text"], share)
+    left = allowed  # the parts in order, until the allowance is spent; the rest emptied
+    for part in parts:
+        text = part["text"]
+        part["text"] = text if len(text) <= left else _clip(text, left)
+        left -= len(part["text"])
     return 1
 
 
 def _clip(text: str, allowed: int) -> str:
     """At most `allowed` characters: head and tail kept, the middle replaced by a marker."""
-    room = max(0, allowed - _MARKER_ROOM)
+    if allowed < _MARKER_ROOM:
+        return text[:allowed]
+    room = allowed - _MARKER_ROOM
     head, tail = room // 2, room - room // 2
     return text[:head] + _MARKER.format(len(text) - room) + text[len(text) - tail :]
 
