@@ -27,8 +27,7 @@ pytestmark = needs_jails
 SHELL_TIMEOUT, OUTPUT_LIMIT, HUGE = 1, 300, 50_000
 SED = (
     "sed -i -e 's/_timeout(arguments.get(\"timeout\"), ctx.shell_timeout)/1e6/' "
-    "-e 's/_read(out, ctx.output_limit)/_read(out, 10**9)/' tools/shell.py && "
-    "grep -c '1e6\\|10\\*\\*9' tools/shell.py"
+    "-e 's/_read(out, ctx.output_limit)/_read(out, 10**9)/' tools/shell.py"
 )
 """The Worker's edit, as the issue made it (its own command, in its checkout)."""
 
@@ -64,7 +63,8 @@ def child(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with worker_agent(_role(worker)) as agent:
         edit = agent.run(checkout, "make the shell tool more generous", task_id="edit")
     assert edit.status == Status.SUCCESS, edit.error
-    assert "\n2\n" in [m["content"] for m in edit.messages if m["role"] == "tool"][0] + "\n"
+    edited = (checkout / "tools" / "shell.py").read_text()
+    assert "timeout = 1e6" in edited and "_read(out, 10**9)" in edited
 
     outcome = store.commit_child(seed, checkout, message="candidate")
     assert outcome.status == "committed", outcome.reason  # accepted: no protected key changed
