@@ -13,9 +13,11 @@ harness's `components.yaml` may replace them with a `protected:` section. The li
 the seed snapshot and inherited by every child, and `components.yaml` itself is never
 evolvable.
 
-What this cannot cover: runtime code that ignores a limit it was given. The limits that hold
+What this cannot cover: runtime code that ignores a limit it was given. So the limits that hold
 whatever the harness does (the rollout timeout, the jail, the gateway's caps, the scoring
-outside the jail) live in the framework, outside every snapshot.
+outside the jail) live in the framework, outside every snapshot, and a protected limit the
+harness applies is applied again there (`agents/protected_limits.py`): the snapshot's copy is
+at most a stricter request.
 """
 
 from __future__ import annotations
