@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from flashrsi_dagster.agents.base import AgentConfigError
 from flashrsi_dagster.environments.confinement import AgentRun
 from flashrsi_dagster.gateway.clipping import clip_tool_results
 from flashrsi_dagster.records import Trajectory
@@ -38,17 +37,18 @@ class ProtectedLimits:
     @classmethod
     def read(cls, files_dir: Path, file: str, defaults: ProtectedLimits) -> ProtectedLimits:
         """The `limits` table of `file` (YAML, or TOML by its suffix) in the snapshot at
-        `files_dir`, a missing value taking the harness's own default (`defaults`)."""
+        `files_dir`, a missing value taking the harness's own default (`defaults`). ValueError
+        (naming the file and key) when it cannot be read or a value is not a positive number."""
         path = Path(files_dir) / file
         where = f"{path}#{KEY}"
         data = path.read_bytes() if path.is_file() else None
         try:
             table = key_value(data, KEY, toml=file.endswith(".toml"))
         except ValueError as exc:
-            raise AgentConfigError(f"{path}: cannot be read for its limits: {exc}") from None
+            raise ValueError(f"{path}: cannot be read for its limits: {exc}") from None
         table = {} if table is ABSENT or table is None else table
         if not isinstance(table, dict):
-            raise AgentConfigError(f"{where}: must be a mapping")
+            raise ValueError(f"{where}: must be a mapping")
         return cls(
             shell_timeout=_positive(table, "shell_timeout", defaults.shell_timeout, where),
             output_limit=int(_positive(table, "output_limit", defaults.output_limit, where)),
@@ -58,7 +58,7 @@ class ProtectedLimits:
 def _positive(table: dict, name: str, default: float, where: str) -> float:
     value = table.get(name, default)
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise AgentConfigError(f"{where}.{name}: must be a positive number, got {value!r}")
+        raise ValueError(f"{where}.{name}: must be a positive number, got {value!r}")
     return value
 
 

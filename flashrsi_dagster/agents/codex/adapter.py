@@ -39,9 +39,6 @@ CANCEL_GRACE_SECONDS = 2.0
 MAX_EVENTS_BYTES = 64 << 20
 """A run's event stream is read up to this size; larger is no result."""
 STDERR_TAIL = 4000
-LIMITS_FILE = "config.toml"
-DEFAULT_LIMITS = ProtectedLimits(shell_timeout=120.0, output_limit=20_000)
-"""The core's own defaults (`codex_core/settings.py`) for a limit config.toml leaves out."""
 
 
 class Codex(Agent):
@@ -55,6 +52,8 @@ class Codex(Agent):
     supported_apis = ("responses",)
     shell_tools = ("shell",)
     api_hint = " (the Codex core speaks the Responses API only)"
+    limits_file = ("config.toml", ProtectedLimits(shell_timeout=120.0, output_limit=20_000))
+    """The defaults are the core's own (`codex_core/settings.py`), for a limit left out."""
     protected = ("config.toml#limits",)
     """`[limits]` (shell_timeout, output_limit) are budgets the run is held to. The core's
     code, AGENTS.md, skills, hooks, plugins and the rest of config.toml stay evolvable;
@@ -94,7 +93,8 @@ class Codex(Agent):
         if problems:
             raise AgentConfigError("; ".join(problems))
         working_dir = Path(working_dir).resolve()
-        limits = ProtectedLimits.read(self.files_dir, LIMITS_FILE, DEFAULT_LIMITS)
+        limits = self.protected_limits()
+        assert limits is not None
         edit = config.permissions.edit
         with scratch_dir("codex-run-") as run_dir:
             home = run_dir / "home"

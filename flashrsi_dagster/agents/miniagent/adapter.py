@@ -41,9 +41,6 @@ CANCEL_GRACE_SECONDS = 2.0
 _STDERR_TAIL = 4000
 MAX_RESULT_BYTES = 64 << 20
 """A run's result (its whole trajectory) is read up to this size; larger is no result."""
-LIMITS_FILE = "agent.yaml"
-DEFAULT_LIMITS = ProtectedLimits(shell_timeout=60.0, output_limit=20_000)
-"""The harness's own defaults (`runtime/context.py`) for a limit agent.yaml leaves out."""
 BEACON_NAME = re.compile(r"[\w.:-]{1,64}")
 MAX_BEACONS = 64
 """The activation beacons a trajectory keeps (`harness/runtime/beacon.py`): the harness
@@ -62,6 +59,8 @@ class MiniAgent(Agent):
     own needs are the framework's (`integrations.staging`)."""
     api_hint = " (it talks to OpenAI-compatible endpoints; use type claude-code for anthropic)"
     supports_web = True
+    limits_file = ("agent.yaml", ProtectedLimits(shell_timeout=60.0, output_limit=20_000))
+    """The defaults are the harness's own (`runtime/context.py`), for a limit left out."""
     protected = (
         "agent.yaml#limits",
         "runtime/beacon.py",
@@ -115,7 +114,8 @@ class MiniAgent(Agent):
                 "environment (its files are reached through the shell there)"
             )
         budget = Budget.of(config)
-        limits = ProtectedLimits.read(self.files_dir, LIMITS_FILE, DEFAULT_LIMITS)
+        limits = self.protected_limits()
+        assert limits is not None
         work = Path(working_dir).resolve()
         # edit: false is the kernel's to enforce: the task folder is mounted read-only.
         editable = (work,) if config.permissions.edit else ()

@@ -12,7 +12,7 @@ import yaml
 
 from flashrsi_dagster.agents import target_agent
 from flashrsi_dagster.agents.base import AgentConfigError
-from flashrsi_dagster.agents.miniagent.adapter import DEFAULT_LIMITS, HARNESS, LIMITS_FILE
+from flashrsi_dagster.agents.miniagent.adapter import HARNESS, MiniAgent
 from flashrsi_dagster.agents.protected_limits import ProtectedLimits
 from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.gateway.clipping import FRAMING
@@ -103,15 +103,18 @@ def test_an_edited_shell_tool_gains_no_time_and_no_output(server, tmp_path: Path
     assert len(tools[1]) <= OUTPUT_LIMIT + FRAMING  # and what the framework kept
 
 
-def test_the_limits_are_read_from_the_protected_key(tmp_path: Path):
+def test_the_limits_are_read_from_the_protected_key(server, tmp_path: Path):
     folder = edited_harness(tmp_path)
+    role = RoleConfig.model_validate(
+        {"type": "miniagent", "llm": {"model": "simulator/echo", "base_url": server.url}}
+    )
 
-    assert ProtectedLimits.read(folder, LIMITS_FILE, DEFAULT_LIMITS) == ProtectedLimits(
-        SHELL_TIMEOUT, OUTPUT_LIMIT
-    )
-    assert ProtectedLimits.read(HARNESS, LIMITS_FILE, DEFAULT_LIMITS) == ProtectedLimits(
-        120, 20_000
-    )
-    (folder / "agent.yaml").write_text("limits: {shell_timeout: -1}\n")
-    with pytest.raises(AgentConfigError, match=r"agent\.yaml#limits\.shell_timeout"):
-        ProtectedLimits.read(folder, LIMITS_FILE, DEFAULT_LIMITS)
+    with target_agent(role, folder) as agent:
+        assert agent.protected_limits() == ProtectedLimits(SHELL_TIMEOUT, OUTPUT_LIMIT)
+        agent.update(HARNESS)
+        assert agent.protected_limits() == ProtectedLimits(120, 20_000)
+        (folder / "agent.yaml").write_text("limits: {shell_timeout: -1}\n")
+        agent.update(folder)
+        with pytest.raises(AgentConfigError, match=r"agent\.yaml#limits\.shell_timeout"):
+            agent.protected_limits()
+    assert MiniAgent.limits_file is not None
