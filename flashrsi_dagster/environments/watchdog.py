@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flashrsi_dagster.environments.jail import Jail
+from flashrsi_dagster.environments.joining import JAIL_UID
 
 GRACE = 1.0
 """Seconds past the limit before the host kills: the harness's own timeout goes first."""
@@ -98,12 +99,13 @@ class ShellWatchdog:
         return found
 
     def _members(self) -> list[int]:
-        """Candidates: the jail's pids cgroup when it has one, else every process."""
+        """Candidates: the jail's pids cgroup when it has one (about 1 ms a look), else every
+        process of the jail user (a command cannot change its user)."""
         group = self.jail.group
         if group is not None:
             with contextlib.suppress(OSError):
                 return [int(line) for line in group.procs.read_text().split()]
-        return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+        return [pid for pid in _pids() if _owner(pid) == JAIL_UID]
 
 
 def kills_metadata(limit: float, kills: list[Kill]) -> dict:
@@ -113,6 +115,17 @@ def kills_metadata(limit: float, kills: list[Kill]) -> dict:
         "killed": [{"command": k.command, "seconds": k.seconds} for k in kills],
         "by": "host",
     }
+
+
+def _pids() -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+
+
+def _owner(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
 
 
 def _namespace(pid: int) -> str | None:
