@@ -17,6 +17,7 @@ import ctypes
 import importlib.util
 import os
 import resource
+import signal
 import sys
 
 JAIL_UID = 65534
@@ -93,7 +94,7 @@ def main(argv: list[str]) -> int:
     if child:
         if group_fd is not None:
             os.close(group_fd)
-        return os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
+        return _exit_like(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]))
     drop_privileges({**env, "PWD": cwd}, seccomp_filter, group_fd)
     os.chdir(cwd)
     try:
@@ -101,6 +102,17 @@ def main(argv: list[str]) -> int:
     except OSError as exc:
         print(f"joining.py: cannot run {program[0]}: {exc}", file=sys.stderr)
         return 127
+
+
+def _exit_like(code: int) -> int:
+    """The program's exit code; a program killed by a signal kills us with it (as nsenter
+    does), so the caller sees the same death."""
+    if code < 0:
+        if -code != signal.SIGKILL:  # its handler cannot be set, nor needs to be
+            signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+        return 128 - code
+    return code
 
 
 if __name__ == "__main__":
