@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from flashrsi_dagster.agents.budgets import Budget
 from flashrsi_dagster.agents.permissions import denied_tools
+from flashrsi_dagster.agents.protected_limits import ProtectedLimits
 from flashrsi_dagster.agents.run_config import run_config_message
 from flashrsi_dagster.config.experiment import ExperimentConfig, role_key
 from flashrsi_dagster.config.models import RoleConfig
@@ -81,6 +82,9 @@ class Agent(ABC):
     unbound, and a batch with environment tasks is refused."""
     supports_web: ClassVar[bool] = False
     """True when the adapter offers its agent the web through the gateway (`web.enabled`)."""
+    limits_file: ClassVar[tuple[str, ProtectedLimits] | None] = None
+    """The harness file whose protected `limits` key holds `shell_timeout` and `output_limit`,
+    and the harness's own defaults for them (`agents/protected_limits.py`); None: none."""
     protected: ClassVar[tuple[str, ...]] = ()
     """The harness's evaluator-protected entries (`glob` or `glob#key`): the files, or keys,
     that hold a permission or a budget the run is held to; no candidate may change them
@@ -174,6 +178,16 @@ class Agent(ABC):
         """The budget the gateway and the verdict after the run hold a run of `config` to
         (`Budget.max_model_calls` is the gateway's cap); the role's own by default."""
         return Budget.of(config)
+
+    def protected_limits(self) -> ProtectedLimits | None:
+        """The snapshot's protected limits (`limits_file`), which the host and the gateway
+        enforce outside the harness; None for an adapter without them."""
+        if self.limits_file is None:
+            return None
+        try:
+            return ProtectedLimits.read(self.files_dir, *self.limits_file)
+        except ValueError as exc:
+            raise AgentConfigError(str(exc)) from None
 
     @classmethod
     def gateway_denied(cls, config: RoleConfig) -> frozenset[str]:

@@ -32,6 +32,7 @@ from flashrsi_dagster.environments.jail import (
     give_to_jail_user,
     require_jails,
 )
+from flashrsi_dagster.environments.watchdog import Kill, ShellWatchdog
 from flashrsi_dagster.gateway import Caps, Gateway, RunUsage, Upstream, WebAccess
 from flashrsi_dagster.llm.client import resolve_key
 from flashrsi_dagster.llm.endpoints import anthropic_base_url, openai_base_url
@@ -58,6 +59,8 @@ class AgentRun:
     """Where the run's shell commands go when the task has an environment of its own."""
     usage: RunUsage | None = None
     """What the run used, filled in when the run's confinement ends."""
+    shell_kills: list[Kill] = field(default_factory=list)
+    """Commands the host killed at the run's shell timeout, filled in when the run ends."""
 
     @property
     def openai_base_url(self) -> str:
@@ -102,6 +105,8 @@ class Confinement:
         max_model_calls: int | None = None,
         web: WebConfig | None = None,
         deny_tools: Sequence[str] = (),
+        shell_timeout: float | None = None,
+        output_limit: int | None = None,
     ) -> Iterator[AgentRun]:
         """Confine one run: grant a token, start its jail (if jailed) with the run's
         `writable` folders, `read_only` mounts and the agent's `runtime`, and serve the
@@ -110,7 +115,10 @@ class Confinement:
         at most `max_model_calls` model calls of the run (None: no count limit; see
         `agents/budgets.py`), serves its web fetches when `web` is enabled, and refuses a
         model call that offers a tool of `deny_tools` (`agents/permissions.py`). `upstream`
-        replaces the role's (`upstream_of(llm)`), e.g. for a harness's native login. On exit
+        replaces the role's (`upstream_of(llm)`), e.g. for a harness's native login. The
+        harness's protected limits are held outside it: a jailed command that runs past
+        `shell_timeout` seconds is killed (`watchdog.py`; unconfined runs have only their
+        harness's), and the gateway cuts tool results past `output_limit` characters. On exit
         the jail is killed and the token revoked."""
         assert self.gateway is not None
         run_id = uuid.uuid4().hex[:12]
@@ -122,6 +130,7 @@ class Confinement:
             max_calls=max_model_calls,
             web=web_access(web),
             deny_tools=frozenset(deny_tools),
+            output_limit=output_limit,
         )
         run = AgentRun(token, self.gateway.url, None, dict(BASE_ENV, HOME="/tmp", TMPDIR="/tmp"))
         try:
@@ -139,9 +148,12 @@ class Confinement:
                 self.gateway.serve(listener, token=token)
                 run.jail, run.base_url = jail, f"http://127.0.0.1:{JAIL_GATEWAY_PORT}"
                 commands = _bridge(jail, bridge, run) if bridge else None
+                watchdog = ShellWatchdog(jail, shell_timeout) if shell_timeout else None
                 try:
                     yield run
                 finally:
+                    if watchdog is not None:
+                        run.shell_kills = watchdog.close()
                     self.gateway.unserve(listener)
                     if commands is not None:
                         commands.close()

@@ -18,11 +18,13 @@ The sandbox's own first process is a shim that waits on a pipe from the framewor
 processes do not start inside bwrap: they *join* the jail's namespaces (`joining.enter` in a
 forked child, or `enter_argv()` for a CLI), so a warm fork server can start a run in milliseconds
 instead of paying its SDK imports in every jail. Joined processes drop to an unprivileged user
-with `no_new_privs` before any agent code runs.
+with `no_new_privs` and load the seccomp filter (`seccomp.py`: no new namespaces, no ptrace,
+no mounts, no keyrings, no bpf, ...) before any agent code runs; the sandbox's own processes
+get the same filter from bubblewrap.
 
 Entering another process's namespaces needs root; bubblewrap itself comes from the
-distribution (`apt-get install bubblewrap`). Where either is missing, `require_jails()` says
-so and what to do instead.
+distribution (`apt-get install bubblewrap`), the filter from libseccomp (`libseccomp2`). Where
+one is missing, `require_jails()` says so and what to do instead.
 """
 
 from __future__ import annotations
@@ -36,12 +38,14 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flashrsi_dagster.environments.joining import JAIL_UID, NAMESPACES
+from flashrsi_dagster.environments import joining, seccomp
+from flashrsi_dagster.environments.joining import JAIL_UID
 from flashrsi_dagster.environments.pids import PidsGroup
 
 JAIL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -96,6 +100,10 @@ def require_jails() -> None:
             "run as root, or set `experiment.confinement: none` (the experiment is then "
             "marked unconfined in every summary)"
         )
+    try:
+        seccomp.library()
+    except seccomp.SeccompUnavailable as exc:
+        raise JailError(str(exc)) from None
 
 
 class Jail:
@@ -105,18 +113,20 @@ class Jail:
         self.spec = spec
         self.group = PidsGroup.create(f"jail-{os.getpid()}-{next(_ids)}")
         info_r, info_w = os.pipe()
+        rules = _filter_file()
         try:
             self._process = subprocess.Popen(
-                self._in_group(_bwrap_argv(spec, info_w)),
+                self._in_group(_bwrap_argv(spec, info_w, rules)),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                pass_fds=(info_w,),
+                pass_fds=(info_w, rules),
                 env={"PATH": JAIL_PATH},
                 start_new_session=True,
             )
         finally:
             os.close(info_w)
+            os.close(rules)
         try:
             self.pid = self._wait_ready(info_r)
         except BaseException:
@@ -156,17 +166,16 @@ class Jail:
             raise JailError(f"cannot listen inside the jail: {exc}") from exc
 
     def enter_argv(self, argv: Sequence[str], env: dict[str, str], cwd: Path) -> list[str]:
-        """`argv` run inside the jail, as the jail user, with exactly `env`: for agents that
-        are a program of their own (a CLI) rather than a fork of ours."""
-        flags = [f"--{'mount' if n == 'mnt' else n}" for n in NAMESPACES]
-        return self._in_group([
-            "nsenter", f"--target={self.pid}", *flags, "--",
-            "setpriv", f"--reuid={JAIL_UID}", f"--regid={JAIL_UID}", "--clear-groups",
-            "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--",
-            # nsenter's own --wd would resolve the folder on the host's side of the mounts.
-            "env", "-i", f"--chdir={cwd}", f"PWD={cwd}", *(f"{k}={v}" for k, v in env.items()),
-            *argv,
-        ])  # fmt: skip
+        """`argv` run inside the jail, as the jail user, under the seccomp filter, with exactly
+        `env`: for agents that are a program of their own (a CLI) rather than a fork of ours.
+        The first process (`joining.py`, the framework's) stays on the host's side and exits
+        with the program's code."""
+        python = os.path.realpath(sys.executable)
+        group = str(self.group.procs) if self.group is not None else "-"
+        return [
+            python, "-I", "-S", joining.__file__, str(self.pid), group, str(cwd),
+            *(f"{k}={v}" for k, v in env.items()), "--", *argv,
+        ]  # fmt: skip
 
     def close(self) -> None:
         """Kill the jail: its first process dies, and the kernel kills the rest of its PID
@@ -246,7 +255,19 @@ def _open_ns(pid: int, name: str):
         os.close(fd)
 
 
-def _bwrap_argv(spec: JailSpec, info_fd: int) -> list[str]:
+def _filter_file() -> int:
+    """The seccomp filter as a BPF program in an anonymous file, read by bubblewrap."""
+    fd = os.memfd_create("flashrsi-seccomp", os.MFD_CLOEXEC)
+    try:
+        seccomp.export(fd)
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _bwrap_argv(spec: JailSpec, info_fd: int, seccomp_fd: int) -> list[str]:
     argv = [
         # Every namespace but the user one: joined processes stay in the host's user
         # namespace as an unprivileged user, and files they create keep real owners.
@@ -273,7 +294,9 @@ def _bwrap_argv(spec: JailSpec, info_fd: int) -> list[str]:
         argv += ["--tmpfs", str(folder), "--remount-ro", str(folder)]
     # The shim: says it is ready once bubblewrap has built everything, then waits for the
     # framework to close its stdin (or die).
-    return [*argv, "--info-fd", str(info_fd), "--", "/bin/sh", "-c", "echo; read _"]
+    # The sandbox's own processes are under the filter too (joined ones load it themselves).
+    argv += ["--seccomp", str(seccomp_fd), "--info-fd", str(info_fd)]
+    return [*argv, "--", "/bin/sh", "-c", "echo; read _"]
 
 
 def _parents(path: Path, made: set[Path]) -> list[str]:

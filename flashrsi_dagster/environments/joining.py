@@ -3,19 +3,29 @@ server (which imports nothing of the framework) loads this file by path.
 
 `enter(pid)` moves the calling process into the namespaces of the jail whose first process is
 `pid`; the PID namespace applies to the caller's children, so the caller forks once more and
-the child calls `drop_privileges(env)` before running anything of the agent's.
+the child calls `drop_privileges(env, seccomp_filter)` before running anything of the agent's.
+The filter (`seccomp.py`) is prepared before `enter`, on the host's side of the mounts.
+
+Run as a program (`python -I -S joining.py PID CGROUP_PROCS CWD NAME=VALUE... -- ARGV`) it does
+all of that for a program of its own (a CLI, the Codex core) and executes it: `Jail.enter_argv`
+(nsenter and setpriv, used before, cannot load a seccomp filter).
 """
 
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import os
 import resource
+import signal
+import sys
 
 JAIL_UID = 65534
 """`nobody`: the user agent processes run as inside a jail (no capabilities, owns nothing)."""
 NAMESPACES = ("ipc", "uts", "net", "pid", "mnt")  # mnt last: it changes what /proc shows
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_CAPBSET_DROP = 24
+_CAP_LAST = 63  # a drop of a capability the kernel does not have is a harmless EINVAL
 MAX_FILE_BYTES = 1 << 30
 
 
@@ -30,9 +40,22 @@ def enter(pid: int) -> None:
             os.close(fd)
 
 
-def drop_privileges(env: dict[str, str], group_fd: int | None = None) -> None:
+def seccomp():
+    """`seccomp.py`, loaded by path beside this file (see the module's docstring)."""
+    module = sys.modules.get("flashrsi_seccomp")
+    if module is None:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "seccomp.py")
+        spec = importlib.util.spec_from_file_location("flashrsi_seccomp", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules["flashrsi_seccomp"] = module
+    return module
+
+
+def drop_privileges(env: dict[str, str], seccomp_filter: int, group_fd: int | None = None) -> None:
     """Become the jail user for good, with no capabilities and no way to regain any
-    (`no_new_privs` disarms setuid binaries and file capabilities), with exactly `env`.
+    (`no_new_privs` disarms setuid binaries and file capabilities), with exactly `env`, under
+    the seccomp filter `seccomp_filter` (`seccomp().prepare()`, made before `enter`).
     `group_fd`: the jail's pids cgroup (`cgroup.procs`, opened before entering), joined
     first, while this process is still root and has not forked."""
     if group_fd is not None:
@@ -46,6 +69,51 @@ def drop_privileges(env: dict[str, str], group_fd: int | None = None) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    for cap in range(_CAP_LAST + 1):  # the bounding set too, as setpriv did
+        libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
+    seccomp().load(seccomp_filter)
     os.umask(0o022)
     os.environ.clear()
     os.environ.update(env)
+
+
+def main(argv: list[str]) -> int:
+    """`PID CGROUP_PROCS|- CWD [NAME=VALUE...] -- PROGRAM...`: run PROGRAM in the jail of PID
+    as the jail user, under the filter, in CWD, with exactly the NAME=VALUE environment. This
+    process stays on the host's side, waits, and exits with the program's code."""
+    pid, group, cwd, *rest = argv
+    if "--" not in rest or rest[-1] == "--":
+        raise SystemExit("usage: joining.py PID CGROUP_PROCS|- CWD [NAME=VALUE...] -- PROGRAM...")
+    split = rest.index("--")
+    env = dict(item.split("=", 1) for item in rest[:split])
+    program = rest[split + 1 :]
+    group_fd = os.open(group, os.O_WRONLY) if group != "-" else None
+    seccomp_filter = seccomp().prepare()
+    enter(int(pid))
+    child = os.fork()
+    if child:
+        if group_fd is not None:
+            os.close(group_fd)
+        return _exit_like(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]))
+    drop_privileges({**env, "PWD": cwd}, seccomp_filter, group_fd)
+    os.chdir(cwd)
+    try:
+        os.execvpe(program[0], program, env={**env, "PWD": cwd})
+    except OSError as exc:
+        print(f"joining.py: cannot run {program[0]}: {exc}", file=sys.stderr)
+        return 127
+
+
+def _exit_like(code: int) -> int:
+    """The program's exit code; a program killed by a signal kills us with it (as nsenter
+    does), so the caller sees the same death."""
+    if code < 0:
+        if -code != signal.SIGKILL:  # its handler cannot be set, nor needs to be
+            signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+        return 128 - code
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -100,6 +100,10 @@ class Grant:
     deny_tools: frozenset[str] = frozenset()
     """Tool names the run's model may not be offered: a model call whose request describes
     one is refused (403). The backstop of a role's permissions (`agents/permissions.py`)."""
+    output_limit: int | None = None
+    """Characters of one tool result the run's model may read (plus `clipping.FRAMING`); a
+    longer one is cut in the request. None: not cut. The harness's protected output limit,
+    held outside the harness (`gateway/clipping.py`)."""
 
 
 @dataclass(frozen=True)

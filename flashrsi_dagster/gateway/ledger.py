@@ -37,6 +37,7 @@ class Run:
     over_budget: list[str] = field(default_factory=list)
     denied: list[str] = field(default_factory=list)
     web_requests: int = 0
+    clipped: int = 0
     revoked: bool = False
 
     def report(self) -> RunUsage:
@@ -46,6 +47,7 @@ class Run:
             list(self.refused), self.in_flight, self.timed_out,
             list(self.capped), self.failed, self.key_refused,
             list(self.over_budget), self.answered, self.web_requests, list(self.denied),
+            self.clipped,
         )  # fmt: skip
 
 
@@ -169,6 +171,10 @@ class Ledger:
                 run.capped.append(message)
             if over_budget and len(run.over_budget) < MAX_REFUSED:
                 run.over_budget.append(message)
+
+    def clip(self, run: Run, results: int) -> None:
+        with self._lock:
+            run.clipped += results
 
     def web_request(self, run: Run) -> None:
         with self._lock:

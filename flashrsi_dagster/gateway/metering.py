@@ -142,3 +142,6 @@ class RunUsage:
     denied: list[str] = field(default_factory=list)
     """Of `refused`, the model calls refused for offering the model a tool the run's
     permissions withhold (`Grant.deny_tools`): the agent's own error, never rerun."""
+    clipped: int = 0
+    """Tool results the gateway cut to the run's output limit (`Grant.output_limit`), summed
+    over the run's model calls (a result sent again in a later call counts again)."""

@@ -20,6 +20,7 @@ from flashrsi_dagster.config.request_fields import (
     TOOL_FIELDS,
 )
 from flashrsi_dagster.gateway import errors
+from flashrsi_dagster.gateway.clipping import clip_tool_results
 from flashrsi_dagster.gateway.errors import Refusal
 from flashrsi_dagster.gateway.grants import digest, token_id
 from flashrsi_dagster.gateway.handler import Handler, Headers
@@ -179,6 +180,8 @@ class Proxy:
             raise errors.run_budget_exceeded(reason)
         target = upstream.path_prefix + url.path.removeprefix("/v1")
         target += f"?{url.query}" if url.query else ""
+        if route.kind is not None and request is not None:
+            body = self._clip(run, route.kind, request, body)
         forward = _Forward(run, route, target, body)
         if route.kind is not None:
             forward.reserve = _worst_case_tokens(request, body)
@@ -186,6 +189,14 @@ class Proxy:
         if request is not None and canonical:
             _canonical(forward, request, force=bool(duplicated))
         return forward
+
+    def _clip(self, run: Run, kind: str, request: dict[str, Any], body: bytes) -> bytes:
+        """The body with its tool results cut to the run's output limit (`clipping.py`)."""
+        limit = run.grant.output_limit
+        if limit is None or not (cut := clip_tool_results(request, kind, limit)):
+            return body
+        self._ledger.clip(run, cut)
+        return json.dumps(request, ensure_ascii=False).encode()
 
     def _serve(self, h: Handler, forward: _Forward, call: _Call) -> None:
         upstream = forward.run.grant.upstream

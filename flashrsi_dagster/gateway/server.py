@@ -141,19 +141,21 @@ class Gateway:
     def grant(
         self, *, experiment: str, role: str, run_id: str, upstream: Upstream,
         max_calls: int | None = None, web: WebAccess | None = None,
-        deny_tools: frozenset[str] = frozenset(),
+        deny_tools: frozenset[str] = frozenset(), output_limit: int | None = None,
     ) -> str:  # fmt: skip
         """A fresh token for one run; its calls go to `upstream` with the real key. At most
         `max_calls` model calls are answered (None: no count limit); with `web`, the run may
         fetch pages through `/v1/web/fetch`; a model call offering a tool of `deny_tools` is
-        refused."""
+        refused; tool results past `output_limit` characters are cut (`clipping.py`)."""
         if max_calls is not None and max_calls < 0:
             raise GatewayError(f"grant: max_calls must not be negative, got {max_calls}")
+        if output_limit is not None and output_limit <= 0:
+            raise GatewayError(f"grant: output_limit must be positive, got {output_limit}")
         token = new_token()
         token_digest = digest(token)
         grant = Grant(
             experiment, role, run_id, upstream, token_id(token_digest), max_calls, web,
-            frozenset(deny_tools),
+            frozenset(deny_tools), output_limit,
         )  # fmt: skip
         self._ledger.add(token_digest, grant)
         self._log.add_key(upstream.key)

@@ -43,9 +43,12 @@ class HandedConfinement(Confinement):
         max_model_calls: int | None = None,
         web: WebConfig | None = None,
         deny_tools: Sequence[str] = (),
+        shell_timeout: float | None = None,
+        output_limit: int | None = None,
     ) -> Iterator[AgentRun]:
-        # The budgets, web and denied tools were granted with the token on the host
-        # (`inside._gateway`), from the same role config: nothing here can loosen them.
+        # The budgets, web, denied tools and output limit were granted with the token on the
+        # host (`inside._gateway`), from the same role config and snapshot: nothing here can
+        # loosen them. The shell timeout is the harness's own here (no jail to watch).
         if bridge:
             raise RuntimeError("an agent inside a task environment runs its commands there")
         if upstream is not None:

@@ -156,6 +156,7 @@ def _gateway(agent: Agent, environment: BaseEnvironment) -> Iterator[Opening]:
         max_calls=type(agent).gateway_budget(config).max_model_calls,
         web=web_access(config.web),
         deny_tools=type(agent).gateway_denied(config),
+        output_limit=limits.output_limit if (limits := agent.protected_limits()) else None,
     )
     opening = Opening(token, gateway.url)
     listener = None

@@ -13,9 +13,11 @@ harness's `components.yaml` may replace them with a `protected:` section. The li
 the seed snapshot and inherited by every child, and `components.yaml` itself is never
 evolvable.
 
-What this cannot cover: runtime code that ignores a limit it was given. The limits that hold
+What this cannot cover: runtime code that ignores a limit it was given. So the limits that hold
 whatever the harness does (the rollout timeout, the jail, the gateway's caps, the scoring
-outside the jail) live in the framework, outside every snapshot.
+outside the jail) live in the framework, outside every snapshot, and a protected limit the
+harness applies is applied again there (`agents/protected_limits.py`): the snapshot's copy is
+at most a stricter request.
 """
 
 from __future__ import annotations
@@ -118,26 +120,29 @@ def _key_problem(
         return f"changed the type of the file holding `{key}`"
     toml = change.path.endswith(".toml")
     try:
-        was = _value(before(change.path), key, toml)
-        now = _value(after(change.path), key, toml)
+        was = key_value(before(change.path), key, toml)
+        now = key_value(after(change.path), key, toml)
     except ValueError:
         kind = "TOML" if toml else "YAML"
         return f"the file cannot be read as {kind}, so `{key}` cannot be shown unchanged"
     return None if was == now else f"changed `{key}`"
 
 
-_ABSENT = object()
+ABSENT = object()
+"""What `key_value` returns for a key (or file) that is not there."""
 
 
-def _value(data: bytes | None, key: str, toml: bool = False) -> Any:
+def key_value(data: bytes | None, key: str, toml: bool = False) -> Any:
+    """The value of top-level `key` in a YAML (or TOML) file's bytes; ValueError when the
+    file cannot be read as one."""
     if data is None:
-        return _ABSENT
+        return ABSENT
     try:
         document = tomllib.loads(data.decode()) if toml else safe_load(data)
     except (yaml.YAMLError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(str(exc)) from None
     if document is None:
-        return _ABSENT
+        return ABSENT
     if not isinstance(document, dict):
         raise ValueError("not a mapping")
-    return document.get(key, _ABSENT)
+    return document.get(key, ABSENT)

@@ -219,3 +219,13 @@ def test_the_harness_runtime_is_complete_when_many_runs_ask_for_it_at_once(tmp_p
     assert sorted(p.name for p in target.iterdir()) == tops
     assert (target / "openai" / "__init__.py").is_file()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no partial left
+
+
+def test_the_launcher_ends_as_its_program_did(jail: Jail, work: Path):
+    """`enter_argv`'s first process (the framework's `joining.py`) stays on the host's side:
+    its exit code, or its death by a signal, is the program's."""
+    codes = [sh(jail, script, work).returncode for script in ("exit 3", "kill -9 $$")]
+    missing = subprocess.run(jail.enter_argv(["/nonexistent"], ENV, work), capture_output=True)
+
+    assert codes == [3, -signal.SIGKILL]
+    assert missing.returncode == 127 and b"cannot run /nonexistent" in missing.stderr

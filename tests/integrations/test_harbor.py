@@ -104,6 +104,24 @@ def test_miniagent_bound_to_harbor_solves_a_task_inside_with_its_own_shell_and_e
     assert trajectory.usage.input_tokens > 0  # the gateway's count, taken on the host
 
 
+@needs_local_env
+def test_inside_a_task_environment_the_gateway_still_cuts_to_the_protected_output_limit(
+    server, tmp_path
+):
+    """The harness's edited shell tool shows 10^9 characters; the token the host granted
+    carries the snapshot's protected output limit, so the model reads no more."""
+    from tests.agents.miniagent.test_protected_limits import edited_harness
+
+    server.add_script("mini-huge", [shell("head -c 50000 /dev/zero | tr '\\0' y"), say("x")])
+    with target_agent(_role(server, "mini-huge"), edited_harness(tmp_path)) as agent:
+        bind(agent)
+        trajectory = _rollout(NoRunnerBinding(), agent, {"env-settings-file"}, tmp_path)[0]
+
+    calls = [r for r in server.requests if r.model == "simulator/script:mini-huge"]
+    assert len(calls) == 2 and calls[1].input_tokens < 2_000, calls[1].input_tokens
+    assert "y" * 100 in _tool_outputs(trajectory)[0]
+
+
 TOOL = "ANSWER = 42\n"
 SHADOW = "raise ImportError('the framework imported from the task PYTHONPATH')\n"
 

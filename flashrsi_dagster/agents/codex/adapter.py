@@ -24,6 +24,7 @@ from flashrsi_dagster.agents.codex.events import trajectory_of
 from flashrsi_dagster.agents.codex.home import ENTRY, build_home, home_problems
 from flashrsi_dagster.agents.output import file_tail
 from flashrsi_dagster.agents.permissions import permission_verdict, unknown_tools
+from flashrsi_dagster.agents.protected_limits import ProtectedLimits, limits_verdict
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import AgentRun, gateway_verdict
 from flashrsi_dagster.environments.jail import Mount, read_from_jail
@@ -51,10 +52,13 @@ class Codex(Agent):
     supported_apis = ("responses",)
     shell_tools = ("shell",)
     api_hint = " (the Codex core speaks the Responses API only)"
+    limits_file = ("config.toml", ProtectedLimits(shell_timeout=120.0, output_limit=20_000))
+    """The defaults are the core's own (`codex_core/settings.py`), for a limit left out."""
     protected = ("config.toml#limits",)
     """`[limits]` (shell_timeout, output_limit) are budgets the run is held to. The core's
     code, AGENTS.md, skills, hooks, plugins and the rest of config.toml stay evolvable;
-    `max_turns`, `max_tool_calls`, permissions and the timeouts come from the role config."""
+    `max_turns`, `max_tool_calls`, permissions and the timeouts come from the role config.
+    The limits are held outside the core too: `agents/protected_limits.py`."""
 
     @classmethod
     def config_problems(cls, config: RoleConfig, where: str) -> list[str]:
@@ -89,6 +93,8 @@ class Codex(Agent):
         if problems:
             raise AgentConfigError("; ".join(problems))
         working_dir = Path(working_dir).resolve()
+        limits = self.protected_limits()
+        assert limits is not None
         edit = config.permissions.edit
         with scratch_dir("codex-run-") as run_dir:
             home = run_dir / "home"
@@ -105,6 +111,8 @@ class Codex(Agent):
                 # withheld tools whatever the core does with its payload.
                 max_model_calls=Budget.of(config).max_model_calls,
                 deny_tools=self.gateway_denied(config),
+                shell_timeout=limits.shell_timeout,
+                output_limit=limits.output_limit,
             ) as confined:
                 payload = self._payload(config, working_dir, instruction, home, confined)
                 if confined.shell_prefix:
@@ -123,6 +131,7 @@ class Codex(Agent):
             duration=duration,
         )  # fmt: skip
         trajectory = Trajectory.model_validate(redactor.value(trajectory.model_dump(mode="json")))
+        trajectory = limits_verdict(trajectory, limits, confined)
         trajectory = gateway_verdict(trajectory, confined.usage, timed_out)
         trajectory = budget_verdict(trajectory, Budget.of(config), confined.usage)
         return permission_verdict(trajectory, confined.usage)

@@ -52,6 +52,7 @@ def fork_server(site_packages: str | None = None, joining: str | None = None) ->
         spec = importlib.util.spec_from_file_location("flashrsi_joining", joining)
         _joining = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(_joining)
+        _joining.seccomp().library()  # loaded once, before any fork enters a jail
     import openai
     import yaml  # noqa: F401  - the harness reads agent.yaml
 
@@ -115,13 +116,14 @@ def _join_jail(jail: dict) -> None:
     if _joining is None:
         raise RuntimeError("this fork server was started without jail support")
     group = os.open(jail["cgroup"], os.O_WRONLY) if jail.get("cgroup") else None
+    seccomp_filter = _joining.seccomp().prepare()  # libseccomp is read on the host's side
     _joining.enter(jail["pid"])
     pid = os.fork()
     if pid:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the run got it too, and saves first
         _, status = os.waitpid(pid, 0)
         os._exit(os.waitstatus_to_exitcode(status))
-    _joining.drop_privileges(jail["env"], group)
+    _joining.drop_privileges(jail["env"], seccomp_filter, group)
 
 
 def _reap() -> None:

@@ -14,6 +14,7 @@ from flashrsi_dagster.agents.budgets import Budget, budget_verdict
 from flashrsi_dagster.agents.miniagent.launcher import ForkServer, Run
 from flashrsi_dagster.agents.output import file_tail
 from flashrsi_dagster.agents.permissions import denied_tools, permission_verdict, unknown_tools
+from flashrsi_dagster.agents.protected_limits import ProtectedLimits, limits_verdict
 from flashrsi_dagster.config.experiment import role_key
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import AgentRun, gateway_verdict
@@ -58,6 +59,8 @@ class MiniAgent(Agent):
     own needs are the framework's (`integrations.staging`)."""
     api_hint = " (it talks to OpenAI-compatible endpoints; use type claude-code for anthropic)"
     supports_web = True
+    limits_file = ("agent.yaml", ProtectedLimits(shell_timeout=60.0, output_limit=20_000))
+    """The defaults are the harness's own (`runtime/context.py`), for a limit left out."""
     protected = (
         "agent.yaml#limits",
         "runtime/beacon.py",
@@ -69,7 +72,8 @@ class MiniAgent(Agent):
     beacon); `runtime/budget.py` and `runtime/permissions.py` apply the role's budgets and
     permissions. Its prompt, tools, skills and the rest of its runtime stay evolvable.
     `max_turns`, `max_tool_calls`, the permissions and the timeouts come from the role config
-    (and are enforced again outside the harness: see `_run`)."""
+    (and are enforced again outside the harness: see `_run`). The limits too are held outside
+    the harness: `agents/protected_limits.py`."""
 
     @classmethod
     def config_problems(cls, config: RoleConfig, where: str) -> list[str]:
@@ -110,6 +114,8 @@ class MiniAgent(Agent):
                 "environment (its files are reached through the shell there)"
             )
         budget = Budget.of(config)
+        limits = self.protected_limits()
+        assert limits is not None
         work = Path(working_dir).resolve()
         # edit: false is the kernel's to enforce: the task folder is mounted read-only.
         editable = (work,) if config.permissions.edit else ()
@@ -131,6 +137,8 @@ class MiniAgent(Agent):
                 max_model_calls=budget.max_model_calls,
                 web=config.web,
                 deny_tools=self.gateway_denied(config),
+                shell_timeout=limits.shell_timeout,
+                output_limit=limits.output_limit,
             ) as confined:
                 payload = self._payload(config, working_dir, instruction, output, confined)
                 payload["stderr"] = str(stderr)
@@ -149,6 +157,7 @@ class MiniAgent(Agent):
         trajectory = self._trajectory(
             result, timed_out, run.exit_code, tail, time.monotonic() - clock
         )
+        trajectory = limits_verdict(trajectory, limits, confined)
         return _verdicts(trajectory, result, budget, confined.usage, timed_out)
 
     def _payload(

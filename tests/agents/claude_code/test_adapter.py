@@ -26,7 +26,7 @@ from tests.agents.claude_code.conftest import (
     tree_digest,
 )
 from tests.agents.conftest import left_in
-from tests.conftest import CANARY_ENV
+from tests.conftest import CANARY_ENV, needs_jails
 
 
 def _tool_uses(trajectory) -> list[str]:
@@ -293,3 +293,17 @@ def test_a_worker_edit_on_a_snapshot_checkout_is_committed(server, tmp_path):
     assert outcome.status == "committed", outcome.reason
     assert [c.path for c in outcome.changed] == ["CLAUDE.md"]
     assert rule.encode() in store.read_file_at(outcome.snapshot, "CLAUDE.md")
+
+
+@needs_jails
+def test_the_cli_and_its_commands_are_under_the_seccomp_filter(server, work):
+    """The CLI (node) joins its jail through the framework's launcher, which loads the filter
+    before executing it: its Bash commands inherit it."""
+    probe = "grep ^Seccomp: /proc/self/status; unshare -r id -u 2>&1; echo rc=$?"
+    server.add_script("seccomp-cc", [call("Bash", command=f"({probe}) > probe.txt"), "done"])
+    with target_agent(role(server, "seccomp-cc")) as agent:
+        trajectory = agent.run(work, "probe", task_id="t")
+
+    assert trajectory.status == Status.SUCCESS, trajectory.error
+    probe_out = (work / "probe.txt").read_text()
+    assert "Seccomp:\t2" in probe_out and "rc=1" in probe_out, probe_out

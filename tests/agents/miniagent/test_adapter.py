@@ -21,7 +21,7 @@ from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
 from flashrsi_dagster.records import REDACTED, Status
 from tests.agents.miniagent.conftest import assert_group_gone
-from tests.conftest import CANARY_ENV
+from tests.conftest import CANARY_ENV, needs_jails
 
 
 @pytest.fixture(scope="module")
@@ -245,6 +245,20 @@ def test_canary_key_never_reaches_the_trajectory_or_the_shell(
     assert trajectory.answer == f"the key is {REDACTED}"
     assert canary not in (work / "env.txt").read_text()
     assert CANARY_ENV not in (work / "env.txt").read_text()
+
+
+@needs_jails
+def test_a_forked_run_is_under_the_seccomp_filter(server, harness_dir, tmp_path):
+    """The fork server's runs join their jail themselves: they load the filter too."""
+    work = tmp_path / "work"
+    work.mkdir()
+    probe = "grep ^Seccomp: /proc/self/status; unshare -r id -u; echo rc=$?"
+    server.add_script("seccomp", [{"tool_calls": [_call("shell", command=probe)]}, "done"])
+    with target_agent(_role(server, "seccomp"), harness_dir) as agent:
+        trajectory = agent.run(work, "probe", task_id="t")
+
+    (output,) = [m["content"] for m in trajectory.messages if m["role"] == "tool"]
+    assert "Seccomp:\t2" in output and "rc=1" in output, output
 
 
 def test_miniagent_can_be_the_worker(server, harness_dir):

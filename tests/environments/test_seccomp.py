@@ -1,0 +1,132 @@
+"""The seccomp filter, attacked from inside a real jail: a process that joined it (as every
+agent's does) cannot make namespaces, trace, mount, or reach keyrings, and still runs Python,
+threads, subprocesses, git and node."""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from flashrsi_dagster.environments import seccomp
+from flashrsi_dagster.environments.jail import Jail, JailError, Mount, require_jails
+from flashrsi_dagster.environments.joining import JAIL_UID
+from flashrsi_dagster.environments.runtime import python_runtime
+from tests.conftest import needs_jails
+from tests.environments.test_jail import python, sh
+
+pytestmark = needs_jails
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    folder = tmp_path / "run"
+    folder.mkdir()
+    os.chown(folder, JAIL_UID, JAIL_UID)
+    return folder
+
+
+@pytest.fixture
+def jail(work: Path):
+    with Jail(python_runtime().with_mounts(Mount(work, writable=True))) as jail:
+        yield jail
+
+
+def test_every_process_of_the_jail_is_filtered(jail: Jail, work: Path):
+    result = sh(
+        jail, "grep '^Seccomp:' /proc/self/status; sh -c 'grep ^Seccomp: /proc/$$/status'", work
+    )
+    shim = Path(f"/proc/{jail.pid}/status").read_text()
+
+    assert result.stdout.split() == ["Seccomp:", "2", "Seccomp:", "2"]
+    assert "Seccomp:\t2" in shim  # bubblewrap's own processes too
+
+
+def test_no_new_user_namespace_gives_root(jail: Jail, work: Path):
+    result = sh(jail, "unshare -r id -u; echo rc=$?; unshare -rn true; echo rc=$?", work)
+
+    assert "rc=0" not in result.stdout, result.stdout
+    assert "Operation not permitted" in result.stderr
+    assert not result.stdout.startswith("0")
+
+
+def test_a_mount_in_a_new_namespace_is_refused(jail: Jail, work: Path):
+    result = sh(jail, "unshare -rm sh -c 'mount -t tmpfs none /tmp && echo MOUNTED'", work)
+
+    assert "MOUNTED" not in result.stdout
+    assert result.returncode != 0
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_strace_cannot_trace(jail: Jail, work: Path):
+    result = sh(jail, "strace -o /dev/null true; echo rc=$?", work)
+
+    assert "rc=0" not in result.stdout
+    assert "Operation not permitted" in result.stderr
+
+
+RAW_CALLS = """
+import ctypes, os, threading
+libc = ctypes.CDLL(None, use_errno=True)
+def call(name, number, *args):
+    result = libc.syscall(number, *args)
+    print(name, 0 if result >= 0 else ctypes.get_errno())
+call("ptrace", 101, 0, 0, 0, 0)                     # PTRACE_TRACEME
+call("keyctl", 250, 0, ctypes.c_long(-3), 1)         # session keyring id, created if missing
+call("add_key", 248, b"user", b"k", b"v", 1, ctypes.c_long(-3))
+buf = ctypes.create_string_buffer(8)
+iov = (ctypes.c_void_p * 2)(ctypes.addressof(buf), 8)
+call("process_vm_readv", 310, os.getpid(), iov, 1, iov, 1, 0)
+call("userfaultfd", 323, 1)                          # UFFD_USER_MODE_ONLY
+call("perf_event_open", 298, 0, 0, -1, -1, 0)
+call("bpf", 321, 0, 0, 0)
+call("unshare", 272, 0x10000000)                     # CLONE_NEWUSER
+call("setns", 308, os.open("/proc/self/ns/net", os.O_RDONLY), 0)
+call("clone3", 435, 0, 0)
+call("fsopen", 430, b"tmpfs", 0)
+t = threading.Thread(target=lambda: print("thread", 0)); t.start(); t.join()
+pid = os.fork()
+if pid == 0:
+    os._exit(7)
+print("fork", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) - 7)
+"""
+
+
+def test_dangerous_system_calls_are_refused_and_threads_and_forks_still_work(
+    jail: Jail, work: Path
+):
+    result = python(jail, RAW_CALLS, work)
+
+    assert result.returncode == 0, result.stderr
+    answers = dict(line.split() for line in result.stdout.splitlines())
+    expected = {name: str(errno.EPERM) for name in answers} | {
+        "clone3": str(errno.ENOSYS),  # libc falls back to clone, whose flags are checked
+        "thread": "0",
+        "fork": "0",
+    }
+    assert answers == expected
+
+
+def test_the_tools_an_agent_needs_still_work(jail: Jail, work: Path):
+    script = (
+        "python3 --version >/dev/null 2>&1 || true; "
+        "git init -q repo && cd repo && git -c user.name=a -c user.email=a@b commit -q "
+        "--allow-empty -m x && git log --oneline | wc -l; cd ..; "
+        "(sleep 0.1 & wait) && echo subprocess ok; "
+        + ("node -e 'require(\"child_process\").execSync(\"true\"); console.log(\"node ok\")'"
+           if shutil.which("node") else "echo node ok")
+    )  # fmt: skip
+    result = sh(jail, script, work, timeout=60)
+
+    assert result.stdout.split("\n")[:3] == ["1", "subprocess ok", "node ok"], result.stderr
+
+
+def test_without_libseccomp_there_is_no_jail(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(seccomp, "LIBRARY", "libseccomp-missing.so.0")
+    monkeypatch.setattr(seccomp, "_lib", None)
+
+    with pytest.raises(JailError, match=r"libseccomp.*apt-get install libseccomp2"):
+        require_jails()

@@ -1,0 +1,49 @@
+"""The host's shell timeout: in a real jail, a command the agent's main process started is
+killed once it has run past the limit (a loop of short children included), and the main
+process is not; with or without the jail's pids cgroup."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from flashrsi_dagster.environments.jail import Jail, Mount
+from flashrsi_dagster.environments.joining import JAIL_UID
+from flashrsi_dagster.environments.runtime import python_runtime
+from flashrsi_dagster.environments.watchdog import ShellWatchdog
+from tests.conftest import needs_jails
+from tests.environments.test_jail import ENV
+
+pytestmark = needs_jails
+
+MAIN = "sleep 600; echo first $?; sh -c 'while :; do sleep 0.2; done'; echo second $?; echo main"
+"""The agent's main process: two commands that never end by themselves, one after the other."""
+
+
+@pytest.mark.parametrize("cgroup", [True, False], ids=["cgroup", "proc-scan"])
+def test_commands_past_the_limit_are_killed_and_the_main_process_is_not(tmp_path: Path, cgroup):
+    work = tmp_path / "run"
+    work.mkdir()
+    os.chown(work, JAIL_UID, JAIL_UID)
+    with Jail(python_runtime().with_mounts(Mount(work, writable=True))) as jail:
+        group = jail.group
+        if not cgroup:
+            jail.group = None
+        watchdog = ShellWatchdog(jail, limit=1)
+        main = subprocess.run(
+            jail.enter_argv(["/bin/sh", "-c", MAIN], ENV, work),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        kills = watchdog.close()
+        jail.group = group
+
+    assert main.stdout.split("\n")[:3] == ["first 137", "second 137", "main"], main.stderr
+    commands = [k.command for k in kills]
+    assert commands[0] == "sleep 600"
+    assert any(c.startswith("sh -c while") for c in commands)
+    assert all(k.seconds >= 1 for k in kills if k.command == "sleep 600")
