@@ -189,8 +189,9 @@ def gateway_verdict(trajectory: Trajectory, usage: RunUsage | None, timed_out: b
     """The run's trajectory as the gateway saw it. Tokens and cost are the gateway's count (a
     harness can misreport its own). An infrastructure fault — rerun by the ladder — is what
     the framework saw, never what the harness claims: a call refused by a spending cap, a run
-    cut at its timeout while waiting on the model, or a fault the harness reports *and* the
-    gateway saw (an endpoint that failed or did not answer). A harness that calls its own
+    cut at its timeout while waiting on the model, a run that did not succeed after a fault
+    of the endpoint or the gateway ended its last model call (`RunUsage.last_fault`, with its
+    cause), or a fault the harness reports *and* the gateway saw. A harness that calls its own
     answered run an endpoint failure buys no rerun."""
     if usage is None:
         return trajectory
@@ -208,6 +209,9 @@ def gateway_verdict(trajectory: Trajectory, usage: RunUsage | None, timed_out: b
 
 KEY_REFUSED = "EndpointRefusedKey"
 """The error type of a run whose model calls the endpoint refused for the role's key."""
+ENDPOINT_FAULT = "EndpointFault"
+"""The error type of a run that did not succeed after the endpoint (or the gateway) failed
+its last model call."""
 
 
 def _fault(trajectory: Trajectory, usage: RunUsage, timed_out: bool):
@@ -230,6 +234,14 @@ def _fault(trajectory: Trajectory, usage: RunUsage, timed_out: bool):
                 "an endpoint fault, not the agent's answer"
             ),
         )
+    if trajectory.status != Status.SUCCESS and usage.last_fault is not None:
+        reported = f" (the run reported {_said(trajectory)})" if trajectory.error else ""
+        return (
+            Status.INFRA_ERROR,
+            ENDPOINT_FAULT,
+            f"{usage.last_fault}; {usage.failed} call(s) failed on the infrastructure's "
+            f"side{reported}",
+        )
     if trajectory.status == Status.INFRA_ERROR and not usage.failed:
         claimed = trajectory.error.message if trajectory.error else "no message"
         return (
@@ -241,6 +253,12 @@ def _fault(trajectory: Trajectory, usage: RunUsage, timed_out: bool):
             ),
         )
     return None
+
+
+def _said(trajectory: Trajectory, limit: int = 300) -> str:
+    error = trajectory.error
+    text = f"{error.type}: {error.message}" if error else ""
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def web_access(web: WebConfig | None) -> WebAccess | None:
