@@ -202,30 +202,31 @@ class Proxy:
         call.held = forward.reserve
         try:
             self._exchange(h, forward, call)
-        except TimeoutError:
-            cause = f"did not answer within {upstream.timeout:g} s"
-            self._fault(forward, call, cause, timed_out=True)
-            message = f"gateway: the upstream {upstream.base_url} {cause}"
-            raise errors.gateway_timeout(message) from None
-        except EndpointFault as fault:
-            self._fault(forward, call, f"answered {fault.cause}")
-            raise errors.bad_gateway(
-                f"gateway: the upstream {upstream.base_url} answered {fault.cause}"
-            ) from None
-        except (OSError, http.client.HTTPException) as exc:
-            cause = f"failed: {type(exc).__name__}: {exc}"
-            self._fault(forward, call, cause)
-            raise errors.bad_gateway(f"gateway: upstream {upstream.base_url} {cause}") from None
+        except (TimeoutError, EndpointFault, OSError, http.client.HTTPException) as exc:
+            cause = self._fault(forward, call, exc)
+            refuse = errors.gateway_timeout if isinstance(exc, TimeoutError) else errors.bad_gateway
+            raise refuse(f"gateway: the upstream {upstream.base_url} {cause}") from None
         finally:
             self._settle(forward, call, Tokens())
 
     def _fault(
-        self, forward: _Forward, call: _Call, cause: str, *, timed_out: bool = False
-    ) -> None:
-        """The endpoint failed the call: its end in the ledger with the cause (once)."""
-        call.record.fault = "endpoint"
-        self._settle(forward, call, Tokens(), timed_out=timed_out)
-        self._ledger.fail(forward.run, f"the upstream {cause}")
+        self, forward: _Forward, call: _Call, exc: BaseException, tokens: Tokens | None = None
+    ) -> str:
+        """The endpoint failed the call (`exc` says how): its end in the ledger with the
+        cause, once, and before the client can learn of it. Returns the cause."""
+        upstream = forward.run.grant.upstream
+        timed_out = isinstance(exc, TimeoutError)
+        if timed_out:
+            cause = f"did not answer within {upstream.timeout:g} s"
+        elif isinstance(exc, EndpointFault):
+            cause = f"answered {exc.cause}"
+        else:
+            cause = f"failed: {type(exc).__name__}: {exc}"
+        if call.record.fault is None:
+            call.record.fault = "endpoint"
+            self._settle(forward, call, tokens or Tokens(), timed_out=timed_out)
+            self._ledger.fail(forward.run, f"the upstream {cause}")
+        return cause
 
     def _settle(
         self, forward: _Forward, call: _Call, tokens: Tokens, *, timed_out: bool = False,
@@ -324,36 +325,38 @@ class Proxy:
         client = _Client(h)
         client.start_stream(response.status, out)
         try:
-            self._relay_events(response, forward, client, meter)
-        except BaseException as exc:  # cut mid-stream: what was used so far still counts
+            self._relay_events(response, forward, client, meter, call)
+        except (TimeoutError, EndpointFault, OSError, http.client.HTTPException) as exc:
+            # Cut mid-stream: what was used so far still counts.
             expired = forward.conn is not None and self._pool.expired(forward.conn)
-            timed_out = isinstance(exc, TimeoutError) or expired
-            call.record.fault = "endpoint"
-            self._settle(forward, call, meter.tokens if meter else Tokens(), timed_out=timed_out)
+            exc = TimeoutError() if expired else exc
+            cause = self._fault(forward, call, exc, meter.tokens if meter else Tokens())
             # The client learns why in its own dialect, then the cut (no clean end).
-            reason = _cut_reason(TimeoutError() if timed_out else exc)
+            reason = f"gateway: the upstream's stream was cut: it {cause}"
             event = errors.error_event(dialect_of(h.path, h.headers), reason)
             client.write(event if meter else b"\n\n" + event)
-            raise
-        if meter is not None and meter.reported is not None:  # the endpoint's own error event
-            call.record.fault, call.record.error = "endpoint", f"the upstream {meter.reported}"
-            self._ledger.fail(forward.run, call.record.error)
+            raise exc from None
         self._settle(forward, call, meter.tokens if meter else Tokens(), answered=True)
         client.write(meter.end() if meter else b"")
         client.end_stream()
 
     def _relay_events(
         self, response: http.client.HTTPResponse, forward: _Forward, client: _Client,
-        meter: StreamMeter | None,
+        meter: StreamMeter | None, call: _Call,
     ) -> None:  # fmt: skip
-        """Relay the stream to its end; its faults raise (`EndpointFault`, TimeoutError)."""
+        """Relay the stream to its end; its faults raise (`EndpointFault`, TimeoutError). An
+        error the endpoint reports in an event is in the ledger before the client sees it."""
         size, limit = 0, self._max_stream
         # A client that goes away does not stop the read: the usage comes last, and is owed.
         while data := response.read1(_READ):
             size += len(data)
             if size > limit:
                 raise EndpointFault(f"a stream over the bound of {limit} bytes")
-            client.write(meter.feed(data) if meter else data)
+            events = meter.feed(data) if meter else data
+            if meter is not None and meter.reported is not None and call.record.fault is None:
+                call.record.fault, call.record.error = "endpoint", f"the upstream {meter.reported}"
+                self._ledger.fail(forward.run, call.record.error)
+            client.write(events)
         if forward.conn is not None and self._pool.expired(forward.conn):
             raise TimeoutError
         if response.length:
@@ -477,14 +480,6 @@ def _check_depth(body: bytes) -> None:
         raise EndpointFault(f"a body of {exc}") from None
     except ValueError:
         pass
-
-
-def _cut_reason(exc: BaseException) -> str:
-    if isinstance(exc, EndpointFault):
-        return f"gateway: the upstream's stream was cut: it sent {exc.cause}"
-    if isinstance(exc, TimeoutError):
-        return "gateway: the upstream's stream was cut at its deadline (llm.timeout)"
-    return f"gateway: the upstream's stream failed: {type(exc).__name__}"
 
 
 def _canonical(forward: _Forward, request: dict[str, Any], *, force: bool = False) -> None:

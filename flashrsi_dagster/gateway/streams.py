@@ -50,7 +50,8 @@ class StreamMeter:
         buffer = self._pending + data if self._pending else data
         out: list[bytes] = []
         start = 0
-        ends = _EventEnds(buffer)
+        # What was pending held no event's end: the search starts where the new bytes do.
+        ends = _EventEnds(buffer, max(0, len(self._pending) - 3))
         while (end := ends.after(start)) is not None:
             event = buffer[start:end]
             if self._keep(event):
@@ -110,8 +111,9 @@ class _EventEnds:
     """Where events end in one buffer. Each terminator's next position is remembered, so a
     style the stream does not use is searched for once per buffer, not once per event."""
 
-    def __init__(self, buffer: bytes) -> None:
+    def __init__(self, buffer: bytes, skip: int = 0) -> None:
         self._buffer = buffer
+        self._skip = skip
         self._next: dict[bytes, int | None] = dict.fromkeys(_ENDS)  # None: not searched yet
 
     def after(self, start: int) -> int | None:
@@ -119,7 +121,7 @@ class _EventEnds:
         best = None
         for terminator, found in self._next.items():
             if found is None or 0 <= found < start:
-                found = self._buffer.find(terminator, start)
+                found = self._buffer.find(terminator, max(start, self._skip))
                 self._next[terminator] = found  # -1: absent from here on
             if found >= 0 and (best is None or found + len(terminator) < best):
                 best = found + len(terminator)
