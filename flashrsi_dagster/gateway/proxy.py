@@ -462,9 +462,11 @@ def _check_head(response: http.client.HTTPResponse) -> None:
     API routes, none of which redirects, and a client following one would leave its jail's
     only way out), and a body encoded although the gateway asked for none (it cannot be
     checked, and a client that decompressed it could get gigabytes from a few kilobytes)."""
-    if 300 <= response.status < 400:
-        status = response.status
+    status = response.status
+    if 300 <= status < 400:
         raise EndpointFault(f"a redirect (HTTP {status}), which the gateway does not follow")
+    if status < 200:
+        raise EndpointFault(f"an informational status (HTTP {status}) for an answer")
     encoding = (response.getheader("Content-Encoding") or "identity").strip().lower()
     if encoding != "identity":
         encoded = f"a body encoded as {encoding[:40]!r}"

@@ -112,6 +112,7 @@ WHOLE_FAULTS = {
         502,
         "a redirect (HTTP 307)",
     ),
+    "informational-status": (answer(103, b""), 502, "an informational status (HTTP 103)"),
     "garbage-status-line": (lambda conn: conn.sendall(b"HELLO\r\n\r\n") and False, 502, "failed"),
 }
 
