@@ -255,10 +255,9 @@ def _fault(trajectory: Trajectory, usage: RunUsage, timed_out: bool):
     return None
 
 
-def _said(trajectory: Trajectory, limit: int = 300) -> str:
+def _said(trajectory: Trajectory) -> str:
     error = trajectory.error
-    text = f"{error.type}: {error.message}" if error else ""
-    return text if len(text) <= limit else text[:limit] + "..."
+    return f"{error.type}: {error.message}" if error else ""
 
 
 def web_access(web: WebConfig | None) -> WebAccess | None:
