@@ -330,7 +330,8 @@ class Proxy:
             # Cut mid-stream: what was used so far still counts.
             expired = forward.conn is not None and self._pool.expired(forward.conn)
             exc = TimeoutError() if expired else exc
-            cause = self._fault(forward, call, exc, meter.tokens if meter else Tokens())
+            used = meter.tokens if meter else Tokens()
+            cause = self._fault(forward, call, exc, used if used.known else Tokens())
             # The client learns why in its own dialect, then the cut (no clean end).
             reason = f"gateway: the upstream's stream was cut: it {cause}"
             event = errors.error_event(dialect_of(h.path, h.headers), reason)

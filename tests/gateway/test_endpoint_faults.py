@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import openai
 import pytest
 
+from flashrsi_dagster.config.models import PriceConfig
 from flashrsi_dagster.gateway import Gateway, Upstream
 from tests.gateway.conftest import USER, log_lines, openai_client
 from tests.gateway.misbehaving_endpoint import (
@@ -302,3 +303,17 @@ def test_the_bounds_hold_for_a_clean_call_just_under_them(endpoint):
 
         assert len(_call(gateway, token).choices[0].message.content) == (1 << 20) - 400
         assert gateway.revoke(token).failed == 0
+
+
+def test_a_stream_cut_before_its_usage_leaves_the_roles_cost_known(gateway, endpoint):
+    """A failed call used nothing the gateway could see: zero, not unknown (an unknown cost
+    would make a USD cap refuse every later call of the role)."""
+    endpoint.behaviour = sse([DELTA], end=False)
+    price = PriceConfig(input_per_mtok=1.0, output_per_mtok=2.0)
+    upstream = Upstream(endpoint.url, "chat", None, price=price, timeout=60)
+    token = gateway.grant(experiment="x", role="target", run_id="r", upstream=upstream)
+
+    with pytest.raises(openai.APIError):
+        _stream(gateway, token)
+
+    assert gateway.revoke(token).cost_usd == 0.0
