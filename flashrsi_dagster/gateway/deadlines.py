@@ -35,6 +35,7 @@ class Deadlines:
         self._order = itertools.count()
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
+        self._closed = False
 
     def watch(self, seconds: float, on_expiry: Callable[[Watch], None]) -> Watch:
         """Call `on_expiry(watch)` in `seconds` unless the watch is `cancel`led first."""
@@ -55,9 +56,17 @@ class Deadlines:
             watch.cancelled = True
             return watch.expired
 
+    def close(self) -> None:
+        """Stop the thread (the pool's connections are being closed anyway)."""
+        with self._wake:
+            self._closed = True
+            self._wake.notify()
+
     def _run(self) -> None:
         while True:
             with self._wake:
+                if self._closed:
+                    return
                 while self._heap and self._heap[0][2].cancelled:
                     heapq.heappop(self._heap)
                 wait = self._heap[0][0] - time.monotonic() if self._heap else None

@@ -265,7 +265,13 @@ class Proxy:
                 call.record.fault, call.record.error = "endpoint", cause
                 self._ledger.fail(forward.run, cause)
             out = response_headers(response)
-            if "text/event-stream" in (response.getheader("Content-Type") or ""):
+            streamed = "text/event-stream" in (response.getheader("Content-Type") or "")
+            answer = forward.route.kind is not None and 200 <= response.status < 300
+            if answer and streamed != call.record.stream:
+                # The client parses what it asked for: SSE for JSON (or the reverse) breaks it.
+                given, asked = ("a stream", "a whole answer")[:: 1 if streamed else -1]
+                raise EndpointFault(f"{given} to a request for {asked}")
+            if streamed:
                 self._relay_stream(h, forward, response, out, call)
             else:
                 self._relay_whole(h, forward, response, out, call)

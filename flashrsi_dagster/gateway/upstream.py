@@ -157,6 +157,7 @@ class Pool:
             idle = [c for conns in self._idle.values() for c in conns]
             busy = list(self._busy)
             self._idle.clear()
+        self._deadlines.close()
         for conn in idle:
             conn.close()
         for conn in busy:

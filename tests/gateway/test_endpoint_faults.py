@@ -284,6 +284,21 @@ def _logged_fault(log_path) -> str | None:
     return None
 
 
+def test_an_answer_of_the_other_kind_than_asked_is_a_fault(gateway, endpoint):
+    """A stream for a whole answer, or the reverse: the client's parser would break on it."""
+    endpoint.behaviour = sse([DELTA, _event("[DONE]")])
+    token = _grant(gateway, endpoint)
+    with pytest.raises(openai.InternalServerError, match="a stream to a request for a whole"):
+        _call(gateway, token)
+
+    endpoint.behaviour = answer()
+    with pytest.raises(openai.InternalServerError, match="a whole answer to a request for a"):
+        _stream(gateway, token)
+
+    assert gateway.revoke(token).failed == 2
+    _still_serves(gateway, endpoint)
+
+
 def test_a_stream_over_its_bound_is_cut(endpoint, log_path):
     with Gateway(log_path=log_path, max_stream_bytes=1 << 20) as gateway:
         endpoint.behaviour = chunked_endless(DELTA, 0, "text/event-stream")
