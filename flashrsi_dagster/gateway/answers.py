@@ -94,6 +94,32 @@ def usage_tokens(kind: Kind, usage: Any) -> Tokens:
     return tokens_of(kind, usage)
 
 
+def check_head(status: int, encoding: str | None) -> None:
+    """Faults the head of an answer shows: a redirect (the gateway forwards a fixed set of
+    API routes, none of which redirects, and a client following one would leave its jail's
+    only way out), and a body encoded although the gateway asked for none (it cannot be
+    checked, and a client that decompressed it could get gigabytes from a few kilobytes)."""
+    if 300 <= status < 400:
+        raise EndpointFault(f"a redirect (HTTP {status}), which the gateway does not follow")
+    if status < 200:
+        raise EndpointFault(f"an informational status (HTTP {status}) for an answer")
+    encoding = (encoding or "identity").strip().lower()
+    if encoding != "identity":
+        encoded = f"a body encoded as {encoding[:40]!r}"
+        raise EndpointFault(f"{encoded}, though the gateway asked for none")
+
+
+def check_depth(body: bytes) -> None:
+    """A body relayed without a check of its shape (an error, a model list) is still JSON a
+    client parses: nested past the bound, it is a fault."""
+    try:
+        loads(body)
+    except TooDeep as exc:
+        raise EndpointFault(f"a body of {exc}") from None
+    except ValueError:
+        pass
+
+
 def _shape_problem(kind: Kind, data: dict[str, Any]) -> str | None:
     if isinstance(data.get("error"), dict):
         return "an error object in a 2xx answer"

@@ -12,7 +12,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from flashrsi_dagster.gateway import errors
-from flashrsi_dagster.gateway.answers import EndpointFault, TooDeep, answer_tokens, loads
+from flashrsi_dagster.gateway.answers import (
+    EndpointFault,
+    TooDeep,
+    answer_tokens,
+    check_depth,
+    check_head,
+    loads,
+)
 from flashrsi_dagster.gateway.errors import Refusal
 from flashrsi_dagster.gateway.grants import digest, token_id
 from flashrsi_dagster.gateway.handler import Handler, Headers
@@ -259,7 +266,7 @@ class Proxy:
         reusable = False
         try:
             call.record.status = response.status
-            _check_head(response)
+            check_head(response.status, response.getheader("Content-Encoding"))
             if response.status == 429 or response.status >= 500:
                 cause = f"the upstream answered HTTP {response.status}"
                 call.record.fault, call.record.error = "endpoint", cause
@@ -301,7 +308,7 @@ class Proxy:
         elif forward.route.kind is not None and 200 <= response.status < 300:
             tokens = answer_tokens(forward.route.kind, body)
         else:
-            _check_depth(body)  # relayed as it is: the client will parse it
+            check_depth(body)  # relayed as it is: the client will parse it
         self._settle(forward, call, tokens, answered=True)
         _Client(h).send_whole(response.status, out, body)
 
@@ -462,33 +469,6 @@ def _json_object(body: bytes, duplicated: list[str] | None = None) -> dict[str, 
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
-
-
-def _check_head(response: http.client.HTTPResponse) -> None:
-    """Faults the head of an answer shows: a redirect (the gateway forwards a fixed set of
-    API routes, none of which redirects, and a client following one would leave its jail's
-    only way out), and a body encoded although the gateway asked for none (it cannot be
-    checked, and a client that decompressed it could get gigabytes from a few kilobytes)."""
-    status = response.status
-    if 300 <= status < 400:
-        raise EndpointFault(f"a redirect (HTTP {status}), which the gateway does not follow")
-    if status < 200:
-        raise EndpointFault(f"an informational status (HTTP {status}) for an answer")
-    encoding = (response.getheader("Content-Encoding") or "identity").strip().lower()
-    if encoding != "identity":
-        encoded = f"a body encoded as {encoding[:40]!r}"
-        raise EndpointFault(f"{encoded}, though the gateway asked for none")
-
-
-def _check_depth(body: bytes) -> None:
-    """A body relayed without a check of its shape (an error, a model list) is still JSON a
-    client parses: nested past the bound, it is a fault."""
-    try:
-        loads(body)
-    except TooDeep as exc:
-        raise EndpointFault(f"a body of {exc}") from None
-    except ValueError:
-        pass
 
 
 def _canonical(forward: _Forward, request: dict[str, Any], *, force: bool = False) -> None:
