@@ -234,6 +234,14 @@ def _fault(trajectory: Trajectory, usage: RunUsage, timed_out: bool):
                 "an endpoint fault, not the agent's answer"
             ),
         )
+    if trajectory.status != Status.SUCCESS and usage.in_flight:
+        # Its client gave up on the endpoint first (its timeout is the gateway's deadline too).
+        return (
+            Status.INFRA_ERROR,
+            "EndpointHung",
+            f"the run ended without an answer while {usage.in_flight} model call(s) were still "
+            "waiting on the endpoint: an endpoint fault, not the agent's answer",
+        )
     if trajectory.status != Status.SUCCESS and usage.last_fault is not None:
         reported = f" (the run reported {_said(trajectory)})" if trajectory.error else ""
         return (
