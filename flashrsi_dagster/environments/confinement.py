@@ -202,8 +202,9 @@ def gateway_verdict(trajectory: Trajectory, usage: RunUsage | None, timed_out: b
     (`Usage.model_calls`, beside the harness's own `turns`) are the gateway's count (a harness
     can misreport its own). An infrastructure fault — rerun by the ladder — is what the
     framework saw, never what the harness claims: a call refused by a spending cap, a run cut
-    at its timeout while waiting on the model, or a fault the harness reports *and* the
-    gateway saw (an endpoint that failed or did not answer). A harness that calls its own
+    at its timeout while waiting on the model, a run that did not succeed after a fault of the
+    endpoint or the gateway ended its last model call (`RunUsage.last_fault`, with its cause),
+    or a fault the harness reports *and* the gateway saw. A harness that calls its own
     answered run an endpoint failure buys no rerun."""
     if usage is None:
         return trajectory
@@ -225,6 +226,9 @@ def gateway_verdict(trajectory: Trajectory, usage: RunUsage | None, timed_out: b
 
 KEY_REFUSED = "EndpointRefusedKey"
 """The error type of a run whose model calls the endpoint refused for the role's key."""
+ENDPOINT_FAULT = "EndpointFault"
+"""The error type of a run that did not succeed after the endpoint (or the gateway) failed
+its last model call."""
 
 
 def _fault(trajectory: Trajectory, usage: RunUsage, timed_out: bool):
@@ -247,6 +251,22 @@ def _fault(trajectory: Trajectory, usage: RunUsage, timed_out: bool):
                 "an endpoint fault, not the agent's answer"
             ),
         )
+    if trajectory.status != Status.SUCCESS and usage.in_flight:
+        # Its client gave up on the endpoint first (its timeout is the gateway's deadline too).
+        return (
+            Status.INFRA_ERROR,
+            "EndpointHung",
+            f"the run ended without an answer while {usage.in_flight} model call(s) were still "
+            "waiting on the endpoint: an endpoint fault, not the agent's answer",
+        )
+    if trajectory.status != Status.SUCCESS and usage.last_fault is not None:
+        reported = f" (the run reported {_said(trajectory)})" if trajectory.error else ""
+        return (
+            Status.INFRA_ERROR,
+            ENDPOINT_FAULT,
+            f"{usage.last_fault}; {usage.failed} call(s) failed on the infrastructure's "
+            f"side{reported}",
+        )
     if trajectory.status == Status.INFRA_ERROR and not usage.failed:
         claimed = trajectory.error.message if trajectory.error else "no message"
         return (
@@ -258,6 +278,11 @@ def _fault(trajectory: Trajectory, usage: RunUsage, timed_out: bool):
             ),
         )
     return None
+
+
+def _said(trajectory: Trajectory) -> str:
+    error = trajectory.error
+    return f"{error.type}: {error.message}" if error else ""
 
 
 def web_access(web: WebConfig | None) -> WebAccess | None:

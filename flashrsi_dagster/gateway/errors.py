@@ -35,6 +35,12 @@ def error_body(dialect: Dialect, kind: str, message: str) -> bytes:
     return json.dumps(shape).encode()
 
 
+def error_event(dialect: Dialect, message: str) -> bytes:
+    """An SSE event that makes the dialect's SDKs raise with `message` mid-stream."""
+    head = b"event: error\n" if dialect == "anthropic" else b""
+    return head + b"data: " + error_body(dialect, "api_error", message) + b"\n\n"
+
+
 def unauthorized(message: str) -> Refusal:
     return Refusal(401, "authentication_error", message)
 

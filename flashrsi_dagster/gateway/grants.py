@@ -34,7 +34,8 @@ class Upstream:
     price: PriceConfig | None = None
     """USD per million tokens; None: calls through this upstream have no cost."""
     timeout: float = 120.0
-    """Seconds allowed for each step of one upstream call (connect, first byte, each read)."""
+    """Seconds allowed for one whole upstream call, from connecting to the answer's last byte
+    (streamed answers too): an endpoint that trickles its answer is cut then."""
     models: frozenset[str] | None = None
     """When set, requests naming another model are refused (403): a run cannot switch to a
     pricier model than the one it was priced for."""

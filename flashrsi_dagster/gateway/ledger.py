@@ -38,6 +38,8 @@ class Run:
     denied: list[str] = field(default_factory=list)
     web_requests: int = 0
     clipped: int = 0
+    faults: list[str] = field(default_factory=list)
+    last_fault: str | None = None
     revoked: bool = False
 
     def report(self) -> RunUsage:
@@ -48,6 +50,7 @@ class Run:
             list(self.capped), self.failed, self.key_refused,
             list(self.over_budget), self.answered, self.web_requests, list(self.denied),
             self.clipped,
+            list(self.faults), self.last_fault,
         )  # fmt: skip
 
 
@@ -180,10 +183,14 @@ class Ledger:
         with self._lock:
             run.web_requests += 1
 
-    def fail(self, run: Run) -> None:
-        """An upstream call of the run failed on the endpoint's side (see `RunUsage.failed`)."""
+    def fail(self, run: Run, cause: str) -> None:
+        """A call of the run failed on the endpoint's side or the gateway's, for `cause` (see
+        `RunUsage.failed`)."""
         with self._lock:
             run.failed += 1
+            run.last_fault = cause
+            if len(run.faults) < MAX_REFUSED:
+                run.faults.append(cause)
 
     def refuse_key(self, run: Run) -> None:
         """The endpoint refused the role's key (HTTP 401/403; see `RunUsage.key_refused`)."""
@@ -204,8 +211,9 @@ class Ledger:
                 self._reserved.get((g.experiment, g.role), 0) - reserved
             )
             run.timed_out += timed_out
-            run.failed += timed_out
-            run.answered += answered and tokens is not None
+            if answered and tokens is not None:
+                run.answered += 1
+                run.last_fault = None  # the run got past the fault
             if tokens is not None:
                 run.usage.add(tokens, cost)
                 self._roles[g.experiment, g.role].add(tokens, cost)

@@ -53,6 +53,11 @@ class CallRecord:
     cost_usd: float | None = None
     duration_ms: float = 0.0
     error: str | None = None
+    fault: str | None = None
+    """`endpoint` or `gateway` when the call failed on the infrastructure's side (`error`
+    says how); None for an answer or for the agent's own mistake (a refusal)."""
+    usage_unknown: bool = False
+    """An answer that reported no usage: its tokens count 0 and its cost is unknown."""
 
 
 class CallLog:

@@ -3,7 +3,6 @@ kept per run and per (experiment, role)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -30,8 +29,12 @@ class Tokens:
     """Of `input`, those read from Anthropic's prompt cache."""
     cache_write: int = 0
     """Of `input`, those written to Anthropic's prompt cache."""
+    known: bool = True
+    """False: an answer that reported no usage (counted as 0 tokens, of unknown cost)."""
 
     def cost(self, price: PriceConfig | None) -> float | None:
+        if not self.known:
+            return None
         uncached = self.input - self.cache_read - self.cache_write
         cached = CACHE_WRITE_RATIO * self.cache_write + CACHE_READ_RATIO * self.cache_read
         return cost_of(price, uncached + cached, self.output)  # type: ignore[arg-type]
@@ -53,15 +56,6 @@ def tokens_of(kind: Kind, usage: Any) -> Tokens:
     # Anthropic's input_tokens leaves the cached ones out; they are input all the same.
     read, write = count("cache_read_input_tokens"), count("cache_creation_input_tokens")
     return Tokens(count("input_tokens") + read + write, count("output_tokens"), read, write)
-
-
-def tokens_of_body(kind: Kind, body: bytes) -> Tokens:
-    """Tokens from a whole JSON response; a body that is not JSON counts as none."""
-    try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return Tokens()
-    return tokens_of(kind, data.get("usage")) if isinstance(data, dict) else Tokens()
 
 
 def usage_of_event(kind: Kind, data: Any) -> dict[str, Any] | None:
@@ -127,8 +121,10 @@ class RunUsage:
     capped: list[str] = field(default_factory=list)
     """Of `refused`, the calls refused because the role reached a spending cap."""
     failed: int = 0
-    """Upstream calls that failed on the endpoint's side: no answer, a timeout, HTTP 429 or
-    5xx. What an infrastructure fault of the run must be backed by."""
+    """Calls that failed on the endpoint's side or the gateway's: no answer, a timeout, HTTP
+    429 or 5xx, an answer the gateway refused (malformed, of the wrong shape, odd usage, too
+    large, too deep), the gateway's own error. What an infrastructure fault of the run must be
+    backed by."""
     key_refused: int = 0
     """Upstream calls the endpoint refused for the role's key (HTTP 401 or 403): no rerun
     helps, and an evaluation where every rollout saw it stops (see `rollouts.engine`)."""
@@ -145,3 +141,8 @@ class RunUsage:
     clipped: int = 0
     """Tool results the gateway cut to the run's output limit (`Grant.output_limit`), summed
     over the run's model calls (a result sent again in a later call counts again)."""
+    faults: list[str] = field(default_factory=list)
+    """The causes of `failed`, in order (the first 100)."""
+    last_fault: str | None = None
+    """The cause of the fault that ended the run's last model call, unless a later model call
+    was answered: a run that did not succeed after it is the infrastructure's fault."""

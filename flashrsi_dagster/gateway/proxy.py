@@ -20,6 +20,14 @@ from flashrsi_dagster.config.request_fields import (
     TOOL_FIELDS,
 )
 from flashrsi_dagster.gateway import errors
+from flashrsi_dagster.gateway.answers import (
+    EndpointFault,
+    TooDeep,
+    answer_tokens,
+    check_depth,
+    check_head,
+    loads,
+)
 from flashrsi_dagster.gateway.clipping import clip_tool_results
 from flashrsi_dagster.gateway.errors import Refusal
 from flashrsi_dagster.gateway.grants import digest, token_id
@@ -27,7 +35,7 @@ from flashrsi_dagster.gateway.handler import Handler, Headers
 from flashrsi_dagster.gateway.ledger import Ledger, Run
 from flashrsi_dagster.gateway.listeners import Listener
 from flashrsi_dagster.gateway.log import CallLog, CallRecord
-from flashrsi_dagster.gateway.metering import Tokens, tokens_of_body
+from flashrsi_dagster.gateway.metering import Tokens
 from flashrsi_dagster.gateway.routes import Route, dialect_of, route_of
 from flashrsi_dagster.gateway.streams import StreamMeter
 from flashrsi_dagster.gateway.upstream import Pool, request_headers, response_headers
@@ -52,6 +60,8 @@ class _Forward:
     """Tokens the call may use at most (held against the role's cap while it runs)."""
     settled: bool = False
     """Its end is in the ledger (done before the client sees the answer end)."""
+    conn: http.client.HTTPConnection | None = None
+    """The upstream connection it went out on (its deadline is the pool's)."""
 
 
 @dataclass
@@ -67,11 +77,18 @@ class _Call:
 
 
 class Proxy:
-    def __init__(self, ledger: Ledger, pool: Pool, log: CallLog, max_body: int) -> None:
+    def __init__(
+        self, ledger: Ledger, pool: Pool, log: CallLog, max_body: int, max_answer: int,
+        max_stream: int,
+    ) -> None:  # fmt: skip
+        """`max_body`: bytes of a request; `max_answer`: of a whole answer; `max_stream`: of
+        a streamed one, all its events together."""
         self._ledger = ledger
         self._pool = pool
         self._log = log
         self._max_body = max_body
+        self._max_answer = max_answer
+        self._max_stream = max_stream
 
     def handle(self, h: Handler, listener: Listener) -> None:
         """Never raises but for the client's own connection failing (which ends it)."""
@@ -97,8 +114,11 @@ class Proxy:
             self._log_once(call)
             self._answer(h, refusal)
         except Exception as exc:
-            record.status, record.error = 500, f"gateway bug: {type(exc).__name__}"
+            record.status, record.error = 500, f"gateway bug: {type(exc).__name__}: {exc}"
+            record.fault = "gateway"
             logger.exception("gateway: failed on %s %s", h.command, url.path)
+            if run is not None:  # the infrastructure's fault, not the run's
+                self._ledger.fail(run, f"the gateway's own error ({type(exc).__name__})")
             self._log_once(call)
             self._answer(h, errors.Refusal(500, "api_error", "gateway: internal error"))
         finally:
@@ -208,19 +228,31 @@ class Proxy:
         call.held = forward.reserve
         try:
             self._exchange(h, forward, call)
-        except TimeoutError:
-            self._settle(forward, call, Tokens(), timed_out=True)
-            raise errors.gateway_timeout(
-                f"gateway: the upstream {upstream.base_url} did not answer within "
-                f"{upstream.timeout:g} s"
-            ) from None
-        except (OSError, http.client.HTTPException) as exc:
-            self._ledger.fail(forward.run)
-            raise errors.bad_gateway(
-                f"gateway: upstream {upstream.base_url} failed: {type(exc).__name__}: {exc}"
-            ) from None
+        except (TimeoutError, EndpointFault, OSError, http.client.HTTPException) as exc:
+            cause = self._fault(forward, call, exc)
+            refuse = errors.gateway_timeout if isinstance(exc, TimeoutError) else errors.bad_gateway
+            raise refuse(f"gateway: the upstream {upstream.base_url} {cause}") from None
         finally:
             self._settle(forward, call, Tokens())
+
+    def _fault(
+        self, forward: _Forward, call: _Call, exc: BaseException, tokens: Tokens | None = None
+    ) -> str:
+        """The endpoint failed the call (`exc` says how): its end in the ledger with the
+        cause, once, and before the client can learn of it. Returns the cause."""
+        upstream = forward.run.grant.upstream
+        timed_out = isinstance(exc, TimeoutError)
+        if timed_out:
+            cause = f"did not answer within {upstream.timeout:g} s"
+        elif isinstance(exc, EndpointFault):
+            cause = f"answered {exc.cause}"
+        else:
+            cause = f"failed: {type(exc).__name__}: {exc}"
+        if call.record.fault is None:
+            call.record.fault = "endpoint"
+            self._settle(forward, call, tokens or Tokens(), timed_out=timed_out)
+            self._ledger.fail(forward.run, f"the upstream {cause}")
+        return cause
 
     def _settle(
         self, forward: _Forward, call: _Call, tokens: Tokens, *, timed_out: bool = False,
@@ -234,12 +266,13 @@ class Proxy:
         forward.settled = True
         metered = tokens if forward.route.kind is not None else None
         record = call.record
-        ok = record.status is not None and 200 <= record.status < 300
+        ok = record.status is not None and 200 <= record.status < 300 and record.fault is None
         self._ledger.end(
             forward.run, metered, timed_out=timed_out, reserved=forward.reserve, answered=ok
         )
         record.input_tokens, record.output_tokens = tokens.input, tokens.output
         record.cost_usd = tokens.cost(forward.run.grant.upstream.price)
+        record.usage_unknown = metered is not None and not tokens.known
         if answered:
             self._log_once(call)
 
@@ -248,25 +281,40 @@ class Proxy:
         upstream = forward.run.grant.upstream
         headers = request_headers(h.headers, upstream)
         conn, response = self._pool.send(upstream, h.command, forward.target, headers, forward.body)
+        forward.conn = conn
         reusable = False
         try:
             call.record.status = response.status
+            check_head(response.status, response.getheader("Content-Encoding"))
             if response.status == 429 or response.status >= 500:
-                self._ledger.fail(forward.run)
+                cause = f"the upstream answered HTTP {response.status}"
+                call.record.fault, call.record.error = "endpoint", cause
+                self._ledger.fail(forward.run, cause)
             out = response_headers(response)
-            if "text/event-stream" in (response.getheader("Content-Type") or ""):
+            streamed = "text/event-stream" in (response.getheader("Content-Type") or "")
+            answer = forward.route.kind is not None and 200 <= response.status < 300
+            if answer and streamed != call.record.stream:
+                # The client parses what it asked for: SSE for JSON (or the reverse) breaks it.
+                given, asked = ("a stream", "a whole answer")[:: 1 if streamed else -1]
+                raise EndpointFault(f"{given} to a request for {asked}")
+            if streamed:
                 self._relay_stream(h, forward, response, out, call)
             else:
                 self._relay_whole(h, forward, response, out, call)
             reusable = not response.will_close
+        except (EndpointFault, OSError, http.client.HTTPException) as exc:
+            if self._pool.expired(conn):  # cut at its deadline: whatever broke, it is that
+                raise TimeoutError from exc
+            raise
         finally:
+            response.close()  # read1 leaves a body read to its Content-Length open
             self._pool.release(conn, reusable=reusable)
 
     def _relay_whole(
         self, h: Handler, forward: _Forward, response: http.client.HTTPResponse, out: Headers,
         call: _Call,
     ) -> None:  # fmt: skip
-        body = response.read()
+        body = self._read_whole(response, forward)
         tokens = Tokens()
         if response.status in (401, 403):
             self._ledger.refuse_key(forward.run)
@@ -277,9 +325,28 @@ class Proxy:
                 f"gateway's credentials (HTTP {response.status})",
             )  # fmt: skip
         elif forward.route.kind is not None and 200 <= response.status < 300:
-            tokens = tokens_of_body(forward.route.kind, body)
+            tokens = answer_tokens(forward.route.kind, body)
+        else:
+            check_depth(body)  # relayed as it is: the client will parse it
         self._settle(forward, call, tokens, answered=True)
         _Client(h).send_whole(response.status, out, body)
+
+    def _read_whole(self, response: http.client.HTTPResponse, forward: _Forward) -> bytes:
+        """The answer's body, at most `max_answer` bytes, whole (a short one is a fault)."""
+        limit = self._max_answer
+        if response.length is not None and response.length > limit:
+            raise EndpointFault(f"an answer of {response.length} bytes, over the bound of {limit}")
+        parts, size = [], 0
+        while data := response.read1(_READ):
+            size += len(data)
+            if size > limit:
+                raise EndpointFault(f"an answer over the bound of {limit} bytes")
+            parts.append(data)
+        if forward.conn is not None and self._pool.expired(forward.conn):
+            raise TimeoutError
+        if response.length:  # read1 ends quietly where a Content-Length promised more
+            raise EndpointFault(f"an answer {response.length} bytes short of its Content-Length")
+        return b"".join(parts)
 
     def _relay_stream(
         self, h: Handler, forward: _Forward, response: http.client.HTTPResponse, out: Headers,
@@ -290,16 +357,45 @@ class Proxy:
         client = _Client(h)
         client.start_stream(response.status, out)
         try:
-            # A client that goes away does not stop the read: the usage comes last, and is owed.
-            while data := response.read1(_READ):
-                client.write(meter.feed(data) if meter else data)
-        except BaseException as exc:  # cut mid-stream: what was used so far still counts
-            timed_out = isinstance(exc, TimeoutError)
-            self._settle(forward, call, meter.tokens if meter else Tokens(), timed_out=timed_out)
-            raise
+            self._relay_events(response, forward, client, meter, call)
+        except (TimeoutError, EndpointFault, OSError, http.client.HTTPException) as exc:
+            # Cut mid-stream: what was used so far still counts.
+            expired = forward.conn is not None and self._pool.expired(forward.conn)
+            exc = TimeoutError() if expired else exc
+            used = meter.tokens if meter else Tokens()
+            cause = self._fault(forward, call, exc, used if used.known else Tokens())
+            # The client learns why in its own dialect, then the cut (no clean end).
+            reason = f"gateway: the upstream's stream was cut: it {cause}"
+            event = errors.error_event(dialect_of(h.path, h.headers), reason)
+            client.write(event if meter else b"\n\n" + event)
+            raise exc from None
         self._settle(forward, call, meter.tokens if meter else Tokens(), answered=True)
         client.write(meter.end() if meter else b"")
         client.end_stream()
+
+    def _relay_events(
+        self, response: http.client.HTTPResponse, forward: _Forward, client: _Client,
+        meter: StreamMeter | None, call: _Call,
+    ) -> None:  # fmt: skip
+        """Relay the stream to its end; its faults raise (`EndpointFault`, TimeoutError). An
+        error the endpoint reports in an event is in the ledger before the client sees it."""
+        size, limit = 0, self._max_stream
+        # A client that goes away does not stop the read: the usage comes last, and is owed.
+        while data := response.read1(_READ):
+            size += len(data)
+            if size > limit:
+                raise EndpointFault(f"a stream over the bound of {limit} bytes")
+            events = meter.feed(data) if meter else data
+            if meter is not None and meter.reported is not None and call.record.fault is None:
+                call.record.fault, call.record.error = "endpoint", f"the upstream {meter.reported}"
+                self._ledger.fail(forward.run, call.record.error)
+            client.write(events)
+        if forward.conn is not None and self._pool.expired(forward.conn):
+            raise TimeoutError
+        if response.length:
+            raise EndpointFault(f"a stream {response.length} bytes short of its Content-Length")
+        if meter is not None:
+            meter.check_end()
 
 
 class _Client:
@@ -386,8 +482,10 @@ def _json_object(body: bytes, duplicated: list[str] | None = None) -> dict[str, 
         return value
 
     try:
-        value = json.loads(body, object_pairs_hook=pairs) if body else None
-    except (ValueError, UnicodeDecodeError):
+        value = loads(body, object_pairs_hook=pairs) if body else None
+    except TooDeep as exc:  # forwarded, it could crash the upstream's parser: the agent's error
+        raise errors.bad_request(f"gateway: the request body is {exc}") from None
+    except ValueError:
         return None
     return value if isinstance(value, dict) else None
 

@@ -40,6 +40,11 @@ from flashrsi_dagster.records.redaction import Redactor
 logger = logging.getLogger("flashrsi.gateway")
 
 MAX_BODY_BYTES = 32 << 20
+"""Bytes of a request from an agent (a larger one is refused, 413)."""
+MAX_ANSWER_BYTES = 8 << 20
+"""Bytes of a whole answer from an endpoint: a model's longest output is well under 1 MiB."""
+MAX_STREAM_BYTES = 64 << 20
+"""Bytes of a streamed answer, all events together (SSE repeats its envelope per token)."""
 _BUSY_BODY = error_body("openai", "overloaded_error", "gateway: too many connections here")
 _BUSY = (
     b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
@@ -60,10 +65,14 @@ class Gateway:
         port: int = 0,
         max_connections: int = 64,
         max_body_bytes: int = MAX_BODY_BYTES,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
+        max_stream_bytes: int = MAX_STREAM_BYTES,
         idle_timeout: float = 60.0,
     ) -> None:
         """`max_connections`: served at once per listener; `idle_timeout`: seconds a client
-        connection may sit idle (or trickle a request) before it is closed."""
+        connection may sit idle (or trickle a request) before it is closed; the byte bounds:
+        see `MAX_BODY_BYTES`, `MAX_ANSWER_BYTES`, `MAX_STREAM_BYTES` (an answer over its
+        bound is the endpoint's fault)."""
         self._address = (host, port)
         self._max_connections = max_connections
         self._idle_timeout = idle_timeout
@@ -72,7 +81,10 @@ class Gateway:
         self._log = CallLog(log_path, redactor)
         self._ledger = Ledger(self._log)
         self._pool = Pool()
-        self._proxy = Proxy(self._ledger, self._pool, self._log, max_body_bytes)
+        self._proxy = Proxy(
+            self._ledger, self._pool, self._log, max_body_bytes, max_answer_bytes,
+            max_stream_bytes,
+        )  # fmt: skip
         self._acceptor = Acceptor(self._on_accept)
         self._listeners: dict[socket.socket, Listener] = {}
         self._url: str | None = None

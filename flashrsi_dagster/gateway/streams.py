@@ -1,14 +1,15 @@
-"""`StreamMeter`: reads the usage out of an SSE stream as it is relayed, event by event."""
+"""`StreamMeter`: checks an SSE stream and reads its usage as it is relayed, event by event."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from flashrsi_dagster.gateway.answers import EndpointFault, loads, usage_tokens
 from flashrsi_dagster.gateway.metering import Kind, Tokens, tokens_of, usage_of_event
 
-# An event this long without its blank line is not SSE worth metering: it is relayed as it is.
-MAX_PENDING = 4 << 20
+MAX_EVENT = 4 << 20
+"""Bytes of one event at most: a longer one (or a stream that never ends an event) is the
+endpoint's fault."""
 _ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")
 # The events that close a stream (the usage has been seen by then).
 _LAST = frozenset(
@@ -26,6 +27,10 @@ class StreamMeter:
 
     `drop_usage_chunk`: the gateway asked a chat stream for usage the client did not ask for
     (`stream_options.include_usage`), so the final usage-only chunk is taken out again.
+
+    Every event's data must be a JSON object (or `[DONE]`) of bounded depth, and its usage
+    counts: anything else raises `EndpointFault` before the event is relayed. An error the
+    endpoint reports in the stream itself is relayed and kept in `reported`.
     """
 
     def __init__(self, kind: Kind, *, drop_usage_chunk: bool = False) -> None:
@@ -34,52 +39,81 @@ class StreamMeter:
         self._pending = b""
         self._held: list[bytes] = []
         self._usage: dict[str, Any] = {}
+        self.reported: str | None = None
 
     @property
     def tokens(self) -> Tokens:
-        return tokens_of(self._kind, self._usage)
+        """The usage seen so far (none at all: unknown)."""
+        return tokens_of(self._kind, self._usage) if self._usage else Tokens(known=False)
 
     def feed(self, data: bytes) -> bytes:
         buffer = self._pending + data if self._pending else data
         out: list[bytes] = []
         start = 0
-        ends = _EventEnds(buffer)
+        # What was pending held no event's end: the search starts where the new bytes do.
+        ends = _EventEnds(buffer, max(0, len(self._pending) - 3))
         while (end := ends.after(start)) is not None:
             event = buffer[start:end]
             if self._keep(event):
                 (self._held if self._held or _is_last(event) else out).append(event)
             start = end
         self._pending = buffer[start:]
-        if len(self._pending) > MAX_PENDING:
-            out.append(self._pending)
-            self._pending = b""
+        if len(self._pending) > MAX_EVENT:
+            raise EndpointFault(f"a stream event over {MAX_EVENT} bytes")
         return b"".join(out)
 
-    def end(self) -> bytes:
-        """What is left when the stream ends: a last event without its blank line."""
+    def check_end(self) -> None:
+        """The stream ended: its last event (one without its blank line) checked and held."""
         rest, self._pending = self._pending, b""
+        if rest.strip() and self._keep(rest):
+            self._held.append(rest)
+
+    def end(self) -> bytes:
+        """What is left to relay when the stream has ended (after `check_end`)."""
+        self.check_end()
         held, self._held = self._held, []
-        if rest and self._keep(rest):
-            held.append(rest)
         return b"".join(held)
 
     def _keep(self, event: bytes) -> bool:
-        if b'"usage"' not in event:  # most events: no JSON parsing at all
+        data = self._data_of(event)
+        if not isinstance(data, dict):
             return True
-        data = _data_of(event)
-        usage = usage_of_event(self._kind, data)
+        if self.reported is None and (data.get("type") == "error" or "error" in data):
+            self.reported = f"reported an error in its stream: {_error_of(data)}"
+        usage = usage_of_event(self._kind, data) if b'"usage"' in event else None
         if usage is None:
             return True
+        usage_tokens(self._kind, usage)  # odd counts raise
         self._usage.update({k: v for k, v in usage.items() if v is not None})
-        return not (self._drop and isinstance(data, dict) and data.get("choices") == [])
+        return not (self._drop and data.get("choices") == [])
+
+    @staticmethod
+    def _data_of(event: bytes) -> Any:
+        """The event's data as JSON; None for an event without data, or `[DONE]`."""
+        lines = [
+            line[5:].removeprefix(b" ") for line in event.splitlines() if line.startswith(b"data:")
+        ]
+        if not lines:
+            return None
+        raw = b"\n".join(lines)
+        if raw.strip() == b"[DONE]":
+            return None
+        try:
+            data = loads(raw)
+        except ValueError as exc:
+            raise EndpointFault(f"a stream event that is not valid JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise EndpointFault(f"a stream event that is a JSON {type(data).__name__}")
+        return data
 
 
 class _EventEnds:
     """Where events end in one buffer. Each terminator's next position is remembered, so a
     style the stream does not use is searched for once per buffer, not once per event."""
 
-    def __init__(self, buffer: bytes) -> None:
+    def __init__(self, buffer: bytes, skip: int = 0) -> None:
         self._buffer = buffer
+        self._skip = skip
         self._next: dict[bytes, int | None] = dict.fromkeys(_ENDS)  # None: not searched yet
 
     def after(self, start: int) -> int | None:
@@ -87,7 +121,7 @@ class _EventEnds:
         best = None
         for terminator, found in self._next.items():
             if found is None or 0 <= found < start:
-                found = self._buffer.find(terminator, start)
+                found = self._buffer.find(terminator, max(start, self._skip))
                 self._next[terminator] = found  # -1: absent from here on
             if found >= 0 and (best is None or found + len(terminator) < best):
                 best = found + len(terminator)
@@ -103,11 +137,9 @@ def _is_last(event: bytes) -> bool:
     return False
 
 
-def _data_of(event: bytes) -> Any:
-    lines = [
-        line[5:].removeprefix(b" ") for line in event.splitlines() if line.startswith(b"data:")
-    ]
-    try:
-        return json.loads(b"\n".join(lines))
-    except (ValueError, UnicodeDecodeError):
-        return None
+def _error_of(data: dict[str, Any]) -> str:
+    error = data.get("error")
+    if isinstance(error, dict):
+        kind, message = error.get("type") or error.get("code"), error.get("message")
+        return f"{str(kind)[:60]}: {str(message)[:200]}"
+    return str(error)[:200]

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import select
 import socket
 import ssl
 import threading
 from collections.abc import Iterable
 from email.message import Message
 
+from flashrsi_dagster.gateway.deadlines import Deadlines, Watch, shut
 from flashrsi_dagster.gateway.grants import Upstream
 
 HOP_BY_HOP = frozenset(
@@ -74,12 +76,15 @@ def _connection_tokens(headers: Message) -> frozenset[str]:
 
 
 class Pool:
-    """Idle keep-alive connections per origin, and the busy ones (so `close` can cut them)."""
+    """Idle keep-alive connections per origin, and the busy ones (so `close` can cut them,
+    and so can their exchange's deadline)."""
 
     def __init__(self, per_origin: int = 8) -> None:
         self._per_origin = per_origin
         self._idle: dict[Origin, list[http.client.HTTPConnection]] = {}
         self._busy: dict[http.client.HTTPConnection, Origin] = {}
+        self._watches: dict[http.client.HTTPConnection, Watch] = {}
+        self._deadlines = Deadlines()
         self._lock = threading.Lock()
         self._closed = False
         self._tls = ssl.create_default_context()
@@ -88,9 +93,12 @@ class Pool:
         self, upstream: Upstream, method: str, target: str, headers: list[tuple[str, str]],
         body: bytes,
     ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:  # fmt: skip
-        """Send one request; the caller reads the response, then `release`s the connection."""
+        """Send one request; the caller reads the response, then `release`s the connection.
+        The whole exchange, to the answer's last byte, has `upstream.timeout` seconds: past
+        them its socket is shut and `expired(conn)` is true (raised here as TimeoutError)."""
+        watch = self._deadlines.watch(upstream.timeout, self._expire)
         while True:
-            conn, reused = self._acquire(upstream)
+            conn, reused = self._acquire(upstream, watch)
             try:
                 conn.putrequest(method, target)  # adds Host and Accept-Encoding: identity
                 for name, value in headers:
@@ -99,15 +107,29 @@ class Pool:
                     conn.putheader("Content-Length", str(len(body)))
                 conn.endheaders(body or None)
                 return conn, conn.getresponse()
-            except _STALE:
-                self.release(conn, reusable=False)
-                if not reused:
-                    raise
-            except BaseException:
-                self.release(conn, reusable=False)
+            except BaseException as exc:
+                self._discard(conn)
+                retry = reused and isinstance(exc, _STALE) and not watch.expired
+                if retry:
+                    continue
+                expired = self._deadlines.cancel(watch)
+                if expired and isinstance(exc, OSError | http.client.HTTPException):
+                    raise TimeoutError("the exchange's deadline passed") from exc
                 raise
 
+    def expired(self, conn: http.client.HTTPConnection) -> bool:
+        """Whether the exchange on `conn` ran past its deadline (and was cut)."""
+        with self._lock:
+            watch = self._watches.get(conn)
+        return watch is not None and watch.expired
+
     def release(self, conn: http.client.HTTPConnection, *, reusable: bool) -> None:
+        with self._lock:
+            watch = self._watches.pop(conn, None)
+        late = watch is not None and self._deadlines.cancel(watch)
+        # Bytes waiting on an idle connection are no answer to anything: an endpoint that sent
+        # more than its Content-Length, or closed it. The next call must not read them.
+        reusable = reusable and not late and _quiet(conn)
         with self._lock:
             origin = self._busy.pop(conn, None)
             idle = self._idle.setdefault(origin, []) if origin else []
@@ -116,6 +138,18 @@ class Pool:
                 return
         conn.close()
 
+    def _discard(self, conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            self._watches.pop(conn, None)
+            self._busy.pop(conn, None)
+        conn.close()
+
+    def _expire(self, watch: Watch) -> None:
+        with self._lock:
+            conns = [c for c, w in self._watches.items() if w is watch]
+        for conn in conns:
+            shut(conn.sock)
+
     def close(self) -> None:
         """Close idle connections; shut busy ones, so that calls blocked on them end now."""
         with self._lock:
@@ -123,6 +157,7 @@ class Pool:
             idle = [c for conns in self._idle.values() for c in conns]
             busy = list(self._busy)
             self._idle.clear()
+        self._deadlines.close()
         for conn in idle:
             conn.close()
         for conn in busy:
@@ -130,8 +165,9 @@ class Pool:
                 with contextlib.suppress(OSError):
                     conn.sock.shutdown(socket.SHUT_RDWR)
 
-    def _acquire(self, upstream: Upstream) -> tuple[http.client.HTTPConnection, bool]:
+    def _acquire(self, upstream: Upstream, watch: Watch) -> tuple[http.client.HTTPConnection, bool]:
         scheme, host, port = upstream.origin
+        timeout = max(watch.remaining(), 0.001)  # a connect or a plain hang ends by itself
         with self._lock:
             if self._closed:
                 raise ConnectionAbortedError("the gateway is closing")
@@ -140,13 +176,26 @@ class Pool:
             if conn is None:
                 if scheme == "https":
                     conn = http.client.HTTPSConnection(
-                        host, port, timeout=upstream.timeout, context=self._tls
+                        host, port, timeout=timeout, context=self._tls
                     )
                 else:
-                    conn = http.client.HTTPConnection(host, port, timeout=upstream.timeout)
+                    conn = http.client.HTTPConnection(host, port, timeout=timeout)
             self._busy[conn] = upstream.origin
+            self._watches[conn] = watch
         reused = conn.sock is not None
-        conn.timeout = upstream.timeout
+        conn.timeout = timeout
         if reused:
-            conn.sock.settimeout(upstream.timeout)
+            conn.sock.settimeout(timeout)
         return conn, reused
+
+
+def _quiet(conn: http.client.HTTPConnection) -> bool:
+    """Nothing to read on the connection (no stray bytes, no close)."""
+    sock = conn.sock
+    if sock is None:
+        return False
+    if isinstance(sock, ssl.SSLSocket) and sock.pending():
+        return False
+    poller = select.poll()
+    poller.register(sock, select.POLLIN | select.POLLPRI)
+    return not poller.poll(0)

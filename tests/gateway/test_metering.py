@@ -1,5 +1,6 @@
 """Tokens from each API's usage object, cost with Anthropic's cache ratios, sums that stay
-None once a call had no price; a body that is not JSON goes upstream as it is and counts 0."""
+None once a call had no price; a request body that is not JSON goes upstream as it is and
+counts 0; usage that is not a count is the endpoint's fault, and no usage is unknown usage."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import httpx2
 import pytest
 
 from flashrsi_dagster.config.models import PriceConfig
-from flashrsi_dagster.gateway.metering import Tokens, Usage, tokens_of, tokens_of_body
+from flashrsi_dagster.gateway.answers import MAX_CALL_TOKENS, EndpointFault, usage_tokens
+from flashrsi_dagster.gateway.metering import Tokens, Usage, tokens_of
 
 PRICE = PriceConfig(input_per_mtok=3.0, output_per_mtok=15.0)
 
@@ -24,11 +26,27 @@ def test_each_api_names_its_tokens_its_own_way():
     assert tokens_of("messages", anthropic) == Tokens(115, 2, cache_read=100, cache_write=10)
 
 
-def test_odd_usage_counts_as_nothing():
-    assert tokens_of("chat", None) == Tokens()
-    assert tokens_of("chat", {"prompt_tokens": "7", "completion_tokens": -1}) == Tokens()
-    assert tokens_of_body("chat", b"not json") == Tokens()
-    assert tokens_of_body("chat", b"[1, 2]") == Tokens()
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"prompt_tokens": -1, "completion_tokens": 2},
+        {"prompt_tokens": "7", "completion_tokens": 2},
+        {"prompt_tokens": 7.5, "completion_tokens": 2},
+        {"prompt_tokens": True, "completion_tokens": 2},
+        {"prompt_tokens": MAX_CALL_TOKENS + 1, "completion_tokens": 2},
+        [7, 2],
+    ],
+)
+def test_usage_that_is_not_a_count_is_the_endpoints_fault(usage):
+    with pytest.raises(EndpointFault, match="usage"):
+        usage_tokens("chat", usage)
+
+
+def test_no_usage_is_unknown_usage_of_unknown_cost():
+    unknown = usage_tokens("chat", None)
+
+    assert (unknown.input, unknown.output, unknown.known) == (0, 0, False)
+    assert unknown.cost(PRICE) is None
 
 
 def test_cost_applies_anthropics_cache_ratios_to_the_input_price():

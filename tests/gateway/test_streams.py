@@ -7,8 +7,9 @@ import json
 
 import pytest
 
+from flashrsi_dagster.gateway.answers import EndpointFault
 from flashrsi_dagster.gateway.metering import Tokens
-from flashrsi_dagster.gateway.streams import StreamMeter
+from flashrsi_dagster.gateway.streams import MAX_EVENT, StreamMeter
 
 
 def _sse(data: dict | str, event: str | None = None, end: str = "\n") -> bytes:
@@ -82,8 +83,51 @@ def test_responses_usage_comes_with_the_completed_response():
     assert meter.tokens == Tokens(5, 6)
 
 
-def test_a_stream_cut_short_relays_what_it_had():
+def test_a_last_event_without_its_blank_line_is_relayed_at_the_end():
+    meter = StreamMeter("chat")
+
+    assert meter.feed(b'data: {"last": 1}') == b""
+    assert meter.end() == b'data: {"last": 1}'
+
+
+def test_a_stream_that_ends_inside_an_event_is_the_endpoints_fault():
     meter = StreamMeter("chat")
 
     assert meter.feed(b'data: {"partial') == b""
-    assert meter.end() == b'data: {"partial'
+    with pytest.raises(EndpointFault, match="not valid JSON"):
+        meter.check_end()
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        _sse("not json at all"),
+        _sse("[1, 2]"),
+        _sse("[" * 100_000 + "]" * 100_000),
+        _sse({"choices": [], "usage": {"prompt_tokens": -3, "completion_tokens": 1}}),
+    ],
+    ids=["garbage", "not-an-object", "deeply-nested", "negative-usage"],
+)
+def test_an_event_the_client_could_not_trust_is_the_endpoints_fault_and_not_relayed(event):
+    meter = StreamMeter("chat")
+
+    assert meter.feed(CHAT[0]) == CHAT[0]
+    with pytest.raises(EndpointFault):
+        meter.feed(event)
+
+
+def test_an_event_that_never_ends_is_the_endpoints_fault():
+    meter = StreamMeter("chat")
+
+    with pytest.raises(EndpointFault, match="event over"):
+        meter.feed(b"data: " + b"x" * (MAX_EVENT + 1))
+
+
+def test_an_error_the_endpoint_reports_in_its_stream_is_relayed_and_kept():
+    meter = StreamMeter("messages")
+    error = _sse(
+        {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}, "error"
+    )
+
+    assert meter.feed(error) == error
+    assert meter.reported == "reported an error in its stream: overloaded_error: busy"

@@ -154,7 +154,10 @@ def test_an_endpoint_error_is_an_infra_error_with_a_redacted_diagnostic(
         trajectory = agent.run(work, f"Use the key {canary}.", task_id="t")
 
     assert trajectory.status == Status.INFRA_ERROR, trajectory.error
-    assert trajectory.error.type == "CodexError"
+    # The gateway's cause first, then what the CLI said (see `gateway_verdict`).
+    assert trajectory.error.type == "EndpointFault"
+    assert "the upstream answered HTTP 500" in trajectory.error.message
+    assert "(the run reported CodexError: " in trajectory.error.message
     assert trajectory.messages[1]["content"] == f"Use the key {REDACTED}."
     assert canary not in trajectory.model_dump_json()
     assert left_in(temp_root) == []

@@ -1,0 +1,146 @@
+"""What the gateway accepts from an endpoint: JSON of bounded depth, answers of their API's
+shape, usage counts that are counts. Anything else is an `EndpointFault`: the endpoint's,
+never the agent's (the call ends in a 502 that names the cause, and the run's ledger keeps it).
+
+Bounds (see the README, Confinement): `MAX_JSON_DEPTH` levels of nesting in any JSON the
+gateway reads (a request, an answer, a stream event), `MAX_CALL_TOKENS` tokens in one call's
+usage; the byte bounds of answers are the gateway's (`server.py`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from flashrsi_dagster.gateway.metering import Kind, Tokens, tokens_of
+
+MAX_JSON_DEPTH = 128
+"""Levels of nesting of any JSON the gateway parses; no API the gateway serves nests deeper
+than a few dozen (tool schemas included)."""
+MAX_CALL_TOKENS = 10_000_000
+"""Input or output tokens one call may report: more than any model's context."""
+
+
+class EndpointFault(Exception):
+    """The endpoint (or the gateway itself) failed a call; `cause` says how, for the log,
+    the run's ledger and the 502 the client gets."""
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(cause)
+        self.cause = cause
+
+
+class TooDeep(ValueError):
+    def __init__(self) -> None:
+        super().__init__(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+
+
+def loads(data: bytes, object_pairs_hook: Callable[[list], Any] | None = None) -> Any:
+    """JSON nested at most `MAX_JSON_DEPTH` deep; ValueError otherwise, `TooDeep` for the
+    nesting (never a RecursionError: the C parser's own guard is caught, and the depth is
+    walked after, when the text has enough brackets to nest that deep)."""
+    try:
+        value = json.loads(data, object_pairs_hook=object_pairs_hook)
+    except RecursionError:
+        raise TooDeep() from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 text: {exc.reason}") from None
+    brackets = data.count(b"[") + data.count(b"{")
+    if brackets > MAX_JSON_DEPTH and depth_over(value, MAX_JSON_DEPTH):
+        raise TooDeep()
+    return value
+
+
+def depth_over(value: Any, limit: int) -> bool:
+    """Whether `value` nests deeper than `limit`, walked without recursion."""
+    stack = [(value, 1)] if isinstance(value, dict | list) else []
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def answer_tokens(kind: Kind, body: bytes) -> Tokens:
+    """The tokens of a whole 2xx model answer, after checking it is one: a JSON object of its
+    API's shape whose usage (if any: none is `Tokens.known` False) holds counts."""
+    try:
+        data = loads(body)
+    except ValueError as exc:
+        raise EndpointFault(f"an answer that is not valid JSON ({_short(exc)})") from None
+    if not isinstance(data, dict):
+        raise EndpointFault(f"a JSON {type(data).__name__}, not an object")
+    if (missing := _shape_problem(kind, data)) is not None:
+        raise EndpointFault(f"an answer of the wrong shape for its API ({missing})")
+    return usage_tokens(kind, data.get("usage"))
+
+
+def usage_tokens(kind: Kind, usage: Any) -> Tokens:
+    """Tokens of a `usage` object: absent is unknown; counts that are not whole numbers in
+    0..MAX_CALL_TOKENS are the endpoint's fault, never trusted (a negative count would
+    refund the role's cap)."""
+    if usage is None:
+        return Tokens(known=False)
+    if not isinstance(usage, dict):
+        raise EndpointFault(f"usage that is a JSON {type(usage).__name__}, not an object")
+    for name, value in usage.items():
+        if not name.endswith("_tokens") or value is None:
+            continue
+        if type(value) is not int or not 0 <= value <= MAX_CALL_TOKENS:
+            raise EndpointFault(f"usage {name} = {_short(value)}, not a count of tokens")
+    return tokens_of(kind, usage)
+
+
+def check_head(status: int, encoding: str | None) -> None:
+    """Faults the head of an answer shows: a redirect (the gateway forwards a fixed set of
+    API routes, none of which redirects, and a client following one would leave its jail's
+    only way out), and a body encoded although the gateway asked for none (it cannot be
+    checked, and a client that decompressed it could get gigabytes from a few kilobytes)."""
+    if 300 <= status < 400:
+        raise EndpointFault(f"a redirect (HTTP {status}), which the gateway does not follow")
+    if status < 200:
+        raise EndpointFault(f"an informational status (HTTP {status}) for an answer")
+    encoding = (encoding or "identity").strip().lower()
+    if encoding != "identity":
+        encoded = f"a body encoded as {encoding[:40]!r}"
+        raise EndpointFault(f"{encoded}, though the gateway asked for none")
+
+
+def check_depth(body: bytes) -> None:
+    """A body relayed without a check of its shape (an error, a model list) is still JSON a
+    client parses: nested past the bound, it is a fault."""
+    try:
+        loads(body)
+    except TooDeep as exc:
+        raise EndpointFault(f"a body of {exc}") from None
+    except ValueError:
+        pass
+
+
+def _shape_problem(kind: Kind, data: dict[str, Any]) -> str | None:
+    if isinstance(data.get("error"), dict):
+        return "an error object in a 2xx answer"
+    if kind == "chat":
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices:
+            return "no choices"
+        message = choices[0].get("message") if isinstance(choices[0], dict) else None
+        if not isinstance(message, dict):
+            return "no message in the first choice"
+        content = message.get("content")
+        said = content is not None or message.get("tool_calls") or message.get("refusal")
+        if not (isinstance(content, str | None) and said):
+            return "the message has no content and no tool calls"
+        return None
+    listed = "output" if kind == "responses" else "content"
+    if not isinstance(data.get(listed), list):
+        return f"no {listed} list"
+    return None
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[:limit] + "..."
