@@ -32,7 +32,12 @@ from flashrsi_dagster.jobs.instance import persistent_instance
 from flashrsi_dagster.jobs.owner import fail_dead_runs, this_process
 from flashrsi_dagster.jobs.postgres import shown
 from flashrsi_dagster.jobs.queued import QueuedRuns
-from flashrsi_dagster.jobs.reconnect import DatabaseLost, database_fault, fault_line
+from flashrsi_dagster.jobs.reconnect import (
+    DatabaseLost,
+    database_fault,
+    fault_line,
+    may_reconnect,
+)
 from flashrsi_dagster.resources import ExperimentsResource
 
 Say = Callable[[str], None]
@@ -175,10 +180,12 @@ class _Driver:
 
     def _again(self, step: Step, why: str | None) -> bool:
         """Whether a step whose run failed is run again: when it lost its database connection
-        where `reconnect.py` could not retry (a transaction cut in the middle, a run worker
-        that started while the database was away), up to `RERUNS` times. The step comes back
-        ready, from its records, as after `flashrsi resume`."""
-        if fault_line(why or "") is None or self.reruns[step] == RERUNS:
+        where `reconnect.py` could not retry (a run worker starting while the database was
+        away, one of Dagster's own transactions, a database away past the retries), up to
+        `RERUNS` times; not for a database that does not exist or refuses the credentials.
+        The step comes back ready, from its records, as after `flashrsi resume`."""
+        lost = fault_line(why or "") is not None and may_reconnect(why or "")
+        if not lost or self.reruns[step] == RERUNS:
             return False
         self.reruns[step] += 1
         self.say(f"   {step.describe()}: {why}; running it again ({self.reruns[step]}/{RERUNS})")

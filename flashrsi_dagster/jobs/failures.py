@@ -38,7 +38,7 @@ def root_cause(failures: Sequence[dg.DagsterEvent]) -> str:
 
 
 def _one_line(error) -> str:
-    return fault_line(error.message) or f"{error.cls_name}: {error.message.strip()}"
+    return fault_line(error.message, error.cls_name) or f"{error.cls_name}: {error.message.strip()}"
 
 
 def step_failures(instance: dg.DagsterInstance, run_id: str) -> list[dg.DagsterEvent]:

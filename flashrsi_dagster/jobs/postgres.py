@@ -103,7 +103,6 @@ class PostgresStorage(DagsterPostgresStorage):
         self._run_storage = _open(_Runs(postgres_url))
         self._event_log_storage = _open(_Events(postgres_url))
         self._schedule_storage = _Schedules(postgres_url)  # a tick at a time
-        reconnect.resilient(self._schedule_storage._engine)
         DagsterStorage.__init__(self)
 
     @classmethod
@@ -185,6 +184,12 @@ def _writes_only() -> Iterator[None]:
 
 
 class _Schedules(PostgresScheduleStorage):
+    """Dagster's schedule storage, a connection per statement, its statements retried."""
+
+    def __init__(self, postgres_url: str) -> None:
+        super().__init__(postgres_url)
+        reconnect.resilient(self._engine)
+
     def connect(self, run_id: str | None = None):
         return reconnect.connection(self._engine)
 

@@ -20,6 +20,7 @@ it (a step's failure, a run worker's error) and `database_fault` in an exception
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -85,7 +86,7 @@ def _taken(engine: Engine) -> Connection:
         try:
             return engine.connect()
         except db_exc.DBAPIError as error:
-            if retried == RETRIES or not _may_reconnect(error.orig):
+            if retried == RETRIES or not may_reconnect(error.orig):
                 raise db_exc.OperationalError(
                     None, None, lost(engine, error.orig, retried)
                 ) from None
@@ -94,7 +95,7 @@ def _taken(engine: Engine) -> Connection:
 
 def _retried(engine: Engine, context, cursor, execute) -> bool:
     """Run `execute` on the statement's cursor; on a lost connection, on a new one."""
-    connection, retried = context.root_connection, 0
+    connection, retried, error = context.root_connection, 0, None
     autocommit = bool(getattr(connection.connection.dbapi_connection, "autocommit", False))
     while True:
         try:
@@ -102,13 +103,19 @@ def _retried(engine: Engine, context, cursor, execute) -> bool:
                 cursor = context.cursor = _reconnected(connection)
             execute(cursor)
             return True
+        except db_exc.ResourceClosedError:
+            # a connection that cannot be replaced (SQLAlchemy's first look at a new one):
+            # taking a connection fails, and is retried where it is taken (`connection`)
+            if error is None:
+                raise
+            raise error from None
         except (psycopg2.Error, db_exc.DBAPIError) as raised:
             error = getattr(raised, "orig", raised)
             if not _is_lost(engine, connection, error, cursor):
                 raise
             if not autocommit:
                 raise lost(engine, error, retried, IN_TRANSACTION) from None
-            if retried == RETRIES or not _may_reconnect(error):
+            if retried == RETRIES or not may_reconnect(error):
                 raise lost(engine, error, retried) from None
         retried += 1
         cursor = None
@@ -130,7 +137,8 @@ def _is_lost(engine: Engine, connection: Connection, error, cursor) -> bool:
     return engine.dialect.is_disconnect(error, raw, cursor)
 
 
-def _may_reconnect(error) -> bool:
+def may_reconnect(error: Exception | str) -> bool:
+    """Whether waiting may mend what `error` (or a line naming it) says: not a `PERMANENT`."""
     return not any(marker in str(error) for marker in PERMANENT)
 
 
@@ -145,11 +153,14 @@ class _LostInTransaction(_Lost):
 IN_TRANSACTION = "in a transaction: not retried"
 
 
-def _cut(error: db_exc.DBAPIError) -> bool:
+def _cut(engine: Engine, error: Exception) -> bool:
     """Whether `error` cut a transaction (which may be sent again), not ended the retries."""
-    if isinstance(error.orig, _Lost):
-        return isinstance(error.orig, _LostInTransaction)
-    return bool(error.connection_invalidated)
+    orig = getattr(error, "orig", error)
+    if isinstance(orig, _Lost):
+        return isinstance(orig, _LostInTransaction)
+    if isinstance(error, db_exc.DBAPIError):
+        return bool(error.connection_invalidated)
+    return engine.dialect.is_disconnect(orig, None, None)  # psycopg2's own, setting up
 
 
 def lost(engine: Engine, error, retried: int, note: str = "") -> _Lost:
@@ -192,41 +203,53 @@ class Writes:
                         for statement in self.statements:
                             conn.execute(*statement)
                 return
-            except db_exc.DBAPIError as error:
-                if not _cut(error):
+            except (db_exc.DBAPIError, psycopg2.OperationalError, psycopg2.InterfaceError) as error:
+                if not _cut(engine, error):
                     raise
                 if retried == RETRIES:
+                    cause = getattr(error, "orig", error)
                     raise db_exc.OperationalError(
-                        None, None, lost(engine, error.orig, retried)
+                        None, None, lost(engine, cause, retried)
                     ) from None
+
+
+_DIALECT = db.create_engine("postgresql+psycopg2://").dialect
+"""What tells a lost connection from psycopg2's message (SQLAlchemy's list); connects nowhere."""
 
 
 def _first_line(text: str) -> str:
     """The cause in a psycopg2 message: its first non-empty line, spaces folded, without the
-    server's `FATAL:` severity."""
+    server's `FATAL:` severity or SQLAlchemy's `(psycopg2.OperationalError)` prefix."""
     line = next((s for s in text.splitlines() if s.strip()), text)
+    line = re.sub(r"^\s*([A-Za-z_]\w*\.)+[A-Za-z_]\w*: ", "", line)  # a traceback's class
+    line = re.sub(r"^\s*\(psycopg2(\.\w+)+\)\s*", "", line)
     return " ".join(line.replace("FATAL:", "").split())
 
 
-def fault_line(text: str) -> str | None:
-    """The `LOST: ...` line inside `text` (a wrapped error's message), if there is one."""
-    start = text.find(f"{LOST}: ")
-    return None if start < 0 else text[start:].splitlines()[0].strip()
+def fault_line(message: str, cls_name: str = "", where: str = "") -> str | None:
+    """The one line saying an error (its class name, its message) is a lost PostgreSQL
+    connection: the `LOST: ...` line `lost` wrote, or, for a disconnect psycopg2 reported
+    outside these retries (Dagster's own engines), its cause and `where` (a masked URL);
+    None for anything else."""
+    start = message.find(f"{LOST}: ")
+    if start >= 0:
+        return message[start:].splitlines()[0].strip()
+    if cls_name not in ("OperationalError", "InterfaceError"):
+        return None
+    refused = "connection to server at" in message  # libpq's words for a failed connect
+    if not refused and not _DIALECT.is_disconnect(psycopg2.OperationalError(message), None, None):
+        return None
+    return f"{LOST}: {_first_line(message)}" + (f" ({where})" if where else "")
 
 
 def database_fault(exc: BaseException, where: str = "") -> str | None:
-    """One line saying that `exc` (or what caused it) is a lost PostgreSQL connection, or None
-    when it is something else. An error raised outside this module's retries (Dagster's own
-    engines) is named by its cause, and by `where` (a masked URL) when given."""
+    """`fault_line` of `exc` or of what caused it; None when none is a lost connection."""
     seen: set[int] = set()
     error: BaseException | None = exc
     while error is not None and id(error) not in seen:
         seen.add(id(error))
-        line = fault_line(str(error))
+        line = fault_line(str(error), type(error).__name__, where)
         if line is not None:
             return line
-        orig = getattr(error, "orig", None)
-        if isinstance(orig, psycopg2.OperationalError | psycopg2.InterfaceError):
-            return f"{LOST}: {_first_line(str(orig))}" + (f" ({where})" if where else "")
         error = error.__cause__ or error.__context__
     return None
