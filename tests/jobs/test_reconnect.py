@@ -71,6 +71,14 @@ def _in_thread(work) -> tuple[threading.Thread, dict]:
     return thread, outcome
 
 
+def _waiting(url: str, outcome: dict) -> int:
+    """The session that waits for the test's lock, once the work in the thread sends its
+    statement (the work must not have ended: it waits until the test lets it go)."""
+    waiting = _until(lambda: outcome or waiting_for_a_lock(url), "a statement waiting")
+    assert waiting is not outcome, f"it ended while the lock was held: {outcome}"
+    return waiting[0]
+
+
 @needs_postgres
 def test_a_statement_cut_while_it_runs_is_sent_again_on_a_new_connection():
     with (
@@ -82,9 +90,8 @@ def test_a_statement_cut_while_it_runs_is_sent_again_on_a_new_connection():
             cursor.execute("LOCK TABLE runs IN ACCESS EXCLUSIVE MODE")  # until the rollback
             thread, outcome = _in_thread(lambda: [r.run_id for r in instance.get_runs()])
             for _ in range(2):  # its connection ended twice while it waits
-                blocked = _until(lambda: waiting_for_a_lock(url), "the run query waiting")
-                assert terminate(url, blocked[0]) == 1
-            _until(lambda: waiting_for_a_lock(url), "the run query waiting a third time")
+                assert terminate(url, _waiting(url, outcome)) == 1
+            _waiting(url, outcome)  # sent a third time
             holder.rollback()
             thread.join(timeout=300)
         assert outcome == {"value": [run_id]}
@@ -107,9 +114,8 @@ def test_an_events_asset_index_writes_cut_mid_transaction_are_sent_again_whole()
             )
             thread, outcome = _in_thread(lambda: JOB.execute_in_process(instance=instance))
             for _ in range(2):
-                blocked = _until(lambda: waiting_for_a_lock(url), "an index write waiting")
-                assert terminate(url, blocked[0]) == 1
-            _until(lambda: waiting_for_a_lock(url), "the index write sent again")
+                assert terminate(url, _waiting(url, outcome)) == 1
+            _waiting(url, outcome)  # sent a third time
             holder.rollback()
             thread.join(timeout=300)
         result = outcome["value"]
