@@ -169,13 +169,13 @@ class _Driver:
             self._step_line(step)
             return
         failures = step_failures(self.instance, run.run_id)
-        raise_integrity_failure(failures)
         why = root_cause(failures) if failures else run_failure(self.instance, run.run_id)
         if self._again(step, why):
             return
         self.queued.cancel_queued(set(self.submitted))
         while self.submitted:  # the others finish what they started, and are recorded
             self.submitted.pop(self.queued.wait_for_any(set(self.submitted)).run_id)
+        raise_integrity_failure(failures)
         raise RuntimeError(f"{step.describe()} failed: {why or root_cause([])}")
 
     def _again(self, step: Step, why: str | None) -> bool:
