@@ -63,3 +63,50 @@ def rows(url: str, sql: str) -> list[tuple]:
     with closing(connection), connection.cursor() as cursor:
         cursor.execute(sql)
         return cursor.fetchall()
+
+
+def connect(url: str):
+    """A psycopg2 connection of the test's own to the database at `url`."""
+    return _connect(url)
+
+
+def _database(url: str) -> str:
+    return make_url(url).database or ""
+
+
+def terminate(url: str, pid: int | None = None) -> int:
+    """End the sessions on the database at `url` (only `pid`'s, if given), as a restart, a
+    failover or an idle timeout ends them; returns how many. The server and other databases'
+    sessions are left alone (other tests use them)."""
+    with closing(_admin()) as admin, admin.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s "
+            "AND pid <> pg_backend_pid() AND (%s::int IS NULL OR pid = %s::int)",
+            (_database(url), pid, pid),
+        )
+        return sum(1 for (ended,) in cursor.fetchall() if ended)
+
+
+def waiting_for_a_lock(url: str) -> list[int]:
+    """The sessions on the database at `url` that wait for a lock."""
+    with closing(_admin()) as admin, admin.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'",
+            (_database(url),),
+        )
+        return [pid for (pid,) in cursor.fetchall()]
+
+
+def accept_connections(url: str, allowed: bool) -> None:
+    """Let the database at `url` take new connections or refuse them (as a server that is
+    restarting does: "not currently accepting connections")."""
+    with closing(_admin()) as admin, admin.cursor() as cursor:
+        cursor.execute(
+            f'ALTER DATABASE "{_database(url)}" ALLOW_CONNECTIONS {str(allowed).lower()}'
+        )
+
+
+def drop(url: str) -> None:
+    """Drop the database at `url` now, its sessions ended (a database lost for good)."""
+    with closing(_admin()) as admin, admin.cursor() as cursor:
+        cursor.execute(f'DROP DATABASE IF EXISTS "{_database(url)}" WITH (FORCE)')

@@ -5,6 +5,7 @@ runs in-process, a round's candidates ready together go through the instance's r
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,24 +31,43 @@ from flashrsi_dagster.jobs.failures import (
 )
 from flashrsi_dagster.jobs.in_process import InProcessRuns
 from flashrsi_dagster.jobs.instance import persistent_instance
-from flashrsi_dagster.jobs.owner import fail_dead_runs
+from flashrsi_dagster.jobs.owner import fail_dead_runs, this_process
+from flashrsi_dagster.jobs.postgres import shown
 from flashrsi_dagster.jobs.queued import DAEMON_GONE, QueuedRuns
+from flashrsi_dagster.jobs.reconnect import (
+    DatabaseLost,
+    database_fault,
+    fault_line,
+    may_reconnect,
+)
 from flashrsi_dagster.jobs.waiting import WAIT_LIMIT, Watch
 from flashrsi_dagster.resources import ExperimentsResource
 from flashrsi_dagster.sensors import round_driver
 
 Say = Callable[[str], None]
+RERUNS = 3
+"""Times a step whose run lost its database connection is run again (`_Driver._again`)."""
 
 
 def drive(experiment: Experiment, say: Say = print, only: tuple[str, ...] | None = None):
     """Run every remaining step of the experiment as Dagster runs on the persistent instance
     under its home (`only`: just the steps with these actions, refusing when another comes
-    first); returns the final state."""
+    first); returns the final state. A database connection lost for good (`reconnect.py`
+    retried it) is a `DatabaseLost` saying so in one line."""
     instance = persistent_instance(Path(experiment.config.experiment.home))
     try:
         return drive_on(instance, experiment, say, only)
+    except Exception as exc:
+        if isinstance(exc, RuntimeError) or (fault := _database_fault(instance, exc)) is None:
+            raise
+        raise DatabaseLost(fault) from None
     finally:
         instance.dispose()
+
+
+def _database_fault(instance: dg.DagsterInstance, exc: Exception) -> str | None:
+    url = getattr(instance.run_storage, "postgres_url", None)
+    return database_fault(exc, shown(url) if url else "")
 
 
 def drive_on(
@@ -129,6 +149,7 @@ class _Driver:
         self.tags = endpoint_tags(config, Path(config.experiment.home))
         self.submitted: dict[str, Step] = {}
         self.mine: set[str] = set()  # submitted by this process (not reported while waiting)
+        self.reruns: Counter[Step] = Counter()
 
     def advance(self, ready: tuple[Step, ...]) -> None:
         """Start what may start of the ready steps, then wait for one run to end."""
@@ -183,9 +204,17 @@ class _Driver:
 
     def _in_process(self, step: Step) -> None:
         self.say(f"== {step.describe()}")
-        if not self.runs.execute(self.algorithm, self.name, step, self.tags):
-            raise RuntimeError(f"{step.describe()} failed: {self.runs.failure}")
-        self._step_line(step)
+        try:
+            if self.runs.execute(self.algorithm, self.name, step, self.tags):
+                self._step_line(step)
+                return
+            why = self.runs.failure
+        except Exception as exc:
+            if (why := database_fault(exc)) is None:
+                raise
+            self._fail_left_run(step, why)
+        if not self._again(step, why):
+            raise RuntimeError(f"{step.describe()} failed: {why}")
 
     def _ended(self, run: dg.DagsterRun) -> None:
         step = self.submitted.pop(run.run_id)
@@ -194,14 +223,38 @@ class _Driver:
             return
         if run.run_id in self.watch.dead:  # its process died: the step is asked for again
             return
+        failures = step_failures(self.instance, run.run_id)
+        why = root_cause(failures) if failures else run_failure(self.instance, run.run_id)
+        if self._again(step, why):
+            return
         self.queued.cancel_queued(set(self.submitted))
         while self.submitted:  # the others finish what they started, and are recorded
             ended = self.watch.until_one_ends(set(self.submitted), self.mine, self._describe)
             self.submitted.pop(ended.run_id)
-        failures = step_failures(self.instance, run.run_id)
         raise_integrity_failure(failures)
-        why = root_cause(failures) if failures else run_failure(self.instance, run.run_id)
         raise RuntimeError(f"{step.describe()} failed: {why or root_cause([])}")
+
+    def _again(self, step: Step, why: str | None) -> bool:
+        """Whether a step whose run failed is run again: when it lost its database connection
+        where `reconnect.py` could not retry (a run worker starting while the database was
+        away, one of Dagster's own transactions, a database away past the retries), up to
+        `RERUNS` times; not for a database that does not exist or refuses the credentials.
+        The step comes back ready, from its records, as after `flashrsi resume`."""
+        lost = fault_line(why or "") is not None and may_reconnect(why or "")
+        if not lost or self.reruns[step] == RERUNS:
+            return False
+        self.reruns[step] += 1
+        self.say(f"   {step.describe()}: {why}; running it again ({self.reruns[step]}/{RERUNS})")
+        return True
+
+    def _fail_left_run(self, step: Step, why: str) -> None:
+        """The step's run that this process left active when the error escaped it: failed,
+        so that it holds nothing back."""
+        request = self.defs.request(self.name, step, self.tags)
+        key = {RUN_KEY_TAG: request.run_key or ""} if request is not None else {}
+        mine = dg.RunsFilter(tags={**this_process(), **key}, statuses=ACTIVE)
+        for run in self.instance.get_runs(filters=mine):
+            self.instance.report_run_failed(run, why)
 
     def _step_line(self, step: Step) -> None:
         opened = self.experiments.algorithm(self.name)

@@ -1,5 +1,6 @@
 """Why a step's run failed, from its step-failure events, however the run was executed (in
-this process, or by a run worker the queue launched)."""
+this process, or by a run worker the queue launched), in one line: a lost database connection
+as the line `reconnect.py` wrote, not the traceback around it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Sequence
 
 import dagster as dg
 
+from flashrsi_dagster.jobs.reconnect import fault_line
 from flashrsi_dagster.records import IntegrityError
 
 
@@ -31,8 +33,12 @@ def root_cause(failures: Sequence[dg.DagsterEvent]) -> str:
         while error is not None and error.cause is not None:
             error = error.cause
         if error is not None:
-            return f"{error.cls_name}: {error.message.strip()}"
+            return _one_line(error)
     return "the run failed before any step (see `flashrsi ui`)"
+
+
+def _one_line(error) -> str:
+    return fault_line(error.message, error.cls_name) or f"{error.cls_name}: {error.message.strip()}"
 
 
 def step_failures(instance: dg.DagsterInstance, run_id: str) -> list[dg.DagsterEvent]:
@@ -41,8 +47,27 @@ def step_failures(instance: dg.DagsterInstance, run_id: str) -> list[dg.DagsterE
     return [e.dagster_event for e in entries if e.dagster_event is not None]
 
 
+GENERIC = "This run has been marked as failed from outside the execution context."
+"""What Dagster writes when a run worker fails outside any step; its engine event says why."""
+
+
 def run_failure(instance: dg.DagsterInstance, run_id: str) -> str | None:
     """Why a run failed that failed before any step (its worker never started, say): the
-    message of its run-failure event."""
+    message of its run-failure event, or where that is Dagster's `GENERIC`, the error its
+    run worker reported (as when it lost its database connection)."""
     entries = instance.all_logs(run_id, of_type=dg.DagsterEventType.RUN_FAILURE)
-    return entries[-1].message if entries else None
+    message = entries[-1].message if entries else None
+    if message is not None and message != GENERIC:
+        return fault_line(message) or message
+    return _engine_error(instance, run_id) or message
+
+
+def _engine_error(instance: dg.DagsterInstance, run_id: str) -> str | None:
+    for entry in reversed(instance.all_logs(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT)):
+        data = entry.dagster_event.event_specific_data if entry.dagster_event else None
+        error = getattr(data, "error", None)
+        if error is not None:
+            while error.cause is not None:
+                error = error.cause
+            return _one_line(error)
+    return None

@@ -11,11 +11,15 @@ dagster-postgres opens a new connection — a new server process, its authentica
 statement outside the webserver; a run's ~40 events paid that each. Here runs and events keep
 their connections open from the start, as dagster-postgres does for the webserver (a pool of one,
 more while threads need them), with no statement timeout; a connection is only ever used by
-the process that opened it."""
+the process that opened it. A connection lost (a restart, a failover, an idle timeout) is
+replaced and what it was doing retried (`reconnect.py`)."""
 
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import sqlalchemy as db
@@ -28,8 +32,11 @@ from dagster_postgres import (
     PostgresRunStorage,
     PostgresScheduleStorage,
 )
+from dagster_postgres.utils import create_pg_engine, set_pg_statement_timeout
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, DisconnectionError
+
+from flashrsi_dagster.jobs import reconnect
 
 URL_ENV = "FLASHRSI_POSTGRES_URL"
 """The setting: where set, a new home's instance is made on this database."""
@@ -85,7 +92,7 @@ def shown(url: str) -> str:
 class PostgresStorage(DagsterPostgresStorage):
     """dagster-postgres' storage on `postgres_url` (given the psycopg2 driver); a database
     that cannot be reached is a `StorageSettingError` naming it, its password masked; its
-    connections stay open."""
+    connections stay open, and are replaced when lost (`reconnect.py`)."""
 
     OVERFLOW = 8
     """Connections beyond the pooled one while threads (the daemon's) need them at once."""
@@ -95,7 +102,7 @@ class PostgresStorage(DagsterPostgresStorage):
         self._inst_data = inst_data
         self._run_storage = _open(_Runs(postgres_url))
         self._event_log_storage = _open(_Events(postgres_url))
-        self._schedule_storage = PostgresScheduleStorage(postgres_url)  # a tick at a time
+        self._schedule_storage = _Schedules(postgres_url)  # a tick at a time
         DagsterStorage.__init__(self)
 
     @classmethod
@@ -132,20 +139,84 @@ class _Closing:
 
 
 class _Runs(_Closing, PostgresRunStorage):
-    pass
+    def connect(self):
+        return reconnect.connection(self._engine)
 
 
 class _Events(_Closing, PostgresEventLogStorage):
-    pass
+    """The event log, whose asset index rows for an event (written in one transaction, which a
+    lost connection would cut) are sent as `reconnect.Writes`: whole again when cut."""
+
+    def _connect(self):
+        return reconnect.connection(self._engine)
+
+    def store_event(self, event) -> None:
+        with _writes_only():
+            super().store_event(event)
+
+    def store_event_batch(self, events) -> None:
+        with _writes_only():
+            super().store_event_batch(events)
+
+    @contextmanager
+    def index_transaction(self) -> Iterator:
+        if not getattr(_WRITING_EVENTS, "depth", 0):  # a transaction that reads: as Dagster's
+            with super().index_transaction() as conn:
+                yield conn
+            return
+        writes = reconnect.Writes()
+        yield writes
+        writes.commit(self._engine)
+
+
+_WRITING_EVENTS = threading.local()
+"""How deep this thread is in `_Events.store_event`: its index transactions only write."""
+
+
+@contextmanager
+def _writes_only() -> Iterator[None]:
+    depth = getattr(_WRITING_EVENTS, "depth", 0)
+    _WRITING_EVENTS.depth = depth + 1
+    try:
+        yield
+    finally:
+        _WRITING_EVENTS.depth = depth
+
+
+class _Schedules(PostgresScheduleStorage):
+    """Dagster's schedule storage, a connection per statement, its statements retried."""
+
+    def __init__(self, postgres_url: str) -> None:
+        super().__init__(postgres_url)
+        reconnect.resilient(self._engine)
+
+    def connect(self, run_id: str | None = None):
+        return reconnect.connection(self._engine)
 
 
 def _open(part):
-    """`part` on open connections (dagster-postgres' webserver pool), each kept to its process."""
-    part.optimize_for_webserver(
-        statement_timeout=0, pool_recycle=3600, max_overflow=PostgresStorage.OVERFLOW
-    )
-    _own_process(part._engine)
+    """`part` on open connections (as dagster-postgres' webserver pool), each kept to its
+    process, checked before use and replaced when lost."""
+    part._engine = _pooled(part.postgres_url)
     return part
+
+
+def _pooled(url: str) -> Engine:
+    """dagster-postgres' webserver engine (`optimize_for_webserver`), its connections pinged
+    before use (`pool_pre_ping`) and its statements retried on a new one (`reconnect.py`)."""
+    options = make_url(url).query.get("options")
+    engine = create_pg_engine(
+        url,
+        isolation_level="AUTOCOMMIT",
+        pool_size=1,
+        pool_recycle=3600,
+        max_overflow=PostgresStorage.OVERFLOW,
+        pool_pre_ping=True,
+        **({"connect_args": {"options": options}} if options else {}),
+    )
+    db.event.listen(engine, "connect", lambda conn, _: set_pg_statement_timeout(conn, 0))
+    _own_process(engine)
+    return reconnect.resilient(engine)
 
 
 def _own_process(engine: Engine) -> None:

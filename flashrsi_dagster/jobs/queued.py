@@ -42,6 +42,7 @@ from dagster._utils import find_free_port
 from flashrsi_dagster.jobs.execution import home_resources, home_run_config
 from flashrsi_dagster.jobs.in_process import QUIET, REPOSITORY_LABEL
 from flashrsi_dagster.jobs.owner import DRIVER_ENV, LAUNCHER_TAG, die_with_parent, identity
+from flashrsi_dagster.jobs.reconnect import database_fault
 from flashrsi_dagster.jobs.run_queue import STARTUP_TIMEOUT
 from flashrsi_dagster.records.atomic import open_own
 
@@ -201,9 +202,15 @@ class QueuedRuns:
         with _Dequeuer(interval_seconds=interval) as daemon:
             daemon._logger.setLevel(logging.WARNING)  # its every look at the queue, at INFO
             while not self._stop.wait(interval):
-                if self._may_dequeue(daemon.daemon_type()):
-                    for _ in daemon.run_iteration(self._workspace):
-                        pass
+                try:
+                    if self._may_dequeue(daemon.daemon_type()):
+                        for _ in daemon.run_iteration(self._workspace):
+                            pass
+                except Exception as exc:
+                    if database_fault(exc) is None:
+                        raise
+                    # the next look at the queue tries again; the driver's own polling
+                    # reports a database lost for good
 
     def _may_dequeue(self, daemon_type: str) -> bool:
         """One dequeuer per instance, or a run could be launched twice: Dagster's daemon
