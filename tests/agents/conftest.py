@@ -39,20 +39,24 @@ def left_in(temp_root: Path) -> list[Path]:
 
 
 def timed_out_while_running[T](
-    run: Callable[[float, int], T], started: Path, first: float = FIRST_TIMEOUT
+    run: Callable[[float, int], T],
+    started: Path | Callable[[T], bool],
+    first: float = FIRST_TIMEOUT,
 ) -> tuple[T, float]:
     """What `run(timeout, attempt)` returned when its deadline fell while its command ran,
     and that timeout.
 
-    The scripted command creates `started` first thing. A deadline that passes before the
-    command starts (a loaded machine may take longer than `first` seconds to start the agent
-    and reach it) says nothing about stopping it, so the timeout doubles until it does; each
-    attempt gets its own `attempt` number (a fresh script: a script's replies are used once)."""
+    `started` is a file the scripted command creates first thing, or a test of what `run`
+    returned. A deadline that passes before the command starts (a loaded machine may take
+    longer than `first` seconds to start the agent and reach it) says nothing about stopping
+    it, so the timeout doubles until it does; each attempt gets its own `attempt` number (a
+    fresh script: a script's replies are used once)."""
     timeout = first
     for attempt in range(TIMEOUT_DOUBLINGS):
-        started.unlink(missing_ok=True)
+        if isinstance(started, Path):
+            started.unlink(missing_ok=True)
         outcome = run(timeout, attempt)
-        if started.exists():
+        if started.exists() if isinstance(started, Path) else started(outcome):
             return outcome, timeout
         timeout *= 2
     raise AssertionError(f"the command never started before a timeout of {timeout / 2} s")
