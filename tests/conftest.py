@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,6 +29,19 @@ def _why_no_jails() -> str | None:
 _NO_JAILS = _why_no_jails()
 needs_jails = pytest.mark.skipif(_NO_JAILS is not None, reason=_NO_JAILS or "")
 """For tests of the jail itself (bubblewrap and root; `make test` and CI have both)."""
+
+PATIENCE = 300.0
+"""How long a test waits for something that takes well under a second on an idle machine: only
+a failing test ever waits this long, and a loaded 2-core machine can be 10-30x slower."""
+
+
+def wait_until(condition: Callable[[], object], what: str, timeout: float = PATIENCE) -> None:
+    """Wait for `condition()` to hold; fail naming `what` if it never does."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout:.0f} s"
+        time.sleep(0.05)
+
 
 CANARY_ENV = "FLASHRSI_TEST_CANARY_API_KEY"
 CANARY = "canary-7f3b9e21c4d5a6b8-do-not-leak"

@@ -24,14 +24,14 @@ def test_offline_model_serves_until_stopped():
         line = server.stdout.readline().strip()
         assert line.startswith("offline model simulator listening on http://127.0.0.1:")
         url = line.rsplit(" ", 1)[-1]
-        client = openai.OpenAI(base_url=url, api_key="x", max_retries=0, timeout=10)
+        client = openai.OpenAI(base_url=url, api_key="x", max_retries=0, timeout=60)
         reply = client.chat.completions.create(
             model="simulator/echo", messages=[{"role": "user", "content": "ping"}]
         )
         assert reply.choices[0].message.content == "ping"
     finally:
         server.send_signal(signal.SIGTERM)
-        assert server.wait(timeout=10) == 0
+        assert server.wait(timeout=60) == 0
         server.stdout.close()
 
 

@@ -112,6 +112,11 @@ class OfflineModelServer:
         """A copy of the request log, oldest first."""
         return self._log.snapshot()
 
+    @property
+    def in_flight(self) -> int:
+        """How many requests the server is answering now (arrived, not yet answered)."""
+        return self._simulator.in_flight
+
     def clear_requests(self) -> None:
         self._log.clear()
 

@@ -59,11 +59,20 @@ class Simulator:
         self._stopping = stopping  # set at shutdown: cuts latency waits and hangs short
         self._faults = FaultPlan(config)
         self._numbers = itertools.count(1)
+        self._in_flight = 0
+        self._counting = threading.Lock()
+
+    @property
+    def in_flight(self) -> int:
+        """Requests arrived and not yet answered: what a test waits on before it cuts one."""
+        return self._in_flight
 
     def handle(self, request: HttpRequest) -> HttpResponse:
         """Answer one request; never raises (a bug becomes a 500 in the endpoint's dialect)."""
         arrived, started = datetime.now(UTC), time.monotonic()
         draft = _Draft(role=request.headers.get(ROLE_HEADER))
+        with self._counting:
+            self._in_flight += 1
         try:
             response = self._dispatch(request, draft)
         except Exception as exc:
@@ -73,6 +82,9 @@ class Simulator:
             dialect = anthropic if draft.api in ("anthropic", "count_tokens") else openai_chat
             message = f"offline model simulator internal error: {type(exc).__name__}: {exc}"
             response = HttpResponse.json(500, dialect.error_body(500, message))
+        finally:
+            with self._counting:
+                self._in_flight -= 1
         duration = time.monotonic() - started
         self._log.append(
             RequestRecord(

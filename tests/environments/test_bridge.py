@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ from flashrsi_dagster.environments.bridge import CLIENT, CommandBridge
 from flashrsi_dagster.environments.jail import Jail, Mount
 from flashrsi_dagster.environments.joining import JAIL_UID
 from flashrsi_dagster.environments.runtime import python_runtime
-from tests.conftest import needs_jails
+from tests.conftest import PATIENCE, needs_jails, wait_until
 
 pytestmark = needs_jails
 
@@ -47,7 +46,7 @@ def test_a_command_runs_through_the_prefix_with_its_output_and_exit_code(jail, t
     bridge = CommandBridge(jail.listen(8087), ["bash", "-c"])
     try:
         client = _client(jail, work, f"cat {outside}; echo to-stderr >&2; exit 7")
-        out, _ = client.communicate(timeout=20)
+        out, _ = client.communicate(timeout=PATIENCE)
     finally:
         bridge.close()
 
@@ -60,17 +59,12 @@ def test_when_the_client_is_killed_the_command_dies_too(jail):
     bridge = CommandBridge(jail.listen(8087), ["bash", "-c"])
     try:
         client = _client(jail, work, "sleep 913")
-        deadline = time.monotonic() + 10
-        while not _pids("sleep 913") and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _pids("sleep 913")
+        wait_until(lambda: _pids("sleep 913"), "the bridged command started")
         # what the agent's shell does to a command past its timeout: kill the client
         for pid in _pids(f"{os.path.realpath(sys.executable)} -I -S {CLIENT}"):
             os.kill(int(pid), 9)
-        client.wait(10)
-        deadline = time.monotonic() + 3
-        while _pids("sleep 913") and time.monotonic() < deadline:
-            time.sleep(0.05)
+        client.wait(PATIENCE)
+        wait_until(lambda: not _pids("sleep 913"), "the command killed", timeout=60)
     finally:
         bridge.close()
 

@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ import pytest
 from flashrsi_dagster.environments.jail import Jail, JailError, JailSpec, Mount
 from flashrsi_dagster.environments.joining import JAIL_UID
 from flashrsi_dagster.environments.runtime import python_runtime, site_packages
-from tests.conftest import needs_jails
+from tests.conftest import PATIENCE, needs_jails, wait_until
 
 pytestmark = needs_jails
 
@@ -114,7 +113,7 @@ def test_the_harness_imports_its_sdk_but_not_the_framework_or_the_labels(jail: J
 
 def test_no_loopback_port_answers_but_the_one_served(jail: Jail, work: Path):
     listener = jail.listen(8086)
-    listener.settimeout(5)
+    listener.settimeout(PATIENCE)
     code = """
     import socket
     s = socket.create_connection(("127.0.0.1", 8086), timeout=5)
@@ -137,7 +136,7 @@ def test_no_loopback_port_answers_but_the_one_served(jail: Jail, work: Path):
     connection, _ = listener.accept()
     assert connection.recv(10) == b"ping"
     connection.sendall(b"pong")
-    out, _ = process.communicate(timeout=20)
+    out, _ = process.communicate(timeout=PATIENCE)
     listener.close()
 
     assert out.split()[0] == "pong"
@@ -152,12 +151,11 @@ def test_closing_the_jail_kills_what_escaped_with_nohup_setsid_and_double_fork(w
         "(sh -c 'sleep 903 &' &) >/dev/null 2>&1; sleep 0.2",
         work,
     )
-    assert _sleepers() == {"901", "902", "903"}
+    wait_until(lambda: _sleepers() == {"901", "902", "903"}, "the three sleepers started")
 
     jail.close()
-    time.sleep(0.2)
 
-    assert _sleepers() == set()
+    wait_until(lambda: _sleepers() == set(), "the sleepers killed", timeout=60)
 
 
 def test_the_jail_dies_with_the_framework_even_by_sigkill(tmp_path: Path, work: Path):
@@ -175,22 +173,19 @@ def test_the_jail_dies_with_the_framework_even_by_sigkill(tmp_path: Path, work: 
                 ["/bin/sh", "-c", "setsid nohup sleep 904 >/dev/null 2>&1 & sleep 0.1"],
                 {{"PATH": "/usr/bin:/bin"}}, Path({str(work)!r})))
             print("ready", flush=True)
-            time.sleep(60)
+            time.sleep(300)
             """),
         ],
         stdout=subprocess.PIPE,
         text=True,
     )
     assert framework.stdout is not None and framework.stdout.readline().strip() == "ready"
-    assert _sleepers() == {"904"}
+    wait_until(lambda: _sleepers() == {"904"}, "the sleeper started")
 
     framework.send_signal(signal.SIGKILL)
     framework.wait()
-    deadline = time.monotonic() + 2
-    while _sleepers() and time.monotonic() < deadline:
-        time.sleep(0.05)
 
-    assert _sleepers() == set()
+    wait_until(lambda: _sleepers() == set(), "the sleeper killed", timeout=60)
 
 
 def test_a_bad_mount_is_a_clear_error(tmp_path: Path):

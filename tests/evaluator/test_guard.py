@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -200,11 +199,8 @@ def test_a_later_check_stats_the_files_and_hashes_none(tmp_path, monkeypatch):
         raise AssertionError(f"re-hashed {args[0]}")
 
     monkeypatch.setattr(evaluator_files, "open", no_reading, raising=False)
-    started = time.perf_counter()
-    for _ in range(10):
-        evaluator.before("dev", dev)
-    per_check = (time.perf_counter() - started) / 10
-    assert per_check < 0.5, per_check  # measured ~10 ms on this machine; a round takes seconds
+    for _ in range(3):
+        evaluator.before("dev", dev)  # would raise on any file read again
 
 
 def test_versions_are_ordered_by_number_not_by_file_name(tmp_path, data):

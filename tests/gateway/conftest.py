@@ -56,7 +56,7 @@ def recorder() -> Iterator[RecordingUpstream]:
 
 
 def openai_client(gateway: Gateway, token: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=token, max_retries=0, timeout=5)
+    return openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=token, max_retries=0, timeout=60)
 
 
 def anthropic_headers(token: str) -> dict[str, str]:
@@ -65,7 +65,7 @@ def anthropic_headers(token: str) -> dict[str, str]:
 
 def anthropic_post(gateway: Gateway, token: str, body: dict, path: str = "messages"):
     return httpx2.post(
-        f"{gateway.url}/v1/{path}", json=body, headers=anthropic_headers(token), timeout=5
+        f"{gateway.url}/v1/{path}", json=body, headers=anthropic_headers(token), timeout=60
     )
 
 
@@ -75,7 +75,7 @@ def anthropic_stream(gateway: Gateway, token: str, body: dict) -> list[tuple[str
         f"{gateway.url}/v1/messages?beta=true",
         json={**body, "stream": True},
         headers=anthropic_headers(token),
-        timeout=5,
+        timeout=60,
     ) as response:
         assert response.status_code == 200, response.read()
         return parse_sse(response.iter_lines())

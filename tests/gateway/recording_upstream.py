@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+HOLD_SECONDS = 120  # a test releases a held call; this bound only ends a forgotten one
+
 CHAT_REPLY = {
     "id": "chatcmpl-recorded",
     "object": "chat.completion",
@@ -62,7 +64,7 @@ def _handler(upstream: RecordingUpstream) -> type[BaseHTTPRequestHandler]:
             if upstream.stream is not None:
                 self._stream(upstream.stream)
                 return
-            upstream._go.wait(10)
+            upstream._go.wait(HOLD_SECONDS)
             status, body = upstream.answer
             data = json.dumps(body).encode()
             self.send_response(status)
@@ -80,7 +82,7 @@ def _handler(upstream: RecordingUpstream) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             for event in events:
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
-            upstream._go.wait(10)
+            upstream._go.wait(HOLD_SECONDS)
             self.wfile.write(b"0\r\n\r\n")
 
         def log_message(self, format: str, *args: Any) -> None:

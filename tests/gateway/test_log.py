@@ -15,6 +15,7 @@ from flashrsi_dagster.gateway import Caps, Gateway
 from flashrsi_dagster.gateway.log import CallLog, CallRecord
 from flashrsi_dagster.records import Redactor
 from flashrsi_dagster.records.atomic import PlantedFileError
+from tests.conftest import PATIENCE
 from tests.gateway.conftest import CANARY_KEY, USER, log_lines, openai_client
 
 
@@ -103,7 +104,7 @@ def test_a_line_is_appended_under_the_logs_lock_which_other_hosts_hold_too(tmp_p
     writer.start()
     assert not written.wait(0.5) and path.read_text() == ""
     fcntl.flock(other, fcntl.LOCK_UN)
-    assert written.wait(5)
+    assert written.wait(PATIENCE)
     writer.join()
     os.close(other)
     log.close()

@@ -20,6 +20,7 @@ import pytest
 from flashrsi_dagster.config import LLMConfig
 from flashrsi_dagster.gateway import Gateway, GatewayError, RunUsage, Upstream
 from flashrsi_dagster.llm.client import LLMClient
+from tests.conftest import PATIENCE
 from tests.gateway.conftest import (
     USER,
     anthropic_post,
@@ -212,11 +213,11 @@ def test_unserve_lets_the_request_in_progress_finish(gateway, recorder):
         )
     )
     call.start()
-    assert recorder.arrived.wait(5)
+    assert recorder.arrived.wait(PATIENCE)
 
     gateway.unserve(listener)
     recorder.release()
-    call.join(5)
+    call.join(PATIENCE)
 
     assert result["r"].status_code == 200
     assert result["r"].json()["choices"][0]["message"]["content"] == "ok"
@@ -281,25 +282,26 @@ def test_close_cuts_calls_in_flight(upstream_of, recorder):
 
     def call() -> None:
         try:
-            httpx2.post(
-                f"{gateway.url}/v1/chat/completions",
-                json={"model": "m"},
-                headers={"authorization": f"Bearer {token}"},
-                timeout=5,
+            outcome.append(
+                httpx2.post(
+                    f"{gateway.url}/v1/chat/completions",
+                    json={"model": "m"},
+                    headers={"authorization": f"Bearer {token}"},
+                    timeout=PATIENCE,
+                )
             )
         except httpx2.HTTPError as exc:
             outcome.append(exc)
 
     caller = threading.Thread(target=call)
     caller.start()
-    assert recorder.arrived.wait(5)
-    started = time.monotonic()
+    assert recorder.arrived.wait(PATIENCE)
 
     gateway.close()
-    caller.join(5)
+    caller.join(PATIENCE)
 
-    assert time.monotonic() - started < 1.0
-    assert isinstance(outcome[0], httpx2.RemoteProtocolError)  # cut, not left hanging
+    # cut, not left hanging until the upstream answers (a 200) or the client gives up
+    assert isinstance(outcome[0], httpx2.RemoteProtocolError), outcome
 
 
 def test_connections_beyond_a_listeners_limit_get_a_503(upstream_of):
@@ -355,7 +357,7 @@ request = urllib.request.Request(
     "http://127.0.0.1:8080/v1/chat/completions", data=json.dumps(body).encode(),
     headers={"Authorization": "Bearer " + os.environ["TOKEN"]},
 )
-reply = json.loads(urllib.request.urlopen(request, timeout=5).read())
+reply = json.loads(urllib.request.urlopen(request, timeout=60).read())
 print(reply["choices"][0]["message"]["content"])
 """
 
@@ -373,14 +375,14 @@ def test_serve_a_listener_made_in_a_jails_network_namespace(gateway, upstream_of
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     theirs.close()
-    ours.settimeout(10)
+    ours.settimeout(PATIENCE)
     try:
         _, fds, _, _ = socket.recv_fds(ours, 1, 1)
         if not fds:
             pytest.skip(f"bubblewrap cannot make a network namespace here: {jail.stderr.read()}")
         gateway.serve(socket.socket(fileno=fds[0]), token=token)
         ours.send(b"go")
-        out, err = jail.communicate(timeout=10)
+        out, err = jail.communicate(timeout=PATIENCE)
     finally:
         jail.kill()
         ours.close()

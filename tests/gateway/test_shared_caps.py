@@ -18,6 +18,7 @@ import pytest
 
 from flashrsi_dagster.config.models import PriceConfig
 from flashrsi_dagster.gateway import Caps
+from tests.conftest import PATIENCE
 from tests.gateway.conftest import openai_client
 
 PROCESS = Path(__file__).with_name("gateway_process.py")
@@ -55,7 +56,7 @@ def _go(process: subprocess.Popen) -> None:
 def _statuses(process: subprocess.Popen) -> list[int]:
     assert process.stdout is not None
     statuses = json.loads(process.stdout.readline())
-    assert process.wait(30) == 0
+    assert process.wait(PATIENCE) == 0
     return statuses
 
 
@@ -87,7 +88,7 @@ def test_a_call_in_flight_elsewhere_holds_its_reservation_until_its_process_dies
     recorder.hold()
     other = _start(processes, log=str(log_path), upstream=recorder.url, max_tokens=50, calls=1)
     _go(other)
-    assert recorder.arrived.wait(10)  # in flight, reserving 3 output tokens and its input
+    assert recorder.arrived.wait(PATIENCE)  # in flight, reserving 3 output tokens and its input
     gateway.set_caps("x", "worker", Caps(max_tokens=50))
     token = gateway.grant(experiment="x", role="worker", run_id="r2", upstream=upstream_of())
 
@@ -95,7 +96,7 @@ def test_a_call_in_flight_elsewhere_holds_its_reservation_until_its_process_dies
         _chat(gateway, token)
     assert held.value.status_code == 402
     os.kill(other.pid, signal.SIGKILL)
-    assert other.wait(10) == -signal.SIGKILL
+    assert other.wait(PATIENCE) == -signal.SIGKILL
 
     assert _chat(gateway, token).usage.total_tokens == 6
     swept = log_path.with_suffix(".reserved").iterdir()

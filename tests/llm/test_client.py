@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import openai
 import pytest
 
@@ -94,11 +92,9 @@ def test_every_call_is_bounded_by_the_role_timeout():
             LLMConfig(model="simulator/echo", base_url=hanging.url, timeout=0.5, max_retries=0),
             role="target",
         )
-        clock = time.monotonic()
-        with pytest.raises(openai.APITimeoutError):
+        with pytest.raises(openai.APITimeoutError):  # not the answer after the 30 s hang
             client.complete([{"role": "user", "content": "hi"}])
 
-    assert time.monotonic() - clock < 5
     assert client.meter.snapshot().failed_calls == 1
 
 

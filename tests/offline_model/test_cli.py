@@ -34,9 +34,10 @@ def test_it_announces_its_url_serves_scripts_and_stops_on_sigterm(tmp_path):
         reply = httpx2.post(
             f"{url}/chat/completions",
             json={"model": "simulator/script:demo", "messages": [{"role": "user", "content": "x"}]},
+            timeout=60,
         )
         process.send_signal(signal.SIGTERM)
-        code = process.wait(timeout=5)
+        code = process.wait(timeout=60)
     finally:
         process.kill()
 

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from flashrsi_dagster.records import RecordStore, Redactor, Status
 from flashrsi_dagster.rollouts.engine import Settings, run_rollouts
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.rollouts.scores import scores_frame, summary
+from tests.conftest import wait_until
 
 LABELS = ["ham", "spam"]
 
@@ -128,7 +128,8 @@ _KILLABLE = textwrap.dedent("""
 
     data, record = Path(sys.argv[1]), Path(sys.argv[2])
     bench = TextClassification(data)
-    with OfflineModelServer(ServerConfig(latency_ms=150)) as server:
+    # the 14 rollouts left take 3.5 s at least, however fast: the kill lands before the end
+    with OfflineModelServer(ServerConfig(latency_ms=500)) as server:
         role = RoleConfig.model_validate({"type": "llm", "llm": {
             "model": "simulator/echo", "base_url": server.url, "max_retries": 0}})
         run_rollouts(bench, target_agent(role), bench.tasks(),
@@ -149,11 +150,10 @@ def test_sigkill_half_way_then_restart_loses_and_repeats_nothing(tmp_path):
     engine = subprocess.Popen(
         [sys.executable, "-c", _KILLABLE, str(data), str(record_path)], start_new_session=True
     )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if record_path.exists() and record_path.read_text().count("\n") >= 6:
-            break
-        time.sleep(0.02)
+    wait_until(
+        lambda: record_path.exists() and record_path.read_text().count("\n") >= 6,
+        "six rollouts recorded",
+    )
     os.killpg(engine.pid, signal.SIGKILL)
     engine.wait()
     survived = {t.task_id for t in RolloutRecord(record_path).load()}

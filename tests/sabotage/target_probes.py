@@ -63,8 +63,12 @@ def escapes(params):
             os.execvp("sleep", ["sleep", third])
         os._exit(0)
     os.wait()
-    time.sleep(0.1)
-    return subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    for _ in range(600):  # until `ps` shows all three (a loaded machine starts them late)
+        shown = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+        if all(f"sleep {s}" in shown for s in (first, second, third)):
+            break
+        time.sleep(0.1)
+    return shown
 
 
 def writes(params):

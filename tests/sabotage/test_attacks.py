@@ -119,7 +119,8 @@ def records_step(s: Scene) -> list[dict]:
         shell(f"echo '== write'; {forge}; echo exit $?"),
         shell(
             f"setsid nohup sh -c 'while :; do {forge}; sleep 0.05; done; "
-            f": {s.loop_mark}' >/dev/null 2>&1 & sleep 0.2; echo '== loop'; ps -eo args"
+            f": {s.loop_mark}' >/dev/null 2>&1 & {_once_running(s.loop_mark)}; "
+            "echo '== loop'; ps -eo args"
         ),
         shell("printf '\\n' >> prompts/system.md"),  # a harmless edit: the round is evaluated
         say(),
@@ -213,13 +214,21 @@ def target_probes_step(s: Scene) -> list[dict]:
     return [shell(f"cat >> runtime/agent.py <<'PY'\n{source}\nPY"), say()]
 
 
+def _once_running(*needles: str) -> str:
+    """A shell snippet that waits, up to a minute, until `ps` shows every needle (the jail's
+    processes start late on a loaded machine)."""
+    shown = " && ".join(f"ps -eo args | grep -v grep | grep -qF -- '{n}'" for n in needles)
+    return f"for _ in $(seq 600); do {shown} && break; sleep 0.1; done"
+
+
 def escapes_step(s: Scene) -> list[dict]:
     """nohup, setsid and a double fork, each leaving a sleeper."""
     first, second, third = s.worker_sleeps
     return [
         shell(
             f"nohup sleep {first} >/dev/null 2>&1 & setsid sleep {second} >/dev/null 2>&1 & "
-            f"(sh -c 'sleep {third} >/dev/null 2>&1 &' &); sleep 0.2; echo '== ps'; ps -eo args"
+            f"(sh -c 'sleep {third} >/dev/null 2>&1 &' &); "
+            f"{_once_running(*(f'sleep {n}' for n in s.worker_sleeps))}; echo '== ps'; ps -eo args"
         ),
         say(),
     ]

@@ -23,7 +23,7 @@ import yaml
 
 from flashrsi_dagster.algorithms.base import Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
-from flashrsi_dagster.algorithms.evolver.candidate import PREFLIGHT_SECONDS
+from flashrsi_dagster.algorithms.evolver.candidate import said
 from flashrsi_dagster.algorithms.evolver.diagnosis import DiagnosisFailed
 from flashrsi_dagster.algorithms.evolver.nodes import Node
 from flashrsi_dagster.algorithms.evolver.plan import stopped
@@ -763,7 +763,7 @@ REDOS = "(.|.)*ZZZ-never-there"
 def answered(tmp_path_factory) -> Run:
     """Round 1 with the zero-hit preflight on, K=1, three candidates: a design answer of
     200 000 blank lines before its WHERE and TRIGGER lines, a TRIGGER built to backtrack
-    forever, and a design that deletes `runtime/beacon.py`. Each step's time is kept."""
+    forever, and a design that deletes `runtime/beacon.py`."""
     tmp_path = tmp_path_factory.mktemp("answered")
     touch = shell("echo >> prompts/system.md")
     blank = "\n \n" * (BLANK_LINES // 2)
@@ -783,13 +783,10 @@ def answered(tmp_path_factory) -> Run:
     )
     logged: list[str] = []
     evolver.log = logged.append
-    took: dict[str, float] = {}
     while not (step := evolver.next()).finished:
-        started = time.monotonic()
         evolver.do(step)
-        took[step.slot or step.action] = time.monotonic() - started
     evolver.close()
-    return Run(evolver, {"took": took, "logged": logged})
+    return Run(evolver, {"logged": logged})
 
 
 def test_a_design_answer_of_blank_lines_is_read_in_linear_time(answered):
@@ -797,7 +794,12 @@ def test_a_design_answer_of_blank_lines_is_read_in_linear_time(answered):
     `TRIGGER:` lines. The anchored multi-line regexes that read them backtracked
     quadratically, on the framework's side where no run timeout applies (20 000 lines took
     ~6 s; this answer, ~10 minutes). The fix (candidate.py): the lines are read one by one."""
-    assert answered.notes["took"]["w1c1"] < 30
+    answer = "\n \n" * (BLANK_LINES // 2) + "WHERE: Prompt rules\nTRIGGER: zzq-never-in-a-task\n"
+    started = time.monotonic()
+    assert said(answer, "WHERE", ignore_case=True) == "Prompt rules"
+    # generous bound: well under a second on an idle machine, minutes for the quadratic
+    # regexes (a timing on the reading alone, not on the step a loaded machine slows 10-30x)
+    assert time.monotonic() - started < 60
     applied = answered.applied(1, "w1c1")
     assert applied.declared_where == "prompt" and applied.trigger == "zzq-never-in-a-task"
     node = answered.node(1, "w1c1")
@@ -811,8 +813,7 @@ def test_a_trigger_built_to_backtrack_forever_is_stopped_and_decides_nothing(ans
     the step (and the run) never ended. The fix (candidate.py): the search runs in a child
     process killed after PREFLIGHT_SECONDS; an unfinished search prunes nothing (the screen
     decides) and says so in the log."""
-    assert answered.notes["took"]["w1c2"] < PREFLIGHT_SECONDS + 60
-    assert any(
+    assert any(  # said only when the search was stopped at PREFLIGHT_SECONDS
         "r001.w1c2: zero-hit preflight undecided" in line for line in answered.notes["logged"]
     )
     node = answered.node(1, "w1c2")

@@ -29,7 +29,7 @@ from flashrsi_dagster.snapshots.components import Components
 from tests.algorithms.test_host_duties import (
     run_across_dev_versions,
 )
-from tests.conftest import CANARY, CANARY_ENV
+from tests.conftest import CANARY, CANARY_ENV, PATIENCE
 from tests.decisions.test_ledger import copy_experiment, meta_harness_demo
 from tests.sabotage.helpers import every_byte_under, found_secret
 
@@ -208,7 +208,7 @@ def test_a_rollback_waits_for_the_step_that_holds_the_lock(home):
     def running_step() -> None:  # another process's step, as far as flock is concerned
         with step.held():
             held.set()
-            release.wait(30)
+            release.wait(PATIENCE)  # until the test has looked
 
     codes: list[int] = []
     threading.Thread(target=running_step, daemon=True).start()
@@ -221,7 +221,7 @@ def test_a_rollback_waits_for_the_step_that_holds_the_lock(home):
     time.sleep(1.5)
     assert not done.is_set() and _ledger_bytes(home) == before  # nothing while the step runs
     release.set()
-    roller.join(60)
+    roller.join(PATIENCE)
     assert codes == [0] and Ledger(root).baseline().decision == "rollback"
     assert problems_of(root) == []
 

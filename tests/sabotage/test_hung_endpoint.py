@@ -12,10 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from flashrsi_dagster.algorithms.meta_harness import MetaHarness
-from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
+from flashrsi_dagster.offline_model import OfflineModelServer, RequestRecord, ServerConfig
 from flashrsi_dagster.records import Status, Trajectory
 from flashrsi_dagster.rollouts.record import RolloutRecord
-from tests.conftest import needs_jails
+from tests.agents.conftest import timed_out_while_running
+from tests.conftest import PATIENCE, needs_jails
 from tests.sabotage.helpers import config, shell, start
 
 pytestmark = needs_jails
@@ -24,11 +25,12 @@ SCRIPT = "sleepy-target"
 
 
 def _hanging_server(seed: int) -> OfflineModelServer:
-    """Half the requests hang; which ones is fixed by `seed` (see FaultPlan)."""
+    """Half the requests hang (until the server closes); which ones is fixed by `seed` (see
+    FaultPlan)."""
     plan = ServerConfig(
         failure_rate=0.5,
         failure_kinds=("hang",),
-        hang_seconds=6,
+        hang_seconds=2 * PATIENCE,
         seed=seed,
         scripts={SCRIPT: [shell("sleep 0.8")] * 4},
     )
@@ -56,41 +58,46 @@ def _tries(harness: MetaHarness) -> list[Trajectory]:
 
 def test_a_run_cut_while_the_model_hangs_is_an_infrastructure_fault(tmp_path: Path):
     """Attack (or accident): the model answers the target's first call (a 0.8 s shell
-    command), then hangs on the second; the run is cut at its 2.5 s timeout while that call
-    is in flight (the gateway would give up on it only at 2 s after it began). What stops it
+    command), then hangs on the second; the run is cut at its timeout (2.5 s, doubled until
+    a loaded machine gets both tries to the hung call) while that call is in flight (the
+    gateway would give up on it only `llm.timeout`, 0.5 s less, after it began). What stops it
     counting as the harness's failure: the gateway's in-flight count turns the `timeout` into
     `infra_error`, which the ladder reruns (the rerun meets the same fate)."""
-    with _hanging_server(seed=3) as server:  # requests: ok, hang, ok, hang
-        harness = _evaluate_seed(
-            tmp_path / "home",
-            server,
-            *("--agent.llm.model", f"simulator/script:{SCRIPT}", "--agent.llm.timeout", "2"),
-            *("--agent.llm.max_retries", "0", "--agent.timeout", "2.5"),
-        )
-    hung = [r for r in server.requests if r.fault == "hang"]  # logged once cut at close
+
+    def run(timeout: float, attempt: int) -> tuple[MetaHarness, list[RequestRecord]]:
+        with _hanging_server(seed=3) as server:  # requests: ok, hang, ok, hang
+            llm = ("--agent.llm.model", f"simulator/script:{SCRIPT}")
+            llm += ("--agent.llm.timeout", str(timeout - 0.5), "--agent.llm.max_retries", "0")
+            harness = _evaluate_seed(
+                tmp_path / f"home-{attempt}", server, *llm, "--agent.timeout", str(timeout)
+            )
+        return harness, [r for r in server.requests if r.fault == "hang"]  # logged once cut
+
+    (harness, _), timeout = timed_out_while_running(
+        run, lambda outcome: len(outcome[1]) == 2, first=2.5
+    )
 
     tries = _tries(harness)
-    assert len(hung) == 2
     assert [t.metadata["rerun"] for t in tries] == [0, 1]
     for trajectory in tries:
         assert trajectory.status == Status.INFRA_ERROR, trajectory.error
         assert trajectory.error is not None and trajectory.error.type == "EndpointHung"
         assert "(1 call(s) in flight, 0 timed out)" in trajectory.error.message
-        assert trajectory.duration >= 2.5
+        assert trajectory.duration >= timeout
     round_zero = harness.read_state().rounds[0]
     assert (round_zero.dev_score, round_zero.dev_tasks) == (0.0, 1)  # kept, scored 0
 
 
 def test_a_run_that_recovers_from_one_hung_call_keeps_its_verdict(tmp_path: Path):
-    """Accident: the first model call hangs, the SDK gives up after 1 s and retries, the retry
+    """Accident: the first model call hangs, the SDK gives up after 5 s and retries, the retry
     answers, the run completes. Holds: only a cap refusal is a refusal (`RunUsage.capped`), so
     that run's verdict is its answer's."""
     with _hanging_server(seed=38) as server:  # requests: hang, then none
         harness = _evaluate_seed(
             tmp_path / "home",
             server,
-            *("--agent.llm.timeout", "1", "--agent.llm.max_retries", "2"),
-            *("--agent.timeout", "10"),
+            *("--agent.llm.timeout", "5", "--agent.llm.max_retries", "2"),
+            *("--agent.timeout", str(PATIENCE)),
         )
 
     first = _tries(harness)[0]

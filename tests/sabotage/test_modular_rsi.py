@@ -24,7 +24,7 @@ import yaml
 
 from flashrsi_dagster import scratch
 from flashrsi_dagster.algorithms.base import StepOrderError
-from flashrsi_dagster.algorithms.modular_rsi.protocol import MAX_ANSWER_CHARS
+from flashrsi_dagster.algorithms.modular_rsi.protocol import MAX_ANSWER_CHARS, read_findings
 from flashrsi_dagster.algorithms.modular_rsi.records import EditRecord, Layout
 from flashrsi_dagster.algorithms.modular_rsi.run import ModularRSI
 from flashrsi_dagster.benchmarks.loading import load_splits
@@ -40,7 +40,7 @@ from tests.algorithms.modular_rsi.scripted import (
     verdict,
     write_config,
 )
-from tests.conftest import needs_jails
+from tests.conftest import PATIENCE, needs_jails
 from tests.sabotage.helpers import (
     CORPUS,
     alive,
@@ -406,10 +406,13 @@ def test_an_answer_built_to_backtrack_the_parser_is_read_in_linear_time(tmp_path
     decoys = "".join(f'```json\n{{"findings": [{i}]}}\n```\n' for i in range(2_000))
     answer = decoys + real + "```\n" + "\n \n" * 10_000
     edit = [shell("echo '# tidy' >> runtime/agent.py"), say()]
-    algo = opened(tmp_path, [say(answer), *edit, verdict("reject", "no"), *[findings()] * 4])
     started = time.monotonic()
-    state = algo.run()
+    read_findings(answer, files=("runtime/agent.py",), tasks={task})
+    # generous bound: ~10 ms on an idle machine, hours for the cubic regex (a timing on the
+    # parser alone, not on the run around it, which a loaded machine slows 10-30x)
     assert time.monotonic() - started < 60
+    algo = opened(tmp_path, [say(answer), *edit, verdict("reject", "no"), *[findings()] * 4])
+    state = algo.run()
     step = state.step("agent_loop", 0)
     assert step.status == "rejected" and step.reason.startswith("review gate"), step.reason
     recorded = json.loads(algo.layout.step("agent_loop", 0, "findings").read_text())
@@ -574,9 +577,7 @@ def test_a_worker_that_never_answers_the_analysis_aborts_with_the_records_kept(t
     rollouts and the failed run are kept, and the sleeper is gone."""
     (sleep,) = sleep_args(1)
     algo = opened(tmp_path, [shell(f"sleep {sleep}"), say()], worker={"timeout": 6})
-    started = time.monotonic()
     state = algo.run()
-    assert time.monotonic() - started < 60
     step = state.step("agent_loop", 0)
     assert step.status == "aborted" and "analysis failed" in step.reason, step.reason
     assert algo.layout.rollouts("agent_loop", 0).exists()
@@ -618,7 +619,7 @@ def test_a_crash_between_edit_and_review_neither_double_applies_nor_skips_a_gate
         stdout=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + PATIENCE
         while not (layout.step("agent_loop", 0, "edit").exists() and alive(f"sleep {sleep}")):
             assert framework.poll() is None and time.monotonic() < deadline
             time.sleep(0.1)

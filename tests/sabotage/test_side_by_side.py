@@ -31,6 +31,7 @@ from flashrsi_dagster.jobs.queued import LOCATION
 from flashrsi_dagster.records import read_record
 from flashrsi_dagster.records.atomic import PlantedFileError
 from flashrsi_dagster.records.chain import CHAIN
+from tests.conftest import PATIENCE
 from tests.sabotage.helpers import EXAMPLE
 
 NOT_STARTED = dg.DagsterRunStatus.NOT_STARTED
@@ -58,7 +59,7 @@ def test_re_evaluating_a_round_waits_for_the_next_rounds_candidates_in_flight(tm
     def round_2_candidate() -> None:  # another process's candidate step, at work
         with StepLock.of(root).held(shared=True), StepLock(root / LOCKS / "r002.c0.lock").held():
             in_flight.set()
-            release.wait(60)
+            release.wait(PATIENCE)  # until the test has looked
 
     threading.Thread(target=round_2_candidate, daemon=True).start()
     assert in_flight.wait(10)
@@ -71,7 +72,7 @@ def test_re_evaluating_a_round_waits_for_the_next_rounds_candidates_in_flight(tm
     archived = sorted(p.name for p in harness.layout.folder.glob("*replaced-*"))
     assert not done.is_set() and archived == [] and record.read_bytes() == before
     release.set()
-    redo.join(120)
+    redo.join(PATIENCE)
     assert done.is_set()
     archived = sorted(p.name for p in harness.layout.folder.glob("*replaced-*"))
     assert sorted(name.split(".replaced-")[0] for name in archived) == [

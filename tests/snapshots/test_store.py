@@ -7,7 +7,6 @@ import os
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import git
@@ -16,7 +15,7 @@ import pytest
 from flashrsi_dagster.records import REDACTED, Redactor
 from flashrsi_dagster.scratch import process_space
 from flashrsi_dagster.snapshots import HISTORY_DIR, Components, SnapshotError, SnapshotStore
-from tests.conftest import write_harness
+from tests.conftest import PATIENCE, wait_until, write_harness
 
 BINARY = bytes(range(256)) * 64 + b"\x00\r\n\x1a"
 
@@ -500,10 +499,11 @@ def test_reopening_the_store_sweeps_leftovers_of_dead_processes_of_this_host(sto
 # -- several writers at once (candidates side by side, processes on one or several hosts) -----
 
 WRITER = """
-import sys, time
+import os, sys, time
 from pathlib import Path
 from flashrsi_dagster.snapshots import SnapshotStore
 root, go, name, count = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+(go.parent / f"ready-{name}-{os.getpid()}").touch()
 while not go.exists():
     time.sleep(0.005)
 store = SnapshotStore(root)
@@ -546,9 +546,12 @@ def _at_once(script: str, root: Path, tmp_path: Path, args: list[list[str]]) -> 
         )
         for a in args
     ]
-    time.sleep(0.3)  # every interpreter started and polling
+    wait_until(
+        lambda: len(list(tmp_path.glob("ready-*"))) == len(processes),
+        "every interpreter started and polling",
+    )
     go.touch()
-    outputs = [p.communicate(timeout=120)[0].decode() for p in processes]
+    outputs = [p.communicate(timeout=PATIENCE)[0].decode() for p in processes]
     assert [p.returncode for p in processes] == [0] * len(processes)
     return outputs
 
@@ -605,7 +608,7 @@ def test_history_and_get_read_through_snapshots_appearing_meanwhile(store, make_
         )
     finally:
         stop.touch()
-    out, _ = reader.communicate(timeout=120)
+    out, _ = reader.communicate(timeout=PATIENCE)
     assert reader.returncode == 0
     assert out.split()[0] == b"9"  # the seed and 2 x 4 children, every one read
 

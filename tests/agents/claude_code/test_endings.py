@@ -27,7 +27,8 @@ def test_a_cli_that_dies_is_an_error_trajectory_with_the_sdks_exception(server, 
 
 
 def test_an_interrupt_is_an_error_during_execution(server, work):
-    server.add_script("interrupt", [call("Bash", command="kill -INT $PPID; sleep 5"), "late"])
+    # The sleep outlasts a loaded machine's reaction to the interrupt: the tool is still running.
+    server.add_script("interrupt", [call("Bash", command="kill -INT $PPID; sleep 120"), "late"])
     with target_agent(role(server, "interrupt")) as agent:
         trajectory = agent.run(work, "wait", task_id="t")
 

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from pathlib import Path
 
 from flashrsi_dagster.agents.claude_code.processes import run_processes, stop_processes
+from tests.conftest import PATIENCE, wait_until
 
 
 def _wait_for(path: Path) -> str:
-    deadline = time.monotonic() + 5
-    while not (path.exists() and path.read_text().strip()) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_until(lambda: path.exists() and path.read_text().strip(), f"{path.name} written")
     return path.read_text().strip()
 
 
@@ -31,7 +29,7 @@ def test_processes_with_the_marker_and_their_descendants_are_found_and_stopped(t
 
         found = run_processes(marker.encode())
         stopped = stop_processes(marker.encode(), grace=2)
-        shell.wait(timeout=2)
+        shell.wait(timeout=PATIENCE)
 
         assert found == stopped == sorted([shell.pid, child])
         assert run_processes(marker.encode()) == []

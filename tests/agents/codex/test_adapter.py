@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -31,7 +30,8 @@ from tests.agents.codex.conftest import (
     tool_names,
     tree_digest,
 )
-from tests.conftest import CANARY_ENV, needs_jails
+from tests.agents.conftest import live_commands, timed_out_while_running
+from tests.conftest import CANARY_ENV, PATIENCE, needs_jails, wait_until
 
 pytestmark = needs_jails
 
@@ -308,29 +308,31 @@ def test_the_key_never_reaches_the_run_or_its_trajectory(server, harness_dir, wo
 
 
 def test_a_run_past_its_timeout_is_cut_and_leaves_no_process(server, harness_dir, work):
-    server.add_script("slow", [shell("sleep 300 & echo $! > bg; sleep 300")])
-    slow = role(server, "slow", timeout=2, llm={"timeout": 1})
-    with target_agent(slow, harness_dir) as agent:
-        clock = time.monotonic()
-        trajectory = agent.run(work, "wait", task_id="t")
-        elapsed = time.monotonic() - clock
+    sleeper = f"sleep 63.{os.getpid()}"  # this test's own, to look for afterwards
 
-    assert trajectory.status == Status.TIMEOUT and elapsed < 8
-    assert "timeout of 2 s" in trajectory.error.message
+    def run(timeout: float, attempt: int) -> Trajectory:
+        script = f"slow-{attempt}"
+        server.add_script(script, [shell(f"touch started; {sleeper} & {sleeper}")])
+        slow = role(server, script, timeout=timeout, llm={"timeout": timeout - 1})
+        with target_agent(slow, harness_dir) as agent:
+            return agent.run(work, "wait", task_id="t")
+
+    trajectory, timeout = timed_out_while_running(run, work / "started")
+
+    assert trajectory.status == Status.TIMEOUT
+    assert f"timeout of {timeout:g} s" in trajectory.error.message
+    assert live_commands(sleeper) == []  # the command and what it left in the background
 
 
 def test_unconfined_background_processes_end_with_the_session(server, harness_dir, work):
-    server.add_script("bg", [shell("sleep 300 & echo $! > bg.pid"), "done"])
+    server.add_script("bg", [shell("sleep 900 & echo $! > bg.pid"), "done"])
     unconfined = Confinement(jailed=False)
     with target_agent(role(server, "bg"), harness_dir, confinement=unconfined) as agent:
         trajectory = agent.run(work, "start a service", task_id="t")
 
     assert trajectory.status == Status.SUCCESS, trajectory.error
     pid = int((work / "bg.pid").read_text())
-    deadline = time.monotonic() + 3
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(pid)
+    wait_until(lambda: not _alive(pid), "the background process ended", timeout=120)
 
 
 def _alive(pid: int) -> bool:
@@ -435,18 +437,14 @@ def test_no_count_limit_runs_128_tool_calls(server, harness_dir, work):
 
 
 def test_close_cancels_a_run_in_flight_and_the_core_reports_it(server, harness_dir, work):
-    server.add_script("cancel", [shell("sleep 300"), "never"])
+    server.add_script("cancel", [shell("touch running; sleep 300"), "never"])
     with target_agent(role(server, "cancel"), harness_dir) as agent, ThreadPoolExecutor(1) as pool:
         running = pool.submit(agent.run, work, "wait", task_id="t")
-        deadline = time.monotonic() + 20
-        while not requests_for(server, "cancel") and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.3)  # the shell command is running
-        clock = time.monotonic()
+        wait_until((work / "running").exists, "the shell command started")
         agent.close()
-        trajectory = running.result(timeout=10)
+        trajectory = running.result(timeout=PATIENCE)
 
-    assert time.monotonic() - clock < 3  # SIGTERM, and the core ends within the grace period
+    # SIGTERM, and the core ends within the grace period: after it, a SIGKILL leaves no report
     assert (trajectory.status, trajectory.error.type) == (Status.ERROR, "Cancelled"), (
         trajectory.messages,
         trajectory.metadata,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from flashrsi_dagster.agents.codex_cli.install import PREFIX_ENV
 from flashrsi_dagster.benchmarks.text_classification import TextClassification
 from flashrsi_dagster.environments.confinement import Confinement
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
-from flashrsi_dagster.records import REDACTED, Status
+from flashrsi_dagster.records import REDACTED, Status, Trajectory
 from flashrsi_dagster.snapshots import SnapshotStore
 from tests.agents.codex_cli.conftest import (
     needs_codex,
@@ -26,8 +25,8 @@ from tests.agents.codex_cli.conftest import (
     role,
     shell,
 )
-from tests.agents.conftest import left_in
-from tests.conftest import CANARY_ENV, needs_jails
+from tests.agents.conftest import left_in, live_commands, timed_out_while_running
+from tests.conftest import CANARY_ENV, PATIENCE, needs_jails, wait_until
 
 pytestmark = [needs_codex, needs_jails]
 
@@ -179,31 +178,20 @@ def test_a_cli_that_exits_with_an_error_gives_an_error_trajectory(server, tmp_pa
     assert requests_for(server, "never-called") == []
 
 
-def _running(command: str) -> list[int]:
-    """Live processes (not zombies) whose command line is `command`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if line == command and state != "Z":
-            found.append(int(entry.name))
-    return found
-
-
 def test_a_run_past_its_timeout_is_stopped_with_its_commands(server, work, temp_root):
     sleeper = f"sleep 61.{os.getpid()}"  # this test's own, to look for afterwards
-    server.add_script("slow", [shell(sleeper), {"text": "too late"}])
-    config = role(server, "slow", llm={"timeout": 1.0}, timeout=3.0)
 
-    with target_agent(config) as agent:
-        trajectory = agent.run(work, "wait", task_id="t")
+    def run(timeout: float, attempt: int) -> Trajectory:
+        script = f"slow-{attempt}"
+        server.add_script(script, [shell(f"touch started; {sleeper}"), {"text": "too late"}])
+        config = role(server, script, llm={"timeout": timeout - 1}, timeout=timeout)
+        with target_agent(config) as agent:
+            return agent.run(work, "wait", task_id="t")
+
+    trajectory, _ = timed_out_while_running(run, work / "started")
 
     assert trajectory.status == Status.TIMEOUT
-    assert trajectory.duration < 15
-    assert _running(sleeper) == []
+    assert live_commands(sleeper) == []
     assert left_in(temp_root) == []
 
 
@@ -213,16 +201,12 @@ def test_closing_the_agent_cancels_its_run_in_flight(server, work):
     agent = target_agent(role(server, "cancelled"))
     with ThreadPoolExecutor(max_workers=1) as pool:
         running = pool.submit(agent.run, work, "wait", task_id="t")
-        deadline = time.monotonic() + 30
-        while not _running(sleeper) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        started = _running(sleeper)
+        wait_until(lambda: live_commands(sleeper), "the run's command started")
         agent.close()
-        trajectory = running.result(timeout=30)
+        trajectory = running.result(timeout=PATIENCE)
 
-    assert started  # the run's command was running when the agent closed
     assert (trajectory.status, trajectory.error.type) == (Status.ERROR, "Cancelled")
-    assert _running(sleeper) == []
+    assert live_commands(sleeper) == []
 
 
 def test_the_gateway_stops_a_run_past_its_turns(server, work):

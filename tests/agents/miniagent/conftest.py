@@ -58,7 +58,7 @@ def live_members(pgid: int) -> list[int]:
 
 
 def assert_group_gone(pgid: int) -> None:
-    deadline = time.monotonic() + 2  # SIGKILL is delivered asynchronously
+    deadline = time.monotonic() + 60  # SIGKILL is delivered asynchronously (late under load)
     while live_members(pgid) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert live_members(pgid) == []

@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import tokenize
 from pathlib import Path
 
@@ -30,7 +29,7 @@ from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.environments.confinement import Confinement
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
 from flashrsi_dagster.records import Status
-from tests.conftest import CANARY_ENV
+from tests.conftest import CANARY_ENV, PATIENCE, wait_until
 
 AGENT, SHELL = "runtime/agent.py", "tools/shell.py"
 IMPORT = "from runtime.beacon import activation_beacon\n"
@@ -174,11 +173,9 @@ def test_beacons_of_finished_turns_survive_a_kill(server, tmp_path):
     entry.stdin.write(json.dumps(payload).encode())
     entry.stdin.close()
     try:
-        deadline = time.monotonic() + 30
-        while not (work / "running").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until((work / "running").exists, "the second turn's command started")
         os.killpg(entry.pid, signal.SIGKILL)  # no chance to save: only the turns' saves remain
-        entry.wait(timeout=5)
+        entry.wait(timeout=PATIENCE)
     finally:
         pgid = work / "pgid"  # the command's own group, which the kill above did not reach
         with contextlib.suppress(FileNotFoundError, ProcessLookupError):

@@ -20,7 +20,7 @@ from flashrsi_dagster.agents.roles import WorkerConfigError
 from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
 from flashrsi_dagster.records import REDACTED, Status, Trajectory
-from tests.conftest import needs_jails
+from tests.conftest import PATIENCE, needs_jails
 from tests.sabotage.helpers import editor, say, shell, unique
 
 
@@ -236,7 +236,7 @@ def _entry(payload: dict, tmp_path: Path, **env: str) -> dict:
         **payload,
     }
     subprocess.run(
-        [sys.executable, str(ENTRY)], input=json.dumps(payload).encode(), timeout=60,
+        [sys.executable, str(ENTRY)], input=json.dumps(payload).encode(), timeout=PATIENCE,
         env={"PATH": "/usr/bin:/bin", **env}, check=True,
     )  # fmt: skip
     return json.loads(output.read_text())
@@ -248,7 +248,7 @@ def test_the_harness_takes_no_base_url_or_key_from_the_environment(tmp_path):
     (an endpoint that accepts only that key refuses the run)."""
     config = ServerConfig(scripts={"trap": [say("trapped")]}, accepted_keys=(ENV_KEY,))
     with OfflineModelServer(config) as trap:
-        llm = {"model": "simulator/script:trap", "max_retries": 0, "timeout": 5}
+        llm = {"model": "simulator/script:trap", "max_retries": 0, "timeout": 30}  # not 401 late
         unrouted = _entry({"llm": llm}, tmp_path, OPENAI_BASE_URL=trap.url, OPENAI_API_KEY=ENV_KEY)
         assert trap.requests == []
         keyless = _entry({"llm": {**llm, "base_url": trap.url}}, tmp_path, OPENAI_API_KEY=ENV_KEY)

@@ -24,7 +24,7 @@ from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.records import read_optional, read_record
 from tests.algorithms.evolver.scripted import fingerprint, routed, write_config
-from tests.conftest import needs_jails
+from tests.conftest import needs_jails, wait_until
 from tests.sabotage.helpers import leaked_tasks, say, script_model, unique
 
 pytestmark = needs_jails
@@ -398,6 +398,7 @@ from flashrsi_dagster.config import load_config
 from flashrsi_dagster.experiment import open_experiment
 config, go, slot = load_config(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 evolver = Evolver(open_experiment(config), log=lambda _: None)
+go.with_name(f"ready-{slot}").touch()
 while not go.exists():
     time.sleep(0.01)
 started = time.time()
@@ -427,6 +428,10 @@ def test_a_rounds_candidates_in_separate_processes_at_once_match_a_sequential_ru
         )
         for s in ready
     ]
+    wait_until(
+        lambda: all(go.with_name(f"ready-{s.slot}").exists() for s in ready),
+        "every candidate's process started",  # so the steps start together, on a slow machine too
+    )
     go.touch()
     spans = [json.loads(p.communicate(timeout=600)[0]) for p in processes]
     assert [p.returncode for p in processes] == [0] * len(ready)

@@ -123,12 +123,13 @@ def test_an_environment_that_dies_is_rerun_twice_then_scores_zero(tmp_path):
     bench = TerminalBench()
     task = next(t for t in bench.tasks() if t.id == "fix-permissions")
     stop = threading.Event()
-    killer = threading.Thread(target=_kill_environments_running, args=("sleep 7.31", stop))
+    # The sleep only has to outlast the killer's scan of /proc, which a loaded machine slows.
+    killer = threading.Thread(target=_kill_environments_running, args=("sleep 97.31", stop))
     killer.start()
     try:
         with OfflineModelServer(ServerConfig()) as server:
             # The agent runs inside the environment and dies with it: one reply per attempt.
-            server.add_script("dies", [_shell("sleep 7.31")] * 3 + [{"text": "done"}])
+            server.add_script("dies", [_shell("sleep 97.31")] * 3 + [{"text": "done"}])
             with target_agent(_miniagent(server, "dies"), HARNESS) as agent:
                 final = run_rollouts(
                     bench,

@@ -8,6 +8,7 @@ import logging
 import random
 import subprocess
 import tarfile
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -202,10 +203,16 @@ def test_orphaned_background_processes_are_reaped(tmp_path: Path):
     async def scenario():
         async with running(env):
             await env.exec("(sleep 0.1 &); (sleep 0.1 &)")
-            await asyncio.sleep(0.5)
-            return (await env.exec("ps -e -o stat=")).stdout.split()
+            deadline = time.monotonic() + 60  # a zombie stays: never reaped, this runs out
+            while time.monotonic() < deadline:
+                table = (await env.exec("ps -e -o stat=,args=")).stdout.split("\n")
+                if not any(line.startswith("Z") or "sleep 0.1" in line for line in table):
+                    return table
+                await asyncio.sleep(0.2)
+            return table
 
-    assert "Z" not in asyncio.run(scenario())
+    left = asyncio.run(scenario())
+    assert not any(line.startswith("Z") or "sleep 0.1" in line for line in left), left
 
 
 def test_a_failing_run_line_names_the_dockerfile_and_line(tmp_path: Path):
