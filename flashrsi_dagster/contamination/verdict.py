@@ -27,7 +27,7 @@ NAMED = 10
 class Hit(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    rule: Literal["verbatim", "paired", "input", "digest"]
+    rule: Literal["verbatim", "paired", "input", "fragments", "digest"]
     task_id: str | None = Field(description="None for a held-out task: never named.")
     split: Literal["train", "dev", "held_out"]
     secret: str = Field(description="Which of the task's secrets (`text`, `solution/solve.sh`).")
