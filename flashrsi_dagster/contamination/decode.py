@@ -1,6 +1,7 @@
 """A file's texts as a reader of it could recover them: plain, unescaped, and every blob in
-it decoded (base64, hex, `\\x` escapes) and decompressed (gzip, zlib, bzip2, xz, zip), to a
-bounded depth and size, so a decompression bomb costs at most `MAX_DECODED_BYTES`.
+it decoded (base64, base32, Ascii85, hex, `\\x` escapes, lists of character codes, UTF-16)
+and decompressed (gzip, zlib, bzip2, xz, zip; a tar archive read as it is), to a bounded depth
+and size, so a decompression bomb costs at most `MAX_DECODED_BYTES`.
 
 Each text is a `View`: the file, the chain of encodings that led to it (`gzip+base64`), and
 its lines, each numbered by the line of the file it came from (a decoded blob's lines all
@@ -34,6 +35,11 @@ MIN_BLOB = 24
 _BASE64 = re.compile(rb"[A-Za-z0-9+/]{%d,}={0,2}|[A-Za-z0-9_\-]{%d,}={0,2}" % (MIN_BLOB, MIN_BLOB))
 _HEX = re.compile(rb"(?:[0-9a-fA-F]{2}){%d,}" % (MIN_BLOB // 2))
 _ESCAPED_BYTES = re.compile(rb"(?:\\x[0-9a-fA-F]{2}){8,}")
+_BASE32 = re.compile(rb"[A-Z2-7]{%d,}={0,6}" % MIN_BLOB)
+_ASCII85 = re.compile(rb"<~(.{%d,}?)~>" % MIN_BLOB, re.DOTALL)
+_NUMBER = rb"(?:0[xX][0-9a-fA-F]{1,6}|[0-9]{1,7})"
+_NUMBERS = re.compile(rb"%s(?:\s*,\s*%s){%d,}" % (_NUMBER, _NUMBER, MIN_BLOB - 1))
+"""A list of character codes (`[73, 103, 110, ...]`, `0x49, 0x67`): `chr` of each."""
 _JOINS = re.compile(rb"[\"'`]\s*\+\s*[\"'`]")
 _SQUEEZE = re.compile(rb"[\s'\"`\\]+")
 _BACKSLASH = re.compile(
@@ -150,9 +156,40 @@ def _blobs(data: bytes, text: str, whole) -> Iterator[tuple[bytes, str, tuple[in
         raw = codecs.escape_decode(match.group())[0]
         yield raw, "escaped bytes", _span(data, data, match, whole, False)
     latin = unescape(text).encode("latin-1", "replace") if "\\" in text else b""
+    yield from _other_alphabets(data, whole)
+    if latin:  # an Ascii85 run is full of backslashes a string literal escapes
+        yield from _other_alphabets(latin, whole or (1, data.count(b"\n") + 1))
     for blob in (data, latin):
         for offset in _magic_offsets(blob):
             yield blob[offset:], "bytes", whole or (1, data.count(b"\n") + 1)
+
+
+def _other_alphabets(data: bytes, whole) -> Iterator[tuple[bytes, str, tuple[int, int]]]:
+    """Base32 and Ascii85 runs, lists of character codes, and UTF-16 (a file or blob whose
+    every other byte is zero)."""
+    decoders = (
+        (_BASE32, "base32", lambda run: base64.b32decode(run + b"=" * (-len(run) % 8))),
+        (_ASCII85, "ascii85", lambda run: base64.a85decode(run[2:-2])),
+        (_NUMBERS, "char codes", _char_codes),
+    )
+    for pattern, kind, decode in decoders:
+        for match in pattern.finditer(data):
+            try:
+                decoded = decode(match.group().rstrip(b"="))
+            except (binascii.Error, ValueError, OverflowError):
+                continue
+            yield decoded, kind, _span(data, data, match, whole, False)
+    if data.count(b"\0") * 4 >= len(data) > 0:
+        body = data[2:] if data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else data
+        for codec in ("utf-16-le", "utf-16-be"):
+            text = body[: len(body) // 2 * 2].decode(codec, "replace")
+            yield text.encode("utf-8", "replace"), "utf-16", whole or (1, text.count("\n") + 1)
+
+
+def _char_codes(run: bytes) -> bytes:
+    return "".join(chr(int(n, 0)) for n in re.split(rb"\s*,\s*", run)).encode(
+        "utf-8", "surrogatepass"
+    )
 
 
 def _base64(run: bytes, squeezed: bool) -> Iterator[bytes]:
@@ -194,11 +231,16 @@ def _unpacked(blob: bytes, budget: Budget) -> Iterator[tuple[bytes, str]]:
     for magic, kind in _MAGIC:
         if blob.startswith(magic):
             for inner in _decompress(blob, kind, budget):
-                if _text_like(inner) or any(inner.startswith(m) for m, _ in _MAGIC):
+                if _text_like(inner) or _packed(inner):
                     yield inner, kind
             return
     if _text_like(blob) and budget.take(blob):
         yield blob, ""
+
+
+def _packed(blob: bytes) -> bool:
+    """Compressed again, or a tar archive (its members' bytes sit in it as they are)."""
+    return any(blob.startswith(m) for m, _ in _MAGIC) or blob[257:262] == b"ustar"
 
 
 def _text_like(blob: bytes) -> bool:

@@ -8,8 +8,10 @@ import base64
 import bz2
 import gzip
 import hashlib
+import io
 import json
 import lzma
+import tarfile
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -161,6 +163,53 @@ def test_the_table_hex_encoded_is_caught(harness):
     rejected(verdict, "beside its answer")
     encodings = {h.encoding for h in verdict.hits}
     assert "hex" in encodings and all(e.endswith("hex") for e in encodings)
+
+
+def _tar_gz(data: bytes) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        info = tarfile.TarInfo("table.json")
+        info.size = len(data)
+        archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("encode", "encoding"),
+    [
+        (lambda d: f"B = {base64.b32encode(d).decode()!r}", "base32"),
+        (lambda d: f"B = {base64.a85encode(d, adobe=True).decode()!r}", "ascii85"),
+        (lambda d: f"B = bytes({list(d)!r})", "char codes"),
+        (lambda d: f"B = {[hex(c) for c in d]!r}".replace("'", ""), "char codes"),
+        (lambda d: f"B = {base64.b64encode(_tar_gz(d)).decode()!r}", "gzip+base64"),
+    ],
+    ids=["base32", "ascii85", "ord-list", "hex-list", "tar.gz-base64"],
+)
+def test_the_table_in_another_alphabet_or_archive_is_caught(harness, encode, encoding):
+    code = encode(json.dumps(TABLE).encode())
+    verdict = harness.judge(append("runtime/agent.py", f"\n{code}\n"))
+    rejected(verdict, "beside its answer")
+    assert any(encoding in h.encoding for h in verdict.hits), {h.encoding for h in verdict.hits}
+
+
+def test_the_table_in_a_utf16_file_or_a_tar_gz_file_is_caught(harness):
+    table = json.dumps(TABLE)
+    verdict = harness.judge(
+        both(
+            write_bytes("skills/data/table.txt", table.encode("utf-16")),
+            write_bytes("skills/data/table.tgz", _tar_gz(table.encode())),
+        )
+    )
+    rejected(verdict, "beside its answer")
+    assert {h.file for h in verdict.hits} == {"skills/data/table.txt", "skills/data/table.tgz"}
+
+
+def write_bytes(path: str, data: bytes) -> Callable[[Path], None]:
+    def edit(folder: Path) -> None:
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_bytes(data)
+
+    return edit
 
 
 def test_a_gzip_file_committed_as_bytes_is_caught(harness):
