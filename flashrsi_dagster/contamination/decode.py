@@ -71,10 +71,15 @@ class Budget:
 
     left: int = MAX_DECODED_BYTES
     seen: set[bytes] = field(default_factory=set)
+    cut: bool = False
+    """Something was left undecoded for want of budget: what it holds was not searched."""
 
     def take(self, data: bytes) -> bool:
         digest = hashlib.sha1(data).digest()
-        if digest in self.seen or len(data) > self.left:
+        if digest in self.seen:
+            return False
+        if len(data) > self.left:
+            self.cut = True
             return False
         self.seen.add(digest)
         self.left -= len(data)
@@ -254,8 +259,11 @@ def _text_like(blob: bytes) -> bool:
 
 def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
     limit = budget.left
-    if limit <= 0 or not budget.take(blob[:4096] + len(blob).to_bytes(8, "big")):
-        return  # spent (and zlib reads a limit of 0 as none), or this stream was read
+    if limit <= 0:  # spent (and zlib reads a limit of 0 as none)
+        budget.cut = True
+        return
+    if not budget.take(blob[:4096] + len(blob).to_bytes(8, "big")):
+        return  # this stream was read
     try:
         if kind == "zip":
             with zipfile.ZipFile(io.BytesIO(blob)) as archive:
@@ -264,6 +272,8 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
                         data = archive.read(info)
                         if budget.take(data):
                             yield data
+                    else:
+                        budget.cut = True
             return
         engine = {
             "gzip": lambda: zlib.decompressobj(16 + zlib.MAX_WBITS),
@@ -278,6 +288,8 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
         )
     except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError, zipfile.BadZipFile):
         return
+    if len(data) >= limit and not engine.eof:
+        budget.cut = True  # more than the budget: what lies past it (padding, then a table?)
     if data and budget.take(data):
         yield data
 

@@ -13,6 +13,8 @@ What is evidence (each rule names a way a harness can carry answers; none is a w
 - `digest`: a digest of an input (any `hashlib` hash, crc32 or adler32; in hex, or its first
   `DIGEST_PREFIX` digits, or in base64): a
   table keyed by hashes.
+- `undecoded`: encoded or compressed data past the decoding budget (a stream that inflates to
+  more, a blob too large): what it holds cannot be searched, so it is not let through.
 
 A label alone, or a word of a text (`injection`, `benign`, a keyword rule), is never evidence.
 Only what the candidate added is judged: a match the baseline (the seed) already holds is
@@ -25,7 +27,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from flashrsi_dagster.contamination.decode import Budget, View, views
+from flashrsi_dagster.contamination.decode import MAX_DECODED_BYTES, Budget, View, views
 from flashrsi_dagster.contamination.index import DIGEST_PREFIX, GRAM, MIN_INPUT, SecretIndex
 from flashrsi_dagster.contamination.normalise import Stream
 
@@ -42,6 +44,8 @@ RULES = {
     "input": f"the whole inputs of {MANY} or more tasks",
     "fragments": f"fragments only one task's input holds, of {FEW} or more tasks",
     "digest": "a digest of a task's input",
+    "undecoded": f"more encoded or compressed data than the check decodes "
+    f"({MAX_DECODED_BYTES >> 20} MB): unsearched",
 }
 _HEX_TOKEN = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{8,128}(?![0-9a-fA-F])")
 _B64_TOKEN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{22,86}")
@@ -79,6 +83,8 @@ class Found:
 class Scan:
     matches: list[Match] = field(default_factory=list)
     digests: list[Found] = field(default_factory=list)
+    cut: bool = False
+    """Some encoded data was left undecoded (`Budget.cut`)."""
 
 
 def scan(files: Mapping[str, bytes], index: SecretIndex) -> Scan:
@@ -89,6 +95,7 @@ def scan(files: Mapping[str, bytes], index: SecretIndex) -> Scan:
             stream = Stream.of(view.lines)
             found.matches += _matches(stream, view, index)
             found.digests += _digests(view, index)
+    found.cut = budget.cut
     return found
 
 
@@ -143,6 +150,8 @@ def judge(candidate: Scan, baseline: Scan, index: SecretIndex) -> tuple[list[Fou
     if len({f.task for f in fragments}) >= FEW:
         found += fragments
     broken = [RULES[rule] for rule in RULES if any(f.rule == rule for f in found)]
+    if candidate.cut:  # a table past 4 MB of padding in one gzip stream would pass unread
+        broken.append(RULES["undecoded"])
     return found, broken
 
 

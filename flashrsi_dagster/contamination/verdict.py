@@ -136,7 +136,8 @@ def worker_reason(v: ContentVerdict) -> str:
         parts.append(f"{held} held-out task(s), not named")
     files = sorted({h.file for h in v.hits if h.split != HELD_OUT})
     where = f" in {', '.join(files[:NAMED])}" if files else ""
+    found = f": {'; '.join(parts)}{where}" if parts else ""
     return (
-        f"the candidate carries benchmark content ({'; '.join(v.rules)}): "
-        f"{'; '.join(parts)}{where}; a harness must not carry tasks or their answers"
+        f"the candidate carries benchmark content ({'; '.join(v.rules)}){found}; "
+        "a harness must not carry tasks or their answers"
     )

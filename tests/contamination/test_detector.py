@@ -349,10 +349,21 @@ def test_a_description_of_the_task_categories_and_a_few_invented_examples_pass(h
     assert not verdict.contaminated, verdict.hits
 
 
-def test_a_decompression_bomb_is_decoded_within_the_budget_and_judged(harness):
+def test_a_decompression_bomb_is_decoded_within_the_budget_and_rejected_as_unsearched(harness):
     bomb = base64.b64encode(gzip.compress(b"\0" * (64 << 20), compresslevel=1)).decode()
     verdict = harness.judge(append("runtime/agent.py", f"\nBOMB = {bomb!r}\n"))
-    assert not verdict.contaminated and verdict.files == 1
+    rejected(verdict, "more encoded or compressed data than the check decodes")
+    assert verdict.hits == [] and verdict.files == 1
+    assert "a harness must not carry" in verdict.reason
+
+
+def test_a_table_behind_megabytes_of_padding_in_one_stream_is_rejected(harness):
+    """The padding inflates past the decoding budget; the table after it is never read, so
+    the candidate cannot be cleared."""
+    padded = gzip.compress(b" " * (5 << 20) + json.dumps(TABLE).encode())
+    blob = base64.b64encode(padded).decode()
+    verdict = harness.judge(append("runtime/agent.py", f"\nB = {blob!r}\n"))
+    rejected(verdict, "more encoded or compressed data than the check decodes")
 
 
 def test_what_the_seed_already_holds_is_not_the_candidates_doing(tmp_path):
