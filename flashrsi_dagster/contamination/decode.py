@@ -29,6 +29,8 @@ MAX_DEPTH = 3
 """Encodings nested in one another, at most (base64 of gzip of base64 is 3)."""
 MAX_DECODED_BYTES = 4 << 20
 """Bytes decoded or decompressed per snapshot, at most: what is past it is not searched."""
+CIPHERS = ("reversed", "rot13")
+"""Views of the plain text only: the two cheapest ciphers a table could be written in."""
 MIN_BLOB = 24
 """Shorter base64 or hex runs are not decoded (identifiers, short hashes, words)."""
 
@@ -96,6 +98,9 @@ def _views(file, data: bytes, encoding: str, span, depth: int, budget: Budget) -
     text = data.decode("utf-8", "replace")
     lines = _numbered(text, whole)
     yield View(file, encoding, lines)
+    if encoding == "plain":
+        yield View(file, CIPHERS[0], [(n, line[::-1]) for n, line in reversed(lines)])
+        yield View(file, CIPHERS[1], [(n, codecs.encode(line, "rot13")) for n, line in lines])
     escaped = text
     for _ in range(2):  # a JSON string inside a Python string is escaped twice
         if "\\" not in escaped:
@@ -294,4 +299,4 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
         yield data
 
 
-__all__ = ["Budget", "View", "unescape", "views"]
+__all__ = ["CIPHERS", "Budget", "View", "unescape", "views"]

@@ -27,7 +27,13 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from flashrsi_dagster.contamination.decode import MAX_DECODED_BYTES, Budget, View, views
+from flashrsi_dagster.contamination.decode import (
+    CIPHERS,
+    MAX_DECODED_BYTES,
+    Budget,
+    View,
+    views,
+)
 from flashrsi_dagster.contamination.index import DIGEST_PREFIX, GRAM, MIN_INPUT, SecretIndex
 from flashrsi_dagster.contamination.normalise import Stream
 
@@ -94,7 +100,8 @@ def scan(files: Mapping[str, bytes], index: SecretIndex) -> Scan:
         for view in views(path, files[path], budget):
             stream = Stream.of(view.lines)
             found.matches += _matches(stream, view, index)
-            found.digests += _digests(view, index)
+            if view.encoding not in CIPHERS:  # a digest is not written reversed
+                found.digests += _digests(view, index)
     found.cut = budget.cut
     return found
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import bz2
+import codecs
 import gzip
 import hashlib
 import io
@@ -190,6 +191,18 @@ def test_the_table_in_another_alphabet_or_archive_is_caught(harness, encode, enc
     verdict = harness.judge(append("runtime/agent.py", f"\n{code}\n"))
     rejected(verdict, "beside its answer")
     assert any(encoding in h.encoding for h in verdict.hits), {h.encoding for h in verdict.hits}
+
+
+@pytest.mark.parametrize(
+    ("cipher", "encoding"),
+    [(lambda t: t[::-1], "reversed"), (lambda t: codecs.encode(t, "rot13"), "rot13")],
+    ids=["reversed", "rot13"],
+)
+def test_the_table_reversed_or_in_rot13_is_caught(harness, cipher, encoding):
+    rows = "\n".join(cipher(f"{text(t)} => {label(t)}") for t in TASKS)
+    verdict = harness.judge(append("prompts/system.md", f"\n{rows}\n"))
+    rejected(verdict, "beside its answer")
+    assert encoding in {h.encoding for h in verdict.hits}
 
 
 def test_the_table_in_a_utf16_file_or_a_tar_gz_file_is_caught(harness):
