@@ -405,6 +405,16 @@ def test_a_table_grown_over_generations_adds_up_against_the_seed(harness):
     rejected(harness.check.judge(harness.store, second), "whole inputs of 3")
 
 
+def test_a_merge_of_two_clean_branches_is_judged_on_what_both_carry(harness):
+    """ModularRSI's integration merges branches that each passed: two texts in one, two in
+    the other; the merge (a child of the seed holding both) carries four."""
+    short = [t for t in TASKS if 16 <= len(normalise(text(t))) < 40][:4]
+    a = append("skills/a/SKILL.md", f"{text(short[0])}\n{text(short[1])}\n")
+    b = append("skills/b/SKILL.md", f"{text(short[2])}\n{text(short[3])}\n")
+    assert not harness.judge(a).contaminated and not harness.judge(b).contaminated
+    rejected(harness.judge(both(a, b)), "whole inputs of 3")
+
+
 def test_a_verdict_is_written_once_and_read_back(harness, tmp_path):
     records = RecordStore(tmp_path, Redactor(environ={}))
     candidate = harness.child(append("prompts/system.md", f"\n{text(DEV[3])}: {label(DEV[3])}\n"))
