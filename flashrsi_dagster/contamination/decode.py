@@ -112,6 +112,9 @@ def _views(file, data: bytes, encoding: str, span, depth: int, budget: Budget) -
             file, _join("url/html", encoding), _numbered(unquote(html.unescape(text)), whole)
         )
     if depth >= MAX_DEPTH:
+        # a fourth layer is not read, nor let through: it would hide anything
+        if any(any(_unpacked(blob, budget)) for blob, _, _ in _blobs(data, text, whole)):
+            budget.cut = True
         return
     for blob, kind, blob_span in _blobs(data, text, whole):
         for inner, inner_kind in _unpacked(blob, budget):

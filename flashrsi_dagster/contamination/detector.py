@@ -14,7 +14,8 @@ What is evidence (each rule names a way a harness can carry answers; none is a w
   `DIGEST_PREFIX` digits, or in base64): a
   table keyed by hashes.
 - `undecoded`: encoded or compressed data past the decoding budget (a stream that inflates to
-  more, a blob too large): what it holds cannot be searched, so it is not let through.
+  more, a blob too large, a layer below the third): what it holds cannot be searched, so it
+  is not let through.
 
 A label alone, or a word of a text (`injection`, `benign`, a keyword rule), is never evidence.
 Only what the candidate added is judged: a match the baseline (the seed) already holds is
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from flashrsi_dagster.contamination.decode import (
     CIPHERS,
     MAX_DECODED_BYTES,
+    MAX_DEPTH,
     Budget,
     View,
     views,
@@ -51,7 +53,7 @@ RULES = {
     "fragments": f"fragments only one task's input holds, of {FEW} or more tasks",
     "digest": "a digest of a task's input",
     "undecoded": f"more encoded or compressed data than the check decodes "
-    f"({MAX_DECODED_BYTES >> 20} MB): unsearched",
+    f"({MAX_DECODED_BYTES >> 20} MB, {MAX_DEPTH} layers deep): unsearched",
 }
 _HEX_TOKEN = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{8,128}(?![0-9a-fA-F])")
 _B64_TOKEN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{22,86}")

@@ -405,6 +405,15 @@ def test_a_table_grown_over_generations_adds_up_against_the_seed(harness):
     rejected(harness.check.judge(harness.store, second), "whole inputs of 3")
 
 
+@pytest.mark.parametrize("layers", [4, 5])
+def test_the_table_nested_deeper_than_the_check_reads_is_rejected(harness, layers):
+    blob = json.dumps(TABLE).encode()
+    for _ in range(layers):
+        blob = base64.b64encode(gzip.compress(blob))
+    verdict = harness.judge(append("runtime/agent.py", f"\nB = {blob.decode()!r}\n"))
+    rejected(verdict, "3 layers deep")
+
+
 def test_a_merge_of_two_clean_branches_is_judged_on_what_both_carry(harness):
     """ModularRSI's integration merges branches that each passed: two texts in one, two in
     the other; the merge (a child of the seed holding both) carries four."""
