@@ -287,6 +287,8 @@ def behaviour_check(
             tokens_per_task_candidate=s.tokens_candidate,
             tokens_per_task_parent=s.tokens_parent,
             tokens_ratio=s.tokens_ratio,
+            calls_ratio_median_task=s.calls_ratio_median,
+            tokens_ratio_median_task=s.tokens_ratio_median,
             score_candidate=s.score_candidate,
             score_parent=s.score_parent,
             score_delta=s.score_delta,

@@ -1,6 +1,7 @@
 """A file's texts as a reader of it could recover them: plain, unescaped, and every blob in
-it decoded (base64, hex, `\\x` escapes) and decompressed (gzip, zlib, bzip2, xz, zip), to a
-bounded depth and size, so a decompression bomb costs at most `MAX_DECODED_BYTES`.
+it decoded (base64, base32, Ascii85, hex, `\\x` escapes, lists of character codes, UTF-16)
+and decompressed (gzip, zlib, bzip2, xz, zip; a tar archive read as it is), to a bounded depth
+and size, so a decompression bomb costs at most `MAX_DECODED_BYTES`.
 
 Each text is a `View`: the file, the chain of encodings that led to it (`gzip+base64`), and
 its lines, each numbered by the line of the file it came from (a decoded blob's lines all
@@ -28,12 +29,19 @@ MAX_DEPTH = 3
 """Encodings nested in one another, at most (base64 of gzip of base64 is 3)."""
 MAX_DECODED_BYTES = 4 << 20
 """Bytes decoded or decompressed per snapshot, at most: what is past it is not searched."""
+CIPHERS = ("reversed", "rot13")
+"""Views of the plain text only: the two cheapest ciphers a table could be written in."""
 MIN_BLOB = 24
 """Shorter base64 or hex runs are not decoded (identifiers, short hashes, words)."""
 
 _BASE64 = re.compile(rb"[A-Za-z0-9+/]{%d,}={0,2}|[A-Za-z0-9_\-]{%d,}={0,2}" % (MIN_BLOB, MIN_BLOB))
 _HEX = re.compile(rb"(?:[0-9a-fA-F]{2}){%d,}" % (MIN_BLOB // 2))
 _ESCAPED_BYTES = re.compile(rb"(?:\\x[0-9a-fA-F]{2}){8,}")
+_BASE32 = re.compile(rb"[A-Z2-7]{%d,}={0,6}" % MIN_BLOB)
+_ASCII85 = re.compile(rb"<~(.{%d,}?)~>" % MIN_BLOB, re.DOTALL)
+_NUMBER = rb"(?:0[xX][0-9a-fA-F]{1,6}|[0-9]{1,7})"
+_NUMBERS = re.compile(rb"%s(?:\s*,\s*%s){%d,}" % (_NUMBER, _NUMBER, MIN_BLOB - 1))
+"""A list of character codes (`[73, 103, 110, ...]`, `0x49, 0x67`): `chr` of each."""
 _JOINS = re.compile(rb"[\"'`]\s*\+\s*[\"'`]")
 _SQUEEZE = re.compile(rb"[\s'\"`\\]+")
 _BACKSLASH = re.compile(
@@ -65,10 +73,15 @@ class Budget:
 
     left: int = MAX_DECODED_BYTES
     seen: set[bytes] = field(default_factory=set)
+    cut: bool = False
+    """Something was left undecoded for want of budget: what it holds was not searched."""
 
     def take(self, data: bytes) -> bool:
         digest = hashlib.sha1(data).digest()
-        if digest in self.seen or len(data) > self.left:
+        if digest in self.seen:
+            return False
+        if len(data) > self.left:
+            self.cut = True
             return False
         self.seen.add(digest)
         self.left -= len(data)
@@ -85,6 +98,9 @@ def _views(file, data: bytes, encoding: str, span, depth: int, budget: Budget) -
     text = data.decode("utf-8", "replace")
     lines = _numbered(text, whole)
     yield View(file, encoding, lines)
+    if encoding == "plain":
+        yield View(file, CIPHERS[0], [(n, line[::-1]) for n, line in reversed(lines)])
+        yield View(file, CIPHERS[1], [(n, codecs.encode(line, "rot13")) for n, line in lines])
     escaped = text
     for _ in range(2):  # a JSON string inside a Python string is escaped twice
         if "\\" not in escaped:
@@ -96,6 +112,9 @@ def _views(file, data: bytes, encoding: str, span, depth: int, budget: Budget) -
             file, _join("url/html", encoding), _numbered(unquote(html.unescape(text)), whole)
         )
     if depth >= MAX_DEPTH:
+        # a fourth layer is not read, nor let through: it would hide anything
+        if any(any(_unpacked(blob, budget)) for blob, _, _ in _blobs(data, text, whole)):
+            budget.cut = True
         return
     for blob, kind, blob_span in _blobs(data, text, whole):
         for inner, inner_kind in _unpacked(blob, budget):
@@ -150,9 +169,40 @@ def _blobs(data: bytes, text: str, whole) -> Iterator[tuple[bytes, str, tuple[in
         raw = codecs.escape_decode(match.group())[0]
         yield raw, "escaped bytes", _span(data, data, match, whole, False)
     latin = unescape(text).encode("latin-1", "replace") if "\\" in text else b""
+    yield from _other_alphabets(data, whole)
+    if latin:  # an Ascii85 run is full of backslashes a string literal escapes
+        yield from _other_alphabets(latin, whole or (1, data.count(b"\n") + 1))
     for blob in (data, latin):
         for offset in _magic_offsets(blob):
             yield blob[offset:], "bytes", whole or (1, data.count(b"\n") + 1)
+
+
+def _other_alphabets(data: bytes, whole) -> Iterator[tuple[bytes, str, tuple[int, int]]]:
+    """Base32 and Ascii85 runs, lists of character codes, and UTF-16 (a file or blob whose
+    every other byte is zero)."""
+    decoders = (
+        (_BASE32, "base32", lambda run: base64.b32decode(run + b"=" * (-len(run) % 8))),
+        (_ASCII85, "ascii85", lambda run: base64.a85decode(run[2:-2])),
+        (_NUMBERS, "char codes", _char_codes),
+    )
+    for pattern, kind, decode in decoders:
+        for match in pattern.finditer(data):
+            try:
+                decoded = decode(match.group().rstrip(b"="))
+            except (binascii.Error, ValueError, OverflowError):
+                continue
+            yield decoded, kind, _span(data, data, match, whole, False)
+    if data.count(b"\0") * 4 >= len(data) > 0:
+        body = data[2:] if data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else data
+        for codec in ("utf-16-le", "utf-16-be"):
+            text = body[: len(body) // 2 * 2].decode(codec, "replace")
+            yield text.encode("utf-8", "replace"), "utf-16", whole or (1, text.count("\n") + 1)
+
+
+def _char_codes(run: bytes) -> bytes:
+    return "".join(chr(int(n, 0)) for n in re.split(rb"\s*,\s*", run)).encode(
+        "utf-8", "surrogatepass"
+    )
 
 
 def _base64(run: bytes, squeezed: bool) -> Iterator[bytes]:
@@ -194,11 +244,16 @@ def _unpacked(blob: bytes, budget: Budget) -> Iterator[tuple[bytes, str]]:
     for magic, kind in _MAGIC:
         if blob.startswith(magic):
             for inner in _decompress(blob, kind, budget):
-                if _text_like(inner) or any(inner.startswith(m) for m, _ in _MAGIC):
+                if _text_like(inner) or _packed(inner):
                     yield inner, kind
             return
     if _text_like(blob) and budget.take(blob):
         yield blob, ""
+
+
+def _packed(blob: bytes) -> bool:
+    """Compressed again, or a tar archive (its members' bytes sit in it as they are)."""
+    return any(blob.startswith(m) for m, _ in _MAGIC) or blob[257:262] == b"ustar"
 
 
 def _text_like(blob: bytes) -> bool:
@@ -212,8 +267,11 @@ def _text_like(blob: bytes) -> bool:
 
 def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
     limit = budget.left
-    if limit <= 0 or not budget.take(blob[:4096] + len(blob).to_bytes(8, "big")):
-        return  # spent (and zlib reads a limit of 0 as none), or this stream was read
+    if limit <= 0:  # spent (and zlib reads a limit of 0 as none)
+        budget.cut = True
+        return
+    if not budget.take(blob[:4096] + len(blob).to_bytes(8, "big")):
+        return  # this stream was read
     try:
         if kind == "zip":
             with zipfile.ZipFile(io.BytesIO(blob)) as archive:
@@ -222,6 +280,8 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
                         data = archive.read(info)
                         if budget.take(data):
                             yield data
+                    else:
+                        budget.cut = True
             return
         engine = {
             "gzip": lambda: zlib.decompressobj(16 + zlib.MAX_WBITS),
@@ -236,8 +296,10 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
         )
     except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError, zipfile.BadZipFile):
         return
+    if len(data) >= limit and not engine.eof:
+        budget.cut = True  # more than the budget: what lies past it (padding, then a table?)
     if data and budget.take(data):
         yield data
 
 
-__all__ = ["Budget", "View", "unescape", "views"]
+__all__ = ["CIPHERS", "Budget", "View", "unescape", "views"]

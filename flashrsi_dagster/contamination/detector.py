@@ -8,8 +8,14 @@ What is evidence (each rule names a way a harness can carry answers; none is a w
   text -> label table, one row is enough);
 - `input`: whole inputs of `MANY` tasks or more, wherever they are (pieces across files count
   when together they cover the input);
-- `digest`: an md5, sha1, sha256 or sha512 hex digest (or its first 16 digits) of an input: a
+- `fragments`: a run of `GRAM`+ characters that only one task's input holds, from `FEW`
+  tasks or more (a table keyed by the first words of each text);
+- `digest`: a digest of an input (any `hashlib` hash, crc32 or adler32; in hex, or its first
+  `DIGEST_PREFIX` digits, or in base64): a
   table keyed by hashes.
+- `undecoded`: encoded or compressed data past the decoding budget (a stream that inflates to
+  more, a blob too large, a layer below the third): what it holds cannot be searched, so it
+  is not let through.
 
 A label alone, or a word of a text (`injection`, `benign`, a keyword rule), is never evidence.
 Only what the candidate added is judged: a match the baseline (the seed) already holds is
@@ -22,12 +28,21 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from flashrsi_dagster.contamination.decode import Budget, View, views
-from flashrsi_dagster.contamination.index import GRAM, MIN_INPUT, SecretIndex
+from flashrsi_dagster.contamination.decode import (
+    CIPHERS,
+    MAX_DECODED_BYTES,
+    MAX_DEPTH,
+    Budget,
+    View,
+    views,
+)
+from flashrsi_dagster.contamination.index import DIGEST_PREFIX, GRAM, MIN_INPUT, SecretIndex
 from flashrsi_dagster.contamination.normalise import Stream
 
 LONG = 48
 MANY = 3
+FEW = 5
+"""Tasks whose own fragments (shared with no other task) make a `fragments` hit."""
 PAIR_WINDOW = 40
 COVERED = 0.95
 """The part of an input its matches must cover to count as the whole input."""
@@ -35,9 +50,14 @@ RULES = {
     "verbatim": f"a verbatim run of {LONG}+ characters of one task's input or reference",
     "paired": "a task's input beside its answer",
     "input": f"the whole inputs of {MANY} or more tasks",
-    "digest": "a hex digest of a task's input",
+    "fragments": f"fragments only one task's input holds, of {FEW} or more tasks",
+    "digest": "a digest of a task's input",
+    "undecoded": f"more encoded or compressed data than the check decodes "
+    f"({MAX_DECODED_BYTES >> 20} MB, {MAX_DEPTH} layers deep): unsearched",
 }
-_HEX_TOKEN = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{16,128}(?![0-9a-fA-F])")
+_HEX_TOKEN = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{8,128}(?![0-9a-fA-F])")
+_B64_TOKEN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{22,86}")
+"""A digest in base64 (16 to 64 bytes, padding dropped)."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +91,8 @@ class Found:
 class Scan:
     matches: list[Match] = field(default_factory=list)
     digests: list[Found] = field(default_factory=list)
+    cut: bool = False
+    """Some encoded data was left undecoded (`Budget.cut`)."""
 
 
 def scan(files: Mapping[str, bytes], index: SecretIndex) -> Scan:
@@ -80,7 +102,9 @@ def scan(files: Mapping[str, bytes], index: SecretIndex) -> Scan:
         for view in views(path, files[path], budget):
             stream = Stream.of(view.lines)
             found.matches += _matches(stream, view, index)
-            found.digests += _digests(view, index)
+            if view.encoding not in CIPHERS:  # a digest is not written reversed
+                found.digests += _digests(view, index)
+    found.cut = budget.cut
     return found
 
 
@@ -113,9 +137,9 @@ def _extend(text: str, secret: str, p: int, offset: int):
 
 def _digests(view: View, index: SecretIndex) -> Iterator[Found]:
     for number, line in view.lines:
-        for token in _HEX_TOKEN.findall(line):
-            token = token.lower()
-            task = index.digests.get(token, index.digests.get(token[:16]))
+        tokens = [t.lower() for t in _HEX_TOKEN.findall(line)] + _B64_TOKEN.findall(line)
+        for token in tokens:
+            task = index.digests.get(token, index.digests.get(token[:DIGEST_PREFIX]))
             if task is not None:
                 yield Found("digest", task, "input", view.file, view.encoding, (number, number), 0)
 
@@ -131,7 +155,12 @@ def judge(candidate: Scan, baseline: Scan, index: SecretIndex) -> tuple[list[Fou
     inputs = list(_whole_inputs(new, index))
     if len({f.task for f in inputs}) >= MANY:
         found += inputs
+    fragments = list(_fragments(new, index))
+    if len({f.task for f in fragments}) >= FEW:
+        found += fragments
     broken = [RULES[rule] for rule in RULES if any(f.rule == rule for f in found)]
+    if candidate.cut:  # a table past 4 MB of padding in one gzip stream would pass unread
+        broken.append(RULES["undecoded"])
     return found, broken
 
 
@@ -168,6 +197,15 @@ def _paired(matches: list[Match], index: SecretIndex) -> Iterator[Found]:
         near = text[max(0, start - PAIR_WINDOW) : start] + "\0" + text[end : end + PAIR_WINDOW]
         if any(answer in near for answer in answers):
             yield _found("paired", m, index)
+
+
+def _fragments(matches: list[Match], index: SecretIndex) -> Iterator[Found]:
+    """A match in an input that no other task's secrets share: it names its task, as the
+    key of a table (`text.startswith(...)`) would."""
+    for m in matches:
+        entry = index.entries[m.entry]
+        if entry.kind == "input" and index.holders(entry.text[m.start : m.end]) <= 1:
+            yield _found("fragments", m, index)
 
 
 def _whole(m: Match, secret: str) -> bool:

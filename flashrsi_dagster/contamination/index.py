@@ -8,7 +8,9 @@ input, shares a kept shingle with the secret: the scan then extends it both ways
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -19,8 +21,11 @@ GRAM = 16
 STEP = 8
 MIN_INPUT = 16
 """Inputs shorter than this (in normal form) are too common to tell a task by."""
-DIGEST_PREFIX = 16
-"""Hex digits of a digest's prefix that still name an input (64 bits)."""
+DIGEST_PREFIX = 12
+"""Hex digits of a digest's prefix that still name an input (48 bits: a stray match among
+the pool's digests is about one in 10^9 per token)."""
+HASHES = ("md5", "sha1", "sha224", "sha256", "sha384", "sha512", "blake2b", "blake2s")
+HASHES += ("sha3_224", "sha3_256", "sha3_384", "sha3_512")
 HELD_OUT = "held_out"
 """The split of a task outside train and dev: the sealed test, or the pool outside the
 splits. Such a task is never named (nor told apart from the other held-out ones)."""
@@ -73,6 +78,9 @@ class SecretIndex:
             for digest in _digests(secret.text, text):
                 self.digests.setdefault(digest, task)
                 self.digests.setdefault(digest[:DIGEST_PREFIX], task)
+                raw = bytes.fromhex(digest)
+                for b64 in (base64.b64encode(raw), base64.urlsafe_b64encode(raw)):
+                    self.digests.setdefault(b64.decode().rstrip("="), task)
         if len(text) < GRAM:
             return
         number = len(self.entries)
@@ -90,10 +98,13 @@ class SecretIndex:
 
 
 def _digests(raw: str, normal: str) -> set[str]:
-    forms = {raw, raw.strip(), raw.strip().casefold(), normal}
-    return {
-        getattr(hashlib, name)(form.encode("utf-8")).hexdigest()
-        for form in forms
-        if form
-        for name in ("md5", "sha1", "sha256", "sha512")
-    }
+    """Hex digests of the input's forms: every hash `hashlib` guarantees (but the variable
+    length `shake`), and the checksums crc32 and adler32 (8 digits: a match of those, at
+    one in 4 * 10^9 per token and form, is still evidence)."""
+    forms = {raw, raw.strip(), raw.strip().casefold(), raw.strip().lower(), normal}
+    found = set()
+    for form in filter(None, forms):
+        data = form.encode("utf-8")
+        found |= {hashlib.new(name, data).hexdigest() for name in HASHES}
+        found |= {f"{zlib.crc32(data):08x}", f"{zlib.adler32(data):08x}"}
+    return found

@@ -27,7 +27,7 @@ NAMED = 10
 class Hit(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    rule: Literal["verbatim", "paired", "input", "digest"]
+    rule: Literal["verbatim", "paired", "input", "fragments", "digest"]
     task_id: str | None = Field(description="None for a held-out task: never named.")
     split: Literal["train", "dev", "held_out"]
     secret: str = Field(description="Which of the task's secrets (`text`, `solution/solve.sh`).")
@@ -136,7 +136,8 @@ def worker_reason(v: ContentVerdict) -> str:
         parts.append(f"{held} held-out task(s), not named")
     files = sorted({h.file for h in v.hits if h.split != HELD_OUT})
     where = f" in {', '.join(files[:NAMED])}" if files else ""
+    found = f": {'; '.join(parts)}{where}" if parts else ""
     return (
-        f"the candidate carries benchmark content ({'; '.join(v.rules)}): "
-        f"{'; '.join(parts)}{where}; a harness must not carry tasks or their answers"
+        f"the candidate carries benchmark content ({'; '.join(v.rules)}){found}; "
+        "a harness must not carry tasks or their answers"
     )

@@ -16,10 +16,12 @@ the harness and is left out. Only tasks with metered usage on both sides are pai
     score_delta  = mean_i(score_candidate_i)  - mean_i(score_parent_i)
 
 The candidate is *flagged* when score_delta > 0 and any of: calls_ratio <= max_calls_ratio,
-tokens_ratio <= max_tokens_ratio, or (with `zero_call_tasks`) a rollout that answered with
-no model call on a task where the parent made calls (`config.behaviour`; a run that broke
-before its first call gave no answer and does not count). A flag is a warning, not a
-rejection: a better harness may legitimately use fewer calls.
+tokens_ratio <= max_tokens_ratio, the same for the median over tasks of the per-task ratio
+(`*_ratio_median`: one padded call on one task lifts a mean, not the median), or (with
+`zero_call_tasks`) a rollout that answered with no model call on a task where the parent made
+calls (`config.behaviour`; a run that broke before its first call gave no answer and does not
+count). A flag is a warning, not a rejection: a better harness may legitimately use fewer
+calls.
 
 Undefined figures are None — never 0, never NaN: nothing paired (no parent, no metered
 usage) leaves every mean, ratio and the delta None and the verdict `not_compared`; a parent
@@ -73,6 +75,12 @@ class BehaviourSignal(BaseModel):
     tokens_candidate: float | None = Field(description="Candidate's mean tokens per task.")
     tokens_parent: float | None = Field(description="Parent's mean tokens per task.")
     tokens_ratio: float | None = Field(description="tokens_candidate / tokens_parent.")
+    calls_ratio_median: float | None = Field(
+        default=None, description="Median over tasks of the per-task calls ratio."
+    )
+    tokens_ratio_median: float | None = Field(
+        default=None, description="Median over tasks of the per-task tokens ratio."
+    )
     score_candidate: float | None = Field(description="Candidate's mean score rate, paired tasks.")
     score_parent: float | None = Field(description="Parent's mean score rate, paired tasks.")
     score_delta: float | None = Field(description="score_candidate - score_parent.")
@@ -153,6 +161,8 @@ def _figures(ours: list[TaskBehaviour], theirs: list[TaskBehaviour]) -> dict:
         "tokens_candidate": tokens[0],
         "tokens_parent": tokens[1],
         "tokens_ratio": _ratio(*tokens),
+        "calls_ratio_median": _median_ratio(ours, theirs, "calls"),
+        "tokens_ratio_median": _median_ratio(ours, theirs, "tokens"),
         "score_candidate": scores[0],
         "score_parent": scores[1],
         "score_delta": _difference(*scores),
@@ -172,12 +182,18 @@ def _verdict(
         ("calls", thresholds.max_calls_ratio),
         ("tokens", thresholds.max_tokens_ratio),
     ):
-        ratio = figures[f"{what}_ratio"]
+        ratio, median = figures[f"{what}_ratio"], figures[f"{what}_ratio_median"]
+        noun = "model calls" if what == "calls" else "tokens"
         if limit is not None and ratio is not None and ratio <= limit:
             reasons.append(
-                f"{ratio:.2f}x the parent's {'model calls' if what == 'calls' else 'tokens'} "
+                f"{ratio:.2f}x the parent's {noun} "
                 f"per task ({figures[f'{what}_candidate']:.1f} vs "
                 f"{figures[f'{what}_parent']:.1f}; flagged at <= {limit:g}x)"
+            )
+        elif limit is not None and median is not None and median <= limit:
+            reasons.append(
+                f"{median:.2f}x the parent's {noun} on the median task (the mean, "
+                f"{ratio:.2f}x, rests on a few tasks; flagged at <= {limit:g}x)"
             )
     if thresholds.zero_call_tasks and zero:
         reasons.append(f"{len(zero)} task(s) answered with no model call: {_ids(zero)}")
@@ -207,6 +223,18 @@ def _mean(values: Sequence[float]) -> float | None:
 
 def _difference(ours: float | None, theirs: float | None) -> float | None:
     return None if ours is None or theirs is None else ours - theirs
+
+
+def _median_ratio(
+    ours: list[TaskBehaviour], theirs: list[TaskBehaviour], what: str
+) -> float | None:
+    """The median of the per-task ratios, over the tasks where the parent used some."""
+    pairs = [(getattr(a, what), getattr(b, what)) for a, b in zip(ours, theirs, strict=True)]
+    ratios = sorted(a / b for a, b in pairs if a is not None and b)
+    if not ratios:
+        return None
+    middle = len(ratios) // 2
+    return ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2
 
 
 def _ratio(ours: float | None, theirs: float | None) -> float | None:

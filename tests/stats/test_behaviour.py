@@ -59,6 +59,20 @@ def test_a_higher_score_at_a_similar_cost_is_consistent():
     assert signal.calls_ratio == pytest.approx(5 / 6)
 
 
+def test_one_padded_call_on_one_task_does_not_hide_cheap_calls_everywhere_else():
+    """A table that makes one tiny call per task to look busy, and one huge call on one task
+    to lift the mean tokens: the median task still shows the drop."""
+    parent = _side([1, 0, 0, 0, 0], [1] * 5, [500] * 5)
+    candidate = _side([1, 1, 1, 1, 1], [1] * 5, [20, 20, 20, 20, 100_000])
+
+    signal = behaviour(candidate, parent)
+
+    assert signal.calls_ratio == 1 and signal.tokens_ratio > 1
+    assert signal.tokens_ratio_median == pytest.approx(20 / 500)
+    assert signal.verdict == "flagged"
+    assert "0.04x the parent's tokens on the median task" in line(signal)
+
+
 def test_one_zero_call_answer_flags_even_when_the_means_stay_close():
     # a table for one task among honest ones: the ratios stay above 0.5
     candidate = _side([1, 1, 0], [2, 2, 0], [900, 900, 0])
