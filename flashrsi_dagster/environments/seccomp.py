@@ -5,7 +5,9 @@ Refused (EPERM): making or joining namespaces (`unshare`, `clone` with a `CLONE_
 `setns`), reading or steering other processes (`ptrace`, `process_vm_readv`/`writev`,
 `pidfd_getfd`, `kcmp`), kernel keyrings, `bpf`, `perf_event_open`, every mount call (old and
 new API), `chroot`, kernel modules and `kexec`, `userfaultfd`, `io_uring`, the clock, swap,
-quota, reboot, `acct`, `syslog`, `open_by_handle_at` and the like. `clone3` answers ENOSYS:
+quota, reboot, `acct`, `syslog`, `open_by_handle_at` and the like, and the `ioctl`s that type
+into a terminal (`TIOCSTI`, `TIOCLINUX`: a CLI joined to a jail may share the session, and so
+the terminal, of whoever started `flashrsi`). `clone3` answers ENOSYS:
 its flags sit in memory the filter cannot read, and libc then falls back to `clone`, whose
 flags it can (what Docker and Flatpak do). Threads and plain forks stay allowed. Only the
 native ABI passes: a 32-bit or x32 system call kills the process.
@@ -52,6 +54,12 @@ NEW_NAMESPACE_FLAGS = (
     0x00000080,  # CLONE_NEWTIME
 )
 """`clone` and `unshare` with any of these (their first argument) are refused with EPERM."""
+DENIED_IOCTLS = (
+    0x5412,  # TIOCSTI: types into a terminal, the host's one when the jail shares its session
+    0x541C,  # TIOCLINUX: the same through the virtual console
+)
+"""`ioctl` requests refused with EPERM (compared on the low 32 bits the kernel reads, so high
+bits set in the argument do not slip past: CVE-2019-10063)."""
 
 
 class SeccompUnavailable(RuntimeError):
@@ -112,6 +120,10 @@ def prepare() -> int:
         for flag in NEW_NAMESPACE_FLAGS:
             for name in ("clone", "unshare"):
                 _rule(lib, ctx, _ERRNO | errno.EPERM, name, _ArgCmp(0, _MASKED_EQ, flag, flag))
+        for request in DENIED_IOCTLS:
+            _rule(
+                lib, ctx, _ERRNO | errno.EPERM, "ioctl", _ArgCmp(1, _MASKED_EQ, 0xFFFFFFFF, request)
+            )
     except BaseException:
         lib.seccomp_release(ctx)
         raise

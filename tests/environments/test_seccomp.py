@@ -4,9 +4,12 @@ threads, subprocesses, git and node."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +19,7 @@ from flashrsi_dagster.environments.jail import Jail, JailError, Mount, require_j
 from flashrsi_dagster.environments.joining import JAIL_UID
 from flashrsi_dagster.environments.runtime import python_runtime
 from tests.conftest import needs_jails
-from tests.environments.test_jail import python, sh
+from tests.environments.test_jail import ENV, python, sh
 
 pytestmark = needs_jails
 
@@ -130,3 +133,35 @@ def test_without_libseccomp_there_is_no_jail(monkeypatch: pytest.MonkeyPatch):
 
     with pytest.raises(JailError, match=r"libseccomp.*apt-get install libseccomp2"):
         require_jails()
+
+
+TYPE_INTO_TERMINAL = """
+import ctypes, os, termios
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open("/dev/tty", os.O_RDWR)
+for request in (termios.TIOCSTI, termios.TIOCSTI | 1 << 32):  # high bits: CVE-2019-10063
+    result = libc.syscall(16, fd, ctypes.c_ulong(request), ctypes.c_char_p(b"INJECTED"))
+    print("TIOCSTI", result, ctypes.get_errno())
+"""
+
+
+@pytest.mark.skipif(shutil.which("setsid") is None, reason="util-linux setsid is not installed")
+def test_a_process_joined_to_the_jail_cannot_type_into_the_hosts_terminal(jail: Jail, work: Path):
+    """A CLI joined from a terminal shares its session: that terminal is its `/dev/tty`."""
+    (work / "type.py").write_text(TYPE_INTO_TERMINAL)
+    argv = jail.enter_argv([f"{sys.base_prefix}/bin/python3", "-I", "type.py"], ENV, work)
+    terminal, side = os.openpty()
+    typed = b""
+    try:  # `setsid -c`: a new session whose controlling terminal is `side`, as a login's
+        result = subprocess.run(
+            ["setsid", "-c", *argv], stdin=side, capture_output=True, text=True, timeout=60
+        )
+        os.set_blocking(terminal, False)
+        with contextlib.suppress(BlockingIOError, OSError):
+            typed = os.read(terminal, 4096)
+    finally:
+        os.close(side)
+        os.close(terminal)
+
+    assert result.stdout.splitlines() == ["TIOCSTI -1 1"] * 2, result.stderr
+    assert b"INJECTED" not in typed
