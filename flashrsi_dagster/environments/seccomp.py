@@ -7,7 +7,8 @@ Refused (EPERM): making or joining namespaces (`unshare`, `clone` with a `CLONE_
 new API), `chroot`, kernel modules and `kexec`, `userfaultfd`, `io_uring`, the clock, swap,
 quota, reboot, `acct`, `syslog`, `open_by_handle_at` and the like, and the `ioctl`s that type
 into a terminal (`TIOCSTI`, `TIOCLINUX`: a CLI joined to a jail may share the session, and so
-the terminal, of whoever started `flashrsi`). `clone3` answers ENOSYS:
+the terminal, of whoever started `flashrsi`), and `prctl(PR_SET_CHILD_SUBREAPER)` (the shell
+watchdog reads a command's lineage from its parent). `clone3` answers ENOSYS:
 its flags sit in memory the filter cannot read, and libc then falls back to `clone`, whose
 flags it can (what Docker and Flatpak do). Threads and plain forks stay allowed. Only the
 native ABI passes: a 32-bit or x32 system call kills the process.
@@ -60,6 +61,10 @@ DENIED_IOCTLS = (
 )
 """`ioctl` requests refused with EPERM (compared on the low 32 bits the kernel reads, so high
 bits set in the argument do not slip past: CVE-2019-10063)."""
+PR_SET_CHILD_SUBREAPER = 36
+"""`prctl` option refused with EPERM: a subreaper adopts its descendants' orphans, which would
+hand a chain of short-lived background processes to the agent's main process, where the host's
+watchdog (`watchdog.py`) takes each for a fresh command and restarts its clock."""
 
 
 class SeccompUnavailable(RuntimeError):
@@ -120,6 +125,8 @@ def prepare() -> int:
         for flag in NEW_NAMESPACE_FLAGS:
             for name in ("clone", "unshare"):
                 _rule(lib, ctx, _ERRNO | errno.EPERM, name, _ArgCmp(0, _MASKED_EQ, flag, flag))
+        subreaper = _ArgCmp(0, _MASKED_EQ, 0xFFFFFFFF, PR_SET_CHILD_SUBREAPER)
+        _rule(lib, ctx, _ERRNO | errno.EPERM, "prctl", subreaper)
         for request in DENIED_IOCTLS:
             _rule(
                 lib, ctx, _ERRNO | errno.EPERM, "ioctl", _ArgCmp(1, _MASKED_EQ, 0xFFFFFFFF, request)

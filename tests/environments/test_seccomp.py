@@ -90,6 +90,7 @@ call("unshare", 272, 0x10000000)                     # CLONE_NEWUSER
 call("setns", 308, os.open("/proc/self/ns/net", os.O_RDONLY), 0)
 call("clone3", 435, 0, 0)
 call("fsopen", 430, b"tmpfs", 0)
+call("prctl_subreaper", 157, 36, 1)               # PR_SET_CHILD_SUBREAPER
 t = threading.Thread(target=lambda: print("thread", 0)); t.start(); t.join()
 pid = os.fork()
 if pid == 0:
