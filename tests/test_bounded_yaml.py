@@ -10,6 +10,7 @@ import pytest
 from flashrsi_dagster.bounded_yaml import (
     MAX_ALIAS_NODES,
     MAX_DEPTH,
+    MAX_NODES,
     AliasBombError,
     NestingError,
     safe_load,
@@ -121,3 +122,13 @@ def test_a_config_nested_too_deep_is_refused_naming_its_file(tmp_path):
     assert "cannot be read as YAML" in refusal.reason
     nested = "a: " + "[" * (MAX_DEPTH - 2) + "1" + "]" * (MAX_DEPTH - 2) + "\n"  # 100 nodes deep
     assert safe_load(nested)["a"]  # up to the bound, a document loads
+
+
+def test_a_document_of_too_many_values_is_refused_before_it_is_read_whole():
+    """A Worker's protected YAML of a million `1,`s: parsed, it held the host for minutes."""
+    huge = "limits: {shell_timeout: 60}\nx: [" + "1," * 1_000_000 + "1]\n"
+
+    with pytest.raises(NestingError, match=f"more than {MAX_NODES} values") as refused:
+        safe_load(huge)
+
+    assert refused.value.problem_mark.line == 1
