@@ -119,7 +119,7 @@ class ShellWatchdog:
                 if _namespace(pid) != self._namespace:
                     continue
                 stat = _stat(pid)
-                if stat is None or stat[0] == "Z":
+                if stat is None or (stat[0] == "Z" and not _threads_left(pid)):
                     continue
                 _, parent, start = stat
                 if parent in self._own or _namespace(parent) == self._namespace:
@@ -170,6 +170,15 @@ def _stat(pid: int) -> tuple[str, int, int] | None:
     except (OSError, IndexError):
         return None
     return fields[0], int(fields[1]), int(fields[19])
+
+
+def _threads_left(pid: int) -> bool:
+    """Whether a zombie `pid` still has threads running: its first thread ended alone
+    (`SYS_exit`), which shows the process as a zombie while the others go on working."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) > 1
+    except OSError:
+        return False
 
 
 def _uptime_ticks() -> float:
