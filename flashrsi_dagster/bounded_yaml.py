@@ -7,6 +7,13 @@ node, but every walk over the result (validation, serialisation, an equality tes
 counted before anything is built, and a document whose aliases add more than
 `MAX_ALIAS_NODES` is refused; a few anchors shared by a config still load. A document in
 which an alias refers to its own anchor (a cycle, infinite once expanded) is refused too.
+
+Nesting and size are bounded as well (`MAX_DEPTH`, `MAX_NODES`): PyYAML composes and
+constructs recursively, so `[[[[...` a hundred thousand deep, a few hundred kilobytes without
+one alias, raised `RecursionError` (no `YAMLError`: every caller's handler missed it, and a
+Worker's edit of a protected YAML crashed the host's check instead of being refused); and a
+flat list of millions of values, within a snapshot's 10 MB file bound, held that check for
+minutes.
 """
 
 from __future__ import annotations
@@ -17,6 +24,11 @@ import yaml
 
 MAX_ALIAS_NODES = 10_000
 """Nodes that aliases may add to a document once expanded."""
+MAX_DEPTH = 100
+"""Collections nested in one another; a config needs a handful, Python's stack ~300."""
+MAX_NODES = 100_000
+"""Nodes of one document: a config or a script holds thousands; a Worker's 10 MB protected
+YAML of `[1,1,1,...` holds millions, and PyYAML took over a minute a megabyte on a busy host."""
 
 
 class AliasBombError(yaml.MarkedYAMLError):
@@ -76,8 +88,32 @@ def check_aliases(node: yaml.Node | None) -> None:
     raise AliasBombError(problem=problem, problem_mark=where.start_mark)
 
 
+class NestingError(yaml.MarkedYAMLError):
+    """A document nested deeper than `MAX_DEPTH`, or of more than `MAX_NODES` nodes; a
+    `YAMLError`, as `AliasBombError`."""
+
+
 class BoundedSafeLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing documents whose aliases expand too far."""
+    """PyYAML's safe loader, refusing documents whose aliases expand too far or that nest
+    too deep."""
+
+    _depth = 0
+    _nodes = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
+        self._nodes += 1
+        if self._depth >= MAX_DEPTH or self._nodes > MAX_NODES:
+            problem = (
+                f"collections nested more than {MAX_DEPTH} deep; flatten the document"
+                if self._depth >= MAX_DEPTH
+                else f"more than {MAX_NODES} values in one document; split or shorten it"
+            )
+            raise NestingError(problem=problem, problem_mark=self.peek_event().start_mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
     def get_single_node(self) -> yaml.Node | None:
         node = super().get_single_node()

@@ -7,7 +7,14 @@ from dataclasses import dataclass
 
 import pytest
 
-from flashrsi_dagster.bounded_yaml import MAX_ALIAS_NODES, AliasBombError, safe_load
+from flashrsi_dagster.bounded_yaml import (
+    MAX_ALIAS_NODES,
+    MAX_DEPTH,
+    MAX_NODES,
+    AliasBombError,
+    NestingError,
+    safe_load,
+)
 from flashrsi_dagster.config import ConfigError
 from flashrsi_dagster.jobs.execution import executor_config
 from flashrsi_dagster.offline_model.policies.script import ScriptError, load_script
@@ -81,3 +88,47 @@ def test_every_yaml_a_user_or_an_agent_writes_is_bounded(tmp_path):
         lambda _: f"limits: {{shell_timeout: 60}}\n{BOMB}".encode(),
     )
     assert "cannot be read as YAML" in refusal.reason
+
+
+DEEP = "bomb: " + "[" * 100_000 + "]" * 100_000 + "\n"
+"""A hundred thousand nested lists, no alias: a `RecursionError` in PyYAML's composer."""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        DEEP,
+        "a: " + "{a: " * 5_000 + "1" + "}" * 5_000,
+        "".join(" " * i + "-\n" for i in range(2_000)),
+    ],
+)
+def test_a_document_nested_too_deep_is_refused_as_invalid_yaml(text: str):
+    with pytest.raises(NestingError, match=f"nested more than {MAX_DEPTH} deep"):
+        safe_load(text)
+
+
+def test_a_config_nested_too_deep_is_refused_naming_its_file(tmp_path):
+    """And a Worker's edit of a protected YAML is refused, not a crash of the host's check."""
+    (tmp_path / "components.yaml").write_text(DEEP)
+
+    with pytest.raises(ComponentsError, match=f"{tmp_path}/components.yaml: .*nested more"):
+        Components.from_file(tmp_path / "components.yaml")
+    [refusal] = protected_changes(
+        ["agent.yaml#limits"],
+        [_Change("M", "agent.yaml")],
+        lambda _: b"limits: {shell_timeout: 60}\n",
+        lambda _: f"limits: {{shell_timeout: 60}}\n{DEEP}".encode(),
+    )
+    assert "cannot be read as YAML" in refusal.reason
+    nested = "a: " + "[" * (MAX_DEPTH - 2) + "1" + "]" * (MAX_DEPTH - 2) + "\n"  # 100 nodes deep
+    assert safe_load(nested)["a"]  # up to the bound, a document loads
+
+
+def test_a_document_of_too_many_values_is_refused_before_it_is_read_whole():
+    """A Worker's protected YAML of a million `1,`s: parsed, it held the host for minutes."""
+    huge = "limits: {shell_timeout: 60}\nx: [" + "1," * 1_000_000 + "1]\n"
+
+    with pytest.raises(NestingError, match=f"more than {MAX_NODES} values") as refused:
+        safe_load(huge)
+
+    assert refused.value.problem_mark.line == 1

@@ -284,6 +284,25 @@ def test_resume_never_starts_an_experiment(config_dir, capsys):
         assert sorted(home.rglob("*")) == before
 
 
+def test_a_name_never_opens_another_homes_experiment_through_a_link(config_dir, capsys):
+    """`home/exp-1` a symbolic link to another home's `exp-1`: the name would have resumed,
+    finalized or rolled back that experiment, writing into the other home."""
+    home, other = Path.cwd() / "home", Path.cwd() / "other"
+    config = str(config_dir / "exp.yaml")
+    assert main(["init", "--config", config, "--experiment.home", str(other)]) == 0
+    home.mkdir()
+    (home / "exp-1").symlink_to(other / "exp-1")
+    before = sorted((p, p.stat().st_mtime_ns) for p in other.rglob("*"))
+
+    for command in (["resume"], ["finalize"], ["rollback", "--to", "seed"]):
+        code = main([*command, "--experiment", "exp-1", "--home", str(home)])
+
+        [line] = capsys.readouterr().err.splitlines()
+        assert code == 2, command
+        assert f"{home / 'exp-1'}: a symbolic link" in line
+    assert sorted((p, p.stat().st_mtime_ns) for p in other.rglob("*")) == before
+
+
 def test_a_config_names_its_experiment_never_a_path(config_dir):
     home = Path.cwd() / "home"
     for name in ("../escape", "/tmp/abs", "a..b", ".hidden", "a|b", "a,b"):

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from flashrsi_dagster.bounded_yaml import AliasBombError, safe_load
+from flashrsi_dagster.bounded_yaml import AliasBombError, NestingError, safe_load
 from flashrsi_dagster.config import schema
 from flashrsi_dagster.config.errors import Problem
 
@@ -61,7 +61,7 @@ def apply_overrides(
         if problem is None:
             try:
                 problem = _set(data, override, _coerce(override.raw, annotation))
-            except AliasBombError as exc:
+            except (AliasBombError, NestingError) as exc:
                 key = ".".join(override.key_path)
                 problem = Problem(key, str(exc.problem), override=override.flag)
         if problem is None:
@@ -97,7 +97,7 @@ def _coerce(raw: str, annotation: Any) -> Any:
         return raw
     try:
         return safe_load(raw)
-    except AliasBombError:
+    except (AliasBombError, NestingError):
         raise
     except yaml.YAMLError:
         return raw  # the schema then reports the type mismatch with the key path

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from flashrsi_dagster.bounded_yaml import AliasBombError, BoundedSafeLoader
+from flashrsi_dagster.bounded_yaml import AliasBombError, BoundedSafeLoader, NestingError
 from flashrsi_dagster.config.errors import ConfigError, Problem
 
 KeyPath = tuple[str | int, ...]
@@ -62,7 +62,7 @@ def load_yaml_document(path: Path) -> YamlDocument:
     except _DuplicateKey as dup:
         message = f"duplicate key {dup.key!r} (first defined on line {dup.first})"
         raise ConfigError(path, [Problem(str(dup.key), message, line=dup.again)]) from None
-    except AliasBombError as exc:
+    except (AliasBombError, NestingError) as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else None
         raise ConfigError(path, [Problem("", str(exc.problem), line=line)]) from None
     except yaml.MarkedYAMLError as exc:

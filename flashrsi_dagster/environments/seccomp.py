@@ -5,7 +5,10 @@ Refused (EPERM): making or joining namespaces (`unshare`, `clone` with a `CLONE_
 `setns`), reading or steering other processes (`ptrace`, `process_vm_readv`/`writev`,
 `pidfd_getfd`, `kcmp`), kernel keyrings, `bpf`, `perf_event_open`, every mount call (old and
 new API), `chroot`, kernel modules and `kexec`, `userfaultfd`, `io_uring`, the clock, swap,
-quota, reboot, `acct`, `syslog`, `open_by_handle_at` and the like. `clone3` answers ENOSYS:
+quota, reboot, `acct`, `syslog`, `open_by_handle_at` and the like, and the `ioctl`s that type
+into a terminal (`TIOCSTI`, `TIOCLINUX`: a CLI joined to a jail may share the session, and so
+the terminal, of whoever started `flashrsi`), and `prctl(PR_SET_CHILD_SUBREAPER)` (the shell
+watchdog reads a command's lineage from its parent). `clone3` answers ENOSYS:
 its flags sit in memory the filter cannot read, and libc then falls back to `clone`, whose
 flags it can (what Docker and Flatpak do). Threads and plain forks stay allowed. Only the
 native ABI passes: a 32-bit or x32 system call kills the process.
@@ -52,6 +55,20 @@ NEW_NAMESPACE_FLAGS = (
     0x00000080,  # CLONE_NEWTIME
 )
 """`clone` and `unshare` with any of these (their first argument) are refused with EPERM."""
+DENIED_IOCTLS = (
+    0x5412,  # TIOCSTI: types into a terminal, the host's one when the jail shares its session
+    0x541C,  # TIOCLINUX: the same through the virtual console
+)
+"""`ioctl` requests refused with EPERM (compared on the low 32 bits the kernel reads, so high
+bits set in the argument do not slip past: CVE-2019-10063)."""
+NUMBERS = 512
+"""System call numbers the filter answers for (x86-64 and arm64 use fewer; x32's start here).
+Those past the last one libseccomp knows answer ENOSYS, as on an older kernel: the filter is a
+list of refusals, and a call newer than the list (a mount call, say) must not pass unseen."""
+PR_SET_CHILD_SUBREAPER = 36
+"""`prctl` option refused with EPERM: a subreaper adopts its descendants' orphans, which would
+hand a chain of short-lived background processes to the agent's main process, where the host's
+watchdog (`watchdog.py`) takes each for a fresh command and restarts its clock."""
 
 
 class SeccompUnavailable(RuntimeError):
@@ -90,6 +107,8 @@ def library() -> ctypes.CDLL:
         lib.seccomp_export_bpf.argtypes = [ctypes.c_void_p, ctypes.c_int]
         lib.seccomp_attr_set.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]
         lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
+        lib.seccomp_syscall_resolve_num_arch.argtypes = [ctypes.c_uint32, ctypes.c_int]
+        lib.seccomp_syscall_resolve_num_arch.restype = ctypes.c_void_p  # a name we never free
         lib.seccomp_rule_add_array.argtypes = [
             ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint,
             ctypes.POINTER(_ArgCmp),
@@ -112,6 +131,17 @@ def prepare() -> int:
         for flag in NEW_NAMESPACE_FLAGS:
             for name in ("clone", "unshare"):
                 _rule(lib, ctx, _ERRNO | errno.EPERM, name, _ArgCmp(0, _MASKED_EQ, flag, flag))
+        for number in _unknown_numbers(lib):
+            _check(
+                lib.seccomp_rule_add_array(ctx, _ERRNO | errno.ENOSYS, number, 0, None),
+                f"rule for system call {number}",
+            )
+        subreaper = _ArgCmp(0, _MASKED_EQ, 0xFFFFFFFF, PR_SET_CHILD_SUBREAPER)
+        _rule(lib, ctx, _ERRNO | errno.EPERM, "prctl", subreaper)
+        for request in DENIED_IOCTLS:
+            _rule(
+                lib, ctx, _ERRNO | errno.EPERM, "ioctl", _ArgCmp(1, _MASKED_EQ, 0xFFFFFFFF, request)
+            )
     except BaseException:
         lib.seccomp_release(ctx)
         raise
@@ -136,6 +166,13 @@ def export(fd: int) -> None:
         _check(lib.seccomp_export_bpf(ctx, fd), "seccomp_export_bpf")
     finally:
         lib.seccomp_release(ctx)
+
+
+def _unknown_numbers(lib: ctypes.CDLL) -> list[int]:
+    """System call numbers past the last one this libseccomp knows, up to `NUMBERS`: calls
+    newer than the library (a kernel adds a few a year), which a rule by name cannot refuse."""
+    known = [n for n in range(NUMBERS) if lib.seccomp_syscall_resolve_num_arch(0, n)]
+    return list(range(max(known) + 1, NUMBERS)) if known else []
 
 
 def _rule(lib: ctypes.CDLL, ctx: int, action: int, name: str, *compare: _ArgCmp) -> None:

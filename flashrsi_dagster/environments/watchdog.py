@@ -9,10 +9,19 @@ or not; one that has lived longer than `limit` + `GRACE` is killed with SIGKILL,
 everything it started (a process's clock starts when its oldest watched ancestor's did, so a
 long loop cannot hide behind fresh children). Each kill is recorded for the trajectory.
 
+Background work (a process whose command has ended: its parent is now the jail's first
+process) is bounded as a whole: a background process first seen while the jail had background
+work at the last looks (within `GRACE`) takes the oldest clock of that work. So a process that
+forks a fresh child and exits, faster than the watchdog looks (`POLL`), no longer restarts its
+clock: each child is an orphan of the jail and inherits it. Background services a command
+leaves running are commands too: they end at the same limit (a second one started while the
+first still runs ends with the first's clock).
+
 What it cannot bound: work the agent's main process does itself (its threads), which only
-the run's timeout stops; and a process that forks a fresh child and exits faster than the
-watchdog looks (`POLL`) restarts its clock (the same work the main process could do anyway).
-Background services a command leaves running are commands too: they end at the same limit.
+the run's timeout stops; and a fork chain that a look misses entirely for longer than `GRACE`
+(every member exiting between the listing of the jail's processes and the reading of its
+state, at each of `_LOOKS` listings of a look, for four looks in a row) restarts its clock:
+unlikely, but a matter of timing, not of the kernel's word.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ POLL = 0.25
 KILLED_TYPE = "ShellTimeout"
 _TICKS = os.sysconf("SC_CLK_TCK")
 _MAX_COMMAND = 200
+_LOOKS = 3
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,9 @@ class ShellWatchdog:
         self._clocks: dict[tuple[int, int], int] = {}
         """(pid, start) -> the tick its clock started: its own start or its parent's clock."""
         self._killed: set[tuple[int, int]] = set()
+        self._background: int | None = None
+        """The oldest clock of the jail's background processes (see `_sweep`)."""
+        self._background_seen = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="shell-watchdog", daemon=True)
         self._thread.start()
@@ -74,28 +87,43 @@ class ShellWatchdog:
         clocks: dict[tuple[int, int], int] = {}
         by_pid: dict[int, int] = {}
         # Oldest first, so that a parent's clock is known before its children's.
+        orphans: list[int] = []
         for pid, parent, start in sorted(self._commands(), key=lambda p: p[2]):
-            clock = self._clocks.get((pid, start), by_pid.get(parent, start))
+            inherited = by_pid.get(parent, start)
+            if parent in self._own:  # its command has ended: background work
+                inherited = min(inherited, self._background or inherited)
+            clock = self._clocks.get((pid, start), inherited)
             clocks[(pid, start)] = by_pid[pid] = clock
+            if parent in self._own:
+                orphans.append(clock)
             if now - clock > deadline and (pid, start) not in self._killed:
                 command = _command(pid)
                 if _kill(pid):
                     self._killed.add((pid, start))
                     self.kills.append(Kill(command, round((now - start) / _TICKS, 1)))
         self._clocks = clocks
+        if orphans:
+            self._background, self._background_seen = min(orphans), now
+        elif now - self._background_seen > GRACE * _TICKS:
+            self._background = None
 
     def _commands(self) -> list[tuple[int, int, int]]:
         """(pid, parent, start time in ticks) of the jail's processes that are commands."""
-        found = []
-        for pid in self._members():
-            if pid in self._own or _namespace(pid) != self._namespace:
-                continue
-            stat = _stat(pid)
-            if stat is None or stat[0] == "Z":
-                continue
-            _, parent, start = stat
-            if parent in self._own or _namespace(parent) == self._namespace:
-                found.append((pid, parent, start))
+        found, looked = [], set(self._own)
+        for _ in range(_LOOKS):  # one that exited as it was read may have left a child since
+            fresh = [pid for pid in self._members() if pid not in looked]
+            if not fresh:
+                break
+            looked.update(fresh)
+            for pid in fresh:
+                if _namespace(pid) != self._namespace:
+                    continue
+                stat = _stat(pid)
+                if stat is None or (stat[0] == "Z" and not _threads_left(pid)):
+                    continue
+                _, parent, start = stat
+                if parent in self._own or _namespace(parent) == self._namespace:
+                    found.append((pid, parent, start))
         return found
 
     def _members(self) -> list[int]:
@@ -142,6 +170,15 @@ def _stat(pid: int) -> tuple[str, int, int] | None:
     except (OSError, IndexError):
         return None
     return fields[0], int(fields[1]), int(fields[19])
+
+
+def _threads_left(pid: int) -> bool:
+    """Whether a zombie `pid` still has threads running: its first thread ended alone
+    (`SYS_exit`), which shows the process as a zombie while the others go on working."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) > 1
+    except OSError:
+        return False
 
 
 def _uptime_ticks() -> float:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -228,7 +229,13 @@ def stored_config(home: Path, name: str) -> ExperimentConfig:
     `ValidationError` (all `ValueError`s). The folder must hold the experiment of its own name:
     a copy under another name would otherwise open (and create) the experiment of the name it
     records."""
-    run_meta = ExperimentPaths(home / checked_name(name)).run_meta
+    folder = home / checked_name(name)
+    if folder.is_symlink():  # a name would open, and then write, another home's experiment
+        raise InvalidName(
+            f"{folder}: a symbolic link (to {os.readlink(folder)}), not an experiment's folder; "
+            "an experiment is opened from its home, with `--home` naming the home that holds it"
+        )
+    run_meta = ExperimentPaths(folder).run_meta
     meta = read_record(run_meta, RunMeta)
     config = ExperimentConfig.model_validate(meta.config)
     if config.experiment.name != name:

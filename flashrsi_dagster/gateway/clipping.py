@@ -10,8 +10,9 @@ truncation marker), so that an honest harness's results pass untouched.
 
 The shapes cut: Chat Completions `tool` (and legacy `function`) messages; Responses
 `*_call_output` input items; Anthropic `tool_result` blocks; each as a string or a list of
-text parts. Text elsewhere (a user message the harness writes its output into) is not a tool
-result and is not cut: the model's context window bounds it.
+parts, every string in them counted (a text part, a document's text, a search result's
+content, a file's data) but images. Text elsewhere (a user message the harness writes its
+output into) is not a tool result and is not cut: the model's context window bounds it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ FRAMING = 512
 """Characters a tool result may hold beyond the output limit, for its harness's framing."""
 _MARKER = "\n[... {} characters cut by the gateway to the run's output limit ...]\n"
 _MARKER_ROOM = 90
+METADATA = frozenset({"type", "media_type", "id", "tool_use_id", "call_id", "cache_control"})
+"""Keys of a tool result's parts that say what a part is, not what the tool printed."""
+IMAGES = frozenset({"image", "image_url", "input_image"})
+"""Part types left whole: an image cannot be cut and stay an image."""
 
 
 def clip_tool_results(request: dict[str, Any], kind: str, limit: int) -> int:
@@ -55,21 +60,35 @@ def _results(request: dict[str, Any], kind: str) -> list[tuple[dict, str]]:
 
 
 def _clip_value(holder: dict, key: str, allowed: int) -> int:
-    value = holder.get(key)
-    if isinstance(value, str):
-        if len(value) <= allowed:
-            return 0
-        holder[key] = _clip(value, allowed)
-        return 1
-    parts = [p for p in _dicts(value) if isinstance(p.get("text"), str)]
-    if sum(len(p["text"]) for p in parts) <= allowed:
+    strings = _strings(holder, key)
+    if sum(len(h[k]) for h, k in strings) <= allowed:
         return 0
-    left = allowed  # the parts in order, until the allowance is spent; the rest emptied
-    for part in parts:
-        text = part["text"]
-        part["text"] = text if len(text) <= left else _clip(text, left)
-        left -= len(part["text"])
+    left = allowed  # the strings in order, until the allowance is spent; the rest emptied
+    for place, name in strings:
+        text = place[name]
+        place[name] = text if len(text) <= left else _clip(text, left)
+        left -= len(place[name])
     return 1
+
+
+def _strings(holder: dict, key: str) -> list[tuple[Any, Any]]:
+    """(container, key) of every string of `holder[key]` in document order, wherever it is
+    nested (a text part, a document's `source.data`, a search result's `content`, a file's
+    `file_data`): all of a tool result is the tool's output. Not counted: the `METADATA` keys,
+    and image parts (`IMAGES`), which a cut would break."""
+    found: list[tuple[Any, Any]] = []
+    stack: list[tuple[Any, Any]] = [(holder, key)]
+    while stack:
+        place, name = stack.pop()
+        value = place[name]
+        if isinstance(value, str):
+            found.append((place, name))
+        elif isinstance(value, list):
+            stack.extend((value, i) for i in reversed(range(len(value))))
+        elif isinstance(value, dict) and value.get("type") not in IMAGES:
+            keys = [k for k in value if k not in METADATA]
+            stack.extend((value, k) for k in reversed(keys))
+    return found
 
 
 def _clip(text: str, allowed: int) -> str:

@@ -4,9 +4,12 @@ threads, subprocesses, git and node."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +19,7 @@ from flashrsi_dagster.environments.jail import Jail, JailError, Mount, require_j
 from flashrsi_dagster.environments.joining import JAIL_UID
 from flashrsi_dagster.environments.runtime import python_runtime
 from tests.conftest import needs_jails
-from tests.environments.test_jail import python, sh
+from tests.environments.test_jail import ENV, python, sh
 
 pytestmark = needs_jails
 
@@ -87,6 +90,9 @@ call("unshare", 272, 0x10000000)                     # CLONE_NEWUSER
 call("setns", 308, os.open("/proc/self/ns/net", os.O_RDONLY), 0)
 call("clone3", 435, 0, 0)
 call("fsopen", 430, b"tmpfs", 0)
+call("prctl_subreaper", 157, 36, 1)               # PR_SET_CHILD_SUBREAPER
+call("listmount", 458, 0, 0, 0, 0)                 # newer than libseccomp: unknown by name
+call("open_tree_attr", 467, -100, b"/", 0, 0, 0)
 t = threading.Thread(target=lambda: print("thread", 0)); t.start(); t.join()
 pid = os.fork()
 if pid == 0:
@@ -104,6 +110,8 @@ def test_dangerous_system_calls_are_refused_and_threads_and_forks_still_work(
     answers = dict(line.split() for line in result.stdout.splitlines())
     expected = {name: str(errno.EPERM) for name in answers} | {
         "clone3": str(errno.ENOSYS),  # libc falls back to clone, whose flags are checked
+        "listmount": str(errno.ENOSYS),  # as on a kernel without it: a program falls back
+        "open_tree_attr": str(errno.ENOSYS),
         "thread": "0",
         "fork": "0",
     }
@@ -130,3 +138,35 @@ def test_without_libseccomp_there_is_no_jail(monkeypatch: pytest.MonkeyPatch):
 
     with pytest.raises(JailError, match=r"libseccomp.*apt-get install libseccomp2"):
         require_jails()
+
+
+TYPE_INTO_TERMINAL = """
+import ctypes, os, termios
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open("/dev/tty", os.O_RDWR)
+for request in (termios.TIOCSTI, termios.TIOCSTI | 1 << 32):  # high bits: CVE-2019-10063
+    result = libc.syscall(16, fd, ctypes.c_ulong(request), ctypes.c_char_p(b"INJECTED"))
+    print("TIOCSTI", result, ctypes.get_errno())
+"""
+
+
+@pytest.mark.skipif(shutil.which("setsid") is None, reason="util-linux setsid is not installed")
+def test_a_process_joined_to_the_jail_cannot_type_into_the_hosts_terminal(jail: Jail, work: Path):
+    """A CLI joined from a terminal shares its session: that terminal is its `/dev/tty`."""
+    (work / "type.py").write_text(TYPE_INTO_TERMINAL)
+    argv = jail.enter_argv([f"{sys.base_prefix}/bin/python3", "-I", "type.py"], ENV, work)
+    terminal, side = os.openpty()
+    typed = b""
+    try:  # `setsid -c`: a new session whose controlling terminal is `side`, as a login's
+        result = subprocess.run(
+            ["setsid", "-c", *argv], stdin=side, capture_output=True, text=True, timeout=60
+        )
+        os.set_blocking(terminal, False)
+        with contextlib.suppress(BlockingIOError, OSError):
+            typed = os.read(terminal, 4096)
+    finally:
+        os.close(side)
+        os.close(terminal)
+
+    assert result.stdout.splitlines() == ["TIOCSTI -1 1"] * 2, result.stderr
+    assert b"INJECTED" not in typed

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,67 @@ def test_commands_past_the_limit_are_killed_and_the_main_process_is_not(tmp_path
     assert commands[0] == "sleep 600"
     assert any(c.startswith("sh -c while") for c in commands)
     assert all(k.seconds >= 1 for k in kills if k.command == "sleep 600")
+
+
+FORK_CHAIN = """
+import os, sys, time
+began = time.monotonic()
+while time.monotonic() - began < 60:  # a generation lives ~20 ms: far less than a look
+    if os.fork():
+        os._exit(0)  # the parent exits; its child, an orphan of the jail, goes on
+    with open("progress", "w") as progress:
+        progress.write(f"{time.monotonic() - began:.1f}")
+    time.sleep(0.02)
+open("progress", "w").write("ESCAPED")
+"""
+ZOMBIE_LEADER = """
+import ctypes, threading, time
+def work():
+    began = time.monotonic()
+    while time.monotonic() - began < 60:
+        with open("progress", "w") as progress:
+            progress.write(f"{time.monotonic() - began:.1f}")
+        time.sleep(0.02)
+    open("progress", "w").write("ESCAPED")
+threading.Thread(target=work).start()
+ctypes.CDLL(None).syscall(60, 0)  # SYS_exit: the first thread alone ends; the process shows Z
+"""
+WAITER = """
+import subprocess, sys, time
+subprocess.run([sys.executable, "command.py"])  # the chain: returns at once, in the background
+deadline = time.monotonic() + 120
+while time.monotonic() < deadline and open("progress").read() != "ESCAPED":
+    before = open("progress").read()
+    time.sleep(5)  # the main process's own work: not a command
+    if open("progress").read() == before:
+        break  # the chain has stopped
+print(open("progress").read())
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [FORK_CHAIN, ZOMBIE_LEADER], ids=["chain", "zombie-leader"])
+def test_a_command_hiding_from_the_watchdog_still_ends_at_the_limit(tmp_path: Path, command):
+    """A chain: each process forks and exits between two looks; every child is a fresh orphan,
+    but the jail's background work carries one clock. A zombie leader: its first thread has
+    ended, the others work on; it is still a command. Either ends near the limit, not at 60 s."""
+    work = tmp_path / "run"
+    work.mkdir()
+    os.chown(work, JAIL_UID, JAIL_UID)
+    (work / "command.py").write_text(command)
+    (work / "waiter.py").write_text(WAITER)
+    (work / "progress").write_text("")
+    os.chown(work / "progress", JAIL_UID, JAIL_UID)
+    python = f"{sys.base_prefix}/bin/python3"
+    with Jail(python_runtime().with_mounts(Mount(work, writable=True))) as jail:
+        watchdog = ShellWatchdog(jail, limit=1)
+        main = subprocess.run(
+            jail.enter_argv([python, "-I", "waiter.py"], ENV, work),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        kills = watchdog.close()
+
+    assert main.stdout.strip() != "ESCAPED", main.stderr
+    assert kills  # (a chain member killed has lived ms, its clock inherited)

@@ -122,3 +122,67 @@ def test_without_a_limit_nothing_is_cut_and_a_bad_limit_is_refused(recording):
             gateway.grant(experiment="x", role="r", run_id="r2", upstream=upstream, output_limit=0)
 
     assert _tool_texts("chat", recording.requests[-1].body)[0] == HUGE
+
+
+IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": HUGE}}
+NESTED = {
+    "anthropic": ("/v1/messages", "anthropic", lambda body: body["messages"][1]["content"][0]["content"], {
+        "max_tokens": 50,
+        "messages": [
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [
+                {"type": "document",
+                 "source": {"type": "text", "media_type": "text/plain", "data": HUGE}},
+                {"type": "search_result", "source": "s", "title": "t",
+                 "content": [{"type": "text", "text": HUGE}]},
+                IMAGE,
+            ]}]},
+        ],
+    }),
+    "responses": ("/v1/responses", "responses", lambda body: body["input"][1]["output"], {
+        "input": [
+            {"type": "function_call", "call_id": "c1", "name": "shell", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": [
+                {"type": "input_file", "filename": "out.txt", "file_data": HUGE},
+                {"type": "input_text", "text": HUGE},
+            ]},
+        ],
+    }),
+}  # fmt: skip
+
+
+def _texts(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [text for item in value for text in _texts(item)]
+    if isinstance(value, dict) and value.get("type") != "image":
+        return [
+            text for k, v in value.items() if k not in ("type", "media_type") for text in _texts(v)
+        ]
+    return []
+
+
+@pytest.mark.parametrize("api", sorted(NESTED))
+def test_output_nested_anywhere_in_a_tool_result_is_cut_but_an_image_is_left_whole(
+    api: str, recording
+):
+    """A document's text, a search result's content, a file's data: all the tool's output."""
+    path, kind, result_of, body = NESTED[api]
+    with Gateway() as gateway:
+        upstream = Upstream(recording.url, kind, CANARY_KEY)  # type: ignore[arg-type]
+        token = gateway.grant(
+            experiment="x", role="r", run_id="r1", upstream=upstream, output_limit=LIMIT
+        )
+        headers = {"Authorization": f"Bearer {token}", "x-api-key": token}
+        httpx2.post(
+            f"{gateway.url}{path}", json={"model": MODEL, **body}, headers=headers, timeout=30
+        )
+        usage = gateway.revoke(token)
+
+    result = result_of(recording.requests[-1].body)
+    assert sum(len(text) for text in _texts(result)) <= LIMIT + FRAMING
+    assert usage.clipped == 1
+    if api == "anthropic":
+        assert result[2] == IMAGE
