@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from flashrsi_dagster.jobs.reaper import Group
+
 DRIVER = """
 import sys, time
 from pathlib import Path
@@ -48,8 +50,9 @@ if "--multiprocessing-fork" in sys.argv:  # a run worker the code server spawned
 starting (on a loaded machine, importing Dagster takes tens of seconds)."""
 
 
-def _session(session: int) -> list[str]:
-    """The processes of `session` (zombies aside), with their command lines."""
+def _session(session: int, field: int = 3) -> list[str]:
+    """The processes of `session` (zombies aside), with their command lines; `field` 2: of a
+    process group."""
     left = []
     for proc in Path("/proc").iterdir():
         try:
@@ -57,9 +60,13 @@ def _session(session: int) -> list[str]:
             argv = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
         except (OSError, IndexError):
             continue
-        if fields[0] != "Z" and int(fields[3]) == session:
+        if fields[0] != "Z" and int(fields[field]) == session:
             left.append(f"{proc.name}: {argv}")
     return left
+
+
+def _group(group: int) -> list[str]:
+    return _session(group, field=2)
 
 
 def _until(condition, seconds: float = 120):
@@ -103,3 +110,51 @@ def test_a_killed_driver_leaves_no_code_server_and_no_starting_run_worker(tmp_pa
         with contextlib.suppress(ProcessLookupError):
             os.kill(int(line.split(":")[0]), signal.SIGKILL)
     assert gone, f"alive after the kill: {left}"
+
+
+SLEEPER = (
+    "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
+    "'import time; time.sleep(3600)']); time.sleep(3600)"
+)
+"""A leader that starts a child of its own."""
+OWNER = f"""
+import sys, time
+from flashrsi_dagster.jobs.reaper import Group
+group = Group([sys.executable, "-c", {SLEEPER!r}])
+print(group.leader.pid, flush=True)
+time.sleep(3600)
+"""
+
+
+def test_a_group_outlives_its_owner_by_no_process():
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        assert owner.stdout is not None
+        leader = int(owner.stdout.readline())
+        assert len(_until(lambda: len(_group(leader)) == 3 and _group(leader))) == 3
+    finally:
+        os.kill(owner.pid, signal.SIGKILL)
+        owner.wait()
+        owner.stdout.close()
+
+    gone = _until(lambda: not _group(leader))
+    left = _group(leader)
+    for line in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(line.split(":")[0]), signal.SIGKILL)
+    assert gone, f"alive after the kill: {left}"
+
+
+def test_a_group_lives_while_its_owner_does_and_ends_when_it_kills_it():
+    """The leader, its child and the reaper, until the owner (the driver, closing) ends them."""
+    group = Group([sys.executable, "-c", SLEEPER])
+    try:
+        members = _until(lambda: len(_group(group.leader.pid)) == 3 and _group(group.leader.pid))
+        assert members and any(str(group.reaper.pid) == m.split(":")[0] for m in members)
+    finally:
+        group.kill()
+
+    assert group.leader.returncode == -signal.SIGKILL
+    assert _until(lambda: not _group(group.leader.pid)), _group(group.leader.pid)
