@@ -9,10 +9,11 @@ started as a child in the folder holding the home) and the queue's dequeue loop
 (`QueuedRunCoordinatorDaemon`, one iteration a second in a thread). Nothing here schedules:
 Dagster's queue does.
 
-The code server and the run workers it spawns die with this process, even on SIGKILL (the
-kernel's parent-death signal, `owner.die_with_parent`): a killed driver leaves no process
-behind, and its runs are marked failed by the next driver (`owner.fail_dead_runs`), which
-runs their steps again (a step resumes from its records)."""
+The code server and what it starts (run workers at any stage, their resource trackers) die
+with this process, even on SIGKILL, at once: the server leads a process group that a reaper
+kills when this process ends (`reaper.Group`). A killed driver leaves no process behind, and
+its runs are marked failed by the next driver (`owner.fail_dead_runs`), which runs their steps
+again (a step resumes from its records)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ from dagster._utils import find_free_port
 
 from flashrsi_dagster.jobs.execution import home_resources, home_run_config
 from flashrsi_dagster.jobs.in_process import QUIET, REPOSITORY_LABEL
-from flashrsi_dagster.jobs.owner import DRIVER_ENV, LAUNCHER_TAG, die_with_parent, identity
+from flashrsi_dagster.jobs.owner import DRIVER_ENV, LAUNCHER_TAG, identity
+from flashrsi_dagster.jobs.reaper import Group
 from flashrsi_dagster.jobs.reconnect import database_fault
 from flashrsi_dagster.jobs.run_queue import STARTUP_TIMEOUT
 from flashrsi_dagster.records.atomic import open_own
@@ -68,7 +70,7 @@ class QueuedRuns:
         self._stop = threading.Event()
         self._dequeuing: threading.Thread | None = None
         self._lock: int | None = None
-        self._server: subprocess.Popen | None = None
+        self._server: Group | None = None
         self._port = 0
 
     @property
@@ -170,31 +172,27 @@ class QueuedRuns:
         return self._workspace
 
     def _start_server(self) -> int:
-        """Dagster's code server for the home's code location, dying with this process;
-        its run workers learn who the driver is (`owner.die_with_driver`)."""
+        """Dagster's code server for the home's code location, its process group dying
+        with this process; its run workers learn who the driver is (`owner.die_with_driver`)."""
         port = self._port = find_free_port()
         args = [sys.executable, "-m", "dagster", "api", "grpc", "--port", str(port)]
         args += ["--module-name", LOCATION, "--working-directory", str(self.home.parent)]
         args += ["--location-name", LOCATION, "--log-level", "warning"]
         env = {**os.environ, DRIVER_ENV: identity(os.getpid())}
-        self._server = subprocess.Popen(
-            args, cwd=self.home.parent, env=env, preexec_fn=die_with_parent
-        )
+        self._server = Group(args, cwd=self.home.parent, env=env)
         client = DagsterGrpcClient(port=port, host="localhost")
-        wait_for_grpc_server(self._server, client, args, timeout=STARTUP_TIMEOUT)
+        wait_for_grpc_server(self._server.leader, client, args, timeout=STARTUP_TIMEOUT)
         return port
 
-    def _stop_server(self, server: subprocess.Popen) -> None:
-        """Ask it to stop (the driver has waited for its runs), then make sure: a server
-        told to stop waits for runs still executing, which a driver giving up leaves to die
-        with it and to be run again by the next."""
+    def _stop_server(self, server: Group) -> None:
+        """Ask it to stop (the driver has waited for its runs), then make sure, of its whole
+        group: a server told to stop waits for runs still executing, which a driver giving up
+        leaves to die with it and to be run again by the next."""
         with contextlib.suppress(Exception):
             DagsterGrpcClient(port=self._port, host="localhost").shutdown_server(timeout=5)
         with contextlib.suppress(subprocess.TimeoutExpired):
-            server.wait(timeout=10)
-        if server.poll() is None:
-            server.kill()
-            server.wait()
+            server.leader.wait(timeout=10)
+        server.kill()
 
     def _dequeue(self) -> None:
         assert self._workspace is not None

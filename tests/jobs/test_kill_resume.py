@@ -22,6 +22,7 @@ from flashrsi_dagster.algorithms.registry import open_algorithm
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.experiment.identity import stored_config
+from flashrsi_dagster.jobs.owner import DRIVER_ENV
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 FLASHRSI = str(Path(sys.executable).parent / "flashrsi")
@@ -83,7 +84,9 @@ def _kill_at_random(args: list[str], after: str, seed: int) -> tuple[int, str]:
 
 
 def _left_alive(session: int, home: Path) -> list[str]:
-    """Processes of the killed command's session, and code servers of its home's folder."""
+    """Processes of the killed command's session, code servers of its home's folder, and any
+    process, in whatever session, that its code server started (it carries the driver's
+    identity in its environment)."""
     left = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -91,14 +94,25 @@ def _left_alive(session: int, home: Path) -> list[str]:
         try:
             fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
             argv = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            env = (proc / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
         if fields[0] == "Z":
             continue
         code_server = "api grpc" in argv and str(home.parent) in argv
-        if int(fields[3]) == session or code_server:
+        driven = any(_driver_of(v) == session for v in env)
+        if int(fields[3]) == session or code_server or driven:
             left.append(f"{proc.name}: {argv}")
     return left
+
+
+def _driver_of(variable: bytes) -> int | None:
+    """The driver's pid in `FLASHRSI_DRIVER=<space>:<pid>:<start time>`, else None."""
+    name, _, value = variable.decode(errors="replace").partition("=")
+    if name != DRIVER_ENV:
+        return None
+    pid = value.partition(":")[2].partition(":")[0]
+    return int(pid) if pid.isdigit() else None
 
 
 def _wait_until_gone(session: int, home: Path, seconds: float = 120) -> list[str]:
