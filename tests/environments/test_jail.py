@@ -21,7 +21,9 @@ pytestmark = needs_jails
 ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp"}
 
 
-def sh(jail: Jail, script: str, cwd: Path, timeout: float = 10) -> subprocess.CompletedProcess:
+def sh(
+    jail: Jail, script: str, cwd: Path, timeout: float = PATIENCE
+) -> subprocess.CompletedProcess:
     argv = jail.enter_argv(["/bin/sh", "-c", script], ENV, cwd)
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
 

@@ -186,7 +186,7 @@ def test_serve_a_listener_made_elsewhere_then_unserve_it(gateway, upstream_of):
         base_url=f"http://127.0.0.1:{port}/v1",
         api_key=_grant(gateway, upstream_of()),
         max_retries=0,
-        timeout=5,
+        timeout=PATIENCE,
     )
 
     reply = client.chat.completions.create(model="simulator/echo", messages=USER)
@@ -231,7 +231,7 @@ def test_a_listener_served_for_one_token_refuses_the_others(gateway, upstream_of
     base = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
 
     def call(token):
-        client = openai.OpenAI(base_url=base, api_key=token, max_retries=0, timeout=5)
+        client = openai.OpenAI(base_url=base, api_key=token, max_retries=0, timeout=PATIENCE)
         return client.chat.completions.create(model="simulator/echo", messages=USER)
 
     assert call(jailed).choices[0].message.content == "hello there"
