@@ -10,6 +10,7 @@ import dagster as dg
 
 from flashrsi_dagster.algorithms.base import Algorithm, StepOrderError
 from flashrsi_dagster.assets.partitions import CANDIDATE, candidate_of
+from flashrsi_dagster.config.names import name_problem
 from flashrsi_dagster.experiment.keys import candidate_key
 
 DRIVER_TAG = "flashrsi/driver"
@@ -34,6 +35,12 @@ def experiment_of(context: dg.AssetExecutionContext) -> str:
 
 def algorithm_of(context: dg.AssetExecutionContext, name: str) -> Algorithm:
     experiments = context.resources.experiments_home
+    if name_problem(name) is not None:  # `<name>/../<name>`, added by hand
+        raise dg.Failure(
+            description=f"partition {name!r} is not an experiment of {experiments.home}: "
+            f"{name_problem(name)}; nothing was done",
+            allow_retries=False,
+        )
     if not experiments.exists(name):
         raise dg.Failure(
             description=f"experiment {name!r} does not exist under {experiments.home}: start "
