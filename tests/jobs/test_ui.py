@@ -42,7 +42,7 @@ BIN = Path(sys.executable).parent
 DEMO, OTHER, FROM_UI = "meta-harness-demo", "other", "from-ui"
 GROUP_ASSETS = ["snapshot", "trajectories", "scores", "failure_map", "paired_stats", "promotion"]
 CHECKS = {
-    "snapshot": {"edit_within_declared_paths"},
+    "snapshot": {"edit_within_declared_paths", "content_not_contaminated"},
     "scores": {"score_in_unit_interval", "behaviour_consistent_with_parent"},
     "sealed_test_score": {"evaluated_once_after_promotion", "splits_disjoint", "dev_test_gap"},
 }
