@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -34,20 +33,6 @@ def python(jail: Jail, code: str, cwd: Path) -> subprocess.CompletedProcess:
 
 def _quote(code: str) -> str:
     return "'" + textwrap.dedent(code).replace("'", "'\"'\"'") + "'"
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    folder = tmp_path / "run"
-    folder.mkdir()
-    os.chown(folder, JAIL_UID, JAIL_UID)
-    return folder
-
-
-@pytest.fixture
-def jail(work: Path):
-    with Jail(python_runtime().with_mounts(Mount(work, writable=True))) as jail:
-        yield jail
 
 
 def test_a_joined_process_is_nobody_without_capabilities(jail: Jail, work: Path):

@@ -15,27 +15,11 @@ from pathlib import Path
 import pytest
 
 from flashrsi_dagster.environments import seccomp
-from flashrsi_dagster.environments.jail import Jail, JailError, Mount, require_jails
-from flashrsi_dagster.environments.joining import JAIL_UID
-from flashrsi_dagster.environments.runtime import python_runtime
+from flashrsi_dagster.environments.jail import Jail, JailError, require_jails
 from tests.conftest import needs_jails
 from tests.environments.test_jail import ENV, python, sh
 
 pytestmark = needs_jails
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    folder = tmp_path / "run"
-    folder.mkdir()
-    os.chown(folder, JAIL_UID, JAIL_UID)
-    return folder
-
-
-@pytest.fixture
-def jail(work: Path):
-    with Jail(python_runtime().with_mounts(Mount(work, writable=True))) as jail:
-        yield jail
 
 
 def test_every_process_of_the_jail_is_filtered(jail: Jail, work: Path):
