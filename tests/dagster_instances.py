@@ -1,6 +1,6 @@
 """The Dagster instances the tests run on: each test that makes one runs on SQLite and on the
 machine's PostgreSQL server (a fresh database per test, dropped afterwards), through the
-storage a home's instance gets (`jobs/postgres.py`).
+storage a home's instance gets (`deployment/postgres.py`).
 
 - `dagster_instance`: a test instance (`dg.instance_for_test`) on each storage;
 - `instance_on(storage)`: the same, inside a test (`storage` is the fixture's parameter);

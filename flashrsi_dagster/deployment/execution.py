@@ -1,5 +1,5 @@
 """Where a home's runs execute their steps: `<home>/execution.yaml`, the `execution` section
-of Dagster run config for the algorithms' executor (`defs/executors.py`), e.g.
+of Dagster run config for the algorithms' executor (`orchestration/executors.py`), e.g.
 
     celery:
       broker: {env: FLASHRSI_CELERY_BROKER}     # a URL may hold a password: never written here

@@ -1,7 +1,7 @@
 """One step of an experiment as an in-process run of its algorithm's job, requested through
 the same step -> run mapping as the sensor, so the run belongs to the named job (the UI lists
 it under that job) and carries the same tags and run key. Where the home's `execution.yaml`
-sends steps elsewhere (`jobs/execution.py`), the run is orchestrated here and its steps go to
+sends steps elsewhere (`deployment/execution.py`), the run is orchestrated here and its steps go to
 that executor, with the job loaded from its code location as the workers load it."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The run queue of a home's Dagster instance: Dagster's `QueuedRunCoordinator`, with tag
-concurrency limits per experiment and per model endpoint (the tags of `defs/tags.py`).
+concurrency limits per experiment and per model endpoint (the tags of `orchestration/tags.py`).
 
 Every run launched through the queue (by the UI, a backfill, the round driver sensor, or
 `flashrsi run` when a round has several candidates ready) waits there until the limits allow

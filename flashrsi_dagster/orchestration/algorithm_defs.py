@@ -93,7 +93,7 @@ class AlgorithmDefs:
     ) -> dg.RunRequest | None:
         """The run that does `step` of experiment `name`; None once it is finished. It is
         tagged with the experiment, a round step's candidate and `tags` (its endpoints, see
-        `defs/tags.py`): the run queue's limits count them."""
+        `orchestration/tags.py`): the run queue's limits count them."""
         tags = {**(tags or {}), DRIVER_TAG: "1", EXPERIMENT_TAG: name}
         key = run_key(name, step)
         if step.round is not None:

@@ -23,12 +23,13 @@ from dagster_celery import celery_executor
 from dagster_docker import docker_executor
 
 from flashrsi_dagster.orchestration.dagster_internals import Executor, InitExecutorContext
+from flashrsi_dagster.orchestration.owner import beating, die_with_driver
 
 EXECUTORS: dict[str, dg.ExecutorDefinition] = {
     "in_process": dg.in_process_executor,
     "multiprocess": dg.multiprocess_executor,
-    "celery": celery_executor,  # workers: `flashrsi worker` (jobs/workers.py)
-    "docker": docker_executor,  # config: jobs/containers.py renders it for a home
+    "celery": celery_executor,  # workers: `flashrsi worker` (deployment/workers.py)
+    "docker": docker_executor,  # config: deployment/containers.py renders it for a home
 }
 DEFAULT = "in_process"
 """A round's steps share one process: a step per subprocess costs more than a round does."""
@@ -64,8 +65,8 @@ def flashrsi_executor(init_context: InitExecutorContext):
 
 class Watched(Executor):
     """The chosen executor, run by a process that says it lives: it tags the run with its
-    process and a heartbeat (`jobs/owner.py`) for as long as it orchestrates the run, so a run
-    whose worker died is told from one that runs. Created and run only in the process that
+    process and a heartbeat (`owner.py`) for as long as it orchestrates the run, so a run whose
+    worker died is told from one that runs. Created and run only in the process that
     orchestrates the run (a step process never makes the run's executor)."""
 
     def __init__(self, inner: Executor) -> None:
@@ -86,9 +87,6 @@ class Watched(Executor):
         return self.inner.step_dependency_config
 
     def execute(self, plan_context, execution_plan):
-        # jobs.owner reads the run states of defs/: imported when a run executes, not here
-        from flashrsi_dagster.orchestration.owner import beating, die_with_driver
-
         die_with_driver()
         with beating(plan_context.instance, plan_context.run_id):
             yield from self.inner.execute(plan_context, execution_plan)

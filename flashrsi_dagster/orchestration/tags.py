@@ -1,5 +1,5 @@
 """The tags a step's run carries, which the run queue's concurrency limits count
-(`jobs/run_queue.py`): its experiment, its candidate (round, slot), and every model endpoint
+(`deployment/run_queue.py`): its experiment, its candidate (round, slot), and every model endpoint
 its roles call.
 
 Dagster counts a limit per tag key (and value), and a run holds one value per key. A run of

@@ -43,7 +43,7 @@ MH = defs_for("meta_harness")
 
 def _experiment(home: Path):
     # unconfined: bubblewrap inside a container needs a privileged one, which this machine's
-    # engine (itself short of a capability) cannot start; see jobs/containers.py
+    # engine (itself short of a capability) cannot start; see deployment/containers.py
     overrides = ["--experiment.home", str(home), "--benchmark.limit", "4"]
     overrides += ["--experiment.confinement", "none"]
     return open_experiment(load_config(EXAMPLE, [*overrides, "--algorithm.max_steps", "1"]))

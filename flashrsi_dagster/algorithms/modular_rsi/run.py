@@ -22,7 +22,7 @@ from typing import ClassVar
 from flashrsi_dagster.agents import Agent
 from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
-from flashrsi_dagster.algorithms.modular_rsi import decisions, report
+from flashrsi_dagster.algorithms.modular_rsi import ledger_entries, report
 from flashrsi_dagster.algorithms.modular_rsi.config import ModularRSIConfig
 from flashrsi_dagster.algorithms.modular_rsi.groups import remember
 from flashrsi_dagster.algorithms.modular_rsi.modules import INTEGRATION, ordered
@@ -117,8 +117,8 @@ class ModularRSI(Searching):
         return report.summary(state)
 
     def decisions(self, state: State) -> list[Decision]:
-        """The ledger entries the records imply (see `modular_rsi/decisions.py`)."""
-        return decisions.decisions(self, state)
+        """The ledger entries the records imply (see `modular_rsi/ledger_entries.py`)."""
+        return ledger_entries.decisions(self, state)
 
     def do(self, step: Step) -> None:
         if step.action == "branch" and step.slot in self.modules and step.round is not None:

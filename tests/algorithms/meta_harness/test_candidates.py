@@ -21,7 +21,7 @@ from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.rollouts.record import RolloutRecord
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
+EXAMPLE = Path(__file__).parents[3] / "examples" / "meta_harness.yaml"
 SLOTS = ("c0", "c1")
 
 

@@ -23,7 +23,7 @@ from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.llm.endpoints import offline_server
 from flashrsi_dagster.rollouts.record import RolloutRecord
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
+EXAMPLE = Path(__file__).parents[3] / "examples" / "meta_harness.yaml"
 
 
 def _config(tmp_path: Path, *overrides: str):

@@ -16,7 +16,7 @@ from flashrsi_dagster.orchestration.resources import (
 from flashrsi_dagster.orchestration.resources.experiments import ExperimentsResource, default_parts
 from flashrsi_dagster.orchestration.resources.snapshots import SnapshotStoreResource
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
+EXAMPLE = Path(__file__).parents[3] / "examples" / "meta_harness.yaml"
 
 
 def _config(tmp_path, *overrides: str):

@@ -27,9 +27,9 @@ from typing import Any
 import dagster as dg
 
 from flashrsi_dagster.algorithms.base import Step
-from flashrsi_dagster.algorithms.evolver import conclude, views
-from flashrsi_dagster.algorithms.evolver.decisions import round_entries
+from flashrsi_dagster.algorithms.evolver import endings, views
 from flashrsi_dagster.algorithms.evolver.failure_map import FailureMap
+from flashrsi_dagster.algorithms.evolver.ledger_entries import round_entries
 from flashrsi_dagster.algorithms.evolver.nodes import Node
 from flashrsi_dagster.algorithms.evolver.plan import VANILLA, stopped
 from flashrsi_dagster.algorithms.evolver.records import RetentionReport, node_id
@@ -460,7 +460,7 @@ def archive(context: dg.AssetExecutionContext) -> dg.Output:
     every gate with the best K-run mean (the elites recombinations merge)."""
     e, _ = _finished(context)
     nodes = e.nodes(e.read_state())
-    cells = conclude.archive_of(nodes)
+    cells = endings.archive_of(nodes)
     metadata = {
         "cells": len(cells),
         "archive": md(views.archive_markdown(cells)),
@@ -538,7 +538,7 @@ def _once_check(e: Evolver, report: RetentionReport, where: str) -> dg.AssetChec
     state = e.read_state()
     tasks = len(load_splits(e.experiment.config.benchmark, e.benchmark).unseal_test())
     runs = {r["label"]: len(e.recorded(e.layout.test_rollouts(r["label"]))) for r in report.rows}
-    delivered = [label for label, _, _ in conclude.delivered(e, state)]
+    delivered = [label for label, _, _ in endings.delivered(e, state)]
     decided = [rd.decision.created for rd in state.rounds if rd.decision is not None]
     passed = (
         stopped(state, e.shape) is not None

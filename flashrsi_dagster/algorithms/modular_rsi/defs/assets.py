@@ -19,7 +19,7 @@ from typing import Any
 
 import dagster as dg
 
-from flashrsi_dagster.algorithms.modular_rsi.decisions import previous_merge
+from flashrsi_dagster.algorithms.modular_rsi.ledger_entries import previous_merge
 from flashrsi_dagster.algorithms.modular_rsi.modules import INTEGRATION
 from flashrsi_dagster.algorithms.modular_rsi.records import FindingsRecord, StepRecord
 from flashrsi_dagster.algorithms.modular_rsi.run import ModularRSI

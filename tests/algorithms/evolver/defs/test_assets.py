@@ -26,7 +26,7 @@ from flashrsi_dagster.orchestration.describe import BEHAVIOUR_CHECK
 from flashrsi_dagster.orchestration.resources import ExperimentsResource
 from tests.dagster_instances import instance_on, sqlite_only
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "evolver.yaml"
+EXAMPLE = Path(__file__).parents[4] / "examples" / "evolver.yaml"
 EVOLVER = defs_for("evolver")
 ROUND = ("failure_map", "plan", "snapshot", "screen", "confirm", "gates", "decisions")
 FINAL = ("archive", "ledger", "sealed_test_score")

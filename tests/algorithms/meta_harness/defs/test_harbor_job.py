@@ -27,7 +27,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:Task.checksum will be deprecated:DeprecationWarning"),
 ]
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness_harbor.yaml"
+EXAMPLE = Path(__file__).parents[4] / "examples" / "meta_harness_harbor.yaml"
 DEV, TEST = ("json-user-report", "release-tarball"), ("env-settings-file", "error-log-report")
 
 

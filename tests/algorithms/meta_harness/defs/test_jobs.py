@@ -36,7 +36,7 @@ from flashrsi_dagster.rollouts.record import RolloutRecord
 from tests.dagster_instances import instance_on, sqlite_only
 from tests.postgres import rows
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
+EXAMPLE = Path(__file__).parents[4] / "examples" / "meta_harness.yaml"
 FLASHRSI = str(Path(sys.executable).parent / "flashrsi")
 MH = defs_for("meta_harness")
 

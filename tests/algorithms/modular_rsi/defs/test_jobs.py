@@ -21,7 +21,7 @@ from flashrsi_dagster.orchestration.describe import BEHAVIOUR_CHECK
 from flashrsi_dagster.orchestration.resources import ExperimentsResource
 from tests.dagster_instances import instance_on, sqlite_only
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "modular_rsi.yaml"
+EXAMPLE = Path(__file__).parents[4] / "examples" / "modular_rsi.yaml"
 MRSI = defs_for("modular_rsi")
 
 

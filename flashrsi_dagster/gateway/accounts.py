@@ -1,4 +1,4 @@
-"""`Ledger`: the live tokens, what each run used, the caps per (experiment, role), all under one
+"""`Accounts`: the live tokens, what each run used, the caps per (experiment, role), all under one
 lock. Runs stay after revoke, so late-ending calls still count and totals stay complete.
 
 With a call log, a role's caps count the calls of every gateway writing it (other processes,
@@ -54,7 +54,7 @@ class Run:
         )  # fmt: skip
 
 
-class Ledger:
+class Accounts:
     def __init__(self, log: CallLog | None = None) -> None:
         """`log`: the call log the gateway writes, shared with other gateways (or None)."""
         self._log = log

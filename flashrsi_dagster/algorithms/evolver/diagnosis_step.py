@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from flashrsi_dagster.algorithms.evolver.anchor import select_anchor
 from flashrsi_dagster.algorithms.evolver.archive import elites, recombinations
 from flashrsi_dagster.algorithms.evolver.choose import Choice, choose_whys
-from flashrsi_dagster.algorithms.evolver.diagnosis import DiagnosisFailed, diagnose_tasks
+from flashrsi_dagster.algorithms.evolver.diagnosis_call import DiagnosisFailed, diagnose_tasks
 from flashrsi_dagster.algorithms.evolver.failure_map import (
     FailureMap,
     fold,
@@ -29,7 +29,7 @@ from flashrsi_dagster.algorithms.evolver.plan import State, recombination_slots
 from flashrsi_dagster.algorithms.evolver.prompts import pick_instruction
 from flashrsi_dagster.algorithms.evolver.protocol import read_why_pick
 from flashrsi_dagster.algorithms.evolver.records import RoundPlan
-from flashrsi_dagster.algorithms.evolver.runs import transcript
+from flashrsi_dagster.algorithms.evolver.train_runs import transcript
 from flashrsi_dagster.records import Status, Trajectory
 
 if TYPE_CHECKING:

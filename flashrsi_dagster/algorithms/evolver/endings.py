@@ -16,8 +16,8 @@ import json
 from typing import TYPE_CHECKING
 
 from flashrsi_dagster.algorithms.evolver.archive import elites
-from flashrsi_dagster.algorithms.evolver.decide import decide
 from flashrsi_dagster.algorithms.evolver.history import findings_section, why_history
+from flashrsi_dagster.algorithms.evolver.next_parent import decide
 from flashrsi_dagster.algorithms.evolver.nodes import Node
 from flashrsi_dagster.algorithms.evolver.plan import State
 from flashrsi_dagster.algorithms.evolver.records import RetentionReport, RoundDecision

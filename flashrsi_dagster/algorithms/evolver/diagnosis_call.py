@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from flashrsi_dagster.algorithms.evolver.failure_map import Diagnosis
 from flashrsi_dagster.algorithms.evolver.prompts import diagnose_instruction
 from flashrsi_dagster.algorithms.evolver.protocol import read_diagnoses
-from flashrsi_dagster.algorithms.evolver.runs import run_summary
 from flashrsi_dagster.algorithms.evolver.taxonomy import Taxonomy
+from flashrsi_dagster.algorithms.evolver.train_runs import run_summary
 from flashrsi_dagster.answers import ProtocolError
 from flashrsi_dagster.records import Status, Trajectory
 
