@@ -1,0 +1,32 @@
+"""The documentation site builds strictly from the checkout: a broken link or anchor, a page
+left out of `nav`, or a nav entry naming no page fails the suite, as `mkdocs build --strict`
+fails it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import PATIENCE
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_site_builds_strictly_with_no_warning(tmp_path):
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=PATIENCE,
+        # Material's banner about its successor is advice, not a problem with the pages.
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+
+    output = built.stdout + built.stderr
+    assert built.returncode == 0, output
+    assert "WARNING" not in output, output
+    assert (tmp_path / "index.html").is_file()
+
