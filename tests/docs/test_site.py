@@ -5,6 +5,7 @@ fails it."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,3 +31,11 @@ def test_the_site_builds_strictly_with_no_warning(tmp_path):
     assert "WARNING" not in output, output
     assert (tmp_path / "index.html").is_file()
 
+
+def test_every_relative_link_in_the_readme_names_a_file_of_the_checkout():
+    """The README is outside the site, so the strict build does not read its links."""
+    readme = (ROOT / "README.md").read_text()
+    targets = re.findall(r"\]\((?!https?://)([^)#]+)(?:#[^)]*)?\)", readme)
+
+    assert targets
+    assert [t for t in targets if not (ROOT / t).exists()] == []
