@@ -17,7 +17,7 @@ from contextlib import contextmanager
 import dagster as dg
 import pytest
 
-from flashrsi_dagster.jobs.postgres import URL_ENV
+from flashrsi_dagster.deployment.postgres import URL_ENV
 from tests.postgres import fresh_database, needs_postgres
 
 STORAGES = ["sqlite", pytest.param("postgres", marks=needs_postgres)]
@@ -39,7 +39,7 @@ def postgres_settings(url: str) -> dict:
     return {
         "storage": {
             "custom": {
-                "module": "flashrsi_dagster.jobs.postgres",
+                "module": "flashrsi_dagster.deployment.postgres",
                 "class": "PostgresStorage",
                 "config": config,
             }

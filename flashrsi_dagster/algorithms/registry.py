@@ -1,33 +1,76 @@
-"""Algorithms by name, as agents have their registry: the config's `algorithm.name` picks
-the class, and experiments are opened through here."""
+"""Algorithms by name, one line each, as agents have their registry: the config's
+`algorithm.name` picks the package, whose `ALGORITHM` (an `AlgorithmEntry`) names the rest.
+
+An algorithm that lives outside this package is added without editing it:
+`FLASHRSI_ALGORITHMS="name=package.path,other=…"` in the environment of every process that
+reads configs or loads the definitions (the CLI, the code location, the simulator)."""
 
 from __future__ import annotations
 
-from flashrsi_dagster.algorithms.base import Algorithm, Log
-from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
-from flashrsi_dagster.algorithms.evolver.run import Evolver
-from flashrsi_dagster.algorithms.meta_harness import MetaHarness
-from flashrsi_dagster.algorithms.modular_rsi.run import ModularRSI
-from flashrsi_dagster.experiment import Experiment
+import importlib
+import os
+from functools import cache
+from typing import TYPE_CHECKING
 
-ALGORITHMS: dict[str, type[Algorithm]] = {
-    MetaHarness.name: MetaHarness,
-    ModularRSI.name: ModularRSI,
-    Evolver.name: Evolver,
+from flashrsi_dagster.algorithms.entry import AlgorithmEntry
+
+if TYPE_CHECKING:
+    from flashrsi_dagster.algorithms.base import Algorithm, Log
+    from flashrsi_dagster.algorithms.builders import Builders
+    from flashrsi_dagster.experiment import Experiment
+
+ALGORITHMS: dict[str, str] = {
+    "meta_harness": "flashrsi_dagster.algorithms.meta_harness",
+    "modular_rsi": "flashrsi_dagster.algorithms.modular_rsi",
+    "evolver": "flashrsi_dagster.algorithms.evolver",
 }
+PLUGINS_ENV = "FLASHRSI_ALGORITHMS"
+
+
+class UnknownAlgorithmError(ValueError):
+    pass
+
+
+@cache
+def registered() -> dict[str, str]:
+    """Built-in algorithms, then those the environment adds (a name may not be replaced)."""
+    names = dict(ALGORITHMS)
+    for item in filter(None, (i.strip() for i in os.environ.get(PLUGINS_ENV, "").split(","))):
+        name, sep, package = (part.strip() for part in item.partition("="))
+        if not (sep and name.isidentifier() and package):
+            raise UnknownAlgorithmError(f"{PLUGINS_ENV}: {item!r} is not `name=package.path`")
+        if name in ALGORITHMS:
+            raise UnknownAlgorithmError(f"{PLUGINS_ENV}: {name!r} is a built-in algorithm")
+        names[name] = package
+    return names
+
+
+@cache
+def entry(name: str) -> AlgorithmEntry:
+    """The algorithm's declaration (importing only its package's light `__init__`)."""
+    package = registered().get(name)
+    if package is None:
+        known = ", ".join(sorted(registered()))
+        raise UnknownAlgorithmError(f"algorithm.name: unknown algorithm {name!r} (known: {known})")
+    declared = getattr(importlib.import_module(package), "ALGORITHM", None)
+    if not isinstance(declared, AlgorithmEntry):
+        raise UnknownAlgorithmError(f"{package}: no `ALGORITHM = AlgorithmEntry(...)` declared")
+    return declared
+
+
+def names() -> list[str]:
+    return list(registered())
 
 
 def algorithm_class(name: str) -> type[Algorithm]:
-    try:
-        return ALGORITHMS[name]
-    except KeyError:
-        known = ", ".join(sorted(ALGORITHMS))
-        raise ValueError(f"algorithm.name: unknown algorithm {name!r} (known: {known})") from None
+    return entry(name).load("engine")
 
 
 def open_algorithm(
-    experiment: Experiment, *, builders: Builders = DEFAULT_BUILDERS, log: Log = print
+    experiment: Experiment, *, builders: Builders | None = None, log: Log = print
 ) -> Algorithm:
     """The experiment's algorithm, ready to read its state and take steps."""
+    from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS
+
     cls = algorithm_class(experiment.config.algorithm.name)
-    return cls(experiment, builders=builders, log=log)  # type: ignore[call-arg]
+    return cls(experiment, builders=builders or DEFAULT_BUILDERS, log=log)  # type: ignore[call-arg]

@@ -22,6 +22,7 @@ from flashrsi_dagster.algorithms.evolver import conclude, decisions, report
 from flashrsi_dagster.algorithms.evolver.candidate import CandidateStep
 from flashrsi_dagster.algorithms.evolver.choose import Budget
 from flashrsi_dagster.algorithms.evolver.cold_start import ColdStartStep
+from flashrsi_dagster.algorithms.evolver.config import EvolverConfig
 from flashrsi_dagster.algorithms.evolver.diagnose import DiagnoseStep
 from flashrsi_dagster.algorithms.evolver.failure_map import FailureMap
 from flashrsi_dagster.algorithms.evolver.gate0 import gate0
@@ -49,7 +50,6 @@ from flashrsi_dagster.algorithms.searching import Searching
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time, side_by_side
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
-from flashrsi_dagster.config.algorithms import EvolverConfig
 from flashrsi_dagster.decisions import Decision
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.records import Trajectory, read_optional

@@ -41,7 +41,7 @@ from flashrsi_dagster.algorithms.meta_harness.plan import (
     still_missing,
     unfinished_rounds,
 )
-from flashrsi_dagster.algorithms.meta_harness.prompts import prompt_file_of, worker_instruction
+from flashrsi_dagster.algorithms.meta_harness.prompts import worker_instruction
 from flashrsi_dagster.algorithms.meta_harness.records import (
     EditRecord,
     Layout,
@@ -413,7 +413,7 @@ class MetaHarness(Searching):
             instruction = worker_instruction(
                 seed.components,
                 HISTORY,
-                prompt_file_of(files, seed.components),
+                seed.components.prompt_file(files),
                 slot=slot,
                 candidates=self.candidates,
             )

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from flashrsi_dagster.algorithms.modular_rsi.modules import INTEGRATION
 from flashrsi_dagster.algorithms.modular_rsi.plan import State
 from flashrsi_dagster.algorithms.modular_rsi.records import StepRecord
-from flashrsi_dagster.config.modules import INTEGRATION
 from flashrsi_dagster.contamination import ContentVerdict
 from flashrsi_dagster.decisions.compare import ComparisonError, compare
 from flashrsi_dagster.decisions.ledger import (

@@ -23,7 +23,9 @@ from flashrsi_dagster.agents import Agent
 from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
 from flashrsi_dagster.algorithms.modular_rsi import decisions, report
+from flashrsi_dagster.algorithms.modular_rsi.config import ModularRSIConfig
 from flashrsi_dagster.algorithms.modular_rsi.groups import remember
+from flashrsi_dagster.algorithms.modular_rsi.modules import INTEGRATION, ordered
 from flashrsi_dagster.algorithms.modular_rsi.plan import (
     Plan,
     State,
@@ -46,8 +48,6 @@ from flashrsi_dagster.algorithms.turns import one_step_at_a_time, side_by_side
 from flashrsi_dagster.benchmarks.base import Task
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
-from flashrsi_dagster.config.algorithms import ModularRSIConfig
-from flashrsi_dagster.config.modules import INTEGRATION, ordered
 from flashrsi_dagster.decisions import Decision
 from flashrsi_dagster.evaluator import basis
 from flashrsi_dagster.experiment import Experiment

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from flashrsi_dagster import instruction_markers as markers
+from flashrsi_dagster.algorithms.evolver import markers
 from flashrsi_dagster.offline_model.conversation import Conversation, Reply
 from flashrsi_dagster.offline_model.policies.markers import marker, marker_value
 
