@@ -69,8 +69,8 @@ def algorithm_class(name: str) -> type[Algorithm]:
 def open_algorithm(
     experiment: Experiment, *, builders: Builders | None = None, log: Log = print
 ) -> Algorithm:
-    """The experiment's algorithm, ready to read its state and take steps."""
-    from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS
-
+    """The experiment's algorithm, ready to read its state and take steps (built with its
+    own default builders unless `builders` are given)."""
     cls = algorithm_class(experiment.config.algorithm.name)
-    return cls(experiment, builders=builders or DEFAULT_BUILDERS, log=log)  # type: ignore[call-arg]
+    parts = {"builders": builders} if builders is not None else {}
+    return cls(experiment, log=log, **parts)  # type: ignore[call-arg]
