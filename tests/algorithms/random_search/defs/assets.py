@@ -17,6 +17,7 @@ from flashrsi_dagster.orchestration.context import (
 from flashrsi_dagster.orchestration.partitions import AlgorithmPartitions
 from flashrsi_dagster.records import read_optional
 from flashrsi_dagster.rollouts.scores import scores_frame, summary
+from tests.algorithms.random_search.run import RandomSearch
 
 PREFIX = "random_search"
 PARTITIONS = AlgorithmPartitions.of(PREFIX)
@@ -25,6 +26,15 @@ RESOURCES = {"experiments_home"}
 
 def key(name: str) -> dg.AssetKey:
     return dg.AssetKey([PREFIX, name])
+
+
+def _round(context: dg.AssetExecutionContext) -> tuple[RandomSearch, int]:
+    search, _, k, _ = candidate_algorithm(context)
+    return search, k  # type: ignore[return-value]
+
+
+def _experiment(context: dg.AssetExecutionContext) -> tuple[RandomSearch, str]:
+    return experiment_algorithm(context)  # type: ignore[return-value]
 
 
 @dg.asset(
@@ -43,18 +53,19 @@ def key(name: str) -> dg.AssetKey:
 )
 def round_(context: dg.AssetExecutionContext) -> Iterator:
     """The round's snapshot (the seed, or the drawn edit of it) and its dev evaluation."""
-    search, _, k, _ = candidate_algorithm(context)
-    record = refusing_out_of_turn(lambda: search.evaluate_round(k))  # type: ignore[attr-defined]
-    frame = scores_frame(search.round_rollouts(k))  # type: ignore[attr-defined]
-    tasks, attempts = len(search.splits.dev), search.settings.attempts  # type: ignore[attr-defined]
+    search, k = _round(context)
+    record = refusing_out_of_turn(lambda: search.evaluate_round(k))
+    frame = scores_frame(search.round_rollouts(k))
+    tasks, attempts = len(search.splits.dev), search.settings.attempts
     table = summary(frame, tasks, attempts) if len(frame) else {}
     yield dg.Output(record.model_dump(mode="json"), metadata={"status": record.status, **table})
     where = str(context.partition_key)
     yield describe.score_check(
         table, tasks * attempts, "score_in_unit_interval", key("round"), where
     )
-    verdict = read_optional(search.layout.content(k), ContentVerdict)  # type: ignore[attr-defined]
-    yield describe.content_check(verdict, key("round"), where, "the seed" if k == 0 else "none")
+    verdict = read_optional(search.layout.content(k), ContentVerdict)
+    unchecked = "the seed" if k == 0 else f"no snapshot to check ({record.reason})"
+    yield describe.content_check(verdict, key("round"), where, unchecked)
 
 
 @dg.asset(
@@ -66,8 +77,8 @@ def round_(context: dg.AssetExecutionContext) -> Iterator:
 )
 def promotion(context: dg.AssetExecutionContext) -> dg.Output:
     """The best dev score over every round (a tie keeps the earlier round)."""
-    search, _ = experiment_algorithm(context)
-    chosen = refusing_out_of_turn(search.promote)  # type: ignore[attr-defined]
+    search, _ = _experiment(context)
+    chosen = refusing_out_of_turn(search.promote)
     return dg.Output(chosen.model_dump(mode="json"), metadata={"round": chosen.round})
 
 
@@ -82,9 +93,9 @@ def promotion(context: dg.AssetExecutionContext) -> dg.Output:
 )
 def sealed_test_score(context: dg.AssetExecutionContext) -> Iterator:
     """The promoted snapshot on the sealed test split, evaluated once."""
-    search, name = experiment_algorithm(context)
+    search, name = _experiment(context)
     read_back = search.read_state().test is not None
-    result = refusing_out_of_turn(search.sealed_test)  # type: ignore[attr-defined]
+    result = refusing_out_of_turn(search.sealed_test)
     state = search.read_state()
     yield dg.Output(
         result.model_dump(mode="json"), metadata=describe.sealed_test(state, read_back=read_back)
