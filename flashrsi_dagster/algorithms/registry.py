@@ -52,14 +52,54 @@ def entry(name: str) -> AlgorithmEntry:
     if package is None:
         known = ", ".join(sorted(registered()))
         raise UnknownAlgorithmError(f"algorithm.name: unknown algorithm {name!r} (known: {known})")
-    declared = getattr(importlib.import_module(package), "ALGORITHM", None)
+    return _declared(name, package)
+
+
+@cache
+def _declared(name: str, package: str) -> AlgorithmEntry:
+    try:
+        module = importlib.import_module(package)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not f"{package}.".startswith(f"{exc.name}."):
+            raise  # the package exists; something it imports does not
+        raise UnknownAlgorithmError(
+            f"algorithm {name!r}: no package {package!r} to import (see {PLUGINS_ENV})"
+        ) from None
+    declared = getattr(module, "ALGORITHM", None)
     if not isinstance(declared, AlgorithmEntry):
-        raise UnknownAlgorithmError(f"{package}: no `ALGORITHM = AlgorithmEntry(...)` declared")
+        raise UnknownAlgorithmError(
+            f"algorithm {name!r}: {package} declares no `ALGORITHM = AlgorithmEntry(...)`"
+        )
     return declared
 
 
 def names() -> list[str]:
     return list(registered())
+
+
+def check() -> None:
+    """Every registered algorithm's declaration, loaded; else `UnknownAlgorithmError` naming
+    the first that is not (a malformed `FLASHRSI_ALGORITHMS`, a package that is not there or
+    declares no `ALGORITHM`). Hosts call it first, to stop with that one line."""
+    for name in registered():
+        entry(name)
+
+
+def loadable() -> dict[str, AlgorithmEntry]:
+    """The registered algorithms whose declaration loads, by name: what a type built at
+    import time (the config's `algorithm` section) may gather without failing the import,
+    so that a host can still start and report `check()`'s one line."""
+    try:
+        listed = registered()
+    except UnknownAlgorithmError:
+        listed = ALGORITHMS
+    found = {}
+    for name, package in listed.items():
+        try:
+            found[name] = _declared(name, package)
+        except UnknownAlgorithmError:
+            continue
+    return found
 
 
 def algorithm_class(name: str) -> type[Algorithm]:
