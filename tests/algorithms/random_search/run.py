@@ -18,7 +18,7 @@ from flashrsi_dagster.rollouts.engine import final_trajectories
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.scratch import scratch_dir
 from flashrsi_dagster.snapshots import Snapshot
-from tests.algorithms.random_search import decisions
+from tests.algorithms.random_search import ledger_entries
 from tests.algorithms.random_search.plan import (
     State,
     drawn,
@@ -77,7 +77,7 @@ class RandomSearch(Searching):
         return lines
 
     def decisions(self, state: State) -> list[Decision]:
-        return decisions.decisions(self, state)
+        return ledger_entries.decisions(self, state)
 
     def do(self, step: Step) -> None:
         if step.action == "evaluate" and step.round is not None:
