@@ -87,7 +87,8 @@ def _kill_after(args: list[str], lines: int, delay: float) -> tuple[int, str, bo
         printed.append(line)
     time.sleep(delay)
     killed = command.poll() is None
-    os.kill(command.pid, signal.SIGKILL)  # its pid is not reaped until `wait`: never a stranger's
+    if killed:  # not reaped until `wait`, even if it ends now: the pid is never a stranger's
+        os.kill(command.pid, signal.SIGKILL)
     command.wait()
     command.stdout.close()
     return command.pid, "".join(printed), killed
@@ -180,4 +181,50 @@ def test_a_run_and_a_resume_killed_at_random_moments_end_as_an_uninterrupted_run
     assert resumed.returncode == 0, told + resumed.stdout + resumed.stderr
     assert _outcome(home) == _outcome(tmp_path / "a" / "home"), told + resumed.stdout
     again = _resume(home, name)  # nothing left: no step runs twice
+    assert again.returncode == 0 and "== " not in again.stdout, again.stdout + again.stderr
+
+
+KILLED_STORING = """
+import os, signal, sys
+from flashrsi_dagster.assets.partitions import candidate_of
+from flashrsi_dagster.cli import main
+from flashrsi_dagster.resources.io import ExperimentIOManager
+
+store = ExperimentIOManager.handle_output
+
+def handle_output(self, context, obj):
+    if context.asset_key.path[-1] == sys.argv[1] and candidate_of(context.partition_key)[1] == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    store(self, context, obj)
+
+ExperimentIOManager.handle_output = handle_output
+sys.exit(main(sys.argv[2:]))
+"""
+"""`flashrsi run` (argv[2:]) that SIGKILLs itself as it is about to store the asset named
+argv[1] of a round-1 candidate: the step's records are complete, its other assets not."""
+
+
+@pytest.mark.slow
+def test_a_kill_after_a_steps_records_before_its_assets_are_stored_stores_them_on_resume(
+    tmp_path,
+):
+    home = tmp_path / "home"
+    args = [*_args("meta_harness", home), "--algorithm.candidates_per_round", "1"]  # in-process
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_STORING, "failure_map", "run", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    root = home / "meta-harness-demo"
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    assert (root / "records" / "meta_harness" / "round-001.json").exists()  # the step is done
+    assert not list(root.glob("dagster/meta_harness-failure_map/round-001-*"))
+
+    resumed = _resume(home, "meta-harness-demo")
+
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    for asset in ("snapshot", "trajectories", "scores", "failure_map", "paired_stats"):
+        assert list(root.glob(f"dagster/meta_harness-{asset}/round-001-*")), asset
+    again = _resume(home, "meta-harness-demo")  # the step's run succeeded once: done
     assert again.returncode == 0 and "== " not in again.stdout, again.stdout + again.stderr
