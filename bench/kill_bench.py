@@ -11,6 +11,7 @@ chance (a kill/resume chain of up to `--kills` kills), until a resume ends on it
 
 - same: the outcome (summary and ledger decisions, `test_kill_resume._outcome`) equals the
   reference's; `records.verify()` passes;
+- debris: temp files of atomic writes left behind (counted apart);
 - lost / duplicated: record lines (every `records/**/*.jsonl`, the ledger by decision) and
   record files fewer / more than the reference's, plus steps whose run succeeded more often
   than in the reference (Dagster's runs by run key): a step done twice;
@@ -63,6 +64,8 @@ ALIVE_LIMIT = 2.0
 """Seconds a killed command's processes may outlive it (issue 22)."""
 BASIS = re.compile(r":[0-9a-f]{8,}$")
 """A run key's basis (`defs.base.run_key`): a digest of records, which hold times."""
+TEMP = re.compile(r"\..+\..+tmp")
+"""An atomic write's temp file (`records.chain`: `.<name>.*tmp`)."""
 RESUME_CHANCE = 0.6
 """The chance that a resume after a kill is killed too (while the chain has kills left)."""
 
@@ -205,6 +208,9 @@ def _counts(home: Path) -> dict:
     for path in sorted((root / "records").rglob("*")) + sorted((root / "dagster").rglob("*")):
         if path.is_file() and path.name not in ("chain.jsonl", "chain.head"):
             name = str(path.relative_to(root))
+            if TEMP.fullmatch(path.name):  # an atomic write's temp file, left by a kill
+                lines["debris"] += 1
+                continue
             lines[name] = len(path.read_text().splitlines()) if path.suffix == ".jsonl" else 1
     ledger = (root / "records" / "ledger.jsonl").read_text().splitlines()
     decisions = Counter(
@@ -234,7 +240,7 @@ def _compare(ref: dict, counts: dict) -> tuple[int, int, list[str]]:
                 differences.append(f"{key}: {theirs[key]} -> {ours[key]}")
             if delta < 0 and kind != "steps":  # a step whose records survived its run's end
                 lost -= delta
-            if delta > 0:
+            if delta > 0 and key != "debris":
                 duplicated += delta
     return lost, duplicated, differences
 
