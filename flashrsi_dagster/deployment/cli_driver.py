@@ -35,7 +35,7 @@ from flashrsi_dagster.deployment.sensors import round_driver
 from flashrsi_dagster.deployment.waiting import WAIT_LIMIT, Watch
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.experiment.lock import DriverBusy, driving
-from flashrsi_dagster.orchestration.algorithm_defs import defs_for
+from flashrsi_dagster.orchestration.algorithm_defs import defs_for, run_key, step_of
 from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
 from flashrsi_dagster.orchestration.dagster_internals import (
     RUN_KEY_TAG,
@@ -123,7 +123,7 @@ def _drive_held(instance, experiment, say, only, wait_limit):
         driver.defs.register(instance, name, driver.experiments.algorithm(name))
         for run_id in fail_dead_runs(instance, name):
             say(f"   run {run_id} of a process that ended is marked failed")
-        while not (ready := driver.experiments.ready_steps(name))[0].finished:
+        while not driver.complete(ready := driver.experiments.ready_steps(name)):
             _check_order(ready[0], only, name)
             driver.advance(ready)
         return driver.experiments.algorithm(name).read_state()
@@ -153,6 +153,30 @@ class _Driver:
         self.submitted: dict[str, Step] = {}
         self.mine: set[str] = set()  # submitted by this process (not reported while waiting)
         self.reruns: Counter[Step] = Counter()
+
+    def complete(self, ready: tuple[Step, ...]) -> bool:
+        """Whether the experiment is finished, once every step done has its run's assets.
+        A run that failed (its process killed, say) after its step's records were complete
+        left the step done but its partition's later assets unstored: such a step, not ready
+        again and never run with success, is run again here; it reads its records back."""
+        keys = {run_key(self.name, s) for s in ready}
+        failed = self.instance.get_runs(
+            filters=dg.RunsFilter(
+                tags={EXPERIMENT_TAG: self.name}, statuses=[dg.DagsterRunStatus.FAILURE]
+            )
+        )
+        for key in sorted({r.tags.get(RUN_KEY_TAG, "") for r in failed} - keys):
+            step = step_of(self.name, key)
+            if step is not None and not self._run_of(key):
+                self._in_process(step)
+        return ready[0].finished
+
+    def _run_of(self, key: str) -> bool:
+        """Whether a run of the step with run key `key` succeeded or is active."""
+        runs = dg.RunsFilter(
+            tags={RUN_KEY_TAG: key}, statuses=[*ACTIVE, dg.DagsterRunStatus.SUCCESS]
+        )
+        return bool(self.instance.get_runs(filters=runs, limit=1))
 
     def advance(self, ready: tuple[Step, ...]) -> None:
         """Start what may start of the ready steps, then wait for one run to end."""

@@ -9,6 +9,7 @@ in-process driver all use it, so a step is launched the same way wherever it com
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -136,3 +137,16 @@ def defs_for(algorithm: str) -> AlgorithmDefs:
 def all_defs() -> dict[str, AlgorithmDefs]:
     """Every registered algorithm's definitions, by name."""
     return {name: defs_for(name) for name in registry.names()}
+
+
+def step_of(name: str, key: str) -> Step | None:
+    """The step whose run key (`run_key`) is `key`; None for a key of no step of `name`."""
+    head = f"{name}:"
+    match = _RUN_KEY.fullmatch(key.removeprefix(head)) if key.startswith(head) else None
+    if match is None:
+        return None
+    action, k, slot, basis = match.groups()
+    return Step(action, None if k is None else int(k), slot, basis)
+
+
+_RUN_KEY = re.compile(r"([a-z_]+)(?::r(\d{3,})\.([A-Za-z0-9_-]+))?(?::(.+))?")

@@ -23,6 +23,7 @@ from flashrsi_dagster.config import load_config
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.experiment.identity import stored_config
 from flashrsi_dagster.orchestration.owner import DRIVER_ENV
+from tests.conftest import PATIENCE
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 FLASHRSI = str(Path(sys.executable).parent / "flashrsi")
@@ -35,8 +36,12 @@ SMALL = {  # the example's small settings (a round of several candidates in each
     " --algorithm.candidates_per_why 2 --algorithm.recombinations_per_round 0"
     " --benchmark.split_counts.train 9 --benchmark.split_counts.test 6",
 }
-QUEUED = "(queued)"
-"""The line `flashrsi run` prints as it submits a candidate's run: the kill comes after it."""
+SEED = int(os.environ.get("FLASHRSI_KILL_SEED", "22"))
+"""Draws the kill moments. Set it to replay a moment `bench/kill_bench.py` reported, or to try
+others: the assertions hold at any moment."""
+PROGRESS = ("== ", "   ")
+"""How the lines a run prints as it goes begin (a step begun or queued, a step's result, a run
+waited for): the anchors a kill is drawn from."""
 HEX = re.compile(r"\b[0-9a-f]{12,40}\b")
 WHEN = re.compile(r"@[0-9T:.+-]+")  # a ledger id's time (a promotion's)
 
@@ -59,28 +64,34 @@ def _outcome(home: Path) -> tuple[list[str], list[tuple]]:
     return lines, sorted((WHEN.sub("@<time>", e["id"]), e.get("decision")) for e in ledger)
 
 
-def _kill_at_random(args: list[str], after: str, seed: int) -> tuple[int, str]:
-    """Start `flashrsi run`, wait for the line `after`, then a seeded delay, and SIGKILL its
-    process (not its group: what it started must die with it). Returns its session id and
-    what it printed."""
-    run = subprocess.Popen(
-        [FLASHRSI, "run", *args],
+def _progress(output: str) -> list[str]:
+    """The lines of `output` that say how the run goes, up to its summary."""
+    lines = output.partition("\nexperiment ")[0].splitlines()
+    return [line for line in lines if line.startswith(PROGRESS)]
+
+
+def _kill_after(args: list[str], lines: int, delay: float) -> tuple[int, str, bool]:
+    """Start `flashrsi <args>`, wait for its `lines`-th line of progress (0: its start), then
+    `delay` seconds, and SIGKILL its process (not its group: what it started must die with
+    it). Returns its session id, what it printed, and whether it was killed (not ended)."""
+    command = subprocess.Popen(
+        [FLASHRSI, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
     )
-    printed = []
-    assert run.stdout is not None
-    for line in run.stdout:
+    assert command.stdout is not None
+    printed: list[str] = []
+    while len(_progress("".join(printed))) < lines and (line := command.stdout.readline()):
         printed.append(line)
-        if after in line:
-            break
-    time.sleep(random.Random(seed).uniform(0, 8))
-    os.kill(run.pid, signal.SIGKILL)
-    run.wait()
-    run.stdout.close()
-    return run.pid, "".join(printed)
+    time.sleep(delay)
+    killed = command.poll() is None
+    if killed:  # not reaped until `wait`, even if it ends now: the pid is never a stranger's
+        os.kill(command.pid, signal.SIGKILL)
+    command.wait()
+    command.stdout.close()
+    return command.pid, "".join(printed), killed
 
 
 def _left_alive(session: int, home: Path) -> list[str]:
@@ -115,7 +126,7 @@ def _driver_of(variable: bytes) -> int | None:
     return int(pid) if pid.isdigit() else None
 
 
-def _wait_until_gone(session: int, home: Path, seconds: float = 120) -> list[str]:
+def _wait_until_gone(session: int, home: Path, seconds: float = PATIENCE) -> list[str]:
     deadline = time.monotonic() + seconds
     while (left := _left_alive(session, home)) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -133,7 +144,7 @@ def _resume(home: Path, name: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("algorithm", sorted(SMALL))
-def test_a_kill_while_candidates_are_queued_resumes_to_the_uninterrupted_result(
+def test_a_run_and_a_resume_killed_at_random_moments_end_as_an_uninterrupted_run(
     tmp_path, algorithm
 ):
     whole = subprocess.run(
@@ -143,15 +154,77 @@ def test_a_kill_while_candidates_are_queued_resumes_to_the_uninterrupted_result(
         timeout=900,
     )
     assert whole.returncode == 0, whole.stdout + whole.stderr
+    progress = _progress(whole.stdout)
 
-    home = tmp_path / "b" / "home"
-    session, printed = _kill_at_random(_args(algorithm, home), QUEUED, seed=22)
-    left = _wait_until_gone(session, home)
-    assert left == [], f"alive after the kill: {left}"
+    # The run killed after a line of progress drawn from the uninterrupted run's (some while
+    # a round's candidates are queued or starting, some in-process), then the resume after a
+    # line drawn from what was left (0: as it starts), each a seeded delay later.
+    home, draw = tmp_path / "b" / "home", random.Random(f"{SEED}:{algorithm}")
     name = load_config(EXAMPLES / f"{algorithm}.yaml").experiment.name
+    first = draw.randrange(1, len(progress) + 1)
+    moments = [
+        (first, draw.uniform(0, 3)),
+        (draw.randrange(len(progress) - first + 1), draw.uniform(0, 3)),
+    ]
+    told = f"FLASHRSI_KILL_SEED={SEED}, killed after progress lines / seconds {moments}\n"
+    commands = [
+        ["run", *_args(algorithm, home)],
+        ["resume", "--experiment", name, "--home", str(home)],
+    ]
+    for command, (lines, delay) in zip(commands, moments, strict=True):
+        session, printed, _ = _kill_after(command, lines, delay)
+        told += printed
+        left = _wait_until_gone(session, home)
+        assert left == [], f"{told}alive after the kill: {left}"
     resumed = _resume(home, name)
 
-    assert resumed.returncode == 0, printed + resumed.stdout + resumed.stderr
-    assert _outcome(home) == _outcome(tmp_path / "a" / "home")
+    assert resumed.returncode == 0, told + resumed.stdout + resumed.stderr
+    assert _outcome(home) == _outcome(tmp_path / "a" / "home"), told + resumed.stdout
     again = _resume(home, name)  # nothing left: no step runs twice
+    assert again.returncode == 0 and "== " not in again.stdout, again.stdout + again.stderr
+
+
+KILLED_STORING = """
+import os, signal, sys
+from flashrsi_dagster.orchestration.partitions import candidate_of
+from flashrsi_dagster.cli import main
+from flashrsi_dagster.orchestration.resources.io import ExperimentIOManager
+
+store = ExperimentIOManager.handle_output
+
+def handle_output(self, context, obj):
+    if context.asset_key.path[-1] == sys.argv[1] and candidate_of(context.partition_key)[1] == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    store(self, context, obj)
+
+ExperimentIOManager.handle_output = handle_output
+sys.exit(main(sys.argv[2:]))
+"""
+"""`flashrsi run` (argv[2:]) that SIGKILLs itself as it is about to store the asset named
+argv[1] of a round-1 candidate: the step's records are complete, its other assets not."""
+
+
+@pytest.mark.slow
+def test_a_kill_after_a_steps_records_before_its_assets_are_stored_stores_them_on_resume(
+    tmp_path,
+):
+    home = tmp_path / "home"
+    args = [*_args("meta_harness", home), "--algorithm.candidates_per_round", "1"]  # in-process
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_STORING, "failure_map", "run", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    root = home / "meta-harness-demo"
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    assert (root / "records" / "meta_harness" / "round-001.json").exists()  # the step is done
+    assert not list(root.glob("dagster/meta_harness-failure_map/round-001-*"))
+
+    resumed = _resume(home, "meta-harness-demo")
+
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    for asset in ("snapshot", "trajectories", "scores", "failure_map", "paired_stats"):
+        assert list(root.glob(f"dagster/meta_harness-{asset}/round-001-*")), asset
+    again = _resume(home, "meta-harness-demo")  # the step's run succeeded once: done
     assert again.returncode == 0 and "== " not in again.stdout, again.stdout + again.stderr
