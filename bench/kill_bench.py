@@ -63,7 +63,7 @@ from tests.deployment.test_kill_resume import (
 ALIVE_LIMIT = 2.0
 """Seconds a killed command's processes may outlive it (issue 22)."""
 BASIS = re.compile(r":[0-9a-f]{8,}$")
-"""A run key's basis (`orchestration.algorithm_defs.run_key`): a digest of records, which hold times."""
+"""A run key's basis (`algorithm_defs.run_key`): a digest of records, which hold times."""
 TEMP = re.compile(r"\..+\..+tmp")
 """An atomic write's temp file (`records.chain`: `.<name>.*tmp`)."""
 RESUME_CHANCE = 0.6
