@@ -40,8 +40,11 @@ _ESCAPED_BYTES = re.compile(rb"(?:\\x[0-9a-fA-F]{2}){8,}")
 _BASE32 = re.compile(rb"[A-Z2-7]{%d,}={0,6}" % MIN_BLOB)
 _ASCII85 = re.compile(rb"<~(.{%d,}?)~>" % MIN_BLOB, re.DOTALL)
 _NUMBER = rb"(?:0[xX][0-9a-fA-F]{1,6}|[0-9]{1,7})"
-_NUMBERS = re.compile(rb"%s(?:\s*,\s*%s){%d,}" % (_NUMBER, _NUMBER, MIN_BLOB - 1))
-"""A list of character codes (`[73, 103, 110, ...]`, `0x49, 0x67`): `chr` of each."""
+_NUMBERS = re.compile(rb"%s(?:\s*[,;]\s*%s|\s+%s){%d,}" % (_NUMBER, _NUMBER, _NUMBER, MIN_BLOB - 1))
+"""A list of character codes (`[73, 103, 110, ...]`, `0x49, 0x67`, `73 103 110` as an array
+prints): `chr` of each."""
+_RUNS = re.compile("[^\x00-\x08\x0b-\x1f\x7f-\x9f\ufffd]{4,}")
+"""Printable runs in a blob that is not text as a whole (at least a label's length)."""
 _JOINS = re.compile(rb"[\"'`]\s*\+\s*[\"'`]")
 _SQUEEZE = re.compile(rb"[\s'\"`\\]+")
 _BACKSLASH = re.compile(
@@ -200,7 +203,9 @@ def _other_alphabets(data: bytes, whole) -> Iterator[tuple[bytes, str, tuple[int
 
 
 def _char_codes(run: bytes) -> bytes:
-    return "".join(chr(int(n, 0)) for n in re.split(rb"\s*,\s*", run)).encode(
+    """`chr` of each code; one past Unicode is a stray character, not a reason to read none."""
+    codes = (int(n, 0) for n in re.split(rb"\s*[,;]\s*|\s+", run.strip()))
+    return "".join(chr(n) if n < 0x110000 else "\ufffd" for n in codes).encode(
         "utf-8", "surrogatepass"
     )
 
@@ -244,11 +249,13 @@ def _unpacked(blob: bytes, budget: Budget) -> Iterator[tuple[bytes, str]]:
     for magic, kind in _MAGIC:
         if blob.startswith(magic):
             for inner in _decompress(blob, kind, budget):
-                if _text_like(inner) or _packed(inner):
-                    yield inner, kind
+                readable = inner if _packed(inner) else _readable(inner)
+                if readable:
+                    yield readable, kind
             return
-    if _text_like(blob) and budget.take(blob):
-        yield blob, ""
+    readable = _readable(blob)
+    if readable and budget.take(readable):
+        yield readable, ""
 
 
 def _packed(blob: bytes) -> bool:
@@ -256,13 +263,18 @@ def _packed(blob: bytes) -> bool:
     return any(blob.startswith(m) for m, _ in _MAGIC) or blob[257:262] == b"ustar"
 
 
-def _text_like(blob: bytes) -> bool:
-    try:
-        text = blob.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    printable = sum(ch.isprintable() or ch in "\n\r\t" for ch in text)
-    return bool(text) and printable >= 0.9 * len(text)
+def _readable(blob: bytes) -> bytes | None:
+    """What a reader of a decoded blob could take as text: the blob, NULs dropped (so UTF-16
+    and UTF-32 of ASCII read plain), when it is text; else its printable runs, one a line (a
+    table followed or laced with stray bytes a harness cuts off before decoding); None when
+    it holds none (an image, a bomb of zeros)."""
+    narrow = blob.replace(b"\0", b"")
+    text = narrow.decode("utf-8", "replace")
+    printable = sum((ch.isprintable() and ch != "\ufffd") or ch in "\n\r\t" for ch in text)
+    if text and printable >= 0.9 * len(text):
+        return narrow
+    runs = _RUNS.findall(text)
+    return "\n".join(runs).encode("utf-8", "surrogatepass") if runs else None
 
 
 def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:

@@ -21,9 +21,10 @@ GRAM = 16
 STEP = 8
 MIN_INPUT = 16
 """Inputs shorter than this (in normal form) are too common to tell a task by."""
-DIGEST_PREFIX = 12
-"""Hex digits of a digest's prefix that still name an input (48 bits: a stray match among
-the pool's digests is about one in 10^9 per token)."""
+DIGEST_PREFIX = 8
+"""Hex digits of a digest's prefix that still name an input: 32 bits, a crc32's width (a table
+keyed by `sha256(text).hexdigest()[:8]` is as good as one keyed by the whole digest; a stray
+match among the pool's digests is about one in 10^5 to 10^6 per hex token)."""
 HASHES = ("md5", "sha1", "sha224", "sha256", "sha384", "sha512", "blake2b", "blake2s")
 HASHES += ("sha3_224", "sha3_256", "sha3_384", "sha3_512")
 HELD_OUT = "held_out"
