@@ -396,6 +396,9 @@ class Proxy:
             raise EndpointFault(f"a stream {response.length} bytes short of its Content-Length")
         if meter is not None:
             meter.check_end()
+            if meter.objects == 0 and 200 <= response.status < 300:
+                # Comments, unknown fields or bare text: the client reads an empty answer.
+                raise EndpointFault("a stream without one event of its API (no JSON data)")
 
 
 class _Client:

@@ -40,6 +40,8 @@ class StreamMeter:
         self._held: list[bytes] = []
         self._usage: dict[str, Any] = {}
         self.reported: str | None = None
+        self.objects = 0
+        """Events whose data was a JSON object: a 2xx stream with none answered nothing."""
 
     @property
     def tokens(self) -> Tokens:
@@ -78,6 +80,7 @@ class StreamMeter:
         data = self._data_of(event)
         if not isinstance(data, dict):
             return True
+        self.objects += 1
         if self.reported is None and (data.get("type") == "error" or "error" in data):
             self.reported = f"reported an error in its stream: {_error_of(data)}"
         usage = usage_of_event(self._kind, data) if b'"usage"' in event else None

@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import Iterator
 
+import httpx2
 import openai
 import pytest
 
@@ -114,6 +115,11 @@ WHOLE_FAULTS = {
         "a redirect (HTTP 307)",
     ),
     "informational-status": (answer(103, b""), 502, "an informational status (HTTP 103)"),
+    "tool-calls-not-a-list": (
+        answer(200, chat_reply(None) | {"choices": [{"message": {"tool_calls": "zzz"}}]}),
+        502,
+        "tool_calls that are not a list of objects",
+    ),
     "garbage-status-line": (lambda conn: conn.sendall(b"HELLO\r\n\r\n") and False, 502, "failed"),
 }
 
@@ -251,6 +257,10 @@ STREAM_FAULTS = {
         "reported an error in its stream: overloaded: busy",
     ),
     "cut-mid-stream": (sse([DELTA], end=False), "failed: IncompleteRead"),
+    "no-data-event": (
+        sse([b": ping\n\n", b"hello world\n\n", b"foo: bar\n\n"]),
+        "a stream without one event of its API",
+    ),
 }
 
 
@@ -332,3 +342,29 @@ def test_a_stream_cut_before_its_usage_leaves_the_roles_cost_known(gateway, endp
         _stream(gateway, token)
 
     assert gateway.revoke(token).cost_usd == 0.0
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{"X_Null": "a\0b"}, {"X_Big": "a" * 20_000}, {f"X_H{i}": "a" * 3000 for i in range(8)}],
+    ids=["a-nul-in-a-value", "a-20-KB-header", "24-KB-of-headers"],
+)
+def test_headers_a_client_would_refuse_are_not_relayed(headers, gateway, endpoint):
+    """A NUL in a header makes the OpenAI SDK drop the connection, a head over 16 KB makes
+    Node's (Claude Code's) refuse the answer: relayed, the gateway would count the call answered
+    while the agent got an error. They are dropped; the answer itself goes through."""
+    endpoint.behaviour = answer(200, None, **headers)
+    token = _grant(gateway, endpoint)
+    response = httpx2.post(
+        f"{gateway.url}/v1/chat/completions",
+        json={"model": "m", "messages": USER},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
+    )
+
+    assert response.json()["choices"][0]["message"]["content"] == "spam"
+    assert response.headers["content-type"] == "application/json"
+    head = sum(len(n) + len(v) + 4 for n, v in response.headers.raw)
+    assert head < 16 << 10 and "x-null" not in response.headers, response.headers
+    assert _call(gateway, token).choices[0].message.content == "spam"
+    assert gateway.revoke(token).answered == 2
