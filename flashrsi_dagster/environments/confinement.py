@@ -317,6 +317,10 @@ def upstream_of(llm: LLMConfig) -> Upstream:
         price=llm.price,
         timeout=llm.timeout,
         models=frozenset({llm.model}),
+        # The per-call settings the harness applies, held by the gateway too (`ceilings.py`).
+        max_output=llm.max_tokens,
+        effort=llm.reasoning.effort if llm.reasoning else None,
+        thinking=llm.reasoning.budget_tokens if llm.reasoning else None,
     )
 
 

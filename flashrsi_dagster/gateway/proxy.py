@@ -28,6 +28,7 @@ from flashrsi_dagster.gateway.answers import (
     check_head,
     loads,
 )
+from flashrsi_dagster.gateway.ceilings import hold_ceilings
 from flashrsi_dagster.gateway.clipping import clip_tool_results
 from flashrsi_dagster.gateway.errors import Refusal
 from flashrsi_dagster.gateway.grants import digest, token_id
@@ -202,6 +203,11 @@ class Proxy:
         target += f"?{url.query}" if url.query else ""
         if route.kind is not None and request is not None:
             body = self._clip(run, route.kind, request, body)
+            if held := hold_ceilings(
+                request, route.kind, upstream.max_output, upstream.effort, upstream.thinking
+            ):
+                logger.info("gateway: run %s asked past its ceilings: %s", run.grant.run_id, held)
+                body = json.dumps(request, ensure_ascii=False).encode()
         forward = _Forward(run, route, target, body)
         if route.kind is not None:
             forward.reserve = _worst_case_tokens(request, body)
