@@ -402,9 +402,9 @@ class Proxy:
             raise EndpointFault(f"a stream {response.length} bytes short of its Content-Length")
         if meter is not None:
             meter.check_end()
-            if meter.objects == 0 and 200 <= response.status < 300:
-                # Comments, unknown fields or bare text: the client reads an empty answer.
-                raise EndpointFault("a stream without one event of its API (no JSON data)")
+            if not meter.answering and 200 <= response.status < 300:
+                # Comments, unknown fields, bare text or other JSON: the client reads nothing.
+                raise EndpointFault("a stream without one event of its API")
 
 
 class _Client:

@@ -40,8 +40,8 @@ class StreamMeter:
         self._held: list[bytes] = []
         self._usage: dict[str, Any] = {}
         self.reported: str | None = None
-        self.objects = 0
-        """Events whose data was a JSON object: a 2xx stream with none answered nothing."""
+        self.answering = 0
+        """Events of the API's shape (`_ANSWERING`): a 2xx stream with none answered nothing."""
 
     @property
     def tokens(self) -> Tokens:
@@ -80,7 +80,7 @@ class StreamMeter:
         data = self._data_of(event)
         if not isinstance(data, dict):
             return True
-        self.objects += 1
+        self.answering += _ANSWERING[self._kind](data)
         if self.reported is None and (data.get("type") == "error" or "error" in data):
             self.reported = f"reported an error in its stream: {_error_of(data)}"
         usage = usage_of_event(self._kind, data) if b'"usage"' in event else None
@@ -129,6 +129,15 @@ class _EventEnds:
             if found >= 0 and (best is None or found + len(terminator) < best):
                 best = found + len(terminator)
         return best
+
+
+_ANSWERING = {
+    "chat": lambda data: isinstance(data.get("choices"), list),
+    "responses": lambda data: str(data.get("type")).startswith("response."),
+    "messages": lambda data: str(data.get("type")).startswith(("message_", "content_block_")),
+}
+"""Whether an event's data is part of an answer of the API (a chat chunk, a Responses or a
+Messages event), not an unrelated JSON object."""
 
 
 def _is_last(event: bytes) -> bool:

@@ -261,6 +261,10 @@ STREAM_FAULTS = {
         sse([b": ping\n\n", b"hello world\n\n", b"foo: bar\n\n"]),
         "a stream without one event of its API",
     ),
+    "no-event-of-its-api": (
+        sse([_event({"foo": 1}), _event({"object": "x"}), _event("[DONE]")]),
+        "a stream without one event of its API",
+    ),
 }
 
 
