@@ -297,7 +297,7 @@ class Proxy:
                 call.record.fault, call.record.error = "endpoint", cause
                 self._ledger.fail(forward.run, cause)
             out = response_headers(response)
-            streamed = "text/event-stream" in (response.getheader("Content-Type") or "")
+            streamed = "text/event-stream" in (response.getheader("Content-Type") or "").lower()
             answer = forward.route.kind is not None and 200 <= response.status < 300
             if answer and streamed != call.record.stream:
                 # The client parses what it asked for: SSE for JSON (or the reverse) breaks it.
@@ -332,6 +332,10 @@ class Proxy:
             )  # fmt: skip
         elif forward.route.kind is not None and 200 <= response.status < 300:
             tokens = answer_tokens(forward.route.kind, body)
+            # Checked JSON of its API: said so, whatever the endpoint called it (a client
+            # that trusts the header, as Anthropic's TypeScript SDK does, reads text/html
+            # as a string).
+            out = [*_JSON, *((n, v) for n, v in out if n.lower() != "content-type")]
         else:
             check_depth(body)  # relayed as it is: the client will parse it
         self._settle(forward, call, tokens, answered=True)

@@ -372,3 +372,21 @@ def test_headers_a_client_would_refuse_are_not_relayed(headers, gateway, endpoin
     assert head < 16 << 10 and "x-null" not in response.headers, response.headers
     assert _call(gateway, token).choices[0].message.content == "spam"
     assert gateway.revoke(token).answered == 2
+
+
+def test_a_checked_answer_is_relayed_as_json_whatever_its_content_type_said(gateway, endpoint):
+    """Media types are case-insensitive, and a client may trust the header over the body: an
+    answer the gateway checked is JSON to the client, and a stream is a stream in any case."""
+    endpoint.behaviour = answer(200, None, Content_Type="text/html")
+    token = _grant(gateway, endpoint)
+    response = httpx2.post(
+        f"{gateway.url}/v1/chat/completions",
+        json={"model": "m", "messages": USER},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
+    )
+    assert response.headers.get_list("content-type") == ["application/json"]
+
+    endpoint.behaviour = sse([DELTA, _event("[DONE]")], content_type="Text/Event-Stream")
+    assert [c.choices[0].delta.content for c in _stream(gateway, token)] == ["sp"]
+    assert gateway.revoke(token).answered == 2
