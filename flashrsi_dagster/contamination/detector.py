@@ -11,7 +11,7 @@ What is evidence (each rule names a way a harness can carry answers; none is a w
 - `fragments`: a run of `GRAM`+ characters that only one task's input holds, from `FEW`
   tasks or more (a table keyed by the first words of each text);
 - `digest`: a digest of an input (any `hashlib` hash, crc32 or adler32; in hex, or its first
-  `DIGEST_PREFIX` digits, or in base64): a
+  `DIGEST_PREFIX` digits, in base64, or as a decimal integer of 8 digits or more): a
   table keyed by hashes.
 - `undecoded`: encoded or compressed data past the decoding budget (a stream that inflates to
   more, a blob too large, a layer below the third): what it holds cannot be searched, so it
@@ -55,7 +55,8 @@ RULES = {
     "undecoded": f"more encoded or compressed data than the check decodes "
     f"({MAX_DECODED_BYTES >> 20} MB, {MAX_DEPTH} layers deep): unsearched",
 }
-_HEX_TOKEN = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{8,128}(?![0-9a-fA-F])")
+_HEX_TOKEN = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{8,160}(?![0-9a-fA-F])")
+"""A digest in hex, or in decimal (a crc32 has up to 10 digits, a sha512 up to 155)."""
 _B64_TOKEN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{22,86}")
 """A digest in base64 (16 to 64 bytes, padding dropped)."""
 

@@ -82,6 +82,8 @@ class SecretIndex:
                 raw = bytes.fromhex(digest)
                 for b64 in (base64.b64encode(raw), base64.urlsafe_b64encode(raw)):
                     self.digests.setdefault(b64.decode().rstrip("="), task)
+                # as an integer, as `zlib.crc32(...)` or `int(hexdigest, 16)` give it
+                self.digests.setdefault(str(int(digest, 16)), task)
         if len(text) < GRAM:
             return
         number = len(self.entries)

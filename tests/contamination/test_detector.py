@@ -333,6 +333,8 @@ def test_a_prefix_table_of_the_held_out_tasks_alone_is_caught_and_never_names_th
         lambda s: base64.b64encode(hashlib.sha256(s.encode()).digest()).decode(),
         lambda s: base64.urlsafe_b64encode(hashlib.sha1(s.encode()).digest()).decode(),
         lambda s: f"{zlib.crc32(s.encode()):08x}",
+        lambda s: zlib.crc32(s.encode()),
+        lambda s: int(hashlib.md5(s.encode()).hexdigest(), 16),
     ],
     ids=[
         "sha224",
@@ -344,6 +346,8 @@ def test_a_prefix_table_of_the_held_out_tasks_alone_is_caught_and_never_names_th
         "sha256-b64",
         "sha1-b64url",
         "crc32",
+        "crc32-as-an-int",
+        "md5-as-an-int",
     ],
 )
 def test_a_table_keyed_by_another_digest_of_the_inputs_is_caught(harness, digest):
