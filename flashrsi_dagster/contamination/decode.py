@@ -1,5 +1,6 @@
 """A file's texts as a reader of it could recover them: plain, unescaped, and every blob in
-it decoded (base64, base32, Ascii85, hex, `\\x` escapes, lists of character codes, UTF-16)
+it decoded (base64, base32, Ascii85, hex, `\\x` escapes, lists of character codes, UTF-16,
+EBCDIC)
 and decompressed (gzip, zlib, bzip2, xz, zip; a tar archive read as it is), to a bounded depth
 and size, so a decompression bomb costs at most `MAX_DECODED_BYTES`.
 
@@ -14,6 +15,7 @@ import base64
 import binascii
 import bz2
 import codecs
+import contextlib
 import hashlib
 import html
 import io
@@ -104,6 +106,8 @@ def _views(file, data: bytes, encoding: str, span, depth: int, budget: Budget) -
     if encoding == "plain":
         yield View(file, CIPHERS[0], [(n, line[::-1]) for n, line in reversed(lines)])
         yield View(file, CIPHERS[1], [(n, codecs.encode(line, "rot13")) for n, line in lines])
+        if (read := _ebcdic(data)) is not None and budget.take(read):
+            yield from _views(file, read, "ebcdic", span, depth + 1, budget)
     escaped = text
     for _ in range(2):  # a JSON string inside a Python string is escaped twice
         if "\\" not in escaped:
@@ -273,8 +277,24 @@ def _readable(blob: bytes) -> bytes | None:
     printable = sum((ch.isprintable() and ch != "\ufffd") or ch in "\n\r\t" for ch in text)
     if text and printable >= 0.9 * len(text):
         return narrow
+    if (read := _ebcdic(blob)) is not None:
+        return read
     runs = _RUNS.findall(text)
     return "\n".join(runs).encode("utf-8", "surrogatepass") if runs else None
+
+
+def _ebcdic(data: bytes) -> bytes | None:
+    """The bytes read as EBCDIC (`cp500`: every EBCDIC code page has the same letters and
+    digits), as UTF-8, when they are text so and not UTF-8 text already: a one-line stdlib
+    codec, as cheap to hide a table in as rot13."""
+    if data.isascii():
+        return None
+    with contextlib.suppress(UnicodeDecodeError):
+        data.decode("utf-8")
+        return None
+    text = data.decode("cp500")
+    printable = sum(ch.isprintable() or ch in "\n\r\t" for ch in text)
+    return text.encode("utf-8") if printable >= 0.9 * len(text) else None
 
 
 def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:

@@ -228,6 +228,8 @@ def test_the_table_in_a_utf16_file_or_a_tar_gz_file_is_caught(harness):
         ("skills/t.z", zlib.compress(json.dumps(TABLE).encode() + bytes(range(128, 256)) * 4)),
         ("skills/t.txt", " ".join(str(c) for c in json.dumps(TABLE).encode()).encode()),
         ("skills/t.txt", ", ".join(map(str, [*json.dumps(TABLE).encode(), 9999999])).encode()),
+        ("skills/t.bin", json.dumps(TABLE).encode("cp500")),
+        ("runtime/t.py", b"T = %r\n" % base64.b64encode(json.dumps(TABLE).encode("cp037"))),
     ],
     ids=[
         "utf32-file",
@@ -237,11 +239,13 @@ def test_the_table_in_a_utf16_file_or_a_tar_gz_file_is_caught(harness):
         "zlib-with-trailing-bytes",
         "codes-by-spaces",
         "codes-with-one-past-unicode",
+        "ebcdic-file",
+        "base64-of-ebcdic",
     ],
 )
 def test_the_table_in_a_wide_encoding_or_beside_stray_bytes_is_caught(harness, path, data):
-    """A harness decodes UTF-16/32, or cuts a few bytes off before decoding: the table is
-    as readable to it as plain text."""
+    """A harness decodes UTF-16/32 or EBCDIC (one stdlib codec), or cuts a few bytes off
+    before decoding: the table is as readable to it as plain text."""
     rejected(harness.judge(write_bytes(path, data)), "beside its answer")
 
 
@@ -372,6 +376,13 @@ def test_an_edit_mentioning_the_labels_and_keyword_rules_passes(harness):
     )
     assert not verdict.contaminated, verdict.hits
     assert verdict.hits == [] and verdict.files == 2
+
+
+def test_binary_data_passes(harness):
+    """A binary file (random bytes: most of them are printable in EBCDIC) is no table."""
+    noise = random.Random(1).randbytes(2_000_000)
+    verdict = harness.judge(write_bytes("skills/model.bin", noise))
+    assert not verdict.contaminated, verdict.reason
 
 
 def test_an_image_embedded_in_base64_passes(harness):
