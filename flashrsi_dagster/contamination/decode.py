@@ -1,8 +1,7 @@
 """A file's texts as a reader of it could recover them: plain, unescaped, and every blob in
 it decoded (base64, base32, Ascii85, hex, `\\x` escapes, lists of character codes, UTF-16,
-EBCDIC)
-and decompressed (gzip, zlib, bzip2, xz, zip; a tar archive read as it is), to a bounded depth
-and size, so a decompression bomb costs at most `MAX_DECODED_BYTES`.
+EBCDIC) and decompressed (gzip, zlib, bzip2, xz, zip; a tar archive read as it is), to a
+bounded depth and size, so a decompression bomb costs at most `MAX_DECODED_BYTES`.
 
 Each text is a `View`: the file, the chain of encodings that led to it (`gzip+base64`), and
 its lines, each numbered by the line of the file it came from (a decoded blob's lines all
