@@ -34,9 +34,16 @@ from flashrsi_dagster.contamination.decode import (
     MAX_DEPTH,
     Budget,
     View,
+    unescape,
     views,
 )
-from flashrsi_dagster.contamination.index import DIGEST_PREFIX, GRAM, MIN_INPUT, SecretIndex
+from flashrsi_dagster.contamination.index import (
+    DIGEST_PREFIX,
+    GRAM,
+    MIN_INPUT,
+    RAW_PREFIX,
+    SecretIndex,
+)
 from flashrsi_dagster.contamination.normalise import Stream
 
 LONG = 48
@@ -105,8 +112,26 @@ def scan(files: Mapping[str, bytes], index: SecretIndex) -> Scan:
             found.matches += _matches(stream, view, index)
             if view.encoding not in CIPHERS:  # a digest is not written reversed
                 found.digests += _digests(view, index)
+        found.digests += _raw_digests(path, files[path], index)
     found.cut = budget.cut
     return found
+
+
+def _raw_digests(path: str, data: bytes, index: SecretIndex) -> Iterator[Found]:
+    """Digests kept as bytes (`md5(text).digest()` as a key): in the file's bytes (a pickle,
+    a binary file) or in its bytes literals (`b'\\x8f;...'`, unescaped)."""
+    forms = [data] if not data.isascii() else []
+    if b"\\x" in data:
+        text = unescape(data.decode("utf-8", "replace"))
+        forms.append(text.encode("latin-1", "replace"))
+    for form in forms:
+        digests, width = index.raw_digests, RAW_PREFIX
+        for at in range(len(form) - width + 1):
+            task = digests.get(form[at : at + width])
+            if task is not None:
+                line = data.count(b"\n", 0, at) + 1
+                lines = (line, line) if form is data else (1, data.count(b"\n") + 1)
+                yield Found("digest", task, "input", path, "bytes", lines, 0)
 
 
 def _matches(stream: Stream, view: View, index: SecretIndex) -> Iterator[Match]:

@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import lzma
+import pickle
 import random
 import tarfile
 import zlib
@@ -358,6 +359,21 @@ def test_a_table_keyed_by_another_digest_of_the_inputs_is_caught(harness, digest
     table = {digest(text(t)): label(t) for t in TASKS}
     verdict = harness.judge(append("runtime/agent.py", f"\nBY_HASH = {table!r}\n"))
     rejected(verdict, "digest")
+
+
+@pytest.mark.parametrize(
+    ("path", "write"),
+    [
+        ("skills/by_hash.pkl", lambda table: pickle.dumps(table)),
+        ("runtime/by_hash.py", lambda table: f"BY_HASH = {table!r}\n".encode()),
+    ],
+    ids=["pickled", "a-bytes-literal"],
+)
+def test_a_table_keyed_by_raw_digest_bytes_is_caught(harness, path, write):
+    table = {hashlib.md5(text(t).encode()).digest(): label(t) for t in TASKS}
+    verdict = harness.judge(write_bytes(path, write(table)))
+    rejected(verdict, "digest")
+    assert {h.encoding for h in verdict.hits} == {"bytes"}
 
 
 # -- what must pass --------------------------------------------------------------------------
