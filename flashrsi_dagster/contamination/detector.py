@@ -11,7 +11,8 @@ What is evidence (each rule names a way a harness can carry answers; none is a w
 - `fragments`: a run of `GRAM`+ characters that only one task's input holds, from `FEW`
   tasks or more (a table keyed by the first words of each text);
 - `digest`: a digest of an input (any `hashlib` hash, crc32 or adler32; in hex, or its first
-  `DIGEST_PREFIX` digits, in base64, or as a decimal integer of 8 digits or more): a
+  `DIGEST_PREFIX` digits, in base64, as a decimal integer of 8 digits or more, or as raw
+  bytes, its first `RAW_PREFIX`): a
   table keyed by hashes.
 - `undecoded`: encoded or compressed data past the decoding budget (a stream that inflates to
   more, a blob too large, a layer below the third): what it holds cannot be searched, so it
