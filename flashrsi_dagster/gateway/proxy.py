@@ -406,9 +406,8 @@ class Proxy:
             raise EndpointFault(f"a stream {response.length} bytes short of its Content-Length")
         if meter is not None:
             meter.check_end()
-            if not meter.answering and 200 <= response.status < 300:
-                # Comments, unknown fields, bare text or other JSON: the client reads nothing.
-                raise EndpointFault("a stream without one event of its API")
+            if 200 <= response.status < 300 and (problem := meter.incomplete()):
+                raise EndpointFault(problem)
 
 
 class _Client:

@@ -390,3 +390,37 @@ def test_a_checked_answer_is_relayed_as_json_whatever_its_content_type_said(gate
     endpoint.behaviour = sse([DELTA, _event("[DONE]")], content_type="Text/Event-Stream")
     assert [c.choices[0].delta.content for c in _stream(gateway, token)] == ["sp"]
     assert gateway.revoke(token).answered == 2
+
+
+@pytest.mark.parametrize(
+    ("api", "events"),
+    [
+        ("responses", [{"type": "response.created", "response": {"id": "r", "output": []}}]),
+        ("anthropic", [{"type": "message_start", "message": {"id": "m", "content": []}}]),
+    ],
+)
+def test_a_stream_ended_without_its_closing_event_is_a_fault(gateway, endpoint, api, events):
+    """Their SDKs fail a Responses stream without `response.completed`, a Messages stream
+    without `message_stop`: ended cleanly all the same, it is the endpoint's fault."""
+    endpoint.behaviour = sse([_event(e, e["type"]) for e in events])
+    upstream = Upstream(endpoint.url, api, None, timeout=TIMEOUT)  # type: ignore[arg-type]
+    token = gateway.grant(experiment="x", role="target", run_id="r", upstream=upstream)
+    path = "/v1/responses" if api == "responses" else "/v1/messages"
+    body = {
+        "model": "m",
+        "stream": True,
+        "max_tokens": 9,
+        "input" if api == "responses" else "messages": USER,
+    }
+    with (
+        httpx2.stream(
+            "POST", f"{gateway.url}{path}", json=body, timeout=60,
+            headers={"Authorization": f"Bearer {token}", "x-api-key": token},
+        ) as response,
+        pytest.raises(httpx2.RemoteProtocolError),  # the error event, then the cut
+    ):  # fmt: skip
+        b"".join(response.iter_raw())
+
+    used = gateway.revoke(token)
+    assert "ended without its closing event" in (used.last_fault or ""), used
+    assert used.failed == 1 and used.answered == 0
