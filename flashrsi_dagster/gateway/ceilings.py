@@ -3,7 +3,8 @@ model call asks for at most the role's `llm.max_tokens` output tokens and at mos
 `llm.reasoning` (effort, Anthropic thinking budget). The harness sets them in code a Worker may
 edit (`runtime/llm.py`), and a harness that asked for more would buy its score with compute
 the experiment never granted: so a request over a ceiling, or naming none where one is set, is
-lowered to it. Asking for less stays the harness's choice."""
+lowered to it; so is a chat call asking for more than one answer (`n`). Asking for less stays
+the harness's choice."""
 
 from __future__ import annotations
 
@@ -24,11 +25,15 @@ harnesses do)."""
 
 def hold_ceilings(
     request: dict[str, Any], kind: Kind, max_output: int | None, effort: str | None,
-    thinking: int | None,
+    thinking: int | None, choices: int = 1,
 ) -> list[str]:  # fmt: skip
     """Lower, in place, what `request` asks for past the ceilings (None: no ceiling); returns
-    what was lowered, one `field: asked -> ceiling` each."""
+    what was lowered, one `field: asked -> ceiling` each. `choices`: the answers a chat call
+    may ask for (`n`), one unless the role's `extra_body` asks for more: `n: 16` would be
+    sixteen samples for one call of the run's budget."""
     held: list[str] = []
+    if kind == "chat" and "n" in request:
+        _lower(request, "n", choices, _over_count, held)
     if max_output is not None:
         names = _OUTPUT[kind]
         for name in [n for n in names if n in request] or names[:1]:

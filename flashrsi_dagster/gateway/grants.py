@@ -46,6 +46,8 @@ class Upstream:
     """The highest reasoning effort a call may ask for (the role's `llm.reasoning.effort`)."""
     thinking: int | None = None
     """The largest Anthropic thinking budget a call may ask for (`llm.reasoning.budget_tokens`)."""
+    choices: int = 1
+    """Answers one chat call may ask for (`n`): one, or what the role's `llm.extra_body` sets."""
     oauth: bool = False
     """The key is an OAuth access token (a Claude login, `llm.auth: login`): sent as a Bearer
     token with Anthropic's OAuth beta header instead of `x-api-key`."""

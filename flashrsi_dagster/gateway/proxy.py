@@ -204,8 +204,9 @@ class Proxy:
         if route.kind is not None and request is not None:
             body = self._clip(run, route.kind, request, body)
             if held := hold_ceilings(
-                request, route.kind, upstream.max_output, upstream.effort, upstream.thinking
-            ):
+                request, route.kind, upstream.max_output, upstream.effort, upstream.thinking,
+                upstream.choices,
+            ):  # fmt: skip
                 logger.info("gateway: run %s asked past its ceilings: %s", run.grant.run_id, held)
                 body = json.dumps(request, ensure_ascii=False).encode()
         forward = _Forward(run, route, target, body)

@@ -83,10 +83,19 @@ def test_a_call_asking_for_more_reasoning_than_the_role_gets_the_roles(recording
     assert anthropic["thinking"]["budget_tokens"] == 1024
 
 
+def test_a_chat_call_asking_for_many_answers_gets_one_or_the_roles(recording):
+    """`n: 16` is sixteen samples for one call of the run's turn budget."""
+    assert _sent(recording, "chat", {"n": 16})["n"] == 1
+    assert _sent(recording, "chat", {"n": 16}, choices=3)["n"] == 3
+    assert _sent(recording, "chat", {"n": 2}, choices=3)["n"] == 2
+    assert "n" not in _sent(recording, "chat", {})
+
+
 def test_the_ceilings_are_the_roles_llm_settings():
     llm = LLMConfig(
-        model="m", base_url="offline", max_tokens=300,
+        model="m", base_url="offline", max_tokens=300, extra_body={"n": 3},
         reasoning={"effort": "low", "budget_tokens": 2048},  # type: ignore[arg-type]
     )  # fmt: skip
     upstream = upstream_of(llm)
     assert (upstream.max_output, upstream.effort, upstream.thinking) == (300, "low", 2048)
+    assert upstream.choices == 3 and upstream_of(LLMConfig(model="m")).choices == 1
