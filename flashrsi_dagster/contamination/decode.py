@@ -1,7 +1,8 @@
 """A file's texts as a reader of it could recover them: plain, unescaped, and every blob in
 it decoded (base64, base32, Ascii85, hex, `\\x` escapes, lists of character codes, UTF-16,
-EBCDIC) and decompressed (gzip, zlib, bzip2, xz, zip; a tar archive read as it is), to a
-bounded depth and size, so a decompression bomb costs at most `MAX_DECODED_BYTES`.
+EBCDIC) and decompressed (gzip, zlib, bzip2, xz, zip, raw deflate, legacy lzma; a tar
+archive read as it is), to a bounded depth and size, so a decompression bomb costs at most
+`MAX_DECODED_BYTES`.
 
 Each text is a `View`: the file, the chain of encodings that led to it (`gzip+base64`), and
 its lines, each numbered by the line of the file it came from (a decoded blob's lines all
@@ -107,6 +108,8 @@ def _views(file, data: bytes, encoding: str, span, depth: int, budget: Budget) -
         yield View(file, CIPHERS[1], [(n, codecs.encode(line, "rot13")) for n, line in lines])
         if (read := _ebcdic(data)) is not None and budget.take(read):
             yield from _views(file, read, "ebcdic", span, depth + 1, budget)
+        if not data.isascii() and (inflated := _headerless(data, budget)) is not None:
+            yield from _views(file, inflated[0], inflated[1], span, depth + 1, budget)
     escaped = text
     for _ in range(2):  # a JSON string inside a Python string is escaped twice
         if "\\" not in escaped:
@@ -256,9 +259,47 @@ def _unpacked(blob: bytes, budget: Budget) -> Iterator[tuple[bytes, str]]:
                 if readable:
                     yield readable, kind
             return
+    if _as_text(blob) is None and (inflated := _headerless(blob, budget)) is not None:
+        yield inflated
+        return
     readable = _readable(blob)
     if readable and budget.take(readable):
         yield readable, ""
+
+
+_HEADERLESS = (
+    ("deflate", lambda: zlib.decompressobj(-zlib.MAX_WBITS)),
+    ("zlib", zlib.decompressobj),
+    ("lzma", lambda: lzma.LZMADecompressor(lzma.FORMAT_ALONE)),
+)
+
+
+def _headerless(blob: bytes, budget: Budget) -> tuple[bytes, str] | None:
+    """A compressed stream whose start no magic of `_MAGIC` names: raw deflate
+    (`zlib.compress(d, wbits=-15)`), zlib with a smaller window (a header other than `78 ..`),
+    the legacy `.lzma` format. Kept only when it decompresses, whole, to text (bytes that are
+    no such stream seldom end one cleanly); a stream past the budget is `cut`."""
+    limit = budget.left
+    if limit <= 0 or len(blob) < 8:
+        return None
+    for kind, make in _HEADERLESS:
+        if kind == "zlib" and (blob[0] & 0x0F != 8 or (blob[0] << 8 | blob[1]) % 31):
+            continue
+        if kind == "lzma" and blob[0] > 224:  # the properties byte: at most (4*5+4)*9+8
+            continue
+        engine = make()
+        try:
+            data = engine.decompress(blob, limit)
+        except (zlib.error, lzma.LZMAError, EOFError, ValueError):
+            continue
+        if not engine.eof:
+            if len(data) >= limit and _as_text(data[:4096]) is not None:
+                budget.cut = True  # a real stream, longer than what is left to read
+            continue
+        text = _as_text(data)
+        if text is not None and budget.take(text):
+            return text, kind
+    return None
 
 
 def _packed(blob: bytes) -> bool:
@@ -271,15 +312,21 @@ def _readable(blob: bytes) -> bytes | None:
     and UTF-32 of ASCII read plain), when it is text; else its printable runs, one a line (a
     table followed or laced with stray bytes a harness cuts off before decoding); None when
     it holds none (an image, a bomb of zeros)."""
-    narrow = blob.replace(b"\0", b"")
-    text = narrow.decode("utf-8", "replace")
-    printable = sum((ch.isprintable() and ch != "\ufffd") or ch in "\n\r\t" for ch in text)
-    if text and printable >= 0.9 * len(text):
+    if (narrow := _as_text(blob)) is not None:
         return narrow
+    text = blob.replace(b"\0", b"").decode("utf-8", "replace")
     if (read := _ebcdic(blob)) is not None:
         return read
     runs = _RUNS.findall(text)
     return "\n".join(runs).encode("utf-8", "surrogatepass") if runs else None
+
+
+def _as_text(blob: bytes) -> bytes | None:
+    """The blob, NULs dropped (UTF-16 and UTF-32 of ASCII read plain), when it is text."""
+    narrow = blob.replace(b"\0", b"")
+    text = narrow.decode("utf-8", "replace")
+    printable = sum((ch.isprintable() and ch != "\ufffd") or ch in "\n\r\t" for ch in text)
+    return narrow if text and printable >= 0.9 * len(text) else None
 
 
 def _ebcdic(data: bytes) -> bytes | None:

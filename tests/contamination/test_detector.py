@@ -394,6 +394,31 @@ def test_an_edit_mentioning_the_labels_and_keyword_rules_passes(harness):
     assert verdict.hits == [] and verdict.files == 2
 
 
+def _deflate(data: bytes, wbits: int) -> bytes:
+    engine = zlib.compressobj(9, zlib.DEFLATED, wbits)
+    return engine.compress(data) + engine.flush()
+
+
+@pytest.mark.parametrize(
+    ("path", "data"),
+    [
+        ("skills/t.bin", _deflate(json.dumps(TABLE).encode(), -15)),
+        ("runtime/t.py", b"T = %r\n" % base64.b64encode(_deflate(json.dumps(TABLE).encode(), -15))),
+        ("runtime/t.py", b"T = %r\n" % base64.b64encode(_deflate(json.dumps(TABLE).encode(), 10))),
+        ("skills/t.lzma", lzma.compress(json.dumps(TABLE).encode(), format=lzma.FORMAT_ALONE)),
+    ],
+    ids=["raw-deflate-file", "base64-of-raw-deflate", "zlib-small-window", "legacy-lzma"],
+)
+def test_the_table_compressed_without_a_known_magic_is_caught(harness, path, data):
+    """`zlib.decompress(blob, -15)` is one line of stdlib, as `gzip` is."""
+    rejected(harness.judge(write_bytes(path, data)), "beside its answer")
+
+
+def test_a_headerless_stream_past_the_budget_is_rejected_as_unsearched(harness):
+    padded = _deflate(b" " * (8 << 20) + json.dumps(TABLE).encode(), -15)
+    rejected(harness.judge(write_bytes("skills/t.bin", padded)), "unsearched")
+
+
 def test_binary_data_passes(harness):
     """A binary file (random bytes: most of them are printable in EBCDIC) is no table."""
     noise = random.Random(1).randbytes(2_000_000)
