@@ -18,10 +18,10 @@ from pathlib import Path
 
 import dagster as dg
 
-from flashrsi_dagster.jobs.instance import instance_dir
+from flashrsi_dagster.deployment.instance import instance_dir
 
 DEV = [sys.executable, "-m", "dagster", "dev", "-m", "flashrsi_dagster.definitions"]
-"""As `flashrsi ui` starts it (`jobs/instance.py`)."""
+"""As `flashrsi ui` starts it (`deployment/instance.py`)."""
 LAUNCH = """
 mutation($params: ExecutionParams!) {
   launchPipelineExecution(executionParams: $params) {

@@ -36,10 +36,10 @@ from dagster import DagsterEventType
 from report import save
 
 from flashrsi_dagster.config import load_config
+from flashrsi_dagster.deployment.cli_driver import drive_on
+from flashrsi_dagster.deployment.instance import instance_dir, persistent_instance
+from flashrsi_dagster.deployment.run_queue import RunLimits
 from flashrsi_dagster.experiment import open_experiment
-from flashrsi_dagster.jobs.cli_driver import drive_on
-from flashrsi_dagster.jobs.instance import instance_dir, persistent_instance
-from flashrsi_dagster.jobs.run_queue import RunLimits
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "meta_harness.yaml"

@@ -2,7 +2,7 @@
 
 Run:  .venv/bin/python bench/reaper_bench.py [--repeat 3] [--stage importing|stalled]
 
-The driver of `tests/jobs/test_reaper.py` (the code server `flashrsi run` starts, and a run
+The driver of `tests/deployment/test_reaper.py` (the code server `flashrsi run` starts, and a run
 submitted to the home's queue) runs until its run worker exists; then the driver alone is
 SIGKILLed, and the time until no process of its session is left (code server, reaper, run
 worker, resource tracker; zombies aside) is reported. `--stage importing` kills as soon as the
@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 
-from tests.jobs.test_reaper import DRIVER, STALLED, _session
+from tests.deployment.test_reaper import DRIVER, STALLED, _session
 
 
 def _worker(session: int) -> bool:

@@ -53,16 +53,17 @@ from pathlib import Path
 from dagster_ui import DagsterUI, wait_for_run, wait_for_tagged_run
 from report import OUT, save
 
-from flashrsi_dagster.algorithms.meta_harness import Layout, MetaHarness
 from flashrsi_dagster.algorithms.meta_harness.history import HistoryView
+from flashrsi_dagster.algorithms.meta_harness.records import Layout
+from flashrsi_dagster.algorithms.meta_harness.run import MetaHarness
 from flashrsi_dagster.config import load_config
-from flashrsi_dagster.defs import defs_for
+from flashrsi_dagster.deployment.in_process import InProcessRuns
+from flashrsi_dagster.deployment.instance import persistent_instance
 from flashrsi_dagster.experiment import open_experiment
-from flashrsi_dagster.jobs.in_process import InProcessRuns
-from flashrsi_dagster.jobs.instance import persistent_instance
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
+from flashrsi_dagster.orchestration.algorithm_defs import defs_for
+from flashrsi_dagster.orchestration.resources import ExperimentsResource, HarborEnvironmentResource
 from flashrsi_dagster.records import Trajectory, read_record
-from flashrsi_dagster.resources import ExperimentsResource, HarborEnvironmentResource
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "meta_harness.yaml"
 TARGET_SHARE = 0.05

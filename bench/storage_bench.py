@@ -42,10 +42,10 @@ from round_overhead_bench import measure
 from sqlalchemy.engine import make_url
 
 from flashrsi_dagster.config import load_config
+from flashrsi_dagster.deployment.cli_driver import drive_on
+from flashrsi_dagster.deployment.instance import persistent_instance
+from flashrsi_dagster.deployment.postgres import URL_ENV
 from flashrsi_dagster.experiment import open_experiment
-from flashrsi_dagster.jobs.cli_driver import drive_on
-from flashrsi_dagster.jobs.instance import persistent_instance
-from flashrsi_dagster.jobs.postgres import URL_ENV
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "meta_harness.yaml"
 SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"

@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from flashrsi_dagster.algorithms import registry
 from flashrsi_dagster.algorithms.base import FINALIZE_ACTIONS
 from flashrsi_dagster.config import ConfigError, ExperimentConfig, load_config
 from flashrsi_dagster.config.names import InvalidName, name_problem
@@ -132,6 +133,11 @@ def _config_command(commands, name: str, summary: str) -> argparse.ArgumentParse
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:  # every command reads configs or serves the algorithms' simulator policies
+        registry.check()
+    except registry.UnknownAlgorithmError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if argv[:1] == ["offline-model"]:
         from flashrsi_dagster.offline_model.cli import main as serve
 
@@ -236,8 +242,8 @@ def _init(config: ExperimentConfig, *, force: bool) -> int:
 
 def _instance_ready(home: Path) -> bool:
     """The home's Dagster instance opens on its storage; else False, having said why."""
-    from flashrsi_dagster.jobs.instance import check_instance
-    from flashrsi_dagster.jobs.postgres import StorageSettingError
+    from flashrsi_dagster.deployment.instance import check_instance
+    from flashrsi_dagster.deployment.postgres import StorageSettingError
 
     try:
         check_instance(home)
@@ -320,7 +326,7 @@ def _archive_node(args: argparse.Namespace) -> int:
 def _stored_config(home: Path, name: str) -> ExperimentConfig | None:
     """The config the experiment runs with, from its run_meta.json; None (saying why) when
     there is no such experiment or its record cannot be read back."""
-    from flashrsi_dagster.resources import ExperimentsResource
+    from flashrsi_dagster.orchestration.resources import ExperimentsResource
 
     experiments, folder = ExperimentsResource.at(home), home / name
     meta = ExperimentPaths(folder).run_meta
@@ -356,8 +362,8 @@ code location, which took more than Dagster's 60 s on a loaded 2-core machine.""
 def _drive(experiment, only: tuple[str, ...] | None = None) -> int:
     os.environ.setdefault("DAGSTER_GRPC_TIMEOUT_SECONDS", GRPC_TIMEOUT)  # before Dagster loads
     from flashrsi_dagster.algorithms.base import StepOrderError
+    from flashrsi_dagster.deployment.cli_driver import drive, summary
     from flashrsi_dagster.experiment.lock import DriverBusy
-    from flashrsi_dagster.jobs.cli_driver import drive, summary
 
     try:
         state = drive(experiment, say=lambda line: print(line, flush=True), only=only)
@@ -380,7 +386,7 @@ def _drive(experiment, only: tuple[str, ...] | None = None) -> int:
 
 
 def _ui(args: argparse.Namespace) -> int:
-    from flashrsi_dagster.jobs.instance import ui
+    from flashrsi_dagster.deployment.instance import ui
 
     if not _instance_ready(args.home.resolve()):
         return EXIT_BAD_INPUT
@@ -388,7 +394,7 @@ def _ui(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from flashrsi_dagster.jobs.workers import serve
+    from flashrsi_dagster.deployment.workers import serve
 
     try:
         serve(args.home.resolve(), name=args.name, loglevel=args.loglevel)

@@ -6,7 +6,7 @@ config (default `./.flashrsi`, overridable in the UI's Launchpad or by `flashrsi
 
 from __future__ import annotations
 
-from flashrsi_dagster.defs import build_definitions
+from flashrsi_dagster.deployment.definitions import build_definitions
 
 HOME = ".flashrsi"  # relative to where the code location runs; `flashrsi ui` runs it there
 

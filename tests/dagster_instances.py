@@ -1,6 +1,6 @@
 """The Dagster instances the tests run on: each test that makes one runs on SQLite and on the
 machine's PostgreSQL server (a fresh database per test, dropped afterwards), through the
-storage a home's instance gets (`jobs/postgres.py`).
+storage a home's instance gets (`deployment/postgres.py`).
 
 - `dagster_instance`: a test instance (`dg.instance_for_test`) on each storage;
 - `instance_on(storage)`: the same, inside a test (`storage` is the fixture's parameter);
@@ -17,7 +17,7 @@ from contextlib import contextmanager
 import dagster as dg
 import pytest
 
-from flashrsi_dagster.jobs.postgres import URL_ENV
+from flashrsi_dagster.deployment.postgres import URL_ENV
 from tests.postgres import fresh_database, needs_postgres
 
 STORAGES = ["sqlite", pytest.param("postgres", marks=needs_postgres)]
@@ -39,7 +39,7 @@ def postgres_settings(url: str) -> dict:
     return {
         "storage": {
             "custom": {
-                "module": "flashrsi_dagster.jobs.postgres",
+                "module": "flashrsi_dagster.deployment.postgres",
                 "class": "PostgresStorage",
                 "config": config,
             }

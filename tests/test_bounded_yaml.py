@@ -16,7 +16,7 @@ from flashrsi_dagster.bounded_yaml import (
     safe_load,
 )
 from flashrsi_dagster.config import ConfigError
-from flashrsi_dagster.jobs.execution import executor_config
+from flashrsi_dagster.deployment.execution import executor_config
 from flashrsi_dagster.offline_model.policies.script import ScriptError, load_script
 from flashrsi_dagster.snapshots.components import Components, ComponentsError
 from flashrsi_dagster.snapshots.protection import protected_changes

@@ -74,7 +74,7 @@ def test_canary_never_reaches_a_dagster_event_a_record_or_a_snapshot(tmp_path, c
     snapshot, in any simple encoding, and the jailed agents never held it."""
     from dagster._serdes import serialize_value
 
-    from flashrsi_dagster.jobs.cli_driver import drive_on
+    from flashrsi_dagster.deployment.cli_driver import drive_on
     from flashrsi_dagster.llm.endpoints import offline_server
 
     offline_server().add_script("says-the-key", [{"text": f"benign; my key is {canary}"}] * 200)

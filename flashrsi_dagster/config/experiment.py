@@ -6,11 +6,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from flashrsi_dagster.config.algorithms import AlgorithmConfig
+from flashrsi_dagster.config.algorithms import algorithm_config
 from flashrsi_dagster.config.behaviour import BehaviourConfig
 from flashrsi_dagster.config.comparison import ComparisonConfig
 from flashrsi_dagster.config.models import BenchmarkConfig, ExperimentSection, RoleConfig, Section
 from flashrsi_dagster.config.secrets import SecretRef
+
+AlgorithmConfig = algorithm_config()
+"""The `algorithm` section: the registered algorithm whose `name` the config gives."""
 
 
 class ExperimentConfig(Section):

@@ -1,8 +1,8 @@
 """What the gateway accepts from an endpoint: JSON of bounded depth, answers of their API's
 shape, usage counts that are counts. Anything else is an `EndpointFault`: the endpoint's,
-never the agent's (the call ends in a 502 that names the cause, and the run's ledger keeps it).
+never the agent's (the call ends in a 502 that names the cause, and the run's accounts keeps it).
 
-Bounds (see the README, Confinement): `MAX_JSON_DEPTH` levels of nesting in any JSON the
+Bounds (see docs/confinement.md): `MAX_JSON_DEPTH` levels of nesting in any JSON the
 gateway reads (a request, an answer, a stream event), `MAX_CALL_TOKENS` tokens in one call's
 usage; the byte bounds of answers are the gateway's (`server.py`).
 """
@@ -24,7 +24,7 @@ MAX_CALL_TOKENS = 10_000_000
 
 class EndpointFault(Exception):
     """The endpoint (or the gateway itself) failed a call; `cause` says how, for the log,
-    the run's ledger and the 502 the client gets."""
+    the run's accounts and the 502 the client gets."""
 
     def __init__(self, cause: str) -> None:
         super().__init__(cause)

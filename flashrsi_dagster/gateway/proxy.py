@@ -20,6 +20,7 @@ from flashrsi_dagster.config.request_fields import (
     TOOL_FIELDS,
 )
 from flashrsi_dagster.gateway import errors
+from flashrsi_dagster.gateway.accounts import Accounts, Run
 from flashrsi_dagster.gateway.answers import (
     EndpointFault,
     TooDeep,
@@ -33,7 +34,6 @@ from flashrsi_dagster.gateway.clipping import clip_tool_results
 from flashrsi_dagster.gateway.errors import Refusal
 from flashrsi_dagster.gateway.grants import digest, token_id
 from flashrsi_dagster.gateway.handler import Handler, Headers
-from flashrsi_dagster.gateway.ledger import Ledger, Run
 from flashrsi_dagster.gateway.listeners import Listener
 from flashrsi_dagster.gateway.log import CallLog, CallRecord
 from flashrsi_dagster.gateway.metering import Tokens
@@ -60,7 +60,7 @@ class _Forward:
     reserve: int = 0
     """Tokens the call may use at most (held against the role's cap while it runs)."""
     settled: bool = False
-    """Its end is in the ledger (done before the client sees the answer end)."""
+    """Its end is in the accounts (done before the client sees the answer end)."""
     conn: http.client.HTTPConnection | None = None
     """The upstream connection it went out on (its deadline is the pool's)."""
 
@@ -79,12 +79,12 @@ class _Call:
 
 class Proxy:
     def __init__(
-        self, ledger: Ledger, pool: Pool, log: CallLog, max_body: int, max_answer: int,
+        self, accounts: Accounts, pool: Pool, log: CallLog, max_body: int, max_answer: int,
         max_stream: int,
     ) -> None:  # fmt: skip
         """`max_body`: bytes of a request; `max_answer`: of a whole answer; `max_stream`: of
         a streamed one, all its events together."""
-        self._ledger = ledger
+        self._accounts = accounts
         self._pool = pool
         self._log = log
         self._max_body = max_body
@@ -109,7 +109,7 @@ class Proxy:
             if run is not None:
                 capped = refusal.kind == "budget_exceeded"
                 over, denied = refusal.kind == errors.RUN_BUDGET, refusal.kind == errors.TOOL_DENIED
-                self._ledger.refuse(
+                self._accounts.refuse(
                     run, refusal.message, capped=capped, over_budget=over, denied=denied
                 )
             self._log_once(call)
@@ -119,7 +119,7 @@ class Proxy:
             record.fault = "gateway"
             logger.exception("gateway: failed on %s %s", h.command, url.path)
             if run is not None:  # the infrastructure's fault, not the run's
-                self._ledger.fail(run, f"the gateway's own error ({type(exc).__name__})")
+                self._accounts.fail(run, f"the gateway's own error ({type(exc).__name__})")
             self._log_once(call)
             self._answer(h, errors.Refusal(500, "api_error", "gateway: internal error"))
         finally:
@@ -130,7 +130,7 @@ class Proxy:
         network)."""
         serve = search_page if path.endswith("/search") else fetch_page
         page = serve(run.grant, _json_object(body))
-        self._ledger.web_request(run)
+        self._accounts.web_request(run)
         record.status = 200
         _Client(h).send_whole(200, _JSON, json.dumps(page, ensure_ascii=False).encode())
 
@@ -156,10 +156,10 @@ class Proxy:
         record.token_id = token_id(token_digest)
         if listener.binding is not None and token_digest != listener.binding:
             message = "gateway: this token is not valid on this listener"
-            if (bound := self._ledger.find(listener.binding)) is not None:
-                self._ledger.refuse(bound, message)
+            if (bound := self._accounts.find(listener.binding)) is not None:
+                self._accounts.refuse(bound, message)
             raise errors.unauthorized(message)
-        run = self._ledger.find(token_digest)
+        run = self._accounts.find(token_digest)
         if run is None:
             raise errors.unauthorized("gateway: unknown token")
         g = run.grant
@@ -197,7 +197,7 @@ class Proxy:
                 f"gateway: the request offers the model {', '.join(offered)}, which this "
                 "run's permissions withhold"
             )
-        if route.kind is not None and (reason := self._ledger.over_calls(run)) is not None:
+        if route.kind is not None and (reason := self._accounts.over_calls(run)) is not None:
             raise errors.run_budget_exceeded(reason)
         target = upstream.path_prefix + url.path.removeprefix("/v1")
         target += f"?{url.query}" if url.query else ""
@@ -222,13 +222,13 @@ class Proxy:
         limit = run.grant.output_limit
         if limit is None or not (cut := clip_tool_results(request, kind, limit)):
             return body
-        self._ledger.clip(run, cut)
+        self._accounts.clip(run, cut)
         return json.dumps(request, ensure_ascii=False).encode()
 
     def _serve(self, h: Handler, forward: _Forward, call: _Call) -> None:
         upstream = forward.run.grant.upstream
         counted = forward.route.kind is not None
-        refused = self._ledger.admit(forward.run, forward.reserve, counted=counted)
+        refused = self._accounts.admit(forward.run, forward.reserve, counted=counted)
         if refused is not None:
             reason, own_budget = refused
             raise (errors.run_budget_exceeded if own_budget else errors.budget_exceeded)(reason)
@@ -245,7 +245,7 @@ class Proxy:
     def _fault(
         self, forward: _Forward, call: _Call, exc: BaseException, tokens: Tokens | None = None
     ) -> str:
-        """The endpoint failed the call (`exc` says how): its end in the ledger with the
+        """The endpoint failed the call (`exc` says how): its end in the accounts with the
         cause, once, and before the client can learn of it. Returns the cause."""
         upstream = forward.run.grant.upstream
         timed_out = isinstance(exc, TimeoutError)
@@ -258,7 +258,7 @@ class Proxy:
         if call.record.fault is None:
             call.record.fault = "endpoint"
             self._settle(forward, call, tokens or Tokens(), timed_out=timed_out)
-            self._ledger.fail(forward.run, f"the upstream {cause}")
+            self._accounts.fail(forward.run, f"the upstream {cause}")
         return cause
 
     def _settle(
@@ -274,7 +274,7 @@ class Proxy:
         metered = tokens if forward.route.kind is not None else None
         record = call.record
         ok = record.status is not None and 200 <= record.status < 300 and record.fault is None
-        self._ledger.end(
+        self._accounts.end(
             forward.run, metered, timed_out=timed_out, reserved=forward.reserve, answered=ok
         )
         record.input_tokens, record.output_tokens = tokens.input, tokens.output
@@ -296,7 +296,7 @@ class Proxy:
             if response.status == 429 or response.status >= 500:
                 cause = f"the upstream answered HTTP {response.status}"
                 call.record.fault, call.record.error = "endpoint", cause
-                self._ledger.fail(forward.run, cause)
+                self._accounts.fail(forward.run, cause)
             out = response_headers(response)
             streamed = "text/event-stream" in (response.getheader("Content-Type") or "").lower()
             answer = forward.route.kind is not None and 200 <= response.status < 300
@@ -324,7 +324,7 @@ class Proxy:
         body = self._read_whole(response, forward)
         tokens = Tokens()
         if response.status in (401, 403):
-            self._ledger.refuse_key(forward.run)
+            self._accounts.refuse_key(forward.run)
             # The upstream's words may quote part of the real key ("sk-ab***yz"): not relayed.
             out, body = _JSON, errors.error_body(
                 dialect_of(h.path, h.headers), "upstream_auth_error",
@@ -389,7 +389,7 @@ class Proxy:
         meter: StreamMeter | None, call: _Call,
     ) -> None:  # fmt: skip
         """Relay the stream to its end; its faults raise (`EndpointFault`, TimeoutError). An
-        error the endpoint reports in an event is in the ledger before the client sees it."""
+        error the endpoint reports in an event is in the accounts before the client sees it."""
         size, limit = 0, self._max_stream
         # A client that goes away does not stop the read: the usage comes last, and is owed.
         while data := response.read1(_READ):
@@ -399,7 +399,7 @@ class Proxy:
             events = meter.feed(data) if meter else data
             if meter is not None and meter.reported is not None and call.record.fault is None:
                 call.record.fault, call.record.error = "endpoint", f"the upstream {meter.reported}"
-                self._ledger.fail(forward.run, call.record.error)
+                self._accounts.fail(forward.run, call.record.error)
             client.write(events)
         if forward.conn is not None and self._pool.expired(forward.conn):
             raise TimeoutError

@@ -18,6 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from flashrsi_dagster.gateway.accounts import Accounts
 from flashrsi_dagster.gateway.errors import GatewayError, error_body
 from flashrsi_dagster.gateway.grants import (
     Caps,
@@ -29,7 +30,6 @@ from flashrsi_dagster.gateway.grants import (
     token_id,
 )
 from flashrsi_dagster.gateway.handler import Context, Handler
-from flashrsi_dagster.gateway.ledger import Ledger
 from flashrsi_dagster.gateway.listeners import Acceptor, Connection, Listener
 from flashrsi_dagster.gateway.log import CallLog
 from flashrsi_dagster.gateway.metering import RunUsage, Usage
@@ -79,10 +79,10 @@ class Gateway:
         # An experiment's log: its roles' spending so far, and that of every gateway writing
         # it meanwhile, counts against their caps.
         self._log = CallLog(log_path, redactor)
-        self._ledger = Ledger(self._log)
+        self._accounts = Accounts(self._log)
         self._pool = Pool()
         self._proxy = Proxy(
-            self._ledger, self._pool, self._log, max_body_bytes, max_answer_bytes,
+            self._accounts, self._pool, self._log, max_body_bytes, max_answer_bytes,
             max_stream_bytes,
         )  # fmt: skip
         self._acceptor = Acceptor(self._on_accept)
@@ -148,7 +148,7 @@ class Gateway:
     # -- runs ------------------------------------------------------------------------------
 
     def set_caps(self, experiment: str, role: str, caps: Caps) -> None:
-        self._ledger.set_caps(experiment, role, caps)
+        self._accounts.set_caps(experiment, role, caps)
 
     def grant(
         self, *, experiment: str, role: str, run_id: str, upstream: Upstream,
@@ -169,20 +169,20 @@ class Gateway:
             experiment, role, run_id, upstream, token_id(token_digest), max_calls, web,
             frozenset(deny_tools), output_limit,
         )  # fmt: skip
-        self._ledger.add(token_digest, grant)
+        self._accounts.add(token_digest, grant)
         self._log.add_key(upstream.key)
         return token
 
     def revoke(self, token: str) -> RunUsage:
         """The token is refused from now on; returns what its run used. Calls in flight are
         let finish (and still counted in `usage`); revoking twice returns the usage again."""
-        return self._ledger.revoke(digest(token))
+        return self._accounts.revoke(digest(token))
 
     def usage(
         self, *, experiment: str | None = None, role: str | None = None, run_id: str | None = None
     ) -> Usage:
         """Totals over the runs matching every filter given (all runs without one)."""
-        return self._ledger.totals(experiment, role, run_id)
+        return self._accounts.totals(experiment, role, run_id)
 
     # -- listeners -------------------------------------------------------------------------
 

@@ -128,6 +128,12 @@ class Components:
                 return role
         return None
 
+    def prompt_file(self, files: list[str]) -> str:
+        """The first file of the `prompt` role (else the first file): where a Worker editing
+        the harness naturally starts."""
+        prompts = sorted(f for f in files if self.role_of(f) == "prompt")
+        return prompts[0] if prompts else (sorted(files)[0] if files else "")
+
     def declares(self, path: str) -> bool:
         return self.role_of(path) is not None
 

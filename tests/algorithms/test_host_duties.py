@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from flashrsi_dagster.algorithms.meta_harness import MetaHarness
+from flashrsi_dagster.algorithms.meta_harness.run import MetaHarness
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.evaluator import EvaluatorChanged
 from flashrsi_dagster.experiment import open_experiment
@@ -122,7 +122,7 @@ def test_a_round_on_dev_e2_is_labelled_and_never_a_lift_over_dev_e1(tmp_path):
 
 def _paired_stats(harness: MetaHarness, state, k: int) -> dict:
     """The `paired_stats` asset's value for round k, as the Dagster layer makes it."""
-    from flashrsi_dagster.assets.meta_harness import _paired
+    from flashrsi_dagster.algorithms.meta_harness.defs.assets import _paired
 
     return _paired(harness, state, k, "c0", harness.round_frame(k)).value
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from flashrsi_dagster.algorithms.meta_harness import MetaHarness
+from flashrsi_dagster.algorithms.meta_harness.run import MetaHarness
 from flashrsi_dagster.algorithms.modular_rsi.run import ModularRSI
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.decisions import Ledger

@@ -13,8 +13,8 @@ from dagster._config import validate_config
 from dagster._core.run_coordinator import QueuedRunCoordinator
 from dagster_k8s import K8sRunLauncher
 
-from flashrsi_dagster.assets.context import EXPERIMENT_TAG
 from flashrsi_dagster.definitions import HOME
+from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
 
 DEPLOY = Path(__file__).parents[2] / "deploy" / "kubernetes"
 VALUES = yaml.safe_load((DEPLOY / "values.yaml").read_text())

@@ -126,7 +126,7 @@ def test_without_a_limit_nothing_is_cut_and_a_bad_limit_is_refused(recording):
 
 IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": HUGE}}
 NESTED = {
-    "anthropic": ("/v1/messages", "anthropic", lambda body: body["messages"][1]["content"][0]["content"], {
+    "anthropic": ("/v1/messages", "anthropic", lambda body: body["messages"][1]["content"][0]["content"], {  # noqa: E501
         "max_tokens": 50,
         "messages": [
             {"role": "assistant", "content": [

@@ -27,8 +27,8 @@ from flashrsi_dagster.algorithms.evolver.prompts import (
     pick_instruction,
 )
 from flashrsi_dagster.algorithms.evolver.protocol import read_diagnoses, read_why_pick
-from flashrsi_dagster.algorithms.evolver.runs import run_summary
 from flashrsi_dagster.algorithms.evolver.taxonomy import CONSOLIDATE, builtin, induce
+from flashrsi_dagster.algorithms.evolver.train_runs import run_summary
 from flashrsi_dagster.benchmarks.text_classification import instruction as task_instruction
 from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import flashrsi_dagster
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
-from flashrsi_dagster.algorithms.meta_harness import MetaHarness
 from flashrsi_dagster.algorithms.meta_harness.plan import State
 from flashrsi_dagster.algorithms.meta_harness.records import (
     EditRecord,
@@ -21,6 +20,7 @@ from flashrsi_dagster.algorithms.meta_harness.records import (
     RoundRecord,
     TestResult,
 )
+from flashrsi_dagster.algorithms.meta_harness.run import MetaHarness
 from flashrsi_dagster.benchmarks.base import Task
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.config import load_config

@@ -24,7 +24,7 @@ import yaml
 from flashrsi_dagster.algorithms.base import Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
 from flashrsi_dagster.algorithms.evolver.candidate import said
-from flashrsi_dagster.algorithms.evolver.diagnosis import DiagnosisFailed
+from flashrsi_dagster.algorithms.evolver.diagnosis_call import DiagnosisFailed
 from flashrsi_dagster.algorithms.evolver.nodes import Node
 from flashrsi_dagster.algorithms.evolver.plan import stopped
 from flashrsi_dagster.algorithms.evolver.records import (
@@ -35,7 +35,7 @@ from flashrsi_dagster.algorithms.evolver.records import (
     RoundPlan,
 )
 from flashrsi_dagster.algorithms.evolver.run import Evolver
-from flashrsi_dagster.algorithms.evolver.runs import instruction_of
+from flashrsi_dagster.algorithms.evolver.train_runs import instruction_of
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.decisions import Ledger

@@ -29,7 +29,7 @@ RUN_FOLDERS = ("miniagent-run-", "flashrsi-edit-", "flashrsi-target-", "flashrsi
 DRIVER = textwrap.dedent(
     """
     import sys
-    from flashrsi_dagster.algorithms.meta_harness import MetaHarness
+    from flashrsi_dagster.algorithms.meta_harness.run import MetaHarness
     from flashrsi_dagster.config import load_config
     from flashrsi_dagster.experiment import open_experiment
     from flashrsi_dagster.llm.endpoints import offline_server

@@ -19,7 +19,7 @@ import pytest
 from flashrsi_dagster.agents.claude_code.adapter import ClaudeCode
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS as MINIAGENT
 from flashrsi_dagster.agents.miniagent.adapter import MiniAgent
-from flashrsi_dagster.algorithms.meta_harness import MetaHarness
+from flashrsi_dagster.algorithms.meta_harness.run import MetaHarness
 from flashrsi_dagster.cli import main
 from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.experiment.lock import StepLock
@@ -130,7 +130,7 @@ def test_claude_code_plugin_manifest_stays_evolvable_otherwise(tmp_path):
 
 
 def test_the_scores_asset_shows_no_change_over_a_parent_on_another_eval_set(tmp_path):
-    from flashrsi_dagster.assets import describe
+    from flashrsi_dagster.orchestration import describe
 
     _, state = run_across_dev_versions(tmp_path)
     assert [r.eval_set for r in state.rounds] == ["dev/e1", "dev/e2"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flashrsi_dagster.algorithms.meta_harness import MetaHarness
+from flashrsi_dagster.algorithms.meta_harness.run import MetaHarness
 from flashrsi_dagster.offline_model import OfflineModelServer, RequestRecord, ServerConfig
 from flashrsi_dagster.records import Status, Trajectory
 from flashrsi_dagster.rollouts.record import RolloutRecord

@@ -19,19 +19,19 @@ import dagster as dg
 import pytest
 
 from flashrsi_dagster.algorithms.base import StepOrderError
-from flashrsi_dagster.algorithms.meta_harness import MetaHarness
+from flashrsi_dagster.algorithms.meta_harness.defs.assets import PARTITIONS
 from flashrsi_dagster.algorithms.meta_harness.plan import State, next_step, rank
 from flashrsi_dagster.algorithms.meta_harness.records import Layout, Promotion, RoundRecord
+from flashrsi_dagster.algorithms.meta_harness.run import MetaHarness
 from flashrsi_dagster.algorithms.registry import open_algorithm
-from flashrsi_dagster.assets.context import DRIVER_TAG, EXPERIMENT_TAG
-from flashrsi_dagster.assets.meta_harness import PARTITIONS
 from flashrsi_dagster.config import load_config
-from flashrsi_dagster.defs import build_definitions, defs_for
-from flashrsi_dagster.defs.base import run_key
+from flashrsi_dagster.deployment.definitions import build_definitions
+from flashrsi_dagster.deployment.sensors import round_driver
 from flashrsi_dagster.experiment import ConfigChangedError, open_experiment
+from flashrsi_dagster.orchestration.algorithm_defs import defs_for, run_key
+from flashrsi_dagster.orchestration.context import DRIVER_TAG, EXPERIMENT_TAG
+from flashrsi_dagster.orchestration.resources import ExperimentsResource
 from flashrsi_dagster.records import Status
-from flashrsi_dagster.resources import ExperimentsResource
-from flashrsi_dagster.sensors import round_driver
 from tests.conftest import needs_jails
 from tests.dagster_instances import instance_on
 from tests.sabotage.helpers import files_digest
@@ -388,7 +388,7 @@ def test_a_partition_that_aliases_a_round_or_names_no_slot_of_it_is_refused(tmp_
 
 
 def test_the_start_job_refuses_an_existing_experiment_s_name_with_another_config(tmp_path, storage):
-    """README: an existing experiment keeps the config it was created with. The driver may
+    """docs/ui.md: an existing experiment keeps the config it was created with. The driver may
     already be running its first round: a second start under the same name with other
     settings must not swap the config under it."""
     home = tmp_path / "home"

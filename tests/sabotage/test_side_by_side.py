@@ -18,16 +18,16 @@ from dagster._core.definitions.reconstruct import ReconstructableRepository
 from dagster._core.remote_origin import RegisteredCodeLocationOrigin, RemoteRepositoryOrigin
 
 from flashrsi_dagster.algorithms.base import Step
-from flashrsi_dagster.algorithms.meta_harness import MetaHarness
 from flashrsi_dagster.algorithms.meta_harness.records import RoundRecord
-from flashrsi_dagster.assets.context import EXPERIMENT_TAG
+from flashrsi_dagster.algorithms.meta_harness.run import MetaHarness
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.decisions import Ledger
+from flashrsi_dagster.deployment.in_process import CODE_LOCATION
+from flashrsi_dagster.deployment.instance import persistent_instance
+from flashrsi_dagster.deployment.queued import LOCATION
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.experiment.lock import LOCKS, StepLock
-from flashrsi_dagster.jobs.in_process import CODE_LOCATION
-from flashrsi_dagster.jobs.instance import persistent_instance
-from flashrsi_dagster.jobs.queued import LOCATION
+from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
 from flashrsi_dagster.records import read_record
 from flashrsi_dagster.records.atomic import PlantedFileError
 from flashrsi_dagster.records.chain import CHAIN

@@ -32,16 +32,15 @@ from flashrsi_dagster.algorithms.evolver.beacon import (
     compiled_refusal,
 )
 from flashrsi_dagster.algorithms.evolver.choose import WhyHistory
-from flashrsi_dagster.algorithms.evolver.gates import confirmed, credit, run_gates
+from flashrsi_dagster.algorithms.evolver.confirm_gates import confirmed, credit, run_gates
 from flashrsi_dagster.algorithms.evolver.history import why_history
 from flashrsi_dagster.algorithms.evolver.nodes import Node
 from flashrsi_dagster.algorithms.evolver.plan import State
 from flashrsi_dagster.algorithms.evolver.prompts import design_instruction
 from flashrsi_dagster.algorithms.evolver.records import Applied, node_id
-from flashrsi_dagster.algorithms.evolver.runs import instruction_of
 from flashrsi_dagster.algorithms.evolver.screen import screen
+from flashrsi_dagster.algorithms.evolver.train_runs import instruction_of
 from flashrsi_dagster.algorithms.evolver.where import bind_where
-from flashrsi_dagster.algorithms.meta_harness.prompts import prompt_file_of
 from flashrsi_dagster.benchmarks.base import SystemicFault
 from flashrsi_dagster.evaluator import EvaluatorChanged, basis
 from flashrsi_dagster.records import IntegrityError, Status, read_optional
@@ -184,7 +183,7 @@ class CandidateStep:
             index=self.index,
             count=e.shape.budget.candidates_per_why,
             components=self.parent.components.describe(),
-            prompt_file=prompt_file_of(files, self.parent.components),
+            prompt_file=self.parent.components.prompt_file(files),
         )
         run = e.agent("worker").edit(checkout, instruction, task_id=f"{self.fields['id']}-design")
         run = e.write(self.path("design.json"), run)

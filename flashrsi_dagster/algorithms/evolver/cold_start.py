@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from flashrsi_dagster.algorithms.evolver.diagnosis import diagnose_tasks
+from flashrsi_dagster.algorithms.evolver.diagnosis_call import diagnose_tasks
 from flashrsi_dagster.algorithms.evolver.failure_map import FailureMap, fold
 from flashrsi_dagster.algorithms.evolver.records import ColdStart
-from flashrsi_dagster.algorithms.evolver.runs import run_summary
 from flashrsi_dagster.algorithms.evolver.taxonomy import Taxonomy, TaxonomyError, builtin, induce
+from flashrsi_dagster.algorithms.evolver.train_runs import run_summary
 from flashrsi_dagster.records import Status, Trajectory
 
 if TYPE_CHECKING:

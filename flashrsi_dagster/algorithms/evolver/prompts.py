@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from flashrsi_dagster import instruction_markers as markers
+from flashrsi_dagster.algorithms.evolver import markers as evolver_markers
 from flashrsi_dagster.algorithms.evolver.choose import WhyHistory
 from flashrsi_dagster.algorithms.evolver.failure_map import Diagnosis, Flip
 from flashrsi_dagster.algorithms.evolver.taxonomy import Taxonomy
@@ -32,7 +33,7 @@ Answer with one JSON object, in a ```json block:
 def diagnose_instruction(taxonomy: Taxonomy, runs: Mapping[str, str]) -> str:
     """`runs`: failing train task id -> its run, summarised (question, answer, expected)."""
     return DIAGNOSE.format(
-        phase=markers.EVOLVER_PHASE,
+        phase=evolver_markers.EVOLVER_PHASE,
         taxonomy="\n".join(f"- {w.name}: {w.description}" for w in taxonomy.whys),
         runs="\n\n".join(f"### task {task}\n{text}" for task, text in runs.items()),
     )
@@ -60,7 +61,7 @@ def pick_instruction(
             f"- {why}: {count} failing task(s); earlier candidates lost {past.failed}, "
             f"never fired {past.inert}"
         )
-    return PICK.format(phase=markers.EVOLVER_PHASE, limit=limit, table="\n".join(rows))
+    return PICK.format(phase=evolver_markers.EVOLVER_PHASE, limit=limit, table="\n".join(rows))
 
 
 DESIGN = """\
@@ -108,8 +109,8 @@ def design_instruction(
         else ""
     )
     return DESIGN.format(
-        phase=markers.EVOLVER_PHASE,
-        why_marker=markers.WHY,
+        phase=evolver_markers.EVOLVER_PHASE,
+        why_marker=evolver_markers.WHY,
         why=why,
         description=description,
         index=index,

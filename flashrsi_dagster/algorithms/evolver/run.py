@@ -5,7 +5,7 @@ ledger and the frozen baseline, and the failure map over a WHY taxonomy. Then ea
 the seven-step funnel as separate steps (`plan.py`): `diagnose` (Gate0, re-diagnosis of the
 last round's children, the WHY pick, the anchors), one step per candidate slot (design, the
 beacon guard, apply as a git child, screen, confirm, the gates: `candidate.py`) and `decide`
-(the library's best becomes the parent: `conclude.py`). Rounds stop on patience against the
+(the library's best becomes the parent: `endings.py`). Rounds stop on patience against the
 fixed vanilla, the round cap or errored rounds in a row; then the test split is unsealed once
 for the retention report. Everything the search reads is train; dev takes no part.
 """
@@ -18,14 +18,15 @@ from typing import ClassVar
 
 from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
-from flashrsi_dagster.algorithms.evolver import conclude, decisions, report
+from flashrsi_dagster.algorithms.evolver import endings, ledger_entries, report
 from flashrsi_dagster.algorithms.evolver.candidate import CandidateStep
 from flashrsi_dagster.algorithms.evolver.choose import Budget
 from flashrsi_dagster.algorithms.evolver.cold_start import ColdStartStep
-from flashrsi_dagster.algorithms.evolver.diagnose import DiagnoseStep
+from flashrsi_dagster.algorithms.evolver.config import EvolverConfig
+from flashrsi_dagster.algorithms.evolver.confirm_gates import Confirmed, confirmed
+from flashrsi_dagster.algorithms.evolver.diagnosis_step import DiagnoseStep
 from flashrsi_dagster.algorithms.evolver.failure_map import FailureMap
-from flashrsi_dagster.algorithms.evolver.gate0 import gate0
-from flashrsi_dagster.algorithms.evolver.gates import Confirmed, confirmed
+from flashrsi_dagster.algorithms.evolver.health import gate0
 from flashrsi_dagster.algorithms.evolver.nodes import Node
 from flashrsi_dagster.algorithms.evolver.plan import (
     Shape,
@@ -49,7 +50,6 @@ from flashrsi_dagster.algorithms.searching import Searching
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time, side_by_side
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
-from flashrsi_dagster.config.algorithms import EvolverConfig
 from flashrsi_dagster.decisions import Decision
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.records import Trajectory, read_optional
@@ -108,7 +108,7 @@ class Evolver(Searching):
         return report.summary(self, state)
 
     def decisions(self, state: State) -> list[Decision]:
-        return decisions.decisions(self, state)
+        return ledger_entries.decisions(self, state)
 
     def do(self, step: Step) -> None:
         r = step.round
@@ -185,7 +185,7 @@ class Evolver(Searching):
             self.record_decisions()
             return done
         state = self._require(Step("decide", r, "decide"))
-        decision = conclude.decide_round(self, state, r)
+        decision = endings.decide_round(self, state, r)
         self.record_decisions()
         self.log(f"round {r}: {decision.outcome}; {decision.reason}")
         return decision
@@ -200,7 +200,7 @@ class Evolver(Searching):
         if due.action != "sealed_test":
             raise StepOrderError(f"the sealed test refused: {due.describe()} comes first")
         self.experiment.records.verify()
-        record = conclude.unseal_retention(self, state)
+        record = endings.unseal_retention(self, state)
         self.record_decisions()
         for row in record.rows:
             self.log(report.retention_line(row))

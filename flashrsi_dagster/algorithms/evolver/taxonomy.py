@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from flashrsi_dagster import instruction_markers as markers
+from flashrsi_dagster.algorithms.evolver import markers
 
 MIN_WHY_CLASSES = 7
 _NAME = re.compile(r"^[a-z][a-z0-9_]{1,40}$")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from flashrsi_dagster import instruction_markers as markers
+from flashrsi_dagster.algorithms.meta_harness import markers as meta_harness_markers
 from flashrsi_dagster.snapshots import Components
 
 INSTRUCTION = """\
@@ -42,7 +43,7 @@ def worker_instruction(
     """The instruction; with several candidates a round, also which one this is (one a
     round: word for word as before `candidates_per_round`)."""
     text = INSTRUCTION.format(
-        history_marker=markers.HISTORY,
+        history_marker=meta_harness_markers.HISTORY,
         history=history,
         prompt_file_marker=markers.PROMPT_FILE,
         prompt_file=prompt_file,
@@ -51,9 +52,3 @@ def worker_instruction(
     if candidates > 1:
         text += SIDE_BY_SIDE.format(count=candidates, slot=slot, history=history)
     return text
-
-
-def prompt_file_of(files: list[str], components: Components) -> str:
-    """The first file of the `prompt` role, the natural place for the Worker to start."""
-    prompts = sorted(f for f in files if components.role_of(f) == "prompt")
-    return prompts[0] if prompts else (sorted(files)[0] if files else "")

@@ -26,7 +26,7 @@ import pandas as pd
 
 from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
-from flashrsi_dagster.algorithms.meta_harness import decisions, report
+from flashrsi_dagster.algorithms.meta_harness import ledger_entries, report
 from flashrsi_dagster.algorithms.meta_harness.history import HISTORY, HistoryView
 from flashrsi_dagster.algorithms.meta_harness.plan import (
     SLOT,
@@ -41,7 +41,7 @@ from flashrsi_dagster.algorithms.meta_harness.plan import (
     still_missing,
     unfinished_rounds,
 )
-from flashrsi_dagster.algorithms.meta_harness.prompts import prompt_file_of, worker_instruction
+from flashrsi_dagster.algorithms.meta_harness.prompts import worker_instruction
 from flashrsi_dagster.algorithms.meta_harness.records import (
     EditRecord,
     Layout,
@@ -153,8 +153,8 @@ class MetaHarness(Searching):
         return report.summary(state)
 
     def decisions(self, state: State) -> list[Decision]:
-        """The ledger entries the records imply (see `meta_harness/decisions.py`)."""
-        return decisions.decisions(self, state)
+        """The ledger entries the records imply (see `meta_harness/ledger_entries.py`)."""
+        return ledger_entries.decisions(self, state)
 
     def _require_turn(self, action: str) -> State:
         """The state, if `action` may run now; else StepOrderError, nothing changed."""
@@ -413,7 +413,7 @@ class MetaHarness(Searching):
             instruction = worker_instruction(
                 seed.components,
                 HISTORY,
-                prompt_file_of(files, seed.components),
+                seed.components.prompt_file(files),
                 slot=slot,
                 candidates=self.candidates,
             )

@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flashrsi_dagster.algorithms.base import Step
+from flashrsi_dagster.algorithms.modular_rsi.modules import INTEGRATION
 from flashrsi_dagster.algorithms.modular_rsi.records import (
     Layout,
     Promotion,
     StepRecord,
     TestResult,
 )
-from flashrsi_dagster.config.modules import INTEGRATION
 from flashrsi_dagster.records import read_optional
 
 

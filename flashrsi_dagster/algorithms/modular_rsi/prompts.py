@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from flashrsi_dagster import instruction_markers as markers
+from flashrsi_dagster.algorithms.modular_rsi import markers
 from flashrsi_dagster.algorithms.modular_rsi.findings import Target
-from flashrsi_dagster.config.modules import RESPONSIBILITIES
+from flashrsi_dagster.algorithms.modular_rsi.modules import RESPONSIBILITIES
 
 TRAJECTORIES = "trajectories"
 """The analysis folder's full trajectories: `<task id>/<sample>.json`, untruncated."""

@@ -22,8 +22,10 @@ from typing import ClassVar
 from flashrsi_dagster.agents import Agent
 from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
-from flashrsi_dagster.algorithms.modular_rsi import decisions, report
+from flashrsi_dagster.algorithms.modular_rsi import ledger_entries, report
+from flashrsi_dagster.algorithms.modular_rsi.config import ModularRSIConfig
 from flashrsi_dagster.algorithms.modular_rsi.groups import remember
+from flashrsi_dagster.algorithms.modular_rsi.modules import INTEGRATION, ordered
 from flashrsi_dagster.algorithms.modular_rsi.plan import (
     Plan,
     State,
@@ -46,8 +48,6 @@ from flashrsi_dagster.algorithms.turns import one_step_at_a_time, side_by_side
 from flashrsi_dagster.benchmarks.base import Task
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
-from flashrsi_dagster.config.algorithms import ModularRSIConfig
-from flashrsi_dagster.config.modules import INTEGRATION, ordered
 from flashrsi_dagster.decisions import Decision
 from flashrsi_dagster.evaluator import basis
 from flashrsi_dagster.experiment import Experiment
@@ -117,8 +117,8 @@ class ModularRSI(Searching):
         return report.summary(state)
 
     def decisions(self, state: State) -> list[Decision]:
-        """The ledger entries the records imply (see `modular_rsi/decisions.py`)."""
-        return decisions.decisions(self, state)
+        """The ledger entries the records imply (see `modular_rsi/ledger_entries.py`)."""
+        return ledger_entries.decisions(self, state)
 
     def do(self, step: Step) -> None:
         if step.action == "branch" and step.slot in self.modules and step.round is not None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from flashrsi_dagster.algorithms.modular_rsi import gates, prompts
 from flashrsi_dagster.algorithms.modular_rsi.findings import rank_targets
 from flashrsi_dagster.algorithms.modular_rsi.groups import group_rollouts
+from flashrsi_dagster.algorithms.modular_rsi.modules import INTEGRATION, all_files
 from flashrsi_dagster.algorithms.modular_rsi.plan import State
 from flashrsi_dagster.algorithms.modular_rsi.protocol import (
     ProtocolError,
@@ -34,7 +35,6 @@ from flashrsi_dagster.algorithms.modular_rsi.references import (
 )
 from flashrsi_dagster.algorithms.modular_rsi.summary import summarize
 from flashrsi_dagster.benchmarks.base import SystemicFault, Task
-from flashrsi_dagster.config.modules import INTEGRATION, all_files
 from flashrsi_dagster.records import Status, Trajectory
 from flashrsi_dagster.scratch import scratch_dir
 from flashrsi_dagster.snapshots import Snapshot

@@ -1,4 +1,5 @@
-"""Which policy answers a request: chosen by the request's `model` id."""
+"""Which policy answers a request: chosen by the request's `model` id. The policies that play
+an algorithm's roles are named in its registry entry (`algorithms/<name>/__init__.py`)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,7 @@ from flashrsi_dagster.offline_model.conversation import Conversation, Reply
 from flashrsi_dagster.offline_model.errors import SimulatorError
 from flashrsi_dagster.offline_model.policies.classify import classify
 from flashrsi_dagster.offline_model.policies.echo import echo
-from flashrsi_dagster.offline_model.policies.evolver import evolver
-from flashrsi_dagster.offline_model.policies.modular_rsi import modular_worker, reviewer
 from flashrsi_dagster.offline_model.policies.script import Script, load_script
-from flashrsi_dagster.offline_model.policies.worker import improve
 
 Policy = Callable[[Conversation], Reply]
 
@@ -22,11 +20,15 @@ SCRIPT_PREFIX = "simulator/script:"
 BUILTIN: dict[str, Policy] = {
     "simulator/echo": echo,
     "simulator/target": classify,
-    "simulator/worker": improve,
-    "simulator/modular-worker": modular_worker,
-    "simulator/reviewer": reviewer,
-    "simulator/evolver": evolver,
 }
+"""Policies of no one algorithm: the echo and the text classification target."""
+
+
+def _algorithm_policies() -> dict[str, str]:
+    """Model id -> the algorithm that names its policy, for every registered algorithm."""
+    from flashrsi_dagster.algorithms import registry
+
+    return {model: name for name in registry.names() for model in registry.entry(name).policies}
 
 
 class PolicyRegistry:
@@ -48,11 +50,16 @@ class PolicyRegistry:
 
     def model_ids(self) -> list[str]:
         with self._lock:
-            return [*BUILTIN, *(SCRIPT_PREFIX + name for name in sorted(self._scripts))]
+            scripts = [SCRIPT_PREFIX + name for name in sorted(self._scripts)]
+        return [*BUILTIN, *_algorithm_policies(), *scripts]
 
     def resolve(self, model: str) -> Policy:
         if model in BUILTIN:
             return BUILTIN[model]
+        if (algorithm := _algorithm_policies().get(model)) is not None:
+            from flashrsi_dagster.algorithms import registry
+
+            return registry.entry(algorithm).policy(model)
         with self._lock:
             script = self._scripts.get(model.removeprefix(SCRIPT_PREFIX))
         if model.startswith(SCRIPT_PREFIX) and script is not None:

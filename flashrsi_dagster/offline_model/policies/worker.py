@@ -37,6 +37,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from flashrsi_dagster import instruction_markers as markers
+from flashrsi_dagster.algorithms.meta_harness import markers as meta_harness_markers
 from flashrsi_dagster.offline_model.conversation import (
     Conversation,
     Reply,
@@ -57,7 +58,8 @@ DEFAULT_PROMPT = "prompts/system.md"
 MAX_FILES = 50
 
 _HISTORY = re.compile(
-    rf"^\s*{re.escape(markers.HISTORY)}\s*`?(?P<path>[^`\s]+)`?\s*$", re.I | re.MULTILINE
+    rf"^\s*{re.escape(meta_harness_markers.HISTORY)}\s*`?(?P<path>[^`\s]+)`?\s*$",
+    re.I | re.MULTILINE,
 )
 _PROMPT = re.compile(
     rf"^\s*{re.escape(markers.PROMPT_FILE)}\s*`?(?P<path>[^`\s]+)`?\s*$", re.I | re.MULTILINE

@@ -10,10 +10,10 @@ import yaml
 
 from flashrsi_dagster.agents import Agent, worker_agent
 from flashrsi_dagster.algorithms.builders import Builders
+from flashrsi_dagster.algorithms.evolver.markers import EVOLVER_PHASE
 from flashrsi_dagster.algorithms.evolver.records import RetentionReport
 from flashrsi_dagster.algorithms.evolver.run import Evolver
 from flashrsi_dagster.decisions import Ledger
-from flashrsi_dagster.instruction_markers import EVOLVER_PHASE
 from flashrsi_dagster.records import read_optional
 
 

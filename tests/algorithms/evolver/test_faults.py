@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from flashrsi_dagster.algorithms.evolver.gate0 import Unhealthy
+from flashrsi_dagster.algorithms.evolver.health import Unhealthy
 from flashrsi_dagster.algorithms.evolver.run import Evolver
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.experiment import open_experiment

@@ -99,7 +99,7 @@ def test_where_is_bound_from_the_changed_files_roles():
 
 
 def test_the_gates_run_in_order_with_a_fixed_denominator_and_infra_failures_at_zero():
-    from flashrsi_dagster.algorithms.evolver.gates import Confirmed, run_gates
+    from flashrsi_dagster.algorithms.evolver.confirm_gates import Confirmed, run_gates
 
     tasks = ["t1", "t2", "t3", "t4"]
     vanilla = Confirmed({t: [1, 0, 0] for t in tasks})  # 4/12
@@ -301,7 +301,7 @@ def test_no_test_leak_at_start_and_retention_at_the_end():
 
 
 def test_the_librarys_best_becomes_the_parent_and_the_round_outcome_feeds_patience():
-    from flashrsi_dagster.algorithms.evolver.decide import decide, outcome
+    from flashrsi_dagster.algorithms.evolver.next_parent import decide, outcome
     from flashrsi_dagster.algorithms.evolver.nodes import Node
 
     def node(k, slot, state, mean=None, library=False):
@@ -344,7 +344,7 @@ def test_the_librarys_best_becomes_the_parent_and_the_round_outcome_feeds_patien
 
 
 def test_the_credited_label_is_the_paired_two_sigma_beside_the_small_n_verdict():
-    from flashrsi_dagster.algorithms.evolver.gates import Confirmed, credit
+    from flashrsi_dagster.algorithms.evolver.confirm_gates import Confirmed, credit
 
     tasks = ["a", "b", "c", "d"]
     vanilla = Confirmed({"a": [0, 0, 0], "b": [1, 0, 0], "c": [1, 1, 0], "d": [1, 1, 1]})

@@ -9,6 +9,7 @@ import pytest
 
 from flashrsi_dagster.algorithms.modular_rsi.findings import rank_targets
 from flashrsi_dagster.algorithms.modular_rsi.groups import group_rollouts, remember
+from flashrsi_dagster.algorithms.modular_rsi.modules import module_problems, ordered
 from flashrsi_dagster.algorithms.modular_rsi.protocol import (
     Finding,
     ProtocolError,
@@ -17,7 +18,6 @@ from flashrsi_dagster.algorithms.modular_rsi.protocol import (
 )
 from flashrsi_dagster.algorithms.modular_rsi.run import make_schedule
 from flashrsi_dagster.algorithms.modular_rsi.summary import BudgetError, summarize
-from flashrsi_dagster.config.modules import module_problems, ordered
 from flashrsi_dagster.records import Status, Trajectory
 
 

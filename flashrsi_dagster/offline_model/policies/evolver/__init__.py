@@ -3,7 +3,7 @@
 Stateless and deterministic like the Meta-Harness worker: every reply is decided from the
 conversation so far; files are read and changed only through the MiniAgent tools `shell` and
 `editor`, at relative paths inside the working folder. The instruction's first line,
-`Evolver phase: <phase>` (`instruction_markers.EVOLVER_PHASE`), chooses what it answers:
+`Evolver phase: <phase>` (`algorithms/evolver/markers.py`), chooses what it answers:
 
 - `diagnose` (`diagnose.py`): one listed WHY per failing run, with a one-line evidence
   (`evidence.py`), as `{"diagnoses": [{"task", "why", "where", "evidence"}]}`;

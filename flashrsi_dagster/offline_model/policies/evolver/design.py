@@ -16,13 +16,14 @@ import re
 from dataclasses import dataclass
 
 from flashrsi_dagster import instruction_markers as markers
+from flashrsi_dagster.algorithms.evolver import markers as evolver_markers
 from flashrsi_dagster.offline_model.conversation import Reply
 from flashrsi_dagster.offline_model.policies.evolver.evidence import Evidence, read_evidence
 from flashrsi_dagster.offline_model.policies.markers import marker, marker_value, safe_path
 
 DEFAULT_PROMPT = "prompts/system.md"
 EDITS = ("create", "str_replace", "insert")
-_WHY, _PROMPT = marker(markers.WHY), marker(markers.PROMPT_FILE)
+_WHY, _PROMPT = marker(evolver_markers.WHY), marker(markers.PROMPT_FILE)
 _INDEX = re.compile(r"\bcandidate\s+(?P<index>\d+)\s+of\s+(?P<count>\d+)")
 _EXAMPLES = "Failing train tasks of this class"
 

@@ -1,6 +1,6 @@
 """The diagnosis: one WHY from the listed taxonomy for every failing run of the instruction.
 
-Runs are `### task <id>` headings, each followed by a run summary (`evolver/runs.py`):
+Runs are `### task <id>` headings, each followed by a run summary (`evolver/train_runs.py`):
 `Instruction:` and the task's text, then `Answer:`, `Expected:` and `Status: <status>[: <error>]`
 lines. The WHY, by the text classification table's rules (the target is `simulator/target`):
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 TEXT_CHARS = 300
 NOT_RECORDED = "(not recorded)"
-"""What the run summary says when a run has no expected label (`evolver/runs.py`)."""
+"""What the run summary says when a run has no expected label (`evolver/train_runs.py`)."""
 _EVIDENCE = re.compile(
     r"expected (?P<expected>.+?), answered (?P<answer>.*?); text: (?P<text>.*?)[ \t]*$"
 )

@@ -1,6 +1,6 @@
 """What an Evolver instruction tells the simulator, and how its structured answers are written.
 
-The phase is the value of the `Evolver phase:` line (`instruction_markers.EVOLVER_PHASE`, the
+The phase is the value of the `Evolver phase:` line (`algorithms/evolver/markers.py`, the
 first line of every Evolver instruction), read from the latest user message that has one (a
 MiniAgent run has one user message: the instruction). Classes are listed as lines
 `- <name>: <description>` (the diagnosis's taxonomy, the consolidation's proposals).
@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from flashrsi_dagster import instruction_markers as markers
+from flashrsi_dagster.algorithms.evolver import markers
 from flashrsi_dagster.offline_model.conversation import Conversation, Reply
 from flashrsi_dagster.offline_model.policies.markers import marker, marker_value
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from flashrsi_dagster import instruction_markers as markers
+from flashrsi_dagster.algorithms.modular_rsi import markers
 from flashrsi_dagster.offline_model.conversation import Conversation
 from flashrsi_dagster.offline_model.policies.markers import marker, marker_value, safe_path
 

@@ -1,1 +1,0 @@
-"""Dagster assets: the thin layer mapping the algorithms' steps onto partitioned assets."""

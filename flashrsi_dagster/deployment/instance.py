@@ -1,0 +1,136 @@
+"""The Dagster instance of a home folder, and the UI on it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import yaml
+
+from flashrsi_dagster.bounded_yaml import safe_load
+from flashrsi_dagster.deployment import postgres
+from flashrsi_dagster.deployment.postgres import StorageSettingError
+from flashrsi_dagster.deployment.run_queue import RunLimits, run_queue
+from flashrsi_dagster.deployment.storage import CONFIG as STORAGE
+
+TELEMETRY_OFF = "telemetry:\n  enabled: false\n"
+UNLIMITED_QUEUE = """run_coordinator:
+  module: dagster._core.run_coordinator
+  class: QueuedRunCoordinator
+  config:
+    dequeue_interval_seconds: 1
+"""
+"""The run queue homes were given before it had limits (such a file gets them)."""
+RUN_QUEUE = run_queue(RunLimits())
+"""Dagster's run queue with the default limits (`run_queue.py`)."""
+SETTINGS = TELEMETRY_OFF + STORAGE + RUN_QUEUE
+"""A new home's file on the default storage."""
+GENERATED_BEFORE = (TELEMETRY_OFF, TELEMETRY_OFF + STORAGE + UNLIMITED_QUEUE)
+"""What earlier versions wrote: a file that holds exactly one of these is brought up to date
+(on the storage it had: SQLite for the second)."""
+_QUEUE_TAIL = "  config:\n    dequeue_interval_seconds: 1\n    dequeue_use_threads: true\n"
+QUEUE_BEFORE_TAGGING = (
+    "run_coordinator:\n  module: dagster._core.run_coordinator\n  class: QueuedRunCoordinator\n"
+    + _QUEUE_TAIL
+)
+"""How the limited run queue began before it tagged what the UI launches (`run_queue.RunQueue`):
+a file holding it gets the new class, its limits (edited or not) kept."""
+QUEUE_NOW = (
+    "run_coordinator:\n  module: flashrsi_dagster.deployment.run_queue\n  class: RunQueue\n"
+    + _QUEUE_TAIL
+)
+MOVED = ("module: flashrsi_dagster.jobs.", "module: flashrsi_dagster.deployment.")
+"""This project's storage and queue classes before `jobs/` became `deployment/`: a file naming
+the old modules is pointed at the new ones, everything else in it kept."""
+STORAGES = {"sqlite": STORAGE, "postgres": postgres.CONFIG}
+"""The storage sections this module writes, by name."""
+
+
+def chosen_storage() -> str:
+    """`postgres` where `FLASHRSI_POSTGRES_URL` is set, else `sqlite` (the default)."""
+    return "postgres" if os.environ.get(postgres.URL_ENV, "").strip() else "sqlite"
+
+
+def instance_dir(home: Path, limits: RunLimits | None = None) -> Path:
+    """The Dagster instance of a home folder (`DAGSTER_HOME`), created on first use with
+    telemetry off (nothing leaves the machine), the chosen storage — SQLite with open
+    connections (`storage.py`), or PostgreSQL (`postgres.py`) — and a run queue looked at every
+    second, with `limits` (default `RunLimits()`). A file an earlier version made
+    (`GENERATED_BEFORE`) is given the rest, its storage kept. One made here on the other
+    storage is refused (`StorageSettingError`): its run history is not left behind silently.
+    A user's own `dagster.yaml` is kept as is."""
+    folder = Path(home) / ".dagster"
+    settings = folder / "dagster.yaml"
+    queue = RUN_QUEUE if limits is None else run_queue(limits)
+    made = settings.read_text() if settings.exists() else TELEMETRY_OFF
+    if MOVED[0] in made:
+        made = made.replace(*MOVED)
+        settings.write_text(made)
+    if made == TELEMETRY_OFF:
+        folder.mkdir(parents=True, exist_ok=True)
+        settings.write_text(TELEMETRY_OFF + STORAGES[chosen_storage()] + queue)
+        return folder
+    _check_storage(settings)
+    if made in GENERATED_BEFORE:
+        settings.write_text(TELEMETRY_OFF + STORAGE + queue)
+    elif QUEUE_BEFORE_TAGGING in made:
+        settings.write_text(made.replace(QUEUE_BEFORE_TAGGING, QUEUE_NOW))
+    return folder
+
+
+def _check_storage(settings: Path) -> None:
+    try:
+        storage = (safe_load(settings.read_text()) or {}).get("storage")
+    except (yaml.YAMLError, AttributeError):
+        return  # not one of ours: Dagster says what is wrong with it
+    made = [k for k, v in STORAGES.items() if storage == yaml.safe_load(v)["storage"]]
+    if made and made[0] != chosen_storage():
+        raise StorageSettingError(_switch_refused(settings.parent, made[0]))
+
+
+_SWITCH = {  # what the instance holds, the setting's state, how to stay
+    "sqlite": ("in SQLite files under it", "is set", "unset it"),
+    "postgres": ("in the PostgreSQL database it names", "is not set", "set it to that URL"),
+}
+
+
+def _switch_refused(folder: Path, made: str) -> str:
+    where, state, keep = _SWITCH[made]
+    return (
+        f"{folder / 'dagster.yaml'}: this home's Dagster instance keeps its runs {where}, but "
+        f"{postgres.URL_ENV} {state}; nothing was changed. To stay on {made}, {keep}. To "
+        f"switch, move the instance folder aside (`mv {folder} {folder}.{made}`) and run again: "
+        f"a new instance is made on the other storage and the experiments carry on from their "
+        f"records; the old run history stays readable with DAGSTER_HOME={folder}.{made}"
+    )
+
+
+def persistent_instance(home: Path) -> dg.DagsterInstance:
+    folder = instance_dir(home)
+    os.environ["DAGSTER_HOME"] = str(folder)  # the CLI's own process: the instance lives here
+    return dg.DagsterInstance.get()
+
+
+def check_instance(home: Path) -> None:
+    """Open the home's instance once and let it go: a storage setting that cannot be used
+    raises `StorageSettingError` here, before a command writes anything."""
+    persistent_instance(home).dispose()
+
+
+def ui(home: Path, port: int) -> int:
+    """`dagster dev` on the experiments' instance, from the folder holding the home."""
+    env = {**os.environ, "DAGSTER_HOME": str(instance_dir(home))}
+    command = [
+        sys.executable,
+        "-m",
+        "dagster",
+        "dev",
+        "-m",
+        "flashrsi_dagster.definitions",
+        "-p",
+        str(port),
+    ]
+    return subprocess.call(command, cwd=Path(home).resolve().parent, env=env)

@@ -1,0 +1,496 @@
+"""Asset metadata and check results: what the UI shows of a step, read from the records.
+
+The renderings themselves (diffs, transcripts, charts, rounding) are engine code in
+`flashrsi_dagster.views`; this module picks what each asset shows and wraps it for Dagster.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import dagster as dg
+import pandas as pd
+
+from flashrsi_dagster.algorithms.base import ONLY_SLOT
+from flashrsi_dagster.contamination import ContentVerdict
+from flashrsi_dagster.decisions import Ledger
+from flashrsi_dagster.decisions.report import ledger_figures
+from flashrsi_dagster.evaluator.compare import basis
+from flashrsi_dagster.experiment import Experiment
+from flashrsi_dagster.experiment.keys import NIGHTLY
+from flashrsi_dagster.orchestration.partitions import AlgorithmPartitions
+from flashrsi_dagster.records import Trajectory, read_optional
+from flashrsi_dagster.rollouts.engine import final_trajectories
+from flashrsi_dagster.rollouts.record import RolloutRecord
+from flashrsi_dagster.snapshots import SnapshotStore
+from flashrsi_dagster.stats.behaviour import BehaviourSignal, line
+from flashrsi_dagster.views import (
+    RoundRow,
+    cost_text,
+    diff_markdown,
+    experiment_chart,
+    pick_examples,
+    round_figures,
+    trajectory_markdown,
+    worker_activity_markdown,
+)
+
+TRANSCRIPT_CHARS = 12_000
+
+
+def figures(**values: float | int | None) -> dict[str, Any]:
+    """Numbers for metadata, rounded as every view rounds them (None shows as "-")."""
+    return {name: "-" if v is None else v for name, v in round_figures(values).items()}
+
+
+def snapshot_link(
+    partitions: AlgorithmPartitions, asset: dg.AssetKey, name: str, k: int, slot: str
+):
+    """A link to another candidate's snapshot (its parent, say) in the same UI: the asset's
+    Partitions tab with that partition selected (the Overview tab ignores `partition`)."""
+    partition = quote(str(partitions.key(name, k, slot)))
+    return dg.MetadataValue.url(
+        f"/assets/{'/'.join(asset.path)}?view=partitions&partition={partition}"
+    )
+
+
+def snapshot(
+    store: SnapshotStore,
+    info: dict,
+    partitions: AlgorithmPartitions,
+    name: str,
+    asset: dg.AssetKey,
+    slot: str = ONLY_SLOT,
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = {
+        "snapshot_id": info.get("snapshot_id") or "-",
+        "parent_id": info.get("parent_id") or "-",
+        "status": info["status"],
+        "reason": info.get("reason") or "-",
+    }
+    parent_round = info.get("parent_round", 0 if info.get("parent_id") else None)
+    if parent_round is not None:
+        metadata["parent"] = snapshot_link(partitions, asset, name, parent_round, slot)
+    child, parent = info.get("snapshot_id"), info.get("parent_id")
+    if child and parent:
+        stats = store.diff_stats(parent, child)
+        metadata.update(
+            files_changed=stats.files,
+            insertions=stats.insertions,
+            deletions=stats.deletions,
+            diff=dg.MetadataValue.md(diff_markdown(store, parent, child)),
+        )
+    return metadata
+
+
+def worker(path: Path) -> dict[str, Any]:
+    """What the Worker of a step did: its activity, then its whole transcript (cut)."""
+    trajectory = read_optional(path, Trajectory)
+    if trajectory is None:
+        return {}
+    return {
+        "worker_status": str(trajectory.status),
+        "worker_activity": dg.MetadataValue.md(worker_activity_markdown(trajectory)),
+        "worker_trajectory": dg.MetadataValue.md(
+            trajectory_markdown(trajectory, max_chars=TRANSCRIPT_CHARS)
+        ),
+    }
+
+
+def check_result(where: str, metadata: dict[str, Any], **fields: Any) -> dg.AssetCheckResult:
+    """A check's result naming the partition it judged: the UI's Checks tab shows the latest
+    result of an asset's check without its partition (partitioned checks are a preview)."""
+    return dg.AssetCheckResult(metadata={"partition": where, **metadata}, **fields)
+
+
+def edit_check(store: SnapshotStore, info: dict, check: str, where: str) -> dg.AssetCheckResult:
+    """Every path a committed edit changed is declared by its parent's components."""
+    child, parent = info.get("snapshot_id"), info.get("parent_id")
+    if not (child and parent):
+        return check_result(
+            where, {"edit": f"none ({info['status']})"}, check_name=check, passed=True
+        )
+    declared = store.get(parent).components
+    changed = [c.path for c in store.changed_paths(parent, child)]
+    outside = [p for p in changed if not declared.declares(p)]
+    found = {"changed": len(changed), "outside_declared_paths": ", ".join(outside) or "-"}
+    return check_result(where, found, check_name=check, passed=not outside)
+
+
+CONTENT_CHECK = "content_not_contaminated"
+
+
+def content_check_spec(asset: dg.AssetKey) -> dg.AssetCheckSpec:
+    return dg.AssetCheckSpec(
+        CONTENT_CHECK,
+        asset=asset,
+        description="The candidate's files carry none of the benchmark's tasks or answers "
+        "(every split; plain, escaped, base64, hex, compressed, hashed): the contamination "
+        "check made before it was scored. Fails with the evidence when it rejected it.",
+    )
+
+
+def content_check(
+    verdict: ContentVerdict | None, asset: dg.AssetKey, where: str, unchecked: str
+) -> dg.AssetCheckResult:
+    """The candidate's contamination verdict as a check (`unchecked`: why it has none, e.g.
+    the seed, or an edit refused before it)."""
+    if verdict is None:
+        metadata: dict[str, Any] = {"checked": f"no: {unchecked}"}
+        return check_result(where, metadata, check_name=CONTENT_CHECK, asset_key=asset, passed=True)
+    metadata = {
+        "snapshot_id": verdict.snapshot_id,
+        "judged_against": verdict.baseline_id,
+        "changed_files": verdict.files,
+        "rules": "; ".join(verdict.rules) or "-",
+        "hits": verdict.hit_count,
+        **{f"tasks_{split}": n for split, n in verdict.tasks.items()},
+        **{f"{split}_task_ids": ", ".join(ids) for split, ids in verdict.named.items()},
+        "evidence": dg.MetadataValue.md(content_hits_markdown(verdict)),
+    }
+    return check_result(
+        where,
+        metadata,
+        check_name=CONTENT_CHECK,
+        asset_key=asset,
+        passed=not verdict.contaminated,
+        severity=dg.AssetCheckSeverity.ERROR,
+    )
+
+
+def content_hits_markdown(verdict: ContentVerdict, limit: int = 50) -> str:
+    if not verdict.hits:
+        return "_no benchmark content in the changed files_"
+    rows = [
+        "| rule | task | split | secret | file | lines | encoding |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for h in verdict.hits[:limit]:
+        task = h.task_id or "_held out, not named_"
+        lines = f"{h.lines[0]}-{h.lines[1]}" if h.lines[1] != h.lines[0] else str(h.lines[0])
+        rows.append(
+            f"| {h.rule} | {task} | {h.split} | {h.secret} | {h.file} | {lines} | {h.encoding} |"
+        )
+    if verdict.hit_count > limit:
+        rows.append(f"\n_{verdict.hit_count - limit} more hit(s) in the verdict record_")
+    return "\n".join(rows)
+
+
+def trajectories(record, frame: pd.DataFrame, rollouts: list[Trajectory]) -> dict[str, Any]:
+    """The round's rollouts: a preview table, and one passing and one failing transcript."""
+    metadata: dict[str, Any] = {
+        "snapshot_id": record.snapshot_id or "-",
+        "status": record.status,
+        **figures(dev_score=record.dev_score),
+        "rollouts": len(frame),
+    }
+    return metadata | rollout_preview(frame, rollouts, "_no rollouts: the edit was rejected_")
+
+
+def rollout_preview(frame: pd.DataFrame, rollouts: list[Trajectory], empty: str) -> dict:
+    """A preview table of the rollouts and one passing and one failing transcript (`empty`
+    says why there are none)."""
+    if not len(frame):
+        return {"preview": dg.MetadataValue.md(empty)}
+    metadata: dict[str, Any] = {
+        "preview": dg.MetadataValue.md(frame.head(20).round(3).to_markdown(index=False))
+    }
+    passing, failing = pick_examples(rollouts)
+    for label, example in (("passing_example", passing), ("failing_example", failing)):
+        text = (
+            "_none in this round_"
+            if example is None
+            else trajectory_markdown(example, max_chars=TRANSCRIPT_CHARS)
+        )
+        metadata[label] = dg.MetadataValue.md(text)
+    return metadata
+
+
+def lineage(state, k: int, slot: str = ONLY_SLOT) -> dict[str, str]:
+    """A candidate's snapshot and parent ids ("-" for a rejected step's snapshot)."""
+    this = state.round(k, slot)
+    return {
+        "snapshot_id": (this and this.snapshot_id) or "-",
+        "parent_id": (this and this.parent_id) or "-",
+    }
+
+
+def scores(state, k: int, table: dict, slot: str = ONLY_SLOT) -> dict[str, Any]:
+    score = table.get("score")
+    parent, this = state.parent_round(k, slot), state.round(k, slot)
+    # a score on another evaluation set is never a change over the parent's (evaluator.compare)
+    on = None if parent is None else basis(this.eval_set if this else None, parent.eval_set)
+    change = None
+    if score is not None and on is not None and on.comparable:
+        change = score - (parent.dev_score or 0.0)
+    cost = table.get("cost")
+    metadata = {
+        **lineage(state, k, slot),
+        **figures(dev_score=score, change_vs_parent=change),
+        "cost": "unpriced (no llm.price)" if cost is None else cost_text(cost),
+        "input_tokens": table.get("input_tokens", 0),
+        "output_tokens": table.get("output_tokens", 0),
+    }
+    if on is not None:
+        metadata["basis"] = on.label
+    return metadata
+
+
+def score_check(table: dict, denominator: int, check: str, asset: dg.AssetKey, where: str):
+    if not table:
+        return check_result(where, {"rollouts": 0}, check_name=check, asset_key=asset, passed=True)
+    score, missing = table["score"], table["missing"]
+    return check_result(
+        where,
+        {**figures(score=score), "denominator": denominator, "missing": missing},
+        check_name=check,
+        asset_key=asset,
+        passed=score is not None and 0.0 <= score <= 1.0 and missing == 0,
+    )
+
+
+BEHAVIOUR_CHECK = "behaviour_consistent_with_parent"
+
+
+def behaviour_check_spec(asset: dg.AssetKey) -> dg.AssetCheckSpec:
+    return dg.AssetCheckSpec(
+        BEHAVIOUR_CHECK,
+        asset=asset,
+        description="Warns when the candidate scores higher than its parent on the same tasks "
+        "with far fewer model calls or tokens (the gateway's count), or answered a task with "
+        "no model call where the parent made some (thresholds: the experiment's `behaviour` "
+        "section). A warning, never a rejection.",
+    )
+
+
+def behaviour_check(
+    signal: BehaviourSignal | str, asset: dg.AssetKey, where: str
+) -> dg.AssetCheckResult:
+    """The behaviour check's result: a warning (severity WARN, not passed) when `signal` is
+    flagged, with its figures; passed with a note when there was nothing to compare (`signal`
+    is then the reason: no parent, no rollouts, no metered usage)."""
+    fields = {"check_name": BEHAVIOUR_CHECK, "asset_key": asset}
+    if isinstance(signal, str) or signal.verdict == "not_compared":
+        note = signal if isinstance(signal, str) else line(signal)
+        return check_result(where, {"compared": note}, passed=True, **fields)
+    s, limits = signal, signal.thresholds
+    metadata = {
+        "verdict": s.verdict,
+        "summary": line(s),
+        **figures(
+            calls_per_task_candidate=s.calls_candidate,
+            calls_per_task_parent=s.calls_parent,
+            calls_ratio=s.calls_ratio,
+            tokens_per_task_candidate=s.tokens_candidate,
+            tokens_per_task_parent=s.tokens_parent,
+            tokens_ratio=s.tokens_ratio,
+            calls_ratio_median_task=s.calls_ratio_median,
+            tokens_ratio_median_task=s.tokens_ratio_median,
+            score_candidate=s.score_candidate,
+            score_parent=s.score_parent,
+            score_delta=s.score_delta,
+            max_calls_ratio=limits.max_calls_ratio,
+            max_tokens_ratio=limits.max_tokens_ratio,
+        ),
+        "tasks": s.tasks,
+        "unmetered_tasks": s.unmetered,
+        "zero_call_tasks": ", ".join(s.zero_call_tasks) or "-",
+    }
+    return check_result(
+        where, metadata, passed=not s.flagged, severity=dg.AssetCheckSeverity.WARN, **fields
+    )
+
+
+def chart_rows(name: str, state) -> list[RoundRow]:
+    promoted = state.promotion.snapshot_id if state.promotion else None
+    return [
+        RoundRow(
+            experiment=name,
+            round=r.round,
+            slot=r.slot,
+            status=r.status,
+            dev_score=r.dev_score,
+            reason=r.reason,
+            promoted=r.snapshot_id is not None and r.snapshot_id == promoted,
+        )
+        for r in state.rounds
+    ]
+
+
+def summary(experiment: Experiment, state) -> dict[str, Any]:
+    name = experiment.config.experiment.name
+    seed = state.round(0)
+    same_set = [r for r in state.rounds if seed is None or r.eval_set == seed.eval_set]
+    scored = [r.dev_score for r in same_set if r.dev_score is not None]  # never across sets
+    metadata: dict[str, Any] = {
+        "chart": dg.MetadataValue.md(experiment_chart(chart_rows(name, state))),
+        "rounds": len({r.round for r in state.rounds}),
+        "rejected": sum(r.status == "rejected" for r in state.rounds),
+        **figures(best_dev_score=max(scored, default=None)),
+    }
+    if any(r.slot != ONLY_SLOT for r in state.rounds):
+        metadata["candidates"] = len(state.rounds)
+    if state.promotion:
+        metadata["promoted_round"] = state.promotion.round
+        if state.promotion.slot != ONLY_SLOT:
+            metadata["promoted_slot"] = state.promotion.slot
+    if state.test:
+        metadata.update(figures(test_score=state.test.test_score))
+    note = experiment.meta.validity_note()
+    if note:
+        metadata["validity"] = note
+    metadata.update(ledger(experiment))
+    return metadata
+
+
+def summary_event(
+    experiment: Experiment, asset: dg.AssetKey, metadata: dict[str, Any]
+) -> dg.AssetMaterialization:
+    """An algorithm's summary, reported by a step: `metadata`, then what every summary shows
+    (the validity note, the decision ledger), for the experiment's partition of `asset`."""
+    note = experiment.meta.validity_note()
+    if note:
+        metadata["validity"] = note
+    metadata.update(ledger(experiment))
+    name = experiment.config.experiment.name
+    return dg.AssetMaterialization(asset_key=asset, partition=name, metadata=metadata)
+
+
+def ledger(experiment: Experiment) -> dict[str, Any]:
+    """The decision ledger for a summary: the trade-off rule, the decisions, the baseline and
+    the comparison behind it (see `decisions/report.py`)."""
+    figures = ledger_figures(Ledger.of(experiment), experiment.config.comparison.describe())
+    return {
+        k.removesuffix("_md"): dg.MetadataValue.md(v) if k.endswith("_md") else v
+        for k, v in figures.items()
+    }
+
+
+def previous_night(name: str, names: list[str]) -> str | None:
+    """The nightly experiment of the same config on the night before `name`'s, if any."""
+    this = NIGHTLY.fullmatch(name)
+    if this is None:
+        return None
+    earlier = [
+        (m["date"], n)
+        for n in names
+        if (m := NIGHTLY.fullmatch(n)) and m["base"] == this["base"] and m["date"] < this["date"]
+    ]
+    return max(earlier)[1] if earlier else None
+
+
+def night_comparison(state, previous: str, before) -> dict[str, Any]:
+    """Tonight's result beside the previous night's: best dev score and sealed test."""
+    best = max((r.dev_score for r in state.rounds if r.dev_score is not None), default=None)
+    then = max((r.dev_score for r in before.rounds if r.dev_score is not None), default=None)
+    test, then_test = state.test and state.test.test_score, before.test and before.test.test_score
+    return {
+        "previous_night": previous,
+        **figures(
+            previous_best_dev_score=then,
+            best_dev_change_vs_previous_night=None if best is None or then is None else best - then,
+            previous_test_score=then_test,
+            test_change_vs_previous_night=None
+            if test is None or then_test is None
+            else test - then_test,
+        ),
+    }
+
+
+def sealed_test(state, *, read_back: bool) -> dict[str, Any]:
+    """The one sealed-test result; a materialization after the first says it read it back."""
+    test, chosen, seed = state.test, state.promotion, state.round(0)
+    when = f"{test.created:%Y-%m-%d %H:%M:%S} UTC"
+    return {
+        "snapshot_id": test.snapshot_id,
+        "promoted_round": chosen.round,
+        **figures(
+            test_score=test.test_score,
+            promoted_dev_score=chosen.dev_score,
+            seed_dev_score=seed.dev_score if seed else None,
+            dev_test_gap=chosen.dev_score - test.test_score,
+        ),
+        "tasks": test.test_tasks,
+        "evaluated": f"once, at {when}"
+        + (
+            "; this materialization read that one result back, it is not a second test"
+            if read_back
+            else "; by this materialization"
+        ),
+    }
+
+
+SEALED_CHECKS = {
+    "evaluated_once_after_promotion": "One sealed-test record, of the promoted snapshot, "
+    "written after the promotion, with exactly tasks x attempts rollouts.",
+    "evaluated_once_after_termination": "One retention report, written after the search "
+    "terminated: the baseline and each delivered version scored on test, each with exactly "
+    "tasks x K rollouts.",
+    "splits_disjoint": "Train, dev and test share no task id, instruction or checksum.",
+    "dev_test_gap": "Warns when the promoted dev score exceeds the test score by more than "
+    "the configured threshold (`experiments_home.dev_test_gap_warning`).",
+}
+ONCE_AFTER_PROMOTION = "evaluated_once_after_promotion"
+
+
+def sealed_check_specs(
+    asset: dg.AssetKey, *, gap: bool, once: str = ONCE_AFTER_PROMOTION
+) -> list[dg.AssetCheckSpec]:
+    """The sealed test's check specs: `once` (evaluated once, after what ends the search),
+    disjoint splits, and with `gap` (an algorithm that promotes on a dev score) the gap."""
+    names = [once, "splits_disjoint", *(["dev_test_gap"] if gap else [])]
+    return [dg.AssetCheckSpec(n, asset=asset, description=SEALED_CHECKS[n]) for n in names]
+
+
+def sealed_checks(algorithm, state, threshold: float | None, asset: dg.AssetKey, where: str):
+    """The sealed test's checks (`sealed_check_specs`): once after promotion, disjoint
+    splits, and, given a `threshold`, the dev-test gap."""
+    test, chosen = state.test, state.promotion
+    expected = test.test_tasks * algorithm.settings.attempts
+    recorded = final_trajectories(
+        RolloutRecord(algorithm.layout.test_rollouts), algorithm.settings.max_infra_reruns
+    )
+    yield check_result(
+        where,
+        {"rollouts": len(recorded), "expected": expected},
+        check_name=ONCE_AFTER_PROMOTION,
+        asset_key=asset,
+        passed=test.snapshot_id == chosen.snapshot_id
+        and test.created >= chosen.created
+        and len(recorded) == expected,
+    )
+    yield splits_check(algorithm, asset, where)
+    if threshold is None:
+        return
+    gap = chosen.dev_score - test.test_score
+    yield check_result(
+        where,
+        figures(dev_test_gap=gap, threshold=threshold),
+        check_name="dev_test_gap",
+        asset_key=asset,
+        passed=gap <= threshold,
+        severity=dg.AssetCheckSeverity.WARN,
+    )
+
+
+def splits_check(algorithm, asset: dg.AssetKey, where: str) -> dg.AssetCheckResult:
+    """`splits_disjoint`: train, dev and test share no task (after the test was unsealed)."""
+    from flashrsi_dagster.benchmarks.loading import load_splits
+    from flashrsi_dagster.benchmarks.splits import refuse_overlap
+
+    splits = load_splits(algorithm.experiment.config.benchmark, algorithm.benchmark)
+    try:
+        refuse_overlap(splits.train, [*splits.dev, *splits.unseal_test()], "train", "dev/test")
+        refuse_overlap(splits.dev, splits.unseal_test(), "dev", "test")
+        overlap = None
+    except ValueError as exc:
+        overlap = str(exc)
+    return check_result(
+        where,
+        {"overlap": overlap or "-"},
+        check_name="splits_disjoint",
+        asset_key=asset,
+        passed=overlap is None,
+    )
