@@ -95,8 +95,14 @@ PSEUDO_FILESYSTEMS = frozenset(
 
 def home_problems(config: ExperimentConfig) -> list[str]:
     """The experiment folder must be one the run can create or reopen: a file in its way, a
-    read-only or kernel filesystem would fail only once the run opens the experiment."""
+    read-only or kernel filesystem would fail only once the run opens the experiment; a
+    symbolic link would open another home's experiment."""
     folder = config.experiment.dir
+    if folder.is_symlink():  # run, init and eval would open, and write, the folder it names
+        return [
+            f"experiment.name: {folder} is a symbolic link (to {os.readlink(folder)}), not an "
+            "experiment's folder; an experiment is opened in its own home"
+        ]
     existing = next(path for path in (folder, *folder.parents) if path.exists())
     key = "experiment.name" if existing == folder else "experiment.home"
     kind = filesystem_type(existing)

@@ -303,6 +303,26 @@ def test_a_name_never_opens_another_homes_experiment_through_a_link(config_dir, 
     assert sorted((p, p.stat().st_mtime_ns) for p in other.rglob("*")) == before
 
 
+def test_a_config_never_opens_another_homes_experiment_through_a_link(config_dir, capsys):
+    """`run`, `init` and `eval` take the experiment's folder from the config's home and name:
+    a link there would have driven, or written records into, another home's experiment."""
+    home, other = Path.cwd() / "home", Path.cwd() / "other"
+    config = str(config_dir / "exp.yaml")
+    assert main(["init", "--config", config, "--experiment.home", str(other)]) == 0
+    home.mkdir()
+    (home / "exp-1").symlink_to(other / "exp-1")
+    before = sorted((p, p.stat().st_mtime_ns) for p in other.rglob("*"))
+    capsys.readouterr()
+
+    for command in (["init"], ["run"], ["eval", "--split", "dev"]):
+        code = main([*command, "--config", config, "--experiment.home", str(home)])
+
+        err = capsys.readouterr().err
+        assert code == 2, command
+        assert f"error: experiment.name: {home / 'exp-1'} is a symbolic link" in err, err
+    assert sorted((p, p.stat().st_mtime_ns) for p in other.rglob("*")) == before
+
+
 def test_a_config_names_its_experiment_never_a_path(config_dir):
     home = Path.cwd() / "home"
     for name in ("../escape", "/tmp/abs", "a..b", ".hidden", "a|b", "a,b"):

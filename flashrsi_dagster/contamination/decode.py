@@ -1,7 +1,8 @@
 """A file's texts as a reader of it could recover them: plain, unescaped, and every blob in
-it decoded (base64, base32, Ascii85, hex, `\\x` escapes, lists of character codes, UTF-16)
-and decompressed (gzip, zlib, bzip2, xz, zip; a tar archive read as it is), to a bounded depth
-and size, so a decompression bomb costs at most `MAX_DECODED_BYTES`.
+it decoded (base64, base32, Ascii85, hex, `\\x` escapes, lists of character codes, UTF-16,
+EBCDIC) and decompressed (gzip, zlib, bzip2, xz, zip, raw deflate, legacy lzma; a tar
+archive read as it is), to a bounded depth and size, so a decompression bomb costs at most
+`MAX_DECODED_BYTES`.
 
 Each text is a `View`: the file, the chain of encodings that led to it (`gzip+base64`), and
 its lines, each numbered by the line of the file it came from (a decoded blob's lines all
@@ -14,6 +15,7 @@ import base64
 import binascii
 import bz2
 import codecs
+import contextlib
 import hashlib
 import html
 import io
@@ -40,8 +42,11 @@ _ESCAPED_BYTES = re.compile(rb"(?:\\x[0-9a-fA-F]{2}){8,}")
 _BASE32 = re.compile(rb"[A-Z2-7]{%d,}={0,6}" % MIN_BLOB)
 _ASCII85 = re.compile(rb"<~(.{%d,}?)~>" % MIN_BLOB, re.DOTALL)
 _NUMBER = rb"(?:0[xX][0-9a-fA-F]{1,6}|[0-9]{1,7})"
-_NUMBERS = re.compile(rb"%s(?:\s*,\s*%s){%d,}" % (_NUMBER, _NUMBER, MIN_BLOB - 1))
-"""A list of character codes (`[73, 103, 110, ...]`, `0x49, 0x67`): `chr` of each."""
+_NUMBERS = re.compile(rb"%s(?:\s*[,;]\s*%s|\s+%s){%d,}" % (_NUMBER, _NUMBER, _NUMBER, MIN_BLOB - 1))
+"""A list of character codes (`[73, 103, 110, ...]`, `0x49, 0x67`, `73 103 110` as an array
+prints): `chr` of each."""
+_RUNS = re.compile("[^\x00-\x08\x0b-\x1f\x7f-\x9f\ufffd]{4,}")
+"""Printable runs in a blob that is not text as a whole (at least a label's length)."""
 _JOINS = re.compile(rb"[\"'`]\s*\+\s*[\"'`]")
 _SQUEEZE = re.compile(rb"[\s'\"`\\]+")
 _BACKSLASH = re.compile(
@@ -101,6 +106,10 @@ def _views(file, data: bytes, encoding: str, span, depth: int, budget: Budget) -
     if encoding == "plain":
         yield View(file, CIPHERS[0], [(n, line[::-1]) for n, line in reversed(lines)])
         yield View(file, CIPHERS[1], [(n, codecs.encode(line, "rot13")) for n, line in lines])
+        if (read := _ebcdic(data)) is not None and budget.take(read):
+            yield from _views(file, read, "ebcdic", span, depth + 1, budget)
+        if not data.isascii() and (inflated := _headerless(data, budget)) is not None:
+            yield from _views(file, inflated[0], inflated[1], span, depth + 1, budget)
     escaped = text
     for _ in range(2):  # a JSON string inside a Python string is escaped twice
         if "\\" not in escaped:
@@ -200,7 +209,9 @@ def _other_alphabets(data: bytes, whole) -> Iterator[tuple[bytes, str, tuple[int
 
 
 def _char_codes(run: bytes) -> bytes:
-    return "".join(chr(int(n, 0)) for n in re.split(rb"\s*,\s*", run)).encode(
+    """`chr` of each code; one past Unicode is a stray character, not a reason to read none."""
+    codes = (int(n, 0) for n in re.split(rb"\s*[,;]\s*|\s+", run.strip()))
+    return "".join(chr(n) if n < 0x110000 else "\ufffd" for n in codes).encode(
         "utf-8", "surrogatepass"
     )
 
@@ -244,11 +255,51 @@ def _unpacked(blob: bytes, budget: Budget) -> Iterator[tuple[bytes, str]]:
     for magic, kind in _MAGIC:
         if blob.startswith(magic):
             for inner in _decompress(blob, kind, budget):
-                if _text_like(inner) or _packed(inner):
-                    yield inner, kind
+                readable = inner if _packed(inner) else _readable(inner)
+                if readable:
+                    yield readable, kind
             return
-    if _text_like(blob) and budget.take(blob):
-        yield blob, ""
+    if _as_text(blob) is None and (inflated := _headerless(blob, budget)) is not None:
+        yield inflated
+        return
+    readable = _readable(blob)
+    if readable and budget.take(readable):
+        yield readable, ""
+
+
+_HEADERLESS = (
+    ("deflate", lambda: zlib.decompressobj(-zlib.MAX_WBITS)),
+    ("zlib", zlib.decompressobj),
+    ("lzma", lambda: lzma.LZMADecompressor(lzma.FORMAT_ALONE)),
+)
+
+
+def _headerless(blob: bytes, budget: Budget) -> tuple[bytes, str] | None:
+    """A compressed stream whose start no magic of `_MAGIC` names: raw deflate
+    (`zlib.compress(d, wbits=-15)`), zlib with a smaller window (a header other than `78 ..`),
+    the legacy `.lzma` format. Kept only when it decompresses, whole, to text (bytes that are
+    no such stream seldom end one cleanly); a stream past the budget is `cut`."""
+    limit = budget.left
+    if limit <= 0 or len(blob) < 8:
+        return None
+    for kind, make in _HEADERLESS:
+        if kind == "zlib" and (blob[0] & 0x0F != 8 or (blob[0] << 8 | blob[1]) % 31):
+            continue
+        if kind == "lzma" and blob[0] > 224:  # the properties byte: at most (4*5+4)*9+8
+            continue
+        engine = make()
+        try:
+            data = engine.decompress(blob, limit)
+        except (zlib.error, lzma.LZMAError, EOFError, ValueError):
+            continue
+        if not engine.eof:
+            if len(data) >= limit and _as_text(data[:4096]) is not None:
+                budget.cut = True  # a real stream, longer than what is left to read
+            continue
+        text = _as_text(data)
+        if text is not None and budget.take(text):
+            return text, kind
+    return None
 
 
 def _packed(blob: bytes) -> bool:
@@ -256,13 +307,40 @@ def _packed(blob: bytes) -> bool:
     return any(blob.startswith(m) for m, _ in _MAGIC) or blob[257:262] == b"ustar"
 
 
-def _text_like(blob: bytes) -> bool:
-    try:
-        text = blob.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
+def _readable(blob: bytes) -> bytes | None:
+    """What a reader of a decoded blob could take as text: the blob, NULs dropped (so UTF-16
+    and UTF-32 of ASCII read plain), when it is text; else its printable runs, one a line (a
+    table followed or laced with stray bytes a harness cuts off before decoding); None when
+    it holds none (an image, a bomb of zeros)."""
+    if (narrow := _as_text(blob)) is not None:
+        return narrow
+    text = blob.replace(b"\0", b"").decode("utf-8", "replace")
+    if (read := _ebcdic(blob)) is not None:
+        return read
+    runs = _RUNS.findall(text)
+    return "\n".join(runs).encode("utf-8", "surrogatepass") if runs else None
+
+
+def _as_text(blob: bytes) -> bytes | None:
+    """The blob, NULs dropped (UTF-16 and UTF-32 of ASCII read plain), when it is text."""
+    narrow = blob.replace(b"\0", b"")
+    text = narrow.decode("utf-8", "replace")
+    printable = sum((ch.isprintable() and ch != "\ufffd") or ch in "\n\r\t" for ch in text)
+    return narrow if text and printable >= 0.9 * len(text) else None
+
+
+def _ebcdic(data: bytes) -> bytes | None:
+    """The bytes read as EBCDIC (`cp500`: every EBCDIC code page has the same letters and
+    digits), as UTF-8, when they are text so and not UTF-8 text already: a one-line stdlib
+    codec, as cheap to hide a table in as rot13."""
+    if data.isascii():
+        return None
+    with contextlib.suppress(UnicodeDecodeError):
+        data.decode("utf-8")
+        return None
+    text = data.decode("cp500")
     printable = sum(ch.isprintable() or ch in "\n\r\t" for ch in text)
-    return bool(text) and printable >= 0.9 * len(text)
+    return text.encode("utf-8") if printable >= 0.9 * len(text) else None
 
 
 def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:

@@ -11,7 +11,8 @@ What is evidence (each rule names a way a harness can carry answers; none is a w
 - `fragments`: a run of `GRAM`+ characters that only one task's input holds, from `FEW`
   tasks or more (a table keyed by the first words of each text);
 - `digest`: a digest of an input (any `hashlib` hash, crc32 or adler32; in hex, or its first
-  `DIGEST_PREFIX` digits, or in base64): a
+  `DIGEST_PREFIX` digits, in base64, as a decimal integer of 8 digits or more, or as raw
+  bytes, its first `RAW_PREFIX`): a
   table keyed by hashes.
 - `undecoded`: encoded or compressed data past the decoding budget (a stream that inflates to
   more, a blob too large, a layer below the third): what it holds cannot be searched, so it
@@ -34,9 +35,16 @@ from flashrsi_dagster.contamination.decode import (
     MAX_DEPTH,
     Budget,
     View,
+    unescape,
     views,
 )
-from flashrsi_dagster.contamination.index import DIGEST_PREFIX, GRAM, MIN_INPUT, SecretIndex
+from flashrsi_dagster.contamination.index import (
+    DIGEST_PREFIX,
+    GRAM,
+    MIN_INPUT,
+    RAW_PREFIX,
+    SecretIndex,
+)
 from flashrsi_dagster.contamination.normalise import Stream
 
 LONG = 48
@@ -55,7 +63,8 @@ RULES = {
     "undecoded": f"more encoded or compressed data than the check decodes "
     f"({MAX_DECODED_BYTES >> 20} MB, {MAX_DEPTH} layers deep): unsearched",
 }
-_HEX_TOKEN = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{8,128}(?![0-9a-fA-F])")
+_HEX_TOKEN = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{8,160}(?![0-9a-fA-F])")
+"""A digest in hex, or in decimal (a crc32 has up to 10 digits, a sha512 up to 155)."""
 _B64_TOKEN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{22,86}")
 """A digest in base64 (16 to 64 bytes, padding dropped)."""
 
@@ -104,8 +113,26 @@ def scan(files: Mapping[str, bytes], index: SecretIndex) -> Scan:
             found.matches += _matches(stream, view, index)
             if view.encoding not in CIPHERS:  # a digest is not written reversed
                 found.digests += _digests(view, index)
+        found.digests += _raw_digests(path, files[path], index)
     found.cut = budget.cut
     return found
+
+
+def _raw_digests(path: str, data: bytes, index: SecretIndex) -> Iterator[Found]:
+    """Digests kept as bytes (`md5(text).digest()` as a key): in the file's bytes (a pickle,
+    a binary file) or in its bytes literals (`b'\\x8f;...'`, unescaped)."""
+    forms = [data] if not data.isascii() else []
+    if b"\\x" in data:
+        text = unescape(data.decode("utf-8", "replace"))
+        forms.append(text.encode("latin-1", "replace"))
+    for form in forms:
+        digests, width = index.raw_digests, RAW_PREFIX
+        for at in range(len(form) - width + 1):
+            task = digests.get(form[at : at + width])
+            if task is not None:
+                line = data.count(b"\n", 0, at) + 1
+                lines = (line, line) if form is data else (1, data.count(b"\n") + 1)
+                yield Found("digest", task, "input", path, "bytes", lines, 0)
 
 
 def _matches(stream: Stream, view: View, index: SecretIndex) -> Iterator[Match]:

@@ -21,9 +21,12 @@ GRAM = 16
 STEP = 8
 MIN_INPUT = 16
 """Inputs shorter than this (in normal form) are too common to tell a task by."""
-DIGEST_PREFIX = 12
-"""Hex digits of a digest's prefix that still name an input (48 bits: a stray match among
-the pool's digests is about one in 10^9 per token)."""
+DIGEST_PREFIX = 8
+"""Hex digits of a digest's prefix that still name an input: 32 bits, a crc32's width (a table
+keyed by `sha256(text).hexdigest()[:8]` is as good as one keyed by the whole digest; a stray
+match among the pool's digests is about one in 10^5 to 10^6 per hex token)."""
+RAW_PREFIX = 8
+"""Bytes of a raw digest that name an input (64 bits: no stray match among a file's bytes)."""
 HASHES = ("md5", "sha1", "sha224", "sha256", "sha384", "sha512", "blake2b", "blake2s")
 HASHES += ("sha3_224", "sha3_256", "sha3_384", "sha3_512")
 HELD_OUT = "held_out"
@@ -52,6 +55,9 @@ class SecretIndex:
     """Task -> its answers in normal form (a label)."""
     digests: dict[str, int] = field(default_factory=dict)
     """Hex digest (and its prefix) of an input -> task."""
+    raw_digests: dict[bytes, int] = field(default_factory=dict)
+    """The first `RAW_PREFIX` bytes of an input's digest, as bytes (`md5(text).digest()`) ->
+    task; a 32-bit checksum is too short to tell apart from other bytes."""
     _holders: dict[str, int] = field(default_factory=dict)
 
     @classmethod
@@ -81,6 +87,10 @@ class SecretIndex:
                 raw = bytes.fromhex(digest)
                 for b64 in (base64.b64encode(raw), base64.urlsafe_b64encode(raw)):
                     self.digests.setdefault(b64.decode().rstrip("="), task)
+                # as an integer, as `zlib.crc32(...)` or `int(hexdigest, 16)` give it
+                self.digests.setdefault(str(int(digest, 16)), task)
+                if len(raw) > RAW_PREFIX:
+                    self.raw_digests.setdefault(raw[:RAW_PREFIX], task)
         if len(text) < GRAM:
             return
         number = len(self.entries)

@@ -1,9 +1,10 @@
 """The one normal form both sides are compared in: a task's secrets and a harness's text.
 
 Case is folded (after Unicode NFKC), and whitespace, quotes, backslashes and the characters
-that join or list string pieces (`+ , ( ) [ ]`) are dropped. A text written in another case,
-re-wrapped, split over lines or assembled from quoted pieces (`"ignore all " + "previous"`,
-implicit concatenation, a list joined at run time) reads the same; other punctuation stays,
+that join or list string pieces (`+ , ( ) [ ]`) are dropped, and NUL (UTF-16 or UTF-32 of
+ASCII reads plain). A text written in another case, re-wrapped, split over lines or assembled
+from quoted pieces (`"ignore all " + "previous"`, implicit concatenation, a list joined at run
+time) reads the same; other punctuation stays,
 so a text made mostly of symbols (Morse code, say) keeps what tells it apart.
 """
 
@@ -14,7 +15,7 @@ import unicodedata
 from bisect import bisect_right
 from dataclasses import dataclass
 
-_DROPPED = re.compile(r"[\s'\"`\\+,()\[\]]+")
+_DROPPED = re.compile(r"[\s'\"`\\+,()\[\]\x00]+")
 
 
 def normalise(text: str) -> str:

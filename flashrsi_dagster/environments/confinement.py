@@ -317,7 +317,17 @@ def upstream_of(llm: LLMConfig) -> Upstream:
         price=llm.price,
         timeout=llm.timeout,
         models=frozenset({llm.model}),
+        # The per-call settings the harness applies, held by the gateway too (`ceilings.py`).
+        max_output=llm.max_tokens,
+        effort=llm.reasoning.effort if llm.reasoning else None,
+        thinking=llm.reasoning.budget_tokens if llm.reasoning else None,
+        choices=_choices(llm.extra_body.get("n")),
     )
+
+
+def _choices(n: object) -> int:
+    """The answers per chat call the role's `extra_body` asks for (one if it names none)."""
+    return n if type(n) is int and n > 1 else 1
 
 
 def confinement_for(config: ExperimentConfig, log: Path, redactor: Redactor) -> Confinement:

@@ -5,7 +5,8 @@ Refused (EPERM): making or joining namespaces (`unshare`, `clone` with a `CLONE_
 `setns`), reading or steering other processes (`ptrace`, `process_vm_readv`/`writev`,
 `pidfd_getfd`, `kcmp`), kernel keyrings, `bpf`, `perf_event_open`, every mount call (old and
 new API), `chroot`, kernel modules and `kexec`, `userfaultfd`, `io_uring`, the clock, swap,
-quota, reboot, `acct`, `syslog`, `open_by_handle_at` and the like, and the `ioctl`s that type
+quota, reboot, `acct`, `syslog`, `open_by_handle_at`, `modify_ldt` and the like, vsock
+sockets (EAFNOSUPPORT: no network namespace holds them), and the `ioctl`s that type
 into a terminal (`TIOCSTI`, `TIOCLINUX`: a CLI joined to a jail may share the session, and so
 the terminal, of whoever started `flashrsi`), and `prctl(PR_SET_CHILD_SUBREAPER)` (the shell
 watchdog reads a command's lineage from its parent). `clone3` answers ENOSYS:
@@ -42,6 +43,7 @@ DENIED = (
     "swapon", "swapoff", "reboot", "acct", "quotactl", "syslog", "vhangup",
     "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
     "open_by_handle_at", "name_to_handle_at", "lookup_dcookie", "iopl", "ioperm",
+    "modify_ldt",
 )  # fmt: skip
 """Refused outright with EPERM."""
 NEW_NAMESPACE_FLAGS = (
@@ -65,6 +67,10 @@ NUMBERS = 512
 """System call numbers the filter answers for (x86-64 and arm64 use fewer; x32's start here).
 Those past the last one libseccomp knows answer ENOSYS, as on an older kernel: the filter is a
 list of refusals, and a call newer than the list (a mount call, say) must not pass unseen."""
+DENIED_SOCKETS = (40,)  # AF_VSOCK
+"""Socket families refused (EAFNOSUPPORT, as where the family is not built in): a vsock is not
+in any network namespace, so from a jail without a network it still reaches the hypervisor
+(CID 2) and the host's own vsock services, past the gateway."""
 PR_SET_CHILD_SUBREAPER = 36
 """`prctl` option refused with EPERM: a subreaper adopts its descendants' orphans, which would
 hand a chain of short-lived background processes to the agent's main process, where the host's
@@ -136,6 +142,9 @@ def prepare() -> int:
                 lib.seccomp_rule_add_array(ctx, _ERRNO | errno.ENOSYS, number, 0, None),
                 f"rule for system call {number}",
             )
+        for family in DENIED_SOCKETS:
+            domain = _ArgCmp(0, _MASKED_EQ, 0xFFFFFFFF, family)
+            _rule(lib, ctx, _ERRNO | errno.EAFNOSUPPORT, "socket", domain)
         subreaper = _ArgCmp(0, _MASKED_EQ, 0xFFFFFFFF, PR_SET_CHILD_SUBREAPER)
         _rule(lib, ctx, _ERRNO | errno.EPERM, "prctl", subreaper)
         for request in DENIED_IOCTLS:

@@ -130,8 +130,12 @@ def _shape_problem(kind: Kind, data: dict[str, Any]) -> str | None:
         message = choices[0].get("message") if isinstance(choices[0], dict) else None
         if not isinstance(message, dict):
             return "no message in the first choice"
-        content = message.get("content")
-        said = content is not None or message.get("tool_calls") or message.get("refusal")
+        content, calls = message.get("content"), message.get("tool_calls")
+        if calls is not None and not (
+            isinstance(calls, list) and all(isinstance(c, dict) for c in calls)
+        ):
+            return "tool_calls that are not a list of objects"
+        said = content is not None or calls or message.get("refusal")
         if not (isinstance(content, str | None) and said):
             return "the message has no content and no tool calls"
         return None

@@ -39,6 +39,15 @@ class Upstream:
     models: frozenset[str] | None = None
     """When set, requests naming another model are refused (403): a run cannot switch to a
     pricier model than the one it was priced for."""
+    max_output: int | None = None
+    """Output tokens one model call may ask for (the role's `llm.max_tokens`): a request
+    asking for more, or naming no limit, is lowered to it (`ceilings.py`). None: no ceiling."""
+    effort: str | None = None
+    """The highest reasoning effort a call may ask for (the role's `llm.reasoning.effort`)."""
+    thinking: int | None = None
+    """The largest Anthropic thinking budget a call may ask for (`llm.reasoning.budget_tokens`)."""
+    choices: int = 1
+    """Answers one chat call may ask for (`n`): one, or what the role's `llm.extra_body` sets."""
     oauth: bool = False
     """The key is an OAuth access token (a Claude login, `llm.auth: login`): sent as a Bearer
     token with Anthropic's OAuth beta header instead of `x-api-key`."""

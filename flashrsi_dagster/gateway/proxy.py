@@ -29,6 +29,7 @@ from flashrsi_dagster.gateway.answers import (
     check_head,
     loads,
 )
+from flashrsi_dagster.gateway.ceilings import hold_ceilings
 from flashrsi_dagster.gateway.clipping import clip_tool_results
 from flashrsi_dagster.gateway.errors import Refusal
 from flashrsi_dagster.gateway.grants import digest, token_id
@@ -202,6 +203,12 @@ class Proxy:
         target += f"?{url.query}" if url.query else ""
         if route.kind is not None and request is not None:
             body = self._clip(run, route.kind, request, body)
+            if held := hold_ceilings(
+                request, route.kind, upstream.max_output, upstream.effort, upstream.thinking,
+                upstream.choices,
+            ):  # fmt: skip
+                logger.info("gateway: run %s asked past its ceilings: %s", run.grant.run_id, held)
+                body = json.dumps(request, ensure_ascii=False).encode()
         forward = _Forward(run, route, target, body)
         if route.kind is not None:
             forward.reserve = _worst_case_tokens(request, body)
@@ -291,7 +298,7 @@ class Proxy:
                 call.record.fault, call.record.error = "endpoint", cause
                 self._accounts.fail(forward.run, cause)
             out = response_headers(response)
-            streamed = "text/event-stream" in (response.getheader("Content-Type") or "")
+            streamed = "text/event-stream" in (response.getheader("Content-Type") or "").lower()
             answer = forward.route.kind is not None and 200 <= response.status < 300
             if answer and streamed != call.record.stream:
                 # The client parses what it asked for: SSE for JSON (or the reverse) breaks it.
@@ -326,6 +333,10 @@ class Proxy:
             )  # fmt: skip
         elif forward.route.kind is not None and 200 <= response.status < 300:
             tokens = answer_tokens(forward.route.kind, body)
+            # Checked JSON of its API: said so, whatever the endpoint called it (a client
+            # that trusts the header, as Anthropic's TypeScript SDK does, reads text/html
+            # as a string).
+            out = [*_JSON, *((n, v) for n, v in out if n.lower() != "content-type")]
         else:
             check_depth(body)  # relayed as it is: the client will parse it
         self._settle(forward, call, tokens, answered=True)
@@ -396,6 +407,8 @@ class Proxy:
             raise EndpointFault(f"a stream {response.length} bytes short of its Content-Length")
         if meter is not None:
             meter.check_end()
+            if 200 <= response.status < 300 and (problem := meter.incomplete()):
+                raise EndpointFault(problem)
 
 
 class _Client:

@@ -40,6 +40,11 @@ class StreamMeter:
         self._held: list[bytes] = []
         self._usage: dict[str, Any] = {}
         self.reported: str | None = None
+        self.answering = 0
+        """Events of the API's shape (`_ANSWERING`): a 2xx stream with none answered nothing."""
+        self.closed = False
+        """The closing event of a Responses or Messages stream was seen (their SDKs fail a
+        stream without it; a chat stream may end without `[DONE]`)."""
 
     @property
     def tokens(self) -> Tokens:
@@ -68,6 +73,14 @@ class StreamMeter:
         if rest.strip() and self._keep(rest):
             self._held.append(rest)
 
+    def incomplete(self) -> str | None:
+        """What a 2xx stream that has ended lacks to be an answer, or None."""
+        if not self.answering:  # comments, unknown fields, bare text or other JSON
+            return "a stream without one event of its API"
+        if self._kind != "chat" and not self.closed and self.reported is None:
+            return "a stream that ended without its closing event"
+        return None
+
     def end(self) -> bytes:
         """What is left to relay when the stream has ended (after `check_end`)."""
         self.check_end()
@@ -78,6 +91,8 @@ class StreamMeter:
         data = self._data_of(event)
         if not isinstance(data, dict):
             return True
+        self.answering += _ANSWERING[self._kind](data)
+        self.closed = self.closed or str(data.get("type")).encode() in _LAST
         if self.reported is None and (data.get("type") == "error" or "error" in data):
             self.reported = f"reported an error in its stream: {_error_of(data)}"
         usage = usage_of_event(self._kind, data) if b'"usage"' in event else None
@@ -126,6 +141,15 @@ class _EventEnds:
             if found >= 0 and (best is None or found + len(terminator) < best):
                 best = found + len(terminator)
         return best
+
+
+_ANSWERING = {
+    "chat": lambda data: isinstance(data.get("choices"), list),
+    "responses": lambda data: str(data.get("type")).startswith("response."),
+    "messages": lambda data: str(data.get("type")).startswith(("message_", "content_block_")),
+}
+"""Whether an event's data is part of an answer of the API (a chat chunk, a Responses or a
+Messages event), not an unrelated JSON object."""
 
 
 def _is_last(event: bytes) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import re
 import select
 import socket
 import ssl
@@ -39,6 +40,16 @@ ANTHROPIC_VERSION = "2023-06-01"
 OAUTH_BETA = "oauth-2025-04-20"
 """The beta Anthropic's API asks of a request authenticated by a Claude login's token."""
 
+MAX_HEADER = 4096
+"""Bytes of one relayed answer header (name and value); a longer one is dropped."""
+MAX_HEADERS = 8192
+"""Bytes of all relayed answer headers; past them the rest are dropped. Node's HTTP client
+(Claude Code's) refuses a whole head over 16 KB, and an endpoint's oversized header would
+otherwise fail the agent's call after the gateway counted it answered."""
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_FOLD = re.compile(r"\r?\n[ \t]+")
+
 # Broken on first use, a reused keep-alive connection had been closed by the upstream while
 # idle: the request never reached it, so it is sent once more on a fresh connection.
 _STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
@@ -65,8 +76,21 @@ def request_headers(incoming: Message, upstream: Upstream) -> list[tuple[str, st
 
 
 def response_headers(response: http.client.HTTPResponse) -> list[tuple[str, str]]:
+    """The answer's headers a client may see: end-to-end ones, well formed (a header name
+    that is a token, a value without control characters: a NUL makes a client drop the
+    connection), within `MAX_HEADER` each and `MAX_HEADERS` together, Content-Type first."""
     dropped = HOP_BY_HOP | {"content-length", "set-cookie"} | _connection_tokens(response.msg)
-    return [(name, value) for name, value in response.getheaders() if name.lower() not in dropped]
+    headers = sorted(response.getheaders(), key=lambda h: h[0].lower() != "content-type")
+    kept, size = [], 0
+    for name, value in headers:
+        value = _FOLD.sub(" ", value).strip()
+        if name.lower() in dropped or not _TOKEN.fullmatch(name) or _CONTROL.search(value):
+            continue
+        length = len(name) + len(value) + 4
+        if length <= MAX_HEADER and size + length <= MAX_HEADERS:
+            kept.append((name, value))
+            size += length
+    return kept
 
 
 def _connection_tokens(headers: Message) -> frozenset[str]:

@@ -12,6 +12,8 @@ import hashlib
 import io
 import json
 import lzma
+import pickle
+import random
 import tarfile
 import zlib
 from collections.abc import Callable
@@ -217,6 +219,37 @@ def test_the_table_in_a_utf16_file_or_a_tar_gz_file_is_caught(harness):
     assert {h.file for h in verdict.hits} == {"skills/data/table.txt", "skills/data/table.tgz"}
 
 
+@pytest.mark.parametrize(
+    ("path", "data"),
+    [
+        ("skills/table.bin", json.dumps(TABLE).encode("utf-32")),
+        ("skills/table.npy", b"#" * 400_000 + json.dumps(TABLE).encode("utf-16-le")),
+        ("runtime/t.py", b"T = %r\n" % base64.b64encode(json.dumps(TABLE).encode("utf-16"))),
+        ("runtime/t.py", b"T = %r\n" % base64.b64encode(json.dumps(TABLE).encode() + b"\xff")),
+        ("skills/t.z", zlib.compress(json.dumps(TABLE).encode() + bytes(range(128, 256)) * 4)),
+        ("skills/t.txt", " ".join(str(c) for c in json.dumps(TABLE).encode()).encode()),
+        ("skills/t.txt", ", ".join(map(str, [*json.dumps(TABLE).encode(), 9999999])).encode()),
+        ("skills/t.bin", json.dumps(TABLE).encode("cp500")),
+        ("runtime/t.py", b"T = %r\n" % base64.b64encode(json.dumps(TABLE).encode("cp037"))),
+    ],
+    ids=[
+        "utf32-file",
+        "utf16-in-a-larger-file",
+        "base64-of-utf16",
+        "base64-with-a-stray-byte",
+        "zlib-with-trailing-bytes",
+        "codes-by-spaces",
+        "codes-with-one-past-unicode",
+        "ebcdic-file",
+        "base64-of-ebcdic",
+    ],
+)
+def test_the_table_in_a_wide_encoding_or_beside_stray_bytes_is_caught(harness, path, data):
+    """A harness decodes UTF-16/32 or EBCDIC (one stdlib codec), or cuts a few bytes off
+    before decoding: the table is as readable to it as plain text."""
+    rejected(harness.judge(write_bytes(path, data)), "beside its answer")
+
+
 def write_bytes(path: str, data: bytes) -> Callable[[Path], None]:
     def edit(folder: Path) -> None:
         (folder / path).parent.mkdir(parents=True, exist_ok=True)
@@ -301,9 +334,12 @@ def test_a_prefix_table_of_the_held_out_tasks_alone_is_caught_and_never_names_th
         lambda s: hashlib.sha3_256(s.encode()).hexdigest(),
         lambda s: hashlib.md5(s.lower().encode()).hexdigest(),
         lambda s: hashlib.md5(s.encode()).hexdigest()[:12],
+        lambda s: hashlib.sha256(s.encode()).hexdigest()[:8],
         lambda s: base64.b64encode(hashlib.sha256(s.encode()).digest()).decode(),
         lambda s: base64.urlsafe_b64encode(hashlib.sha1(s.encode()).digest()).decode(),
         lambda s: f"{zlib.crc32(s.encode()):08x}",
+        lambda s: zlib.crc32(s.encode()),
+        lambda s: int(hashlib.md5(s.encode()).hexdigest(), 16),
     ],
     ids=[
         "sha224",
@@ -311,15 +347,33 @@ def test_a_prefix_table_of_the_held_out_tasks_alone_is_caught_and_never_names_th
         "sha3_256",
         "md5-lower",
         "md5-12",
+        "sha256-8",
         "sha256-b64",
         "sha1-b64url",
         "crc32",
+        "crc32-as-an-int",
+        "md5-as-an-int",
     ],
 )
 def test_a_table_keyed_by_another_digest_of_the_inputs_is_caught(harness, digest):
     table = {digest(text(t)): label(t) for t in TASKS}
     verdict = harness.judge(append("runtime/agent.py", f"\nBY_HASH = {table!r}\n"))
     rejected(verdict, "digest")
+
+
+@pytest.mark.parametrize(
+    ("path", "write"),
+    [
+        ("skills/by_hash.pkl", lambda table: pickle.dumps(table)),
+        ("runtime/by_hash.py", lambda table: f"BY_HASH = {table!r}\n".encode()),
+    ],
+    ids=["pickled", "a-bytes-literal"],
+)
+def test_a_table_keyed_by_raw_digest_bytes_is_caught(harness, path, write):
+    table = {hashlib.md5(text(t).encode()).digest(): label(t) for t in TASKS}
+    verdict = harness.judge(write_bytes(path, write(table)))
+    rejected(verdict, "digest")
+    assert {h.encoding for h in verdict.hits} == {"bytes"}
 
 
 # -- what must pass --------------------------------------------------------------------------
@@ -338,6 +392,47 @@ def test_an_edit_mentioning_the_labels_and_keyword_rules_passes(harness):
     )
     assert not verdict.contaminated, verdict.hits
     assert verdict.hits == [] and verdict.files == 2
+
+
+def _deflate(data: bytes, wbits: int) -> bytes:
+    engine = zlib.compressobj(9, zlib.DEFLATED, wbits)
+    return engine.compress(data) + engine.flush()
+
+
+@pytest.mark.parametrize(
+    ("path", "data"),
+    [
+        ("skills/t.bin", _deflate(json.dumps(TABLE).encode(), -15)),
+        ("runtime/t.py", b"T = %r\n" % base64.b64encode(_deflate(json.dumps(TABLE).encode(), -15))),
+        ("runtime/t.py", b"T = %r\n" % base64.b64encode(_deflate(json.dumps(TABLE).encode(), 10))),
+        ("skills/t.lzma", lzma.compress(json.dumps(TABLE).encode(), format=lzma.FORMAT_ALONE)),
+    ],
+    ids=["raw-deflate-file", "base64-of-raw-deflate", "zlib-small-window", "legacy-lzma"],
+)
+def test_the_table_compressed_without_a_known_magic_is_caught(harness, path, data):
+    """`zlib.decompress(blob, -15)` is one line of stdlib, as `gzip` is."""
+    rejected(harness.judge(write_bytes(path, data)), "beside its answer")
+
+
+def test_a_headerless_stream_past_the_budget_is_rejected_as_unsearched(harness):
+    padded = _deflate(b" " * (8 << 20) + json.dumps(TABLE).encode(), -15)
+    rejected(harness.judge(write_bytes("skills/t.bin", padded)), "unsearched")
+
+
+def test_binary_data_passes(harness):
+    """A binary file (random bytes: most of them are printable in EBCDIC) is no table."""
+    noise = random.Random(1).randbytes(2_000_000)
+    verdict = harness.judge(write_bytes("skills/model.bin", noise))
+    assert not verdict.contaminated, verdict.reason
+
+
+def test_an_image_embedded_in_base64_passes(harness):
+    """Binary data decoded from base64 is read only for its printable runs: an icon is not
+    searched as text, nor charged to the decoding budget as if it were."""
+    image = random.Random(0).randbytes(300_000)
+    blob = base64.b64encode(image).decode()
+    verdict = harness.judge(append("runtime/icon.py", f"ICON = {blob!r}\n"))
+    assert not verdict.contaminated, verdict.reason
 
 
 def test_two_short_quotes_of_texts_without_labels_pass(harness):

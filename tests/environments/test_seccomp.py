@@ -77,6 +77,9 @@ call("fsopen", 430, b"tmpfs", 0)
 call("prctl_subreaper", 157, 36, 1)               # PR_SET_CHILD_SUBREAPER
 call("listmount", 458, 0, 0, 0, 0)                 # newer than libseccomp: unknown by name
 call("open_tree_attr", 467, -100, b"/", 0, 0, 0)
+call("modify_ldt", 154, 0, ctypes.create_string_buffer(16), 16)
+call("socket_vsock", 41, 40, 1, 0)                 # AF_VSOCK: past the network namespace
+call("socket_vsock_high_bits", 41, ctypes.c_long(40 | 1 << 32), 1, 0)
 t = threading.Thread(target=lambda: print("thread", 0)); t.start(); t.join()
 pid = os.fork()
 if pid == 0:
@@ -96,6 +99,8 @@ def test_dangerous_system_calls_are_refused_and_threads_and_forks_still_work(
         "clone3": str(errno.ENOSYS),  # libc falls back to clone, whose flags are checked
         "listmount": str(errno.ENOSYS),  # as on a kernel without it: a program falls back
         "open_tree_attr": str(errno.ENOSYS),
+        "socket_vsock": str(errno.EAFNOSUPPORT),
+        "socket_vsock_high_bits": str(errno.EAFNOSUPPORT),
         "thread": "0",
         "fork": "0",
     }

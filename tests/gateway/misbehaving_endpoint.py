@@ -102,11 +102,13 @@ def chunked_endless(chunk: bytes, every: float = 0.0, content_type: str = "appli
     return write
 
 
-def sse(events: list[bytes], *, end: bool = True) -> Behaviour:
+def sse(
+    events: list[bytes], *, end: bool = True, content_type: str = "text/event-stream"
+) -> Behaviour:
     """A chunked SSE stream of `events`, ended cleanly when `end`."""
 
     def write(conn: socket.socket) -> bool:
-        fields = {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"}
+        fields = {"Content-Type": content_type, "Transfer-Encoding": "chunked"}
         body = b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events)
         conn.sendall(head(200, fields) + body + (b"0\r\n\r\n" if end else b""))
         return end

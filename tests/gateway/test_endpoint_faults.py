@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import Iterator
 
+import httpx2
 import openai
 import pytest
 
@@ -114,6 +115,11 @@ WHOLE_FAULTS = {
         "a redirect (HTTP 307)",
     ),
     "informational-status": (answer(103, b""), 502, "an informational status (HTTP 103)"),
+    "tool-calls-not-a-list": (
+        answer(200, chat_reply(None) | {"choices": [{"message": {"tool_calls": "zzz"}}]}),
+        502,
+        "tool_calls that are not a list of objects",
+    ),
     "garbage-status-line": (lambda conn: conn.sendall(b"HELLO\r\n\r\n") and False, 502, "failed"),
 }
 
@@ -251,6 +257,14 @@ STREAM_FAULTS = {
         "reported an error in its stream: overloaded: busy",
     ),
     "cut-mid-stream": (sse([DELTA], end=False), "failed: IncompleteRead"),
+    "no-data-event": (
+        sse([b": ping\n\n", b"hello world\n\n", b"foo: bar\n\n"]),
+        "a stream without one event of its API",
+    ),
+    "no-event-of-its-api": (
+        sse([_event({"foo": 1}), _event({"object": "x"}), _event("[DONE]")]),
+        "a stream without one event of its API",
+    ),
 }
 
 
@@ -332,3 +346,81 @@ def test_a_stream_cut_before_its_usage_leaves_the_roles_cost_known(gateway, endp
         _stream(gateway, token)
 
     assert gateway.revoke(token).cost_usd == 0.0
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{"X_Null": "a\0b"}, {"X_Big": "a" * 20_000}, {f"X_H{i}": "a" * 3000 for i in range(8)}],
+    ids=["a-nul-in-a-value", "a-20-KB-header", "24-KB-of-headers"],
+)
+def test_headers_a_client_would_refuse_are_not_relayed(headers, gateway, endpoint):
+    """A NUL in a header makes the OpenAI SDK drop the connection, a head over 16 KB makes
+    Node's (Claude Code's) refuse the answer: relayed, the gateway would count the call answered
+    while the agent got an error. They are dropped; the answer itself goes through."""
+    endpoint.behaviour = answer(200, None, **headers)
+    token = _grant(gateway, endpoint)
+    response = httpx2.post(
+        f"{gateway.url}/v1/chat/completions",
+        json={"model": "m", "messages": USER},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
+    )
+
+    assert response.json()["choices"][0]["message"]["content"] == "spam"
+    assert response.headers["content-type"] == "application/json"
+    head = sum(len(n) + len(v) + 4 for n, v in response.headers.raw)
+    assert head < 16 << 10 and "x-null" not in response.headers, response.headers
+    assert _call(gateway, token).choices[0].message.content == "spam"
+    assert gateway.revoke(token).answered == 2
+
+
+def test_a_checked_answer_is_relayed_as_json_whatever_its_content_type_said(gateway, endpoint):
+    """Media types are case-insensitive, and a client may trust the header over the body: an
+    answer the gateway checked is JSON to the client, and a stream is a stream in any case."""
+    endpoint.behaviour = answer(200, None, Content_Type="text/html")
+    token = _grant(gateway, endpoint)
+    response = httpx2.post(
+        f"{gateway.url}/v1/chat/completions",
+        json={"model": "m", "messages": USER},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
+    )
+    assert response.headers.get_list("content-type") == ["application/json"]
+
+    endpoint.behaviour = sse([DELTA, _event("[DONE]")], content_type="Text/Event-Stream")
+    assert [c.choices[0].delta.content for c in _stream(gateway, token)] == ["sp"]
+    assert gateway.revoke(token).answered == 2
+
+
+@pytest.mark.parametrize(
+    ("api", "events"),
+    [
+        ("responses", [{"type": "response.created", "response": {"id": "r", "output": []}}]),
+        ("anthropic", [{"type": "message_start", "message": {"id": "m", "content": []}}]),
+    ],
+)
+def test_a_stream_ended_without_its_closing_event_is_a_fault(gateway, endpoint, api, events):
+    """Their SDKs fail a Responses stream without `response.completed`, a Messages stream
+    without `message_stop`: ended cleanly all the same, it is the endpoint's fault."""
+    endpoint.behaviour = sse([_event(e, e["type"]) for e in events])
+    upstream = Upstream(endpoint.url, api, None, timeout=TIMEOUT)  # type: ignore[arg-type]
+    token = gateway.grant(experiment="x", role="target", run_id="r", upstream=upstream)
+    path = "/v1/responses" if api == "responses" else "/v1/messages"
+    body = {
+        "model": "m",
+        "stream": True,
+        "max_tokens": 9,
+        "input" if api == "responses" else "messages": USER,
+    }
+    with (
+        httpx2.stream(
+            "POST", f"{gateway.url}{path}", json=body, timeout=60,
+            headers={"Authorization": f"Bearer {token}", "x-api-key": token},
+        ) as response,
+        pytest.raises(httpx2.RemoteProtocolError),  # the error event, then the cut
+    ):  # fmt: skip
+        b"".join(response.iter_raw())
+
+    used = gateway.revoke(token)
+    assert "ended without its closing event" in (used.last_fault or ""), used
+    assert used.failed == 1 and used.answered == 0
