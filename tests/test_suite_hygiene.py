@@ -145,3 +145,20 @@ assert test_started.timestamp() >= ended  # an order of sequential events, not a
 
     assert wall_clock_assertions(flagged) == [4, 5, 6, 7, 8, 9, 10]
     assert wall_clock_assertions(allowed) == []
+
+
+def test_the_bootstrapped_tools_and_environment_are_never_committed():
+    """`.tools/` and `.venv/` are made by the Makefile on each machine. A link to them (as a
+    git worktree is given) once got committed, and a checkout then replaced a real `.tools/`
+    with a link to itself: `make test` could not start."""
+    import subprocess
+
+    tracked = subprocess.run(
+        ["git", "ls-files", "--", ".tools", ".venv"],
+        cwd=TESTS.parent,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+
+    assert tracked == []
