@@ -11,6 +11,7 @@ assertion or just above it.
 from __future__ import annotations
 
 import ast
+import subprocess
 from pathlib import Path
 
 TESTS = Path(__file__).parent
@@ -151,8 +152,6 @@ def test_the_bootstrapped_tools_and_environment_are_never_committed():
     """`.tools/` and `.venv/` are made by the Makefile on each machine. A link to them (as a
     git worktree is given) once got committed, and a checkout then replaced a real `.tools/`
     with a link to itself: `make test` could not start."""
-    import subprocess
-
     tracked = subprocess.run(
         ["git", "ls-files", "--", ".tools", ".venv"],
         cwd=TESTS.parent,
