@@ -250,10 +250,11 @@ class Evolver(Searching):
         return [t.id for t in self.splits.train]
 
     def check_sealed(self) -> None:
-        """`assert_no_test_leak`: the test ids are drawn here, compared, and dropped."""
+        """`assert_no_test_leak`: the ids the search holds, each asked of the test split
+        (as digests: no test id comes out)."""
         drawn = load_splits(self.experiment.config.benchmark, self.benchmark)
-        test = [t.id for t in drawn.unseal_test()]
-        assert_no_test_leak(test, train=self.train_ids, dev=[t.id for t in self.splits.dev])
+        dev = [t.id for t in self.splits.dev]
+        assert_no_test_leak(drawn.test_ids, train=self.train_ids, dev=dev)
 
     def ask(self, instruction: str, r: int, name: str) -> Trajectory:
         """A model call of the Worker (diagnosis, pick, induction) in an empty folder; its

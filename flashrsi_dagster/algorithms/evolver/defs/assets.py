@@ -538,7 +538,7 @@ def _once_check(e: Evolver, report: RetentionReport, where: str) -> dg.AssetChec
     from flashrsi_dagster.benchmarks.loading import load_splits
 
     state = e.read_state()
-    tasks = len(load_splits(e.experiment.config.benchmark, e.benchmark).unseal_test())
+    tasks = load_splits(e.experiment.config.benchmark, e.benchmark).test_size
     runs = {r["label"]: len(e.recorded(e.layout.test_rollouts(r["label"]))) for r in report.rows}
     delivered = [label for label, _, _ in endings.delivered(e, state)]
     decided = [rd.decision.created for rd in state.rounds if rd.decision is not None]
