@@ -188,6 +188,7 @@ class MetaHarness(Searching):
         return super().seed()
 
     def evaluate_seed(self) -> RoundRecord:
+        """Round 0: the seed on dev."""
         return self.evaluate_round(0)
 
     def round_rollouts(self, k: int, slot: str = SLOT) -> list[Trajectory]:
@@ -235,7 +236,9 @@ class MetaHarness(Searching):
         return None
 
     def finish_round(self, k: int, slot: str = SLOT) -> RoundRecord:
-        """Evaluate candidate (k, slot)'s committed edit on dev, or record its rejection."""
+        """Evaluate candidate (k, slot)'s committed edit on dev, or record its rejection.
+        Its turn is a `with`, not `side_by_side`: it lies between `evaluate_round` and the
+        rollouts, a path kept short (tests/algorithms/meta_harness/defs/test_asset_to_rollout)."""
         with turn(self, "finish_round", beside=candidate_key(k, slot)):
             edit = read_optional(self.layout.edit(k, slot), EditRecord)
             assert edit is not None, f"{candidate_name(k, slot)} has no edit yet"
