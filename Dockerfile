@@ -1,5 +1,5 @@
 # The code location's image: FlashRSI and the dependencies pinned in uv.lock, for Dagster's
-# DockerRunLauncher and docker_executor (README "Scaling out", "Docker").
+# DockerRunLauncher and docker_executor (docs/scaling-out/docker.md).
 #
 #   anywhere with a registry:  docker build --network host -t flashrsi-dagster .
 #   no registry (this machine): python -m flashrsi_dagster.images   (a debootstrap BASE with

@@ -39,7 +39,7 @@ browser:
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 		else echo "chromium is not installed: the UI test will be skipped"; fi; }
 
-# A Docker engine for the container tests (README "Scaling out"): Debian's docker.io, and
+# A Docker engine for the container tests (docs/scaling-out/docker.md): Debian's docker.io, and
 # debootstrap for the base image made here; installed where apt and root allow. The tests
 # start their own dockerd (tests/docker_engine.py) and skip, saying why, where none can run.
 docker:

@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from flashrsi_dagster.algorithms import registry
 from flashrsi_dagster.algorithms.base import FINALIZE_ACTIONS
 from flashrsi_dagster.config import ConfigError, ExperimentConfig, load_config
 from flashrsi_dagster.config.names import InvalidName, name_problem
@@ -132,6 +133,11 @@ def _config_command(commands, name: str, summary: str) -> argparse.ArgumentParse
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:  # every command reads configs or serves the algorithms' simulator policies
+        registry.check()
+    except registry.UnknownAlgorithmError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if argv[:1] == ["offline-model"]:
         from flashrsi_dagster.offline_model.cli import main as serve
 

@@ -89,8 +89,8 @@ def test_assets_do_not_import_resources():
 
 
 def test_the_code_location_does_not_import_scipy_stats():
-    """`scipy.stats` alone takes ~0.6 s to import, in every run worker the UI starts (README):
-    the statistics use `scipy.special` and integers; only tests compare them with scipy.stats."""
+    """`scipy.stats` alone takes ~0.6 s to import, in every run worker the UI starts: the
+    statistics use `scipy.special` and integers; only tests compare them with scipy.stats."""
     script = (
         "import sys\n"
         "import flashrsi_dagster.definitions, flashrsi_dagster.stats\n"

@@ -57,30 +57,26 @@ def _target(node: ast.ImportFrom | ast.Import, module: str) -> list[str]:
 
 
 @cache
-def _imports(module: str, *, top_level: bool) -> frozenset[str]:
-    """What `module` imports: at import time (`top_level`: module-level statements outside
-    `if TYPE_CHECKING:`), or anywhere in it (a function's deferred import too)."""
+def _imports(module: str) -> frozenset[str]:
+    """What `module` imports when it runs: at import time or deferred in a function (a lazy
+    import still closes a circle), not what only a type checker reads."""
     tree = ast.parse(_modules()[module].read_text(encoding="utf-8"))
-    nodes = _top_level(tree.body) if top_level else ast.walk(tree)
     return frozenset(
         target
-        for node in nodes
-        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for node in _run_time(tree.body)
         for target in _target(node, module)
         if target != module
     )
 
 
-def _top_level(body: list[ast.stmt]):
+def _run_time(body: list[ast.AST]):
+    """The import statements of `body`, at any depth, outside `if TYPE_CHECKING:` blocks."""
     for node in body:
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             continue
-        if isinstance(node, (ast.If, ast.Try)):
-            yield from _top_level([*node.body, *getattr(node, "orelse", [])])
-            yield from _top_level(
-                [h for handler in getattr(node, "handlers", []) for h in handler.body]
-            )
-        yield node
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        yield from _run_time(list(ast.iter_child_nodes(node)))
 
 
 def _algorithm_of(module: str) -> str | None:
@@ -118,7 +114,7 @@ def _offences(rule) -> list[str]:
     return sorted(
         f"{module} imports {target}"
         for module in _modules()
-        for target in _imports(module, top_level=False)
+        for target in _imports(module)
         if rule(module, target)
     )
 
@@ -154,8 +150,8 @@ def _simulator_policy_reads_markers(module: str, target: str) -> bool:
     return policy and target.endswith(".markers") and _layer(target) == "algorithm"
 
 
-def test_no_two_modules_import_each_other_even_indirectly():
-    graph = {m: _imports(m, top_level=True) for m in _modules()}
+def test_no_two_modules_import_each_other_even_indirectly_or_lazily():
+    graph = {m: _imports(m) for m in _modules()}
     circles = [c for c in _strongly_connected(graph) if len(c) > 1]
 
     assert circles == []

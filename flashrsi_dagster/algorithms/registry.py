@@ -52,14 +52,54 @@ def entry(name: str) -> AlgorithmEntry:
     if package is None:
         known = ", ".join(sorted(registered()))
         raise UnknownAlgorithmError(f"algorithm.name: unknown algorithm {name!r} (known: {known})")
-    declared = getattr(importlib.import_module(package), "ALGORITHM", None)
+    return _declared(name, package)
+
+
+@cache
+def _declared(name: str, package: str) -> AlgorithmEntry:
+    try:
+        module = importlib.import_module(package)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not f"{package}.".startswith(f"{exc.name}."):
+            raise  # the package exists; something it imports does not
+        raise UnknownAlgorithmError(
+            f"algorithm {name!r}: no package {package!r} to import (see {PLUGINS_ENV})"
+        ) from None
+    declared = getattr(module, "ALGORITHM", None)
     if not isinstance(declared, AlgorithmEntry):
-        raise UnknownAlgorithmError(f"{package}: no `ALGORITHM = AlgorithmEntry(...)` declared")
+        raise UnknownAlgorithmError(
+            f"algorithm {name!r}: {package} declares no `ALGORITHM = AlgorithmEntry(...)`"
+        )
     return declared
 
 
 def names() -> list[str]:
     return list(registered())
+
+
+def check() -> None:
+    """Every registered algorithm's declaration, loaded; else `UnknownAlgorithmError` naming
+    the first that is not (a malformed `FLASHRSI_ALGORITHMS`, a package that is not there or
+    declares no `ALGORITHM`). Hosts call it first, to stop with that one line."""
+    for name in registered():
+        entry(name)
+
+
+def loadable() -> dict[str, AlgorithmEntry]:
+    """The registered algorithms whose declaration loads, by name: what a type built at
+    import time (the config's `algorithm` section) may gather without failing the import,
+    so that a host can still start and report `check()`'s one line."""
+    try:
+        listed = registered()
+    except UnknownAlgorithmError:
+        listed = ALGORITHMS
+    found = {}
+    for name, package in listed.items():
+        try:
+            found[name] = _declared(name, package)
+        except UnknownAlgorithmError:
+            continue
+    return found
 
 
 def algorithm_class(name: str) -> type[Algorithm]:
@@ -69,8 +109,8 @@ def algorithm_class(name: str) -> type[Algorithm]:
 def open_algorithm(
     experiment: Experiment, *, builders: Builders | None = None, log: Log = print
 ) -> Algorithm:
-    """The experiment's algorithm, ready to read its state and take steps."""
-    from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS
-
+    """The experiment's algorithm, ready to read its state and take steps (built with its
+    own default builders unless `builders` are given)."""
     cls = algorithm_class(experiment.config.algorithm.name)
-    return cls(experiment, builders=builders or DEFAULT_BUILDERS, log=log)  # type: ignore[call-arg]
+    parts = {"builders": builders} if builders is not None else {}
+    return cls(experiment, log=log, **parts)  # type: ignore[call-arg]

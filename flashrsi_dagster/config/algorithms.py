@@ -52,10 +52,12 @@ class AlgorithmSection(Section):
 
 
 def algorithm_config() -> Any:
-    """The section's type: every registered algorithm's config, told apart by `name`."""
+    """The section's type: every registered algorithm's config, told apart by `name`. Built
+    at import time, so an algorithm the environment names that does not load is left out
+    here (a config naming it is refused) and reported by `registry.check()`."""
     from flashrsi_dagster.algorithms import registry
 
-    models = tuple(registry.entry(name).load("config") for name in registry.names())
+    models = tuple(entry.load("config") for entry in registry.loadable().values())
     if len(models) == 1:
         return models[0]
     return Annotated[Union[models], Field(discriminator="name")]  # noqa: UP007

@@ -2,7 +2,7 @@
 shape, usage counts that are counts. Anything else is an `EndpointFault`: the endpoint's,
 never the agent's (the call ends in a 502 that names the cause, and the run's accounts keeps it).
 
-Bounds (see the README, Confinement): `MAX_JSON_DEPTH` levels of nesting in any JSON the
+Bounds (see docs/confinement.md): `MAX_JSON_DEPTH` levels of nesting in any JSON the
 gateway reads (a request, an answer, a stream event), `MAX_CALL_TOKENS` tokens in one call's
 usage; the byte bounds of answers are the gateway's (`server.py`).
 """

@@ -9,7 +9,7 @@ default executor:
         docker: {...}           # a container per step, of the code location's image
 
 Every algorithm's jobs carry this one executor, so a round can move to other workers (see
-README "Scaling out") without a second set of jobs; each choice delegates to Dagster's own
+docs/scaling-out/celery.md) without a second set of jobs; each choice delegates to Dagster's own
 executor of that name, with its own config schema and its own requirements (a multi-process
 executor needs a persistent instance and a reconstructable job)."""
 

@@ -194,7 +194,7 @@ def _wait_for_runs(instance, name: str, finished: int, daemon, timeout: float = 
 def test_a_users_own_dagster_yaml_on_dagsters_postgres_storage_is_used_as_written(
     tmp_path, monkeypatch
 ):
-    """The README's other route: Dagster's own `storage: postgres` with `postgres_db` parts."""
+    """docs/scaling-out/storage.md's other route: Dagster's own `storage: postgres` parts."""
     monkeypatch.delenv(URL_ENV, raising=False)
     with fresh_database() as url:
         parsed = make_url(url)

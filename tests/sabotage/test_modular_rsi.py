@@ -474,8 +474,8 @@ def test_a_review_reason_carrying_an_injection_and_a_key_is_recorded_redacted(
     config["algorithm"]["worker"]["llm"]["api_key"] = f"${{{WORKER_KEY_VAR}}}"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     # The script answers agent_loop's branch first, so the branches run one after another in
-    # this process: an instance of the user's own without a run queue (README "Parallel
-    # candidates and limits"), which the script registered in this process also serves.
+    # this process: an instance of the user's own without a run queue (docs/scaling-out/
+    # parallel-candidates.md), which the script registered in this process also serves.
     instance = tmp_path / "home" / ".dagster"
     instance.mkdir(parents=True)
     (instance / "dagster.yaml").write_text(

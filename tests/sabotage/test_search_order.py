@@ -388,7 +388,7 @@ def test_a_partition_that_aliases_a_round_or_names_no_slot_of_it_is_refused(tmp_
 
 
 def test_the_start_job_refuses_an_existing_experiment_s_name_with_another_config(tmp_path, storage):
-    """README: an existing experiment keeps the config it was created with. The driver may
+    """docs/ui.md: an existing experiment keeps the config it was created with. The driver may
     already be running its first round: a second start under the same name with other
     settings must not swap the config under it."""
     home = tmp_path / "home"

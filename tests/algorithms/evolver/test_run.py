@@ -1,7 +1,7 @@
 """The Evolver SOP end to end, on real rollouts: the offline simulator's target and Worker
 (`simulator/evolver`), MiniAgent in its jail, the git snapshot store and the integrity chain.
-One test per clause of the README's SOP table; the demo's run (`examples/evolver.yaml`) is
-shared by the tests that only read it."""
+One test per clause of the SOP table in docs/algorithms/evolver.md; the demo's run
+(`examples/evolver.yaml`) is shared by the tests that only read it."""
 
 from __future__ import annotations
 
