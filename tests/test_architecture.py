@@ -1,7 +1,9 @@
-"""Layering rules: the engine never imports Dagster; temp folders come from one place."""
+"""Architecture rules: the engine never imports Dagster; temp folders come from one place; the
+sealed test split is reached by the finalize steps alone."""
 
 from __future__ import annotations
 
+import ast
 import pkgutil
 import re
 import subprocess
@@ -99,3 +101,64 @@ def test_the_code_location_does_not_import_scipy_stats():
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+FINALIZE_PATH = {
+    "algorithms/searching.py": {"Searching.unseal_test", "Searching.test_once"},
+    "algorithms/evolver/endings.py": {"unseal_retention"},
+}
+"""Where `unseal_test` may be named: `Searching.unseal_test` (the one call of
+`Splits.unseal_test`, open on the sealed test's turn only) and the finalize steps that score
+the test split with it (every algorithm's `test_once`, the Evolver's retention report)."""
+SEALED = {"unseal_test", "_sealed", "_test"}
+"""`Splits`' way to its test tasks, and the private parts behind it."""
+
+
+def _named_where(tree: ast.AST, names: set[str]) -> list[str]:
+    """Each place a name of `names` is used (called, read as an attribute, passed, spelled as a
+    string for `getattr`), as the qualified name of the function or class around it."""
+    found: list[str] = []
+
+    def visit(node: ast.AST, scope: tuple[str, ...]) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            scope = (*scope, node.name)
+        used = (
+            (isinstance(node, ast.Attribute) and node.attr in names)
+            or (isinstance(node, ast.Name) and node.id in names)
+            or (isinstance(node, ast.Constant) and node.value in names)
+        )
+        if used:
+            found.append(".".join(scope) or "<module>")
+        for child in ast.iter_child_nodes(node):
+            visit(child, scope)
+
+    visit(tree, ())
+    return found
+
+
+def test_only_the_finalize_path_reaches_the_test_split():
+    """The test split's tasks come out of `Splits` in one place, which the finalize steps
+    alone call; everything else counts them (`test_size`), asks of an id it holds
+    (`test_ids`) or has them compared (`check_disjoint`)."""
+    offenders = []
+    for rel, text in _framework_sources().items():
+        if rel == "benchmarks/splits.py":
+            continue  # where they are kept
+        allowed = FINALIZE_PATH.get(rel, set())
+        tree = ast.parse(text)
+        offenders += [f"{rel}: {w}" for w in _named_where(tree, SEALED) if w not in allowed]
+
+    assert offenders == []
+
+
+def test_the_finalize_path_rule_sees_a_call_wherever_it_is():
+    tree = ast.parse(
+        "class A:\n"
+        "    def f(self):\n"
+        "        return load().unseal_test()\n"
+        "g = lambda s: getattr(s, 'unseal_test')\n"
+        "def h(s):\n"
+        "    return s._sealed()\n"
+    )
+
+    assert _named_where(tree, SEALED) == ["A.f", "<module>", "h"]

@@ -49,10 +49,8 @@ class StepOrderError(RuntimeError):
     a round whose parent is not evaluated yet); the message says what is still missing."""
 
 
-class Algorithm(Protocol):
-    """An algorithm opened on one experiment."""
-
-    name: ClassVar[str]
+class Partitioned(Protocol):
+    """The algorithm's shape: the (round, slot) partitions its round steps run in."""
 
     def slots(self) -> tuple[str, ...]:
         """The candidate slots of a round (partition keys: letters, digits, `_`, `-`)."""
@@ -62,6 +60,10 @@ class Algorithm(Protocol):
         """How many rounds the experiment can have (the seed's included). It may read the
         experiment (ModularRSI's rounds are its batches, so they follow the train split)."""
         ...
+
+
+class Planning(Protocol):
+    """Reading: the state from the records, and what comes next. Nothing is started."""
 
     def read_state(self) -> Any:
         """The state so far, read from the records (nothing is started to read it)."""
@@ -78,11 +80,19 @@ class Algorithm(Protocol):
         whose steps run one at a time has just `(next_step(state),)`."""
         ...
 
+
+class Stepping(Protocol):
+    """Doing: one step at a time, then closing what the steps opened."""
+
     def do(self, step: Step) -> None:
         """Do one step (refusing it, unchanged, if it is not the search's turn)."""
         ...
 
     def close(self) -> None: ...
+
+
+class Reporting(Protocol):
+    """Telling: a line per step, the experiment in a few lines, its decision-ledger entries."""
 
     def step_line(self, state: Any, step: Step) -> str:
         """One line on what `step` did (the CLI prints it after the step)."""
@@ -97,3 +107,10 @@ class Algorithm(Protocol):
         stable id; its steps append those missing (`Ledger.sync`) as they write, and a
         roll-back first does the same."""
         ...
+
+
+class Algorithm(Partitioned, Planning, Stepping, Reporting, Protocol):
+    """An algorithm opened on one experiment: its shape, its planning, its steps, its
+    reports (a host needing one role may ask for that one alone)."""
+
+    name: ClassVar[str]

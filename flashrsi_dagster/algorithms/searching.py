@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from flashrsi_dagster.agents import Agent, harness_components, harness_dir
-from flashrsi_dagster.algorithms.base import Log, Step
+from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
 from flashrsi_dagster.benchmarks.base import Benchmark, Task
 from flashrsi_dagster.benchmarks.loading import load_splits
@@ -113,18 +113,7 @@ class Searching:
     ) -> list[Trajectory]:
         """The final rollouts of `snapshot` on `tasks`, `attempts` each, recorded at `path`
         (resumed where a crash cut them off)."""
-        settings = self.settings
-        return evaluate_snapshot(
-            self.experiment.snapshots,
-            snapshot,
-            lambda checkout: self.agent("target"),
-            self.benchmark,
-            tasks,
-            RolloutRecord(path, self.experiment.records),
-            split=split,
-            settings=Settings(attempts, settings.concurrency, settings.max_infra_reruns),
-            progress=self.progress,
-        )
+        return evaluate_snapshot(**self._rollouts(snapshot, tasks, path, attempts, split))
 
     def score(
         self,
@@ -137,13 +126,40 @@ class Searching:
         """The benchmark's score of `snapshot` on `tasks`, `attempts` runs each (default:
         the benchmark's `attempts`), over the fixed denominator tasks x attempts."""
         attempts = attempts or self.settings.attempts
-        final = self.evaluate(snapshot, tasks, path, attempts, split)
+        final = evaluate_snapshot(**self._rollouts(snapshot, tasks, path, attempts, split))
         return summary(scores_frame(final), len(tasks), attempts)["score"]
+
+    def _rollouts(
+        self, snapshot: Snapshot, tasks: tuple[Task, ...], path: Path, attempts: int, split: str
+    ) -> dict[str, Any]:
+        """`evaluate_snapshot`'s arguments for `evaluate` and `score`: each calls it itself,
+        so that a step reaches its rollouts in as few calls as a reader follows."""
+        settings = self.settings
+        return {
+            "store": self.experiment.snapshots,
+            "snapshot": snapshot,
+            "agent_for": lambda checkout: self.agent("target"),
+            "benchmark": self.benchmark,
+            "tasks": tasks,
+            "record": RolloutRecord(path, self.experiment.records),
+            "split": split,
+            "settings": Settings(attempts, settings.concurrency, settings.max_infra_reruns),
+            "progress": self.progress,
+        }
+
+    def unseal_test(self) -> tuple[Task, ...]:
+        """The test split's tasks: the one path to them, for the finalize steps (the sealed
+        test of the promoted snapshot, the Evolver's retention report), and open only on the
+        sealed test's turn. Anything else asking is refused, and holds no test task."""
+        due = self.next()
+        if due.action != "sealed_test":
+            raise StepOrderError(f"the test split stays sealed: {due.describe()} comes first")
+        return load_splits(self.experiment.config.benchmark, self.benchmark).unseal_test()
 
     def test_once(self, snapshot_id: str, rollouts: Path, result: Path) -> TestResult:
         """The sealed test of the promoted snapshot: the test split drawn now, the evaluator
         shown to be the recorded one, the score written once (`result`)."""
-        tasks = load_splits(self.experiment.config.benchmark, self.benchmark).unseal_test()
+        tasks = self.unseal_test()
         snapshot = self.experiment.snapshots.get(snapshot_id)
         version = self.evaluator.before_sealed_test(tasks)
         score = self.score(snapshot, tasks, rollouts, "test")

@@ -1,56 +1,63 @@
 """One step of an experiment at a time, across processes (the CLI, Dagster run workers), or
-candidates of one round side by side (`experiment/lock.py`)."""
+candidates of one round side by side (`experiment/lock.py`).
+
+A step holds its turn with `with turn(self, "promote"):` around its body; a context manager
+adds no frame between a step and what it calls, and a step made of steps holds the lock once
+more (it is reentrant). `one_step_at_a_time` and `side_by_side` are the same turn, declared
+over a whole method."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from functools import wraps
+from typing import Any
 
 from flashrsi_dagster.algorithms.base import StepOrderError
 
 
+@contextmanager
+def turn(algorithm: Any, step: str, *, beside: str | None = None) -> Iterator[None]:
+    """Hold `algorithm`'s experiment's step lock for `step`, from its order check to its last
+    write: a step launched meanwhile by another process waits, then reads the records. With
+    `beside` (a candidate's lock name), for a step that may run beside the others of its
+    round, writing only its candidate's records: the step lock shared, so no sequential step
+    runs meanwhile, and the candidate's lock exclusive, so two runs of one candidate wait for
+    each other and the second reads the first's records (its order check must accept any
+    step the round has ready). A config replaced since the algorithm was opened refuses it."""
+    experiment = algorithm.experiment
+    waiting = lambda: algorithm.log(  # noqa: E731
+        f"{step}: waiting for a sequential step or another run of this candidate to end"
+        if beside
+        else f"{step}: waiting for another run of this experiment to end its step"
+    )
+    own = experiment.lock(beside).held(waiting) if beside else nullcontext()
+    with experiment.step_lock.held(waiting, shared=beside is not None), own:
+        replaced = experiment.config_replaced()
+        if replaced is not None:
+            raise StepOrderError(replaced)
+        yield
+
+
 def one_step_at_a_time[**P, R](step: Callable[P, R]) -> Callable[P, R]:
-    """Run an algorithm's method `step` holding the experiment's step lock, from its order
-    check to its last write: a step launched meanwhile by another process waits, then reads
-    the records. A config replaced since the algorithm was opened refuses the step."""
+    """The whole method `step` in its `turn`, exclusively."""
 
     @wraps(step)
     def locked(*args: P.args, **kwargs: P.kwargs) -> R:
-        algorithm = args[0]
-        waiting = lambda: algorithm.log(  # type: ignore[attr-defined]  # noqa: E731
-            f"{step.__name__}: waiting for another run of this experiment to end its step"
-        )
-        experiment = algorithm.experiment  # type: ignore[attr-defined]
-        with experiment.step_lock.held(waiting):
-            replaced = experiment.config_replaced()
-            if replaced is not None:
-                raise StepOrderError(replaced)
+        with turn(args[0], step.__name__):
             return step(*args, **kwargs)
 
     return locked
 
 
 def side_by_side[**P, R](lock_name: Callable[P, str]) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """For a step that may run beside other steps of its round (a candidate, writing only
-    its own records): it holds the experiment's step lock shared, so no sequential step runs
-    meanwhile, and the lock named `lock_name(*args)` (its candidate's) exclusively, so two
-    runs of the same candidate wait for each other and the second reads the first's records.
-    Its order check must accept any step the round has ready, not just the next one."""
+    """The whole method in its `turn` beside its round's other candidates, `lock_name(*args)`
+    naming its candidate's lock."""
 
     def decorate(step: Callable[P, R]) -> Callable[P, R]:
         @wraps(step)
         def locked(*args: P.args, **kwargs: P.kwargs) -> R:
-            algorithm = args[0]
-            experiment = algorithm.experiment  # type: ignore[attr-defined]
-            waiting = lambda: algorithm.log(  # type: ignore[attr-defined]  # noqa: E731
-                f"{step.__name__}: waiting for a sequential step or another run of this "
-                "candidate to end"
-            )
-            own = experiment.lock(lock_name(*args, **kwargs))
-            with experiment.step_lock.held(waiting, shared=True), own.held(waiting):
-                replaced = experiment.config_replaced()
-                if replaced is not None:
-                    raise StepOrderError(replaced)
+            with turn(args[0], step.__name__, beside=lock_name(*args, **kwargs)):
                 return step(*args, **kwargs)
 
         return locked

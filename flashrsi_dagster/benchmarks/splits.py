@@ -1,7 +1,10 @@
 """Train / dev / test: drawn from one pool deterministically, or given; never overlapping.
 
-The test split is sealed: `Splits` hands it out only through `unseal_test()`, which the final
-evaluation calls once; nothing else (the Worker, selection) has a path to test ids.
+The test split is sealed: `Splits` hands it out only through `unseal_test()`, which only the
+finalize steps reach (`Searching.unseal_test`, on the sealed test's turn; held by
+`tests/test_layers.py`); nothing else (the Worker, selection) has a path to test ids. What
+else needs the test split counts it (`test_size`), asks whether an id it holds is a test id
+(`test_ids`), or has it compared here (`check_disjoint`).
 """
 
 from __future__ import annotations
@@ -27,8 +30,21 @@ class Splits:
     """None once dropped for the search (`without_test`)."""
 
     def unseal_test(self) -> tuple[Task, ...]:
-        """The sealed test split, for the one evaluation after promotion."""
+        """The sealed test split, for the one evaluation after promotion: called by
+        `Searching.unseal_test` alone, which hands it to the finalize steps only."""
         return self._sealed()
+
+    @property
+    def test_ids(self) -> SealedIds:
+        """The test ids, as digests: `task_id in splits.test_ids` answers for an id the
+        caller holds already; none can be listed."""
+        return SealedIds(frozenset(_id_digest(t.id) for t in self._sealed()))
+
+    def check_disjoint(self) -> None:
+        """Refuse (BenchmarkError, naming each clash) a task train, dev and test share by id,
+        instruction or checksum; the test tasks are compared here, never handed out."""
+        refuse_overlap(self.train, [*self.dev, *self._sealed()], "train", "dev/test")
+        refuse_overlap(self.dev, self._sealed(), "dev", "test")
 
     @property
     def test_size(self) -> int:
@@ -80,22 +96,35 @@ def make_splits(
         parts = _drawn(pool, counts, seed, source)
     if limit is not None:
         parts = {name: tasks[:limit] for name, tasks in parts.items()}
-    refuse_overlap(parts["train"], [*parts["dev"], *parts["test"]], "train", "dev/test")
-    refuse_overlap(parts["dev"], parts["test"], "dev", "test")
-    return Splits(tuple(parts["train"]), tuple(parts["dev"]), tuple(parts["test"]))
+    splits = Splits(tuple(parts["train"]), tuple(parts["dev"]), tuple(parts["test"]))
+    splits.check_disjoint()
+    return splits
 
 
 def replace_train(splits: Splits, evolution: list[Task], *, limit: int | None, source: str):
     """External evolution data replaces train; it must not overlap the loaded dev/test tasks
     by id, instruction, checksum or environment image."""
     refuse_duplicates(evolution, source)
-    # The sealed tasks are compared here, never handed out: `unseal_test()` stays the final
-    # evaluation's one call, so anything else calling it (a dry run, selection) is a bug.
+    # The sealed tasks are compared here, never handed out (see the module's docstring).
     sealed = splits._sealed()
     refuse_overlap(evolution, [*splits.dev, *sealed], source, "dev/test")
     refuse_shared_images(evolution, [*splits.dev, *sealed], source, "dev/test")
     train = tuple(evolution[:limit] if limit is not None else evolution)
     return Splits(train, splits.dev, sealed)
+
+
+@dataclass(frozen=True)
+class SealedIds:
+    """The test split's ids as digests: it answers `task_id in sealed`, and lists nothing."""
+
+    _digests: frozenset[str] = field(repr=False)
+
+    def __contains__(self, task_id: object) -> bool:
+        return isinstance(task_id, str) and _id_digest(task_id) in self._digests
+
+
+def _id_digest(task_id: str) -> str:
+    return hashlib.sha256(task_id.encode()).hexdigest()
 
 
 def refuse_duplicates(tasks: Iterable[Task], source: str) -> None:

@@ -18,7 +18,7 @@ import os
 import sys
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,18 +47,24 @@ BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "TERM": "
 
 
 @dataclass
-class AgentRun:
-    """One run's view of its confinement: where its model is and with which token."""
+class Opening:
+    """The gateway opened to one run (`Confinement.granted`): its token, where the run
+    reaches the gateway, and what the run used, filled in when the token is revoked."""
 
     token: str
     base_url: str
     """The gateway's root URL as the run sees it (append `/v1` for OpenAI clients)."""
+    usage: RunUsage | None = field(default=None, kw_only=True)
+
+
+@dataclass
+class AgentRun(Opening):
+    """One run's view of its confinement: where its model is and with which token."""
+
     jail: Jail | None
     env: dict[str, str]
     shell_prefix: list[str] | None = None
     """Where the run's shell commands go when the task has an environment of its own."""
-    usage: RunUsage | None = None
-    """What the run used, filled in when the run's confinement ends."""
     shell_kills: list[Kill] = field(default_factory=list)
     """Commands the host killed at the run's shell timeout, filled in when the run ends."""
 
@@ -67,12 +73,32 @@ class AgentRun:
         return f"{self.base_url}/v1"
 
 
+@dataclass(frozen=True)
+class RunSpec:
+    """What one agent run asks of its confinement (`Confinement.run` says what each means)."""
+
+    role: str
+    llm: LLMConfig
+    writable: Sequence[Path]
+    read_only: Sequence[Mount] = ()
+    runtime: JailSpec | None = None
+    bridge: Sequence[str] | None = None
+    upstream: Upstream | None = None
+    max_model_calls: int | None = None
+    web: WebConfig | None = None
+    deny_tools: Sequence[str] = ()
+    shell_timeout: float | None = None
+    output_limit: int | None = None
+
+
 @dataclass
 class Confinement:
     """An experiment's (or a caller's) confinement policy and gateway.
 
     `jailed=False` is the explicit `experiment.confinement: none`; `experiment` attributes the
-    gateway's metering; `gateway` defaults to the process's shared one."""
+    gateway's metering; `gateway` defaults to the process's shared one. Agents call `run`;
+    where a run is confined is `confine`'s: here, a jail on the host (or no jail) and this
+    gateway; inside a task's own environment, `integrations/handed.HandedConfinement`."""
 
     jailed: bool = True
     experiment: str = ""
@@ -91,7 +117,6 @@ class Confinement:
         """The same gateway and metering without a jail (for runs confined elsewhere)."""
         return dataclasses.replace(self, jailed=False, caps={})
 
-    @contextlib.contextmanager
     def run(
         self,
         role: str,
@@ -107,7 +132,7 @@ class Confinement:
         deny_tools: Sequence[str] = (),
         shell_timeout: float | None = None,
         output_limit: int | None = None,
-    ) -> Iterator[AgentRun]:
+    ) -> contextlib.AbstractContextManager[AgentRun]:
         """Confine one run: grant a token, start its jail (if jailed) with the run's
         `writable` folders, `read_only` mounts and the agent's `runtime`, and serve the
         gateway inside it. With `bridge` (the argv prefix into a task's own environment), the
@@ -120,46 +145,86 @@ class Confinement:
         `shell_timeout` seconds is killed (`watchdog.py`; unconfined runs have only their
         harness's), and the gateway cuts tool results past `output_limit` characters. On exit
         the jail is killed and the token revoked."""
-        assert self.gateway is not None
-        run_id = uuid.uuid4().hex[:12]
-        token = self.gateway.grant(
-            experiment=self.experiment,
-            role=role,
-            run_id=run_id,
-            upstream=upstream or upstream_of(llm),
-            max_calls=max_model_calls,
-            web=web_access(web),
-            deny_tools=frozenset(deny_tools),
-            output_limit=output_limit,
+        return self.confine(
+            RunSpec(
+                role,
+                llm,
+                writable,
+                read_only,
+                runtime,
+                bridge,
+                upstream,
+                max_model_calls,
+                web,
+                deny_tools,
+                shell_timeout,
+                output_limit,
+            )
         )
-        run = AgentRun(token, self.gateway.url, None, dict(BASE_ENV, HOME="/tmp", TMPDIR="/tmp"))
-        try:
+
+    @contextlib.contextmanager
+    def confine(self, spec: RunSpec) -> Iterator[AgentRun]:
+        """`run`'s confinement of one run: a token granted, a jail (unless unjailed) serving
+        the gateway inside it, both ended on exit."""
+        env = dict(BASE_ENV, HOME="/tmp", TMPDIR="/tmp")
+        with self.granted(spec, lambda token, url: AgentRun(token, url, None, env)) as run:
             if not self.jailed:
-                run.shell_prefix = list(bridge) if bridge else None
-                with linked(read_only):
+                run.shell_prefix = list(spec.bridge) if spec.bridge else None
+                with linked(spec.read_only):
                     yield run
                 return
-            give_to_jail_user(writable)
-            mounts = (*(Mount(Path(p), writable=True) for p in writable), *read_only)
-            if bridge:
-                mounts = (*mounts, Mount(CLIENT))
-            with Jail((runtime or JailSpec()).with_mounts(*mounts)) as jail:
-                listener = jail.listen(JAIL_GATEWAY_PORT)
-                self.gateway.serve(listener, token=token)
-                run.jail, run.base_url = jail, f"http://127.0.0.1:{JAIL_GATEWAY_PORT}"
-                commands = _bridge(jail, bridge, run) if bridge else None
-                watchdog = ShellWatchdog(jail, shell_timeout) if shell_timeout else None
-                try:
-                    yield run
-                finally:
-                    if watchdog is not None:
-                        run.shell_kills = watchdog.close()
-                    self.gateway.unserve(listener)
-                    if commands is not None:
-                        commands.close()
-            _remove_mountpoints(read_only)
+            with self._jail(spec, run):
+                yield run
+            _remove_mountpoints(spec.read_only)
+
+    @contextlib.contextmanager
+    def granted[O: Opening](
+        self, spec: RunSpec, opening: Callable[[str, str], O] = Opening
+    ) -> Iterator[O]:
+        """A per-run token for `spec`'s role: the gateway holds the run to its upstream,
+        model calls, web, withheld tools and output limit, whatever runs with the token
+        (jailed here, or inside a task's environment: `integrations/inside.py`). Revoked on
+        exit, the run's usage then in `opening.usage`."""
+        assert self.gateway is not None
+        token = self.gateway.grant(
+            experiment=self.experiment,
+            role=spec.role,
+            run_id=uuid.uuid4().hex[:12],
+            upstream=spec.upstream or upstream_of(spec.llm),
+            max_calls=spec.max_model_calls,
+            web=web_access(spec.web),
+            deny_tools=frozenset(spec.deny_tools),
+            output_limit=spec.output_limit,
+        )
+        run = opening(token, self.gateway.url)
+        try:
+            yield run
         finally:
             run.usage = self.gateway.revoke(token)
+
+    @contextlib.contextmanager
+    def _jail(self, spec: RunSpec, run: AgentRun) -> Iterator[Jail]:
+        """The run's jail, the gateway answering `token` inside it (and the task
+        environment's commands, with a `bridge`), its shell watched (`shell_timeout`)."""
+        assert self.gateway is not None
+        give_to_jail_user(spec.writable)
+        mounts = (*(Mount(Path(p), writable=True) for p in spec.writable), *spec.read_only)
+        if spec.bridge:
+            mounts = (*mounts, Mount(CLIENT))
+        with Jail((spec.runtime or JailSpec()).with_mounts(*mounts)) as jail:
+            listener = jail.listen(JAIL_GATEWAY_PORT)
+            self.gateway.serve(listener, token=run.token)
+            run.jail, run.base_url = jail, f"http://127.0.0.1:{JAIL_GATEWAY_PORT}"
+            commands = _bridge(jail, spec.bridge, run) if spec.bridge else None
+            watchdog = ShellWatchdog(jail, spec.shell_timeout) if spec.shell_timeout else None
+            try:
+                yield jail
+            finally:
+                if watchdog is not None:
+                    run.shell_kills = watchdog.close()
+                self.gateway.unserve(listener)
+                if commands is not None:
+                    commands.close()
 
 
 def _bridge(jail: Jail, prefix: Sequence[str], run: AgentRun) -> CommandBridge:

@@ -5,14 +5,10 @@ agent talks to its model only through the gateway socket the host opened there."
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
-from flashrsi_dagster.config.models import LLMConfig, WebConfig
-from flashrsi_dagster.environments.confinement import BASE_ENV, AgentRun, Confinement
-from flashrsi_dagster.environments.jail import JailSpec, Mount
-from flashrsi_dagster.gateway import Upstream
+from flashrsi_dagster.environments.confinement import BASE_ENV, AgentRun, Confinement, RunSpec
 
 
 @dataclass
@@ -30,27 +26,12 @@ class HandedConfinement(Confinement):
         return self
 
     @contextlib.contextmanager
-    def run(
-        self,
-        role: str,
-        llm: LLMConfig,
-        *,
-        writable: Sequence[Path],
-        read_only: Sequence[Mount] = (),
-        runtime: JailSpec | None = None,
-        bridge: Sequence[str] | None = None,
-        upstream: Upstream | None = None,
-        max_model_calls: int | None = None,
-        web: WebConfig | None = None,
-        deny_tools: Sequence[str] = (),
-        shell_timeout: float | None = None,
-        output_limit: int | None = None,
-    ) -> Iterator[AgentRun]:
+    def confine(self, spec: RunSpec) -> Iterator[AgentRun]:
         # The budgets, web, denied tools and output limit were granted with the token on the
         # host (`inside._gateway`), from the same role config and snapshot: nothing here can
         # loosen them. The shell timeout is the harness's own here (no jail to watch).
-        if bridge:
+        if spec.bridge:
             raise RuntimeError("an agent inside a task environment runs its commands there")
-        if upstream is not None:
+        if spec.upstream is not None:
             raise RuntimeError("the run's upstream was fixed when the host granted its token")
         yield AgentRun(self.token, self.base_url, None, dict(BASE_ENV, HOME="/tmp"))

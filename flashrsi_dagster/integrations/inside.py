@@ -16,7 +16,6 @@ import json
 import shlex
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +27,11 @@ from flashrsi_dagster.agents.permissions import permission_verdict
 from flashrsi_dagster.agents.run_config import run_config_message
 from flashrsi_dagster.environments.confinement import (
     BASE_ENV,
+    Opening,
+    RunSpec,
     gateway_verdict,
-    upstream_of,
-    web_access,
 )
 from flashrsi_dagster.environments.jail import listen_in
-from flashrsi_dagster.gateway import RunUsage
 from flashrsi_dagster.integrations.staging import (
     ENTRY,
     INSIDE,
@@ -54,15 +52,6 @@ RUN_ENV = {name: value for name, value in BASE_ENV.items() if name != "PATH"}
 """What the run adds to the environment's own variables: the allow-list, less `PATH`, which
 stays the environment's (its tools live there)."""
 _TAIL = 4000
-
-
-@dataclass
-class Opening:
-    """The gateway opened to one run: where the run reaches it, and what it used."""
-
-    token: str
-    base_url: str
-    usage: RunUsage | None = None
 
 
 async def run_inside(
@@ -143,34 +132,32 @@ def _gateway(agent: Agent, environment: BaseEnvironment) -> Iterator[Opening]:
     """A per-run token, and a gateway socket inside the environment's own network namespace
     when it has one the host can enter (the local environment, with or without network);
     otherwise the gateway's host listener, which the environment must be able to reach."""
-    confinement = agent.confinement
-    gateway = confinement.gateway
-    assert gateway is not None
     config = agent.run_config
+    limits = agent.protected_limits()
     # The grant holds the role's budgets and permissions: the agent inside cannot change it.
-    token = gateway.grant(
-        experiment=confinement.experiment,
-        role=agent.role,
-        run_id=uuid.uuid4().hex[:12],
-        upstream=upstream_of(config.llm),
-        max_calls=type(agent).gateway_budget(config).max_model_calls,
-        web=web_access(config.web),
+    spec = RunSpec(
+        agent.role,
+        config.llm,
+        writable=(),
+        max_model_calls=type(agent).gateway_budget(config).max_model_calls,
+        web=config.web,
         deny_tools=type(agent).gateway_denied(config),
-        output_limit=limits.output_limit if (limits := agent.protected_limits()) else None,
+        output_limit=limits.output_limit if limits else None,
     )
-    opening = Opening(token, gateway.url)
-    listener = None
-    try:
+    gateway = agent.confinement.gateway
+    assert gateway is not None
+    with agent.confinement.granted(spec) as opening:
         pid = getattr(environment, "network_pid", None)
-        if pid is not None:
-            listener = listen_in(pid)
-            gateway.serve(listener, token=token)
-            opening.base_url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-        yield opening
-    finally:
-        if listener is not None:
+        if pid is None:
+            yield opening
+            return
+        listener = listen_in(pid)
+        gateway.serve(listener, token=opening.token)
+        opening.base_url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        try:
+            yield opening
+        finally:
             gateway.unserve(listener)
-        opening.usage = gateway.revoke(token)
 
 
 def _payload(

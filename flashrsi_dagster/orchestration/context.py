@@ -4,7 +4,8 @@ algorithm (opened once per run by the `experiments_home` resource)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import dagster as dg
 
@@ -89,10 +90,12 @@ def _tag(context: dg.AssetExecutionContext, name: str) -> None:
         context.instance.add_run_tags(context.run.run_id, {EXPERIMENT_TAG: name})
 
 
-def refusing_out_of_turn[R](step: Callable[[], R]) -> R:
-    """Run an engine step; a step asked for out of turn fails the asset with its reason (and
-    no retry: the records say when it may run)."""
+@contextmanager
+def refusing_out_of_turn() -> Iterator[None]:
+    """Around an engine step: a step asked for out of turn fails the asset with its reason
+    (and no retry: the records say when it may run). A context manager, not a wrapper: no
+    frame between the asset and its step."""
     try:
-        return step()
+        yield
     except StepOrderError as exc:
         raise dg.Failure(description=str(exc), allow_retries=False) from None

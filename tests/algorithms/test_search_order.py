@@ -12,6 +12,7 @@ from flashrsi_dagster.algorithms.base import Step, StepOrderError
 from flashrsi_dagster.algorithms.meta_harness.run import MetaHarness
 from flashrsi_dagster.algorithms.modular_rsi.run import ModularRSI
 from flashrsi_dagster.algorithms.registry import algorithm_class, open_algorithm
+from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
@@ -81,6 +82,23 @@ def test_the_test_split_is_not_in_memory_before_the_final_step(tmp_path):
         harness.splits.unseal_test()
     harness.do(harness.next())
     assert harness.read_state().test is not None
+    harness.close()
+
+
+def test_the_test_tasks_are_handed_out_on_the_sealed_tests_turn_only(tmp_path):
+    harness = _harness(tmp_path)
+    drawn = load_splits(harness.experiment.config.benchmark, harness.benchmark)
+
+    with pytest.raises(StepOrderError, match=r"stays sealed: evaluate_seed \(round 0\) comes"):
+        harness.unseal_test()
+    harness.run(until="promote")
+    with pytest.raises(StepOrderError, match="stays sealed: promote comes first"):
+        harness.unseal_test()
+    harness.do(harness.next())  # the promotion: now it is the sealed test's turn
+    assert [t.id for t in harness.unseal_test()] == [t.id for t in drawn.unseal_test()]
+    harness.do(harness.next())
+    with pytest.raises(StepOrderError, match="stays sealed: done comes first"):
+        harness.unseal_test()
     harness.close()
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from flashrsi_dagster.benchmarks.base import BenchmarkError, Task
-from flashrsi_dagster.benchmarks.splits import make_splits, replace_train
+from flashrsi_dagster.benchmarks.splits import Splits, make_splits, replace_train
 from flashrsi_dagster.config import SplitCounts
 
 
@@ -67,6 +67,26 @@ def test_test_is_sealed_behind_one_method():
     assert not hasattr(splits, "test")
     assert "_test" not in repr(splits)
     assert len(splits.unseal_test()) == 2
+
+
+def test_the_test_ids_answer_for_an_id_held_and_list_none():
+    splits = make_splits(_tasks(12), COUNTS, seed=0)
+    test = [t.id for t in splits.unseal_test()]
+
+    assert all(i in splits.test_ids for i in test)
+    assert not any(t.id in splits.test_ids for t in (*splits.train, *splits.dev))
+    assert not any(i in repr(splits.test_ids) for i in test)
+    with pytest.raises(TypeError):
+        list(splits.test_ids)  # type: ignore[call-overload]
+
+
+def test_the_splits_compare_their_test_tasks_themselves():
+    splits = make_splits(_tasks(12), COUNTS, seed=0)
+    leaked = Splits(splits.train, (*splits.dev, splits.unseal_test()[0]), splits.unseal_test())
+
+    splits.check_disjoint()
+    with pytest.raises(BenchmarkError, match=r"dev overlaps test: t\d+ \(same checksum\)"):
+        leaked.check_disjoint()
 
 
 def test_given_splits_are_used_as_given():

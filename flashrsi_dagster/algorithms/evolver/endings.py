@@ -5,7 +5,8 @@ parent (its node rewritten `promoted_to_baseline`), or the parent is kept; the h
 (`findings.md`, a section per round), `history.json` (attempts by WHY) and the QD archive
 (`archive.json`) are written from the records, then the decision, which ends the step.
 
-`unseal_retention`: the only path to the test split. The baseline and every version a round
+`unseal_retention`: the Evolver's one path to the test split (`Searching.unseal_test`, open
+on the sealed test's turn only). The baseline and every version a round
 delivered (promoted) are scored on test once, and the report says how much of each train lift
 held. Nothing the search decided can change after it: termination already happened.
 """
@@ -22,7 +23,6 @@ from flashrsi_dagster.algorithms.evolver.nodes import Node
 from flashrsi_dagster.algorithms.evolver.plan import State
 from flashrsi_dagster.algorithms.evolver.records import RetentionReport, RoundDecision
 from flashrsi_dagster.algorithms.evolver.sealed import Delivered, retention
-from flashrsi_dagster.benchmarks.loading import load_splits
 
 if TYPE_CHECKING:
     from flashrsi_dagster.algorithms.evolver.run import Evolver
@@ -110,7 +110,7 @@ def delivered(e: Evolver, state: State) -> list[tuple[str, str, float]]:
 
 
 def unseal_retention(e: Evolver, state: State) -> RetentionReport:
-    tasks = load_splits(e.experiment.config.benchmark, e.benchmark).unseal_test()
+    tasks = e.unseal_test()
     version = e.evaluator.before_sealed_test(tasks)
     k = e.config.k
     scored = []

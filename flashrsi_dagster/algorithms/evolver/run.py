@@ -16,8 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import ClassVar
 
-from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
-from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
+from flashrsi_dagster.algorithms.base import Step, StepOrderError
 from flashrsi_dagster.algorithms.evolver import endings, ledger_entries, report
 from flashrsi_dagster.algorithms.evolver.candidate import CandidateStep
 from flashrsi_dagster.algorithms.evolver.choose import Budget
@@ -51,10 +50,8 @@ from flashrsi_dagster.algorithms.turns import one_step_at_a_time, side_by_side
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.decisions import Decision
-from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import (
-    Progress,
     final_trajectories,
 )
 from flashrsi_dagster.rollouts.record import RolloutRecord
@@ -65,24 +62,21 @@ from flashrsi_dagster.snapshots import Snapshot
 class Evolver(Searching):
     name: ClassVar[str] = "evolver"
 
-    def __init__(
-        self,
-        experiment: Experiment,
-        *,
-        builders: Builders = DEFAULT_BUILDERS,
-        log: Log = print,
-        progress: Progress | None = None,
-    ) -> None:
-        super().__init__(experiment, builders=builders, log=log, progress=progress)
-        self.config: EvolverConfig
+    config: EvolverConfig
+    _vanilla_runs: list[Trajectory] | None = None
+
+    @cached_property
+    def shape(self) -> Shape:
         c = self.config
-        self.shape = Shape(
+        return Shape(
             Budget(c.max_why_per_round, c.candidates_per_why),
             Termination(c.patience, c.max_rounds, c.max_consecutive_errors),
             c.recombinations_per_round,
         )
-        self.layout = Layout.of(experiment.paths.records)
-        self._vanilla_runs: list[Trajectory] | None = None
+
+    @cached_property
+    def layout(self) -> Layout:
+        return Layout.of(self.experiment.paths.records)
 
     # -- the seam -------------------------------------------------------------------------
 
@@ -256,10 +250,11 @@ class Evolver(Searching):
         return [t.id for t in self.splits.train]
 
     def check_sealed(self) -> None:
-        """`assert_no_test_leak`: the test ids are drawn here, compared, and dropped."""
+        """`assert_no_test_leak`: the ids the search holds, each asked of the test split
+        (as digests: no test id comes out)."""
         drawn = load_splits(self.experiment.config.benchmark, self.benchmark)
-        test = [t.id for t in drawn.unseal_test()]
-        assert_no_test_leak(test, train=self.train_ids, dev=[t.id for t in self.splits.dev])
+        dev = [t.id for t in self.splits.dev]
+        assert_no_test_leak(drawn.test_ids, train=self.train_ids, dev=dev)
 
     def ask(self, instruction: str, r: int, name: str) -> Trajectory:
         """A model call of the Worker (diagnosis, pick, induction) in an empty folder; its

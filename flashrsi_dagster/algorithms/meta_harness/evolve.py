@@ -4,8 +4,9 @@ for the next start to sweep. The runner (`flashrsi run`) keeps its records inste
 
 from __future__ import annotations
 
+from flashrsi_dagster.algorithms.base import Log
 from flashrsi_dagster.algorithms.meta_harness.plan import State
-from flashrsi_dagster.algorithms.meta_harness.run import Log, MetaHarness
+from flashrsi_dagster.algorithms.meta_harness.run import MetaHarness
 from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.scratch import scratch_dir

@@ -24,8 +24,7 @@ from typing import ClassVar
 
 import pandas as pd
 
-from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
-from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
+from flashrsi_dagster.algorithms.base import Step, StepOrderError
 from flashrsi_dagster.algorithms.meta_harness import ledger_entries, report
 from flashrsi_dagster.algorithms.meta_harness.history import HISTORY, HistoryView
 from flashrsi_dagster.algorithms.meta_harness.plan import (
@@ -50,17 +49,15 @@ from flashrsi_dagster.algorithms.meta_harness.records import (
     TestResult,
 )
 from flashrsi_dagster.algorithms.searching import Searching
-from flashrsi_dagster.algorithms.turns import one_step_at_a_time, side_by_side
+from flashrsi_dagster.algorithms.turns import one_step_at_a_time, side_by_side, turn
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.contamination import ContentVerdict
 from flashrsi_dagster.decisions import Decision
 from flashrsi_dagster.environments.jail import Mount
-from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.experiment.keys import candidate_key
 from flashrsi_dagster.records import Status, Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import (
-    Progress,
     final_trajectories,
 )
 from flashrsi_dagster.rollouts.record import RolloutRecord
@@ -95,20 +92,22 @@ class MetaHarness(Searching):
 
     name: ClassVar[str] = "meta_harness"
 
-    def __init__(
-        self,
-        experiment: Experiment,
-        *,
-        builders: Builders = DEFAULT_BUILDERS,
-        log: Log = print,
-        progress: Progress | None = None,
-    ) -> None:
-        super().__init__(experiment, builders=builders, log=log, progress=progress)
-        self.max_steps = self.config.max_steps
-        self.candidates = self.config.candidates_per_round
-        self.layout = Layout.of(experiment.paths.records)
-        self.history = HistoryView.for_experiment(experiment.snapshots, self.layout)
+    @cached_property
+    def max_steps(self) -> int:
+        return self.config.max_steps
+
+    @cached_property
+    def candidates(self) -> int:
+        return self.config.candidates_per_round
+
+    @cached_property
+    def layout(self) -> Layout:
+        return Layout.of(self.experiment.paths.records)
+
+    @cached_property
+    def history(self) -> HistoryView:
         """Slot c0's history view (each slot has its own: `view`)."""
+        return HistoryView.for_experiment(self.experiment.snapshots, self.layout)
 
     def slots(self) -> tuple[str, ...]:
         return slots_of(self.candidates)
@@ -188,10 +187,9 @@ class MetaHarness(Searching):
             return store.get(evaluated.snapshot_id)
         return super().seed()
 
-    @one_step_at_a_time
     def evaluate_seed(self) -> RoundRecord:
-        seed = self.seed()
-        return self._evaluate(0, seed, parent_id=None)
+        """Round 0: the seed on dev."""
+        return self.evaluate_round(0)
 
     def round_rollouts(self, k: int, slot: str = SLOT) -> list[Trajectory]:
         """The final rollout of every dev task of a candidate (none for a rejected one)."""
@@ -237,35 +235,37 @@ class MetaHarness(Searching):
             return "the search was aborted (a Worker failed)"
         return None
 
-    @side_by_side(_candidate)
     def finish_round(self, k: int, slot: str = SLOT) -> RoundRecord:
-        """Evaluate candidate (k, slot)'s committed edit on dev, or record its rejection."""
-        edit = read_optional(self.layout.edit(k, slot), EditRecord)
-        assert edit is not None, f"{candidate_name(k, slot)} has no edit yet"
-        done = read_optional(self.layout.round(k, slot), RoundRecord)
-        reason = edit.reason
-        if edit.status == "committed" and edit.snapshot_id:
-            snapshot = self.experiment.snapshots.get(edit.snapshot_id)
-            verdict = self._content(k, slot, snapshot, done)
-            if verdict is None or not verdict.contaminated:
-                evaluated = self._evaluate(k, snapshot, parent_id=edit.parent_id, slot=slot)
-                self._drop_view_if_aborted(slot)
-                return evaluated
-            reason = f"content check: {verdict.reason}"
-        if done is not None and done.status != "evaluated":
-            self.record_decisions()  # read back: a crash may have come before its entry
-            return done
-        status = "worker_failed" if edit.status == "worker_failed" else "rejected"
-        # A rejected candidate's snapshot stays out of the round record: the history shows
-        # the Worker every recorded snapshot, and a contaminated one is not to be shown.
-        record = RoundRecord(
-            round=k, slot=slot, status=status, parent_id=edit.parent_id, reason=reason
-        )
-        record = self.write(self.layout.round(k, slot), record)
-        self._drop_view_if_aborted(slot)
-        self.record_decisions()
-        self.log(f"{candidate_name(k, slot)}: {status} — {record.reason}")
-        return record
+        """Evaluate candidate (k, slot)'s committed edit on dev, or record its rejection.
+        Its turn is a `with`, not `side_by_side`: it lies between `evaluate_round` and the
+        rollouts, a path kept short (tests/algorithms/meta_harness/defs/test_asset_to_rollout)."""
+        with turn(self, "finish_round", beside=candidate_key(k, slot)):
+            edit = read_optional(self.layout.edit(k, slot), EditRecord)
+            assert edit is not None, f"{candidate_name(k, slot)} has no edit yet"
+            done = read_optional(self.layout.round(k, slot), RoundRecord)
+            reason = edit.reason
+            if edit.status == "committed" and edit.snapshot_id:
+                snapshot = self.experiment.snapshots.get(edit.snapshot_id)
+                verdict = self._content(k, slot, snapshot, done)
+                if verdict is None or not verdict.contaminated:
+                    evaluated = self._evaluate(k, snapshot, parent_id=edit.parent_id, slot=slot)
+                    self._drop_view_if_aborted(slot)
+                    return evaluated
+                reason = f"content check: {verdict.reason}"
+            if done is not None and done.status != "evaluated":
+                self.record_decisions()  # read back: a crash may have come before its entry
+                return done
+            status = "worker_failed" if edit.status == "worker_failed" else "rejected"
+            # A rejected candidate's snapshot stays out of the round record: the history shows
+            # the Worker every recorded snapshot, and a contaminated one is not to be shown.
+            record = RoundRecord(
+                round=k, slot=slot, status=status, parent_id=edit.parent_id, reason=reason
+            )
+            record = self.write(self.layout.round(k, slot), record)
+            self._drop_view_if_aborted(slot)
+            self.record_decisions()
+            self.log(f"{candidate_name(k, slot)}: {status} — {record.reason}")
+            return record
 
     @side_by_side(_candidate)
     def content(self, k: int, slot: str = SLOT) -> ContentVerdict | None:
@@ -327,33 +327,22 @@ class MetaHarness(Searching):
         sequential step; a later round's candidate's runs beside its round's others, but
         its evaluation again is sequential: it moves records that the later rounds'
         candidates read (their Workers' history, their order check)."""
-        if k == 0 and slot == SLOT:
-            return self._evaluate_seed_round(again)
-        if again:
-            return self._evaluate_candidate_again(k, slot)
-        return self._evaluate_candidate(k, slot, again)
-
-    @one_step_at_a_time
-    def _evaluate_candidate_again(self, k: int, slot: str) -> RoundRecord:
-        return self._evaluate_candidate(k, slot, True)
-
-    @one_step_at_a_time
-    def _evaluate_seed_round(self, again: bool) -> RoundRecord:
-        if again:
-            self.restart_round(0)
-        return self.evaluate_seed()
-
-    @side_by_side(_candidate)
-    def _evaluate_candidate(self, k: int, slot: str, again: bool) -> RoundRecord:
-        if read_optional(self.layout.edit(k, slot), EditRecord) is None:
-            refused = self._edit_refused(self.read_state(), k, slot) or (
-                "its Worker's edit is not made yet (its snapshot comes first)"
-            )
-            name = candidate_name(k, slot)
-            raise StepOrderError(f"the evaluation of {name} refused: {refused}")
-        if again:
-            self.restart_round(k, slot)
-        return self.finish_round(k, slot)
+        seed = k == 0 and slot == SLOT
+        beside = None if seed or again else candidate_key(k, slot)
+        with turn(self, "evaluate_round", beside=beside):
+            if seed:
+                if again:
+                    self.restart_round(0)
+                return self._evaluate(0, self.seed(), parent_id=None)
+            if read_optional(self.layout.edit(k, slot), EditRecord) is None:
+                refused = self._edit_refused(self.read_state(), k, slot) or (
+                    "its Worker's edit is not made yet (its snapshot comes first)"
+                )
+                name = candidate_name(k, slot)
+                raise StepOrderError(f"the evaluation of {name} refused: {refused}")
+            if again:
+                self.restart_round(k, slot)
+            return self.finish_round(k, slot)
 
     def restart_round(self, k: int, slot: str = SLOT) -> None:
         """Evaluate a candidate again from scratch (a rematerialization): the same snapshot,

@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from flashrsi_dagster.agents import Agent
-from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
-from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
+from flashrsi_dagster.algorithms.base import Step, StepOrderError
 from flashrsi_dagster.algorithms.modular_rsi import ledger_entries, report
 from flashrsi_dagster.algorithms.modular_rsi.config import ModularRSIConfig
 from flashrsi_dagster.algorithms.modular_rsi.groups import remember
@@ -50,10 +49,8 @@ from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.decisions import Decision
 from flashrsi_dagster.evaluator import basis
-from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import (
-    Progress,
     final_trajectories,
 )
 from flashrsi_dagster.rollouts.record import RolloutRecord
@@ -76,18 +73,15 @@ def make_schedule(train: list[str], epochs: int, batch_size: int, seed: int) -> 
 class ModularRSI(Searching):
     name: ClassVar[str] = "modular_rsi"
 
-    def __init__(
-        self,
-        experiment: Experiment,
-        *,
-        builders: Builders = DEFAULT_BUILDERS,
-        log: Log = print,
-        progress: Progress | None = None,
-    ) -> None:
-        super().__init__(experiment, builders=builders, log=log, progress=progress)
-        self.config: ModularRSIConfig
-        self.modules = ordered(self.config.modules)
-        self.layout = Layout.of(experiment.paths.records)
+    config: ModularRSIConfig
+
+    @cached_property
+    def modules(self) -> tuple[str, ...]:
+        return ordered(self.config.modules)
+
+    @cached_property
+    def layout(self) -> Layout:
+        return Layout.of(self.experiment.paths.records)
 
     # -- the seam -------------------------------------------------------------------------
 

@@ -145,7 +145,8 @@ def step(context: dg.AssetExecutionContext) -> Iterator:
     """One step of the search (the slot says which): run it, or read it back, then describe
     the assets its slot has (those selected)."""
     algorithm, name, todo = _step_of(context)
-    refusing_out_of_turn(lambda: algorithm.do(todo))
+    with refusing_out_of_turn():
+        algorithm.do(todo)
     selected = context.selected_asset_keys
     for output in DESCRIBE[todo.action](algorithm, name, todo):
         if output is not None and key(output.output_name) in selected:
@@ -506,7 +507,8 @@ def sealed_test_score(context: dg.AssetExecutionContext) -> Iterator:
     Later materializations read it back."""
     e, name = _finished(context)
     read_back = e.layout.retention.exists()
-    report = refusing_out_of_turn(e.sealed_test)
+    with refusing_out_of_turn():
+        report = e.sealed_test()
     yield dg.Output(report.model_dump(mode="json"), metadata=_retention(report, read_back))
     yield _once_check(e, report, name)
     yield describe.splits_check(e, key("sealed_test_score"), name)
@@ -536,7 +538,7 @@ def _once_check(e: Evolver, report: RetentionReport, where: str) -> dg.AssetChec
     from flashrsi_dagster.benchmarks.loading import load_splits
 
     state = e.read_state()
-    tasks = len(load_splits(e.experiment.config.benchmark, e.benchmark).unseal_test())
+    tasks = load_splits(e.experiment.config.benchmark, e.benchmark).test_size
     runs = {r["label"]: len(e.recorded(e.layout.test_rollouts(r["label"]))) for r in report.rows}
     delivered = [label for label, _, _ in endings.delivered(e, state)]
     decided = [rd.decision.created for rd in state.rounds if rd.decision is not None]

@@ -88,7 +88,8 @@ def snapshot(context: dg.AssetExecutionContext) -> Iterator:
     if k == 0 and slot == SLOT:
         info = {"round": 0, "status": "seed", "snapshot_id": algorithm.seed().id, "parent_id": None}
     else:
-        info = refusing_out_of_turn(lambda: algorithm.edit(k, slot)).model_dump(mode="json")
+        with refusing_out_of_turn():
+            info = algorithm.edit(k, slot).model_dump(mode="json")
     store = algorithm.experiment.snapshots
     metadata = describe.snapshot(store, info, PARTITIONS, name, key("snapshot"))
     if k > 0:
@@ -148,7 +149,8 @@ def evaluation(context: dg.AssetExecutionContext, snapshot: dict) -> Iterator:
     algorithm, name, k, slot = _open(context)
     # Launched by hand (no driver tag): evaluate the candidate again.
     again = DRIVER_TAG not in context.run.tags
-    record = refusing_out_of_turn(lambda: algorithm.evaluate_round(k, slot, again=again))
+    with refusing_out_of_turn():
+        record = algorithm.evaluate_round(k, slot, again=again)
     rollouts = algorithm.round_rollouts(k, slot)  # read once: the table and the transcripts
     frame = scores_frame(rollouts)
     state = algorithm.read_state()
@@ -263,7 +265,8 @@ def promotion(context: dg.AssetExecutionContext) -> Iterator:
     test has run, then stays frozen."""
     name = experiment_of(context)
     algorithm: MetaHarness = algorithm_of(context, name)  # type: ignore[assignment]
-    chosen = refusing_out_of_turn(algorithm.promote)
+    with refusing_out_of_turn():
+        chosen = algorithm.promote()
     state = algorithm.read_state()
     yield dg.Output(chosen.model_dump(mode="json"), metadata=_promotion(state))
     context.log_event(_summary(context, algorithm, name, state))
@@ -284,7 +287,8 @@ def sealed_test_score(context: dg.AssetExecutionContext) -> Iterator:
     name = experiment_of(context)
     algorithm: MetaHarness = algorithm_of(context, name)  # type: ignore[assignment]
     read_back = algorithm.read_state().test is not None
-    result = refusing_out_of_turn(algorithm.sealed_test)
+    with refusing_out_of_turn():
+        result = algorithm.sealed_test()
     state = algorithm.read_state()
     metadata = describe.sealed_test(state, read_back=read_back)
     yield dg.Output(result.model_dump(mode="json"), metadata=metadata)

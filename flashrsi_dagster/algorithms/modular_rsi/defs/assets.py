@@ -113,12 +113,10 @@ def step(context: dg.AssetExecutionContext) -> Iterator:
     """One branch step or integration round: run it (or read it back), then describe it."""
     algorithm, name, k, slot = candidate_algorithm(context)
     assert isinstance(algorithm, ModularRSI)
-    do = (
-        (lambda: algorithm.integrate(k))
-        if slot == INTEGRATION
-        else (lambda: algorithm.branch_step(slot, k))
-    )
-    record: StepRecord = refusing_out_of_turn(do)
+    with refusing_out_of_turn():
+        record: StepRecord = (
+            algorithm.integrate(k) if slot == INTEGRATION else algorithm.branch_step(slot, k)
+        )
     rollouts = algorithm.step_rollouts(slot, k)
     frame = scores_frame(rollouts)
     yield dg.Output(
@@ -317,7 +315,8 @@ def promotion(context: dg.AssetExecutionContext) -> Iterator:
     else the first that did, else the seed), once every step is done. Frozen."""
     algorithm, _ = experiment_algorithm(context)
     assert isinstance(algorithm, ModularRSI)
-    chosen = refusing_out_of_turn(algorithm.promote)
+    with refusing_out_of_turn():
+        chosen = algorithm.promote()
     yield dg.Output(
         chosen.model_dump(mode="json"),
         metadata={"snapshot_id": chosen.snapshot_id, "source": chosen.source, "why": chosen.reason},
@@ -339,7 +338,8 @@ def sealed_test_score(context: dg.AssetExecutionContext) -> Iterator:
     algorithm, name = experiment_algorithm(context)
     assert isinstance(algorithm, ModularRSI)
     read_back = algorithm.read_state().test is not None
-    result = refusing_out_of_turn(algorithm.sealed_test)
+    with refusing_out_of_turn():
+        result = algorithm.sealed_test()
     state = algorithm.read_state()
     when = f"{result.created:%Y-%m-%d %H:%M:%S} UTC"
     yield dg.Output(

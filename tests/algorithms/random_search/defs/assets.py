@@ -54,7 +54,8 @@ def _experiment(context: dg.AssetExecutionContext) -> tuple[RandomSearch, str]:
 def round_(context: dg.AssetExecutionContext) -> Iterator:
     """The round's snapshot (the seed, or the drawn edit of it) and its dev evaluation."""
     search, k = _round(context)
-    record = refusing_out_of_turn(lambda: search.evaluate_round(k))
+    with refusing_out_of_turn():
+        record = search.evaluate_round(k)
     frame = scores_frame(search.round_rollouts(k))
     tasks, attempts = len(search.splits.dev), search.settings.attempts
     table = summary(frame, tasks, attempts) if len(frame) else {}
@@ -78,7 +79,8 @@ def round_(context: dg.AssetExecutionContext) -> Iterator:
 def promotion(context: dg.AssetExecutionContext) -> dg.Output:
     """The best dev score over every round (a tie keeps the earlier round)."""
     search, _ = _experiment(context)
-    chosen = refusing_out_of_turn(search.promote)
+    with refusing_out_of_turn():
+        chosen = search.promote()
     return dg.Output(chosen.model_dump(mode="json"), metadata={"round": chosen.round})
 
 
@@ -95,7 +97,8 @@ def sealed_test_score(context: dg.AssetExecutionContext) -> Iterator:
     """The promoted snapshot on the sealed test split, evaluated once."""
     search, name = _experiment(context)
     read_back = search.read_state().test is not None
-    result = refusing_out_of_turn(search.sealed_test)
+    with refusing_out_of_turn():
+        result = search.sealed_test()
     state = search.read_state()
     yield dg.Output(
         result.model_dump(mode="json"), metadata=describe.sealed_test(state, read_back=read_back)
