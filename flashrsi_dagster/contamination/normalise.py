@@ -6,6 +6,11 @@ ASCII reads plain). A text written in another case, re-wrapped, split over lines
 from quoted pieces (`"ignore all " + "previous"`, implicit concatenation, a list joined at run
 time) reads the same; other punctuation stays,
 so a text made mostly of symbols (Morse code, say) keeps what tells it apart.
+
+A task's input is also compared in a second form, its letters and digits alone (`letters`):
+a table keyed by `"_".join(text.split())`, by its words joined with dots, by the text with
+its punctuation stripped or with an invisible character (a zero-width space, a soft hyphen)
+between its letters reads the same there.
 """
 
 from __future__ import annotations
@@ -13,13 +18,26 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 
 _DROPPED = re.compile(r"[\s'\"`\\+,()\[\]\x00]+")
 
 
+_NOT_ALNUM = re.compile(r"[\W_]+")
+
+
 def normalise(text: str) -> str:
     return _DROPPED.sub("", unicodedata.normalize("NFKC", text).casefold())
+
+
+def letters(text: str) -> str:
+    """The text's letters and digits alone, in the case `normalise` gives them."""
+    return _NOT_ALNUM.sub("", unicodedata.normalize("NFKC", text).casefold())
+
+
+FORMS: dict[str, Callable[[str], str]] = {"normal": normalise, "letters": letters}
+"""The forms a text is compared in: every secret in the first, a task's input in both."""
 
 
 @dataclass(frozen=True)
@@ -32,10 +50,10 @@ class Stream:
     """The source line number of each piece (a decoded blob's lines all map to its line)."""
 
     @classmethod
-    def of(cls, lines: list[tuple[int, str]]) -> Stream:
+    def of(cls, lines: list[tuple[int, str]], form: str = "normal") -> Stream:
         pieces, starts, numbers, at = [], [], [], 0
         for number, line in lines:
-            piece = normalise(line)
+            piece = FORMS[form](line)
             if piece:
                 pieces.append(piece)
                 starts.append(at)

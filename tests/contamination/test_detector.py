@@ -14,6 +14,7 @@ import json
 import lzma
 import pickle
 import random
+import re
 import tarfile
 import zlib
 from collections.abc import Callable
@@ -374,6 +375,40 @@ def test_a_table_keyed_by_raw_digest_bytes_is_caught(harness, path, write):
     verdict = harness.judge(write_bytes(path, write(table)))
     rejected(verdict, "digest")
     assert {h.encoding for h in verdict.hits} == {"bytes"}
+
+
+SEPARATED = [t for t in TASKS if all(len(normalise(w)) < 16 for w in text(t).split())]
+"""The tasks none of whose words is a shingle long: joined by another separator, no run of
+their normal form is left to match."""
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        lambda t: "_".join(text(t).lower().split()),
+        lambda t: ".".join(re.findall(r"[^\W_]+", text(t))),
+        lambda t: "\u200b".join(text(t)),
+        lambda t: "\xad".join(text(t).split()),
+    ],
+    ids=["snake-case", "words-joined-by-dots", "zero-width-spaces", "soft-hyphens"],
+)
+def test_a_table_keyed_by_the_texts_words_joined_otherwise_is_caught(harness, key):
+    """A harness that normalises its input the same way before the lookup reads every row."""
+    table = {key(t): label(t) for t in SEPARATED}
+    verdict = harness.judge(append("runtime/agent.py", f"\nTABLE = {table!r}\n"))
+    rejected(verdict, "beside its answer")
+    assert len(SEPARATED) > 100
+    assert verdict.tasks["held_out"] >= len([t for t in SEPARATED if t in HELD_OUT])
+    assert all(h.encoding.startswith("letters+") for h in verdict.hits if h.rule == "paired")
+
+
+def test_a_table_keyed_by_a_digest_of_the_texts_words_is_caught(harness):
+    def words(t) -> bytes:  # the text's words, lower-cased, its punctuation dropped
+        return " ".join(re.findall(r"\w+", text(t).lower())).encode()
+
+    table = {hashlib.sha256(words(t)).hexdigest(): label(t) for t in TASKS}
+    verdict = harness.judge(append("runtime/agent.py", f"\nBY_HASH = {table!r}\n"))
+    rejected(verdict, "digest")
 
 
 # -- what must pass --------------------------------------------------------------------------
