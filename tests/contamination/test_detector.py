@@ -16,6 +16,7 @@ import pickle
 import random
 import re
 import tarfile
+import unicodedata
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -186,8 +187,20 @@ def _tar_gz(data: bytes) -> bytes:
         (lambda d: f"B = bytes({list(d)!r})", "char codes"),
         (lambda d: f"B = {[hex(c) for c in d]!r}".replace("'", ""), "char codes"),
         (lambda d: f"B = {base64.b64encode(_tar_gz(d)).decode()!r}", "gzip+base64"),
+        (lambda d: f"B = {base64.b32encode(d).decode().lower()!r}", "base32"),
+        (lambda d: f"B = {base64.b32hexencode(d).decode()!r}", "base32hex"),
+        (lambda d: f"B = {d.hex(':')!r}", "hex"),
     ],
-    ids=["base32", "ascii85", "ord-list", "hex-list", "tar.gz-base64"],
+    ids=[
+        "base32",
+        "ascii85",
+        "ord-list",
+        "hex-list",
+        "tar.gz-base64",
+        "base32-lower-case",
+        "base32-hex-alphabet",
+        "hex-with-separators",
+    ],
 )
 def test_the_table_in_another_alphabet_or_archive_is_caught(harness, encode, encoding):
     code = encode(json.dumps(TABLE).encode())
@@ -295,6 +308,15 @@ def test_json_and_unicode_escaped_texts_are_caught(harness):
     escaped = json.dumps({text(t): label(t) for t in DEV[:3]}, ensure_ascii=True)
     escaped = "".join(f"\\u{ord(c):04x}" if c.isalpha() else c for c in escaped)
     verdict = harness.judge(append("runtime/agent.py", f"\nTABLE = json.loads({escaped!r})\n"))
+    rejected(verdict, "beside its answer")
+
+
+def test_texts_written_with_named_unicode_escapes_are_caught(harness):
+    def named(c: str) -> str:  # as a string literal writes it: `'\N{LATIN SMALL LETTER A}'`
+        return f"\\N{{{unicodedata.name(c)}}}" if c.isalpha() else c.replace("'", "\\'")
+
+    rows = "".join(f"    '{''.join(map(named, text(t)))}': {label(t)!r},\n" for t in DEV[:3])
+    verdict = harness.judge(append("runtime/agent.py", f"\nTABLE = {{\n{rows}}}\n"))
     rejected(verdict, "beside its answer")
 
 
