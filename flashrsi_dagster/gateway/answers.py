@@ -127,21 +127,66 @@ def _shape_problem(kind: Kind, data: dict[str, Any]) -> str | None:
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices:
             return "no choices"
-        message = choices[0].get("message") if isinstance(choices[0], dict) else None
-        if not isinstance(message, dict):
-            return "no message in the first choice"
-        content, calls = message.get("content"), message.get("tool_calls")
-        if calls is not None and not (
-            isinstance(calls, list) and all(isinstance(c, dict) for c in calls)
-        ):
-            return "tool_calls that are not a list of objects"
-        said = content is not None or calls or message.get("refusal")
-        if not (isinstance(content, str | None) and said):
-            return "the message has no content and no tool calls"
+        for choice in choices:
+            message = choice.get("message") if isinstance(choice, dict) else None
+            if not isinstance(message, dict):
+                return "a choice without a message"
+            if (problem := _message_problem(message)) is not None:
+                return problem
         return None
     listed = "output" if kind == "responses" else "content"
-    if not isinstance(data.get(listed), list):
+    items = data.get(listed)
+    if not isinstance(items, list):
         return f"no {listed} list"
+    fields = _RESPONSES_ITEMS if kind == "responses" else _MESSAGES_BLOCKS
+    return _items_problem(items, fields, listed)
+
+
+_TOOL_CALL_FIELDS = {"function": ("name", "arguments"), "custom": ("name", "input")}
+"""A chat tool call's object and the strings it holds (SDKs read them as strings: a harness
+reading `arguments` with `json.loads` fails on an object)."""
+_RESPONSES_ITEMS: dict[str, tuple[str, ...]] = {
+    "function_call": ("call_id", "name", "arguments"),
+    "custom_tool_call": ("call_id", "name", "input"),
+    "output_text": ("text",),
+}
+"""Responses output items (and message parts) and the strings each must hold."""
+_MESSAGES_BLOCKS: dict[str, tuple[str, ...]] = {"text": ("text",), "tool_use": ("id", "name")}
+"""Anthropic content blocks and the strings each must hold."""
+
+
+def _message_problem(message: dict[str, Any]) -> str | None:
+    content, calls = message.get("content"), message.get("tool_calls")
+    if calls is not None and not (
+        isinstance(calls, list) and all(isinstance(c, dict) for c in calls)
+    ):
+        return "tool_calls that are not a list of objects"
+    for call in calls or []:
+        held = [k for k in _TOOL_CALL_FIELDS if isinstance(call.get(k), dict)]
+        if not held or any(
+            not isinstance(call[k].get(name), str) for k in held for name in _TOOL_CALL_FIELDS[k]
+        ):
+            return "a tool call without a function whose name and arguments are strings"
+    said = content is not None or calls or message.get("refusal")
+    if not (isinstance(content, str | None) and said):
+        return "the message has no content and no tool calls"
+    return None
+
+
+def _items_problem(items: list[Any], fields: dict[str, tuple[str, ...]], listed: str) -> str | None:
+    """The first item of `items` (a Responses output, a message's parts, a Messages content)
+    that is not an object with a `type`, or lacks a string its type holds. An SDK reads each
+    as such (`item.type`, `"".join(texts)`): an int there fails the harness, not the model."""
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("type"), str):
+            return f"an item of {listed} that is not an object with a type"
+        if any(not isinstance(item.get(name), str) for name in fields.get(item["type"], ())):
+            return f"a {item['type'][:40]!r} item of {listed} without its strings"
+        parts = item.get("content") if item["type"] == "message" else []
+        if not isinstance(parts, list):
+            return f"a message in {listed} whose content is not a list"
+        if parts and (problem := _items_problem(parts, fields, "a message")) is not None:
+            return problem
     return None
 
 
