@@ -67,16 +67,24 @@ class SecretIndex:
 
     @classmethod
     def build(
-        cls, secrets: Iterable[tuple[str, list[Secret]]], splits: Mapping[str, str]
+        cls,
+        secrets: Iterable[tuple[str, list[Secret]]],
+        splits: Mapping[str, str],
+        prompts: Mapping[str, str] | None = None,
     ) -> SecretIndex:
         """`secrets`: (task id, its secrets) over the whole pool; `splits`: the split of each
-        train and dev task id (every other task is held out)."""
-        index = cls()
+        train and dev task id (every other task is held out); `prompts`: each task's whole
+        instruction, as the agent gets it, indexed by its digests only (a harness can key a
+        table by the digest of what it is given, template and all; its text is searched as
+        the task's input already)."""
+        index, prompts = cls(), prompts or {}
         for task_id, found in secrets:
             number = len(index.tasks)
             index.tasks.append((task_id, splits.get(task_id, HELD_OUT)))
             for secret in found:
                 index._add(number, secret)
+            if task_id in prompts:
+                index._add_digests(number, prompts[task_id], normalise(prompts[task_id]))
         return index
 
     def _add(self, task: int, secret: Secret) -> None:
@@ -86,19 +94,22 @@ class SecretIndex:
             self.answers.setdefault(task, []).extend(sorted(forms))
             return
         if secret.kind == "input":
-            for digest in _digests(secret.text, text):
-                self.digests.setdefault(digest, task)
-                self.digests.setdefault(digest[:DIGEST_PREFIX], task)
-                raw = bytes.fromhex(digest)
-                for b64 in (base64.b64encode(raw), base64.urlsafe_b64encode(raw)):
-                    self.digests.setdefault(b64.decode().rstrip("="), task)
-                # as an integer, as `zlib.crc32(...)` or `int(hexdigest, 16)` give it
-                self.digests.setdefault(str(int(digest, 16)), task)
-                if len(raw) > RAW_PREFIX:
-                    self.raw_digests.setdefault(raw[:RAW_PREFIX], task)
+            self._add_digests(task, secret.text, text)
         self._enter(Entry(task, secret.kind, secret.name, text))
         if secret.kind == "input" and (bare := letters(secret.text)) != text:
             self._enter(Entry(task, secret.kind, secret.name, bare, "letters"))
+
+    def _add_digests(self, task: int, raw_text: str, normal: str) -> None:
+        for digest in _digests(raw_text, normal):
+            self.digests.setdefault(digest, task)
+            self.digests.setdefault(digest[:DIGEST_PREFIX], task)
+            raw = bytes.fromhex(digest)
+            for b64 in (base64.b64encode(raw), base64.urlsafe_b64encode(raw)):
+                self.digests.setdefault(b64.decode().rstrip("="), task)
+            # as an integer, as `zlib.crc32(...)` or `int(hexdigest, 16)` give it
+            self.digests.setdefault(str(int(digest, 16)), task)
+            if len(raw) > RAW_PREFIX:
+                self.raw_digests.setdefault(raw[:RAW_PREFIX], task)
 
     def _enter(self, entry: Entry) -> None:
         text = entry.text

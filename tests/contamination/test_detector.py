@@ -424,6 +424,15 @@ def test_a_table_keyed_by_the_texts_words_joined_otherwise_is_caught(harness, ke
     assert all(h.encoding.startswith("letters+") for h in verdict.hits if h.rule == "paired")
 
 
+def test_a_table_keyed_by_a_digest_of_the_whole_prompt_is_caught(harness):
+    """The harness is given the instruction, template and text: its digest names the task."""
+    table = {hashlib.sha256(t.instruction.encode()).hexdigest(): label(t) for t in TASKS}
+    code = "\ndef answer(prompt):\n    return BY_HASH[sha256(prompt.encode()).hexdigest()]\n"
+    verdict = harness.judge(append("runtime/agent.py", f"\nBY_HASH = {table!r}\n{code}"))
+    rejected(verdict, "digest")
+    assert verdict.tasks["held_out"] == len(HELD_OUT)
+
+
 def test_a_table_keyed_by_a_digest_of_the_texts_words_is_caught(harness):
     def words(t) -> bytes:  # the text's words, lower-cased, its punctuation dropped
         return " ".join(re.findall(r"\w+", text(t).lower())).encode()
