@@ -190,6 +190,50 @@ def _items_problem(items: list[Any], fields: dict[str, tuple[str, ...]], listed:
     return None
 
 
+_DELTA_STRINGS = {"text_delta": "text", "input_json_delta": "partial_json"}
+_DELTA_STRINGS |= {"thinking_delta": "thinking"}
+"""A Messages content block delta's type and the string it carries."""
+
+
+def event_problem(kind: Kind, data: dict[str, Any]) -> str | None:
+    """What an SDK could not read in one stream event of `kind` (None: nothing): the stream
+    counterpart of an answer's shape, checked on the parts a client reads unchecked."""
+    if kind == "chat":
+        choices = data.get("choices", [])
+        if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
+            return "choices that are not a list of objects"
+        deltas = [c["delta"] for c in choices if "delta" in c]
+        if not all(isinstance(d, dict) for d in deltas):
+            return "a delta that is not an object"
+        for delta in deltas:
+            calls = delta.get("tool_calls") or []
+            if not isinstance(delta.get("content"), str | None) or not isinstance(calls, list):
+                return "a delta whose content is not a string or tool_calls not a list"
+            for call in calls:
+                function = call.get("function", {}) if isinstance(call, dict) else None
+                if not isinstance(function, dict) or not all(
+                    isinstance(function.get(k), str | None) for k in ("name", "arguments")
+                ):
+                    return "a tool call delta without a function of strings"
+        return None
+    delta, event = data.get("delta"), data.get("type")
+    if kind == "responses":
+        if "item" in data:
+            return _items_problem([data["item"]], _RESPONSES_ITEMS, "a stream event")
+        if isinstance(event, str) and event.endswith(".delta") and not isinstance(delta, str):
+            return f"a {event[:60]!r} event whose delta is not a string"
+        return None
+    if "content_block" in data:
+        return _items_problem([data["content_block"]], _MESSAGES_BLOCKS, "a stream event")
+    if event == "content_block_delta" and "delta" in data:
+        if not isinstance(delta, dict) or not isinstance(delta.get("type"), str):
+            return "a content block delta that is not an object with a type"
+        carried = _DELTA_STRINGS.get(delta["type"])
+        if carried is not None and not isinstance(delta.get(carried), str):
+            return f"a {delta['type'][:40]!r} without its {carried}"
+    return None
+
+
 def _short(value: Any, limit: int = 120) -> str:
     text = str(value)
     return text if len(text) <= limit else text[:limit] + "..."

@@ -257,6 +257,7 @@ def _stream(gateway: Gateway, token: str) -> list:
     return list(chunks)
 
 
+_CALL_DELTA = {"index": 0, "id": "c", "function": {"name": "bash", "arguments": {"a": 1}}}
 STREAM_FAULTS = {
     "never-ends": (
         chunked_endless(DELTA, 0.05, "text/event-stream"),
@@ -286,6 +287,14 @@ STREAM_FAULTS = {
     "no-event-of-its-api": (
         sse([_event({"foo": 1}), _event({"object": "x"}), _event("[DONE]")]),
         "a stream without one event of its API",
+    ),
+    "delta-content-not-a-string": (
+        sse([DELTA, _event({"choices": [{"index": 0, "delta": {"content": 5}}]})]),
+        "a delta whose content is not a string",
+    ),
+    "tool-call-delta-arguments-an-object": (
+        sse([_event({"choices": [{"index": 0, "delta": {"tool_calls": [_CALL_DELTA]}}]})]),
+        "a tool call delta without a function of strings",
     ),
 }
 
@@ -493,5 +502,59 @@ def test_an_answer_whose_items_an_sdk_cannot_read_is_a_fault(gateway, endpoint, 
 
     used = gateway.revoke(token)
     assert response.status_code == 502
+    assert cause in (used.last_fault or ""), used
+    assert used.failed == 1 and used.answered == 0
+
+
+CREATED = {"type": "response.created", "response": {"id": "r", "output": []}}
+STARTED = {"type": "message_start", "message": {"id": "m", "content": []}}
+
+
+@pytest.mark.parametrize(
+    ("api", "events", "cause"),
+    [
+        (
+            "responses",
+            [CREATED, {"type": "response.output_text.delta", "delta": 5}],
+            "a 'response.output_text.delta' event whose delta is not a string",
+        ),
+        (
+            "responses",
+            [CREATED, {"type": "response.output_item.added", "item": 5}],
+            "an item of a stream event that is not an object with a type",
+        ),
+        (
+            "anthropic",
+            [
+                STARTED,
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}},
+            ],
+            "a 'text' item of a stream event without its strings",
+        ),
+        (
+            "anthropic",
+            [STARTED, {"type": "content_block_delta", "delta": {"type": "text_delta", "text": 5}}],
+            "a 'text_delta' without its text",
+        ),
+    ],
+    ids=["responses-delta", "responses-item", "messages-block", "messages-delta"],
+)
+def test_a_stream_event_an_sdk_cannot_read_is_a_fault(gateway, endpoint, api, events, cause):
+    endpoint.behaviour = sse([_event(e, e["type"]) for e in events])
+    upstream = Upstream(endpoint.url, api, None, timeout=TIMEOUT)  # type: ignore[arg-type]
+    token = gateway.grant(experiment="x", role="target", run_id="r", upstream=upstream)
+    path = "/v1/responses" if api == "responses" else "/v1/messages"
+    body = {"model": "m", "stream": True, "max_tokens": 9}
+    body["input" if api == "responses" else "messages"] = USER
+    with (
+        httpx2.stream(
+            "POST", f"{gateway.url}{path}", json=body, timeout=60,
+            headers={"Authorization": f"Bearer {token}", "x-api-key": token},
+        ) as response,
+        pytest.raises(httpx2.RemoteProtocolError),  # the error event, then the cut
+    ):  # fmt: skip
+        b"".join(response.iter_raw())
+
+    used = gateway.revoke(token)
     assert cause in (used.last_fault or ""), used
     assert used.failed == 1 and used.answered == 0
