@@ -1,6 +1,7 @@
 """The one normal form both sides are compared in: a task's secrets and a harness's text.
 
-Case is folded (after Unicode NFKC), and whitespace, quotes, backslashes and the characters
+Case is folded (after Unicode NFKC, and Unicode tag characters read as the ASCII they
+shadow), and whitespace, quotes, backslashes and the characters
 that join or list string pieces (`+ , ( ) [ ]`) are dropped, and NUL (UTF-16 or UTF-32 of
 ASCII reads plain). A text written in another case, re-wrapped, split over lines or assembled
 from quoted pieces (`"ignore all " + "previous"`, implicit concatenation, a list joined at run
@@ -27,13 +28,22 @@ _DROPPED = re.compile(r"[\s'\"`\\+,()\[\]\x00]+")
 _NOT_ALNUM = re.compile(r"[\W_]+")
 
 
+_TAGS = {0xE0000 + code: code for code in range(0x20, 0x7F)}
+"""Unicode tag characters (U+E0020-E007E) to the ASCII they shadow: invisible text, one
+`chr(0xE0000 + ord(c))` away from the plain one ("ASCII smuggling")."""
+
+
+def _folded(text: str) -> str:
+    return unicodedata.normalize("NFKC", text.translate(_TAGS)).casefold()
+
+
 def normalise(text: str) -> str:
-    return _DROPPED.sub("", unicodedata.normalize("NFKC", text).casefold())
+    return _DROPPED.sub("", _folded(text))
 
 
 def letters(text: str) -> str:
     """The text's letters and digits alone, in the case `normalise` gives them."""
-    return _NOT_ALNUM.sub("", unicodedata.normalize("NFKC", text).casefold())
+    return _NOT_ALNUM.sub("", _folded(text))
 
 
 FORMS: dict[str, Callable[[str], str]] = {"normal": normalise, "letters": letters}

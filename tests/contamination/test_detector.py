@@ -424,6 +424,18 @@ def test_a_table_keyed_by_the_texts_words_joined_otherwise_is_caught(harness, ke
     assert all(h.encoding.startswith("letters+") for h in verdict.hits if h.rule == "paired")
 
 
+def test_a_table_in_invisible_unicode_tag_characters_is_caught(harness):
+    """`chr(0xE0000 + ord(c))`: each ASCII character's invisible twin ("ASCII smuggling")."""
+
+    def hidden(t) -> str:
+        return "".join(chr(0xE0000 + ord(c)) if 0x20 <= ord(c) < 0x7F else c for c in text(t))
+
+    rows = "".join(f"{hidden(t)} => {label(t)}\n" for t in TASKS)
+    verdict = harness.judge(append("prompts/system.md", f"\n{rows}"))
+    rejected(verdict, "beside its answer")
+    assert verdict.tasks["held_out"] == len(HELD_OUT)
+
+
 def test_a_table_keyed_by_a_digest_of_the_whole_prompt_is_caught(harness):
     """The harness is given the instruction, template and text: its digest names the task."""
     table = {hashlib.sha256(t.instruction.encode()).hexdigest(): label(t) for t in TASKS}
