@@ -42,7 +42,10 @@ class ContentCheck:
     def index(self) -> SecretIndex:
         secrets = getattr(self.benchmark, "secrets", task_secrets)
         unique = {(t.id, t.checksum): t for t in self._pool()}
-        return SecretIndex.build(((t.id, secrets(t)) for t in unique.values()), self.splits)
+        prompts = {t.id: t.instruction for t in unique.values()}
+        return SecretIndex.build(
+            ((t.id, secrets(t)) for t in unique.values()), self.splits, prompts
+        )
 
     def judge(self, store: SnapshotStore, candidate: Snapshot) -> ContentVerdict:
         """The verdict on `candidate` (computed now; `verdict_of` reads one back first)."""

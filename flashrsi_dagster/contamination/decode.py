@@ -1,8 +1,8 @@
 """A file's texts as a reader of it could recover them: plain, unescaped, and every blob in
-it decoded (base64, base32, Ascii85, hex, `\\x` escapes, lists of character codes, UTF-16,
-EBCDIC) and decompressed (gzip, zlib, bzip2, xz, zip, raw deflate, legacy lzma; a tar
-archive read as it is), to a bounded depth and size, so a decompression bomb costs at most
-`MAX_DECODED_BYTES`.
+it decoded (base64, base32 and base32hex in either case, Ascii85, hex with or without
+separators, `\\x` escapes, lists of character codes, UTF-16, EBCDIC) and decompressed (gzip,
+zlib, bzip2, xz, zip, raw deflate, legacy lzma; a tar archive read as it is), to a bounded
+depth and size, so a decompression bomb costs at most `MAX_DECODED_BYTES`.
 
 Each text is a `View`: the file, the chain of encodings that led to it (`gzip+base64`), and
 its lines, each numbered by the line of the file it came from (a decoded blob's lines all
@@ -21,6 +21,7 @@ import html
 import io
 import lzma
 import re
+import unicodedata
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -39,7 +40,13 @@ MIN_BLOB = 24
 _BASE64 = re.compile(rb"[A-Za-z0-9+/]{%d,}={0,2}|[A-Za-z0-9_\-]{%d,}={0,2}" % (MIN_BLOB, MIN_BLOB))
 _HEX = re.compile(rb"(?:[0-9a-fA-F]{2}){%d,}" % (MIN_BLOB // 2))
 _ESCAPED_BYTES = re.compile(rb"(?:\\x[0-9a-fA-F]{2}){8,}")
-_BASE32 = re.compile(rb"[A-Z2-7]{%d,}={0,6}" % MIN_BLOB)
+_BASE32 = re.compile(rb"[A-Z2-7]{%d,}={0,6}|[a-z2-7]{%d,}={0,6}" % (MIN_BLOB, MIN_BLOB))
+_BASE32HEX = re.compile(rb"[0-9A-V]{%d,}={0,6}|[0-9a-v]{%d,}={0,6}" % (MIN_BLOB, MIN_BLOB))
+"""Base32 in either case, in its standard and its extended hex alphabet (RFC 4648)."""
+_SEPARATED_HEX = re.compile(
+    rb"[0-9a-fA-F]{2}([^0-9a-fA-F\s])[0-9a-fA-F]{2}(?:\1[0-9a-fA-F]{2}){%d,}" % MIN_BLOB
+)
+"""Hex with a separator between its bytes, as `bytes.hex(":")` writes it."""
 _ASCII85 = re.compile(rb"<~(.{%d,}?)~>" % MIN_BLOB, re.DOTALL)
 _NUMBER = rb"(?:0[xX][0-9a-fA-F]{1,6}|[0-9]{1,7})"
 _NUMBERS = re.compile(rb"%s(?:\s*[,;]\s*%s|\s+%s){%d,}" % (_NUMBER, _NUMBER, _NUMBER, MIN_BLOB - 1))
@@ -50,7 +57,9 @@ _RUNS = re.compile("[^\x00-\x08\x0b-\x1f\x7f-\x9f\ufffd]{4,}")
 _JOINS = re.compile(rb"[\"'`]\s*\+\s*[\"'`]")
 _SQUEEZE = re.compile(rb"[\s'\"`\\]+")
 _BACKSLASH = re.compile(
-    r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|x([0-9a-fA-F]{2})|([0-7]{1,3})|(.))", re.DOTALL
+    r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|x([0-9a-fA-F]{2})|([0-7]{1,3})"
+    r"|N\{([A-Za-z0-9 -]{1,88})\}|(.))",
+    re.DOTALL,
 )
 _SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
 _MAGIC = (
@@ -145,14 +154,18 @@ def _numbered(text: str, whole: tuple[int, int] | None) -> list[tuple[int, str]]
 
 def unescape(text: str) -> str:
     """Backslash escapes as Python and JSON write them (`\\n`, `\\x41`, `\\u00e9`, surrogate
-    pairs `\\ud83d\\ude00`, octal); an unknown escape keeps its character."""
+    pairs `\\ud83d\\ude00`, octal, `\\N{NAME}`); an unknown escape keeps its character."""
 
     def one(match: re.Match) -> str:
-        u4, u8, x2, octal, other = match.groups()
+        u4, u8, x2, octal, name, other = match.groups()
         if u4 or u8 or x2:
             return chr(int(u4 or u8 or x2, 16)) if int(u4 or u8 or x2, 16) < 0x110000 else ""
         if octal:
             return chr(int(octal, 8))
+        if name:  # Python's `\N{LATIN SMALL LETTER A}`
+            with contextlib.suppress(KeyError):
+                return unicodedata.lookup(name)
+            return ""
         return _SIMPLE.get(other, other)
 
     decoded = _BACKSLASH.sub(one, text)
@@ -187,10 +200,16 @@ def _blobs(data: bytes, text: str, whole) -> Iterator[tuple[bytes, str, tuple[in
 
 
 def _other_alphabets(data: bytes, whole) -> Iterator[tuple[bytes, str, tuple[int, int]]]:
-    """Base32 and Ascii85 runs, lists of character codes, and UTF-16 (a file or blob whose
-    every other byte is zero)."""
+    """Base32 and Ascii85 runs, hex with separators, lists of character codes, and UTF-16 (a
+    file or blob whose every other byte is zero)."""
     decoders = (
-        (_BASE32, "base32", lambda run: base64.b32decode(run + b"=" * (-len(run) % 8))),
+        (_BASE32, "base32", lambda run: base64.b32decode(_padded(run), casefold=True)),
+        (_BASE32HEX, "base32hex", lambda run: base64.b32hexdecode(_padded(run), casefold=True)),
+        (
+            _SEPARATED_HEX,
+            "hex",
+            lambda run: bytes.fromhex(re.sub(rb"[^0-9a-fA-F]", b"", run).decode()),
+        ),
         (_ASCII85, "ascii85", lambda run: base64.a85decode(run[2:-2])),
         (_NUMBERS, "char codes", _char_codes),
     )
@@ -206,6 +225,10 @@ def _other_alphabets(data: bytes, whole) -> Iterator[tuple[bytes, str, tuple[int
         for codec in ("utf-16-le", "utf-16-be"):
             text = body[: len(body) // 2 * 2].decode(codec, "replace")
             yield text.encode("utf-8", "replace"), "utf-16", whole or (1, text.count("\n") + 1)
+
+
+def _padded(run: bytes) -> bytes:
+    return run + b"=" * (-len(run) % 8)
 
 
 def _char_codes(run: bytes) -> bytes:

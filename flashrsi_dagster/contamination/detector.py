@@ -45,7 +45,7 @@ from flashrsi_dagster.contamination.index import (
     RAW_PREFIX,
     SecretIndex,
 )
-from flashrsi_dagster.contamination.normalise import Stream
+from flashrsi_dagster.contamination.normalise import FORMS, Stream
 
 LONG = 48
 MANY = 3
@@ -109,8 +109,8 @@ def scan(files: Mapping[str, bytes], index: SecretIndex) -> Scan:
     found, budget = Scan(), Budget()
     for path in sorted(files):
         for view in views(path, files[path], budget):
-            stream = Stream.of(view.lines)
-            found.matches += _matches(stream, view, index)
+            for form in FORMS:
+                found.matches += _matches(Stream.of(view.lines, form), form, view, index)
             if view.encoding not in CIPHERS:  # a digest is not written reversed
                 found.digests += _digests(view, index)
         found.digests += _raw_digests(path, files[path], index)
@@ -135,8 +135,9 @@ def _raw_digests(path: str, data: bytes, index: SecretIndex) -> Iterator[Found]:
                 yield Found("digest", task, "input", path, "bytes", lines, 0)
 
 
-def _matches(stream: Stream, view: View, index: SecretIndex) -> Iterator[Match]:
-    text, grams, reached = stream.text, index.grams, {}
+def _matches(stream: Stream, form: str, view: View, index: SecretIndex) -> Iterator[Match]:
+    text, grams, reached = stream.text, index.grams[form], {}
+    encoding = view.encoding if form == "normal" else f"{form}+{view.encoding}"
     for p in range(len(text) - GRAM + 1):
         pairs = grams.get(text[p : p + GRAM])
         if not pairs:
@@ -148,7 +149,7 @@ def _matches(stream: Stream, view: View, index: SecretIndex) -> Iterator[Match]:
             secret = index.entries[entry].text
             start, end, at = _extend(text, secret, p, offset)
             reached[key] = at[1]
-            yield Match(entry, start, end, view.file, view.encoding, stream.lines(*at), stream, at)
+            yield Match(entry, start, end, view.file, encoding, stream.lines(*at), stream, at)
 
 
 def _extend(text: str, secret: str, p: int, offset: int):

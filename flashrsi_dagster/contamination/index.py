@@ -3,19 +3,21 @@ of every input and reference in normal form (`normalise`), and the digests of ev
 
 A shingle is `GRAM` characters; one is kept every `STEP` characters of a secret (and at its
 start and end), so any common run of `GRAM + STEP - 1` characters or more, and any whole
-input, shares a kept shingle with the secret: the scan then extends it both ways.
+input, shares a kept shingle with the secret: the scan then extends it both ways. An input is
+indexed in its letters-and-digits form too (`FORMS`), as an entry of its own.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from flashrsi_dagster.benchmarks.base import Secret
-from flashrsi_dagster.contamination.normalise import normalise
+from flashrsi_dagster.contamination.normalise import FORMS, letters, normalise
 
 GRAM = 16
 STEP = 8
@@ -41,7 +43,8 @@ class Entry:
     kind: str
     name: str
     text: str
-    """The secret in normal form."""
+    """The secret in its form."""
+    form: str = "normal"
 
 
 @dataclass
@@ -49,10 +52,12 @@ class SecretIndex:
     tasks: list[tuple[str, str]] = field(default_factory=list)
     """(task id, split) per task."""
     entries: list[Entry] = field(default_factory=list)
-    grams: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    """Shingle -> (entry, offset) pairs."""
+    grams: dict[str, dict[str, list[tuple[int, int]]]] = field(
+        default_factory=lambda: {form: {} for form in FORMS}
+    )
+    """Form -> shingle -> (entry, offset) pairs."""
     answers: dict[int, list[str]] = field(default_factory=dict)
-    """Task -> its answers in normal form (a label)."""
+    """Task -> its answers in both forms (a label)."""
     digests: dict[str, int] = field(default_factory=dict)
     """Hex digest (and its prefix) of an input -> task."""
     raw_digests: dict[bytes, int] = field(default_factory=dict)
@@ -62,42 +67,59 @@ class SecretIndex:
 
     @classmethod
     def build(
-        cls, secrets: Iterable[tuple[str, list[Secret]]], splits: Mapping[str, str]
+        cls,
+        secrets: Iterable[tuple[str, list[Secret]]],
+        splits: Mapping[str, str],
+        prompts: Mapping[str, str] | None = None,
     ) -> SecretIndex:
         """`secrets`: (task id, its secrets) over the whole pool; `splits`: the split of each
-        train and dev task id (every other task is held out)."""
-        index = cls()
+        train and dev task id (every other task is held out); `prompts`: each task's whole
+        instruction, as the agent gets it, indexed by its digests only (a harness can key a
+        table by the digest of what it is given, template and all; its text is searched as
+        the task's input already)."""
+        index, prompts = cls(), prompts or {}
         for task_id, found in secrets:
             number = len(index.tasks)
             index.tasks.append((task_id, splits.get(task_id, HELD_OUT)))
             for secret in found:
                 index._add(number, secret)
+            if task_id in prompts:
+                index._add_digests(number, prompts[task_id], normalise(prompts[task_id]))
         return index
 
     def _add(self, task: int, secret: Secret) -> None:
         text = normalise(secret.text)
         if secret.kind == "answer":
-            if text:
-                self.answers.setdefault(task, []).append(text)
+            forms = {text, letters(secret.text)} - {""}
+            self.answers.setdefault(task, []).extend(sorted(forms))
             return
         if secret.kind == "input":
-            for digest in _digests(secret.text, text):
-                self.digests.setdefault(digest, task)
-                self.digests.setdefault(digest[:DIGEST_PREFIX], task)
-                raw = bytes.fromhex(digest)
-                for b64 in (base64.b64encode(raw), base64.urlsafe_b64encode(raw)):
-                    self.digests.setdefault(b64.decode().rstrip("="), task)
-                # as an integer, as `zlib.crc32(...)` or `int(hexdigest, 16)` give it
-                self.digests.setdefault(str(int(digest, 16)), task)
-                if len(raw) > RAW_PREFIX:
-                    self.raw_digests.setdefault(raw[:RAW_PREFIX], task)
+            self._add_digests(task, secret.text, text)
+        self._enter(Entry(task, secret.kind, secret.name, text))
+        if secret.kind == "input" and (bare := letters(secret.text)) != text:
+            self._enter(Entry(task, secret.kind, secret.name, bare, "letters"))
+
+    def _add_digests(self, task: int, raw_text: str, normal: str) -> None:
+        for digest in _digests(raw_text, normal):
+            self.digests.setdefault(digest, task)
+            self.digests.setdefault(digest[:DIGEST_PREFIX], task)
+            raw = bytes.fromhex(digest)
+            for b64 in (base64.b64encode(raw), base64.urlsafe_b64encode(raw)):
+                self.digests.setdefault(b64.decode().rstrip("="), task)
+            # as an integer, as `zlib.crc32(...)` or `int(hexdigest, 16)` give it
+            self.digests.setdefault(str(int(digest, 16)), task)
+            if len(raw) > RAW_PREFIX:
+                self.raw_digests.setdefault(raw[:RAW_PREFIX], task)
+
+    def _enter(self, entry: Entry) -> None:
+        text = entry.text
         if len(text) < GRAM:
             return
-        number = len(self.entries)
-        self.entries.append(Entry(task, secret.kind, secret.name, text))
+        number, grams = len(self.entries), self.grams[entry.form]
+        self.entries.append(entry)
         offsets = {*range(0, len(text) - GRAM + 1, STEP), len(text) - GRAM}
         for offset in sorted(offsets):
-            self.grams.setdefault(text[offset : offset + GRAM], []).append((number, offset))
+            grams.setdefault(text[offset : offset + GRAM], []).append((number, offset))
 
     def holders(self, fragment: str) -> int:
         """How many tasks' secrets hold `fragment` (a normal-form text): a fragment several
@@ -111,7 +133,11 @@ def _digests(raw: str, normal: str) -> set[str]:
     """Hex digests of the input's forms: every hash `hashlib` guarantees (but the variable
     length `shake`), and the checksums crc32 and adler32 (8 digits: a match of those, at
     one in 4 * 10^9 per token and form, is still evidence)."""
+    words = raw.strip().casefold().split()
     forms = {raw, raw.strip(), raw.strip().casefold(), raw.strip().lower(), normal}
+    # the words joined by one space, alone or stripped of punctuation, and the letters alone:
+    # the keys a harness normalising its input first would hash
+    forms |= {" ".join(words), " ".join(re.findall(r"[^\W_]+", raw.casefold())), letters(raw)}
     found = set()
     for form in filter(None, forms):
         data = form.encode("utf-8")

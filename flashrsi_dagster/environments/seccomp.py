@@ -5,7 +5,8 @@ Refused (EPERM): making or joining namespaces (`unshare`, `clone` with a `CLONE_
 `setns`), reading or steering other processes (`ptrace`, `process_vm_readv`/`writev`,
 `pidfd_getfd`, `kcmp`), kernel keyrings, `bpf`, `perf_event_open`, every mount call (old and
 new API), `chroot`, kernel modules and `kexec`, `userfaultfd`, `io_uring`, the clock, swap,
-quota, reboot, `acct`, `syslog`, `open_by_handle_at`, `modify_ldt` and the like, vsock
+quota, reboot, `acct`, `syslog`, `open_by_handle_at`, `modify_ldt` and the like, `clone`
+with `CLONE_PARENT` (a command's child would pass for a new command of the agent's), vsock
 sockets (EAFNOSUPPORT: no network namespace holds them), and the `ioctl`s that type
 into a terminal (`TIOCSTI`, `TIOCLINUX`: a CLI joined to a jail may share the session, and so
 the terminal, of whoever started `flashrsi`), and `prctl(PR_SET_CHILD_SUBREAPER)` (the shell
@@ -57,6 +58,11 @@ NEW_NAMESPACE_FLAGS = (
     0x00000080,  # CLONE_NEWTIME
 )
 """`clone` and `unshare` with any of these (their first argument) are refused with EPERM."""
+CLONE_PARENT = 0x00008000
+"""`clone` with this flag is refused with EPERM: the child would be its caller's parent's, so a
+command's child would be a child of the agent's main process, which the shell watchdog
+(`watchdog.py`) takes for a fresh command with a fresh clock: a chain of such siblings, each
+living under the limit, would run past the shell timeout for good."""
 DENIED_IOCTLS = (
     0x5412,  # TIOCSTI: types into a terminal, the host's one when the jail shares its session
     0x541C,  # TIOCLINUX: the same through the virtual console
@@ -137,6 +143,8 @@ def prepare() -> int:
         for flag in NEW_NAMESPACE_FLAGS:
             for name in ("clone", "unshare"):
                 _rule(lib, ctx, _ERRNO | errno.EPERM, name, _ArgCmp(0, _MASKED_EQ, flag, flag))
+        parent = _ArgCmp(0, _MASKED_EQ, CLONE_PARENT, CLONE_PARENT)
+        _rule(lib, ctx, _ERRNO | errno.EPERM, "clone", parent)
         for number in _unknown_numbers(lib):
             _check(
                 lib.seccomp_rule_add_array(ctx, _ERRNO | errno.ENOSYS, number, 0, None),

@@ -127,21 +127,110 @@ def _shape_problem(kind: Kind, data: dict[str, Any]) -> str | None:
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices:
             return "no choices"
-        message = choices[0].get("message") if isinstance(choices[0], dict) else None
-        if not isinstance(message, dict):
-            return "no message in the first choice"
-        content, calls = message.get("content"), message.get("tool_calls")
-        if calls is not None and not (
-            isinstance(calls, list) and all(isinstance(c, dict) for c in calls)
-        ):
-            return "tool_calls that are not a list of objects"
-        said = content is not None or calls or message.get("refusal")
-        if not (isinstance(content, str | None) and said):
-            return "the message has no content and no tool calls"
+        for choice in choices:
+            message = choice.get("message") if isinstance(choice, dict) else None
+            if not isinstance(message, dict):
+                return "a choice without a message"
+            if (problem := _message_problem(message)) is not None:
+                return problem
         return None
     listed = "output" if kind == "responses" else "content"
-    if not isinstance(data.get(listed), list):
+    items = data.get(listed)
+    if not isinstance(items, list):
         return f"no {listed} list"
+    fields = _RESPONSES_ITEMS if kind == "responses" else _MESSAGES_BLOCKS
+    return _items_problem(items, fields, listed)
+
+
+_TOOL_CALL_FIELDS = {"function": ("name", "arguments"), "custom": ("name", "input")}
+"""A chat tool call's object and the strings it holds (SDKs read them as strings: a harness
+reading `arguments` with `json.loads` fails on an object)."""
+_RESPONSES_ITEMS: dict[str, tuple[str, ...]] = {
+    "function_call": ("call_id", "name", "arguments"),
+    "custom_tool_call": ("call_id", "name", "input"),
+    "output_text": ("text",),
+}
+"""Responses output items (and message parts) and the strings each must hold."""
+_MESSAGES_BLOCKS: dict[str, tuple[str, ...]] = {"text": ("text",), "tool_use": ("id", "name")}
+"""Anthropic content blocks and the strings each must hold."""
+
+
+def _message_problem(message: dict[str, Any]) -> str | None:
+    content, calls = message.get("content"), message.get("tool_calls")
+    if calls is not None and not (
+        isinstance(calls, list) and all(isinstance(c, dict) for c in calls)
+    ):
+        return "tool_calls that are not a list of objects"
+    for call in calls or []:
+        held = [k for k in _TOOL_CALL_FIELDS if isinstance(call.get(k), dict)]
+        if not held or any(
+            not isinstance(call[k].get(name), str) for k in held for name in _TOOL_CALL_FIELDS[k]
+        ):
+            return "a tool call without a function whose name and arguments are strings"
+    said = content is not None or calls or message.get("refusal")
+    if not (isinstance(content, str | None) and said):
+        return "the message has no content and no tool calls"
+    return None
+
+
+def _items_problem(items: list[Any], fields: dict[str, tuple[str, ...]], listed: str) -> str | None:
+    """The first item of `items` (a Responses output, a message's parts, a Messages content)
+    that is not an object with a `type`, or lacks a string its type holds. An SDK reads each
+    as such (`item.type`, `"".join(texts)`): an int there fails the harness, not the model."""
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("type"), str):
+            return f"an item of {listed} that is not an object with a type"
+        if any(not isinstance(item.get(name), str) for name in fields.get(item["type"], ())):
+            return f"a {item['type'][:40]!r} item of {listed} without its strings"
+        parts = item.get("content") if item["type"] == "message" else []
+        if not isinstance(parts, list):
+            return f"a message in {listed} whose content is not a list"
+        if parts and (problem := _items_problem(parts, fields, "a message")) is not None:
+            return problem
+    return None
+
+
+_DELTA_STRINGS = {"text_delta": "text", "input_json_delta": "partial_json"}
+_DELTA_STRINGS |= {"thinking_delta": "thinking"}
+"""A Messages content block delta's type and the string it carries."""
+
+
+def event_problem(kind: Kind, data: dict[str, Any]) -> str | None:
+    """What an SDK could not read in one stream event of `kind` (None: nothing): the stream
+    counterpart of an answer's shape, checked on the parts a client reads unchecked."""
+    if kind == "chat":
+        choices = data.get("choices", [])
+        if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
+            return "choices that are not a list of objects"
+        deltas = [c["delta"] for c in choices if "delta" in c]
+        if not all(isinstance(d, dict) for d in deltas):
+            return "a delta that is not an object"
+        for delta in deltas:
+            calls = delta.get("tool_calls") or []
+            if not isinstance(delta.get("content"), str | None) or not isinstance(calls, list):
+                return "a delta whose content is not a string or tool_calls not a list"
+            for call in calls:
+                function = call.get("function", {}) if isinstance(call, dict) else None
+                if not isinstance(function, dict) or not all(
+                    isinstance(function.get(k), str | None) for k in ("name", "arguments")
+                ):
+                    return "a tool call delta without a function of strings"
+        return None
+    delta, event = data.get("delta"), data.get("type")
+    if kind == "responses":
+        if "item" in data:
+            return _items_problem([data["item"]], _RESPONSES_ITEMS, "a stream event")
+        if isinstance(event, str) and event.endswith(".delta") and not isinstance(delta, str):
+            return f"a {event[:60]!r} event whose delta is not a string"
+        return None
+    if "content_block" in data:
+        return _items_problem([data["content_block"]], _MESSAGES_BLOCKS, "a stream event")
+    if event == "content_block_delta" and "delta" in data:
+        if not isinstance(delta, dict) or not isinstance(delta.get("type"), str):
+            return "a content block delta that is not an object with a type"
+        carried = _DELTA_STRINGS.get(delta["type"])
+        if carried is not None and not isinstance(delta.get(carried), str):
+            return f"a {delta['type'][:40]!r} without its {carried}"
     return None
 
 

@@ -44,11 +44,34 @@ def hold_ceilings(
         reasoning = request.get("reasoning")
         request["reasoning"] = reasoning = reasoning if isinstance(reasoning, dict) else {}
         _lower(reasoning, "effort", effort, _over_effort, held, "reasoning.")
+    if kind == "chat":
+        _hold_chat_dialects(request, max_output, effort, thinking, held)
     thought = request.get("thinking")
     enabled = isinstance(thought, dict) and thought.get("type") == "enabled"
     if thinking is not None and kind == "messages" and enabled:
         _lower(thought, "budget_tokens", thinking, _over_count, held, "thinking.")
     return held
+
+
+def _hold_chat_dialects(
+    request: dict[str, Any], max_output: int | None, effort: str | None, thinking: int | None,
+    held: list[str],
+) -> None:  # fmt: skip
+    """The reasoning fields OpenAI-compatible endpoints take in a chat call besides
+    `reasoning_effort` (`reasoning: {effort, max_tokens}` as OpenRouter reads it, Anthropic's
+    `thinking: {budget_tokens}` as its OpenAI-compatible endpoint does), held to the same
+    ceilings: a harness adding them would otherwise get the reasoning the role withholds."""
+    reasoning = request.get("reasoning")
+    if isinstance(reasoning, dict):
+        if effort is not None and "effort" in reasoning:
+            _lower(reasoning, "effort", effort, _over_effort, held, "reasoning.")
+        budget = thinking if thinking is not None else max_output
+        if budget is not None and "max_tokens" in reasoning:
+            _lower(reasoning, "max_tokens", budget, _over_count, held, "reasoning.")
+    thought = request.get("thinking")
+    budget = thinking if thinking is not None else max_output
+    if isinstance(thought, dict) and budget is not None and "budget_tokens" in thought:
+        _lower(thought, "budget_tokens", budget, _over_count, held, "thinking.")
 
 
 def _lower(holder: dict, name: str, ceiling: Any, over: Any, held: list[str], at: str = "") -> None:

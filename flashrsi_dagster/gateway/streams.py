@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flashrsi_dagster.gateway.answers import EndpointFault, loads, usage_tokens
+from flashrsi_dagster.gateway.answers import EndpointFault, event_problem, loads, usage_tokens
 from flashrsi_dagster.gateway.metering import Kind, Tokens, tokens_of, usage_of_event
 
 MAX_EVENT = 4 << 20
@@ -91,6 +91,8 @@ class StreamMeter:
         data = self._data_of(event)
         if not isinstance(data, dict):
             return True
+        if (problem := event_problem(self._kind, data)) is not None:
+            raise EndpointFault(f"a stream event of the wrong shape for its API ({problem})")
         self.answering += _ANSWERING[self._kind](data)
         self.closed = self.closed or str(data.get("type")).encode() in _LAST
         if self.reported is None and (data.get("type") == "error" or "error" in data):

@@ -425,10 +425,11 @@ class SnapshotStore:
         return self._cache[sha]
 
     def _resolve(self, ref: str) -> str:
-        if len(ref) == 40 and (self.root / _REF_PREFIX / ref).exists():
-            return ref
+        # hex first: a 40-character path (`../` thirteen times, `.`) exists as a file name
         if len(ref) < 7 or not all(c in "0123456789abcdef" for c in ref):
             raise SnapshotError(f"not a snapshot id: {ref!r}")
+        if len(ref) == 40 and (self.root / _REF_PREFIX / ref).exists():
+            return ref
         matches = [sha for sha in self._ids() if sha.startswith(ref)]
         if len(matches) != 1:
             found = "no snapshot" if not matches else f"{len(matches)} snapshots"

@@ -14,7 +14,9 @@ import json
 import lzma
 import pickle
 import random
+import re
 import tarfile
+import unicodedata
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -185,8 +187,20 @@ def _tar_gz(data: bytes) -> bytes:
         (lambda d: f"B = bytes({list(d)!r})", "char codes"),
         (lambda d: f"B = {[hex(c) for c in d]!r}".replace("'", ""), "char codes"),
         (lambda d: f"B = {base64.b64encode(_tar_gz(d)).decode()!r}", "gzip+base64"),
+        (lambda d: f"B = {base64.b32encode(d).decode().lower()!r}", "base32"),
+        (lambda d: f"B = {base64.b32hexencode(d).decode()!r}", "base32hex"),
+        (lambda d: f"B = {d.hex(':')!r}", "hex"),
     ],
-    ids=["base32", "ascii85", "ord-list", "hex-list", "tar.gz-base64"],
+    ids=[
+        "base32",
+        "ascii85",
+        "ord-list",
+        "hex-list",
+        "tar.gz-base64",
+        "base32-lower-case",
+        "base32-hex-alphabet",
+        "hex-with-separators",
+    ],
 )
 def test_the_table_in_another_alphabet_or_archive_is_caught(harness, encode, encoding):
     code = encode(json.dumps(TABLE).encode())
@@ -297,6 +311,15 @@ def test_json_and_unicode_escaped_texts_are_caught(harness):
     rejected(verdict, "beside its answer")
 
 
+def test_texts_written_with_named_unicode_escapes_are_caught(harness):
+    def named(c: str) -> str:  # as a string literal writes it: `'\N{LATIN SMALL LETTER A}'`
+        return f"\\N{{{unicodedata.name(c)}}}" if c.isalpha() else c.replace("'", "\\'")
+
+    rows = "".join(f"    '{''.join(map(named, text(t)))}': {label(t)!r},\n" for t in DEV[:3])
+    verdict = harness.judge(append("runtime/agent.py", f"\nTABLE = {{\n{rows}}}\n"))
+    rejected(verdict, "beside its answer")
+
+
 def test_an_md5_table_of_the_inputs_is_caught(harness):
     digests = {hashlib.md5(text(t).encode()).hexdigest(): label(t) for t in TASKS}
     verdict = harness.judge(append("runtime/agent.py", f"\nBY_HASH = {digests!r}\n"))
@@ -374,6 +397,61 @@ def test_a_table_keyed_by_raw_digest_bytes_is_caught(harness, path, write):
     verdict = harness.judge(write_bytes(path, write(table)))
     rejected(verdict, "digest")
     assert {h.encoding for h in verdict.hits} == {"bytes"}
+
+
+SEPARATED = [t for t in TASKS if all(len(normalise(w)) < 16 for w in text(t).split())]
+"""The tasks none of whose words is a shingle long: joined by another separator, no run of
+their normal form is left to match."""
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        lambda t: "_".join(text(t).lower().split()),
+        lambda t: ".".join(re.findall(r"[^\W_]+", text(t))),
+        lambda t: "\u200b".join(text(t)),
+        lambda t: "\xad".join(text(t).split()),
+    ],
+    ids=["snake-case", "words-joined-by-dots", "zero-width-spaces", "soft-hyphens"],
+)
+def test_a_table_keyed_by_the_texts_words_joined_otherwise_is_caught(harness, key):
+    """A harness that normalises its input the same way before the lookup reads every row."""
+    table = {key(t): label(t) for t in SEPARATED}
+    verdict = harness.judge(append("runtime/agent.py", f"\nTABLE = {table!r}\n"))
+    rejected(verdict, "beside its answer")
+    assert len(SEPARATED) > 100
+    assert verdict.tasks["held_out"] >= len([t for t in SEPARATED if t in HELD_OUT])
+    assert all(h.encoding.startswith("letters+") for h in verdict.hits if h.rule == "paired")
+
+
+def test_a_table_in_invisible_unicode_tag_characters_is_caught(harness):
+    """`chr(0xE0000 + ord(c))`: each ASCII character's invisible twin ("ASCII smuggling")."""
+
+    def hidden(t) -> str:
+        return "".join(chr(0xE0000 + ord(c)) if 0x20 <= ord(c) < 0x7F else c for c in text(t))
+
+    rows = "".join(f"{hidden(t)} => {label(t)}\n" for t in TASKS)
+    verdict = harness.judge(append("prompts/system.md", f"\n{rows}"))
+    rejected(verdict, "beside its answer")
+    assert verdict.tasks["held_out"] == len(HELD_OUT)
+
+
+def test_a_table_keyed_by_a_digest_of_the_whole_prompt_is_caught(harness):
+    """The harness is given the instruction, template and text: its digest names the task."""
+    table = {hashlib.sha256(t.instruction.encode()).hexdigest(): label(t) for t in TASKS}
+    code = "\ndef answer(prompt):\n    return BY_HASH[sha256(prompt.encode()).hexdigest()]\n"
+    verdict = harness.judge(append("runtime/agent.py", f"\nBY_HASH = {table!r}\n{code}"))
+    rejected(verdict, "digest")
+    assert verdict.tasks["held_out"] == len(HELD_OUT)
+
+
+def test_a_table_keyed_by_a_digest_of_the_texts_words_is_caught(harness):
+    def words(t) -> bytes:  # the text's words, lower-cased, its punctuation dropped
+        return " ".join(re.findall(r"\w+", text(t).lower())).encode()
+
+    table = {hashlib.sha256(words(t)).hexdigest(): label(t) for t in TASKS}
+    verdict = harness.judge(append("runtime/agent.py", f"\nBY_HASH = {table!r}\n"))
+    rejected(verdict, "digest")
 
 
 # -- what must pass --------------------------------------------------------------------------

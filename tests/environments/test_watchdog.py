@@ -73,6 +73,21 @@ def work():
 threading.Thread(target=work).start()
 ctypes.CDLL(None).syscall(60, 0)  # SYS_exit: the first thread alone ends; the process shows Z
 """
+SIBLING_CHAIN = """
+import ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+began = time.monotonic()
+while time.monotonic() - began < 60:  # a generation lives 0.5 s, under the limit
+    child = libc.syscall(56, 0x8000 | 17, 0, 0, 0, 0)  # clone(CLONE_PARENT | SIGCHLD)
+    if child < 0:  # refused: a plain fork, whose child inherits its clock
+        child = os.fork()
+    if child:
+        os._exit(0)  # its child is its sibling: a child of the agent's main process
+    with open("progress", "w") as progress:
+        progress.write(f"{time.monotonic() - began:.1f}")
+    time.sleep(0.5)
+open("progress", "w").write("ESCAPED")
+"""
 WAITER = """
 import subprocess, sys, time
 subprocess.run([sys.executable, "command.py"])  # the chain: returns at once, in the background
@@ -87,11 +102,17 @@ print(open("progress").read())
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("command", [FORK_CHAIN, ZOMBIE_LEADER], ids=["chain", "zombie-leader"])
+@pytest.mark.parametrize(
+    "command",
+    [FORK_CHAIN, ZOMBIE_LEADER, SIBLING_CHAIN],
+    ids=["chain", "zombie-leader", "clone-parent-chain"],
+)
 def test_a_command_hiding_from_the_watchdog_still_ends_at_the_limit(tmp_path: Path, command):
     """A chain: each process forks and exits between two looks; every child is a fresh orphan,
     but the jail's background work carries one clock. A zombie leader: its first thread has
-    ended, the others work on; it is still a command. Either ends near the limit, not at 60 s."""
+    ended, the others work on; it is still a command. A chain of siblings (`CLONE_PARENT`):
+    each child would be the agent's main process's, a fresh command; the clone is refused.
+    Each ends near the limit, not at 60 s."""
     work = tmp_path / "run"
     work.mkdir()
     os.chown(work, JAIL_UID, JAIL_UID)

@@ -83,6 +83,21 @@ def test_a_call_asking_for_more_reasoning_than_the_role_gets_the_roles(recording
     assert anthropic["thinking"]["budget_tokens"] == 1024
 
 
+def test_a_chat_call_asking_for_reasoning_in_another_dialect_gets_the_roles(recording):
+    """OpenRouter reads `reasoning: {effort, max_tokens}` in a chat call, Anthropic's
+    OpenAI-compatible endpoint `thinking: {budget_tokens}`: held like `reasoning_effort`."""
+    openrouter = {"reasoning": {"effort": "high", "max_tokens": 60_000}}
+    anthropic = {"thinking": {"type": "enabled", "budget_tokens": 60_000}}
+    held = _sent(recording, "chat", openrouter, effort="low", thinking=1024)
+    thought = _sent(recording, "chat", anthropic, thinking=1024)
+    capped = _sent(recording, "chat", openrouter | anthropic, max_output=256)
+
+    assert held["reasoning"] == {"effort": "low", "max_tokens": 1024}
+    assert thought["thinking"]["budget_tokens"] == 1024
+    assert (capped["reasoning"]["max_tokens"], capped["thinking"]["budget_tokens"]) == (256, 256)
+    assert _sent(recording, "chat", openrouter)["reasoning"] == openrouter["reasoning"]
+
+
 def test_a_chat_call_asking_for_many_answers_gets_one_or_the_roles(recording):
     """`n: 16` is sixteen samples for one call of the run's turn budget."""
     assert _sent(recording, "chat", {"n": 16})["n"] == 1

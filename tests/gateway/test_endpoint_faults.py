@@ -67,6 +67,13 @@ def _still_serves(gateway: Gateway, endpoint: MisbehavingEndpoint) -> None:
     assert gateway.revoke(token).last_fault is None
 
 
+def _calling(function: dict | None) -> dict:
+    """A chat answer whose one tool call holds `function` (None: has none)."""
+    call = {"id": "c1", "type": "function"} | ({"function": function} if function else {})
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    return chat_reply(None) | {"choices": [{"index": 0, "message": message}]}
+
+
 WHOLE_FAULTS = {
     "http-503": (answer(503, {"error": {"message": "down"}}), 503, "answered HTTP 503"),
     "http-429": (answer(429, {"error": {"message": "slow down"}}), 429, "answered HTTP 429"),
@@ -121,6 +128,21 @@ WHOLE_FAULTS = {
         "tool_calls that are not a list of objects",
     ),
     "garbage-status-line": (lambda conn: conn.sendall(b"HELLO\r\n\r\n") and False, 502, "failed"),
+    "tool-call-arguments-not-a-string": (
+        answer(200, _calling({"name": "bash", "arguments": {"command": "ls"}})),
+        502,
+        "a tool call without a function whose name and arguments are strings",
+    ),
+    "tool-call-without-a-function": (
+        answer(200, _calling(None)),
+        502,
+        "a tool call without a function",
+    ),
+    "a-second-choice-without-a-message": (
+        answer(200, chat_reply() | {"choices": [chat_reply()["choices"][0], 5]}),
+        502,
+        "a choice without a message",
+    ),
 }
 
 
@@ -235,6 +257,7 @@ def _stream(gateway: Gateway, token: str) -> list:
     return list(chunks)
 
 
+_CALL_DELTA = {"index": 0, "id": "c", "function": {"name": "bash", "arguments": {"a": 1}}}
 STREAM_FAULTS = {
     "never-ends": (
         chunked_endless(DELTA, 0.05, "text/event-stream"),
@@ -264,6 +287,14 @@ STREAM_FAULTS = {
     "no-event-of-its-api": (
         sse([_event({"foo": 1}), _event({"object": "x"}), _event("[DONE]")]),
         "a stream without one event of its API",
+    ),
+    "delta-content-not-a-string": (
+        sse([DELTA, _event({"choices": [{"index": 0, "delta": {"content": 5}}]})]),
+        "a delta whose content is not a string",
+    ),
+    "tool-call-delta-arguments-an-object": (
+        sse([_event({"choices": [{"index": 0, "delta": {"tool_calls": [_CALL_DELTA]}}]})]),
+        "a tool call delta without a function of strings",
     ),
 }
 
@@ -423,4 +454,107 @@ def test_a_stream_ended_without_its_closing_event_is_a_fault(gateway, endpoint, 
 
     used = gateway.revoke(token)
     assert "ended without its closing event" in (used.last_fault or ""), used
+    assert used.failed == 1 and used.answered == 0
+
+
+USAGE = {"input_tokens": 1, "output_tokens": 1}
+
+
+@pytest.mark.parametrize(
+    ("api", "reply", "cause"),
+    [
+        ("responses", {"output": [1]}, "an item of output that is not an object with a type"),
+        ("responses", {"output": [{"id": "o"}]}, "not an object with a type"),
+        (
+            "responses",
+            {"output": [{"type": "function_call", "call_id": "c", "name": "bash"}]},
+            "a 'function_call' item of output without its strings",
+        ),
+        (
+            "responses",
+            {"output": [{"type": "message", "content": [{"type": "output_text", "text": 7}]}]},
+            "a 'output_text' item of a message without its strings",
+        ),
+        ("anthropic", {"content": ["spam"]}, "an item of content that is not an object"),
+        ("anthropic", {"content": [{"type": "text"}]}, "a 'text' item of content without"),
+    ],
+    ids=[
+        "responses-output-of-ints",
+        "responses-item-without-a-type",
+        "responses-call-without-arguments",
+        "responses-text-not-a-string",
+        "messages-content-of-strings",
+        "messages-text-block-without-text",
+    ],
+)
+def test_an_answer_whose_items_an_sdk_cannot_read_is_a_fault(gateway, endpoint, api, reply, cause):
+    """The SDKs read each item's `type` and strings without checking them (`output_text`,
+    `block.text`): an answer holding anything else would fail the harness, not the model."""
+    endpoint.behaviour = answer(200, {"id": "x", "usage": USAGE} | reply)
+    upstream = Upstream(endpoint.url, api, None, timeout=TIMEOUT)  # type: ignore[arg-type]
+    token = gateway.grant(experiment="x", role="target", run_id="r", upstream=upstream)
+    path = "/v1/responses" if api == "responses" else "/v1/messages"
+    body = {"model": "m", "max_tokens": 9, "input" if api == "responses" else "messages": USER}
+    response = httpx2.post(
+        f"{gateway.url}{path}", json=body, timeout=60,
+        headers={"Authorization": f"Bearer {token}", "x-api-key": token},
+    )  # fmt: skip
+
+    used = gateway.revoke(token)
+    assert response.status_code == 502
+    assert cause in (used.last_fault or ""), used
+    assert used.failed == 1 and used.answered == 0
+
+
+CREATED = {"type": "response.created", "response": {"id": "r", "output": []}}
+STARTED = {"type": "message_start", "message": {"id": "m", "content": []}}
+
+
+@pytest.mark.parametrize(
+    ("api", "events", "cause"),
+    [
+        (
+            "responses",
+            [CREATED, {"type": "response.output_text.delta", "delta": 5}],
+            "a 'response.output_text.delta' event whose delta is not a string",
+        ),
+        (
+            "responses",
+            [CREATED, {"type": "response.output_item.added", "item": 5}],
+            "an item of a stream event that is not an object with a type",
+        ),
+        (
+            "anthropic",
+            [
+                STARTED,
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}},
+            ],
+            "a 'text' item of a stream event without its strings",
+        ),
+        (
+            "anthropic",
+            [STARTED, {"type": "content_block_delta", "delta": {"type": "text_delta", "text": 5}}],
+            "a 'text_delta' without its text",
+        ),
+    ],
+    ids=["responses-delta", "responses-item", "messages-block", "messages-delta"],
+)
+def test_a_stream_event_an_sdk_cannot_read_is_a_fault(gateway, endpoint, api, events, cause):
+    endpoint.behaviour = sse([_event(e, e["type"]) for e in events])
+    upstream = Upstream(endpoint.url, api, None, timeout=TIMEOUT)  # type: ignore[arg-type]
+    token = gateway.grant(experiment="x", role="target", run_id="r", upstream=upstream)
+    path = "/v1/responses" if api == "responses" else "/v1/messages"
+    body = {"model": "m", "stream": True, "max_tokens": 9}
+    body["input" if api == "responses" else "messages"] = USER
+    with (
+        httpx2.stream(
+            "POST", f"{gateway.url}{path}", json=body, timeout=60,
+            headers={"Authorization": f"Bearer {token}", "x-api-key": token},
+        ) as response,
+        pytest.raises(httpx2.RemoteProtocolError),  # the error event, then the cut
+    ):  # fmt: skip
+        b"".join(response.iter_raw())
+
+    used = gateway.revoke(token)
+    assert cause in (used.last_fault or ""), used
     assert used.failed == 1 and used.answered == 0

@@ -453,6 +453,9 @@ def test_unknown_snapshot_ids_are_refused(store, make_harness):
         store.get("0" * 40)
     with pytest.raises(SnapshotError, match="not a snapshot id"):
         store.get("main")
+    for path in ("../" * 13 + ".", "./" * 15 + "../../HEAD"):  # 40 characters, and they exist
+        with pytest.raises(SnapshotError, match="not a snapshot id"):
+            store.get(path)
 
 
 def test_seed_refuses_an_unsafe_declared_file_and_an_empty_selection(store, make_harness):
