@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+from flashrsi_dagster.algorithms import registry
 from flashrsi_dagster.offline_model.conversation import Conversation, Reply
 from flashrsi_dagster.offline_model.errors import SimulatorError
 from flashrsi_dagster.offline_model.policies.classify import classify
@@ -24,10 +26,10 @@ BUILTIN: dict[str, Policy] = {
 """Policies of no one algorithm: the echo and the text classification target."""
 
 
+@cache
 def _algorithm_policies() -> dict[str, str]:
-    """Model id -> the algorithm that names its policy, for every registered algorithm."""
-    from flashrsi_dagster.algorithms import registry
-
+    """Model id -> the algorithm that names its policy, for every registered algorithm (read
+    once: the registry is fixed for the process, and this is on every request's path)."""
     return {model: name for name in registry.names() for model in registry.entry(name).policies}
 
 
@@ -57,8 +59,6 @@ class PolicyRegistry:
         if model in BUILTIN:
             return BUILTIN[model]
         if (algorithm := _algorithm_policies().get(model)) is not None:
-            from flashrsi_dagster.algorithms import registry
-
             return registry.entry(algorithm).policy(model)
         with self._lock:
             script = self._scripts.get(model.removeprefix(SCRIPT_PREFIX))
