@@ -1,7 +1,8 @@
-"""DGM's decisions for the ledger (`decisions.ledger`): `adopt` (scope `archive`) or `reject` of every child as
-soon as it is recorded (admission: loads, clean content, keeps its editing ability; never its
-score), and at the promotion `adopt` of the best by dev and `reject` of every other member
-evaluated on dev, with paired statistics against the seed on the same dev tasks."""
+"""DGM's decisions for the ledger (`decisions.ledger`): `adopt` (scope `archive`) or `reject`
+of every child as soon as it is recorded (admission: loads, clean content, keeps its editing
+ability; never its score), and at the promotion `adopt` of the best by dev and `reject` of
+every other member evaluated on dev, with paired statistics against the seed on the same dev
+tasks."""
 
 from __future__ import annotations
 
@@ -34,29 +35,57 @@ def decisions(dgm: Dgm, state: State) -> list[Decision]:
         assert c is not None
         if d.snapshot_id == best.snapshot_id:
             why = f"promoted: the best dev score, {d.dev_score:.3f}"
-            made.append(_entry(dgm, f"{NAME}/promotion", "adopt", c, seed, why, _dev(dgm, c, seed), EXPERIMENT))
+            made.append(
+                _entry(
+                    dgm, f"{NAME}/promotion", "adopt", c, seed, why, _dev(dgm, c, seed), EXPERIMENT
+                )
+            )
         else:
             why = f"not promoted: dev score {d.dev_score:.3f} vs {best.dev_score:.3f}"
-            made.append(_entry(dgm, f"{NAME}/promotion/{stem(c.generation, c.slot)}", "reject", c, seed, why, _dev(dgm, c, seed)))
+            made.append(
+                _entry(
+                    dgm,
+                    f"{NAME}/promotion/{stem(c.generation, c.slot)}",
+                    "reject",
+                    c,
+                    seed,
+                    why,
+                    _dev(dgm, c, seed),
+                )
+            )
     return made
 
 
 def _archive_entry(dgm: Dgm, c: CandidateRecord, seed: CandidateRecord) -> Decision:
     if c.admitted:
         why = f"admitted to the archive: loads and keeps its editing ability (train {c.score:.3f})"
-        evidence = Evidence(scores={"train_score": c.score, "seed_train_score": seed.score},
-                            not_compared="admission does not compare scores: stepping stones stay")
+        evidence = Evidence(
+            scores={"train_score": c.score, "seed_train_score": seed.score},
+            not_compared="admission does not compare scores: stepping stones stay",
+        )
     else:
         why = "not admitted: " + "; ".join(c.reasons)
         evidence = Evidence(not_compared="not scored: refused before its evaluation")
     # Admission into the archive is an `adopt` of scope `archive`: the member may be a parent.
-    return _entry(dgm, f"{NAME}/archive/{stem(c.generation, c.slot)}",
-                  "adopt" if c.admitted else "reject", c, seed, why, evidence, "archive")
+    return _entry(
+        dgm,
+        f"{NAME}/archive/{stem(c.generation, c.slot)}",
+        "adopt" if c.admitted else "reject",
+        c,
+        seed,
+        why,
+        evidence,
+        "archive",
+    )
 
 
 def _entry(dgm, id_, decision, c: CandidateRecord, seed, reason, evidence, scope="search"):
     parent = f"; parent {c.parent_id[:12]}" if c.parent_id else ""
-    by = f", produced by {c.produced_by[:12]}" if c.produced_by else (", produced by the Worker" if c.generation else "")
+    by = (
+        f", produced by {c.produced_by[:12]}"
+        if c.produced_by
+        else (", produced by the Worker" if c.generation else "")
+    )
     return Decision(
         id=id_,
         decision=decision,

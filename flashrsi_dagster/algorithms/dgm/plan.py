@@ -42,9 +42,7 @@ class State:
     def admitted(self, before: int | None = None) -> list[CandidateRecord]:
         """The archive in admission order (generations before `before`, if given)."""
         return [
-            c
-            for c in self.candidates
-            if c.admitted and (before is None or c.generation < before)
+            c for c in self.candidates if c.admitted and (before is None or c.generation < before)
         ]
 
     @property

@@ -43,8 +43,9 @@ class CandidateRecord(Record):
         "None for the seed and for the fixed meta-agent (`self_improvement: false`).",
     )
     entry: str | None = Field(
-        None, description="What the attempt was asked to work on: a failed train task id "
-        "of the parent, or a special entry (`improve_workflow`, `streamline_tools`)."
+        None,
+        description="What the attempt was asked to work on: a failed train task id "
+        "of the parent, or a special entry (`improve_workflow`, `streamline_tools`).",
     )
     reasons: list[str] = Field(
         default_factory=list, description="Why it was refused (each check that failed)."

@@ -15,6 +15,7 @@ best (`test_top_k` of them) take the sealed test, each once. Steps run one at a 
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from functools import cached_property
 from pathlib import Path
 from typing import ClassVar
@@ -118,12 +119,7 @@ class Dgm(Searching):
             return self.agent("worker")
         key = f"improver:{produced_by}"
         if key not in self._agents:
-            import atexit
-            import shutil
-            import tempfile
-
-            folder = Path(tempfile.mkdtemp(prefix="dgm-improver-")) / "harness"
-            atexit.register(shutil.rmtree, folder.parent, True)
+            folder = self._checkouts.enter_context(scratch_dir("improver-")) / "harness"
             self.experiment.snapshots.check_out(produced_by, folder)
             target = self.experiment.config.agent
             role = self.config.worker.model_copy(update={"type": target.type, "source_dir": None})
@@ -131,6 +127,17 @@ class Dgm(Searching):
                 role, folder, confinement=self.experiment.confinement
             )
         return self._agents[key]
+
+    @cached_property
+    def _checkouts(self) -> ExitStack:
+        """The improvers' checkouts, removed when the opening closes (TEMPORARY, as above)."""
+        return ExitStack()
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._checkouts.close()
 
     # -- a candidate ------------------------------------------------------------------------
 
@@ -146,8 +153,12 @@ class Dgm(Searching):
             raise StepOrderError(f"generation {g} {slot} refused: {step.describe()} first")
         if g == 0:
             seed = self.seed()
-            record = self._admit(0, slot, seed, CandidateRecord(generation=0, slot=slot,
-                                 status="admitted", snapshot_id=seed.id))
+            record = self._admit(
+                0,
+                slot,
+                seed,
+                CandidateRecord(generation=0, slot=slot, status="admitted", snapshot_id=seed.id),
+            )
         else:
             record = self._self_improve(state, g, slot)
         record = self.write(self.layout.candidate(g, slot), record)
@@ -160,8 +171,12 @@ class Dgm(Searching):
         parent = self.experiment.snapshots.get(chosen.parent.snapshot_id or "")
         produced_by = parent.id if self.config.self_improvement else None
         base = CandidateRecord(
-            generation=g, slot=slot, status="noop", parent_id=parent.id,
-            produced_by=produced_by, entry=chosen.entry,
+            generation=g,
+            slot=slot,
+            status="noop",
+            parent_id=parent.id,
+            produced_by=produced_by,
+            entry=chosen.entry,
         )
         child, reason = self._child(g, slot, parent, chosen.parent, chosen.entry)
         if child is None:
@@ -177,7 +192,8 @@ class Dgm(Searching):
         that crashed before its record made, if any), or why there is none (None: no change)."""
         store = self.experiment.snapshots
         made = [
-            s for s in store.history()
+            s
+            for s in store.history()
             if s.parent_id == parent.id and s.metadata.get("dgm") == f"{g}:{slot}"
         ]
         if made:
@@ -189,7 +205,9 @@ class Dgm(Searching):
             logs = write_logs(tmp / "logs", self._train_logs(record))
             text = instruction(entry, HISTORY_DIR, parent.components.prompt_file(files) or None)
             trajectory = improver.edit(
-                checkout, text, task_id=f"dgm-{g}-{slot}",
+                checkout,
+                text,
+                task_id=f"dgm-{g}-{slot}",
                 mounts=(Mount(logs, checkout / HISTORY_DIR),),
             )
             self.write(self.layout.improver(g, slot), trajectory)
@@ -197,7 +215,9 @@ class Dgm(Searching):
                 detail = trajectory.error.message if trajectory.error else "no error recorded"
                 return None, f"the improver failed ({trajectory.status}): {detail}"
             outcome = store.commit_child(
-                parent, checkout, message=f"dgm generation {g} {slot}",
+                parent,
+                checkout,
+                message=f"dgm generation {g} {slot}",
                 metadata={"round": g, "slot": slot, "dgm": f"{g}:{slot}"},
             )
             store.forget_checkout(checkout)
@@ -224,10 +244,12 @@ class Dgm(Searching):
             editing = self._editing(g, slot, snapshot)
             if not editing.passed:
                 reasons.append(f"lost its editing ability: {editing.reason}")
-        base = base.model_copy(update={
-            "compiled": not any(r.startswith("does not load") for r in reasons),
-            "editing_passed": None if editing is None else editing.passed,
-        })
+        base = base.model_copy(
+            update={
+                "compiled": not any(r.startswith("does not load") for r in reasons),
+                "editing_passed": None if editing is None else editing.passed,
+            }
+        )
         if reasons:
             return base.model_copy(update={"status": "refused", "reasons": reasons})
         return self._staged(g, slot, snapshot, base.model_copy(update={"status": "admitted"}))
@@ -263,10 +285,15 @@ class Dgm(Searching):
             counts.append(len(tasks))
             failed += [t.task_id for t in self._final(path) if (t.score or 0.0) < 1.0]
         total = sum(s * n for s, n in zip(scores, counts, strict=True)) / sum(counts)
-        return base.model_copy(update={
-            "stage_scores": scores, "stage_tasks": counts, "score": total,
-            "failed_tasks": sorted(set(failed)), "eval_set": version.label,
-        })
+        return base.model_copy(
+            update={
+                "stage_scores": scores,
+                "stage_tasks": counts,
+                "score": total,
+                "failed_tasks": sorted(set(failed)),
+                "eval_set": version.label,
+            }
+        )
 
     def _final(self, path: Path) -> list[Trajectory]:
         if not path.exists():
@@ -275,7 +302,10 @@ class Dgm(Searching):
 
     def candidate_rollouts(self, g: int, slot: str) -> list[Trajectory]:
         """Every train rollout of a candidate (none for a refused one)."""
-        return [*self._final(self.layout.train(g, slot, 1)), *self._final(self.layout.train(g, slot, 2))]
+        return [
+            *self._final(self.layout.train(g, slot, 1)),
+            *self._final(self.layout.train(g, slot, 2)),
+        ]
 
     # -- the end ----------------------------------------------------------------------------
 
@@ -294,13 +324,21 @@ class Dgm(Searching):
                 continue
             snapshot = self.experiment.snapshots.get(member.snapshot_id or "")
             score = self.score(snapshot, self.splits.dev, self.layout.dev_rollouts(g, slot), "dev")
-            dev = DevRecord(generation=g, slot=slot, snapshot_id=snapshot.id, dev_score=score,
-                            dev_tasks=len(self.splits.dev), eval_set=version.label)
+            dev = DevRecord(
+                generation=g,
+                slot=slot,
+                snapshot_id=snapshot.id,
+                dev_score=score,
+                dev_tasks=len(self.splits.dev),
+                eval_set=version.label,
+            )
             self.write(self.layout.dev(g, slot), dev)
         ranking = rank(self.read_state())
         g, slot, best, score = ranking[0]
-        promotion = self.write(self.layout.promotion, Promotion(
-            snapshot_id=best, generation=g, slot=slot, dev_score=score, ranking=ranking))
+        promotion = self.write(
+            self.layout.promotion,
+            Promotion(snapshot_id=best, generation=g, slot=slot, dev_score=score, ranking=ranking),
+        )
         self.record_decisions()
         self.log(f"promoted generation {g} {slot} ({best[:12]}), dev score {score:.3f}")
         return promotion
@@ -321,8 +359,10 @@ class Dgm(Searching):
                     snapshot_id, self.layout.test_rollouts(rank_), self.layout.test(rank_)
                 )
             if done.snapshot_id != snapshot_id:
-                raise RuntimeError(f"sealed test {rank_} was run on {done.snapshot_id[:12]}, "
-                                   f"not on {snapshot_id[:12]}; it is not run again")
+                raise RuntimeError(
+                    f"sealed test {rank_} was run on {done.snapshot_id[:12]}, "
+                    f"not on {snapshot_id[:12]}; it is not run again"
+                )
             results.append(done)
         self.record_decisions()
         return results

@@ -10,11 +10,12 @@
 The paper's `no_darwin` ablation (`open_ended: false`) is `latest`: every parent is the last
 admitted member.
 
-`Archive` keeps the weights in a Fenwick tree, so that adding a member, counting a child and
-drawing a parent each cost O(log n): an iteration at 1,000 members costs about what it costs
-at 10 (`bench/dgm_archive_bench.py`). A draw is one uniform number u in [0, total) and the
-first member whose running sum of weights exceeds u, in admission order: the same member
-the plain formula picks, whatever index computes the sums.
+`Archive` draws by rejection: a member picked uniformly is kept with chance w_i / bound
+(bound >= every weight), else another is picked. That is exactly the distribution p_i above,
+and each admission and draw costs O(1), not O(n): the expected number of picks is bound /
+mean(w), which depends on the scores, not on the archive's size (the children factor averages
+at least 1/2: a tree of n members has n - 1 children). An iteration at 1,000 members costs
+about what it costs at 10 (`bench/dgm_archive_bench.py`).
 """
 
 from __future__ import annotations
@@ -39,9 +40,7 @@ def weight(score: float, children: int, rule: ParentSelection) -> float:
     return squashed / (1 + children) if rule.mode == "score_child_prop" else squashed
 
 
-def probabilities(
-    scores: list[float], children: list[int], rule: ParentSelection
-) -> list[float]:
+def probabilities(scores: list[float], children: list[int], rule: ParentSelection) -> list[float]:
     """Each member's chance of being drawn (the formula written out, for tests and views)."""
     weights = [weight(s, c, rule) for s, c in zip(scores, children, strict=True)]
     total = sum(weights)
@@ -58,13 +57,14 @@ class Member:
 
 class Archive:
     """The admitted members in admission order, their admitted children counted, and the
-    index that draws a parent in O(log n)."""
+    weights a draw reads, each kept up to date in O(1)."""
 
     def __init__(self, rule: ParentSelection) -> None:
         self.rule = rule
         self.members: list[Member] = []
         self._position: dict[str, int] = {}
-        self._tree: list[float] = [0.0]  # Fenwick tree, 1-based; grows as members come
+        self._weights: list[float] = []
+        self._bound = 0.0  # >= every weight: a weight only falls once its member is in
 
     def __len__(self) -> int:
         return len(self.members)
@@ -78,18 +78,22 @@ class Archive:
         member = Member(snapshot_id, score, parent_id)
         self._position[snapshot_id] = len(self.members)
         self.members.append(member)
-        self._grow(weight(score, 0, self.rule))
-        parent = self.get(parent_id) if parent_id else None
-        if parent is not None:
-            before = weight(parent.score, parent.children, self.rule)
+        self._weights.append(weight(score, 0, self.rule))
+        self._bound = max(self._bound, self._weights[-1])
+        i = self._position.get(parent_id) if parent_id else None
+        if i is not None:
+            parent = self.members[i]
             parent.children += 1
-            self._bump(self._position[parent.snapshot_id], self._weight(parent) - before)
+            self._weights[i] = weight(parent.score, parent.children, self.rule)
         return member
 
     def draw(self, rng: random.Random) -> Member:
-        """One parent, drawn by the rule's weights (`latest` and `best` are not draws)."""
-        u = rng.random() * self._sum(len(self.members))
-        return self.members[self._find(u)]
+        """One parent, drawn with probability weight / total (by rejection)."""
+        n, weights, bound = len(self.members), self._weights, self._bound
+        while True:
+            i = int(rng.random() * n)
+            if rng.random() * bound < weights[i]:
+                return self.members[i]
 
     def choose(self, k: int, rng: random.Random, *, latest: bool = False) -> list[Member]:
         """The k parents of a generation (repeats allowed, as in the paper)."""
@@ -101,37 +105,3 @@ class Archive:
             ranked = sorted(self.members, key=lambda m: -m.score)  # stable: earlier first
             return [ranked[i % len(ranked)] for i in range(k)]
         return [self.draw(rng) for _ in range(k)]
-
-    # -- the Fenwick tree -------------------------------------------------------------------
-
-    def _weight(self, member: Member) -> float:
-        return weight(member.score, member.children, self.rule)
-
-    def _grow(self, value: float) -> None:
-        i = len(self._tree)  # the new 1-based position
-        low = i - (i & -i)  # the node covers (low, i]: the sum of those already there
-        self._tree.append(value + self._sum(i - 1) - self._sum(low))
-
-    def _bump(self, position: int, delta: float) -> None:
-        i = position + 1
-        while i < len(self._tree):
-            self._tree[i] += delta
-            i += i & -i
-
-    def _sum(self, n: int) -> float:
-        """The weights of the first n members."""
-        total = 0.0
-        while n > 0:
-            total += self._tree[n]
-            n -= n & -n
-        return total
-
-    def _find(self, u: float) -> int:
-        """The 0-based index of the first member whose running sum exceeds u."""
-        position, step = 0, 1 << (len(self._tree) - 1).bit_length()
-        while step:
-            nxt = position + step
-            if nxt < len(self._tree) and self._tree[nxt] <= u:
-                position, u = nxt, u - self._tree[nxt]
-            step >>= 1
-        return min(position, len(self.members) - 1)

@@ -21,9 +21,7 @@ class EditingTask:
 
     def verify(self, folder: Path) -> str | None:
         """Why the folder is not as expected (the first difference), or None."""
-        files = {
-            p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()
-        }
+        files = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
         wanted = {**self.given, **self.expected}
         if extra := sorted(files - set(wanted)):
             return f"unexpected file(s): {', '.join(extra)}"

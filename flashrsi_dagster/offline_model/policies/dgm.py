@@ -27,7 +27,7 @@ import shlex
 
 from flashrsi_dagster import instruction_markers
 from flashrsi_dagster.algorithms.dgm import markers as m
-from flashrsi_dagster.offline_model.conversation import Conversation, Reply, ToolCall
+from flashrsi_dagster.offline_model.conversation import Conversation, Reply
 from flashrsi_dagster.offline_model.policies.markers import marker, marker_value, safe_path
 from flashrsi_dagster.offline_model.policies.prompt_edits import Edit, plan_edits, summary
 from flashrsi_dagster.offline_model.policies.rules import parse_rule
@@ -79,9 +79,12 @@ def _streamline(done: dict) -> Reply:
     if line is None or entry not in line:
         return Reply(text="Simulator DGM: the editor is already as small as it gets.")
     if _edited(done, EDITOR_FILE):
-        return Reply(text="Simulator DGM: streamlined the editor (view, create and insert suffice).")
-    call = editor_call(command="str_replace", path=EDITOR_FILE, old_str=line,
-                       new_str=line.replace(entry, ""))
+        return Reply(
+            text="Simulator DGM: streamlined the editor (view, create and insert suffice)."
+        )
+    call = editor_call(
+        command="str_replace", path=EDITOR_FILE, old_str=line, new_str=line.replace(entry, "")
+    )
     return Reply(tool_calls=(call,))
 
 
@@ -126,6 +129,3 @@ def _from_logs(done: dict, logs: str, prompt: str, entry: str, every: bool) -> R
     if _edited(done, prompt):
         return Reply(text=summary(edits, prompt, len(failures), who="Simulator DGM"))
     return Reply(tool_calls=edit_calls(edits, lines, prompt))
-
-
-__all__ = ["improve", "ToolCall"]

@@ -66,7 +66,10 @@ def candidate(context: dg.AssetExecutionContext) -> Iterator:
         "produced_by": record.produced_by or ("-" if g == 0 else "the Worker (fixed)"),
         "entry": record.entry or "-",
         "reasons": "; ".join(record.reasons) or "-",
-        "stage_scores": ", ".join(f"{s:.3f}/{n}" for s, n in zip(record.stage_scores, record.stage_tasks, strict=True)) or "-",
+        "stage_scores": ", ".join(
+            f"{s:.3f}/{n}" for s, n in zip(record.stage_scores, record.stage_tasks, strict=True)
+        )
+        or "-",
         **describe.figures(score=record.score),
     }
     yield dg.Output(record.model_dump(mode="json"), metadata=metadata)
@@ -74,8 +77,10 @@ def candidate(context: dg.AssetExecutionContext) -> Iterator:
     editing = read_optional(dgm.layout.editing(g, slot), EditingVerdict)
     yield describe.check_result(
         where,
-        {"reasons": "; ".join(record.reasons) or "-",
-         "editing_check": editing.reason if editing else "not run"},
+        {
+            "reasons": "; ".join(record.reasons) or "-",
+            "editing_check": editing.reason if editing else "not run",
+        },
         check_name=ADMISSION,
         passed=record.admitted,
         severity=dg.AssetCheckSeverity.WARN,
@@ -87,7 +92,11 @@ def candidate(context: dg.AssetExecutionContext) -> Iterator:
         passed=all(0.0 <= s <= 1.0 for s in record.stage_scores),
     )
     verdict = read_optional(dgm.layout.content(g, slot), ContentVerdict)
-    unchecked = "the seed" if g == 0 else f"no child to check ({'; '.join(record.reasons) or record.status})"
+    unchecked = (
+        "the seed"
+        if g == 0
+        else f"no child to check ({'; '.join(record.reasons) or record.status})"
+    )
     yield describe.content_check(verdict, key("candidate"), where, unchecked)
 
 
@@ -112,7 +121,9 @@ def promotion(context: dg.AssetExecutionContext) -> dg.Output:
             "slot": chosen.slot,
             "snapshot_id": chosen.snapshot_id,
             "archive": dg.MetadataValue.md("\n".join(dgm.summary(state))),
-            "ranking": dg.MetadataValue.md("| gen | slot | snapshot | dev |\n|---|---|---|---|\n" + ranking),
+            "ranking": dg.MetadataValue.md(
+                "| gen | slot | snapshot | dev |\n|---|---|---|---|\n" + ranking
+            ),
             "stepping_stones": len(stepping_stones(state)),
         },
     )
@@ -135,7 +146,10 @@ def sealed_test_score(context: dg.AssetExecutionContext) -> Iterator:
     state = dgm.read_state()
     yield dg.Output(
         [r.model_dump(mode="json") for r in results],
-        metadata={f"test_{i}": f"{short(r.snapshot_id)} {r.test_score:.3f}" for i, r in enumerate(results, 1)},
+        metadata={
+            f"test_{i}": f"{short(r.snapshot_id)} {r.test_score:.3f}"
+            for i, r in enumerate(results, 1)
+        },
     )
     yield _once_check(dgm, state, name)
     yield describe.splits_check(dgm, key("sealed_test_score"), name)
