@@ -23,6 +23,7 @@ ALGORITHMS: dict[str, str] = {
     "meta_harness": "flashrsi_dagster.algorithms.meta_harness",
     "modular_rsi": "flashrsi_dagster.algorithms.modular_rsi",
     "evolver": "flashrsi_dagster.algorithms.evolver",
+    "dgm": "flashrsi_dagster.algorithms.dgm",
 }
 PLUGINS_ENV = "FLASHRSI_ALGORITHMS"
 
