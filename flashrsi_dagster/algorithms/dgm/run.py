@@ -15,7 +15,6 @@ best (`test_top_k` of them) take the sealed test, each once. Steps run one at a 
 
 from __future__ import annotations
 
-from contextlib import ExitStack
 from functools import cached_property
 from pathlib import Path
 from typing import ClassVar
@@ -109,36 +108,6 @@ class Dgm(Searching):
             raise StepOrderError(f"{action} refused: {missing}")
         return state
 
-    def _improver(self, produced_by: str | None) -> Agent:
-        """`Searching.improver` (main's, issue 24 part 1). Until it is merged here, the same
-        thing built in place: the target's adapter running `produced_by`'s checkout with the
-        Worker role's model, caps and permissions. TEMPORARY: removed at the merge."""
-        if hasattr(Searching, "improver"):
-            return Searching.improver(self, produced_by)  # type: ignore[attr-defined]
-        if produced_by is None:
-            return self.agent("worker")
-        key = f"improver:{produced_by}"
-        if key not in self._agents:
-            folder = self._checkouts.enter_context(scratch_dir("improver-")) / "harness"
-            self.experiment.snapshots.check_out(produced_by, folder)
-            target = self.experiment.config.agent
-            role = self.config.worker.model_copy(update={"type": target.type, "source_dir": None})
-            self._agents[key] = self.builders.worker(
-                role, folder, confinement=self.experiment.confinement
-            )
-        return self._agents[key]
-
-    @cached_property
-    def _checkouts(self) -> ExitStack:
-        """The improvers' checkouts, removed when the opening closes (TEMPORARY, as above)."""
-        return ExitStack()
-
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            self._checkouts.close()
-
     # -- a candidate ------------------------------------------------------------------------
 
     @one_step_at_a_time
@@ -198,7 +167,7 @@ class Dgm(Searching):
         ]
         if made:
             return made[0], None
-        improver = self._improver(parent.id if self.config.self_improvement else None)
+        improver = self.improver(parent.id if self.config.self_improvement else None)
         with scratch_dir("dgm-") as tmp:
             checkout = store.check_out(parent, tmp / "self")
             files = [p.relative_to(checkout).as_posix() for p in checkout.rglob("*") if p.is_file()]
@@ -265,7 +234,7 @@ class Dgm(Searching):
         made = read_optional(self.layout.editing(g, slot), EditingVerdict)
         if made is not None and made.snapshot_id == snapshot.id:
             return made
-        agent: Agent = self._improver(snapshot.id)
+        agent: Agent = self.improver(snapshot.id)
         verdict = editing_check(
             agent, snapshot_id=snapshot.id, task_id=f"editing-check-{g}-{slot}", log=self.log
         )
