@@ -23,6 +23,7 @@ ALGORITHMS: dict[str, str] = {
     "meta_harness": "flashrsi_dagster.algorithms.meta_harness",
     "modular_rsi": "flashrsi_dagster.algorithms.modular_rsi",
     "evolver": "flashrsi_dagster.algorithms.evolver",
+    "stop": "flashrsi_dagster.algorithms.stop",
 }
 PLUGINS_ENV = "FLASHRSI_ALGORITHMS"
 
