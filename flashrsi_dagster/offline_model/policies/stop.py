@@ -27,12 +27,13 @@ import re
 from flashrsi_dagster.offline_model.conversation import Conversation, Reply
 
 IDEAS = (
-    "- malicious when the text mentions: ignore all, ignore previous, disregard",
+    "- malicious when the text mentions: instructions, reveal, credentials",
+    "- malicious when the text mentions: decode, execute, admin",
+    "- malicious when the text mentions: ignore the user, forward, comply",
     "Default label: malicious",
     "- benign when the text mentions: the, you",
-    "- malicious when the text mentions: system prompt, developer mode, no restrictions",
-    "- malicious when the text mentions: canary, api key, password",
     "- benign when the text mentions: please, thanks",
+    "- malicious when the text mentions: canary, api key, password",
 )
 """Rule lines the simulated model proposes, good and bad alike (`policies/rules.py` syntax)."""
 
@@ -119,7 +120,7 @@ def ask(solution, utility, depth, i):
         + solution
         + "\\n</solution>\\nYou will be evaluated by this utility:\\n"
         + utility.str
-        + "\\nReturn the whole improved solution between <solution> and </solution>."
+        + "\\nReturn the whole improved solution wrapped in the same solution tags."
         + f"\\nVariation {i + 1}, "
         + f"step {depth + 1}."
     )

@@ -13,7 +13,7 @@ def improve(solution, utility, model, budget):
         + solution
         + "\n</solution>\nYou will be evaluated by this utility:\n"
         + utility.str
-        + "\nReturn the whole improved solution between <solution> and </solution>."
+        + "\nReturn the whole improved solution wrapped in the same solution tags."
     )
     n = max(1, min(SAMPLES, budget))
     candidates = []
