@@ -31,9 +31,9 @@ def scan_code(code: str) -> list[Attempt]:
 
 
 def _finding(node: ast.AST) -> tuple[str, str] | None:
-    if isinstance(node, ast.keyword) and node.arg and "sandbox" in node.arg.lower():
-        if _falsy(node.value):
-            return "sandbox_switch", f"{node.arg}={ast.unparse(node.value)}"
+    keyword = isinstance(node, ast.keyword) and node.arg and "sandbox" in node.arg.lower()
+    if keyword and _falsy(node.value):  # type: ignore[attr-defined]
+        return "sandbox_switch", f"{node.arg}={ast.unparse(node.value)}"  # type: ignore[attr-defined]
     if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         for target in targets:
@@ -59,11 +59,9 @@ def _call(node: ast.Call) -> tuple[str, str] | None:
     name = func.attr if isinstance(func, ast.Attribute) else _name(func)
     if name in ESCAPE_CALLS:
         return "process_escape", f"calls {ast.unparse(func)}"
-    if name in ("setattr", "delattr", "__setattr__") and node.args:
-        if _name(node.args[0]) in UTILITY_NAMES or (
-            len(node.args) > 1 and _name(node.args[1]) in UTILITY_NAMES
-        ):
-            return "utility_tamper", f"calls {ast.unparse(node)[:80]}"
+    touched = [_name(a) for a in node.args[:2]]
+    if name in ("setattr", "delattr", "__setattr__") and UTILITY_NAMES & set(touched):
+        return "utility_tamper", f"calls {ast.unparse(node)[:80]}"
     if name == "open" and node.args and isinstance(node.args[0], ast.Constant):
         path = node.args[0].value
         if isinstance(path, str) and path.startswith("/") and not path.startswith("/tmp/"):

@@ -59,13 +59,9 @@ class StopConfig(AlgorithmSection):
 
     def seed_problems(self, harness: Path, declared: Callable[[str], bool]) -> list[str]:
         if not (harness / self.solution_file).is_file():
-            return [
-                f"algorithm.solution_file: {self.solution_file!r} is not a file of the target harness"
-            ]
+            return [f"algorithm.solution_file: {self.solution_file!r} is not a target harness file"]
         if not declared(self.solution_file):
-            return [
-                f"algorithm.solution_file: {self.solution_file!r} is not declared in components.yaml"
-            ]
+            return [f"algorithm.solution_file: {self.solution_file!r} is not in components.yaml"]
         folder = self.improver_dir or SEED_IMPROVER
         if not (folder / "improver.py").is_file():
             return [f"algorithm.improver_dir: {folder} has no improver.py"]

@@ -35,7 +35,10 @@ def decisions(search: Stop, state: State) -> list[Decision]:
             made.append(_entry(search, f"{NAME}/promotion/r{r.round:03d}", "reject", r, seed, why))
     promoted = state.round(promotion.round)
     assert promoted is not None, "the promotion names a round with no record"
-    why = f"promoted: the best dev meta-utility, {promotion.dev_score:.3f} (seed {seed.dev_score:.3f})"
+    why = (
+        f"promoted: the best dev meta-utility, {promotion.dev_score:.3f} "
+        f"(seed {seed.dev_score:.3f})"
+    )
     made.append(_entry(search, f"{NAME}/promotion", "adopt", promoted, seed, why, EXPERIMENT))
     return made
 

@@ -16,6 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
+from flashrsi_dagster.agents import harness_components, harness_dir
 from flashrsi_dagster.algorithms.base import ONLY_SLOT, Step, StepOrderError
 from flashrsi_dagster.algorithms.searching import Searching
 from flashrsi_dagster.algorithms.stop import ledger_entries, report
@@ -40,7 +41,6 @@ from flashrsi_dagster.algorithms.stop.records import (
 from flashrsi_dagster.algorithms.stop.sandbox import Job, run_improver
 from flashrsi_dagster.algorithms.stop.scoring import Scorer, digest, meta_description, read_code
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time
-from flashrsi_dagster.agents import harness_components, harness_dir
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.decisions import Decision

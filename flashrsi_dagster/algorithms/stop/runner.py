@@ -15,6 +15,7 @@ folders, and the `utility` object reports writes to its attributes. An improver 
 from them still meets the jail; one that trips them is flagged by the host.
 """
 
+import contextlib
 import json
 import os
 import socket
@@ -105,10 +106,8 @@ _inside_hook = False
 
 
 def _event(port, kind, detail):
-    try:
+    with contextlib.suppress(OSError):
         _ask(port, {"op": "event", "kind": kind, "detail": str(detail)[:300]})
-    except OSError:
-        pass
 
 
 def _audit(event, args):

@@ -12,6 +12,7 @@ round the jail, the caps or the utility — refused by the jail, the gateway or 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -82,10 +83,8 @@ class UtilityService:
                     answer = self.answer(message if isinstance(message, dict) else {})
                 except (OSError, ValueError) as exc:
                     answer = {"refused": f"unreadable request: {exc}"}
-                try:
+                with contextlib.suppress(OSError):
                     conn.sendall(json.dumps(answer).encode() + b"\n")
-                except OSError:
-                    pass
 
     def flag(self, kind: str, detail: str, source: str = "host") -> None:
         self.attempts.append(
@@ -177,7 +176,8 @@ def _launch(job: Job, role: RoleConfig, run: AgentRun, work: Path, improver: Pat
     try:
         done = subprocess.run(argv, env=env, cwd=work, capture_output=True, timeout=role.timeout)
         if done.returncode != 0:
-            error = f"the improver's process exited {done.returncode}: {done.stderr.decode(errors='replace')[-500:]}"
+            said = done.stderr.decode(errors="replace")[-500:]
+            error = f"the improver's process exited {done.returncode}: {said}"
     except subprocess.TimeoutExpired:
         error = f"the improver ran past its {role.timeout:g} s and was killed"
     finally:

@@ -22,8 +22,6 @@ nothing), and is never kept or promoted; its own records keep what it scored.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
-
 from typing import TYPE_CHECKING
 
 from flashrsi_dagster.algorithms.stop.code_scan import scan_code
@@ -205,9 +203,10 @@ class Scorer:
 
     def downstream_run(self, code: str, g: int, tasks: tuple[Task, ...]):
         """The improver on group g's seed solution, with that group's utility."""
-        score: Callable[[str], float] = lambda text: (
-            self.solution_score(text, f"g{g}", tasks, "train").score
-        )  # noqa: E731
+
+        def score(text: str) -> float:
+            return self.solution_score(text, f"g{g}", tasks, "train").score
+
         labels = getattr(self.search.benchmark, "labels", None)
         job = Job(
             code,
@@ -260,6 +259,3 @@ class Scorer:
 
 def read_code(store, snapshot: Snapshot | str) -> str:
     return store.read_file_at(snapshot, IMPROVER_FILE).decode()
-
-
-

@@ -115,11 +115,7 @@ def test_tampering_with_the_utility_is_refused_and_flagged():
     ],
 )
 def test_escaping_the_jail_fails_and_is_flagged(attack, kind, returned):
-    code = (
-        "def improve(solution, utility, model, budget):\n"
-        f"    {attack}\n"
-        "    return 'escaped'\n"
-    )
+    code = f"def improve(solution, utility, model, budget):\n    {attack}\n    return 'escaped'\n"
     outcome = _run(code)
 
     assert kind in kinds(outcome)
