@@ -24,6 +24,7 @@ ALGORITHMS: dict[str, str] = {
     "modular_rsi": "flashrsi_dagster.algorithms.modular_rsi",
     "evolver": "flashrsi_dagster.algorithms.evolver",
     "dgm": "flashrsi_dagster.algorithms.dgm",
+    "stop": "flashrsi_dagster.algorithms.stop",
 }
 PLUGINS_ENV = "FLASHRSI_ALGORITHMS"
 
