@@ -32,6 +32,7 @@ def test_the_model_list_names_every_simulator_model(server, client):
         "simulator/reviewer",
         "simulator/evolver",
         "simulator/dgm",
+        "simulator/stop",
         "simulator/script:demo",
     ]
 
