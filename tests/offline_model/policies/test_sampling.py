@@ -4,10 +4,8 @@ one seed make N different edits, and the same sample makes the same edit again."
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import openai
 import pytest
 
 from flashrsi_dagster.algorithms.best_of_n import markers
@@ -15,31 +13,9 @@ from flashrsi_dagster.algorithms.best_of_n.prompts import worker_instruction
 from flashrsi_dagster.algorithms.meta_harness import markers as meta_harness_markers
 from flashrsi_dagster.offline_model.policies.sampling import sample_index
 from flashrsi_dagster.snapshots import Components
-from tests.offline_model.policies.test_worker import HISTORY, PROMPT, _workspace
-from tests.offline_model.workspace_tools import EDITOR_TOOL, SHELL_TOOL, Workspace
+from tests.offline_model.policies.test_worker import HISTORY, PROMPT, _drive, _workspace
 
 COMPONENTS = Components.parse({"prompt": ["prompts/*.md"]})
-
-
-def _drive(client: openai.OpenAI, workspace: Workspace, task: str) -> str:
-    messages: list[dict] = [{"role": "user", "content": task}]
-    for _ in range(10):
-        message = (
-            client.chat.completions.create(
-                model="simulator/sampling-worker",
-                messages=messages,
-                tools=[SHELL_TOOL, EDITOR_TOOL],
-            )
-            .choices[0]
-            .message
-        )
-        messages.append(message.model_dump(exclude_none=True))
-        if not message.tool_calls:
-            return message.content
-        for call in message.tool_calls:
-            output = workspace.run(call.function.name, json.loads(call.function.arguments))
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
-    raise AssertionError("the worker did not finish in 10 turns")
 
 
 def _edit(client, root: Path, sample: int) -> str:
@@ -47,7 +23,7 @@ def _edit(client, root: Path, sample: int) -> str:
     task = worker_instruction(
         COMPONENTS, ".history", "prompts/system.md", sample=sample, samples=3, split="train"
     )
-    _drive(client, workspace, task)
+    _drive(client, workspace, task, model="simulator/sampling-worker")
     return (root / "prompts/system.md").read_text().removeprefix(PROMPT)
 
 
