@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from flashrsi_dagster.algorithms.best_of_n.budget import fixed_budget
+from flashrsi_dagster.algorithms.best_of_n.config import Budget
 from flashrsi_dagster.algorithms.best_of_n.plan import rank
 from flashrsi_dagster.algorithms.registry import open_algorithm
 from flashrsi_dagster.config import load_config
@@ -22,6 +23,7 @@ from flashrsi_dagster.controls.spend import improvement, spend_by_role
 from flashrsi_dagster.controls.stored import NoStoredExperiment, open_stored
 from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.experiment import open_experiment
+from flashrsi_dagster.orchestration import describe
 from flashrsi_dagster.validation import dry_run
 
 ROOT = Path(__file__).parents[3]
@@ -168,6 +170,31 @@ def test_a_summary_names_its_control_from_the_config(matched):
 
     assert lines[0] == "lift over the control best-of-n-demo:"
     assert lines[1].startswith("  dev: ") and "permutation p" in lines[1]
+    shown = describe.control(open_experiment(config))["lift_over_control"].value
+    assert shown == "\n".join(lines)  # in every algorithm's Dagster summary too
+    assert control_lines(searched.experiment) == []  # no control named, nothing said
+
+
+def test_a_budget_key_given_overrides_the_matched_one(matched):
+    searched, control, _ = matched
+    config = control.experiment.config.model_copy(deep=True)
+    config.algorithm.budget = Budget(tokens=0)
+
+    fixed = fixed_budget(config.algorithm, searched.experiment.paths.root.parent)
+
+    assert fixed.tokens == 0  # 0 is nothing, not "no cap"
+    assert fixed.model_calls == control.read_state().budget.model_calls
+
+
+def test_with_shown_dev_each_worker_reads_the_seeds_dev_rollouts(tmp_path):
+    search, _ = _run(
+        _config(tmp_path / "home", "--algorithm.samples", "1", "--algorithm.shown", "dev")
+    )
+
+    worker = json.loads(search.layout.worker(1, "c0").read_text())
+    listing = next(m["content"] for m in worker["messages"] if m["role"] == "tool")
+    assert ".history/rollouts/dev/" in listing and "rollouts/train" not in listing
+    assert not search.layout.rollouts(0, "c0", "train").exists()  # train is never run
 
 
 def test_matching_an_experiment_that_is_not_there_names_the_key(tmp_path):
