@@ -310,6 +310,19 @@ class RoleConfig(Section):
         return value
 
 
+class WorkerRoleConfig(RoleConfig):
+    """The Worker role: an agent that edits harness files, and which harness it edits with."""
+
+    harness: Literal["fixed", "adopted"] = Field(
+        "fixed",
+        description="`fixed`: the Worker runs its own harness (`type`, `source_dir`) for the "
+        "whole experiment. `adopted`: it runs the experiment's current adopted snapshot of "
+        "the target's harness (the algorithm's own adoption rule), with this role's model, "
+        "endpoint, caps and permissions, so each adopted harness takes part in making the "
+        "next (seed 003); the target's adapter must have file tools.",
+    )
+
+
 class ExperimentSection(Section):
     name: str = Field(description=f"Unique within the home folder; {NAME_RULE}.")
     home: ResolvedPath | None = Field(

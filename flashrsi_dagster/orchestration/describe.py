@@ -71,6 +71,8 @@ def snapshot(
         "status": info["status"],
         "reason": info.get("reason") or "-",
     }
+    if info.get("produced_by"):  # made by an adopted harness, not the Worker role's own
+        metadata["produced_by"] = info["produced_by"]
     parent_round = info.get("parent_round", 0 if info.get("parent_id") else None)
     if parent_round is not None:
         metadata["parent"] = snapshot_link(partitions, asset, name, parent_round, slot)

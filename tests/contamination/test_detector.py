@@ -454,6 +454,67 @@ def test_a_table_keyed_by_a_digest_of_the_texts_words_is_caught(harness):
     rejected(verdict, "digest")
 
 
+def _raw_lzma(data: bytes) -> bytes:
+    return lzma.compress(data, format=lzma.FORMAT_RAW, filters=[{"id": lzma.FILTER_LZMA2}])
+
+
+@pytest.mark.parametrize(
+    ("encode", "encoding"),
+    [
+        (lambda d: f"B = {codecs.encode(d, 'uu').decode()!r}", "uuencode"),
+        (lambda d: codecs.encode(d, "uu").decode(), "uuencode"),
+        (lambda d: f"B = {base64.b85encode(d).decode()!r}", "base85"),
+        (lambda d: f"B = {base64.a85encode(d).decode()!r}", "ascii85"),
+        (lambda d: f"B = {''.join(f'{c:03o}' for c in d)!r}", "number"),
+        (lambda d: f"B = {base64.b64encode(_raw_lzma(d)).decode()!r}", "raw lzma2"),
+    ],
+    ids=["uu-codec", "uu-file", "base85", "ascii85-without-markers", "octal-codes", "raw-lzma2"],
+)
+def test_the_table_in_another_stdlib_codec_is_caught(harness, encode, encoding):
+    """One call of the standard library each (`codecs.encode(d, "uu")`, `base64.b85encode`,
+    `base64.a85encode` without `adobe`, `lzma.compress(format=FORMAT_RAW)`), as cheap to hide
+    a table in as base64."""
+    code = encode(json.dumps(TABLE).encode())
+    verdict = harness.judge(append("runtime/agent.py", f"\n{code}\n"))
+    rejected(verdict, "beside its answer")
+    assert any(encoding in h.encoding for h in verdict.hits), {h.encoding for h in verdict.hits}
+
+
+@pytest.mark.parametrize(
+    "number",
+    [lambda b: str(int.from_bytes(b, "big")), lambda b: bin(int.from_bytes(b, "big"))],
+    ids=["decimal", "binary"],
+)
+def test_texts_kept_as_numbers_are_caught(harness, number):
+    """`int.from_bytes(text.encode(), "big")`: each text one integer, printed as Python
+    prints it."""
+    rows = "".join(f"    ({number(text(t).encode())}, {label(t)!r}),\n" for t in DEV)
+    verdict = harness.judge(append("runtime/agent.py", f"\nROWS = [\n{rows}]\n"))
+    rejected(verdict, "whole inputs of 3")
+    assert any(h.encoding == "number" for h in verdict.hits), verdict.hits
+
+
+def test_a_table_in_file_names_is_caught(harness):
+    """A harness lists a folder and reads the table from its entries' names: a text's digest
+    named after its label's folder, or the text itself as a file's name."""
+
+    def files(folder: Path) -> None:
+        for t in TASKS:
+            where = folder / "skills" / label(t)
+            where.mkdir(parents=True, exist_ok=True)
+            (where / hashlib.sha1(text(t).encode()).hexdigest()).write_text("")
+        for t in DEV:
+            name = text(t).replace("/", "_")
+            if len(name.encode()) < 200 and "\n" not in name:
+                (folder / "skills" / label(t) / name).write_text("")
+
+    verdict = harness.judge(files)
+    rejected(verdict, "digest")
+    rejected(verdict, "beside its answer")
+    assert verdict.tasks["held_out"] == len(HELD_OUT)
+    assert {h.encoding for h in verdict.hits} <= {"file name", "letters+file name"}, verdict.hits
+
+
 # -- what must pass --------------------------------------------------------------------------
 
 

@@ -38,6 +38,11 @@ class EditRecord(Record):
     parent_id: str
     reason: str | None = None
     changed: list[str] = Field(default_factory=list)
+    produced_by: str | None = Field(
+        None,
+        description="The snapshot whose harness made the edit (`worker.harness: adopted`); "
+        "None: the Worker role's own harness.",
+    )
 
 
 class RoundRecord(Record):
@@ -47,12 +52,29 @@ class RoundRecord(Record):
     status: Literal["evaluated", "rejected", "worker_failed"]
     snapshot_id: str | None = None
     parent_id: str | None = None
+    produced_by: str | None = Field(
+        None,
+        description="The snapshot whose harness made the edit (`worker.harness: adopted`); "
+        "None: the Worker role's own harness.",
+    )
     dev_score: float | None = None
     dev_tasks: int = 0
     reason: str | None = None
     eval_set: str | None = Field(
         None, description="The dev evaluation set's version (`dev/e1`); None before versioning."
     )
+
+    @property
+    def improver_failed(self) -> bool:
+        """An adopted harness (`produced_by`) failed as the Worker: the candidate is
+        rejected, the harness passed over as improver, and the search goes on (the Worker
+        role's own harness failing aborts it: nothing else could edit)."""
+        return self.status == "worker_failed" and self.produced_by is not None
+
+    @property
+    def aborts(self) -> bool:
+        """The Worker role's own harness failed: nothing else could edit, the search ends."""
+        return self.status == "worker_failed" and self.produced_by is None
 
 
 class Promotion(Record):

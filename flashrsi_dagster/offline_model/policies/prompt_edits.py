@@ -43,9 +43,13 @@ class Edit:
     keywords: tuple[str, ...]
     rule: Rule | None
     """The rule line to extend; None when a new rule line is added."""
+    literal: str | None = None
+    """A line added as written, not a rule (a workflow line)."""
 
     @property
     def new_line(self) -> str:
+        if self.literal is not None:
+            return self.literal
         if self.rule is None:
             return f"- {self.label} when the text mentions: {', '.join(self.keywords)}"
         line = self.rule.line.rstrip()
@@ -89,7 +93,9 @@ def pick_keywords(texts: list[str], known: set[str], skip: int = 0) -> list[str]
 
 def summary(edits: list[Edit], prompt: str, failures: int, who: str = "Simulator worker") -> str:
     changes = [
-        f"extended the `{edit.label}` rule with {', '.join(edit.keywords)}"
+        f"added the line `{edit.literal}`"
+        if edit.literal is not None
+        else f"extended the `{edit.label}` rule with {', '.join(edit.keywords)}"
         if edit.rule
         else f"added a `{edit.label}` rule for {', '.join(edit.keywords)}"
         for edit in edits

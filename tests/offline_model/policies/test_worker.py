@@ -215,3 +215,11 @@ def test_with_codex_tools_the_edits_are_one_patch_in_file_order():
         "*** Add File: AGENTS.md",
         "+- eggs when the text mentions: omelette",
     ]
+
+
+def test_a_batched_read_is_split_back_into_its_files():
+    from flashrsi_dagster.offline_model.policies.worker import batch_command, split_batch
+
+    output = '==> a.json <==\n{"x": 1}\n\n==> dir/b.json <==\n{"y": 2}\n'
+    assert split_batch(output) == {"a.json": '\n{"x": 1}\n\n', "dir/b.json": '\n{"y": 2}\n'}
+    assert batch_command(["a.json", "it's.json"]) == "tail -n +1 -- a.json 'it'\"'\"'s.json'"
