@@ -24,7 +24,8 @@ def summary(state: State, cap: int, width: int) -> list[str]:
     lines = []
     for r in state.rounds:
         score = "-" if r.dev_score is None else f"{r.dev_score:.3f}"
-        detail = f" ({r.reason})" if r.reason else f" ({r.changed_lines} lines changed)"
+        lines_changed = f"{r.changed_lines} line{'' if r.changed_lines == 1 else 's'} changed"
+        detail = f" ({r.reason})" if r.reason else f" ({lines_changed})"
         name = candidate_name(r.round, r.slot, width)
         lines.append(f"{name}: {r.status:<9} dev {score}" + ("" if r.round == 0 else detail))
     lines += budget_lines(state, cap, width)
