@@ -16,6 +16,7 @@ from typing import Any
 from flashrsi_dagster.agents import Agent, harness_components, harness_dir
 from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
+from flashrsi_dagster.algorithms.editing_check.check import EditingVerdict, editing_check
 from flashrsi_dagster.algorithms.improver import improver_role
 from flashrsi_dagster.benchmarks.base import Benchmark, Task
 from flashrsi_dagster.benchmarks.loading import load_splits
@@ -23,7 +24,7 @@ from flashrsi_dagster.contamination import ContentCheck, ContentVerdict
 from flashrsi_dagster.decisions.ledger import Ledger
 from flashrsi_dagster.evaluator import Evaluator
 from flashrsi_dagster.experiment import Experiment
-from flashrsi_dagster.records import Trajectory
+from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.records.sealed_test import TestResult
 from flashrsi_dagster.rollouts.engine import Progress, Settings, evaluate_snapshot
 from flashrsi_dagster.rollouts.record import RolloutRecord
@@ -105,6 +106,18 @@ class Searching:
             build = self.builders.worker
             self._agents[key] = build(role, folder, confinement=self.experiment.confinement)
         return self._agents[key]
+
+    def can_edit(self, snapshot_id: str, path: Path) -> bool:
+        """Whether `snapshot_id`'s harness, run as the improver, passes the editing check
+        (`algorithms/editing_check`): recorded at `path` once, then read back. An adopted
+        harness that cannot edit is never given an improver's turn."""
+        verdict = read_optional(path, EditingVerdict)
+        if verdict is None:
+            agent = self.improver(snapshot_id)
+            task_id = f"editing-check-{snapshot_id[:12]}"
+            verdict = editing_check(agent, snapshot_id=snapshot_id, task_id=task_id, log=self.log)
+            self.write(path, verdict)
+        return verdict.passed
 
     @cached_property
     def _checkouts(self) -> ExitStack:

@@ -390,7 +390,11 @@ class MetaHarness(Searching):
             return done  # a run done again (re-executed, resumed after its last write)
         version = self.evaluator.before("dev", self.splits.dev)
         score = self.score(snapshot, self.splits.dev, self.layout.rollouts(k, slot), "dev")
+        can_edit = None
+        if self.config.adopted_improver():  # it may be the improver of later rounds
+            can_edit = self.can_edit(snapshot.id, self.layout.editing(k, slot))
         record = RoundRecord(
+            can_edit=can_edit,
             eval_set=version.label,
             round=k,
             slot=slot,

@@ -66,7 +66,7 @@ class PolicyRegistry:
         with self._lock:
             script = self._scripts.get(model.removeprefix(SCRIPT_PREFIX))
         if model.startswith(SCRIPT_PREFIX) and script is not None:
-            return script
+            return answering(script)  # a scripted Worker is also checked as an improver
         raise SimulatorError(
             404,
             f"the offline model simulator has no model {model!r}; "

@@ -88,3 +88,25 @@ def test_both_edges_are_in_the_summary_and_the_ledger(adopted: MetaHarness):
     entries = {e.candidate.round: e for e in Ledger.of(adopted.experiment).entries()}
     assert entries[2].candidate.produced_by == first
     assert entries[2].baseline.round == 0  # the parent edge: every candidate edits the seed
+
+
+def test_through_dagster_the_snapshot_asset_shows_who_made_it(tmp_path):
+    """The same run as Dagster runs it (`flashrsi run`): round 2's snapshot materialization
+    names its maker beside its parent."""
+    import dagster as dg
+
+    from flashrsi_dagster.algorithms.meta_harness.defs.assets import PARTITIONS
+    from flashrsi_dagster.deployment.cli_driver import drive_on
+
+    overrides = ["--experiment.home", str(tmp_path / "home"), "--benchmark.limit", "9"]
+    config = load_config(EXAMPLE, [*overrides, "--algorithm.max_steps", "2"])
+    with dg.instance_for_test() as instance:
+        state = drive_on(instance, open_experiment(config), say=lambda _: None)
+        snapshot = dg.AssetKey(["meta_harness", "snapshot"])
+        where = str(PARTITIONS.key(config.experiment.name, 2, "c0"))
+        records = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=snapshot, asset_partitions=[where]), limit=1
+        ).records
+    metadata = records[0].asset_materialization.metadata
+    assert metadata["produced_by"].value == state.round(1).snapshot_id
+    assert metadata["parent_id"].value == state.round(0).snapshot_id
