@@ -53,6 +53,7 @@ def dry_run(config: ExperimentConfig, *, splits: tuple[str, ...] | None = None) 
         *_harnesses(config, adapters),
     ]
     problems += _evolution_limit(config)
+    problems += config.algorithm.sibling_problems(Path(config.experiment.dir).parent)
     benchmark, loading = _benchmark(config)
     problems += loading
     if benchmark is not None:

@@ -25,6 +25,7 @@ ALGORITHMS: dict[str, str] = {
     "evolver": "flashrsi_dagster.algorithms.evolver",
     "dgm": "flashrsi_dagster.algorithms.dgm",
     "stop": "flashrsi_dagster.algorithms.stop",
+    "best_of_n": "flashrsi_dagster.algorithms.best_of_n",
 }
 PLUGINS_ENV = "FLASHRSI_ALGORITHMS"
 

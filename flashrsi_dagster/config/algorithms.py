@@ -47,6 +47,11 @@ class AlgorithmSection(Section):
         `declared(path)`: its components declare the file) that is not there, one line each."""
         return []
 
+    def sibling_problems(self, home: Path) -> list[str]:
+        """What the algorithm's settings need of the other experiments of the home (one
+        they name, say) that is not there, one line each."""
+        return []
+
     def parameters(self) -> dict[str, object]:
         """The algorithm's settings other than its name and roles, for one-line summaries."""
         roles = {

@@ -334,11 +334,17 @@ class ExperimentSection(Section):
         description="`bwrap`: every agent process runs in a bubblewrap jail behind the model "
         "gateway; `none`: unconfined (recorded, and every summary marks the experiment).",
     )
+    control: str | None = Field(
+        None,
+        description="An experiment of the same home this one is measured against (a "
+        "budget-matched `best_of_n`): the summary reports the lift over it, paired per task. "
+        "Not part of the experiment's identity: a control may be named after it ran.",
+    )
 
-    @field_validator("name")
+    @field_validator("name", "control")
     @classmethod
-    def _safe_name(cls, value: str) -> str:
-        problem = name_problem(value)
+    def _safe_name(cls, value: str | None) -> str | None:
+        problem = None if value is None else name_problem(value)
         if problem:
             raise ValueError(problem)
         return value

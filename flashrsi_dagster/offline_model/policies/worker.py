@@ -83,7 +83,9 @@ WORKFLOW = Edit("workflow", (), None, literal=markers.BATCH_READING)
 PATCH = "apply_patch"
 
 
-def improve(conversation: Conversation) -> Reply:
+def improve(conversation: Conversation, *, skip: int = 0) -> Reply:
+    """The next reply (see the module doc); `skip`: the best-ranked keywords of each label
+    to pass over, as best-of-N's sampling Worker does (`policies/sampling.py`)."""
     paths = _assignment(conversation)
     if isinstance(paths, str):
         return Reply(text=paths)
@@ -110,7 +112,7 @@ def improve(conversation: Conversation) -> Reply:
     if view is None:
         return Reply(tool_calls=(view_call,))
     lines = file_lines(view)
-    edits = plan_edits(lines or [], failures)
+    edits = plan_edits(lines or [], failures, skip)
     if edits and _improving_itself(conversation) and markers.BATCH_READING not in (lines or []):
         edits.append(WORKFLOW)
     if not edits:

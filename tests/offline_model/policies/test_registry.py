@@ -33,6 +33,7 @@ def test_the_model_list_names_every_simulator_model(server, client):
         "simulator/evolver",
         "simulator/dgm",
         "simulator/stop",
+        "simulator/sampling-worker",
         "simulator/script:demo",
     ]
 

@@ -57,7 +57,9 @@ HISTORY = {
 }
 
 
-def _drive(client: openai.OpenAI, workspace: Workspace, task: str = TASK) -> str:
+def _drive(
+    client: openai.OpenAI, workspace: Workspace, task: str = TASK, model: str = "simulator/worker"
+) -> str:
     """Run the worker conversation to its final text, executing its tool calls for real."""
     messages: list[dict] = [
         {"role": "system", "content": "You improve harnesses."},
@@ -66,7 +68,7 @@ def _drive(client: openai.OpenAI, workspace: Workspace, task: str = TASK) -> str
     for _ in range(10):
         message = (
             client.chat.completions.create(
-                model="simulator/worker", messages=messages, tools=[SHELL_TOOL, EDITOR_TOOL]
+                model=model, messages=messages, tools=[SHELL_TOOL, EDITOR_TOOL]
             )
             .choices[0]
             .message
