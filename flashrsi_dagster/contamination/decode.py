@@ -1,9 +1,10 @@
 """A file's texts as a reader of it could recover them: plain, unescaped, and every blob in
 it decoded (base64, base32 and base32hex in either case, Ascii85 and base85, uuencode, hex
-with or without separators, `\\x` escapes, lists of character codes in any of those bases, a whole text as one long
-number in decimal, octal, binary or hex, digit separators and all, UTF-16, EBCDIC) and decompressed (gzip, zlib, bzip2, xz,
-zip, raw deflate, legacy and raw lzma; a tar archive read as it is), to a bounded depth and
-size, so a decompression bomb costs at most `MAX_DECODED_BYTES`.
+with or without separators, `\\x` escapes, lists of character codes in any of those bases, a
+whole text as one long number in decimal, octal, binary or hex, digit separators and all,
+UTF-16, EBCDIC) and decompressed (gzip, zlib, bzip2, xz, zip, raw deflate, legacy and raw
+lzma; a tar archive read as it is), to a bounded depth and size, so a decompression bomb costs
+at most `MAX_DECODED_BYTES`.
 
 Each text is a `View`: the file, the chain of encodings that led to it (`gzip+base64`), and
 its lines, each numbered by the line of the file it came from (a decoded blob's lines all
