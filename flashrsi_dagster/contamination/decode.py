@@ -1,9 +1,10 @@
 """A file's texts as a reader of it could recover them: plain, unescaped, and every blob in
 it decoded (base64, base32 and base32hex in either case, Ascii85 and base85, uuencode, hex
-with or without separators, `\\x` escapes, lists of character codes, a whole text as one long
-number in decimal, octal or binary, UTF-16, EBCDIC) and decompressed (gzip, zlib, bzip2, xz,
-zip, raw deflate, legacy and raw lzma; a tar archive read as it is), to a bounded depth and
-size, so a decompression bomb costs at most `MAX_DECODED_BYTES`.
+with or without separators, `\\x` escapes, lists of character codes in any of those bases, a
+whole text as one long number in decimal, octal, binary or hex, digit separators and all,
+UTF-16, EBCDIC) and decompressed (gzip, zlib, bzip2, xz, zip, raw deflate, legacy and raw
+lzma; a tar archive read as it is), to a bounded depth and size, so a decompression bomb costs
+at most `MAX_DECODED_BYTES`.
 
 Each text is a `View`: the file, the chain of encodings that led to it (`gzip+base64`), and
 its lines, each numbered by the line of the file it came from (a decoded blob's lines all
@@ -49,10 +50,17 @@ _SEPARATED_HEX = re.compile(
 )
 """Hex with a separator between its bytes, as `bytes.hex(":")` writes it."""
 _ASCII85 = re.compile(rb"<~(.{%d,}?)~>" % MIN_BLOB, re.DOTALL)
-_NUMBER = rb"(?:0[xX][0-9a-fA-F]{1,6}|[0-9]{1,7})"
+_NUMBER = rb"(?:0[xX][0-9a-fA-F]{1,6}|0[oO][0-7]{1,8}|0[bB][01]{1,21}|[0-9]{1,7})"
 _NUMBERS = re.compile(rb"%s(?:\s*[,;]\s*%s|\s+%s){%d,}" % (_NUMBER, _NUMBER, _NUMBER, MIN_BLOB - 1))
-"""A list of character codes (`[73, 103, 110, ...]`, `0x49, 0x67`, `73 103 110` as an array
-prints): `chr` of each."""
+"""A list of character codes (`[73, 103, 110, ...]`, `0x49, 0x67`, `0o111`, `0b1001001`,
+`73 103 110` as an array prints, `073` zero-padded; each in quotes too, read squeezed):
+`chr` of each, in decimal and, when its digits allow, in octal and binary."""
+_GROUPED = re.compile(
+    rb"(?<![\w.])(0[xXoObB])?[0-9a-fA-F]{1,8}([_,'.:\- ])[0-9a-fA-F]{1,8}"
+    rb"(?:\2[0-9a-fA-F]{1,8}){4,}(?![\w.])"
+)
+"""A long number with digit separators (`f"{n:_}"`, `f"{n:,}"`, `0x_4967_6e6f`,
+`bytes.hex("-", 4)`): read with its separators dropped, in each base its digits allow."""
 _BASE85 = re.compile(rb"[0-9A-Za-z!#$%%&()*+\-;<=>?@^_`{|}~]{%d,}" % (2 * MIN_BLOB))
 """Base85 (`base64.b85encode`, git's alphabet) without markers: read only when it decodes to
 text or to a compressed stream (many code tokens are made of these characters too)."""
@@ -197,6 +205,12 @@ def _blobs(data: bytes, text: str, whole) -> Iterator[tuple[bytes, str, tuple[in
                 "hex",
                 _span(data, source, match, whole, squeezed),
             )
+    # codes kept as strings (`['49', '6e', ...]`, `['73', '103', ...]`) read squeezed
+    everything = whole or (1, data.count(b"\n") + 1)
+    for blob, kind, _ in _code_lists(squeezed_data, everything):
+        yield blob, kind, everything
+    for match in _SEPARATED_HEX.finditer(squeezed_data):
+        yield _separated_hex(match.group()), "hex", everything
     for match in _ESCAPED_BYTES.finditer(data):
         raw = codecs.escape_decode(match.group())[0]
         yield raw, "escaped bytes", _span(data, data, match, whole, False)
@@ -218,10 +232,9 @@ def _other_alphabets(data: bytes, whole) -> Iterator[tuple[bytes, str, tuple[int
         (
             _SEPARATED_HEX,
             "hex",
-            lambda run: bytes.fromhex(re.sub(rb"[^0-9a-fA-F]", b"", run).decode()),
+            _separated_hex,
         ),
         (_ASCII85, "ascii85", lambda run: base64.a85decode(run[2:-2])),
-        (_NUMBERS, "char codes", _char_codes),
     )
     for pattern, kind, decode in decoders:
         for match in pattern.finditer(data):
@@ -230,6 +243,7 @@ def _other_alphabets(data: bytes, whole) -> Iterator[tuple[bytes, str, tuple[int
             except (binascii.Error, ValueError, OverflowError):
                 continue
             yield decoded, kind, _span(data, data, match, whole, False)
+    yield from _code_lists(data, whole)
     yield from _bare_alphabets(data, whole)
     yield from _uuencoded(data, whole)
     if data.count(b"\0") * 4 >= len(data) > 0:
@@ -237,6 +251,13 @@ def _other_alphabets(data: bytes, whole) -> Iterator[tuple[bytes, str, tuple[int
         for codec in ("utf-16-le", "utf-16-be"):
             text = body[: len(body) // 2 * 2].decode(codec, "replace")
             yield text.encode("utf-8", "replace"), "utf-16", whole or (1, text.count("\n") + 1)
+
+
+def _code_lists(data: bytes, whole) -> Iterator[tuple[bytes, str, tuple[int, int]]]:
+    """Lists of character codes, each read in every base its digits allow."""
+    for match in _NUMBERS.finditer(data):
+        for decoded in _char_codes(match.group()):
+            yield decoded, "char codes", _span(data, data, match, whole, False)
 
 
 def _bare_alphabets(data: bytes, whole) -> Iterator[tuple[bytes, str, tuple[int, int]]]:
@@ -247,6 +268,7 @@ def _bare_alphabets(data: bytes, whole) -> Iterator[tuple[bytes, str, tuple[int,
         (_BASE85, "base85", lambda m: _quoted(base64.b85decode, m.group())),
         (_ASCII85_BARE, "ascii85", lambda m: _quoted(base64.a85decode, m.group())),
         (_DIGITS, "number", _numbers),
+        (_GROUPED, "number", _grouped),
     )
     for pattern, kind, decode in decoders:
         for match in pattern.finditer(data):
@@ -284,6 +306,25 @@ def _numbers(match: re.Match) -> list[bytes]:
         if max(codes) < 256:
             found.append(bytes(codes))
     return found
+
+
+def _grouped(match: re.Match) -> list[bytes]:
+    """A number written with digit separators, in the base its prefix names, else in each
+    base its digits allow (hex always: `bytes.hex(sep, n)` groups bytes)."""
+    prefix = (match.group(1) or b"").lower()
+    run = re.sub(rb"[^0-9a-fA-F]", b"", match.group()[len(prefix) :])
+    bases = {b"0x": [16], b"0o": [8], b"0b": [2]}.get(prefix) or [*_bases(run), 16]
+    return [_to_bytes(_integer(run, base)) for base in dict.fromkeys(bases)]
+
+
+def _bases(run: bytes) -> list[int]:
+    """The bases whose digits `run` is written in alone: decimal, octal, binary."""
+    digits = set(run)
+    return [
+        b
+        for b, allowed in ((10, b"0123456789"), (8, b"01234567"), (2, b"01"))
+        if digits <= set(allowed)
+    ]
 
 
 def _integer(run: bytes, base: int) -> int:
@@ -332,16 +373,29 @@ def _uu_line(line: bytes) -> bytes | None:
     return None
 
 
+def _separated_hex(run: bytes) -> bytes:
+    return bytes.fromhex(re.sub(rb"[^0-9a-fA-F]", b"", run).decode())
+
+
 def _padded(run: bytes) -> bytes:
     return run + b"=" * (-len(run) % 8)
 
 
-def _char_codes(run: bytes) -> bytes:
-    """`chr` of each code; one past Unicode is a stray character, not a reason to read none."""
-    codes = (int(n, 0) for n in re.split(rb"\s*[,;]\s*|\s+", run.strip()))
-    return "".join(chr(n) if n < 0x110000 else "\ufffd" for n in codes).encode(
-        "utf-8", "surrogatepass"
-    )
+def _char_codes(run: bytes) -> list[bytes]:
+    """`chr` of each code, read in decimal and in each base all the unprefixed codes allow
+    (`0x`, `0o`, `0b` codes keep theirs); one past Unicode is a stray character, not a
+    reason to read none."""
+    codes = re.split(rb"\s*[,;]\s*|\s+", run.strip())
+    plain = b"".join(c for c in codes if not c[1:2].isalpha())
+    found = []
+    for base in [10, *(b for b in _bases(plain) if b != 10)]:
+        try:
+            numbers = [int(c, 0) if c[1:2].isalpha() else int(c, base) for c in codes]
+        except ValueError:
+            continue
+        text = "".join(chr(n) if n < 0x110000 else "\ufffd" for n in numbers)
+        found.append(text.encode("utf-8", "surrogatepass"))
+    return found
 
 
 def _base64(run: bytes, squeezed: bool) -> Iterator[bytes]:
@@ -489,12 +543,17 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
         if kind == "zip":
             with zipfile.ZipFile(io.BytesIO(blob)) as archive:
                 for info in archive.infolist()[:64]:
-                    if info.file_size <= budget.left:
-                        data = archive.read(info)
-                        if budget.take(data):
-                            yield data
-                    else:
+                    if info.file_size > budget.left:
                         budget.cut = True
+                        continue
+                    try:
+                        data = archive.read(info)
+                    except (RuntimeError, NotImplementedError):
+                        # encrypted, or a method zipfile lacks: what it holds is unsearched
+                        budget.cut = True
+                        continue
+                    if budget.take(data):
+                        yield data
             return
         engine = {
             "gzip": lambda: zlib.decompressobj(16 + zlib.MAX_WBITS),

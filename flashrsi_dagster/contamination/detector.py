@@ -114,8 +114,24 @@ def scan(files: Mapping[str, bytes], index: SecretIndex) -> Scan:
         for view in views(path, path.encode(), budget):
             _search(found, replace(view, encoding=_join(NAME, view.encoding)), index)
         found.digests += _raw_digests(path, files[path], index)
+    if len(files) > 1:
+        found.matches += _joined(files, index, budget, _coverage(found.matches))
     found.cut = budget.cut
     return found
+
+
+JOINED = "(files joined in path order)"
+"""The file of a view of every file's bytes end to end: a table cut into many small files,
+each piece shorter than a shingle, that a harness reads back in order."""
+
+
+def _joined(files: Mapping[str, bytes], index: SecretIndex, budget: Budget, covered):
+    """The matches of the files joined that no single file's view holds already."""
+    joined, seen = Scan(), b"\n".join(files[path] for path in sorted(files))
+    for view in views(JOINED, seen, budget):
+        for form in FORMS:
+            joined.matches += _matches(Stream.of(view.lines, form), form, view, index)
+    return [m for m in joined.matches if not _within(covered.get(m.entry, ()), m.start, m.end)]
 
 
 NAME = "file name"
