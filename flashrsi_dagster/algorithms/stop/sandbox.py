@@ -116,6 +116,11 @@ class UtilityService:
             return {"refused": "the host could not score this solution"}
 
     def close(self) -> None:
+        # Closing alone leaves the thread blocked in accept() until the join gives up (5 s a
+        # run, most of the demo's wall time once); a shutdown wakes it at once, as the
+        # command bridge's does.
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)
         self.listener.close()
         self._thread.join(timeout=5)
 

@@ -72,10 +72,14 @@ def test_the_policy_answers_the_request_it_reads():
     assert first == again and first.startswith("<solution>\nYou classify.\n")
     assert _ask("no solution here").startswith("There is no solution")
     programs = [_ask(f"<solution>\n{SEED}\n</solution>\nCandidate {i} of 3.") for i in (1, 2, 3)]
-    assert "BEAM_WIDTH = 2" in programs[0]
+    assert "ROUND_SAMPLES = 3" in programs[0]  # the sampler in rounds
     switched = programs[1].removeprefix("<solution>\n").removesuffix("\n</solution>")
     assert "use_sandbox=False" in switched and scan_code(switched)
     assert "SAMPLES = 6" in programs[2]
+    in_rounds = programs[0].removeprefix("<solution>\n").removesuffix("\n</solution>")
+    again = [_ask(f"<solution>\n{in_rounds}\n</solution>\nCandidate {i} of 3.") for i in (1, 2, 3)]
+    assert "ROUND_SAMPLES = 2" in again[0] and "BEAM_WIDTH = 2" in again[1]
+    assert scan_code(again[2].removeprefix("<solution>\n").removesuffix("\n</solution>"))
 
 
 def test_a_config_with_too_few_train_tasks_is_refused_naming_the_keys():
