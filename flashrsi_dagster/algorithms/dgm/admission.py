@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from flashrsi_dagster.algorithms.dgm.markers import log_name
+from flashrsi_dagster.bounded_yaml import safe_load
 from flashrsi_dagster.snapshots.guard import HISTORY_DIR
 
 
@@ -40,9 +41,11 @@ def _problem(path: Path) -> str | None:
         elif suffix == ".json":
             json.loads(text)
         else:
-            yaml.safe_load(text)
+            safe_load(text)  # the project's loader: aliases, nesting and size bounded
     except (SyntaxError, ValueError, yaml.YAMLError) as exc:
         return f"does not load ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
+    except (RecursionError, MemoryError) as exc:  # a file built to exhaust the parser
+        return f"does not load ({type(exc).__name__}: nested too deeply to parse)"
     return None
 
 

@@ -161,10 +161,11 @@ def improver_of(state: State, k: int) -> str | None:
     """Under `worker.harness: adopted`, the snapshot whose harness makes round k's
     candidates: the best-ranked of the rounds before k, the one a promotion then would pick
     (every candidate of round k gets the same, as it gets the same history). A harness that
-    failed the editing check, or whose run as the Worker failed, is passed over, so one that
-    breaks its own editing gains no turn; with none left, the Worker role's own (None)."""
+    failed the editing check, whose run as the Worker failed, or that gave no candidate, is
+    passed over, so one that breaks its own editing gains no turn; with none left, the Worker
+    role's own harness (None)."""
     earlier = [r for r in state.rounds if r.round < k]
-    failed = {r.produced_by for r in earlier if r.improver_failed}
+    failed = {r.produced_by for r in earlier if r.improver_failed or r.improver_gave_nothing}
     failed |= {r.snapshot_id for r in earlier if r.can_edit is False}
     return next((sid for _, sid, _ in rank(earlier) if sid not in failed), None)
 

@@ -80,6 +80,14 @@ class RoundRecord(Record):
         return self.status == "worker_failed" and self.produced_by is not None
 
     @property
+    def improver_gave_nothing(self) -> bool:
+        """An adopted harness ran as the Worker, ended well and gave no candidate to score (no
+        change, or one the host refused or found contaminated): passed over as the improver
+        like one that failed, or a harness that switched off its own editor would keep its
+        turn, and with it its lead, for good (`tests/sabotage/test_adopted.py`)."""
+        return self.status == "rejected" and self.produced_by is not None
+
+    @property
     def aborts(self) -> bool:
         """The Worker role's own harness failed: nothing else could edit, the search ends."""
         return self.status == "worker_failed" and self.produced_by is None

@@ -1,5 +1,6 @@
 """STOP's decisions for the ledger (`decisions.ledger`): `reject` of a round whose improver
-was rejected or flagged for circumvention, as soon as it is recorded; at the promotion,
+was rejected or flagged for circumvention (when scored, or later when it improved itself), as
+soon as it is recorded; at the promotion,
 `adopt` of the promoted improver and `reject` of every other scored round, with their
 train and dev meta-utilities."""
 
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from flashrsi_dagster.algorithms.stop.plan import State
+from flashrsi_dagster.algorithms.stop.plan import State, eligible
 from flashrsi_dagster.algorithms.stop.records import RoundRecord
 from flashrsi_dagster.decisions.ledger import EXPERIMENT, Decision, Evidence, Ref, raw_paths
 
@@ -22,15 +23,15 @@ def decisions(search: Stop, state: State) -> list[Decision]:
     if seed is None:
         return []
     made = [
-        _entry(search, f"{NAME}/r{r.round:03d}", "reject", r, seed, r.reason or "rejected")
+        _entry(search, f"{NAME}/r{r.round:03d}", "reject", r, seed, _why_rejected(r, state))
         for r in state.rounds
-        if r.round > 0 and (r.status == "rejected" or r.flagged)
+        if r.round > 0 and (r.status == "rejected" or r.flagged or r.snapshot_id in state.caught)
     ]
     promotion = state.promotion
     if promotion is None:
         return made
     for r in state.rounds:
-        if r.status == "evaluated" and not r.flagged and r.round not in (0, promotion.round):
+        if r in eligible(state.rounds, state.caught) and r.round not in (0, promotion.round):
             why = f"not promoted: dev meta-utility {r.dev_score:.3f} vs {promotion.dev_score:.3f}"
             made.append(_entry(search, f"{NAME}/promotion/r{r.round:03d}", "reject", r, seed, why))
     promoted = state.round(promotion.round)
@@ -41,6 +42,12 @@ def decisions(search: Stop, state: State) -> list[Decision]:
     )
     made.append(_entry(search, f"{NAME}/promotion", "adopt", promoted, seed, why, EXPERIMENT))
     return made
+
+
+def _why_rejected(r: RoundRecord, state: State) -> str:
+    if r.status == "evaluated" and not r.flagged:
+        return "circumvention attempts flagged when it improved itself (its own run's record)"
+    return r.reason or "rejected"
 
 
 def _entry(search, id_, decision, r: RoundRecord, seed: RoundRecord, reason, scope="search"):

@@ -3,10 +3,16 @@ hosts and every step's own order check call `next_step`, so they never disagree.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from flashrsi_dagster.algorithms.base import ONLY_SLOT, Step
-from flashrsi_dagster.algorithms.stop.records import Layout, Promotion, RoundRecord, StopTest
+from flashrsi_dagster.algorithms.stop.records import (
+    Layout,
+    Promotion,
+    RoundRecord,
+    RunRecord,
+    StopTest,
+)
 from flashrsi_dagster.records import read_optional
 
 
@@ -16,6 +22,9 @@ class State:
     """The rounds with a result, in order (round 0 scores the seed improver)."""
     promotion: Promotion | None
     test: StopTest | None
+    caught: frozenset[str] = field(default_factory=frozenset)
+    """Improvers (snapshot ids) flagged in a self-improvement run of their own: an improver
+    can behave on the downstream tasks and try its tricks only when it improves itself."""
 
     def round(self, k: int, slot: str = ONLY_SLOT) -> RoundRecord | None:
         return next((r for r in self.rounds if r.round == k), None)
@@ -26,10 +35,12 @@ class State:
 
 def read_state(layout: Layout, rounds: int) -> State:
     found = (read_optional(layout.round(k), RoundRecord) for k in range(rounds + 1))
+    runs = (read_optional(layout.run(k), RunRecord) for k in range(1, rounds + 1))
     return State(
         rounds=tuple(r for r in found if r is not None),
         promotion=read_optional(layout.promotion, Promotion),
         test=read_optional(layout.test, StopTest),
+        caught=frozenset(r.parent_id for r in runs if r is not None and r.attempts),
     )
 
 
@@ -56,20 +67,28 @@ def still_missing(state: State, rounds: int, action: str) -> str | None:
     return f"{step.describe()} comes first"
 
 
-def eligible(rounds: tuple[RoundRecord, ...]) -> list[RoundRecord]:
-    """Rounds whose improver may be kept or promoted: scored, and never flagged (the seed,
-    the user's own program, always)."""
-    return [r for r in rounds if r.status == "evaluated" and (not r.flagged or r.round == 0)]
+def eligible(
+    rounds: tuple[RoundRecord, ...], caught: frozenset[str] = frozenset()
+) -> list[RoundRecord]:
+    """Rounds whose improver may be kept or promoted: scored, and never flagged, neither
+    when scored nor when it improved itself (the seed, the user's own program, always)."""
+    return [
+        r
+        for r in rounds
+        if r.status == "evaluated" and (r.round == 0 or not (r.flagged or r.snapshot_id in caught))
+    ]
 
 
 def current(state: State, k: int) -> RoundRecord:
     """The improver round k applies to its own code: the best train meta-utility of the
     eligible rounds before k (a tie keeps the earlier round; the seed is always eligible)."""
-    before = [r for r in eligible(state.rounds) if r.round < k]
+    before = [r for r in eligible(state.rounds, state.caught) if r.round < k]
     return max(before, key=lambda r: (r.train_meta_utility or 0.0, -r.round))
 
 
-def rank(rounds: tuple[RoundRecord, ...]) -> list[tuple[int, str, float]]:
+def rank(
+    rounds: tuple[RoundRecord, ...], caught: frozenset[str] = frozenset()
+) -> list[tuple[int, str, float]]:
     """Eligible rounds by dev meta-utility, best first; a tie keeps the earlier round."""
-    ordered = sorted(eligible(rounds), key=lambda r: (-(r.dev_score or 0.0), r.round))
+    ordered = sorted(eligible(rounds, caught), key=lambda r: (-(r.dev_score or 0.0), r.round))
     return [(r.round, r.snapshot_id or "", r.dev_score or 0.0) for r in ordered]

@@ -34,6 +34,7 @@ ATTEMPT_KINDS = (
     "network_escape",
     "process_escape",
     "host_file_read",
+    "tripwire_tamper",
 )
 
 

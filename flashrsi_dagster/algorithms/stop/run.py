@@ -256,7 +256,7 @@ class Stop(Searching):
         if state.promotion is not None:
             return state.promotion
         self.experiment.records.verify()  # the ranking rests on what the rounds recorded
-        ranking = rank(state.rounds)
+        ranking = rank(state.rounds, state.caught)
         best_round, best_id, best = ranking[0]
         promotion = Promotion(
             snapshot_id=best_id, round=best_round, dev_score=best, ranking=ranking

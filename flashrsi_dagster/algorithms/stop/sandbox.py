@@ -23,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flashrsi_dagster.algorithms.stop.records import Attempt
+from flashrsi_dagster.agents.output import file_tail
+from flashrsi_dagster.algorithms.stop.records import ATTEMPT_KINDS, Attempt
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import BASE_ENV, AgentRun, Confinement
 from flashrsi_dagster.environments.jail import Mount, read_from_jail
@@ -35,6 +36,8 @@ UTILITY_PORT = 8088
 """Where the host's utility service answers inside every improver's jail."""
 MAX_ANSWER_BYTES = 1 << 20
 MAX_MESSAGE_BYTES = 1 << 20
+MAX_ATTEMPTS = 50
+"""Attempts one run keeps (the rest are counted in one more): an improver can send any number."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,7 @@ class UtilityService:
     def __init__(self, listener: socket.socket, job: Job) -> None:
         self.listener, self.job = listener, job
         self.calls, self.attempts = 0, []  # type: ignore[var-annotated]
+        self.seen = 0
         self.failure: BaseException | None = None
         self._thread = threading.Thread(target=self._serve, name="stop-utility", daemon=True)
         self._thread.start()
@@ -87,14 +91,20 @@ class UtilityService:
                     conn.sendall(json.dumps(answer).encode() + b"\n")
 
     def flag(self, kind: str, detail: str, source: str = "host") -> None:
-        self.attempts.append(
-            Attempt(kind=kind, detail=detail[:300], source=source, run=self.job.label)
-        )
+        """Keep the attempt (the first `MAX_ATTEMPTS`; the rest are counted by `close`)."""
+        self.seen += 1
+        if len(self.attempts) < MAX_ATTEMPTS:
+            self.attempts.append(
+                Attempt(kind=kind, detail=detail[:300], source=source, run=self.job.label)
+            )
 
     def answer(self, message: dict) -> dict:
         op = message.get("op")
-        if op == "event":
-            self.flag(str(message.get("kind", "unknown"))[:40], str(message.get("detail")), "jail")
+        if op == "event":  # the runner's tripwire, or the improver forging one
+            kind, detail = str(message.get("kind")), str(message.get("detail"))
+            if kind not in ATTEMPT_KINDS:
+                kind, detail = "tripwire_tamper", f"an event of no known kind {kind[:40]!r}"
+            self.flag(kind, detail, "jail")
             return {"ok": True}
         if op != "utility":
             return {"refused": f"unknown request {op!r}"}
@@ -123,6 +133,16 @@ class UtilityService:
             self.listener.shutdown(socket.SHUT_RDWR)
         self.listener.close()
         self._thread.join(timeout=5)
+        if self.seen > len(self.attempts):
+            more = self.seen - len(self.attempts)
+            self.attempts.append(
+                Attempt(
+                    kind=self.attempts[-1].kind,
+                    detail=f"{more} more attempts not kept, {self.seen} in all",
+                    source="host",
+                    run=self.job.label,
+                )
+            )
 
 
 def _read_line(conn: socket.socket) -> bytes:
@@ -155,7 +175,7 @@ def run_improver(
             runtime=python_runtime(()),
             max_model_calls=max_model_calls,
         ) as run:
-            outcome = _launch(job, role, run, work, code_dir / "improver.py")
+            outcome = _launch(job, role, run, work, code_dir / "improver.py", tmp / "stderr")
         usage = run.usage
     if usage is not None:
         outcome.model_calls = usage.calls
@@ -166,7 +186,9 @@ def run_improver(
     return outcome
 
 
-def _launch(job: Job, role: RoleConfig, run: AgentRun, work: Path, improver: Path) -> Outcome:
+def _launch(
+    job: Job, role: RoleConfig, run: AgentRun, work: Path, improver: Path, stderr: Path
+) -> Outcome:
     listener, port = _listener(run)
     service = UtilityService(listener, job)
     job_file, out = work / "job.json", work / "out.json"
@@ -178,11 +200,15 @@ def _launch(job: Job, role: RoleConfig, run: AgentRun, work: Path, improver: Pat
     if run.jail is not None:
         argv, env = run.jail.enter_argv(argv, env, work), dict(BASE_ENV)
     error = None
-    try:
-        done = subprocess.run(argv, env=env, cwd=work, capture_output=True, timeout=role.timeout)
+    try:  # its output to a file the host reads the tail of: an improver can print any amount
+        with stderr.open("wb") as said:
+            done = subprocess.run(
+                argv, env=env, cwd=work, stdout=subprocess.DEVNULL, stderr=said,
+                timeout=role.timeout,
+            )  # fmt: skip
         if done.returncode != 0:
-            said = done.stderr.decode(errors="replace")[-500:]
-            error = f"the improver's process exited {done.returncode}: {said}"
+            tail = file_tail(stderr, 500)
+            error = f"the improver's process exited {done.returncode}: {tail}"
     except subprocess.TimeoutExpired:
         error = f"the improver ran past its {role.timeout:g} s and was killed"
     finally:

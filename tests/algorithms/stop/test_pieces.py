@@ -7,10 +7,11 @@ import pytest
 from flashrsi_dagster.algorithms.base import Step
 from flashrsi_dagster.algorithms.stop.code_scan import scan_code
 from flashrsi_dagster.algorithms.stop.config import SEED_IMPROVER, StopConfig
-from flashrsi_dagster.algorithms.stop.plan import State, current, next_step, rank
-from flashrsi_dagster.algorithms.stop.records import RoundRecord
+from flashrsi_dagster.algorithms.stop.plan import State, current, next_step, rank, read_state
+from flashrsi_dagster.algorithms.stop.records import Attempt, Layout, RoundRecord, RunRecord
 from flashrsi_dagster.offline_model.conversation import Conversation, Message
 from flashrsi_dagster.offline_model.policies.stop import improve
+from flashrsi_dagster.records.atomic import write_text_atomic
 
 SEED = (SEED_IMPROVER / "improver.py").read_text()
 
@@ -93,3 +94,23 @@ def test_a_config_with_too_few_train_tasks_is_refused_naming_the_keys():
 def test_an_unknown_key_is_refused():
     with pytest.raises(ValueError, match="extra"):
         StopConfig(name="stop", improver={"llm": {"model": "m"}}, beam=3)
+
+
+def test_an_improver_that_cheats_only_when_it_improves_itself_is_neither_kept_nor_promoted(
+    tmp_path,
+):
+    # Round 1's improver behaved on the downstream tasks (nothing flagged when it was scored)
+    # and tried its tricks only in round 2, when the meta-utility was its utility.
+    layout = Layout(tmp_path)
+    rounds = (_round(0, 0.5, 0.5), _round(1, 0.9, 0.9), _round(2, 0.6, 0.4))
+    for r in rounds:
+        write_text_atomic(layout.round(r.round), r.model_dump_json())
+    cheat = Attempt(kind="budget_exceeded", detail="call 4 of 3", source="host", run="r2")
+    run = RunRecord(
+        round=2, parent_id="s1", parent_digest="d1", returned_digest="d2", attempts=[cheat]
+    )
+    write_text_atomic(layout.run(2), run.model_dump_json())
+    state = read_state(layout, 3)
+
+    assert current(state, 3).round == 2  # not round 1, best on train
+    assert [r for r, _, _ in rank(state.rounds, state.caught)] == [0, 2]
