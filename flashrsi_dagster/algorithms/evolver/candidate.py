@@ -144,8 +144,12 @@ class CandidateStep:
         self.fields["declared_where"] = applied.declared_where
         self.fields["produced_by"] = applied.produced_by
         self.trigger = applied.trigger
+        # An adopted harness that gives no candidate (its run failed, or its edit changed
+        # nothing or was refused) designs no more: one that switched off its own editing
+        # would otherwise keep its turns.
+        gave_nothing = applied.status != "committed" or applied.snapshot_id is None
+        self.fields["improver_failed"] = applied.produced_by is not None and gave_nothing
         if applied.status == "failed":
-            self.fields["improver_failed"] = applied.produced_by is not None
             raise Stop("errored", applied.reason or "the design failed")
         if applied.status == "refused":
             raise Stop("blocked_l1", f"the edit was refused: {applied.reason}")

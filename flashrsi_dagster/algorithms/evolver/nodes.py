@@ -64,6 +64,7 @@ class Node(Record):
     )
     improver_failed: bool = Field(
         False,
-        description="Its design run failed with an adopted harness as the Worker: that "
-        "harness designs no more candidates (the Worker role's own takes its turns).",
+        description="An adopted harness designed it and gave no candidate (its run failed, "
+        "or its edit changed nothing or was refused): that harness designs no more candidates "
+        "(the Worker role's own takes its turns).",
     )

@@ -110,7 +110,9 @@ class StepRecord(Record):
     )
 
     edit_failed: bool = Field(
-        False, description="The Worker's analysis or edit failed (its run, not a gate)."
+        False,
+        description="The Worker's analysis or edit failed (its run, not a gate), or, run by "
+        "an adopted harness, its edit changed nothing or was refused.",
     )
 
     @property

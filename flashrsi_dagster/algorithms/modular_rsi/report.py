@@ -48,7 +48,10 @@ def _improvers(state: State) -> list[str]:
     )
     if failed:
         names = ", ".join(sorted(sid[:12] for sid in failed))
-        line += f"; {len(failed)} version(s) failed as the Worker and edit no more ({names})"
+        line += (
+            f"; {len(failed)} version(s) failed as the Worker or gave no candidate, and edit "
+            f"no more ({names})"
+        )
     return [line]
 
 

@@ -122,6 +122,12 @@ class _Step:
         self.a.write(self.a.layout.step(self.slot, self.k, "edit"), edit)
         if edit.status == "worker_failed":
             raise WorkerFailed(edit.reason or "the Worker failed")
+        if edit.status in ("noop", "refused") and self.improver is not None:
+            # an adopted harness that switched off its own editing would keep its turn
+            raise WorkerFailed(
+                f"the adopted harness {self.improver[:12]} gave no candidate: its edit was "
+                f"{edit.status} ({edit.reason or 'no reason recorded'})"
+            )
         return edit
 
     def _worker_edit(self, edit_dir, instruction: str, references: dict[str, str]) -> Trajectory:

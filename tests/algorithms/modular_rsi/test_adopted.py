@@ -2,7 +2,8 @@
 starts from — the module's branch as it stands, or the merge so far — run as the Worker with the
 Worker role's model (seed 003). On the offline demo, one accepted branch version rewrites the
 agent's final answer, so as the Worker it answers its analysis outside the protocol: that step
-is rejected (not the experiment aborted) and the version edits no more."""
+is rejected (not the experiment aborted) and the version edits no more; so is a version whose
+edit gives no candidate (it changed nothing)."""
 
 from __future__ import annotations
 
@@ -40,11 +41,15 @@ def test_each_step_is_made_by_the_version_it_starts_from(adopted):
 
 def test_a_version_that_fails_as_the_worker_is_rejected_and_passed_over(adopted):
     algorithm, state = adopted
-    [failed] = [r for r in state.steps.values() if r.improver_failed]
-    assert failed.status == "rejected" and "without a JSON object" in failed.reason
+    failed = [r for r in state.steps.values() if r.improver_failed]
+    [protocol] = [r for r in failed if "without a JSON object" in r.reason]
+    assert protocol.status == "rejected"
+    assert all(r.status == "rejected" for r in failed)
+    assert {r.produced_by for r in failed} == state.failed_improvers()
     assert state.aborted is None and state.test is not None  # the search went on to the end
-    assert failed.produced_by in state.failed_improvers()
-    assert any("failed as the Worker and edit no more" in line for line in algorithm.summary(state))
+    after = [r for r in state.branch(protocol.slot) if r.round > protocol.round]
+    assert all(r.produced_by != protocol.produced_by for r in after)  # it edits no more
+    assert any("gave no candidate, and edit no more" in line for line in algorithm.summary(state))
 
 
 def test_the_ledger_names_who_made_each_candidate(adopted):
