@@ -18,6 +18,26 @@ pytest_plugins = ["tests.dagster_instances"]
 """`dagster_instance`, `home_storage`: every Dagster-instance test on SQLite and PostgreSQL."""
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under `--dist loadfile`, files go to the workers in collection order (not xdist's
+    default, most tests first): see `pytest_collection_modifyitems`."""
+    if getattr(config.option, "dist", "no") == "loadfile":
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On a pytest-xdist worker, the files holding `slow` tests first, most of them first: a
+    long file handed out last would run alone at the end while the other worker idles (the
+    longest first, the short ones filling in after). A serial run keeps the files' order."""
+    if not hasattr(config, "workerinput"):
+        return
+    slow: dict[Path, int] = {}
+    for item in items:
+        if item.get_closest_marker("slow"):
+            slow[item.path] = slow.get(item.path, 0) + 1
+    items.sort(key=lambda item: -slow.get(item.path, 0))  # stable: a file's tests stay in order
+
+
 def _why_no_jails() -> str | None:
     try:
         require_jails()

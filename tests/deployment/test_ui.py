@@ -48,10 +48,13 @@ CHECKS = {
 }
 TICK = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="needs Debian's chromium (make test installs it where apt is available)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="needs Debian's chromium (make test installs it where apt is available)",
+    ),
+    pytest.mark.slow,  # four experiments, a webserver and a daemon before the first page
+]
 
 
 @dataclass(frozen=True)
