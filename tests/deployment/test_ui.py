@@ -149,9 +149,10 @@ def _wait_for(url: str, server: subprocess.Popen, log: Path) -> None:
 
 @pytest.fixture(scope="module")
 def ui(tmp_path_factory):
-    """Two experiments run with `flashrsi run` into one home, then the webserver and the
-    daemon (which dequeues runs launched from the UI, as under `flashrsi ui`) on it. The
-    example is copied beside the home: relative config files resolve there, as in a checkout."""
+    """Four experiments (two Meta-Harness, a ModularRSI, an Evolver) run at once with `flashrsi
+    run` into one home, then the webserver and the daemon (which dequeues runs launched from
+    the UI, as under `flashrsi ui`) on it. The example is copied beside the home: relative
+    config files resolve there, as in a checkout."""
     root = tmp_path_factory.mktemp("ui")
     config = root / "examples" / EXAMPLE.name
     config.parent.mkdir()
