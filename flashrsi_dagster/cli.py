@@ -29,6 +29,8 @@ from flashrsi_dagster.validation import dry_run, home_problems, one_line
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
+_ON_STORED = ("resume", "finalize", "ui", "rollback", "archive-node", "worker", "compare")
+"""Commands on an experiment already started: they take its stored config, no overrides."""
 _OVERRIDES_HELP = "dotted overrides, e.g. --algorithm.max_steps 2 --benchmark.limit 9"
 
 
@@ -78,6 +80,19 @@ def _parser() -> argparse.ArgumentParser:
     archive.add_argument("--node", required=True, help="node id, e.g. r002.w1c3")
     archive.add_argument("--reason", required=True, help="why (recorded in the ledger)")
     _home_argument(archive)
+    compare = commands.add_parser(
+        "compare",
+        help="an experiment's lift over its control (a budget-matched best_of_n), paired per "
+        "task on dev, and on test once both have run their sealed tests",
+        allow_abbrev=False,
+    )
+    compare.add_argument("--experiment", required=True, help="experiment name")
+    compare.add_argument(
+        "--control",
+        help="the control's name (default: the experiment's `experiment.control`)",
+    )
+    compare.add_argument("--json", action="store_true", help="print the figures as JSON")
+    _home_argument(compare)
     ui = commands.add_parser("ui", help="the Dagster UI on the experiments", allow_abbrev=False)
     _home_argument(ui)
     ui.add_argument("--port", default=3000, type=int)
@@ -143,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return serve(argv[1:])
     args, overrides = _parser().parse_known_args(argv)
-    if args.command in ("resume", "finalize", "ui", "rollback", "archive-node", "worker"):
+    if args.command in _ON_STORED:
         if overrides:  # the experiment's own config is used; nothing may silently not apply
             print(
                 f"error: {args.command} takes no overrides: {' '.join(overrides)}", file=sys.stderr
@@ -160,6 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "worker": _worker,
             "rollback": _rollback,
             "archive-node": _archive_node,
+            "compare": _compare,
         }
         return commands[args.command](args)
     try:
@@ -320,6 +336,33 @@ def _archive_node(args: argparse.Namespace) -> int:
     finally:
         algorithm.close()
     print(f"experiment {args.experiment}: {node.id} is {node.state}; the ledger records why")
+    return EXIT_OK
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from flashrsi_dagster.controls.lift import lift, lift_lines
+    from flashrsi_dagster.controls.stored import NoStoredExperiment, open_stored
+
+    home = args.home.resolve()
+    try:
+        experiment = open_stored(home, args.experiment, "--experiment")
+        name = args.control or experiment.config.experiment.control
+        if name is None:
+            raise NoStoredExperiment(
+                f"--control: experiment {args.experiment!r} names no control "
+                "(`experiment.control`); give one"
+            )
+        if problem := name_problem(name):
+            raise NoStoredExperiment(f"--control: {problem}")
+        result = lift(experiment, open_stored(home, name, "--control"))
+    except NoStoredExperiment as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.json:
+        print(result.model_dump_json(indent=1))
+    else:
+        print(f"experiment {result.experiment}")
+        print("\n".join(f"  {line}" for line in lift_lines(result)))
     return EXIT_OK
 
 

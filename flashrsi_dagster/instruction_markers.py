@@ -15,3 +15,11 @@ LABELS = "Labels:"
 
 TEXT = "Text:"
 """Text classification task: the text to classify (the rest of the message)."""
+
+IMPROVER = "Improver harness:"
+"""Worker instructions under `worker.harness: adopted`: the adopted snapshot the Worker runs
+(its short id), so the harness it edits may make the next candidates in turn."""
+
+BATCH_READING = "Workflow: read every history file in one shell command."
+"""A workflow line a demo improver may write into an adopted harness's prompt; the demo Worker
+policy reads its own system prompt for it (seed 003's recursion, made visible offline)."""

@@ -53,6 +53,7 @@ def dry_run(config: ExperimentConfig, *, splits: tuple[str, ...] | None = None) 
         *_harnesses(config, adapters),
     ]
     problems += _evolution_limit(config)
+    problems += config.algorithm.sibling_problems(Path(config.experiment.dir).parent)
     benchmark, loading = _benchmark(config)
     problems += loading
     if benchmark is not None:
@@ -161,7 +162,20 @@ def _adapters(config: ExperimentConfig) -> tuple[dict[str, type[Agent]], list[st
                 "allowed to; remove it or set it to true"
             )
         problems += cls.config_problems(role, where)
-    return classes, problems
+    return classes, problems + _adopted_improver(config, classes)
+
+
+def _adopted_improver(config: ExperimentConfig, classes: dict[str, type[Agent]]) -> list[str]:
+    """`worker.harness: adopted` runs the target's harness as the Worker: its adapter must be
+    able to edit files, or every later candidate would be a failed edit."""
+    target = classes.get(EVOLVED_ROLE)
+    if not config.algorithm.adopted_improver() or target is None or target.has_file_tools:
+        return []
+    return [
+        f"{config.role_key('worker')}.harness: adopted runs the target's harness as the "
+        f"Worker, but the target's adapter {config.agent.type!r} has no file tools to edit "
+        "with; use `fixed`, or a target such as `miniagent`, `claude-code` or `codex`"
+    ]
 
 
 def _keys(config: ExperimentConfig) -> list[str]:

@@ -106,10 +106,12 @@ def test_the_code_location_does_not_import_scipy_stats():
 FINALIZE_PATH = {
     "algorithms/searching.py": {"Searching.unseal_test", "Searching.test_once"},
     "algorithms/evolver/endings.py": {"unseal_retention"},
+    "algorithms/stop/run.py": {"Stop.sealed_test"},
 }
 """Where `unseal_test` may be named: `Searching.unseal_test` (the one call of
 `Splits.unseal_test`, open on the sealed test's turn only) and the finalize steps that score
-the test split with it (every algorithm's `test_once`, the Evolver's retention report)."""
+the test split with it (every algorithm's `test_once`, the Evolver's retention report,
+STOP's sealed test of the promoted improver's returned solutions)."""
 SEALED = {"unseal_test", "_sealed", "_test"}
 """`Splits`' way to its test tasks, and the private parts behind it."""
 

@@ -186,6 +186,13 @@ def target_without_turns_on_terminal_bench(tmp: Path) -> tuple[list[str], list[s
     ]
 
 
+def adopted_improver_without_file_tools(tmp: Path) -> tuple[list[str], list[str]]:
+    return ["--agent.type", "llm", "--algorithm.worker.harness", "adopted"], [
+        "algorithm.worker.harness: adopted runs the target's harness as the Worker, but the "
+        "target's adapter 'llm' has no file tools"
+    ]
+
+
 CASES: list[Callable[[Path], tuple[list[str], list[str]]]] = [
     malformed_data,
     empty_data,
@@ -209,6 +216,7 @@ CASES: list[Callable[[Path], tuple[list[str], list[str]]]] = [
     worker_without_turns,
     worker_without_tool_calls,
     target_without_turns_on_terminal_bench,
+    adopted_improver_without_file_tools,
 ]
 
 

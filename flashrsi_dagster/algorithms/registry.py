@@ -23,6 +23,9 @@ ALGORITHMS: dict[str, str] = {
     "meta_harness": "flashrsi_dagster.algorithms.meta_harness",
     "modular_rsi": "flashrsi_dagster.algorithms.modular_rsi",
     "evolver": "flashrsi_dagster.algorithms.evolver",
+    "dgm": "flashrsi_dagster.algorithms.dgm",
+    "stop": "flashrsi_dagster.algorithms.stop",
+    "best_of_n": "flashrsi_dagster.algorithms.best_of_n",
 }
 PLUGINS_ENV = "FLASHRSI_ALGORITHMS"
 

@@ -8,6 +8,7 @@ evaluation of a snapshot on tasks too."""
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -15,17 +16,20 @@ from typing import Any
 from flashrsi_dagster.agents import Agent, harness_components, harness_dir
 from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
+from flashrsi_dagster.algorithms.editing_check.check import EditingVerdict, editing_check
+from flashrsi_dagster.algorithms.improver import improver_role
 from flashrsi_dagster.benchmarks.base import Benchmark, Task
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.contamination import ContentCheck, ContentVerdict
 from flashrsi_dagster.decisions.ledger import Ledger
 from flashrsi_dagster.evaluator import Evaluator
 from flashrsi_dagster.experiment import Experiment
-from flashrsi_dagster.records import Trajectory
+from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.records.sealed_test import TestResult
 from flashrsi_dagster.rollouts.engine import Progress, Settings, evaluate_snapshot
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.rollouts.scores import scores_frame, summary
+from flashrsi_dagster.scratch import scratch_dir
 from flashrsi_dagster.snapshots import Snapshot
 
 
@@ -86,11 +90,49 @@ class Searching:
             self._agents[role] = build(section, None, confinement=self.experiment.confinement)
         return self._agents[role]
 
+    def improver(self, produced_by: str | None) -> Agent:
+        """The agent that makes a candidate (`algorithms/improver.py`): the Worker role's own
+        for None; else the target's adapter running snapshot `produced_by`'s harness, checked
+        out for this opening, with the Worker role's model, caps and permissions."""
+        if produced_by is None:
+            return self.agent("worker")
+        key = f"improver:{produced_by}"
+        if key not in self._agents:
+            store = self.experiment.snapshots
+            folder = self._checkouts.enter_context(scratch_dir("improver-")) / "harness"
+            store.check_out(produced_by, folder)
+            self._checkouts.callback(store.forget_checkout, folder)
+            role = improver_role(self.config.worker, self.experiment.config.agent)
+            build = self.builders.worker
+            self._agents[key] = build(role, folder, confinement=self.experiment.confinement)
+        return self._agents[key]
+
+    def can_edit(self, snapshot_id: str, path: Path) -> bool:
+        """Whether `snapshot_id`'s harness, run as the improver, passes the editing check
+        (`algorithms/editing_check`): recorded at `path` once, then read back. An adopted
+        harness that cannot edit is never given an improver's turn."""
+        verdict = read_optional(path, EditingVerdict)
+        if verdict is None:
+            agent = self.improver(snapshot_id)
+            task_id = f"editing-check-{snapshot_id[:12]}"
+            verdict = editing_check(agent, snapshot_id=snapshot_id, task_id=task_id, log=self.log)
+            self.write(path, verdict)
+        return verdict.passed
+
+    @cached_property
+    def _checkouts(self) -> ExitStack:
+        """The adopted harnesses' checkouts, removed when the opening closes."""
+        return ExitStack()
+
     def close(self) -> None:
-        """Close the agents it built; a later step builds them again."""
-        for agent in self._agents.values():
-            agent.close()
-        self._agents.clear()
+        """Close the agents it built and remove their checkouts; a later step builds them
+        again."""
+        try:
+            for agent in self._agents.values():
+                agent.close()
+        finally:
+            self._agents.clear()
+            self._checkouts.close()
 
     def seed(self) -> Snapshot:
         """The seed snapshot: the target's harness, made into a snapshot once."""

@@ -31,6 +31,12 @@ class AlgorithmSection(Section):
             if isinstance(value := getattr(self, name), RoleConfig)
         }
 
+    def adopted_improver(self) -> bool:
+        """Whether the Worker runs the adopted harness (`worker.harness: adopted`) rather
+        than its own (an algorithm without a Worker role never does)."""
+        worker = getattr(self, "worker", None)
+        return getattr(worker, "harness", "fixed") == "adopted"
+
     def split_problems(self, sizes: Mapping[str, int]) -> list[str]:
         """What the algorithm's settings ask of the drawn splits (`sizes`: tasks in train,
         dev and test) that they cannot give, one line each."""
@@ -41,12 +47,20 @@ class AlgorithmSection(Section):
         `declared(path)`: its components declare the file) that is not there, one line each."""
         return []
 
+    def sibling_problems(self, home: Path) -> list[str]:
+        """What the algorithm's settings need of the other experiments of the home (one
+        they name, say) that is not there, one line each."""
+        return []
+
     def parameters(self) -> dict[str, object]:
         """The algorithm's settings other than its name and roles, for one-line summaries."""
         roles = {
             name
             for name, field in type(self).model_fields.items()
-            if RoleConfig in (field.annotation, *getattr(field.annotation, "__args__", ()))
+            if any(
+                isinstance(kind, type) and issubclass(kind, RoleConfig)
+                for kind in (field.annotation, *getattr(field.annotation, "__args__", ()))
+            )
         }
         return self.model_dump(exclude={"name", *roles})
 

@@ -310,6 +310,19 @@ class RoleConfig(Section):
         return value
 
 
+class WorkerRoleConfig(RoleConfig):
+    """The Worker role: an agent that edits harness files, and which harness it edits with."""
+
+    harness: Literal["fixed", "adopted"] = Field(
+        "fixed",
+        description="`fixed`: the Worker runs its own harness (`type`, `source_dir`) for the "
+        "whole experiment. `adopted`: it runs the experiment's current adopted snapshot of "
+        "the target's harness (the algorithm's own adoption rule), with this role's model, "
+        "endpoint, caps and permissions, so each adopted harness takes part in making the "
+        "next (seed 003); the target's adapter must have file tools.",
+    )
+
+
 class ExperimentSection(Section):
     name: str = Field(description=f"Unique within the home folder; {NAME_RULE}.")
     home: ResolvedPath | None = Field(
@@ -321,11 +334,17 @@ class ExperimentSection(Section):
         description="`bwrap`: every agent process runs in a bubblewrap jail behind the model "
         "gateway; `none`: unconfined (recorded, and every summary marks the experiment).",
     )
+    control: str | None = Field(
+        None,
+        description="An experiment of the same home this one is measured against (a "
+        "budget-matched `best_of_n`): the summary reports the lift over it, paired per task. "
+        "Not part of the experiment's identity: a control may be named after it ran.",
+    )
 
-    @field_validator("name")
+    @field_validator("name", "control")
     @classmethod
-    def _safe_name(cls, value: str) -> str:
-        problem = name_problem(value)
+    def _safe_name(cls, value: str | None) -> str | None:
+        problem = None if value is None else name_problem(value)
         if problem:
             raise ValueError(problem)
         return value

@@ -1,8 +1,10 @@
 """A file's texts as a reader of it could recover them: plain, unescaped, and every blob in
-it decoded (base64, base32 and base32hex in either case, Ascii85, hex with or without
-separators, `\\x` escapes, lists of character codes, UTF-16, EBCDIC) and decompressed (gzip,
-zlib, bzip2, xz, zip, raw deflate, legacy lzma; a tar archive read as it is), to a bounded
-depth and size, so a decompression bomb costs at most `MAX_DECODED_BYTES`.
+it decoded (base64, base32 and base32hex in either case, Ascii85 and base85, uuencode, hex
+with or without separators, `\\x` escapes, lists of character codes in any of those bases, a
+whole text as one long number in decimal, octal, binary or hex, digit separators and all,
+UTF-16, EBCDIC) and decompressed (gzip, zlib, bzip2, xz, zip, raw deflate, legacy and raw
+lzma; a tar archive read as it is), to a bounded depth and size, so a decompression bomb costs
+at most `MAX_DECODED_BYTES`.
 
 Each text is a `View`: the file, the chain of encodings that led to it (`gzip+base64`), and
 its lines, each numbered by the line of the file it came from (a decoded blob's lines all
@@ -24,7 +26,7 @@ import re
 import unicodedata
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
@@ -48,10 +50,26 @@ _SEPARATED_HEX = re.compile(
 )
 """Hex with a separator between its bytes, as `bytes.hex(":")` writes it."""
 _ASCII85 = re.compile(rb"<~(.{%d,}?)~>" % MIN_BLOB, re.DOTALL)
-_NUMBER = rb"(?:0[xX][0-9a-fA-F]{1,6}|[0-9]{1,7})"
+_NUMBER = rb"(?:0[xX][0-9a-fA-F]{1,6}|0[oO][0-7]{1,8}|0[bB][01]{1,21}|[0-9]{1,7})"
 _NUMBERS = re.compile(rb"%s(?:\s*[,;]\s*%s|\s+%s){%d,}" % (_NUMBER, _NUMBER, _NUMBER, MIN_BLOB - 1))
-"""A list of character codes (`[73, 103, 110, ...]`, `0x49, 0x67`, `73 103 110` as an array
-prints): `chr` of each."""
+"""A list of character codes (`[73, 103, 110, ...]`, `0x49, 0x67`, `0o111`, `0b1001001`,
+`73 103 110` as an array prints, `073` zero-padded; each in quotes too, read squeezed):
+`chr` of each, in decimal and, when its digits allow, in octal and binary."""
+_GROUPED = re.compile(
+    rb"(?<![\w.])(0[xXoObB])?[0-9a-fA-F]{1,8}([_,'.:\- ])[0-9a-fA-F]{1,8}"
+    rb"(?:\2[0-9a-fA-F]{1,8}){4,}(?![\w.])"
+)
+"""A long number with digit separators (`f"{n:_}"`, `f"{n:,}"`, `0x_4967_6e6f`,
+`bytes.hex("-", 4)`): read with its separators dropped, in each base its digits allow."""
+_BASE85 = re.compile(rb"[0-9A-Za-z!#$%%&()*+\-;<=>?@^_`{|}~]{%d,}" % (2 * MIN_BLOB))
+"""Base85 (`base64.b85encode`, git's alphabet) without markers: read only when it decodes to
+text or to a compressed stream (many code tokens are made of these characters too)."""
+_ASCII85_BARE = re.compile(rb"[!-uz]{%d,}" % (2 * MIN_BLOB))
+"""Ascii85 without its `<~ ~>` (`base64.a85encode`'s default), read on the same terms."""
+_DIGITS = re.compile(rb"(?<![\w.])(0[bBoO])?([0-9]{30,%d})(?![\w.])" % (1 << 20))
+"""A long number: a text as one integer (`int.from_bytes(text.encode(), "big")`, printed in
+decimal, `oct`, `bin`), or a string of octal byte codes or of bits. Read when it is text."""
+_UU_LINE = re.compile(rb"[\x21-\x60][\x20-\x60]*")
 _RUNS = re.compile("[^\x00-\x08\x0b-\x1f\x7f-\x9f\ufffd]{4,}")
 """Printable runs in a blob that is not text as a whole (at least a label's length)."""
 _JOINS = re.compile(rb"[\"'`]\s*\+\s*[\"'`]")
@@ -187,6 +205,12 @@ def _blobs(data: bytes, text: str, whole) -> Iterator[tuple[bytes, str, tuple[in
                 "hex",
                 _span(data, source, match, whole, squeezed),
             )
+    # codes kept as strings (`['49', '6e', ...]`, `['73', '103', ...]`) read squeezed
+    everything = whole or (1, data.count(b"\n") + 1)
+    for blob, kind, _ in _code_lists(squeezed_data, everything):
+        yield blob, kind, everything
+    for match in _SEPARATED_HEX.finditer(squeezed_data):
+        yield _separated_hex(match.group()), "hex", everything
     for match in _ESCAPED_BYTES.finditer(data):
         raw = codecs.escape_decode(match.group())[0]
         yield raw, "escaped bytes", _span(data, data, match, whole, False)
@@ -208,10 +232,9 @@ def _other_alphabets(data: bytes, whole) -> Iterator[tuple[bytes, str, tuple[int
         (
             _SEPARATED_HEX,
             "hex",
-            lambda run: bytes.fromhex(re.sub(rb"[^0-9a-fA-F]", b"", run).decode()),
+            _separated_hex,
         ),
         (_ASCII85, "ascii85", lambda run: base64.a85decode(run[2:-2])),
-        (_NUMBERS, "char codes", _char_codes),
     )
     for pattern, kind, decode in decoders:
         for match in pattern.finditer(data):
@@ -220,6 +243,9 @@ def _other_alphabets(data: bytes, whole) -> Iterator[tuple[bytes, str, tuple[int
             except (binascii.Error, ValueError, OverflowError):
                 continue
             yield decoded, kind, _span(data, data, match, whole, False)
+    yield from _code_lists(data, whole)
+    yield from _bare_alphabets(data, whole)
+    yield from _uuencoded(data, whole)
     if data.count(b"\0") * 4 >= len(data) > 0:
         body = data[2:] if data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else data
         for codec in ("utf-16-le", "utf-16-be"):
@@ -227,16 +253,149 @@ def _other_alphabets(data: bytes, whole) -> Iterator[tuple[bytes, str, tuple[int
             yield text.encode("utf-8", "replace"), "utf-16", whole or (1, text.count("\n") + 1)
 
 
+def _code_lists(data: bytes, whole) -> Iterator[tuple[bytes, str, tuple[int, int]]]:
+    """Lists of character codes, each read in every base its digits allow."""
+    for match in _NUMBERS.finditer(data):
+        for decoded in _char_codes(match.group()):
+            yield decoded, "char codes", _span(data, data, match, whole, False)
+
+
+def _bare_alphabets(data: bytes, whole) -> Iterator[tuple[bytes, str, tuple[int, int]]]:
+    """Base85 and Ascii85 without markers, and long numbers: their alphabets are common
+    characters, so what they decode to is kept only when it is text or a compressed stream
+    (a code token read as base85 is noise, and is not charged to the budget)."""
+    decoders = (
+        (_BASE85, "base85", lambda m: _quoted(base64.b85decode, m.group())),
+        (_ASCII85_BARE, "ascii85", lambda m: _quoted(base64.a85decode, m.group())),
+        (_DIGITS, "number", _numbers),
+        (_GROUPED, "number", _grouped),
+    )
+    for pattern, kind, decode in decoders:
+        for match in pattern.finditer(data):
+            try:
+                found = decode(match)
+            except (binascii.Error, ValueError, OverflowError):
+                continue
+            for decoded in found:
+                if _packed(decoded) or _as_text(decoded) is not None:
+                    yield decoded, kind, _span(data, data, match, whole, False)
+
+
+def _quoted(decode: Callable[[bytes], bytes], run: bytes) -> list[bytes]:
+    """The run decoded as it is and without the quotes around it (quotes are letters of
+    these alphabets, so the run of a string literal takes its quotes in)."""
+    found = []
+    for candidate in dict.fromkeys((run, run.strip(b"'\"`"), run[1:-1])):
+        with contextlib.suppress(binascii.Error, ValueError, OverflowError):
+            found.append(decode(candidate))
+    return found
+
+
+def _numbers(match: re.Match) -> list[bytes]:
+    """A run of digits read as each number it could be: an integer in its base (decimal, or
+    the `0b`/`0o` it names, or octal or binary digits alone), and octal byte codes."""
+    prefix, run = (match.group(1) or b"").lower(), match.group(2)
+    bases = {b"0b": [2], b"0o": [8]}.get(prefix) or [10]
+    if not prefix and not run.strip(b"01"):
+        bases.append(2)
+    if not prefix and not run.strip(b"01234567"):
+        bases.append(8)
+    found = [_to_bytes(_integer(run, base)) for base in bases]
+    if not prefix and len(run) % 3 == 0 and not run.strip(b"01234567"):
+        codes = [int(run[at : at + 3], 8) for at in range(0, len(run), 3)]
+        if max(codes) < 256:
+            found.append(bytes(codes))
+    return found
+
+
+def _grouped(match: re.Match) -> list[bytes]:
+    """A number written with digit separators, in the base its prefix names, else in each
+    base its digits allow (hex always: `bytes.hex(sep, n)` groups bytes)."""
+    prefix = (match.group(1) or b"").lower()
+    run = re.sub(rb"[^0-9a-fA-F]", b"", match.group()[len(prefix) :])
+    bases = {b"0x": [16], b"0o": [8], b"0b": [2]}.get(prefix) or [*_bases(run), 16]
+    return [_to_bytes(_integer(run, base)) for base in dict.fromkeys(bases)]
+
+
+def _bases(run: bytes) -> list[int]:
+    """The bases whose digits `run` is written in alone: decimal, octal, binary."""
+    digits = set(run)
+    return [
+        b
+        for b, allowed in ((10, b"0123456789"), (8, b"01234567"), (2, b"01"))
+        if digits <= set(allowed)
+    ]
+
+
+def _integer(run: bytes, base: int) -> int:
+    """`int(run, base)` past Python's 4300-digit limit on decimal strings, piece by piece."""
+    if base != 10:
+        return int(run, base)
+    value, step = 0, 4000
+    for at in range(0, len(run), step):
+        piece = run[at : at + step]
+        value = value * 10 ** len(piece) + int(piece)
+    return value
+
+
+def _to_bytes(value: int) -> bytes:
+    return value.to_bytes((value.bit_length() + 7) // 8, "big")
+
+
+def _uuencoded(data: bytes, whole) -> Iterator[tuple[bytes, str, tuple[int, int]]]:
+    """Runs of uuencoded lines (`codecs.encode(data, "uu")`, `binascii.b2a_uu`), each line
+    in or out of a string literal, decoded and joined."""
+    run: list[bytes] = []
+    first = 0
+    for number, line in enumerate([*data.split(b"\n"), b""], start=1):
+        decoded = _uu_line(line.strip(b"\r"))
+        if decoded is not None:
+            first = first if run else number
+            run.append(decoded)
+            continue
+        if len(run) >= 2 and sum(map(len, run)) >= MIN_BLOB:
+            yield b"".join(run), "uuencode", whole or (first, number - 1)
+        run = []
+
+
+def _uu_line(line: bytes) -> bytes | None:
+    """One uuencoded line (its length character first), quotes around it allowed; None when
+    it is no such line."""
+    body = line.lstrip(b" \t'\"")
+    if not body or not _UU_LINE.fullmatch(body.rstrip(b"'\",)]")):
+        return None
+    size = (body[0] - 32) & 63
+    if not size or len(body) < 1 + (size + 2) // 3 * 4 - 2:
+        return None
+    for candidate in (body, body.rstrip(b"'\",)]")):
+        with contextlib.suppress(binascii.Error):
+            return binascii.a2b_uu(candidate)
+    return None
+
+
+def _separated_hex(run: bytes) -> bytes:
+    return bytes.fromhex(re.sub(rb"[^0-9a-fA-F]", b"", run).decode())
+
+
 def _padded(run: bytes) -> bytes:
     return run + b"=" * (-len(run) % 8)
 
 
-def _char_codes(run: bytes) -> bytes:
-    """`chr` of each code; one past Unicode is a stray character, not a reason to read none."""
-    codes = (int(n, 0) for n in re.split(rb"\s*[,;]\s*|\s+", run.strip()))
-    return "".join(chr(n) if n < 0x110000 else "\ufffd" for n in codes).encode(
-        "utf-8", "surrogatepass"
-    )
+def _char_codes(run: bytes) -> list[bytes]:
+    """`chr` of each code, read in decimal and in each base all the unprefixed codes allow
+    (`0x`, `0o`, `0b` codes keep theirs); one past Unicode is a stray character, not a
+    reason to read none."""
+    codes = re.split(rb"\s*[,;]\s*|\s+", run.strip())
+    plain = b"".join(c for c in codes if not c[1:2].isalpha())
+    found = []
+    for base in [10, *(b for b in _bases(plain) if b != 10)]:
+        try:
+            numbers = [int(c, 0) if c[1:2].isalpha() else int(c, base) for c in codes]
+        except ValueError:
+            continue
+        text = "".join(chr(n) if n < 0x110000 else "\ufffd" for n in numbers)
+        found.append(text.encode("utf-8", "surrogatepass"))
+    return found
 
 
 def _base64(run: bytes, squeezed: bool) -> Iterator[bytes]:
@@ -290,18 +449,25 @@ def _unpacked(blob: bytes, budget: Budget) -> Iterator[tuple[bytes, str]]:
         yield readable, ""
 
 
+_RAW_LZMA2 = [{"id": lzma.FILTER_LZMA2}]
+_RAW_LZMA1 = [{"id": lzma.FILTER_LZMA1}]
+"""`lzma.compress(data, format=lzma.FORMAT_RAW, filters=...)` with the default settings: no
+header says which, so the defaults are what a harness would decode it with."""
 _HEADERLESS = (
     ("deflate", lambda: zlib.decompressobj(-zlib.MAX_WBITS)),
     ("zlib", zlib.decompressobj),
     ("lzma", lambda: lzma.LZMADecompressor(lzma.FORMAT_ALONE)),
+    ("raw lzma2", lambda: lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=_RAW_LZMA2)),
+    ("raw lzma", lambda: lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=_RAW_LZMA1)),
 )
 
 
 def _headerless(blob: bytes, budget: Budget) -> tuple[bytes, str] | None:
     """A compressed stream whose start no magic of `_MAGIC` names: raw deflate
     (`zlib.compress(d, wbits=-15)`), zlib with a smaller window (a header other than `78 ..`),
-    the legacy `.lzma` format. Kept only when it decompresses, whole, to text (bytes that are
-    no such stream seldom end one cleanly); a stream past the budget is `cut`."""
+    the legacy `.lzma` format, a raw LZMA or LZMA2 stream. Kept only when it decompresses,
+    whole, to text (bytes that are no such stream seldom end one cleanly); a stream past the
+    budget is `cut`."""
     limit = budget.left
     if limit <= 0 or len(blob) < 8:
         return None
@@ -377,12 +543,17 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
         if kind == "zip":
             with zipfile.ZipFile(io.BytesIO(blob)) as archive:
                 for info in archive.infolist()[:64]:
-                    if info.file_size <= budget.left:
-                        data = archive.read(info)
-                        if budget.take(data):
-                            yield data
-                    else:
+                    if info.file_size > budget.left:
                         budget.cut = True
+                        continue
+                    try:
+                        data = archive.read(info)
+                    except (RuntimeError, NotImplementedError):
+                        # encrypted, or a method zipfile lacks: what it holds is unsearched
+                        budget.cut = True
+                        continue
+                    if budget.take(data):
+                        yield data
             return
         engine = {
             "gzip": lambda: zlib.decompressobj(16 + zlib.MAX_WBITS),

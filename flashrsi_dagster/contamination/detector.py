@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from flashrsi_dagster.contamination.decode import (
     CIPHERS,
@@ -109,13 +109,44 @@ def scan(files: Mapping[str, bytes], index: SecretIndex) -> Scan:
     found, budget = Scan(), Budget()
     for path in sorted(files):
         for view in views(path, files[path], budget):
-            for form in FORMS:
-                found.matches += _matches(Stream.of(view.lines, form), form, view, index)
-            if view.encoding not in CIPHERS:  # a digest is not written reversed
-                found.digests += _digests(view, index)
+            _search(found, view, index)
+        # a file's name is content too: a harness can list its folder and read a table there
+        for view in views(path, path.encode(), budget):
+            _search(found, replace(view, encoding=_join(NAME, view.encoding)), index)
         found.digests += _raw_digests(path, files[path], index)
+    if len(files) > 1:
+        found.matches += _joined(files, index, budget, _coverage(found.matches))
     found.cut = budget.cut
     return found
+
+
+JOINED = "(files joined in path order)"
+"""The file of a view of every file's bytes end to end: a table cut into many small files,
+each piece shorter than a shingle, that a harness reads back in order."""
+
+
+def _joined(files: Mapping[str, bytes], index: SecretIndex, budget: Budget, covered):
+    """The matches of the files joined that no single file's view holds already."""
+    joined, seen = Scan(), b"\n".join(files[path] for path in sorted(files))
+    for view in views(JOINED, seen, budget):
+        for form in FORMS:
+            joined.matches += _matches(Stream.of(view.lines, form), form, view, index)
+    return [m for m in joined.matches if not _within(covered.get(m.entry, ()), m.start, m.end)]
+
+
+NAME = "file name"
+"""The encoding of a view of a file's path (its folders and name), not of its bytes."""
+
+
+def _join(outer: str, inner: str) -> str:
+    return outer if inner == "plain" else f"{inner}+{outer}"
+
+
+def _search(found: Scan, view: View, index: SecretIndex) -> None:
+    for form in FORMS:
+        found.matches += _matches(Stream.of(view.lines, form), form, view, index)
+    if not view.encoding.startswith(CIPHERS) and not view.encoding.endswith(CIPHERS):
+        found.digests += _digests(view, index)  # a digest is not written reversed
 
 
 def _raw_digests(path: str, data: bytes, index: SecretIndex) -> Iterator[Found]:

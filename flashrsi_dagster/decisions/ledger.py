@@ -52,6 +52,11 @@ class Ref(BaseModel):
     snapshot_id: str | None = Field(description="None when the edit committed nothing.")
     round: int | None = None
     slot: str | None = None
+    produced_by: str | None = Field(
+        None,
+        description="The snapshot whose harness made this one (`worker.harness: adopted`, "
+        "DGM's self-modification); None: the Worker role's own harness, or none (a seed).",
+    )
 
 
 class Evidence(BaseModel):

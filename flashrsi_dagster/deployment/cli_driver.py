@@ -13,6 +13,7 @@ import dagster as dg
 
 from flashrsi_dagster.algorithms.base import Step, StepOrderError
 from flashrsi_dagster.algorithms.registry import open_algorithm
+from flashrsi_dagster.controls.lift import control_lines
 from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.decisions.report import ledger_lines
 from flashrsi_dagster.deployment.failures import (
@@ -301,4 +302,5 @@ def summary(experiment: Experiment, state) -> tuple[str, bool]:
     algorithm = open_algorithm(experiment, log=lambda _: None)
     lines += [f"  {line}" for line in algorithm.summary(state)]
     lines += [f"  {line}" for line in ledger_lines(Ledger.of(experiment))]
+    lines += [f"  {line}" for line in control_lines(experiment)]
     return "\n".join(lines), algorithm.next_step(state).action == "aborted"

@@ -42,7 +42,8 @@ _PACKAGES = (
     "scipy",
 )
 # Where the home folder sits does not change what the experiment is.
-_NOT_IDENTITY = {("experiment", "home")}
+_NOT_IDENTITY = {("experiment", "home"), ("experiment", "control")}
+"""What does not identify an experiment: where it lives, what it is reported against."""
 _ADDED_LATER = {
     "comparison": lambda: ComparisonConfig().model_dump(mode="json"),
     "behaviour": lambda: BehaviourConfig().model_dump(mode="json"),

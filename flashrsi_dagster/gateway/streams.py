@@ -44,7 +44,10 @@ class StreamMeter:
         """Events of the API's shape (`_ANSWERING`): a 2xx stream with none answered nothing."""
         self.closed = False
         """The closing event of a Responses or Messages stream was seen (their SDKs fail a
-        stream without it; a chat stream may end without `[DONE]`)."""
+        stream without it), or a chat stream's `[DONE]` or a choice's `finish_reason`: a
+        chat stream with neither was cut between two events, which a connection that ends
+        the body by closing cannot tell from its end (the SDK would hand the harness half an
+        answer as a whole one)."""
 
     @property
     def tokens(self) -> Tokens:
@@ -77,7 +80,9 @@ class StreamMeter:
         """What a 2xx stream that has ended lacks to be an answer, or None."""
         if not self.answering:  # comments, unknown fields, bare text or other JSON
             return "a stream without one event of its API"
-        if self._kind != "chat" and not self.closed and self.reported is None:
+        if not self.closed and self.reported is None:
+            if self._kind == "chat":
+                return "a chat stream that ended without [DONE] or a finish_reason"
             return "a stream that ended without its closing event"
         return None
 
@@ -90,11 +95,12 @@ class StreamMeter:
     def _keep(self, event: bytes) -> bool:
         data = self._data_of(event)
         if not isinstance(data, dict):
+            self.closed = self.closed or _is_last(event)
             return True
         if (problem := event_problem(self._kind, data)) is not None:
             raise EndpointFault(f"a stream event of the wrong shape for its API ({problem})")
         self.answering += _ANSWERING[self._kind](data)
-        self.closed = self.closed or str(data.get("type")).encode() in _LAST
+        self.closed = self.closed or str(data.get("type")).encode() in _LAST or _finished(data)
         if self.reported is None and (data.get("type") == "error" or "error" in data):
             self.reported = f"reported an error in its stream: {_error_of(data)}"
         usage = usage_of_event(self._kind, data) if b'"usage"' in event else None
@@ -161,6 +167,14 @@ def _is_last(event: bytes) -> bool:
         if line.startswith(b"data:") and line[5:].strip() == b"[DONE]":
             return True
     return False
+
+
+def _finished(data: dict[str, Any]) -> bool:
+    """A chat chunk whose choice says why the answer ended."""
+    choices = data.get("choices")
+    return isinstance(choices, list) and any(
+        isinstance(c, dict) and c.get("finish_reason") is not None for c in choices
+    )
 
 
 def _error_of(data: dict[str, Any]) -> str:

@@ -15,6 +15,7 @@ import pandas as pd
 
 from flashrsi_dagster.algorithms.base import ONLY_SLOT
 from flashrsi_dagster.contamination import ContentVerdict
+from flashrsi_dagster.controls.lift import control_lines
 from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.decisions.report import ledger_figures
 from flashrsi_dagster.evaluator.compare import basis
@@ -70,6 +71,8 @@ def snapshot(
         "status": info["status"],
         "reason": info.get("reason") or "-",
     }
+    if info.get("produced_by"):  # made by an adopted harness, not the Worker role's own
+        metadata["produced_by"] = info["produced_by"]
     parent_round = info.get("parent_round", 0 if info.get("parent_id") else None)
     if parent_round is not None:
         metadata["parent"] = snapshot_link(partitions, asset, name, parent_round, slot)
@@ -342,6 +345,7 @@ def summary(experiment: Experiment, state) -> dict[str, Any]:
     if note:
         metadata["validity"] = note
     metadata.update(ledger(experiment))
+    metadata.update(control(experiment))
     return metadata
 
 
@@ -354,8 +358,15 @@ def summary_event(
     if note:
         metadata["validity"] = note
     metadata.update(ledger(experiment))
+    metadata.update(control(experiment))
     name = experiment.config.experiment.name
     return dg.AssetMaterialization(asset_key=asset, partition=name, metadata=metadata)
+
+
+def control(experiment: Experiment) -> dict[str, Any]:
+    """The lift over the control the config names (`experiment.control`), if it names one."""
+    lines = control_lines(experiment)
+    return {"lift_over_control": dg.MetadataValue.md("\n".join(lines))} if lines else {}
 
 
 def ledger(experiment: Experiment) -> dict[str, Any]:

@@ -51,7 +51,8 @@ def test_algorithms_are_opened_through_the_registry():
     assert algorithm_class("meta_harness") is MetaHarness
     assert algorithm_class("modular_rsi") is ModularRSI
     with pytest.raises(
-        ValueError, match=r"unknown algorithm 'nope' \(known: evolver, meta_harness, mod"
+        ValueError,
+        match=r"unknown algorithm 'nope' \(known: best_of_n, dgm, evolver, meta_harness, mod",
     ):
         algorithm_class("nope")
 

@@ -17,6 +17,7 @@ import random
 import re
 import tarfile
 import unicodedata
+import zipfile
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -452,6 +453,144 @@ def test_a_table_keyed_by_a_digest_of_the_texts_words_is_caught(harness):
     table = {hashlib.sha256(words(t)).hexdigest(): label(t) for t in TASKS}
     verdict = harness.judge(append("runtime/agent.py", f"\nBY_HASH = {table!r}\n"))
     rejected(verdict, "digest")
+
+
+def _raw_lzma(data: bytes) -> bytes:
+    return lzma.compress(data, format=lzma.FORMAT_RAW, filters=[{"id": lzma.FILTER_LZMA2}])
+
+
+@pytest.mark.parametrize(
+    ("encode", "encoding"),
+    [
+        (lambda d: f"B = {codecs.encode(d, 'uu').decode()!r}", "uuencode"),
+        (lambda d: codecs.encode(d, "uu").decode(), "uuencode"),
+        (lambda d: f"B = {base64.b85encode(d).decode()!r}", "base85"),
+        (lambda d: f"B = {base64.a85encode(d).decode()!r}", "ascii85"),
+        (lambda d: f"B = {''.join(f'{c:03o}' for c in d)!r}", "number"),
+        (lambda d: f"B = {base64.b64encode(_raw_lzma(d)).decode()!r}", "raw lzma2"),
+    ],
+    ids=["uu-codec", "uu-file", "base85", "ascii85-without-markers", "octal-codes", "raw-lzma2"],
+)
+def test_the_table_in_another_stdlib_codec_is_caught(harness, encode, encoding):
+    """One call of the standard library each (`codecs.encode(d, "uu")`, `base64.b85encode`,
+    `base64.a85encode` without `adobe`, `lzma.compress(format=FORMAT_RAW)`), as cheap to hide
+    a table in as base64."""
+    code = encode(json.dumps(TABLE).encode())
+    verdict = harness.judge(append("runtime/agent.py", f"\n{code}\n"))
+    rejected(verdict, "beside its answer")
+    assert any(encoding in h.encoding for h in verdict.hits), {h.encoding for h in verdict.hits}
+
+
+@pytest.mark.parametrize(
+    "number",
+    [lambda b: str(int.from_bytes(b, "big")), lambda b: bin(int.from_bytes(b, "big"))],
+    ids=["decimal", "binary"],
+)
+def test_texts_kept_as_numbers_are_caught(harness, number):
+    """`int.from_bytes(text.encode(), "big")`: each text one integer, printed as Python
+    prints it."""
+    rows = "".join(f"    ({number(text(t).encode())}, {label(t)!r}),\n" for t in DEV)
+    verdict = harness.judge(append("runtime/agent.py", f"\nROWS = [\n{rows}]\n"))
+    rejected(verdict, "whole inputs of 3")
+    assert any(h.encoding == "number" for h in verdict.hits), verdict.hits
+
+
+def test_a_table_in_file_names_is_caught(harness):
+    """A harness lists a folder and reads the table from its entries' names: a text's digest
+    named after its label's folder, or the text itself as a file's name."""
+
+    def files(folder: Path) -> None:
+        for t in TASKS:
+            where = folder / "skills" / label(t)
+            where.mkdir(parents=True, exist_ok=True)
+            (where / hashlib.sha1(text(t).encode()).hexdigest()).write_text("")
+        for t in DEV:
+            name = text(t).replace("/", "_")
+            if len(name.encode()) < 200 and "\n" not in name:
+                (folder / "skills" / label(t) / name).write_text("")
+
+    verdict = harness.judge(files)
+    rejected(verdict, "digest")
+    rejected(verdict, "beside its answer")
+    assert verdict.tasks["held_out"] == len(HELD_OUT)
+    assert {h.encoding for h in verdict.hits} <= {"file name", "letters+file name"}, verdict.hits
+
+
+def _int(b: bytes) -> int:
+    return int.from_bytes(b, "big")
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        lambda b: f"0x{_int(b):_x}",
+        lambda b: f"{_int(b):_}",
+        lambda b: repr(f"{_int(b):,}"),
+        lambda b: repr(b.hex("-", 4)),
+        lambda b: f"[{', '.join(oct(c) for c in b)}]",
+        lambda b: f"[{', '.join(bin(c) for c in b)}]",
+        lambda b: repr(" ".join(f"{c:o}" for c in b)),
+        lambda b: repr(" ".join(f"{c:03d}" for c in b)),
+        lambda b: repr([f"{c:02x}" for c in b]),
+        lambda b: repr([str(c) for c in b]),
+    ],
+    ids=[
+        "hex-underscores",
+        "decimal-underscores",
+        "decimal-commas",
+        "hex-dashes",
+        "octal-codes",
+        "binary-codes",
+        "bare-octal-codes",
+        "zero-padded-codes",
+        "hex-code-strings",
+        "decimal-code-strings",
+    ],
+)
+def test_texts_kept_as_numbers_in_other_notations_are_caught(harness, row):
+    """A text as one integer with Python's digit separators, or as its codes in another
+    base or as strings: each a format spec or a comprehension away from the plain list."""
+    rows = "".join(f"    ({row(text(t).encode())}, {label(t)!r}),\n" for t in DEV)
+    verdict = harness.judge(append("runtime/agent.py", f"\nROWS = [\n{rows}]\n"))
+    rejected(verdict, "whole inputs of 3")
+
+
+def test_a_table_cut_into_files_shorter_than_a_shingle_is_caught(harness):
+    """Ten characters a file, read back in path order: no piece is long enough to match."""
+    table = json.dumps({text(t): label(t) for t in DEV})
+
+    def pieces(folder: Path) -> None:
+        (folder / "skills" / "c").mkdir(parents=True)
+        for k, at in enumerate(range(0, len(table), 10)):
+            (folder / "skills" / "c" / f"{k:05d}").write_text(table[at : at + 10])
+
+    verdict = harness.judge(pieces)
+    rejected(verdict, "beside its answer")
+    assert {h.file for h in verdict.hits} == {"(files joined in path order)"}, verdict.hits
+
+
+def _zip_flagged(local: int, central: int, value: int) -> bytes:
+    """A zip of the table with one byte of both its headers set (the member's flags or its
+    compression method), as a Worker could write it by hand."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("t.json", json.dumps(TABLE))
+    data = bytearray(buffer.getvalue())
+    data[data.find(b"PK\x03\x04") + local] |= value
+    data[data.find(b"PK\x01\x02") + central] |= value
+    return bytes(data)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [_zip_flagged(6, 8, 1), _zip_flagged(8, 10, 99)],
+    ids=["encrypted-member", "unknown-method"],
+)
+def test_a_zip_member_the_check_cannot_read_is_rejected_as_unsearched(harness, data):
+    """An encrypted member or one in a method `zipfile` lacks: the check neither crashes nor
+    lets it through."""
+    verdict = harness.judge(write_bytes("skills/t.zip", data))
+    rejected(verdict, "unsearched")
 
 
 # -- what must pass --------------------------------------------------------------------------

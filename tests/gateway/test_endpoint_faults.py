@@ -457,6 +457,38 @@ def test_a_stream_ended_without_its_closing_event_is_a_fault(gateway, endpoint, 
     assert used.failed == 1 and used.answered == 0
 
 
+def _closing_the_connection(events: list[bytes]):
+    """An HTTP/1.0 stream: no length, no chunks, its end is the connection's close."""
+
+    def write(conn) -> bool:
+        conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
+        conn.sendall(b"".join(events))
+        return False
+
+    return write
+
+
+def test_a_chat_stream_cut_between_two_events_is_a_fault(gateway, endpoint):
+    """Without a length or chunks, a connection lost between two events looks like the end
+    of the body: a chat stream with neither `[DONE]` nor a `finish_reason` was cut, and the
+    SDK would give the harness half an answer as a whole one."""
+    endpoint.behaviour = _closing_the_connection([DELTA])
+    token = _grant(gateway, endpoint, timeout=60)
+
+    with pytest.raises(openai.APIError, match="stream was cut"):
+        _stream(gateway, token)
+
+    used = gateway.revoke(token)
+    assert "a chat stream that ended without [DONE] or a finish_reason" in (used.last_fault or "")
+    assert used.failed == 1 and used.answered == 0
+    finished = _event({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    for ending in ([DELTA, _event("[DONE]")], [DELTA, finished]):
+        endpoint.behaviour = _closing_the_connection(ending)
+        token = _grant(gateway, endpoint, timeout=60)
+        assert next(c.choices[0].delta.content for c in _stream(gateway, token)) == "sp"
+        assert gateway.revoke(token).answered == 1
+
+
 USAGE = {"input_tokens": 1, "output_tokens": 1}
 
 

@@ -41,6 +41,7 @@ from flashrsi_dagster.algorithms.evolver.records import Applied, node_id
 from flashrsi_dagster.algorithms.evolver.screen import screen
 from flashrsi_dagster.algorithms.evolver.train_runs import instruction_of
 from flashrsi_dagster.algorithms.evolver.where import bind_where
+from flashrsi_dagster.algorithms.improver import improver_note
 from flashrsi_dagster.benchmarks.base import SystemicFault
 from flashrsi_dagster.evaluator import EvaluatorChanged, basis
 from flashrsi_dagster.records import IntegrityError, Status, read_optional
@@ -93,6 +94,7 @@ class CandidateStep:
             self.pair, self.index = [], j
             self.why = self.plan.whys[i - 1]
             self.anchor = self.plan.anchor[self.why]
+        self.improver = self.improver_for(evolver)
         self.fields: dict = {
             "id": node_id(r, slot),
             "round": r,
@@ -100,6 +102,15 @@ class CandidateStep:
             "why": self.why,
             "parent_id": self.parent.id,
         }
+
+    def improver_for(self, evolver: Evolver) -> str | None:
+        """Under `worker.harness: adopted`, the harness that designs the change: the round's
+        parent (the library's best so far), unless it has already failed as the Worker;
+        then, and under `fixed`, the Worker role's own."""
+        if not evolver.config.adopted_improver():
+            return None
+        failed = {n.produced_by for n in evolver.nodes(self.state) if n.improver_failed}
+        return None if self.parent.id in failed else self.parent.id
 
     def node(self, id_: str) -> Node:
         return next(n for n in self.e.nodes(self.state) if n.id == id_)
@@ -131,8 +142,10 @@ class CandidateStep:
         if applied is None:
             applied = self.e.write(self.path("applied.json"), self.make())
         self.fields["declared_where"] = applied.declared_where
+        self.fields["produced_by"] = applied.produced_by
         self.trigger = applied.trigger
         if applied.status == "failed":
+            self.fields["improver_failed"] = applied.produced_by is not None
             raise Stop("errored", applied.reason or "the design failed")
         if applied.status == "refused":
             raise Stop("blocked_l1", f"the edit was refused: {applied.reason}")
@@ -149,13 +162,19 @@ class CandidateStep:
             checkout = self.store.check_out(self.parent, tmp / "edit")
             try:
                 made = self.recombine(checkout) if self.pair else self.design(checkout)
+                made.produced_by = None if self.pair else self.improver  # a merge uses no Worker
                 if made.status == "failed":
                     return made
                 outcome = self.store.commit_child(
                     self.parent,
                     checkout,
                     message=f"evolver {self.fields['id']} ({self.why})",
-                    metadata={"round": self.r, "slot": self.slot, "why": self.why},
+                    metadata={
+                        "round": self.r,
+                        "slot": self.slot,
+                        "why": self.why,
+                        "produced_by": made.produced_by,
+                    },
                 )
             finally:
                 self.store.forget_checkout(checkout)
@@ -185,7 +204,10 @@ class CandidateStep:
             components=self.parent.components.describe(),
             prompt_file=self.parent.components.prompt_file(files),
         )
-        run = e.agent("worker").edit(checkout, instruction, task_id=f"{self.fields['id']}-design")
+        if self.improver is not None:
+            instruction += improver_note(self.parent)
+        task_id = f"{self.fields['id']}-design"
+        run = e.improver(self.improver).edit(checkout, instruction, task_id=task_id)
         run = e.write(self.path("design.json"), run)
         if run.status != Status.SUCCESS:
             detail = run.error.message if run.error else "no error recorded"

@@ -8,7 +8,13 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from flashrsi_dagster.config.algorithms import AlgorithmSection
-from flashrsi_dagster.config.models import MAX_ATTEMPTS, MAX_STEPS, MAX_TASKS, Count, RoleConfig
+from flashrsi_dagster.config.models import (
+    MAX_ATTEMPTS,
+    MAX_STEPS,
+    MAX_TASKS,
+    Count,
+    WorkerRoleConfig,
+)
 
 
 class EvolverConfig(AlgorithmSection):
@@ -61,7 +67,7 @@ class EvolverConfig(AlgorithmSection):
         description="Prune, before any run, a candidate whose declared `TRIGGER: <regex>` "
         "matches none of its anchor tasks' instructions.",
     )
-    worker: RoleConfig = Field(
+    worker: WorkerRoleConfig = Field(
         description="The Worker agent: diagnoses, picks the WHYs and designs candidates; it "
         "must have file tools."
     )

@@ -74,7 +74,9 @@ def round_entries(rd: Round) -> list[str]:
 
 
 def _ref(node: Node) -> Ref:
-    return Ref(snapshot_id=node.snapshot_id, round=node.round, slot=node.slot)
+    return Ref(
+        snapshot_id=node.snapshot_id, round=node.round, slot=node.slot, produced_by=node.produced_by
+    )
 
 
 def _evidence(e: Evolver, node: Node) -> Evidence:

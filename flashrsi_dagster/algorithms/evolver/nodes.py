@@ -57,3 +57,13 @@ class Node(Record):
         None, description="Train tasks the beacon fired on; None: the candidate has no beacon."
     )
     eval_set: str | None = Field(None, description="The train set's version it ran on.")
+    produced_by: str | None = Field(
+        None,
+        description="The snapshot whose harness designed it (`worker.harness: adopted`); "
+        "None: the Worker role's own harness.",
+    )
+    improver_failed: bool = Field(
+        False,
+        description="Its design run failed with an adopted harness as the Worker: that "
+        "harness designs no more candidates (the Worker role's own takes its turns).",
+    )

@@ -73,6 +73,11 @@ class Applied(Record):
     reason: str | None = None
     declared_where: str | None = None
     trigger: str | None = None
+    produced_by: str | None = Field(
+        None,
+        description="The snapshot whose harness designed the change (`worker.harness: "
+        "adopted`: the round's parent); None: the Worker role's own harness.",
+    )
 
 
 class RoundDecision(Record):

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from flashrsi_dagster.config.algorithms import AlgorithmSection
-from flashrsi_dagster.config.models import MAX_STEPS, Count, RoleConfig
+from flashrsi_dagster.config.models import MAX_STEPS, Count, WorkerRoleConfig
 
 MAX_CANDIDATES = 64
 """Candidate slots of a Meta-Harness round: each is a partition of every round and a history
@@ -30,4 +30,4 @@ class MetaHarnessConfig(AlgorithmSection):
         "its dev evaluation, all proposed from the history of the rounds before; they may run "
         "side by side.",
     )
-    worker: RoleConfig = Field(description="The Worker agent; it must have file tools.")
+    worker: WorkerRoleConfig = Field(description="The Worker agent; it must have file tools.")

@@ -47,14 +47,20 @@ def decisions(h: MetaHarness, state: State) -> list[Decision]:
     seed = state.round(0)
     if seed is None:
         return []
-    made = [_rejected_edit(h, r, seed) for r in state.rounds if r.status == "rejected"]
+    rejected = [r for r in state.rounds if r.status == "rejected" or r.improver_failed]
+    made = [_rejected_edit(h, r, seed) for r in rejected]
     if state.promotion is not None:
         made += _promotion(h, state, seed)
     return made
 
 
 def _ref(r: RoundRecord, snapshot_id: str | None = None) -> Ref:
-    return Ref(snapshot_id=snapshot_id or r.snapshot_id, round=r.round, slot=r.slot)
+    return Ref(
+        snapshot_id=snapshot_id or r.snapshot_id,
+        round=r.round,
+        slot=r.slot,
+        produced_by=r.produced_by,
+    )
 
 
 def _raw(h: MetaHarness, r: RoundRecord) -> list[str]:
@@ -72,6 +78,12 @@ def _rejected_edit(h: MetaHarness, r: RoundRecord, seed: RoundRecord) -> Decisio
         gate, why = "content", "rejected before any evaluation"
         reason = f"the Worker's edit was {why}: {r.reason}"
         contamination = content.model_dump(mode="json")
+    elif r.improver_failed:
+        gate, why, contamination = "improver", "its adopted harness failed as the Worker", None
+        reason = (
+            f"the adopted harness {r.produced_by[:12]} failed as the Worker: {r.reason}; it "  # type: ignore[index]
+            "is passed over as the improver from now on"
+        )
     else:
         gate, why, contamination = "commit", f"the edit was {status}", None
         reason = f"the Worker's edit was {status}: {r.reason or 'no reason recorded'}"

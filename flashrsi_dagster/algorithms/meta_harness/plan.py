@@ -79,7 +79,7 @@ def _grid(max_steps: int, slots: tuple[str, ...]) -> list[tuple[int, str]]:
 
 def next_step(state: State, max_steps: int, slots: tuple[str, ...] = (SLOT,)) -> Step:
     done = {(r.round, r.slot) for r in state.rounds}
-    if any(r.status == "worker_failed" for r in state.rounds):
+    if any(r.aborts for r in state.rounds):
         return Step("aborted")
     for k, slot in _grid(max_steps, slots):
         if (k, slot) not in done:
@@ -155,6 +155,18 @@ def promotion_basis(state: State) -> str:
 def ranking_digest(rounds: tuple[RoundRecord, ...]) -> str:
     """A short name for the ranking the rounds give (for telling promotions apart)."""
     return hashlib.sha256(json.dumps(rank(rounds)).encode()).hexdigest()[:10]
+
+
+def improver_of(state: State, k: int) -> str | None:
+    """Under `worker.harness: adopted`, the snapshot whose harness makes round k's
+    candidates: the best-ranked of the rounds before k, the one a promotion then would pick
+    (every candidate of round k gets the same, as it gets the same history). A harness that
+    failed the editing check, or whose run as the Worker failed, is passed over, so one that
+    breaks its own editing gains no turn; with none left, the Worker role's own (None)."""
+    earlier = [r for r in state.rounds if r.round < k]
+    failed = {r.produced_by for r in earlier if r.improver_failed}
+    failed |= {r.snapshot_id for r in earlier if r.can_edit is False}
+    return next((sid for _, sid, _ in rank(earlier) if sid not in failed), None)
 
 
 def rank(rounds: tuple[RoundRecord, ...] | list[RoundRecord]) -> list[tuple[int, str, float]]:

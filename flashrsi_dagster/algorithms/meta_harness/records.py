@@ -7,6 +7,8 @@ records/meta_harness/
   round-001-edit.json       EditRecord: committed / noop / refused / worker_failed
   round-001-content.json    ContentVerdict: the contamination check of a committed edit
                             (never copied into the Worker's history)
+  round-001-editing.json    EditingVerdict (`worker.harness: adopted`): whether its harness,
+                            run as the improver, passes the editing check
   round-001.json            RoundRecord of round 1, c0 (evaluated or rejected)
   round-001-dev.jsonl       …
   round-001-c1-worker.json  the same for round 1's candidate slot c1 (`candidates_per_round`
@@ -38,6 +40,11 @@ class EditRecord(Record):
     parent_id: str
     reason: str | None = None
     changed: list[str] = Field(default_factory=list)
+    produced_by: str | None = Field(
+        None,
+        description="The snapshot whose harness made the edit (`worker.harness: adopted`); "
+        "None: the Worker role's own harness.",
+    )
 
 
 class RoundRecord(Record):
@@ -47,12 +54,35 @@ class RoundRecord(Record):
     status: Literal["evaluated", "rejected", "worker_failed"]
     snapshot_id: str | None = None
     parent_id: str | None = None
+    produced_by: str | None = Field(
+        None,
+        description="The snapshot whose harness made the edit (`worker.harness: adopted`); "
+        "None: the Worker role's own harness.",
+    )
     dev_score: float | None = None
     dev_tasks: int = 0
     reason: str | None = None
     eval_set: str | None = Field(
         None, description="The dev evaluation set's version (`dev/e1`); None before versioning."
     )
+
+    can_edit: bool | None = Field(
+        None,
+        description="`worker.harness: adopted`: whether its harness passed the editing check "
+        "(only one that did may be the improver); None: not checked (`fixed`).",
+    )
+
+    @property
+    def improver_failed(self) -> bool:
+        """An adopted harness (`produced_by`) failed as the Worker: the candidate is
+        rejected, the harness passed over as improver, and the search goes on (the Worker
+        role's own harness failing aborts it: nothing else could edit)."""
+        return self.status == "worker_failed" and self.produced_by is not None
+
+    @property
+    def aborts(self) -> bool:
+        """The Worker role's own harness failed: nothing else could edit, the search ends."""
+        return self.status == "worker_failed" and self.produced_by is None
 
 
 class Promotion(Record):
@@ -88,6 +118,9 @@ class Layout:
 
     def edit(self, k: int, slot: str = ONLY_SLOT) -> Path:
         return self.folder / f"{candidate_stem(k, slot)}-edit.json"
+
+    def editing(self, k: int, slot: str = ONLY_SLOT) -> Path:
+        return self.folder / f"{candidate_stem(k, slot)}-editing.json"
 
     def content(self, k: int, slot: str = ONLY_SLOT) -> Path:
         return self.folder / f"{candidate_stem(k, slot)}-content.json"

@@ -25,13 +25,21 @@ def summary(state: State) -> list[str]:
     for r in state.rounds:
         score = "-" if r.dev_score is None else f"{r.dev_score:.3f}"
         detail = f" ({r.reason})" if r.reason else ""
-        lines.append(f"{candidate_name(r.round, r.slot)}: {r.status:<13} dev {score}{detail}")
+        made = f", made by {_maker(state, r.produced_by)}" if r.produced_by else ""
+        lines.append(f"{candidate_name(r.round, r.slot)}: {r.status:<13} dev {score}{made}{detail}")
     if state.promotion:
         p = state.promotion
         name = candidate_name(p.round, p.slot)
         lines.append(f"promoted: {name}, {p.snapshot_id[:12]}, dev {p.dev_score:.3f}")
     if state.test:
         lines.append(f"sealed test: {state.test.test_score:.3f} over {state.test.test_tasks} tasks")
-    if any(r.status == "worker_failed" for r in state.rounds):
+    if any(r.aborts for r in state.rounds):
         lines.append("aborted: the Worker failed (its trajectory is kept in the records)")
     return lines
+
+
+def _maker(state: State, snapshot_id: str) -> str:
+    """The candidate whose harness made another (`worker.harness: adopted`)."""
+    maker = state.candidate_of(snapshot_id)
+    name = candidate_name(maker.round, maker.slot) if maker else "snapshot"
+    return f"{name}'s harness ({snapshot_id[:12]})"

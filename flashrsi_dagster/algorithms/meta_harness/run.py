@@ -25,12 +25,14 @@ from typing import ClassVar
 import pandas as pd
 
 from flashrsi_dagster.algorithms.base import Step, StepOrderError
+from flashrsi_dagster.algorithms.improver import improver_note
 from flashrsi_dagster.algorithms.meta_harness import ledger_entries, report
 from flashrsi_dagster.algorithms.meta_harness.history import HISTORY, HistoryView
 from flashrsi_dagster.algorithms.meta_harness.plan import (
     SLOT,
     State,
     candidate_name,
+    improver_of,
     next_step,
     rank,
     read_state,
@@ -67,7 +69,7 @@ from flashrsi_dagster.snapshots import Snapshot
 
 
 def _aborted(state: State) -> bool:
-    return any(r.status == "worker_failed" for r in state.rounds)
+    return any(r.aborts for r in state.rounds)
 
 
 def _free(path: Path, label: str) -> Path:
@@ -248,7 +250,7 @@ class MetaHarness(Searching):
                 snapshot = self.experiment.snapshots.get(edit.snapshot_id)
                 verdict = self._content(k, slot, snapshot, done)
                 if verdict is None or not verdict.contaminated:
-                    evaluated = self._evaluate(k, snapshot, parent_id=edit.parent_id, slot=slot)
+                    evaluated = self._evaluate(k, snapshot, edit.parent_id, slot, edit.produced_by)
                     self._drop_view_if_aborted(slot)
                     return evaluated
                 reason = f"content check: {verdict.reason}"
@@ -259,7 +261,12 @@ class MetaHarness(Searching):
             # A rejected candidate's snapshot stays out of the round record: the history shows
             # the Worker every recorded snapshot, and a contaminated one is not to be shown.
             record = RoundRecord(
-                round=k, slot=slot, status=status, parent_id=edit.parent_id, reason=reason
+                round=k,
+                slot=slot,
+                status=status,
+                parent_id=edit.parent_id,
+                produced_by=edit.produced_by,
+                reason=reason,
             )
             record = self.write(self.layout.round(k, slot), record)
             self._drop_view_if_aborted(slot)
@@ -371,20 +378,30 @@ class MetaHarness(Searching):
     # -- parts ----------------------------------------------------------------------------
 
     def _evaluate(
-        self, k: int, snapshot: Snapshot, parent_id: str | None, slot: str = SLOT
+        self,
+        k: int,
+        snapshot: Snapshot,
+        parent_id: str | None,
+        slot: str = SLOT,
+        produced_by: str | None = None,
     ) -> RoundRecord:
         done = read_optional(self.layout.round(k, slot), RoundRecord)
         if done is not None and done.status == "evaluated" and done.snapshot_id == snapshot.id:
             return done  # a run done again (re-executed, resumed after its last write)
         version = self.evaluator.before("dev", self.splits.dev)
         score = self.score(snapshot, self.splits.dev, self.layout.rollouts(k, slot), "dev")
+        can_edit = None
+        if self.config.adopted_improver():  # it may be the improver of later rounds
+            can_edit = self.can_edit(snapshot.id, self.layout.editing(k, slot))
         record = RoundRecord(
+            can_edit=can_edit,
             eval_set=version.label,
             round=k,
             slot=slot,
             status="evaluated",
             snapshot_id=snapshot.id,
             parent_id=parent_id,
+            produced_by=produced_by,
             dev_score=score,
             dev_tasks=len(self.splits.dev),
         )
@@ -406,18 +423,22 @@ class MetaHarness(Searching):
                 slot=slot,
                 candidates=self.candidates,
             )
-            trajectory = self._worker_step(k, edit_dir, instruction, slot=slot)
+            produced_by = improver_of(state, k) if self.config.adopted_improver() else None
+            if produced_by is not None:
+                instruction += improver_note(store.get(produced_by))
+            trajectory = self._worker_step(k, edit_dir, instruction, slot, produced_by)
             self.write(self.layout.worker(k, slot), trajectory)
-            edit = self._commit(k, slot, seed, edit_dir, trajectory)
+            edit = self._commit(k, slot, seed, edit_dir, trajectory, produced_by)
             store.forget_checkout(edit_dir)
         return self.write(self.layout.edit(k, slot), edit)
 
     def _worker_step(
-        self, k: int, edit_dir: Path, instruction: str, *, slot: str = SLOT
+        self, k: int, edit_dir: Path, instruction: str, slot: str, produced_by: str | None
     ) -> Trajectory:
         """The Worker's run with its slot's history view at `.history` (read-only in its
-        jail), showing the rounds before k only: what every candidate of round k sees."""
-        worker, view = self.agent("worker"), self.view(slot)
+        jail), showing the rounds before k only: what every candidate of round k sees. The
+        improver is the Worker role's harness, or the adopted one (`produced_by`)."""
+        worker, view = self.improver(produced_by), self.view(slot)
         earlier = [r for r in self.read_state().rounds if r.round < k]
         tree = view.update(earlier, watch=not worker.confinement.jailed)
         trajectory = worker.edit(
@@ -431,23 +452,36 @@ class MetaHarness(Searching):
         return trajectory
 
     def _commit(
-        self, k: int, slot: str, seed: Snapshot, edit_dir: Path, worker: Trajectory
+        self,
+        k: int,
+        slot: str,
+        seed: Snapshot,
+        edit_dir: Path,
+        worker: Trajectory,
+        produced_by: str | None,
     ) -> EditRecord:
         if worker.status != Status.SUCCESS:
             detail = worker.error.message if worker.error else "no error recorded"
             reason = f"the Worker failed ({worker.status}): {detail}"
             return EditRecord(
-                round=k, slot=slot, status="worker_failed", parent_id=seed.id, reason=reason
+                round=k,
+                slot=slot,
+                status="worker_failed",
+                parent_id=seed.id,
+                produced_by=produced_by,
+                reason=reason,
             )
         message = f"meta-harness step {k}" + ("" if slot == SLOT else f", {slot}")
+        metadata = {"round": k, "slot": slot, "produced_by": produced_by}
         outcome = self.experiment.snapshots.commit_child(
-            seed, edit_dir, message=message, metadata={"round": k, "slot": slot}
+            seed, edit_dir, message=message, metadata=metadata
         )
         return EditRecord(
             round=k,
             slot=slot,
             status=outcome.status,
             parent_id=seed.id,
+            produced_by=produced_by,
             reason=outcome.reason,
             snapshot_id=outcome.snapshot.id if outcome.snapshot else None,
             changed=[f"{c.status} {c.path}" for c in outcome.changed],

@@ -22,6 +22,7 @@ from flashrsi_dagster.config.models import (
     MAX_TASKS,
     Count,
     RoleConfig,
+    WorkerRoleConfig,
 )
 
 MIN_PROMPT_BUDGET = 2_000
@@ -78,7 +79,7 @@ class ModularRSIConfig(AlgorithmSection):
         description="Repair / re-diagnosis edits of the merged version after the merge; "
         "0: the merge alone, then the final full check.",
     )
-    worker: RoleConfig = Field(
+    worker: WorkerRoleConfig = Field(
         description="The Worker agent: analyses, edits and merges; it must have file tools. "
         "It may be another agent type on another model than the target."
     )

@@ -100,7 +100,12 @@ def _step(a: ModularRSI, state: State, record: StepRecord) -> Decision:
         decision="adopt" if record.status == "accepted" else "reject",
         algorithm=NAME,
         scope="integration" if integration else f"branch:{record.slot}",
-        candidate=Ref(snapshot_id=record.candidate_id, round=record.round, slot=record.slot),
+        candidate=Ref(
+            snapshot_id=record.candidate_id,
+            round=record.round,
+            slot=record.slot,
+            produced_by=record.produced_by,
+        ),
         baseline=Ref(snapshot_id=record.parent_id),
         reason=record.reason,
         evidence=evidence,

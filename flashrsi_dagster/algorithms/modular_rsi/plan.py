@@ -55,6 +55,10 @@ class State:
     def changed(self, module: str) -> bool:
         return any(r.status == "accepted" for r in self.branch(module))
 
+    def failed_improvers(self) -> set[str]:
+        """Adopted harnesses that failed as the Worker (`worker.harness: adopted`)."""
+        return {r.produced_by for r in self.steps.values() if r.improver_failed}  # type: ignore[misc]
+
     @property
     def aborted(self) -> StepRecord | None:
         return next((r for r in self.steps.values() if r.status == "aborted"), None)

@@ -103,6 +103,21 @@ class StepRecord(Record):
     reason: str
     check: Check | None = Field(None, description="Integration: the accepted version's check.")
     more: bool = Field(False, description="Integration: whether another round is worth it.")
+    produced_by: str | None = Field(
+        None,
+        description="The snapshot whose harness made the step's analysis and edit "
+        "(`worker.harness: adopted`); None: the Worker role's own harness.",
+    )
+
+    edit_failed: bool = Field(
+        False, description="The Worker's analysis or edit failed (its run, not a gate)."
+    )
+
+    @property
+    def improver_failed(self) -> bool:
+        """An adopted harness failed as the Worker: the step is rejected, not aborted, and
+        that harness edits no more (the Worker role's own takes its turns)."""
+        return self.status == "rejected" and self.produced_by is not None and self.edit_failed
 
 
 class Promotion(Record):

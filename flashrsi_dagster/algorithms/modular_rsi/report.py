@@ -32,7 +32,24 @@ def summary(state: State) -> list[str]:
         lines.append(f"sealed test: {state.test.test_score:.3f} over {state.test.test_tasks} tasks")
     if state.aborted:
         lines.append(f"aborted: {state.aborted.reason} (every record is kept)")
+    lines += _improvers(state)
     return lines
+
+
+def _improvers(state: State) -> list[str]:
+    """Under `worker.harness: adopted`, who made the steps' edits (the step's own start)."""
+    made = [r for r in state.steps.values() if r.produced_by]
+    if not made:
+        return []
+    failed = state.failed_improvers()
+    line = (
+        f"improver: adopted — {len(made)} step(s) analysed and edited by the version they "
+        f"started from"
+    )
+    if failed:
+        names = ", ".join(sorted(sid[:12] for sid in failed))
+        line += f"; {len(failed)} version(s) failed as the Worker and edit no more ({names})"
+    return [line]
 
 
 def _order(record: StepRecord) -> tuple[str, int]:

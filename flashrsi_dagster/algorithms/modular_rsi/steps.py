@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from flashrsi_dagster.algorithms.improver import improver_note
 from flashrsi_dagster.algorithms.modular_rsi import gates, prompts
 from flashrsi_dagster.algorithms.modular_rsi.findings import rank_targets
 from flashrsi_dagster.algorithms.modular_rsi.groups import group_rollouts
@@ -47,6 +48,11 @@ class Abort(Exception):
     """The experiment ends here (a Worker failure, a protocol error); the reason is kept."""
 
 
+class WorkerFailed(Abort):
+    """The Worker's run failed, or answered outside the protocol: an abort, unless an adopted
+    harness was the Worker (`_Step.failed`)."""
+
+
 class _Step:
     """What both kinds of step do: a Worker edit of `parent`, committed and gated."""
 
@@ -56,9 +62,30 @@ class _Step:
         self.a, self.state, self.slot, self.k = algorithm, state, slot, k
         self.store = algorithm.experiment.snapshots
         self.seed = algorithm.seed()
+        self.improver: str | None = None
+        """The harness that analyses and edits in this step (`improver_for`)."""
+
+    def improver_for(self, parent: Snapshot) -> str | None:
+        """Under `worker.harness: adopted`, the harness that analyses and edits: the version
+        the step starts from (the module's branch now, or the merge so far), unless it has
+        already failed as the Worker; then, and under `fixed`, the Worker role's own."""
+        if not self.a.config.adopted_improver() or parent.id in self.state.failed_improvers():
+            return None
+        return parent.id
+
+    def improver_note(self) -> str:
+        """What the Worker's instructions add when an adopted harness runs them."""
+        return improver_note(self.store.get(self.improver)) if self.improver else ""
+
+    def failed(self, parent: Snapshot, reason: str, **fields: Any) -> StepRecord:
+        """The Worker failed: the experiment aborts, unless an adopted harness was the Worker
+        (then only the step is rejected, and that harness edits no more)."""
+        status = "rejected" if self.improver else "aborted"
+        return self.record(parent, status, reason, edit_failed=True, **fields)
 
     def record(self, parent: Snapshot, status: str, reason: str, **fields) -> StepRecord:
         candidate = fields.pop("candidate", None)
+        fields.setdefault("produced_by", self.improver)
         accepted = status == "accepted" and candidate is not None
         return StepRecord(
             slot=self.slot,
@@ -94,11 +121,12 @@ class _Step:
                 self.store.forget_checkout(edit_dir)
         self.a.write(self.a.layout.step(self.slot, self.k, "edit"), edit)
         if edit.status == "worker_failed":
-            raise Abort(edit.reason or "the Worker failed")
+            raise WorkerFailed(edit.reason or "the Worker failed")
         return edit
 
     def _worker_edit(self, edit_dir, instruction: str, references: dict[str, str]) -> Trajectory:
-        worker, task_id = self.a.agent("worker"), f"{self.slot}-{self.k}-edit"
+        worker, task_id = self.a.improver(self.improver), f"{self.slot}-{self.k}-edit"
+        instruction += self.improver_note()
         if not references:
             return worker.edit(edit_dir, instruction, task_id=task_id)
         with branch_references(self.store, edit_dir, references) as mount:
@@ -109,7 +137,7 @@ class _Step:
             parent,
             edit_dir,
             message=f"modular-rsi {self.slot} step {self.k}",
-            metadata={"slot": self.slot, "round": self.k},
+            metadata={"slot": self.slot, "round": self.k, "produced_by": self.improver},
         )
         refusals = "; ".join(str(r) for r in outcome.refusals) if outcome.refusals else None
         return EditRecord(
@@ -168,6 +196,7 @@ class BranchStep(_Step):
 
     def run(self) -> StepRecord:
         parent = self.store.get(self.state.current(self.slot, self.k, self.seed.id))
+        self.improver = self.improver_for(parent)
         tasks = self.a.tasks(self.ids)
         fields = {"tasks": self.ids, "eval_set": self.a.evaluation_set()}
         try:
@@ -189,6 +218,8 @@ class BranchStep(_Step):
             if all(g.passed for g in verdicts):
                 assert candidate is not None
                 verdicts.append(self.execute(candidate, tasks))
+        except WorkerFailed as exc:
+            return self.failed(parent, str(exc), **fields)
         except Abort as exc:
             return self.record(parent, "aborted", str(exc), **fields)
         failed = next((g for g in verdicts if not g.passed), None)
@@ -230,11 +261,11 @@ class BranchStep(_Step):
         self.a.write(self.a.layout.step(self.slot, self.k, "analysis"), run)
         if run.status != Status.SUCCESS:
             detail = run.error.message if run.error else "no error recorded"
-            raise Abort(f"the Worker's analysis failed ({run.status}): {detail}")
+            raise WorkerFailed(f"the Worker's analysis failed ({run.status}): {detail}")
         try:
             found = read_findings(run.answer, files=self.files, tasks=set(self.ids))
         except ProtocolError as exc:
-            raise Abort(str(exc)) from None
+            raise WorkerFailed(str(exc)) from None
         targets = rank_targets(found, self.a.config.edit_budget)
         record = FindingsRecord(
             findings=found, targets=[t.file for t in targets], batch_error=batch_error
@@ -255,8 +286,10 @@ class BranchStep(_Step):
                 for task_id, trajectory in memory.items():
                     _dump(folder / prompts.MEMORY / f"{_safe(task_id)}.json", trajectory)
                 instruction = prompts.analysis_instruction(self.slot, self.files, text)
-                return self.a.agent("worker").run(
-                    folder, instruction, task_id=f"{self.slot}-{self.k}-analysis"
+                return self.a.improver(self.improver).run(
+                    folder,
+                    instruction + self.improver_note(),
+                    task_id=f"{self.slot}-{self.k}-analysis",
                 )
             finally:
                 self.store.forget_checkout(checkout)
@@ -293,12 +326,15 @@ class IntegrationStep(_Step):
     def run(self) -> StepRecord:
         last = self.accepted_before()
         parent = self.store.get(last.current_id) if last is not None else self.seed
+        self.improver = self.improver_for(parent)
         more = self.k < self.a.config.integration_rounds
         try:
             edit = self.edit(parent, self.instruction(last), self.branches)
             if edit.status == "noop":
                 return self.record(parent, "no_change", "the Worker changed nothing")
             candidate, verdicts = self.gate(parent, edit, self.files, INTEGRATION)
+        except WorkerFailed as exc:
+            return self.failed(parent, str(exc))
         except Abort as exc:
             return self.record(parent, "aborted", str(exc))
         failed = next((g for g in verdicts if not g.passed), None)

@@ -43,9 +43,13 @@ class Edit:
     keywords: tuple[str, ...]
     rule: Rule | None
     """The rule line to extend; None when a new rule line is added."""
+    literal: str | None = None
+    """A line added as written, not a rule (a workflow line)."""
 
     @property
     def new_line(self) -> str:
+        if self.literal is not None:
+            return self.literal
         if self.rule is None:
             return f"- {self.label} when the text mentions: {', '.join(self.keywords)}"
         line = self.rule.line.rstrip()
@@ -54,8 +58,9 @@ class Edit:
         return f"{line.removesuffix(stop).rstrip()}{separator}{', '.join(self.keywords)}{stop}"
 
 
-def plan_edits(prompt_lines: list[str], failures: list[Failure]) -> list[Edit]:
-    """One edit per failing label (alphabetical) that has new keywords to offer."""
+def plan_edits(prompt_lines: list[str], failures: list[Failure], skip: int = 0) -> list[Edit]:
+    """One edit per failing label (alphabetical) that has new keywords to offer; `skip`:
+    passing over that many of each label's best-ranked words (another sample's choice)."""
     first_rule: dict[str, Rule] = {}
     known: dict[str, set[str]] = {}
     for rule in filter(None, map(parse_rule, prompt_lines)):
@@ -66,14 +71,15 @@ def plan_edits(prompt_lines: list[str], failures: list[Failure]) -> list[Edit]:
         texts.setdefault(failure.label, []).append(failure.text)
     edits = []
     for label in sorted(texts):
-        words = pick_keywords(texts[label], known.get(label.lower(), set()))
+        words = pick_keywords(texts[label], known.get(label.lower(), set()), skip)
         if words:
             edits.append(Edit(label, tuple(words), first_rule.get(label.lower())))
     return edits
 
 
-def pick_keywords(texts: list[str], known: set[str]) -> list[str]:
-    """Up to 3 new words, ranked by how many of the texts contain them (ties alphabetical)."""
+def pick_keywords(texts: list[str], known: set[str], skip: int = 0) -> list[str]:
+    """Up to 3 new words, ranked by how many of the texts contain them (ties alphabetical),
+    after the `skip` best."""
     counts: Counter[str] = Counter()
     for text in texts:
         counts.update(
@@ -81,12 +87,15 @@ def pick_keywords(texts: list[str], known: set[str]) -> list[str]:
             for word in set(_WORD.findall(text.lower()))
             if len(word) >= MIN_WORD_LENGTH and word not in STOPWORDS and word not in known
         )
-    return sorted(counts, key=lambda word: (-counts[word], word))[:KEYWORDS_PER_LABEL]
+    ranked = sorted(counts, key=lambda word: (-counts[word], word))
+    return ranked[skip : skip + KEYWORDS_PER_LABEL]
 
 
 def summary(edits: list[Edit], prompt: str, failures: int, who: str = "Simulator worker") -> str:
     changes = [
-        f"extended the `{edit.label}` rule with {', '.join(edit.keywords)}"
+        f"added the line `{edit.literal}`"
+        if edit.literal is not None
+        else f"extended the `{edit.label}` rule with {', '.join(edit.keywords)}"
         if edit.rule
         else f"added a `{edit.label}` rule for {', '.join(edit.keywords)}"
         for edit in edits

@@ -14,6 +14,7 @@ from flashrsi_dagster.offline_model.conversation import Conversation, Reply
 from flashrsi_dagster.offline_model.errors import SimulatorError
 from flashrsi_dagster.offline_model.policies.classify import classify
 from flashrsi_dagster.offline_model.policies.echo import echo
+from flashrsi_dagster.offline_model.policies.editing_check import answering
 from flashrsi_dagster.offline_model.policies.script import Script, load_script
 
 Policy = Callable[[Conversation], Reply]
@@ -59,11 +60,13 @@ class PolicyRegistry:
         if model in BUILTIN:
             return BUILTIN[model]
         if (algorithm := _algorithm_policies().get(model)) is not None:
-            return registry.entry(algorithm).policy(model)
+            # An algorithm's model may run as an improver, whose editing ability a host
+            # checks (`algorithms/editing_check`): every such policy answers the check.
+            return answering(registry.entry(algorithm).policy(model))
         with self._lock:
             script = self._scripts.get(model.removeprefix(SCRIPT_PREFIX))
         if model.startswith(SCRIPT_PREFIX) and script is not None:
-            return script
+            return answering(script)  # a scripted Worker is also checked as an improver
         raise SimulatorError(
             404,
             f"the offline model simulator has no model {model!r}; "

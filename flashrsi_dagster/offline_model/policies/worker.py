@@ -22,6 +22,13 @@ MiniAgent tools `shell` (`{"command": str}`) and `editor` (`{"command": "view" |
   in one `insert` after the last line (or one `create` when the file does not exist).
 - (e) Once the edits are in the conversation, a final text summarising them.
 
+Running as an adopted improver (`worker.harness: adopted`; the instruction has an
+`Improver harness:` line), it also adds the workflow line `instruction_markers.BATCH_READING`
+to the prompt file with its edits, once. Running a harness whose system prompt holds that line,
+(b) is one `shell` call per 4 files, `tail -n +1 -- <file> <file> …`, whose `==> <file> <==`
+headers split the output back into files: the adopted harness works differently from the
+seed's (seed 003).
+
 Codex's tools instead: when the request offers `apply_patch` and no `editor` (the Codex core),
 (c) is `shell` `cat -n <prompt file>` and (d) one `apply_patch` call (`{"input": <patch>}`)
 holding the same edits: `Add File` for a missing file, else one `Update File` whose hunks
@@ -56,6 +63,8 @@ from flashrsi_dagster.offline_model.policies.rules import task
 DEFAULT_HISTORY = ".history"
 DEFAULT_PROMPT = "prompts/system.md"
 MAX_FILES = 50
+BATCH = 4
+"""Files one batched read shows: a few trajectories stay under the harness's output limit."""
 
 _HISTORY = re.compile(
     rf"^\s*{re.escape(meta_harness_markers.HISTORY)}\s*`?(?P<path>[^`\s]+)`?\s*$",
@@ -69,10 +78,14 @@ _MISSING = re.compile(r"does not exist|no such file|not found", re.IGNORECASE)
 _EMPTY = re.compile(r"\bis empty\.?\s*$", re.IGNORECASE)
 _TAG = re.compile(r"</?\w+>")  # output wrappers such as <output>…</output>
 _EDITS = ("create", "str_replace", "insert")
+_HEADER = re.compile(r"^==> (.+?) <==$", re.MULTILINE)
+WORKFLOW = Edit("workflow", (), None, literal=markers.BATCH_READING)
 PATCH = "apply_patch"
 
 
-def improve(conversation: Conversation) -> Reply:
+def improve(conversation: Conversation, *, skip: int = 0) -> Reply:
+    """The next reply (see the module doc); `skip`: the best-ranked keywords of each label
+    to pass over, as best-of-N's sampling Worker does (`policies/sampling.py`)."""
     paths = _assignment(conversation)
     if isinstance(paths, str):
         return Reply(text=paths)
@@ -82,9 +95,10 @@ def improve(conversation: Conversation) -> Reply:
     if listing is None:
         return Reply(tool_calls=(shell_call(find_command(history)),))
     files = listed_files(listing, history)
-    if unread := [path for path in files if ("shell", cat_command(path)) not in done]:
-        return Reply(tool_calls=tuple(shell_call(cat_command(path)) for path in unread))
-    failures = [f for path in files if (f := failure_in(done[("shell", cat_command(path))]))]
+    contents = _read_files(conversation, files, done)
+    if isinstance(contents, Reply):
+        return contents
+    failures = [f for path in files if (f := failure_in(contents.get(path, "")))]
     if not failures:
         return Reply(
             text=f"Simulator worker: no failed trajectories in {history}; nothing to "
@@ -98,7 +112,9 @@ def improve(conversation: Conversation) -> Reply:
     if view is None:
         return Reply(tool_calls=(view_call,))
     lines = file_lines(view)
-    edits = plan_edits(lines or [], failures)
+    edits = plan_edits(lines or [], failures, skip)
+    if edits and _improving_itself(conversation) and markers.BATCH_READING not in (lines or []):
+        edits.append(WORKFLOW)
     if not edits:
         return Reply(
             text=f"Simulator worker: {prompt} already has every keyword the "
@@ -110,6 +126,39 @@ def improve(conversation: Conversation) -> Reply:
     if patching:
         return Reply(tool_calls=(ToolCall(PATCH, {"input": patch_text(edits, lines, prompt)}),))
     return Reply(tool_calls=edit_calls(edits, lines, prompt))
+
+
+def _read_files(
+    conversation: Conversation, files: list[str], done: dict[tuple[str, ...], str]
+) -> dict[str, str] | Reply:
+    """Every listed file's text by path, or the call that reads them: one `cat` each, or one
+    `tail` for all when the harness's own prompt says to read them in one command."""
+    if markers.BATCH_READING in conversation.system and files:
+        commands = [batch_command(files[i : i + BATCH]) for i in range(0, len(files), BATCH)]
+        if unread := [command for command in commands if ("shell", command) not in done]:
+            return Reply(tool_calls=tuple(shell_call(command) for command in unread))
+        return {p: text for c in commands for p, text in split_batch(done[("shell", c)]).items()}
+    if unread := [path for path in files if ("shell", cat_command(path)) not in done]:
+        return Reply(tool_calls=tuple(shell_call(cat_command(path)) for path in unread))
+    return {path: done[("shell", cat_command(path))] for path in files}
+
+
+def batch_command(files: list[str]) -> str:
+    return "tail -n +1 -- " + " ".join(shlex.quote(path) for path in files)
+
+
+def split_batch(output: str) -> dict[str, str]:
+    """`tail`'s output of several files, by file (its `==> <file> <==` headers)."""
+    parts = _HEADER.split(_TAG.sub("", output))
+    return {parts[i].strip(): parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+
+
+def _improving_itself(conversation: Conversation) -> bool:
+    return any(
+        line.strip().startswith(markers.IMPROVER)
+        for text in conversation.user_texts()
+        for line in text.splitlines()
+    )
 
 
 def _patching(conversation: Conversation) -> bool:

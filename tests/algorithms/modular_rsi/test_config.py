@@ -318,7 +318,9 @@ def test_an_unknown_algorithm_names_the_key_the_value_and_the_known_names(config
     path = config_dir / "exp.yaml"
     path.write_text(VALID.replace("name: meta_harness", "name: modular"))
 
-    expected = "expected one of: 'meta_harness', 'modular_rsi', 'evolver'"
+    expected = (
+        "expected one of: 'meta_harness', 'modular_rsi', 'evolver', 'dgm', 'stop', 'best_of_n'"
+    )
     assert _problems(path) == [f"algorithm.name (line 12): {expected} (got modular)"]
     assert _problems(path, ["--algorithm.name", "raven"]) == [
         f"algorithm.name (set by --algorithm.name): {expected} (got raven)"

@@ -31,6 +31,9 @@ def test_the_model_list_names_every_simulator_model(server, client):
         "simulator/modular-worker",
         "simulator/reviewer",
         "simulator/evolver",
+        "simulator/dgm",
+        "simulator/stop",
+        "simulator/sampling-worker",
         "simulator/script:demo",
     ]
 

@@ -57,7 +57,9 @@ HISTORY = {
 }
 
 
-def _drive(client: openai.OpenAI, workspace: Workspace, task: str = TASK) -> str:
+def _drive(
+    client: openai.OpenAI, workspace: Workspace, task: str = TASK, model: str = "simulator/worker"
+) -> str:
     """Run the worker conversation to its final text, executing its tool calls for real."""
     messages: list[dict] = [
         {"role": "system", "content": "You improve harnesses."},
@@ -66,7 +68,7 @@ def _drive(client: openai.OpenAI, workspace: Workspace, task: str = TASK) -> str
     for _ in range(10):
         message = (
             client.chat.completions.create(
-                model="simulator/worker", messages=messages, tools=[SHELL_TOOL, EDITOR_TOOL]
+                model=model, messages=messages, tools=[SHELL_TOOL, EDITOR_TOOL]
             )
             .choices[0]
             .message
@@ -213,3 +215,11 @@ def test_with_codex_tools_the_edits_are_one_patch_in_file_order():
         "*** Add File: AGENTS.md",
         "+- eggs when the text mentions: omelette",
     ]
+
+
+def test_a_batched_read_is_split_back_into_its_files():
+    from flashrsi_dagster.offline_model.policies.worker import batch_command, split_batch
+
+    output = '==> a.json <==\n{"x": 1}\n\n==> dir/b.json <==\n{"y": 2}\n'
+    assert split_batch(output) == {"a.json": '\n{"x": 1}\n\n', "dir/b.json": '\n{"y": 2}\n'}
+    assert batch_command(["a.json", "it's.json"]) == "tail -n +1 -- a.json 'it'\"'\"'s.json'"
