@@ -18,6 +18,44 @@ pytest_plugins = ["tests.dagster_instances"]
 """`dagster_instance`, `home_storage`: every Dagster-instance test on SQLite and PostgreSQL."""
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under `--dist loadfile`, files go to the workers in collection order (not xdist's
+    default, most tests first): see `pytest_collection_modifyitems`."""
+    if getattr(config.option, "dist", "no") == "loadfile":
+        config.option.loadscopereorder = False
+
+
+LONGEST = (
+    "deployment/test_ui.py",  # four experiments, a webserver, a browser
+    "deployment/test_parallel_candidates.py",
+    "images/test_build.py",  # the image the container tests share: built early
+    "deployment/test_workers.py",
+    "deployment/test_kill_resume.py",
+    "deployment/test_reconnect.py",
+)
+"""The test files that take longest (`bench/RESULTS.md`, "test suite wall time"), longest
+first; a test file's path relative to `tests/`."""
+
+
+def _rank(path: Path, slow: set[Path]) -> int:
+    """Where a file goes in the workers' queue: the longest first, then the other files
+    holding `slow` tests, then the rest."""
+    relative = path.relative_to(Path(__file__).parent).as_posix()
+    if relative in LONGEST:
+        return LONGEST.index(relative)
+    return len(LONGEST) + (path not in slow)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On a pytest-xdist worker, the longest files first: a long file handed out last would
+    run alone at the end while the other worker idles (the longest first, the short ones
+    filling in after). A serial run keeps the files' order."""
+    if not hasattr(config, "workerinput"):
+        return
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: _rank(item.path, slow))  # stable: a file's tests stay in order
+
+
 def _why_no_jails() -> str | None:
     try:
         require_jails()

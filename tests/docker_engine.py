@@ -3,15 +3,19 @@
 debootstrap base above all, outlive the session and are made once per machine. The bridge
 is off (containers use the host's network or none) and so is its iptables set-up.
 
-An engine already answering on the socket is used as it is and left running; one this
-fixture starts is stopped when the session ends. Where none can start, the tests that need
-one are skipped with the reason."""
+Sessions share the engine (both pytest-xdist workers, another checkout's suite): each holds a
+shared lock on it while it runs, so that none waits for another to end. An engine already
+answering on the socket when the first session came is used as it is and left running; one a
+session started is stopped by the last session to leave it. Where none can start, the tests
+that need one are skipped with the reason."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -22,6 +26,10 @@ import pytest
 ROOT = Path(os.environ.get("FLASHRSI_TEST_DOCKER_ROOT", "/var/lib/flashrsi-test-docker"))
 RUN = Path("/run/flashrsi-test-docker")  # the socket's path must stay short
 HOST = f"unix://{RUN / 'docker.sock'}"
+STARTED = ROOT / "started-by-tests"
+"""Present while an engine a session started runs: the last session out stops it."""
+_children: list[subprocess.Popen] = []
+"""The engine this session started, if it did: waited for once stopped (no zombie left)."""
 
 
 def _answers() -> bool:
@@ -51,6 +59,18 @@ def _start(log: Path) -> subprocess.Popen:
         return subprocess.Popen(command, stdout=out, stderr=out, start_new_session=True)
 
 
+@contextlib.contextmanager
+def _locked(name: str, how: int = fcntl.LOCK_EX) -> Iterator[int]:
+    """`flock` on `ROOT/name` for the block; yields the descriptor."""
+    ROOT.mkdir(parents=True, exist_ok=True)
+    fd = os.open(ROOT / name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, how)
+        yield fd
+    finally:
+        os.close(fd)
+
+
 @pytest.fixture(scope="session")
 def docker_engine() -> Iterator[str]:
     """`DOCKER_HOST` of a running engine, set for the session (the CLI and dagster-docker's
@@ -58,38 +78,72 @@ def docker_engine() -> Iterator[str]:
     reason = why_no_engine()
     if reason:
         pytest.skip(reason)
-    # one session at a time on the engine (another pytest-xdist worker, another checkout's
-    # suite): the session that starts it stops it at its end, so none may still be using it
-    ROOT.mkdir(parents=True, exist_ok=True)
-    lock = os.open(ROOT / "session.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    try:
-        yield from _engine()
-    finally:
-        os.close(lock)
-
-
-def _engine() -> Iterator[str]:
-    started = None
-    if not _answers():
-        ROOT.mkdir(parents=True, exist_ok=True)
-        started = _start(ROOT / "dockerd.log")
-        deadline = time.monotonic() + 60
-        while not _answers():
-            if started.poll() is not None or time.monotonic() > deadline:
-                tail = (ROOT / "dockerd.log").read_text(errors="replace")[-1500:]
-                started.kill()
-                pytest.skip(f"no Docker engine: dockerd did not start: {tail}")
-            time.sleep(0.5)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("DOCKER_HOST", HOST)
-        yield HOST
-    if started is not None:
-        started.terminate()
+    with _locked("session.lock", fcntl.LOCK_SH) as in_use:
+        with _locked("start.lock"):  # one session starts it; the others find it answering
+            _ensure_running()
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("DOCKER_HOST", HOST)
+            yield HOST
+        # the last session out: no other holds the shared lock (conversion drops ours first)
         try:
-            started.wait(30)
-        except subprocess.TimeoutExpired:
+            fcntl.flock(in_use, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return  # another session still uses it; the last one stops it
+        _stop_if_ours()
+
+
+def _ensure_running() -> None:
+    if _answers():
+        return
+    STARTED.unlink(missing_ok=True)  # a started engine that is gone is no longer ours to stop
+    started = _start(ROOT / "dockerd.log")
+    deadline = time.monotonic() + 60
+    while not _answers():
+        if started.poll() is not None or time.monotonic() > deadline:
+            tail = (ROOT / "dockerd.log").read_text(errors="replace")[-1500:]
             started.kill()
+            pytest.skip(f"no Docker engine: dockerd did not start: {tail}")
+        time.sleep(0.5)
+    _children.append(started)
+    STARTED.write_text(str(started.pid))
+
+
+def _stop_if_ours() -> None:
+    """Stop the engine a session started (it may be another session's child: its pid is in
+    `STARTED`); an engine that was answering before the tests came is left running."""
+    try:
+        pid = int(STARTED.read_text())
+    except (FileNotFoundError, ValueError):
+        return
+    STARTED.unlink()
+    if _command(pid) != "dockerd":  # gone, and its pid given to another process
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    with contextlib.suppress(ProcessLookupError):
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    for child in _children:
+        child.wait(30)
+
+
+def _command(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` still runs (a zombie, ended but not yet reaped by its parent, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
 
 
 TEST_IMAGE = "flashrsi-dagster:test"
@@ -99,10 +153,12 @@ TEST_IMAGE = "flashrsi-dagster:test"
 def code_image(docker_engine: str) -> str:
     """The code location's image, built from this checkout (as `python -m
     flashrsi_dagster.images` does) on the debootstrap base; the engine's cache keeps the
-    layers of an unchanged lock, so a session rebuilds only the package's own layer."""
+    layers of an unchanged lock, so a session rebuilds only the package's own layer. One
+    session builds at a time: the next finds the base made and every layer cached."""
     from flashrsi_dagster.images.base import ensure_base_image
     from flashrsi_dagster.images.build import build_image
 
     if shutil.which("debootstrap") is None:
         pytest.skip("no base image can be made: debootstrap is not installed (make docker)")
-    return build_image(TEST_IMAGE, base=ensure_base_image())
+    with _locked("build.lock"):
+        return build_image(TEST_IMAGE, base=ensure_base_image())

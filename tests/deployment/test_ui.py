@@ -22,10 +22,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
+import dagster as dg
 import pytest
 import yaml
 
+from flashrsi_dagster.deployment.instance import instance_dir
 from flashrsi_dagster.orchestration.resources import ExperimentsResource
+from tests.conftest import PATIENCE
 from tests.deployment.chromium import CHROMIUM, Chromium
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
@@ -48,10 +51,13 @@ CHECKS = {
 }
 TICK = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="needs Debian's chromium (make test installs it where apt is available)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="needs Debian's chromium (make test installs it where apt is available)",
+    ),
+    pytest.mark.slow,  # four experiments, a webserver and a daemon before the first page
+]
 
 
 @dataclass(frozen=True)
@@ -90,12 +96,29 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _flashrsi_run(root: Path, config: Path, *overrides: str, limits: tuple[str, ...] = ()) -> None:
+def _flashrsi_run(
+    root: Path, config: Path, *overrides: str, limits: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen, Path]:
+    """`flashrsi run` started on the home under `root`; its output goes to the log returned."""
     limits = limits or ("--benchmark.limit", "4", "--algorithm.max_steps", "1")
     command = [str(BIN / "flashrsi"), "run", "--config", str(config), *limits, *overrides]
     command += ["--experiment.home", str(root / ".flashrsi")]
-    run = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stdout + run.stderr
+    log = root / f"run-{len(list(root.glob('run-*.log')))}.log"
+    with log.open("w") as out:  # the child keeps its own descriptor
+        return subprocess.Popen(command, cwd=root, stdout=out, stderr=subprocess.STDOUT), log
+
+
+def _all_succeed(runs: list[tuple[subprocess.Popen, Path]]) -> None:
+    """Wait for every run; fail with a failed one's output (the others are stopped)."""
+    try:
+        for run, log in runs:
+            run.wait(timeout=PATIENCE * 4)
+            assert run.returncode == 0, log.read_text()[-5000:]
+    finally:
+        for run, _ in runs:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
 
 
 @contextlib.contextmanager
@@ -126,17 +149,27 @@ def _wait_for(url: str, server: subprocess.Popen, log: Path) -> None:
 
 @pytest.fixture(scope="module")
 def ui(tmp_path_factory):
-    """Two experiments run with `flashrsi run` into one home, then the webserver and the
-    daemon (which dequeues runs launched from the UI, as under `flashrsi ui`) on it. The
-    example is copied beside the home: relative config files resolve there, as in a checkout."""
+    """Four experiments (two Meta-Harness, a ModularRSI, an Evolver) run at once with `flashrsi
+    run` into one home, then the webserver and the daemon (which dequeues runs launched from
+    the UI, as under `flashrsi ui`) on it. The example is copied beside the home: relative
+    config files resolve there, as in a checkout."""
     root = tmp_path_factory.mktemp("ui")
     config = root / "examples" / EXAMPLE.name
     config.parent.mkdir()
     shutil.copyfile(EXAMPLE, config)
-    _flashrsi_run(root, config)
-    _flashrsi_run(root, config, "--experiment.name", OTHER)
-    _flashrsi_run(root, MODULAR, limits=("--benchmark.limit", "9"))
-    _flashrsi_run(root, EVOLVER, limits=EVOLVER_LIMITS)
+    # the home's instance made first (two first uses at once race to create its SQLite
+    # tables), then the four runs at once, as several `flashrsi run`s may drive one home
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DAGSTER_HOME", str(instance_dir(root / ".flashrsi")))
+        dg.DagsterInstance.get().dispose()
+    _all_succeed(
+        [
+            _flashrsi_run(root, config),
+            _flashrsi_run(root, config, "--experiment.name", OTHER),
+            _flashrsi_run(root, MODULAR, limits=("--benchmark.limit", "9")),
+            _flashrsi_run(root, EVOLVER, limits=EVOLVER_LIMITS),
+        ]
+    )
     port = _free_port()
     module = ["-m", "flashrsi_dagster.definitions"]
     webserver = [str(BIN / "dagster-webserver"), *module, "-h", "127.0.0.1", "-p", str(port)]

@@ -34,8 +34,17 @@ MODULES = (
 )
 
 
-def _experiment(tmp_path: Path):
-    return open_experiment(load_config(EXAMPLE, ["--experiment.home", str(tmp_path / "home")]))
+SMALL = (  # one batch of three tasks per module, one rollout, one edit: still every phase
+    *("--algorithm.edit_budget", "1", "--algorithm.num_rollouts", "1"),
+    *("--benchmark.split_counts.train", "3", "--benchmark.split_counts.test", "3"),
+)
+"""The example cut down where a test runs it to its end: each step is still a run of the job
+(branches, the integration round, promotion, the sealed test); there are fewer of them."""
+
+
+def _experiment(tmp_path: Path, *overrides: str):
+    home = ["--experiment.home", str(tmp_path / "home")]
+    return open_experiment(load_config(EXAMPLE, [*home, *overrides]))
 
 
 def test_the_sensor_asks_for_every_modules_first_branch_step_at_once(tmp_path, storage):
@@ -61,7 +70,7 @@ def test_the_sensor_asks_for_every_modules_first_branch_step_at_once(tmp_path, s
 
 @sqlite_only
 def test_the_whole_job_runs_through_dagster_and_its_grid_shows_each_branch(tmp_path, storage):
-    experiment = _experiment(tmp_path)
+    experiment = _experiment(tmp_path, *SMALL)
     name = experiment.config.experiment.name
     with instance_on(storage) as instance:
         state = drive_on(instance, experiment, say=lambda _: None)
