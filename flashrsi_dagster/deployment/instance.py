@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -109,9 +110,15 @@ def _switch_refused(folder: Path, made: str) -> str:
 
 
 def persistent_instance(home: Path) -> dg.DagsterInstance:
-    folder = instance_dir(home)
-    os.environ["DAGSTER_HOME"] = str(folder)  # the CLI's own process: the instance lives here
-    return dg.DagsterInstance.get()
+    """The home's instance, made on first use under an exclusive lock: two commands started
+    at once on a new home would otherwise both create and stamp its SQLite storage, and both
+    fail (alembic: "more than one head")."""
+    (Path(home) / ".dagster").mkdir(parents=True, exist_ok=True)
+    with open(Path(home) / ".dagster" / "instance.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        folder = instance_dir(home)
+        os.environ["DAGSTER_HOME"] = str(folder)  # the CLI's own process: the instance's home
+        return dg.DagsterInstance.get()
 
 
 def check_instance(home: Path) -> None:

@@ -123,3 +123,32 @@ def test_a_runs_file_is_made_as_dagsters_own_storage_makes_it(tmp_path):
     ours = made_by(OpenEventLog, tmp_path / "ours")
     assert ours == made_by(SqliteEventLogStorage, tmp_path / "dagster")
     assert ours[1] and ours[2] == [("wal",)]
+
+
+_OPEN_AT_ONCE = """
+import sys, time
+from pathlib import Path
+from flashrsi_dagster.deployment.instance import persistent_instance
+start = float(sys.argv[2])
+while time.time() < start:
+    time.sleep(0.001)
+instance = persistent_instance(Path(sys.argv[1]))
+instance.get_runs()
+instance.dispose()
+"""
+
+
+def test_commands_started_at_once_on_a_new_home_both_open_its_instance(tmp_path):
+    """Two processes making a new home's instance at the same moment: both open it (each
+    made its storage alone, under the home's lock), rather than both failing to stamp it."""
+    import subprocess
+    import sys
+
+    for attempt in range(3):
+        home = tmp_path / f"home-{attempt}"
+        start = str(time.time() + 2)
+        command = [sys.executable, "-c", _OPEN_AT_ONCE, str(home), start]
+        processes = [subprocess.Popen(command, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        for process in processes:
+            _, err = process.communicate(timeout=PATIENCE)
+            assert process.returncode == 0, err
