@@ -1,17 +1,18 @@
 """What every algorithm class does the same way on top of the seam (`base.Algorithm`): the
 benchmark and the evaluator guard it builds once, its record writes, its ledger sync, the
 next step, and the engine's own loop over the steps (as `evolve()` and tests run it; hosts
-drive `do()` one step per run instead). A class using it has `experiment`, `builders`, `log`
-and the seam's methods; one that also has `config` (its algorithm section), `settings`,
-`progress` and a train `splits` gets the seed snapshot, its agents by role and the
-evaluation of a snapshot on tasks too."""
+drive `do()` one step per run instead). A class using it has `experiment`, `builders`, `log`,
+`config` (its algorithm section), `settings`, `progress`, the search's `splits` (train and dev,
+test dropped as drawn; `SEARCH_SPLITS` names those it cannot do without) and the seam's
+methods; it gets the seed snapshot, its agents by role and the evaluation of a snapshot on
+tasks too."""
 
 from __future__ import annotations
 
 from contextlib import ExitStack
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from flashrsi_dagster.agents import Agent, harness_components, harness_dir
 from flashrsi_dagster.algorithms.base import Log, Step, StepOrderError
@@ -20,6 +21,7 @@ from flashrsi_dagster.algorithms.editing_check.check import EditingVerdict, edit
 from flashrsi_dagster.algorithms.improver import improver_role
 from flashrsi_dagster.benchmarks.base import Benchmark, Task
 from flashrsi_dagster.benchmarks.loading import load_splits
+from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.contamination import ContentCheck, ContentVerdict
 from flashrsi_dagster.decisions.ledger import Ledger
 from flashrsi_dagster.evaluator import Evaluator
@@ -34,6 +36,9 @@ from flashrsi_dagster.snapshots import Snapshot
 
 
 class Searching:
+    SEARCH_SPLITS: ClassVar[tuple[str, ...]] = ()
+    """The splits the search cannot do without (`Splits.require`): train, dev, or both."""
+
     def __init__(
         self,
         experiment: Experiment,
@@ -53,6 +58,15 @@ class Searching:
         return self.builders.benchmark(self.experiment.config.benchmark)
 
     @cached_property
+    def splits(self) -> Splits:
+        """Train and dev, for the search; the test tasks are dropped as soon as the splits
+        are drawn (only `unseal_test` draws them again, on the sealed test's turn)."""
+        splits = load_splits(self.experiment.config.benchmark, self.benchmark).without_test()
+        for name in self.SEARCH_SPLITS:
+            splits.require(name)
+        return splits
+
+    @cached_property
     def evaluator(self) -> Evaluator:
         """The evaluator guard asked before every evaluation (`evaluator.Evaluator`)."""
         return Evaluator(
@@ -66,7 +80,7 @@ class Searching:
     def content_check(self) -> ContentCheck:
         """The contamination check of this experiment's candidates: the benchmark's whole
         pool (every split, and the evolution data) searched for, train and dev named."""
-        splits = self.splits  # type: ignore[attr-defined]
+        splits = self.splits
         named = {t.id: "train" for t in splits.train} | {t.id: "dev" for t in splits.dev}
         pool = lambda: [*self.benchmark.tasks(), *splits.train, *splits.dev]  # noqa: E731
         return ContentCheck(self.benchmark, pool, named, log=self.log)
@@ -147,7 +161,7 @@ class Searching:
 
     def tasks(self, ids) -> tuple[Task, ...]:
         """Train tasks by id, in the order given."""
-        by_id = {t.id: t for t in self.splits.train}  # type: ignore[attr-defined]
+        by_id = {t.id: t for t in self.splits.train}
         return tuple(by_id[i] for i in ids)
 
     def evaluate(

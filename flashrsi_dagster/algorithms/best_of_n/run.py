@@ -39,8 +39,6 @@ from flashrsi_dagster.algorithms.best_of_n.records import (
 )
 from flashrsi_dagster.algorithms.searching import Searching
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time, side_by_side
-from flashrsi_dagster.benchmarks.loading import load_splits
-from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.controls.spend import Spend
 from flashrsi_dagster.decisions import Decision
 from flashrsi_dagster.environments.jail import Mount
@@ -58,17 +56,11 @@ def _candidate(_search: BestOfN, k: int, slot: str = SLOT, *_: object, **__: obj
 
 class BestOfN(Searching):
     name: ClassVar[str] = "best_of_n"
+    SEARCH_SPLITS = ("dev",)
 
     @cached_property
     def layout(self) -> Layout:
         return Layout(self.experiment.paths.records)
-
-    @cached_property
-    def splits(self) -> Splits:
-        """Train and dev; the test tasks are dropped as soon as the splits are drawn."""
-        splits = load_splits(self.experiment.config.benchmark, self.benchmark).without_test()
-        splits.require("dev")
-        return splits
 
     @property
     def width(self) -> int:

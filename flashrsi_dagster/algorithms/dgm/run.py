@@ -44,8 +44,6 @@ from flashrsi_dagster.algorithms.dgm.records import (
 from flashrsi_dagster.algorithms.editing_check.check import EditingVerdict, editing_check
 from flashrsi_dagster.algorithms.searching import Searching
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time
-from flashrsi_dagster.benchmarks.loading import load_splits
-from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.decisions import Decision
 from flashrsi_dagster.environments.jail import Mount
 from flashrsi_dagster.records import Status, Trajectory, read_optional
@@ -58,18 +56,11 @@ from flashrsi_dagster.snapshots.guard import HISTORY_DIR
 
 class Dgm(Searching):
     name: ClassVar[str] = "dgm"
+    SEARCH_SPLITS = ("train", "dev")
 
     @cached_property
     def layout(self) -> Layout:
         return Layout(self.experiment.paths.records)
-
-    @cached_property
-    def splits(self) -> Splits:
-        """Train and dev; the test tasks are dropped as soon as the splits are drawn."""
-        splits = load_splits(self.experiment.config.benchmark, self.benchmark).without_test()
-        splits.require("train")
-        splits.require("dev")
-        return splits
 
     def slots(self) -> tuple[str, ...]:
         return slots_of(self.config.children_per_generation)

@@ -48,7 +48,6 @@ from flashrsi_dagster.algorithms.evolver.termination import Termination
 from flashrsi_dagster.algorithms.searching import Searching
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time, side_by_side
 from flashrsi_dagster.benchmarks.loading import load_splits
-from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.decisions import Decision
 from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import (
@@ -61,6 +60,7 @@ from flashrsi_dagster.snapshots import Snapshot
 
 class Evolver(Searching):
     name: ClassVar[str] = "evolver"
+    SEARCH_SPLITS = ("train",)
 
     config: EvolverConfig
     _vanilla_runs: list[Trajectory] | None = None
@@ -237,13 +237,6 @@ class Evolver(Searching):
         return archived
 
     # -- what the steps share -------------------------------------------------------------
-
-    @cached_property
-    def splits(self) -> Splits:
-        """Train (the evolution data, the anchors, the confirm); test dropped as drawn."""
-        splits = load_splits(self.experiment.config.benchmark, self.benchmark).without_test()
-        splits.require("train")
-        return splits
 
     @property
     def train_ids(self) -> list[str]:

@@ -52,8 +52,6 @@ from flashrsi_dagster.algorithms.meta_harness.records import (
 )
 from flashrsi_dagster.algorithms.searching import Searching
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time, side_by_side, turn
-from flashrsi_dagster.benchmarks.loading import load_splits
-from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.contamination import ContentVerdict
 from flashrsi_dagster.decisions import Decision
 from flashrsi_dagster.environments.jail import Mount
@@ -93,6 +91,7 @@ class MetaHarness(Searching):
     test split only by the sealed test."""
 
     name: ClassVar[str] = "meta_harness"
+    SEARCH_SPLITS = ("dev",)
 
     @cached_property
     def max_steps(self) -> int:
@@ -127,13 +126,6 @@ class MetaHarness(Searching):
 
     def rounds(self) -> int:
         return self.max_steps + 1
-
-    @cached_property
-    def splits(self) -> Splits:
-        """Train and dev; the test tasks are dropped as soon as the splits are drawn."""
-        splits = load_splits(self.experiment.config.benchmark, self.benchmark).without_test()
-        splits.require("dev")
-        return splits
 
     # -- state ----------------------------------------------------------------------------
 

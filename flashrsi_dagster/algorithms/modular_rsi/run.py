@@ -45,8 +45,6 @@ from flashrsi_dagster.algorithms.modular_rsi.steps import BranchStep, Integratio
 from flashrsi_dagster.algorithms.searching import Searching
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time, side_by_side
 from flashrsi_dagster.benchmarks.base import Task
-from flashrsi_dagster.benchmarks.loading import load_splits
-from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.decisions import Decision
 from flashrsi_dagster.evaluator import basis
 from flashrsi_dagster.records import Trajectory, read_optional
@@ -72,6 +70,7 @@ def make_schedule(train: list[str], epochs: int, batch_size: int, seed: int) -> 
 
 class ModularRSI(Searching):
     name: ClassVar[str] = "modular_rsi"
+    SEARCH_SPLITS = ("train",)
 
     config: ModularRSIConfig
 
@@ -131,13 +130,6 @@ class ModularRSI(Searching):
     def evaluation_set(self) -> str:
         """The evaluator shown unchanged; the evolution set's version (`train/e1`)."""
         return self.evaluator.before("train", self.splits.train).label
-
-    @cached_property
-    def splits(self) -> Splits:
-        """The evolution set (train) and dev; test is dropped as soon as it is drawn."""
-        splits = load_splits(self.experiment.config.benchmark, self.benchmark).without_test()
-        splits.require("train")
-        return splits
 
     @cached_property
     def schedule(self) -> Schedule:

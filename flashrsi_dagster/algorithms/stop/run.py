@@ -41,8 +41,6 @@ from flashrsi_dagster.algorithms.stop.records import (
 from flashrsi_dagster.algorithms.stop.sandbox import Job, run_improver
 from flashrsi_dagster.algorithms.stop.scoring import Scorer, digest, meta_description, read_code
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time
-from flashrsi_dagster.benchmarks.loading import load_splits
-from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.decisions import Decision
 from flashrsi_dagster.records import read_optional
 from flashrsi_dagster.snapshots import Components, Snapshot
@@ -54,11 +52,6 @@ class Stop(Searching):
     @cached_property
     def layout(self) -> Layout:
         return Layout(self.experiment.paths.records)
-
-    @cached_property
-    def splits(self) -> Splits:
-        """Train and dev; the test tasks are dropped as soon as the splits are drawn."""
-        return load_splits(self.experiment.config.benchmark, self.benchmark).without_test()
 
     @cached_property
     def scorer(self) -> Scorer:

@@ -11,8 +11,6 @@ from typing import ClassVar
 from flashrsi_dagster.algorithms.base import ONLY_SLOT, Step, StepOrderError
 from flashrsi_dagster.algorithms.searching import Searching
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time
-from flashrsi_dagster.benchmarks.loading import load_splits
-from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.decisions import Decision
 from flashrsi_dagster.rollouts.engine import final_trajectories
 from flashrsi_dagster.rollouts.record import RolloutRecord
@@ -36,11 +34,6 @@ class RandomSearch(Searching):
     @cached_property
     def layout(self) -> Layout:
         return Layout(self.experiment.paths.records)
-
-    @cached_property
-    def splits(self) -> Splits:
-        """Train and dev; the test tasks are dropped as soon as the splits are drawn."""
-        return load_splits(self.experiment.config.benchmark, self.benchmark).without_test()
 
     def slots(self) -> tuple[str, ...]:
         return (ONLY_SLOT,)
