@@ -18,8 +18,12 @@ engine` (the default) calls `Stop.evaluate_round(k)`; `--path dagster` runs each
 - task: time some target rollout's agent process runs but no model request is in flight
   (its trajectory's `duration`, placed back from when its rollout returned);
 - overhead = wall - model - task, the framework alone, split into
-  - scoring: inside the host's answer to a utility call, outside rollouts (the solution's
-    snapshot commit, its contamination check, the evaluator guard, records);
+  - scoring: inside the host's answer to a utility call, outside its rollouts' batch (the
+    solution's snapshot commit, its contamination check, the evaluator guard, records);
+  - rollouts: inside a batch of rollouts (`evaluate_snapshot`: the checkout, the engine's
+    threads, the rollout records), outside a rollout's start and process;
+  - start: a rollout called until its agent process exists (its jail's start, the gateway's
+    token, the fork server's fork);
   - improver: an improver's process alive, outside utility answers, model calls and rollouts
     (joining the jail, the runner's interpreter, the improver's own Python);
   - jail: inside `run_improver` outside its process (the jail's start and end, the gateway's
@@ -51,6 +55,7 @@ from report import save
 from round_overhead_bench import MODEL_APIS, Interval, union
 from round_overhead_bench import _run as rollout_interval
 
+from flashrsi_dagster.algorithms import searching
 from flashrsi_dagster.algorithms.stop import run as stop_run
 from flashrsi_dagster.algorithms.stop import sandbox, scoring
 from flashrsi_dagster.algorithms.stop.run import Stop
@@ -65,7 +70,14 @@ from flashrsi_dagster.orchestration.resources import ExperimentsResource
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "stop.yaml"
 TARGET_SHARE = 0.05
 
-SEEN: dict[str, list] = {"rollouts": [], "answers": [], "launches": [], "jails": []}
+SEEN: dict[str, list] = {
+    "rollouts": [],
+    "starts": [],
+    "batches": [],
+    "answers": [],
+    "launches": [],
+    "jails": [],
+}
 """Intervals noted by the timing wrappers below, cleared before each round."""
 
 
@@ -92,7 +104,9 @@ class _TimedBenchmark:
 
     def rollout(self, agent, task, *, split: str, attempt: int):
         trajectory = self._benchmark.rollout(agent, task, split=split, attempt=attempt)
-        SEEN["rollouts"].append(rollout_interval(trajectory, time.time())[1])
+        start, process = rollout_interval(trajectory, time.time())
+        SEEN["starts"].append(start)
+        SEEN["rollouts"].append(process)
         return trajectory
 
 
@@ -103,6 +117,7 @@ def instrument() -> None:
     for module in (sandbox, scoring, stop_run):
         module.run_improver = run_improver  # type: ignore[attr-defined]
     sandbox._launch = _timed("launches", sandbox._launch)  # type: ignore[assignment]
+    searching.evaluate_snapshot = _timed("batches", searching.evaluate_snapshot)
     answer = sandbox.UtilityService.answer
 
     def timed_answer(self, message):
@@ -125,7 +140,7 @@ def breakdown(window: Interval, model: list[Interval]) -> dict:
     task if a rollout's process runs, else the innermost framework part running (the one
     that started last: a utility answer holds a whole improver run when an improver scores
     programs), else other."""
-    parts = [(a, b, name) for name in ("scoring", "improver", "jail") for a, b in SEEN[KEY[name]]]
+    parts = [(a, b, name) for name in KEY for a, b in SEEN[KEY[name]]]
     model_u, task_u = union(model, window), union(SEEN["rollouts"], window)
     edges = sorted(
         {
@@ -134,7 +149,7 @@ def breakdown(window: Interval, model: list[Interval]) -> dict:
             *(t for a, b, _ in parts for t in (a, b)),
         }
     )
-    row = dict.fromkeys(("model_s", "task_s", "scoring_s", "improver_s", "jail_s", "other_s"), 0.0)
+    row = dict.fromkeys(("model_s", "task_s", *(f"{name}_s" for name in KEY), "other_s"), 0.0)
     for a, b in itertools.pairwise(edges):
         if not (window[0] <= a and b <= window[1]) or b <= a:
             continue
@@ -158,7 +173,14 @@ def covers(spans: list[Interval], t: float) -> bool:
     return any(a <= t < b for a, b in spans)
 
 
-KEY = {"scoring": "answers", "improver": "launches", "jail": "jails"}
+KEY = {
+    "scoring": "answers",
+    "rollouts": "batches",
+    "start": "starts",
+    "improver": "launches",
+    "jail": "jails",
+}
+"""Each framework part and the intervals it is timed by (see the module's docstring)."""
 
 
 def timed_round(k: int, server: OfflineModelServer, step) -> dict:
@@ -239,14 +261,15 @@ def measure(latency: float, rounds: int, path: str, profile: bool) -> list[dict]
 
 def show(rows: list[dict]) -> None:
     print(
-        "round status    runs rollouts calls  wall s model s task s | scoring improver "
-        "jail  other | overhead  share"
+        "round status    runs rollouts calls  wall s model s task s | scoring rollouts start "
+        "improver  jail  other | overhead  share"
     )
     for r in rows:
         print(
             f"{r['round']:>5} {r['status']:<9} {r['improver_runs']:>4} {r['rollouts']:>8} "
             f"{r['model_calls']:>5} {r['wall_s']:>7.2f} {r['model_s']:>7.2f} {r['task_s']:>6.2f} "
-            f"| {r['scoring_s']:>7.2f} {r['improver_s']:>8.2f} {r['jail_s']:>5.2f} "
+            f"| {r['scoring_s']:>7.2f} {r['rollouts_s']:>8.2f} {r['start_s']:>5.2f} "
+            f"{r['improver_s']:>8.2f} {r['jail_s']:>5.2f} "
             f"{r['other_s']:>6.2f} | {r['overhead_s']:>8.2f} {r['share']:>6.1%}"
         )
 

@@ -142,6 +142,7 @@ def _top_level_paths(dists: list[metadata.Distribution]) -> set[str]:
 
 
 _compiled: set[Path] = set()
+_compiling = threading.Lock()
 
 
 def compile_snapshot(folder: Path) -> None:
@@ -149,11 +150,15 @@ def compile_snapshot(folder: Path) -> None:
     run shows it read-only (every run would otherwise compile every module it imports).
     Links are skipped: compiling `x.py -> <host file>` would put that host file, compiled,
     into the snapshot's `__pycache__`, where the harness reads it (compileall follows file
-    links)."""
+    links). The rollouts of a batch start together on one checkout: one compiles it, the
+    others wait for it (compiling it side by side, each holding the GIL in turn, took as long
+    as compiling it once per rollout)."""
     if folder in _compiled:
         return
-    _compile_own_files(folder)
-    _compiled.add(folder)
+    with _compiling:
+        if folder not in _compiled:
+            _compile_own_files(folder)
+            _compiled.add(folder)
 
 
 def _compile_own_files(folder: Path) -> None:

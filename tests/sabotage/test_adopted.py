@@ -58,7 +58,6 @@ def test_a_harness_that_disables_its_own_editor_loses_its_turn_as_the_improver(t
 
     first = done.round(1)
     assert first.status == "evaluated" and first.dev_score > done.round(0).dev_score
-    assert done.round(2).produced_by == first.snapshot_id
-    assert done.round(2).status == "rejected"  # it ran, ended well, and changed nothing
-    assert done.round(3).produced_by != first.snapshot_id  # passed over: its turn is lost
-    assert done.round(3).status == "evaluated"
+    assert first.can_edit is False  # the host's editing check: its editor writes nothing
+    for k in (2, 3):  # passed over: it never gets an improver's turn, despite its lead
+        assert done.round(k).produced_by not in (None, first.snapshot_id)

@@ -237,11 +237,11 @@ def test_two_runs_of_one_round_at_once_run_the_worker_once(tmp_path):
     real_step = first._worker_step
     meanwhile: list[_Meanwhile] = []
 
-    def first_worker(k, edit_dir, instruction, **slot):
+    def first_worker(k, edit_dir, instruction, *rest):
         meanwhile.append(_Meanwhile(lambda: second.propose(k), started))
         meanwhile[0].wait()
         workers.append(k)
-        return real_step(k, edit_dir, instruction, **slot)
+        return real_step(k, edit_dir, instruction, *rest)
 
     first._worker_step = first_worker
     record = first.propose(1)

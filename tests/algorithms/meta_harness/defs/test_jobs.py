@@ -26,6 +26,7 @@ from flashrsi_dagster.config import load_config
 from flashrsi_dagster.definitions import defs
 from flashrsi_dagster.deployment.cli_driver import drive_on
 from flashrsi_dagster.deployment.definitions import build_definitions
+from flashrsi_dagster.deployment.postgres import URL_ENV
 from flashrsi_dagster.deployment.sensors import NightlyConfig, nightly_evolution, round_driver
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.experiment.keys import candidate_key, parse_candidate_key
@@ -90,6 +91,8 @@ def test_definitions_load_and_validate():
         ],
         capture_output=True,
         text=True,
+        # the definitions alone: not an instance another test of this worker pointed to
+        env={k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", URL_ENV)},
     )
 
     meta_harness = (
