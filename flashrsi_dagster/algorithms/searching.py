@@ -122,16 +122,20 @@ class Searching:
         return self._agents[key]
 
     def can_edit(self, snapshot_id: str, path: Path) -> bool:
-        """Whether `snapshot_id`'s harness, run as the improver, passes the editing check
-        (`algorithms/editing_check`): recorded at `path` once, then read back. An adopted
-        harness that cannot edit is never given an improver's turn."""
-        verdict = read_optional(path, EditingVerdict)
-        if verdict is None:
-            agent = self.improver(snapshot_id)
-            task_id = f"editing-check-{snapshot_id[:12]}"
-            verdict = editing_check(agent, snapshot_id=snapshot_id, task_id=task_id, log=self.log)
-            self.write(path, verdict)
-        return verdict.passed
+        """Whether `snapshot_id`'s harness, run as the improver, passes the editing check:
+        an adopted harness that cannot edit is never given an improver's turn."""
+        return self.editing_verdict(snapshot_id, path).passed
+
+    def editing_verdict(self, snapshot_id: str, path: Path) -> EditingVerdict:
+        """The editing check (`algorithms/editing_check`) of `snapshot_id`'s harness run as
+        the improver, recorded at `path` once and then read back."""
+        made = read_optional(path, EditingVerdict)
+        if made is not None and made.snapshot_id == snapshot_id:
+            return made
+        agent = self.improver(snapshot_id)
+        task_id = f"editing-check-{snapshot_id[:12]}"
+        verdict = editing_check(agent, snapshot_id=snapshot_id, task_id=task_id, log=self.log)
+        return self.write(path, verdict)
 
     @cached_property
     def _checkouts(self) -> ExitStack:

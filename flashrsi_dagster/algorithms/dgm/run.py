@@ -19,7 +19,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import ClassVar
 
-from flashrsi_dagster.agents import Agent
 from flashrsi_dagster.algorithms.base import ONLY_SLOT, Step, StepOrderError
 from flashrsi_dagster.algorithms.dgm import ledger_entries, report
 from flashrsi_dagster.algorithms.dgm.admission import load_problems, write_logs
@@ -41,7 +40,7 @@ from flashrsi_dagster.algorithms.dgm.records import (
     Promotion,
     TestResult,
 )
-from flashrsi_dagster.algorithms.editing_check.check import EditingVerdict, editing_check
+from flashrsi_dagster.algorithms.editing_check.check import EditingVerdict
 from flashrsi_dagster.algorithms.searching import Searching
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time
 from flashrsi_dagster.decisions import Decision
@@ -222,14 +221,7 @@ class Dgm(Searching):
         return [f"does not load: {p}" for p in problems]
 
     def _editing(self, g: int, slot: str, snapshot: Snapshot) -> EditingVerdict:
-        made = read_optional(self.layout.editing(g, slot), EditingVerdict)
-        if made is not None and made.snapshot_id == snapshot.id:
-            return made
-        agent: Agent = self.improver(snapshot.id)
-        verdict = editing_check(
-            agent, snapshot_id=snapshot.id, task_id=f"editing-check-{g}-{slot}", log=self.log
-        )
-        return self.write(self.layout.editing(g, slot), verdict)
+        return self.editing_verdict(snapshot.id, self.layout.editing(g, slot))
 
     def _staged(self, g: int, slot: str, snapshot: Snapshot, base: CandidateRecord):
         """The first train stage; the rest of train only at or above the threshold."""

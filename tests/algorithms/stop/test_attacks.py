@@ -12,9 +12,9 @@ from flashrsi_dagster.algorithms.stop.code_scan import scan_code
 from flashrsi_dagster.algorithms.stop.records import ATTEMPT_KINDS
 from flashrsi_dagster.algorithms.stop.sandbox import MAX_ATTEMPTS
 from tests.algorithms.stop.test_sandbox import _run, kinds
-from tests.conftest import _why_no_jails
+from tests.conftest import needs_jails
 
-jailed = pytest.mark.skipif(_why_no_jails() is not None, reason=str(_why_no_jails()))
+jailed = needs_jails
 
 
 def _improver(body: str) -> str:

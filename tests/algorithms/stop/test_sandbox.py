@@ -9,9 +9,9 @@ import pytest
 from flashrsi_dagster.algorithms.stop.sandbox import Job, run_improver
 from flashrsi_dagster.config.models import LLMConfig, RoleConfig
 from flashrsi_dagster.environments.confinement import Confinement
-from tests.conftest import _why_no_jails
+from tests.conftest import needs_jails
 
-pytestmark = pytest.mark.skipif(_why_no_jails() is not None, reason=str(_why_no_jails()))
+pytestmark = needs_jails
 
 ROLE = RoleConfig(llm=LLMConfig(model="simulator/stop", base_url="offline", timeout=30), timeout=60)
 SCORED: list[str] = []
