@@ -268,7 +268,7 @@ def promotion(context: dg.AssetExecutionContext) -> Iterator:
     with refusing_out_of_turn():
         chosen = algorithm.promote()
     state = algorithm.read_state()
-    yield dg.Output(chosen.model_dump(mode="json"), metadata=_promotion(state))
+    yield dg.Output(chosen.model_dump(mode="json"), metadata=_promotion(name, state))
     context.log_event(_summary(context, algorithm, name, state))
 
 
@@ -302,7 +302,7 @@ ROUND_ASSETS = [snapshot, evaluation]
 FINAL_ASSETS = [promotion, sealed_test_score]
 
 
-def _promotion(state) -> dict[str, Any]:
+def _promotion(name: str, state) -> dict[str, Any]:
     chosen, seed = state.promotion, state.round(0)
     metadata: dict[str, Any] = {
         "snapshot_id": chosen.snapshot_id,
@@ -312,7 +312,7 @@ def _promotion(state) -> dict[str, Any]:
             dev_score=chosen.dev_score,
             change_vs_seed=chosen.dev_score - ((seed and seed.dev_score) or 0.0),
         ),
-        "chart": dg.MetadataValue.md(experiment_chart(describe.chart_rows("", state))),
+        "chart": dg.MetadataValue.md(experiment_chart(describe.chart_rows(name, state))),
     }
     if stale(state):  # only after the sealed test: before it, the promotion re-ranks
         leader = rank(state.rounds)[0]

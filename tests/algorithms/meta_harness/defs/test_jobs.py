@@ -186,6 +186,8 @@ def test_the_driver_runs_the_experiment_as_runs_of_its_jobs(tmp_path, storage):
         assert "| p (sign / permutation) |" in compared["table"].value
         summary = _latest(instance, "summary", name)["chart"].value
         assert "promoted" in summary and "meta-harness-demo" in summary
+        promotion = _latest(instance, "promotion", name)["chart"].value
+        assert promotion.startswith(f"**`{name}`**: ")  # the chart names its experiment
         checks = instance.event_log_storage.get_latest_asset_check_execution_by_key(
             [dg.AssetCheckKey(key("sealed_test_score"), "evaluated_once_after_promotion")]
         )
