@@ -15,6 +15,7 @@ import atexit
 import contextlib
 import dataclasses
 import os
+import shutil
 import sys
 import threading
 import uuid
@@ -170,7 +171,7 @@ class Confinement:
         with self.granted(spec, lambda token, url: AgentRun(token, url, None, env)) as run:
             if not self.jailed:
                 run.shell_prefix = list(spec.bridge) if spec.bridge else None
-                with linked(spec.read_only):
+                with lent_copies(spec.read_only):
                     yield run
                 return
             with self._jail(spec, run):
@@ -238,20 +239,41 @@ def _bridge(jail: Jail, prefix: Sequence[str], run: AgentRun) -> CommandBridge:
 
 
 @contextlib.contextmanager
-def linked(mounts: Sequence[Mount]) -> Iterator[None]:
-    """Unconfined stand-in for read-only mounts placed elsewhere: symlinks, removed after.
-    Nothing stops an unconfined agent from writing through them (see `HistoryView.intact`)."""
+def lent_copies(mounts: Sequence[Mount]) -> Iterator[None]:
+    """Unconfined stand-in for read-only mounts placed elsewhere: a copy of each at its
+    target, so an unconfined agent sees the same files a jailed one does (a symlink would not
+    be the same: `find`, `os.walk`, `rglob` and `cp -r` do not follow one, so a Worker saw
+    an empty `.history`). Removed after the run with whatever the agent wrote in it; the
+    source is never lent, so nothing the agent does there reaches it."""
     made = []
     try:
         for mount in mounts:
             if mount.target is not None and mount.target != mount.source:
-                mount.target.symlink_to(mount.source, target_is_directory=mount.source.is_dir())
+                remove_lent(mount.target)  # as a mount would hide it
                 made.append(mount.target)
+                if mount.source.is_dir():
+                    shutil.copytree(mount.source, mount.target, symlinks=True)
+                else:
+                    shutil.copy2(mount.source, mount.target)
         yield
     finally:
-        for link in made:
-            with contextlib.suppress(FileNotFoundError):
-                link.unlink()
+        for target in made:
+            remove_lent(target)
+
+
+def remove_lent(path: Path) -> None:
+    """Whatever is at a lent folder's place now: a mount point, a link, a copy, or what the
+    agent put there instead (a folder it made read-only included)."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path, onexc=_writable_then_retry)
+
+
+def _writable_then_retry(function, path, _exc) -> None:
+    parent = Path(path).parent
+    parent.chmod(parent.stat().st_mode | 0o700)
+    function(path)
 
 
 def _remove_mountpoints(mounts: Sequence[Mount]) -> None:

@@ -1,8 +1,9 @@
-"""Rounds in containers of the code location's image, on a real Docker engine: a round run by
-the instance's `DockerRunLauncher` (the run in a container of its own) and a round whose steps
+"""Rounds in containers of the code location's image, on a real Docker engine: rounds run by
+the instance's `DockerRunLauncher` (each run in a container of its own) and rounds whose steps
 the `docker` executor runs (a container per step). Both on PostgreSQL instance storage, reached
-over the host's network like the offline model; both leave the same records as a round run in
-this process."""
+over the host's network like the offline model; both leave the same records as rounds run in
+this process: the seed's round and a Worker's round past it, whose edit (unconfined in a
+container, its history a copy) must be the one made here."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from dagster_docker import DockerRunLauncher
 from dagster_docker.docker_run_launcher import DOCKER_CONTAINER_ID_TAG
 
 from flashrsi_dagster.algorithms.meta_harness.defs.assets import PARTITIONS
-from flashrsi_dagster.algorithms.meta_harness.records import Layout
+from flashrsi_dagster.algorithms.meta_harness.records import Layout, RoundRecord
 from flashrsi_dagster.algorithms.registry import open_algorithm
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.deployment.containers import ContainerConfig
@@ -58,11 +59,16 @@ def _instance(home: Path, settings: dict) -> dg.DagsterInstance:
     return dg.DagsterInstance.from_config(str(folder))
 
 
-def _round_zero(instance: dg.DagsterInstance, home: Path) -> tuple[str, dg.MultiPartitionKey]:
+ROUNDS = (0, 1)
+"""The seed's round and the Worker's round after it (`max_steps: 1`)."""
+
+
+def _registered(instance: dg.DagsterInstance, home: Path) -> tuple[str, list]:
+    """The experiment, registered with `instance`, and its rounds' partitions in order."""
     experiment = _experiment(home)
     name = experiment.config.experiment.name
     MH.register(instance, name, open_algorithm(experiment))
-    return name, PARTITIONS.key(name, 0, "c0")
+    return name, [PARTITIONS.key(name, k, "c0") for k in ROUNDS]
 
 
 def _tags(name: str, partition: dg.MultiPartitionKey) -> dict[str, str]:
@@ -70,30 +76,43 @@ def _tags(name: str, partition: dg.MultiPartitionKey) -> dict[str, str]:
     return {**grid, DRIVER_TAG: "1", EXPERIMENT_TAG: name}
 
 
-def _results(home: Path, name: str) -> list[tuple]:
-    records = Layout.of(home / name / "records").rollouts(0)
-    return sorted((t.task_id, t.status, t.score, t.answer) for t in RolloutRecord(records).load())
+def _results(home: Path, name: str) -> dict[int, tuple]:
+    """Each round's outcome (its status, dev score and the edit's changed files) and its
+    rollouts: the figures a round leaves, wherever it ran."""
+    layout = Layout.of(home / name / "records")
+    results = {}
+    for k in ROUNDS:
+        record = RoundRecord.model_validate_json(layout.round(k).read_text())
+        edit = json.loads(layout.edit(k).read_text()) if k else {}
+        rollouts = RolloutRecord(layout.rollouts(k)).load()
+        outcome = (record.status, record.dev_score, edit.get("status"), edit.get("changed"))
+        results[k] = (outcome, sorted((t.task_id, t.status, t.score, t.answer) for t in rollouts))
+    return results
 
 
 @pytest.fixture(scope="module")
-def in_process(tmp_path_factory) -> list[tuple]:
-    """Round 0 of the same experiment, run here: what the containers must leave too."""
+def in_process(tmp_path_factory) -> dict[int, tuple]:
+    """Rounds 0 and 1 of the same experiment, run here: what the containers must leave too."""
     home = tmp_path_factory.mktemp("here") / ".flashrsi"
     with dg.instance_for_test() as instance:
-        name, partition = _round_zero(instance, home)
+        name, partitions = _registered(instance, home)
         job = build_definitions(str(home)).resolve_job_def("meta_harness")
-        assert job.execute_in_process(instance=instance, partition_key=partition).success
-    return _results(home, name)
+        for partition in partitions:
+            assert job.execute_in_process(instance=instance, partition_key=partition).success
+    results = _results(home, name)
+    assert results[1][0][2] == "committed", results[1][0]  # the Worker edited something
+    return results
 
 
-def _finished(instance: dg.DagsterInstance, timeout: float = 300) -> dg.DagsterRun:
+def _finished(instance: dg.DagsterInstance, runs: int, timeout: float = 300) -> dg.DagsterRun:
+    """The newest run, once the instance has `runs` runs and that one has finished."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        (run,) = instance.get_runs()
-        if run.is_finished:
-            return run
+        newest = instance.get_runs()
+        if len(newest) == runs and newest[0].is_finished:
+            return newest[0]
         time.sleep(1)
-    raise AssertionError(f"run not finished after {timeout} s: {run.status}")
+    raise AssertionError(f"run {runs} not finished after {timeout} s: {newest[:1]}")
 
 
 def _docker(*args: str) -> str:
@@ -121,7 +140,7 @@ def test_the_container_config_is_dagster_dockers_own_for_launcher_and_executor(t
 
 @needs_postgres
 @pytest.mark.slow
-def test_docker_run_launcher_runs_a_round_in_a_container_of_its_own(
+def test_docker_run_launcher_runs_each_round_in_a_container_of_its_own(
     tmp_path, code_image, in_process, monkeypatch
 ):
     home = tmp_path / "shared" / ".flashrsi"
@@ -131,28 +150,32 @@ def test_docker_run_launcher_runs_a_round_in_a_container_of_its_own(
         direct = {"module": "dagster._core.run_coordinator", "class": "DefaultRunCoordinator"}
         settings = {"run_coordinator": direct, "run_launcher": config.run_launcher()}
         instance = _instance(home, settings)  # launched at once: no daemon to dequeue it
-        name, partition = _round_zero(instance, home)
-        launch = [DAGSTER, "job", "launch", "-m", "flashrsi_dagster.definitions"]
-        launch += ["-j", "meta_harness", "--tags", json.dumps(_tags(name, partition))]
+        name, partitions = _registered(instance, home)
         env = {**os.environ, "DAGSTER_HOME": str(home / ".dagster")}
-        done = subprocess.run(launch, cwd=home.parent, env=env, capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr[-3000:]
-        run = _finished(instance)
-        container = run.tags[DOCKER_CONTAINER_ID_TAG]
-        exit_code = _docker("wait", container).strip()  # the run ended; its worker exits
-        logs = [e.message for e in instance.all_logs(run.run_id)]
+        runs = []
+        for count, partition in enumerate(partitions, 1):  # a round at a time, in order
+            launch = [DAGSTER, "job", "launch", "-m", "flashrsi_dagster.definitions"]
+            launch += ["-j", "meta_harness", "--tags", json.dumps(_tags(name, partition))]
+            done = subprocess.run(launch, cwd=home.parent, env=env, capture_output=True, text=True)
+            assert done.returncode == 0, done.stderr[-3000:]
+            run = _finished(instance, count)
+            container = run.tags[DOCKER_CONTAINER_ID_TAG]
+            exit_code = _docker("wait", container).strip()  # the run ended; its worker exits
+            logs = [e.message for e in instance.all_logs(run.run_id)]
+            runs.append((run, container, exit_code, logs))
         instance.dispose()
-    assert run.status == dg.DagsterRunStatus.SUCCESS, "\n".join(logs)
-    assert run.tags[DOCKER_IMAGE_TAG] == code_image
-    assert exit_code == "0"  # the run's worker was this container
-    _docker("rm", container)
-    assert any(f"in a new container {container}" in m for m in logs)
+    for run, container, exit_code, logs in runs:
+        assert run.status == dg.DagsterRunStatus.SUCCESS, "\n".join(logs)
+        assert run.tags[DOCKER_IMAGE_TAG] == code_image
+        assert exit_code == "0"  # the run's worker was this container
+        _docker("rm", container)
+        assert any(f"in a new container {container}" in m for m in logs)
     assert _results(home, name) == in_process
 
 
 @needs_postgres
 @pytest.mark.slow
-def test_the_docker_executor_runs_each_step_of_a_round_in_a_container(
+def test_the_docker_executor_runs_each_step_of_the_rounds_in_a_container(
     tmp_path, code_image, in_process, monkeypatch
 ):
     home = tmp_path / "shared" / ".flashrsi"
@@ -162,18 +185,21 @@ def test_the_docker_executor_runs_each_step_of_a_round_in_a_container(
     with fresh_database() as url:
         monkeypatch.setenv(URL_VAR, url)
         instance = _instance(home, {})
-        name, partition = _round_zero(instance, home)
+        name, partitions = _registered(instance, home)
         repository = ReconstructableRepository.for_module(
             "flashrsi_dagster.definitions", "defs", working_directory=str(home.parent)
         )
         job = repository.get_reconstructable_job("meta_harness")
-        with dg.execute_job(
-            job, instance, run_config=config.executor(), tags=_tags(name, partition)
-        ) as result:
-            failures = [e.message for e in result.all_events if e.is_failure or e.is_run_failure]
-            assert result.success, failures
-            started = [e for e in result.all_events if e.event_type_value == "STEP_WORKER_STARTING"]
-            steps = {e.step_key for e in result.all_events if e.is_step_success}
+        started, steps = [], set()
+        for partition in partitions:
+            with dg.execute_job(
+                job, instance, run_config=config.executor(), tags=_tags(name, partition)
+            ) as result:
+                events = result.all_events
+                failures = [e.message for e in events if e.is_failure or e.is_run_failure]
+                assert result.success, failures
+                started += [e for e in events if e.event_type_value == "STEP_WORKER_STARTING"]
+                steps |= {(partition, e.step_key) for e in events if e.is_step_success}
         instance.dispose()
     containers = {e.event_specific_data.metadata["Docker container id"].value for e in started}
     assert steps and len(containers) == len(steps)  # each step in a container of its own

@@ -167,7 +167,7 @@ FORGED_RECORD = ".history/trajectories/round-000/round.json"
 
 @pytest.fixture(scope="module")
 def loose(tmp_path_factory: pytest.TempPathFactory) -> Finished:
-    """`confinement: none`: the Worker edits the history view through its symlink, keeping
+    """`confinement: none`: the Worker edits its `.history` (a copy of the view), keeping
     the size and restoring the mtime, then reads it back in the next step."""
     forge = (
         f"cp -p {FORGED_RECORD} ref.json; "
@@ -190,8 +190,8 @@ def loose(tmp_path_factory: pytest.TempPathFactory) -> Finished:
 
 def test_an_unconfined_worker_cannot_forge_the_history_for_the_next_step(loose: Finished):
     """Attack: with `experiment.confinement: none`, a same-size edit of the seed's dev score in
-    `.history` with its mtime restored. Stops it: `HistoryView.intact()` compares each entry's
-    ctime too (which no file operation can set back) and rebuilds the view from the records."""
+    `.history` with its mtime restored. Stops it: an unconfined Worker's `.history` is a copy
+    of the view, removed after its step; the next step's is copied from the view again."""
     seen = loose.worker_outputs(2)[0].split("\n", 1)[1]
 
     assert seen == loose.layout.round(0).read_text()

@@ -20,12 +20,12 @@ The folder is a **view** the framework keeps per experiment, outside the experim
 what the records added since is written, so a step's cost does not grow with the history.
 A jailed Worker sees the view through a read-only bind mount — nothing is copied, nothing
 is checked afterwards, because nothing can have changed. An unconfined Worker
-(`confinement: none`) gets a symlink instead; then, and only then, the view is compared with
-its manifest after the step and dropped (rebuilt from the records next time) if it changed.
+(`confinement: none`) gets a copy of it (`environments/confinement.lent_copies`), removed
+after the step with whatever the Worker wrote in it: the view itself is never lent.
 
 With several candidates per round, each slot has a view of its own (`for_experiment(slot=)`):
-the candidates of a round run side by side, and none may rebuild, drop or (unconfined) scribble
-on a view another's Worker is reading. Each is given the rounds before its own only, so every
+the candidates of a round run side by side, and none may rebuild or drop a view another's
+Worker is reading. Each is given the rounds before its own only, so every
 candidate of a round sees the same history, whichever of them ran first.
 """
 
@@ -36,7 +36,6 @@ import hashlib
 import json
 import os
 import shutil
-import stat
 from pathlib import Path
 
 from flashrsi_dagster import scratch
@@ -48,8 +47,6 @@ from flashrsi_dagster.snapshots import HISTORY_DIR, SnapshotStore
 
 # Reserved in every snapshot: the guard refuses a symlink into it.
 HISTORY = HISTORY_DIR
-Stats = dict[str, list[int]]
-"""Relative path -> [kind, size, mtime_ns, ctime_ns, mode]; kind 0 file, 1 dir, 2 symlink."""
 
 
 _remembered: dict[str, tuple[tuple[int, int, int], dict]] = {}
@@ -70,7 +67,6 @@ class HistoryView:
         self.root, self.store, self.layout = Path(root), store, layout
         self.tree, self._manifest_path = self.root / "tree", self.root / "manifest.json"
         self._source = {"records": str(layout.folder.resolve()), "store": str(store.root)}
-        self._watched: Stats | None = None
 
     @classmethod
     def for_experiment(
@@ -84,10 +80,8 @@ class HistoryView:
         name = key if slot == ONLY_SLOT else f"{key}-{slot}"
         return cls(scratch.root() / "history" / name, store, layout)
 
-    def update(self, rounds: list[RoundRecord], *, watch: bool = False) -> Path:
-        """Bring the view up to date with `rounds` and return its folder. `watch`: the
-        folder will be lent writable (an unconfined Worker), so remember every entry's stat
-        for `intact()` — a walk of the whole view, which a jailed step never pays."""
+    def update(self, rounds: list[RoundRecord]) -> Path:
+        """Bring the view up to date with `rounds` and return its folder."""
         manifest = self._load()
         if manifest is None:
             shutil.rmtree(self.tree, ignore_errors=True)
@@ -96,16 +90,7 @@ class HistoryView:
         self.tree.mkdir(parents=True, exist_ok=True)
         _sync(self.tree, manifest, self.store, self.layout, rounds)
         self._save(manifest)
-        self._watched = _scan(self.tree, "") if watch else None
         return self.tree
-
-    def intact(self) -> bool:
-        """Whether the view is exactly as last written (only needed after an unconfined
-        Worker, which could write to it); a changed view is dropped here."""
-        intact = self._watched is not None and _scan(self.tree, "") == self._watched
-        if not intact:
-            self.discard()
-        return intact
 
     def discard(self) -> None:
         _remembered.pop(str(self.root), None)
@@ -191,34 +176,6 @@ def _signature(layout: Layout, k: int, slot: str) -> list:
         except FileNotFoundError:
             signature.append(None)
     return signature
-
-
-def _scan(path: Path, rel: str, deep: bool = True) -> Stats:
-    """Every entry at and below `path`, keyed by its path relative to the history folder."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return {}
-    out: Stats = {rel: _entry(st)}
-    stack = [(str(path), rel)] if deep and stat.S_ISDIR(st.st_mode) else []
-    while stack:  # strings, not Paths: this walks the whole history on every take-back
-        folder, prefix = stack.pop()
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                name = f"{prefix}/{entry.name}" if prefix else entry.name
-                out[name] = info = _entry(entry.stat(follow_symlinks=False))
-                if info[0] == 1:
-                    stack.append((entry.path, name))
-    return out
-
-
-def _entry(st: os.stat_result) -> list[int]:
-    # ctime too: no file operation can set it back, so an edit hidden behind a restored
-    # mtime (`touch -r`) still shows.
-    if stat.S_ISDIR(st.st_mode):  # its own times move as the view adds to it
-        return [1, 0, 0, 0, st.st_mode]
-    kind = 2 if stat.S_ISLNK(st.st_mode) else 0
-    return [kind, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode]
 
 
 def _remove(path: Path) -> None:

@@ -428,20 +428,18 @@ class MetaHarness(Searching):
         self, k: int, edit_dir: Path, instruction: str, slot: str, produced_by: str | None
     ) -> Trajectory:
         """The Worker's run with its slot's history view at `.history` (read-only in its
-        jail), showing the rounds before k only: what every candidate of round k sees. The
-        improver is the Worker role's harness, or the adopted one (`produced_by`)."""
+        jail, a copy when unconfined), showing the rounds before k only: what every
+        candidate of round k sees. The improver is the Worker role's harness, or the adopted
+        one (`produced_by`)."""
         worker, view = self.improver(produced_by), self.view(slot)
         earlier = [r for r in self.read_state().rounds if r.round < k]
-        tree = view.update(earlier, watch=not worker.confinement.jailed)
-        trajectory = worker.edit(
+        tree = view.update(earlier)
+        return worker.edit(
             edit_dir,
             instruction,
             task_id=f"worker-{k}" if slot == SLOT else f"worker-{k}-{slot}",
             mounts=(Mount(tree, edit_dir / HISTORY),),
         )
-        if not worker.confinement.jailed:
-            view.intact()  # an unconfined Worker could have written to it
-        return trajectory
 
     def _commit(
         self,

@@ -1,7 +1,7 @@
 """The chosen branches' versions, placed beside the integration's edit for the Worker to read.
 
 Each branch's final snapshot is checked out whole in a scratch folder and mounted read-only
-at `<edit>/.branches/` (a bind mount in the jail; a symlink for an unconfined Worker). The
+at `<edit>/.branches/` (a bind mount in the jail; a copy for an unconfined Worker). The
 context manager removes every trace before the edit is committed — also when the Worker
 failed — so a reference never enters a candidate snapshot.
 """
@@ -9,10 +9,10 @@ failed — so a reference never enters a candidate snapshot.
 from __future__ import annotations
 
 import contextlib
-import shutil
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from flashrsi_dagster.environments.confinement import remove_lent
 from flashrsi_dagster.environments.jail import Mount
 from flashrsi_dagster.scratch import scratch_dir
 from flashrsi_dagster.snapshots import SnapshotStore
@@ -38,14 +38,4 @@ def branch_references(
 
 def remove_references(edit_dir: Path) -> None:
     """Whatever is at `<edit>/.branches` now (a mount point, a link, a copy the Worker made)."""
-    path = edit_dir / REFERENCES
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    elif path.exists():
-        shutil.rmtree(path, onexc=_writable_then_retry)
-
-
-def _writable_then_retry(function, path, _exc) -> None:
-    parent = Path(path).parent
-    parent.chmod(parent.stat().st_mode | 0o700)
-    function(path)
+    remove_lent(edit_dir / REFERENCES)

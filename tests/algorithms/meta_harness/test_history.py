@@ -102,34 +102,6 @@ def test_an_update_writes_only_what_the_records_added(exp, tmp_path):
     assert (first.stat().st_ino, first.stat().st_mtime_ns) == before
 
 
-@pytest.mark.parametrize(
-    "change",
-    [
-        lambda h: (h / "trajectories/round-000/dev/t0.attempt-0.json").write_text("{}"),
-        lambda h: (h / "notes.md").write_text("the Worker's own notes\n"),
-        lambda h: __import__("shutil").rmtree(h / "snapshots"),
-        lambda h: (h / "index.json").chmod(0o755),
-        lambda h: (h / "snapshots").rename(h / "moved"),
-    ],
-    ids=["edited", "added", "deleted", "chmod", "renamed"],
-)
-def test_after_an_unconfined_worker_any_change_drops_the_view(exp, tmp_path, change):
-    view = HistoryView(tmp_path / "view", exp.store, exp.layout)
-    exp.add_round()
-    change(view.update(exp.rounds, watch=True))
-    assert not view.intact()
-    assert not (tmp_path / "view").exists()
-    exp.add_round()
-    assert tree(view.update(exp.rounds)) == fresh(exp, tmp_path)
-
-
-def test_an_untouched_view_is_intact(exp, tmp_path):
-    view = HistoryView(tmp_path / "view", exp.store, exp.layout)
-    exp.add_round()
-    view.update(exp.rounds, watch=True)
-    assert view.intact()
-
-
 def test_a_re_evaluated_round_is_copied_again(exp, tmp_path):
     view = HistoryView(tmp_path / "view", exp.store, exp.layout)
     exp.add_round()

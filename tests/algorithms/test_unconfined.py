@@ -1,0 +1,60 @@
+"""Every algorithm's example reaches the same figures with `confinement: none` (the mode of a
+container or a pod) as jailed: the same dev scores, edits, promotions and sealed test, rounds
+past the seed's included. The offline model is deterministic, so any difference is one in what
+the Worker or the target saw."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from flashrsi_dagster.algorithms.registry import open_algorithm
+from flashrsi_dagster.config import load_config
+from flashrsi_dagster.decisions import Ledger
+from flashrsi_dagster.decisions.report import ledger_lines
+from flashrsi_dagster.experiment import open_experiment
+from tests.conftest import needs_jails
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+SMALL = {  # each cut down to one round (batch, generation) past the seed's
+    "meta_harness": ("--algorithm.max_steps", "1", "--benchmark.limit", "6"),
+    "best_of_n": ("--benchmark.limit", "6"),
+    "dgm": ("--algorithm.generations", "1", "--benchmark.limit", "6"),
+    "evolver": ("--algorithm.max_rounds", "1", "--benchmark.limit", "6"),
+    "stop": (
+        *("--algorithm.rounds", "1", "--algorithm.groups", "1", "--algorithm.group_size", "4"),
+        *("--benchmark.split_counts.train", "4", "--benchmark.split_counts.dev", "4"),
+        *("--benchmark.split_counts.test", "4"),
+    ),
+    "modular_rsi": (
+        *("--algorithm.edit_budget", "1", "--algorithm.num_rollouts", "1"),
+        *("--benchmark.split_counts.train", "3", "--benchmark.split_counts.test", "3"),
+    ),
+}
+_VARYING = re.compile(r"\b[0-9a-f]{12,40}\b|@\d{4}-\d\d-\d\dT[0-9:.+]+|\b\d+ tokens\b")
+"""What differs between any two runs: snapshot ids (a commit's time is in its id), ledger
+times, and token counts (the records a Worker reads hold those ids and times)."""
+
+
+def figures(name: str, home: Path, confinement: str) -> tuple[list[str], int]:
+    """The example's summary and ledger lines (what varies masked) and how many snapshots
+    it made."""
+    overrides = ["--experiment.home", str(home), "--experiment.confinement", confinement]
+    experiment = open_experiment(load_config(EXAMPLES / f"{name}.yaml", [*overrides, *SMALL[name]]))
+    algorithm = open_algorithm(experiment, log=lambda _: None)
+    state = algorithm.run()
+    lines = [*algorithm.summary(state), *ledger_lines(Ledger.of(experiment))]
+    return [_VARYING.sub("<varies>", line) for line in lines], len(experiment.snapshots.history())
+
+
+@needs_jails
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SMALL)
+def test_an_example_reaches_the_same_figures_unconfined_as_jailed(name: str, tmp_path: Path):
+    unconfined = figures(name, tmp_path / "none", "none")
+    jailed = figures(name, tmp_path / "bwrap", "bwrap")
+
+    assert unconfined == jailed
+    assert unconfined[1] > 1, "no snapshot past the seed: nothing was edited"
