@@ -10,8 +10,8 @@ import pytest
 from flashrsi_dagster.benchmarks.swe_bench import SWEBench, repos
 from flashrsi_dagster.benchmarks.swe_bench.evaluation import (
     evaluation_log,
-    official_report,
     files_under_test,
+    official_report,
 )
 from tests.conftest import needs_jails
 
@@ -120,7 +120,7 @@ def test_the_tests_run_are_the_files_the_test_patch_touches(tasks):
 
 
 @needs_jails
-def test_jailed_the_gold_patch_resolves_and_the_tests_see_no_network(tasks, tmp_path):
+def test_jailed_the_gold_patch_resolves_and_an_empty_one_does_not(tasks, tmp_path):
     task = tasks["flashrsi__tinytext-2"]
 
     assert _report(task, task.verifier["gold_patch"], tmp_path / "gold", jailed=True)["resolved"]
