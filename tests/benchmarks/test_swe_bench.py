@@ -145,6 +145,8 @@ def test_a_folder_loads_every_data_file_below_it(tmp_path):
     write_parquet(folder / "data" / "test-00000-of-00001.parquet", [ASTROPY, PYTEST])
     write_jsonl(folder / "extra.jsonl", [DJANGO])
     write_json(folder / ".cache" / "stale.json", RECORDS)  # hidden folders are skipped
+    (folder / "repos" / "astropy__astropy").mkdir(parents=True)  # the repositories, too
+    (folder / "repos" / "astropy__astropy" / "package.json").write_text("{}")
     (folder / "README.md").write_text("not data")
 
     tasks = SWEBench(folder).tasks()
