@@ -94,7 +94,7 @@ class SWEBench:
             trajectory = agent.run(
                 work / "repo", task.instruction, task_id=task.id, split=split, attempt=attempt
             )
-            if trajectory.status in (Status.INFRA_ERROR, Status.TIMEOUT):
+            if trajectory.status == Status.INFRA_ERROR:  # rerun by the engine's ladder
                 return trajectory.model_copy(update={"score": 0.0})
             repos.check_out(source, task.verifier["base_commit"], work / "base")
             patch = repos.diff_against(work / "base", work / "repo")
@@ -115,7 +115,8 @@ class SWEBench:
 
 def scored(trajectory: Trajectory, patch: str, report: dict[str, Any], log_tail: str) -> Trajectory:
     """The agent's trajectory scored by the report: 1.0 when resolved, else 0.0. The answer is
-    the patch, which is what the harness grades whatever the agent said."""
+    the patch, which the harness grades whatever the agent said or however its run ended (a
+    timeout or an error keeps its status; the edits made before it count)."""
     resolved = bool(report.get("resolved"))
     status = trajectory.status
     if status == Status.SUCCESS and not resolved:

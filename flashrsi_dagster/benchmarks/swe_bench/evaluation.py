@@ -26,7 +26,7 @@ from typing import Any
 from flashrsi_dagster.benchmarks.base import SystemicFault, Task
 from flashrsi_dagster.benchmarks.swe_bench import repos
 from flashrsi_dagster.environments.jail import Jail, Mount, give_to_jail_user
-from flashrsi_dagster.environments.runtime import python_runtime
+from flashrsi_dagster.environments.runtime import python_runtime, site_packages
 
 TEST_TIMEOUT = 900.0
 """Seconds the test command may run (the harness's default timeout is 1,800)."""
@@ -127,7 +127,7 @@ def _apply(checkout: Path, file: Path, patch: str, *, fuzz: bool) -> str | None:
 
 def _run_tests(checkout: Path, tests: list[str], *, jailed: bool) -> tuple[str, int | None]:
     """The test command's output and exit code (None when it timed out)."""
-    site = python_runtime(TEST_RUNTIME).mounts[-1].source
+    site = site_packages(TEST_RUNTIME)
     python = os.path.realpath(sys.executable)
     argv = [python, "-B", "-m", "pytest", *PYTEST_ARGS, *tests]
     env = {
