@@ -1,5 +1,5 @@
 """SWE-bench: loading downloaded instance records, splits, image names, grading, and rollouts
-that refuse without Docker.
+that refuse without a local copy of the repository (`swe_bench/` runs them end to end).
 
 The records are hand-written in the official schema after three real instances, abridged;
 their commits and patches are illustrative.
@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import docker
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -18,7 +17,6 @@ import pytest
 from flashrsi_dagster.benchmarks.base import BenchmarkError, SystemicFault
 from flashrsi_dagster.benchmarks.loading import load_benchmark, load_splits
 from flashrsi_dagster.benchmarks.swe_bench import (
-    EnvironmentUnavailable,
     ResolvedStatus,
     SWEBench,
     grade,
@@ -147,6 +145,8 @@ def test_a_folder_loads_every_data_file_below_it(tmp_path):
     write_parquet(folder / "data" / "test-00000-of-00001.parquet", [ASTROPY, PYTEST])
     write_jsonl(folder / "extra.jsonl", [DJANGO])
     write_json(folder / ".cache" / "stale.json", RECORDS)  # hidden folders are skipped
+    (folder / "repos" / "astropy__astropy").mkdir(parents=True)  # the repositories, too
+    (folder / "repos" / "astropy__astropy" / "package.json").write_text("{}")
     (folder / "README.md").write_text("not data")
 
     tasks = SWEBench(folder).tasks()
@@ -423,30 +423,14 @@ def test_a_parsed_log_grades_the_task(astropy):
     assert grade(astropy, parse_pytest_log(fixed)).resolved
 
 
-def test_rollout_refuses_clearly_without_a_docker_engine(astropy, tmp_path, monkeypatch):
-    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
+def test_rollout_refuses_clearly_without_a_local_copy_of_the_repository(astropy, tmp_path):
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps(ASTROPY))
 
-    with pytest.raises(EnvironmentUnavailable) as error:
-        SWEBench().rollout(None, astropy, split="dev", attempt=0)  # the agent is never reached
+    with pytest.raises(SystemicFault) as error:  # the agent is never reached
+        SWEBench(data).rollout(None, astropy, split="dev", attempt=0)
 
     message = str(error.value)
-    assert "needs a Docker engine, and none is reachable here" in message
-    assert "swebench/sweb.eval.x86_64.astropy_1776_astropy-12907:latest" in message
-    assert "no-docker.sock" in message
-
-
-class ReachableEngine:
-    """A Docker client whose engine answers; the rollout must still not pretend to evaluate."""
-
-    def ping(self) -> bool:
-        return True
-
-    def close(self) -> None:
-        pass
-
-
-def test_rollout_with_docker_refuses_rather_than_faking_an_evaluation(astropy, monkeypatch):
-    monkeypatch.setattr(docker, "from_env", lambda **_: ReachableEngine())
-
-    with pytest.raises(SystemicFault, match="does not yet run SWE-bench rollouts"):
-        SWEBench().rollout(None, astropy, split="dev", attempt=0)
+    assert "no local copy of the repository astropy/astropy" in message
+    assert str(tmp_path / "repos" / "astropy__astropy") in message
+    assert "https://github.com/astropy/astropy" in message

@@ -1,31 +1,34 @@
-"""`SWEBench`: tasks from downloaded SWE-bench data; rollouts need the official Docker images."""
+"""`SWEBench`: tasks from SWE-bench instance records; a rollout works in a local checkout of
+the instance's repository and is graded by the `swebench` package (`evaluation`)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from flashrsi_dagster.benchmarks.base import BenchmarkError, Secret, SystemicFault, Task
+from flashrsi_dagster.benchmarks.base import BenchmarkError, Secret, Task
+from flashrsi_dagster.benchmarks.swe_bench import repos
+from flashrsi_dagster.benchmarks.swe_bench.evaluation import (
+    evaluation_log,
+    official_report,
+    require_swebench,
+)
 from flashrsi_dagster.benchmarks.swe_bench.instances import read_instances
 from flashrsi_dagster.config.models import BenchmarkConfig
-from flashrsi_dagster.records import Trajectory
+from flashrsi_dagster.records import Status, Trajectory
+from flashrsi_dagster.scratch import scratch_dir
 
 if TYPE_CHECKING:
     from flashrsi_dagster.agents.base import Agent
 
-DOCKER_PING_TIMEOUT = 5.0
-"""Seconds allowed for the Docker engine to answer."""
+LOG_TAIL = 4000
+"""Characters of the test log kept in a trajectory's metadata."""
 
 NO_DATA = (
     "SWE-bench has no built-in data: download it separately (e.g. the Hugging Face dataset "
     "princeton-nlp/SWE-bench_Verified, as parquet or JSON Lines) and pass the file or its "
     "folder as benchmark.data_path"
 )
-
-
-class EnvironmentUnavailable(SystemicFault):
-    """This machine lacks what a rollout needs; the message says what and why."""
 
 
 class SWEBench:
@@ -36,12 +39,15 @@ class SWEBench:
     """None: Lite (300), Verified (500) and the full set (2,294) differ too much for one
     default; give benchmark.split_counts, or a `split` field in the data."""
 
-    def __init__(self, data_path: Path | None = None) -> None:
+    def __init__(
+        self, data_path: Path | None = None, evolution_data_path: Path | None = None
+    ) -> None:
         self.data_path = data_path
+        self.evolution_data_path = evolution_data_path
 
     @classmethod
     def from_config(cls, config: BenchmarkConfig) -> SWEBench:
-        return cls(config.data_path)
+        return cls(config.data_path, config.evolution_data_path)
 
     def tasks(self) -> list[Task]:
         if self.data_path is None:
@@ -78,39 +84,49 @@ class SWEBench:
         return None
 
     def rollout(self, agent: Agent, task: Task, *, split: str, attempt: int) -> Trajectory:
-        """Refuses: a rollout runs in the task's official image, which needs Docker, and the
-        container runner is not built; `grade` scores logs from the official harness."""
-        problem = docker_problem()
-        if problem is not None:
-            raise EnvironmentUnavailable(
-                f"SWE-bench task {task.id} is evaluated in the Docker image "
-                f"{task.metadata.get('image')}, so it needs a Docker engine, and none is "
-                f"reachable here ({problem}). Run where Docker is available (set DOCKER_HOST "
-                "for a remote engine), or grade existing test logs with parse_pytest_log() "
-                "and grade()."
+        """The agent works in a checkout at the base commit; its changes, as a patch, are
+        evaluated in a fresh checkout and graded by `swebench`'s own grading
+        (`evaluation`)."""
+        require_swebench()
+        source = repos.find_source(task.verifier["repo"], self._roots())
+        with scratch_dir("swe-") as work:
+            repos.check_out(source, task.verifier["base_commit"], work / "repo")
+            trajectory = agent.run(
+                work / "repo", task.instruction, task_id=task.id, split=split, attempt=attempt
             )
-        raise SystemicFault(
-            "a Docker engine is reachable, but FlashRSI does not yet run SWE-bench rollouts "
-            f"in containers (task {task.id}); grade logs from the official harness with "
-            "parse_pytest_log() and grade()."
-        )
+            if trajectory.status == Status.INFRA_ERROR:  # rerun by the engine's ladder
+                return trajectory.model_copy(update={"score": 0.0})
+            repos.check_out(source, task.verifier["base_commit"], work / "base")
+            patch = repos.diff_against(work / "base", work / "repo")
+            log = work / "test_output.txt"
+            log.write_text(
+                evaluation_log(task, source, patch, work, jailed=agent.confinement.jailed),
+                encoding="utf-8",
+            )
+            report = official_report(task, patch, log)
+            log_tail = log.read_text(encoding="utf-8")[-LOG_TAIL:]
+        return scored(trajectory, patch, report, log_tail)
+
+    def _roots(self) -> list[Path]:
+        """Folders whose `repos/` may hold an instance's repository: those of the data."""
+        paths = [p for p in (self.data_path, self.evolution_data_path) if p is not None]
+        return [Path(p) if Path(p).is_dir() else Path(p).parent for p in paths]
 
 
-def docker_problem() -> str | None:
-    """Why no Docker engine answers, or None when one does."""
-    try:
-        import docker
-        from docker.errors import DockerException
-    except ImportError:
-        return "the `docker` Python package is not installed"
-    try:
-        client = docker.from_env(timeout=DOCKER_PING_TIMEOUT)
-        try:
-            client.ping()
-        finally:
-            client.close()
-    except (DockerException, OSError) as exc:  # requests' connection errors are OSErrors
-        # Where docker-py looked, since its own message often does not say.
-        address = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
-        return f"no answer at {address}: {type(exc).__name__}: {exc}"
-    return None
+def scored(trajectory: Trajectory, patch: str, report: dict[str, Any], log_tail: str) -> Trajectory:
+    """The agent's trajectory scored by the report: 1.0 when resolved, else 0.0. The answer is
+    the patch, which the harness grades whatever the agent said or however its run ended (a
+    timeout or an error keeps its status; the edits made before it count)."""
+    resolved = bool(report.get("resolved"))
+    status = trajectory.status
+    if status == Status.SUCCESS and not resolved:
+        status = Status.FAILURE
+    metadata = {**trajectory.metadata, "swe_bench": report, "test_log_tail": log_tail}
+    return trajectory.model_copy(
+        update={
+            "answer": patch,
+            "score": 1.0 if resolved else 0.0,
+            "status": status,
+            "metadata": metadata,
+        }
+    )

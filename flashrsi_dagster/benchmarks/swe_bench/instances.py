@@ -3,7 +3,8 @@
 Files as the official Hugging Face datasets (princeton-nlp/SWE-bench, SWE-bench_Lite,
 SWE-bench_Verified) are exported: `.parquet`; `.jsonl`; `.json` holding a JSON list of records
 or JSON Lines (`datasets.Dataset.to_json` writes JSON Lines under a `.json` name). A folder means
-every such file below it, in path order, skipping hidden folders.
+every such file below it, in path order, skipping hidden folders and `repos/` (the
+repositories, `repos.py`).
 
 Required fields: `instance_id`, `repo`, `base_commit`, `problem_statement`, `version`, `patch`
 (the gold patch), `test_patch` (text), and `FAIL_TO_PASS`, `PASS_TO_PASS` (lists of test names,
@@ -25,6 +26,7 @@ from typing import Any
 
 from flashrsi_dagster.benchmarks.base import BenchmarkError, Task
 from flashrsi_dagster.benchmarks.splits import refuse_duplicates
+from flashrsi_dagster.benchmarks.swe_bench.repos import REPOS_FOLDER
 
 REQUIRED_TEXT = (
     "instance_id",
@@ -108,6 +110,7 @@ def data_files(path: Path) -> list[Path]:
             if p.suffix in SUFFIXES
             and p.is_file()
             and not any(part.startswith(".") for part in p.relative_to(path).parts)
+            and p.relative_to(path).parts[0] != REPOS_FOLDER
         )
         if not files:
             raise BenchmarkError(f"{path}: no .json, .jsonl or .parquet files in this folder")

@@ -15,11 +15,14 @@ from flashrsi_dagster.benchmarks.loading import load_benchmark, load_splits
 from flashrsi_dagster.cli import main
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.experiment import open_experiment
+from flashrsi_dagster.llm.endpoints import offline_server
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
 from flashrsi_dagster.records import Status
 from flashrsi_dagster.rollouts.record import RolloutRecord
+from tests.algorithms.modular_rsi.scripted import findings, verdict
 from tests.benchmarks.test_swe_bench import _record
 from tests.conftest import _NO_JAILS, needs_jails
+from tests.sabotage.helpers import say, script_model, shell, unique
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
 CLAUDE_CODE = EXAMPLES / "modular_rsi_claude_code.yaml"
@@ -141,13 +144,14 @@ def _swe_args(tmp_path: Path, data: Path, *more: str) -> list[str]:
 
 @needs_jails
 def test_the_swe_bench_example_passes_the_dry_run_with_data_and_keys(tmp_path, capsys, monkeypatch):
-    """Its data and keys are the user's to supply: instance records in the official schema
-    (hand-written here) stand in for the downloaded dataset, a placeholder for the key."""
+    """Its keys are the user's to supply, and its data may be: instance records in the
+    official schema (hand-written here) stand in for a downloaded dataset, a placeholder for
+    the key."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     data = _swe_data(tmp_path / "data", "pool", 5)
 
     assert main(["validate", "--config", str(SWE_BENCH)]) == 2
-    assert "benchmark.data_path" in capsys.readouterr().err  # the placeholder path
+    assert "agent.llm.api_key: ${OPENAI_API_KEY} is not set" in capsys.readouterr().err
     assert main(_swe_args(tmp_path, data)) == 2
     assert "agent.llm.api_key: ${OPENAI_API_KEY} is not set" in capsys.readouterr().err
 
@@ -182,3 +186,78 @@ def test_the_swe_bench_examples_optional_evolution_data_replaces_train(
     # the same records as evolution data overlap dev/test, and are refused
     assert main(_swe_args(tmp_path, pool, "--benchmark.evolution_data_path", str(pool))) == 2
     assert "overlaps dev/test" in capsys.readouterr().err
+
+
+@needs_jails
+def test_the_swe_bench_example_as_written_passes_the_dry_run_on_the_tiny_set(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("OPENAI_API_KEY", "placeholder")
+
+    code = main(["validate", "--config", str(SWE_BENCH), "--experiment.home", str(tmp_path)])
+
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "on swe_bench (train/dev/test 2/0/1)" in err
+
+
+@pytest.mark.slow
+@needs_jails
+def test_the_swe_bench_example_runs_a_batch_on_the_tiny_set_to_a_recorded_decision(
+    tmp_path, monkeypatch
+):
+    """The example on `examples/swe_bench_tiny` with the offline simulator: the target
+    (`simulator/echo`) changes nothing, so every rollout is graded unresolved by `swebench`;
+    a scripted Worker finds one thing for context_management and edits its file; the batch
+    reruns on the edit and the step records its decision; then the promotion and the sealed
+    test on the third instance."""
+    monkeypatch.setenv("OPENAI_API_KEY", "unused")  # referenced, never sent to the simulator
+    name = unique("swe-worker")
+    model = script_model(name)
+    config = load_config(
+        SWE_BENCH,
+        [
+            *("--experiment.home", str(tmp_path / "home")),
+            *("--agent.llm.base_url", "offline", "--agent.llm.model", "simulator/echo"),
+            *("--algorithm.worker.llm.base_url", "offline", "--algorithm.worker.llm.model", model),
+            *("--algorithm.num_rollouts", "1", "--algorithm.edit_budget", "1"),
+            *("--algorithm.integration_rounds", "1"),
+        ],
+    )
+    algo = ModularRSI(open_experiment(config), log=lambda _: None)
+    batch = algo.schedule.batches[0]
+    finding = {"file": "runtime/agent.py", "tasks": batch, "reason": "r", "change": "c"}
+    offline_server().add_script(
+        name,
+        [
+            findings(),  # agent_loop
+            findings(),  # tool_use
+            findings(),  # observation_management
+            findings(finding),  # context_management
+            shell("printf '\\n# Keep the issue text in view.\\n' >> runtime/agent.py"),
+            say("kept the issue in view"),
+            verdict("accept"),
+            findings(),  # task_completion_detection
+            shell("cp .branches/context_management/runtime/agent.py runtime/"),
+            say("merged"),
+            verdict("accept"),
+            say("nothing to repair"),  # the integration's repair round
+            verdict("accept"),
+        ],
+    )
+
+    state = algo.run()
+
+    step = state.step("context_management", 0)
+    assert step.status in ("accepted", "rejected") and step.reason
+    assert [g.name for g in step.gates][-1] == "execution"
+    rollouts = RolloutRecord(algo.layout.rollouts("context_management", 0)).load()
+    assert sorted(t.task_id for t in rollouts) == sorted(batch)
+    assert {t.task_id for t in rollouts} <= {f"flashrsi__tinytext-{n}" for n in (1, 2, 3)}
+    for trajectory in rollouts:
+        report = trajectory.metadata["swe_bench"]
+        assert trajectory.status == Status.FAILURE and trajectory.score == 0.0
+        assert report["patch_exists"] and not report["resolved"]
+        assert report["tests_status"]["FAIL_TO_PASS"]["failure"]  # the new tests still fail
+    assert state.promotion is not None and state.test is not None
+    assert state.test.test_tasks == 1 and state.test.test_score == 0.0
