@@ -146,7 +146,15 @@ def _config_command(commands, name: str, summary: str) -> argparse.ArgumentParse
     return command
 
 
+GRPC_TIMEOUT = "300"
+"""Seconds Dagster's client waits for its code server (`DAGSTER_GRPC_TIMEOUT_SECONDS`, read
+when Dagster is imported): launching a queued run waits until its run worker has imported the
+code location, which took more than Dagster's 60 s on a loaded 2-core machine."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    # Before anything imports Dagster: its client reads the timeout once, at import.
+    os.environ.setdefault("DAGSTER_GRPC_TIMEOUT_SECONDS", GRPC_TIMEOUT)
     argv = list(sys.argv[1:] if argv is None else argv)
     try:  # every command reads configs or serves the algorithms' simulator policies
         registry.check()
@@ -396,14 +404,7 @@ def _stored_config(home: Path, name: str) -> ExperimentConfig | None:
     return None
 
 
-GRPC_TIMEOUT = "300"
-"""Seconds Dagster's client waits for its code server (`DAGSTER_GRPC_TIMEOUT_SECONDS`, read
-when Dagster is imported): launching a queued run waits until its run worker has imported the
-code location, which took more than Dagster's 60 s on a loaded 2-core machine."""
-
-
 def _drive(experiment, only: tuple[str, ...] | None = None) -> int:
-    os.environ.setdefault("DAGSTER_GRPC_TIMEOUT_SECONDS", GRPC_TIMEOUT)  # before Dagster loads
     from flashrsi_dagster.algorithms.base import StepOrderError
     from flashrsi_dagster.deployment.cli_driver import drive, summary
     from flashrsi_dagster.experiment.lock import DriverBusy

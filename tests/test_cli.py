@@ -359,3 +359,19 @@ def test_eval_of_an_unknown_snapshot_writes_nothing(tmp_path, capsys):
     assert main(args) == 2
     assert "no snapshot with id 'deadbeef'" in capsys.readouterr().err
     assert sorted(home.rglob("*")) == before
+
+
+def test_dagsters_client_waits_past_its_60_s_default_for_a_loaded_code_server():
+    # Dagster reads DAGSTER_GRPC_TIMEOUT_SECONDS once, when its client module is imported:
+    # set after the home's instance was checked (which imports it), it never applied, and
+    # a queued run whose worker took over 60 s to start failed its experiment.
+    script = (
+        "import sys; from flashrsi_dagster.cli import main;"
+        "main(['validate', '--config', 'examples/meta_harness.yaml']);"
+        "import dagster._grpc.client as client; print(client.DEFAULT_GRPC_TIMEOUT)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "DAGSTER_GRPC_TIMEOUT_SECONDS"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
+    )
+    assert done.stdout.strip().splitlines()[-1] == "300"
