@@ -24,10 +24,12 @@ from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
 from flashrsi_dagster.records import RecordStore, Redactor, Status
 from flashrsi_dagster.rollouts.engine import Settings, run_rollouts
 from flashrsi_dagster.rollouts.record import RolloutRecord
+from tests.environments.local_chroot.conftest import HOST_FROM, TASK_TOML, write_task
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the local environment needs root")
 
 FLASHRSI = str(Path(sys.executable).parent / "flashrsi")
+QUICK_VERIFIER = TASK_TOML.replace("[verifier]\ntimeout_sec = 30.0", "[verifier]\ntimeout_sec = 2")
 SOLUTION = (TASKS_DIR / "fix-permissions" / "solution" / "solve.sh").read_text()
 
 
@@ -151,6 +153,35 @@ def test_an_environment_that_dies_is_rerun_twice_then_scores_zero(tmp_path):
     assert len(RolloutRecord(tmp_path / "r.jsonl").load()) == 3
 
 
+@pytest.mark.parametrize(
+    ("task", "cause"),
+    [
+        ({"dockerfile": f"{HOST_FROM}\nRUN echo broken >&2; exit 7\n"}, "BuildError"),
+        ({"test_sh": "#!/bin/bash\necho tests died >&2\nexit 2\n"}, "RewardFileNotFoundError"),
+        (
+            {"test_sh": "#!/bin/bash\nsleep 60\n", "task_toml": QUICK_VERIFIER},
+            "VerifierTimeoutError",
+        ),
+    ],
+    ids=["build-error", "no-reward-file", "verifier-timeout"],
+)
+def test_a_failure_no_rerun_can_fix_is_recorded_with_its_cause_not_rerun(tmp_path, task, cause):
+    folder = write_task(tmp_path / "suite" / "broken", **task)
+    bench = TerminalBench(folder.parent)
+    with target_agent(RoleConfig.model_validate({"type": "harbor-oracle"})) as agent:
+        final = run_rollouts(
+            bench,
+            agent,
+            bench.tasks(),
+            RolloutRecord(tmp_path / "r.jsonl", _store(tmp_path)),
+            split="dev",
+            settings=Settings(concurrency=1),
+        )
+
+    assert (final[0].status, final[0].score, final[0].error.type) == (Status.FAILURE, 0.0, cause)
+    assert len(RolloutRecord(tmp_path / "r.jsonl").load()) == 1
+
+
 def test_eval_checks_an_unseen_task_folder_with_harbors_oracle_and_nop(tmp_path):
     tasks = tmp_path / "my-suite"
     for source in sorted(TASKS_DIR.iterdir())[:3]:
@@ -158,7 +189,7 @@ def test_eval_checks_an_unseen_task_folder_with_harbors_oracle_and_nop(tmp_path)
     config = tmp_path / "tb.yaml"
     config.write_text(
         "experiment: {name: suite-check}\n"
-        "agent: {type: harbor-oracle, llm: {model: none}}\n"
+        "agent: {type: harbor-oracle}\n"
         "algorithm: {name: meta_harness, worker: {llm: {model: simulator/worker}}}\n"
         f"benchmark: {{name: terminal_bench, tasks_dir: {tasks}, concurrency: 3,\n"
         "  split_counts: {train: 0, dev: 3, test: 0}}\n"
