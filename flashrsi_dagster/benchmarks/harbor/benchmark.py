@@ -17,6 +17,7 @@ from pathlib import Path
 from harbor.environments.base import BaseEnvironment
 from harbor.models.environment_type import EnvironmentType
 from harbor.models.trial.config import AgentConfig, EnvironmentConfig
+from harbor.models.trial.paths import TrialPaths
 from harbor.models.trial.result import TrialResult
 from harbor.utils.import_path import import_class
 
@@ -33,6 +34,7 @@ from flashrsi_dagster.benchmarks.harbor.suite import (
 )
 from flashrsi_dagster.benchmarks.harbor.targets import HarborBuiltinAgent
 from flashrsi_dagster.config.models import BenchmarkConfig
+from flashrsi_dagster.environments.local_chroot.diagnosis import explain
 from flashrsi_dagster.environments.local_chroot.dockerfile import DockerfileError
 from flashrsi_dagster.environments.local_chroot.environment import (
     LOCAL_ENV_IMPORT_PATH,
@@ -49,6 +51,9 @@ SECRET_FOLDERS = ("solution", "tests")
 """A task's folders a harness must not carry (`secrets`)."""
 MAX_SECRET_BYTES = 1 << 20
 """Larger files there (a test fixture's data) are not searched for."""
+
+TESTS_OUTPUT_TAIL = 1000
+"""Characters of the tests' output quoted when they left no reward."""
 
 # Failures no rerun can fix, by the exception's name in Harbor's trial result: the agent's
 # own (its time ran out) and the task's or the agent's (the environment's definition cannot be
@@ -147,7 +152,8 @@ class TerminalBench:
                         import_path=harbor_executor.IMPORT_PATH, kwargs={"token": token}
                     )
                     result = self._trial(task, trials, config)
-        return _trajectory(task, split, attempt, agent, result, loan.trajectory)
+            tests_said = _tests_output(trials / result.trial_name)
+        return _trajectory(task, split, attempt, agent, result, loan.trajectory, tests_said)
 
     def _trial(self, task: Task, trials: Path, agent: AgentConfig) -> TrialResult:
         assert task.environment is not None
@@ -156,6 +162,18 @@ class TerminalBench:
                 task.environment, trials_dir=trials, agent=agent, environment=self.environment
             )
         )
+
+
+def _tests_output(trial_dir: Path) -> str:
+    """The end of what the task's tests printed in this trial (with what it means, where it
+    is a failure the local environment makes), or ""."""
+    path = TrialPaths(trial_dir).test_stdout_path
+    if not path.is_file():
+        return ""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    tail = text.strip()[-TESTS_OUTPUT_TAIL:]
+    cause = explain(text)
+    return f"{cause}. {tail}" if cause else tail
 
 
 def _task(path: Path) -> Task:
@@ -220,6 +238,7 @@ def _trajectory(
     agent: Agent,
     result: TrialResult,
     ours: Trajectory | None,
+    tests_said: str = "",
 ) -> Trajectory:
     score = reward(result)
     base = ours or Trajectory(
@@ -227,18 +246,23 @@ def _trajectory(
     )
     failure = result.exception_info
     metadata = {**base.metadata, "reward": score, "trial": result.trial_name}
-    if ours is None and result.started_at and result.finished_at:
+    run = result.agent_execution
+    if ours is None and run is not None and run.started_at and run.finished_at:
+        # The agent's run, as for our agents (`run_inside`): not the build or the verifier.
         base = base.model_copy(
             update={
-                "started": result.started_at,
-                "duration": (result.finished_at - result.started_at).total_seconds(),
+                "started": run.started_at,
+                "duration": (run.finished_at - run.started_at).total_seconds(),
             }
         )
     if failure is not None and score is None:
         status = _TRIAL_FAULTS.get(failure.exception_type, Status.INFRA_ERROR)
+        message = failure.exception_message
+        if failure.exception_type == "RewardFileNotFoundError" and tests_said:
+            message = f"{message}; the tests' last output: {tests_said}"
         error = ErrorInfo(
             type=failure.exception_type,
-            message=failure.exception_message,
+            message=message,
             traceback=failure.exception_traceback,
         )
         return base.model_copy(

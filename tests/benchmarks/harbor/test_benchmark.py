@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -17,8 +18,8 @@ import pytest
 from flashrsi_dagster.agents import target_agent
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.benchmarks.base import BenchmarkError
-from flashrsi_dagster.benchmarks.harbor.benchmark import TerminalBench
-from flashrsi_dagster.benchmarks.harbor.suite import TASKS_DIR
+from flashrsi_dagster.benchmarks.harbor.benchmark import TerminalBench, _trajectory
+from flashrsi_dagster.benchmarks.harbor.suite import TASKS_DIR, run_trial
 from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
 from flashrsi_dagster.records import RecordStore, Redactor, Status
@@ -154,18 +155,26 @@ def test_an_environment_that_dies_is_rerun_twice_then_scores_zero(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("task", "cause"),
+    ("task", "cause", "said"),
     [
-        ({"dockerfile": f"{HOST_FROM}\nRUN echo broken >&2; exit 7\n"}, "BuildError"),
-        ({"test_sh": "#!/bin/bash\necho tests died >&2\nexit 2\n"}, "RewardFileNotFoundError"),
+        ({"dockerfile": f"{HOST_FROM}\nRUN echo broken >&2; exit 7\n"}, "BuildError", "broken"),
+        ({"test_sh": "#!/bin/bash\necho tests died\nexit 2\n"}, "RewardFileNotFoundError", "died"),
+        (
+            {"test_sh": "#!/bin/bash\npip install pytest\n"},
+            "RewardFileNotFoundError",
+            "pip cannot install into the host's Python",
+        ),
         (
             {"test_sh": "#!/bin/bash\nsleep 60\n", "task_toml": QUICK_VERIFIER},
             "VerifierTimeoutError",
+            "timed out",
         ),
     ],
-    ids=["build-error", "no-reward-file", "verifier-timeout"],
+    ids=["build-error", "no-reward-file", "pip-in-tests", "verifier-timeout"],
 )
-def test_a_failure_no_rerun_can_fix_is_recorded_with_its_cause_not_rerun(tmp_path, task, cause):
+def test_a_failure_no_rerun_can_fix_is_recorded_with_its_cause_not_rerun(
+    tmp_path, task, cause, said
+):
     folder = write_task(tmp_path / "suite" / "broken", **task)
     bench = TerminalBench(folder.parent)
     with target_agent(RoleConfig.model_validate({"type": "harbor-oracle"})) as agent:
@@ -179,7 +188,21 @@ def test_a_failure_no_rerun_can_fix_is_recorded_with_its_cause_not_rerun(tmp_pat
         )
 
     assert (final[0].status, final[0].score, final[0].error.type) == (Status.FAILURE, 0.0, cause)
+    assert said in final[0].error.message
     assert len(RolloutRecord(tmp_path / "r.jsonl").load()) == 1
+
+
+def test_harbors_agents_durations_are_their_run_as_for_ours(tmp_path):
+    task_dir = write_task(tmp_path / "suite" / "t", dockerfile=f"{HOST_FROM}\nRUN sleep 1\n")
+    (task,) = TerminalBench(task_dir.parent).tasks()
+    result = asyncio.run(run_trial(task_dir, trials_dir=tmp_path / "trials", agent="nop"))
+    with target_agent(RoleConfig.model_validate({"type": "harbor-nop"})) as agent:
+        trajectory = _trajectory(task, "dev", 0, agent, result, None)
+
+    run = result.agent_execution
+    assert trajectory.started == run.started_at
+    assert trajectory.duration == (run.finished_at - run.started_at).total_seconds()
+    assert trajectory.duration < (result.finished_at - result.started_at).total_seconds()
 
 
 def test_eval_checks_an_unseen_task_folder_with_harbors_oracle_and_nop(tmp_path):

@@ -225,6 +225,44 @@ def test_a_failing_run_line_names_the_dockerfile_and_line(tmp_path: Path):
     )
 
 
+@pytest.mark.parametrize(
+    ("run", "said"),
+    [
+        ("apt-get update && apt-get install -y jq", "apt cannot install packages in the local"),
+        ("pip install requests", "pip cannot install into the host's Python, which Debian marks"),
+        ("python -c 'print(1)'", "there is no `python` command: the host's system"),
+    ],
+    ids=["apt-get", "pip", "python"],
+)
+def test_apt_pip_and_python_failures_say_what_happened(tmp_path: Path, run: str, said: str):
+    env = make_env(tmp_path, dockerfile=f"{HOST_FROM}\nRUN {run}\n")
+
+    with pytest.raises(BuildError) as caught:
+        asyncio.run(env.start(force_build=False))
+    asyncio.run(env.stop(delete=True))
+
+    message = str(caught.value)
+    assert message.startswith(f"{tmp_path}/task/environment/Dockerfile:2: RUN exited with code")
+    assert said in message and "docker environment" in message
+    assert "are you root?" not in message.partition("Its output:")[0]
+
+
+def test_env_path_prepends_to_the_images_path_for_the_build_and_commands(tmp_path: Path):
+    dockerfile = f'{HOST_FROM}\nENV PATH="/root/.local/bin:$PATH"\nRUN mkdir -p /app && echo ok\n'
+    env = make_env(tmp_path, dockerfile=dockerfile)
+
+    async def scenario():
+        async with running(env):
+            return await env.exec("mkdir -p /root/.local/bin && echo $PATH")
+
+    result = asyncio.run(scenario())
+
+    assert (result.return_code, result.stdout.strip()) == (
+        0,
+        "/root/.local/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    )
+
+
 def test_transfers_go_through_the_sandbox_not_through_agent_symlinks(tmp_path: Path):
     env = make_env(tmp_path)
     payload = tmp_path / "payload"
