@@ -247,3 +247,66 @@ def test_a_malformed_task_toml_is_named(tmp_path):
         TerminalBench(tmp_path).tasks()
     with pytest.raises(BenchmarkError, match="no Harbor task folders"):
         TerminalBench(tmp_path / "broken" / "tests").tasks()
+
+
+def test_the_task_id_is_task_tomls_name_where_it_has_one(tmp_path):
+    named = TASK_TOML.replace("[agent]", '[task]\nname = "acme/parse-the-logs"\n\n[agent]')
+    write_task(tmp_path / "suite" / "folder-name", task_toml=named)
+    write_task(tmp_path / "suite" / "unnamed")
+
+    assert [t.id for t in TerminalBench(tmp_path / "suite").tasks()] == [
+        "parse-the-logs",
+        "unnamed",
+    ]
+
+
+def test_validate_refuses_a_from_the_host_cannot_honour_before_any_run(tmp_path):
+    suite = tmp_path / "suite"
+    shutil.copytree(TASKS_DIR / "fix-permissions", suite / "fine")
+    write_task(suite / "third-party", dockerfile="FROM python:3.12-slim\nWORKDIR /app\n")
+    config = tmp_path / "tb.yaml"
+    config.write_text(
+        "experiment: {name: suite-check}\n"
+        "agent: {type: harbor-oracle}\n"
+        "algorithm: {name: meta_harness, worker: {llm: {model: simulator/worker}}}\n"
+        f"benchmark: {{name: terminal_bench, tasks_dir: {suite},\n"
+        "  split_counts: {train: 0, dev: 2, test: 0}}\n"
+    )
+    home = ["--experiment.home", str(tmp_path / "home")]
+
+    validate = subprocess.run(
+        [FLASHRSI, "validate", "--config", str(config), *home], capture_output=True, text=True
+    )
+
+    assert validate.returncode != 0
+    assert (
+        f"task third-party: {suite}/third-party/environment/Dockerfile:1: FROM python:3.12-slim "
+        "cannot be honoured by the local environment"
+    ) in validate.stderr
+    assert "benchmark.harbor_environment: docker" in validate.stderr
+    assert not (tmp_path / "home").exists()
+
+
+def test_eval_runs_a_whole_suite_and_that_folder_never_becomes_an_experiment(tmp_path):
+    tasks = tmp_path / "suite"
+    for source in sorted(TASKS_DIR.iterdir())[:3]:
+        shutil.copytree(source, tasks / source.name)
+    config = tmp_path / "tb.yaml"
+    # Default split counts would seal tasks: `--split all` draws no split at all.
+    config.write_text(
+        "experiment: {name: suite-check}\n"
+        "agent: {type: harbor-oracle}\n"
+        "algorithm: {name: meta_harness, worker: {llm: {model: simulator/worker}}}\n"
+        f"benchmark: {{name: terminal_bench, tasks_dir: {tasks}, concurrency: 3}}\n"
+    )
+    args = ["--config", str(config), "--experiment.home", str(tmp_path / "home")]
+
+    oracle = subprocess.run(
+        [FLASHRSI, "eval", *args, "--split", "all"], capture_output=True, text=True, timeout=300
+    )
+    init = subprocess.run([FLASHRSI, "init", *args], capture_output=True, text=True, timeout=120)
+
+    assert oracle.returncode == 0, oracle.stderr
+    assert "score 1.000 over 3 tasks" in oracle.stdout
+    assert init.returncode != 0
+    assert "`flashrsi eval --split all` ran every task there" in init.stderr
