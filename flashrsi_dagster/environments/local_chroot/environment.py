@@ -17,14 +17,15 @@ uploads the tests, runs them and reads `/logs/verifier/reward.*`, all in the age
 — where a process the agent left behind can rewrite the reward after the tests wrote theirs,
 and files the agent planted in `/tests` sit beside the real tests. Here, uploading into
 `/tests` opens a *verification round*: until `/logs/verifier` is downloaded, every command
-runs in fresh namespaces whose `/logs/verifier` and `/tests` are new, empty host folders that
-no agent process can see (they are mounted only in those namespaces, whose processes are
-invisible to the agent's PID namespace). The verifier still shares the agent's files and its
-network, so tests can read `/app` and reach a service the agent started.
+runs in a mount namespace of its own whose `/logs/verifier` and `/tests` are new, empty host
+folders, in the PID namespace *around* the agent's (see `sandbox.beside_argv`): no agent
+process can see the verifier's processes or reach its folders. The verifier still shares the
+agent's files, network and processes, as in Harbor's Docker environment, so tests can read
+`/app`, reach a service the agent started and `pgrep` it.
 
 Known limits: one user (root; `USER` and non-root `exec(user=...)` are refused), no resource
-limits, no compose files or prebuilt images, no network allowlists, and tests see the agent's
-services over the network but not its processes.
+limits, no compose files or prebuilt images, no network allowlists, and only `FROM` images of
+the host's own release (`base_image`).
 """
 
 from __future__ import annotations
