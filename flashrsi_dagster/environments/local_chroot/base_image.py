@@ -5,8 +5,9 @@ stand in for it, read-only. That is true to the task only when the image *is* th
 distribution release, so that what the task's Dockerfile, agent and tests expect of it
 (its Python, its `apt` packages, where things live) is what they find. On a Debian 12 host
 the honoured images are `debian:12`, `debian:bookworm`, a point release such as
-`debian:12.8`, and the `-slim` variant of each (the host has more installed than the slim
-image; a task installs what it needs, see `apt` in `tools`); on an Ubuntu 24.04 host,
+`debian:12.8`, and the `-slim` variant of each (the host may have more installed than the
+slim image: a task that relies on a tool being absent is rare; one that needs a tool the host
+lacks fails naming it, and `apt-get` cannot add it here, see `diagnosis`); on an Ubuntu 24.04 host,
 `ubuntu:24.04` and `ubuntu:noble`. A `docker.io/library/` prefix and an `@sha256:` digest
 are allowed (the tag still names the release).
 
