@@ -106,7 +106,14 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--name", help="worker name (Celery's node name, e.g. w1@%%h)")
     worker.add_argument("--loglevel", default="INFO")
     evaluate = _config_command(commands, "eval", "evaluate one harness on a split, no evolution")
-    evaluate.add_argument("--split", required=True, choices=["dev", "train"])
+    evaluate.add_argument(
+        "--split",
+        required=True,
+        choices=["dev", "train", "all"],
+        help="all: every task of the benchmark, drawn into no split (a suite check, e.g. "
+        "harbor-oracle at 1 and harbor-nop at 0); refused in a started experiment's folder, "
+        "and a folder it ran in never becomes an experiment",
+    )
     evaluate.add_argument("--tasks", help="comma-separated task ids (default: the whole split)")
     evaluate.add_argument(
         "--snapshot",
@@ -191,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    # eval needs only the split it scores
+    # eval needs only the split it scores (all: none is drawn, every task is scored)
     splits = (args.split,) if args.command == "eval" else None
     if not _preflight(config, splits, home_only=args.command == "init"):
         return EXIT_BAD_INPUT

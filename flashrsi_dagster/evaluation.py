@@ -2,6 +2,11 @@
 
 A user checks a benchmark, an agent and an environment here before spending on evolution.
 The test split is not offered: it stays sealed for the experiment's final evaluation.
+
+`split="all"` checks a whole suite (every task of the benchmark, drawn into no split, the
+oracle at 1 and nop at 0, say). That is not an experiment: it is refused in the folder of an
+experiment that was started, and a folder it ran in cannot become one (`ALL_TASKS_RECORDS`,
+see `experiment.paths`), so an experiment's test split stays sealed as before.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from flashrsi_dagster.rollouts.engine import Progress, Settings, evaluate_snapsh
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.rollouts.scores import parquet_bytes, scores_frame, summary
 from flashrsi_dagster.snapshots import Snapshot, SnapshotError, SnapshotStore
+from flashrsi_dagster.validation import ALL
 
 EVAL_SPLITS = ("dev", "train")
 
@@ -50,11 +56,24 @@ def evaluate(
     fresh: bool = False,
     progress: Progress | None = None,
 ) -> Evaluation:
-    if split not in EVAL_SPLITS:
-        raise BenchmarkError(f"--split must be one of {', '.join(EVAL_SPLITS)} (test is sealed)")
-    benchmark = load_benchmark(config.benchmark)
-    tasks = _select(getattr(load_splits(config.benchmark, benchmark), split), task_ids, split)
+    if split not in (*EVAL_SPLITS, ALL):
+        raise BenchmarkError(
+            f"--split must be one of {', '.join(EVAL_SPLITS)}, or {ALL} outside an experiment "
+            "(test is sealed)"
+        )
     paths, redactor = ExperimentPaths(config.experiment.dir), redactor_for(config)
+    benchmark = load_benchmark(config.benchmark)
+    if split == ALL:
+        if paths.run_meta.is_file():
+            raise BenchmarkError(
+                f"--split {ALL} runs every task, the test split's too, which experiment "
+                f"{config.experiment.name!r} keeps sealed ({paths.run_meta} exists); check "
+                "a suite under an experiment name of its own"
+            )
+        pool = benchmark.tasks()
+    else:
+        pool = getattr(load_splits(config.benchmark, benchmark), split)
+    tasks = _select(pool, task_ids, split)
     if snapshot_id and not SnapshotStore.made_at(paths.snapshots):  # checked before it is made
         raise SnapshotError(
             f"no snapshot with id {snapshot_id!r}: experiment {config.experiment.name!r} has no "

@@ -27,6 +27,8 @@ from flashrsi_dagster.environments.jail import JailError, require_jails
 from flashrsi_dagster.records import RecordError
 from flashrsi_dagster.snapshots.components import COMPONENTS_FILE, Components, ComponentsError
 
+ALL = "all"
+"""`eval --split all`: every task of the benchmark, no split drawn (see `evaluation`)."""
 EVOLVED_ROLE = "target"
 """The role whose harness becomes the seed snapshot that the algorithm evolves."""
 
@@ -56,7 +58,9 @@ def dry_run(config: ExperimentConfig, *, splits: tuple[str, ...] | None = None) 
     problems += config.algorithm.sibling_problems(Path(config.experiment.dir).parent)
     benchmark, loading = _benchmark(config)
     problems += loading
-    if benchmark is not None:
+    if benchmark is not None and splits == (ALL,):  # `eval --split all`: no split is drawn
+        problems += _pool(config, benchmark)
+    elif benchmark is not None:
         drawn, loading = _splits(config, benchmark)
         problems += loading
         if drawn is not None:
@@ -274,6 +278,15 @@ def _splits(config: ExperimentConfig, benchmark: Benchmark) -> tuple[Splits | No
         return load_splits(config.benchmark, benchmark), []
     except Exception as exc:  # reported, not raised: a data file can be wrong in any way
         return None, [_benchmark_problem(config, exc)]
+
+
+def _pool(config: ExperimentConfig, benchmark: Benchmark) -> list[str]:
+    """Every task loads (what `eval --split all` runs)."""
+    try:
+        benchmark.tasks()
+    except Exception as exc:  # reported, not raised: a data file can be wrong in any way
+        return [_benchmark_problem(config, exc)]
+    return []
 
 
 def _sizes(splits: Splits) -> dict[str, int]:

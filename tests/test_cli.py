@@ -80,6 +80,20 @@ def test_eval_refuses_the_sealed_test_split_and_unknown_tasks(tmp_path):
     assert unknown.returncode == 2 and "not in the dev split: no-such-task" in unknown.stderr
 
 
+def test_eval_of_every_task_is_refused_in_a_started_experiment(tmp_path):
+    config = Path(__file__).parents[1] / "examples" / "meta_harness.yaml"
+    args = ["--config", str(config), "--experiment.home", str(tmp_path)]
+    subprocess.run([FLASHRSI, "init", *args], capture_output=True, text=True, check=True)
+
+    every = subprocess.run(
+        [FLASHRSI, "eval", *args, "--split", "all"], capture_output=True, text=True, timeout=300
+    )
+
+    assert every.returncode == 2
+    assert "--split all runs every task, the test split's too, which experiment" in every.stderr
+    assert not list(tmp_path.rglob("records/eval/all-*"))
+
+
 def test_without_bubblewrap_run_refuses_before_writing_anything(tmp_path):
     """A jailed experiment on a machine that cannot jail: exit 2 with what to do, and no
     experiment folder; `confinement: none` is the explicit way out."""

@@ -237,6 +237,12 @@ class WebConfig(Section):
         return self.enabled and (self.source == "simulator" or self.search_url is not None)
 
 
+MODEL_FREE_TYPES = frozenset({"harbor-oracle", "harbor-nop"})
+"""Adapters that call no model, so need no `llm` (Harbor's own `oracle` and `nop`)."""
+NO_MODEL = "none"
+"""Their `llm.model` when left out: a name no call is ever made with."""
+
+
 class RoleConfig(Section):
     """An agent role: the target that runs tasks, or the Worker that edits harnesses."""
 
@@ -286,6 +292,14 @@ class RoleConfig(Section):
         description="Keep the run's model requests and responses (redacted, bounded) in its "
         "trajectory's metadata; off: nothing extra is written.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_model_for_harbors_own_agents(cls, data: Any) -> Any:
+        # Harbor's oracle and nop call no model: their `llm` may be left out.
+        if isinstance(data, dict) and data.get("type") in MODEL_FREE_TYPES and "llm" not in data:
+            return {**data, "llm": {"model": NO_MODEL}}
+        return data
 
     @field_validator("type")
     @classmethod

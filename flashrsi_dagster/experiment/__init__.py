@@ -10,7 +10,7 @@ from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.environments.confinement import Confinement, confinement_for
 from flashrsi_dagster.experiment.identity import ConfigChangedError, RunMeta, open_identity
 from flashrsi_dagster.experiment.lock import LOCKS, StepLock
-from flashrsi_dagster.experiment.paths import ExperimentPaths
+from flashrsi_dagster.experiment.paths import ALL_TASKS_RECORDS, ExperimentPaths
 from flashrsi_dagster.records import RecordStore, RedactingFilter, Redactor, read_record
 from flashrsi_dagster.snapshots import SnapshotStore
 from flashrsi_dagster.snapshots.guard import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_TOTAL_BYTES
@@ -91,6 +91,13 @@ def open_experiment(
         raise NoExperiment(
             f"no experiment {config.experiment.name!r} under {config.experiment.home} "
             f"({paths.run_meta} is missing); nothing was created"
+        )
+    if not paths.run_meta.is_file() and (checked := sorted(paths.root.glob(ALL_TASKS_RECORDS))):
+        raise NoExperiment(
+            f"{paths.root} cannot become experiment {config.experiment.name!r}: "
+            f"`flashrsi eval --split all` ran every task there, its test split's too "
+            f"({checked[0].relative_to(paths.root)}), so nothing would be sealed; use "
+            "another experiment name"
         )
     redactor = redactor_for(config)
     records = RecordStore(paths.root, redactor)

@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+ALL_TASKS_RECORDS = "records/eval/all-*.jsonl"
+"""The records of `flashrsi eval --split all` (every task, the test split's too): a folder
+holding one is a suite check, never an experiment (`open_experiment` refuses it)."""
+
 
 @dataclass(frozen=True)
 class ExperimentPaths:

@@ -24,7 +24,12 @@ from flashrsi_dagster.rollouts.engine import run_rollouts
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from tests.agents.claude_code.conftest import call
 from tests.conftest import CANARY_ENV
-from tests.environments.local_chroot.conftest import TASK_TOML, needs_local_env, write_task
+from tests.environments.local_chroot.conftest import (
+    HOST_FROM,
+    TASK_TOML,
+    needs_local_env,
+    write_task,
+)
 from tests.sabotage.helpers import editor, say, shell
 
 pytestmark = pytest.mark.filterwarnings(
@@ -131,7 +136,7 @@ def test_the_task_pythonpath_serves_the_agents_tools_not_the_frameworks_imports(
     task = write_task(
         tmp_path / "suite" / "pythonpath-tool",
         dockerfile=(
-            "FROM python:3.12-slim\nENV PYTHONPATH=/opt/tasktools\nWORKDIR /app\n"
+            f"{HOST_FROM}\nENV PYTHONPATH=/opt/tasktools\nWORKDIR /app\n"
             "COPY tasktools/ /opt/tasktools/\n"
         ),
         files={

@@ -4,7 +4,9 @@ Every rollout is one Harbor `Trial`: Harbor builds the task's environment, runs 
 Harbor's own `oracle`/`nop`, or ours running inside the environment (`integrations.harbor`,
 bound by `bind`) — and scores it with the task's verifier. The reward is the score. A trial that
 fails outside the agent (the environment would not build or died, the verifier broke) is an
-infrastructure failure, rerun by the engine's ladder.
+infrastructure failure, rerun by the engine's ladder; a failure no rerun can fix (the
+Dockerfile cannot be built, the tests timed out or left no reward) is the trial's, recorded
+with its cause and scored 0 (`_TRIAL_FAULTS`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from harbor.environments.base import BaseEnvironment
 from harbor.models.environment_type import EnvironmentType
 from harbor.models.trial.config import AgentConfig, EnvironmentConfig
+from harbor.models.trial.paths import TrialPaths
 from harbor.models.trial.result import TrialResult
 from harbor.utils.import_path import import_class
 
@@ -31,6 +34,12 @@ from flashrsi_dagster.benchmarks.harbor.suite import (
 )
 from flashrsi_dagster.benchmarks.harbor.targets import HarborBuiltinAgent
 from flashrsi_dagster.config.models import BenchmarkConfig
+from flashrsi_dagster.environments.local_chroot.diagnosis import explain
+from flashrsi_dagster.environments.local_chroot.dockerfile import DockerfileError
+from flashrsi_dagster.environments.local_chroot.environment import (
+    LOCAL_ENV_IMPORT_PATH,
+    read_definition,
+)
 from flashrsi_dagster.integrations import harbor as harbor_executor
 from flashrsi_dagster.records import ErrorInfo, Status, Trajectory
 from flashrsi_dagster.scratch import scratch_dir
@@ -43,8 +52,28 @@ SECRET_FOLDERS = ("solution", "tests")
 MAX_SECRET_BYTES = 1 << 20
 """Larger files there (a test fixture's data) are not searched for."""
 
-# Harbor's names for failures that are the agent's own doing rather than the machinery's.
-_AGENT_FAULTS = {"AgentTimeoutError": Status.TIMEOUT}
+TESTS_OUTPUT_TAIL = 1000
+"""Characters of the tests' output quoted when they left no reward."""
+
+# Failures no rerun can fix, by the exception's name in Harbor's trial result: the agent's
+# own (its time ran out) and the task's or the agent's (the environment's definition cannot be
+# built; the tests ran out of time, died before writing a reward, or wrote one Harbor cannot
+# read). Recorded with their cause, never rerun; anything else is the machinery's.
+_TRIAL_FAULTS = {
+    "AgentTimeoutError": Status.TIMEOUT,
+    **dict.fromkeys(
+        (
+            "DockerfileError",  # the local environment cannot honour the Dockerfile
+            "BaseImageRefused",  # ... nor its FROM image
+            "BuildError",  # a Dockerfile step failed (local environment)
+            "VerifierTimeoutError",
+            "RewardFileNotFoundError",
+            "RewardFileEmptyError",
+            "VerifierOutputParseError",
+        ),
+        Status.FAILURE,
+    ),
+}
 
 
 class TerminalBench:
@@ -69,7 +98,10 @@ class TerminalBench:
         folders = sorted(p.parent for p in Path(path).glob("*/task.toml"))
         if not folders:
             raise BenchmarkError(f"{path}: no Harbor task folders (*/task.toml) found")
-        return [_task(folder) for folder in folders]
+        tasks = [_task(folder) for folder in folders]
+        if self.environment.import_path == LOCAL_ENV_IMPORT_PATH:
+            _refuse_what_the_local_environment_cannot_run(path, tasks)
+        return tasks
 
     def adapter_problem(self, adapter: type[Agent]) -> str | None:
         """Harbor's own agents run anywhere Harbor does; ours run inside the task's
@@ -120,7 +152,8 @@ class TerminalBench:
                         import_path=harbor_executor.IMPORT_PATH, kwargs={"token": token}
                     )
                     result = self._trial(task, trials, config)
-        return _trajectory(task, split, attempt, agent, result, loan.trajectory)
+            tests_said = _tests_output(trials / result.trial_name)
+        return _trajectory(task, split, attempt, agent, result, loan.trajectory, tests_said)
 
     def _trial(self, task: Task, trials: Path, agent: AgentConfig) -> TrialResult:
         assert task.environment is not None
@@ -131,17 +164,47 @@ class TerminalBench:
         )
 
 
+def _tests_output(trial_dir: Path) -> str:
+    """The end of what the task's tests printed in this trial (with what it means, where it
+    is a failure the local environment makes), or ""."""
+    path = TrialPaths(trial_dir).test_stdout_path
+    if not path.is_file():
+        return ""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    tail = text.strip()[-TESTS_OUTPUT_TAIL:]
+    cause = explain(text)
+    return f"{cause}. {tail}" if cause else tail
+
+
 def _task(path: Path) -> Task:
     try:
         definition = check_task(path)
     except TaskDefinitionError as exc:
         raise BenchmarkError(str(exc)) from None
+    # Harbor names a task `org/name` in `[task]`; the name alone is the id (ids name files).
     return Task(
-        id=path.name,
+        id=definition.task.short_name if definition.task else path.name,
         instruction=(path / "instruction.md").read_text(encoding="utf-8"),
         environment=path.resolve(),
         metadata=dict(definition.metadata),
     )
+
+
+def _refuse_what_the_local_environment_cannot_run(path: Path, tasks: list[Task]) -> None:
+    """Every task whose definition the local environment would refuse at its trial's start
+    (its FROM image, a Dockerfile line), named before any run (`flashrsi validate` too)."""
+    problems = []
+    for task in tasks:
+        assert task.environment is not None
+        try:
+            read_definition(task.environment / "environment", task.id)
+        except (DockerfileError, OSError) as exc:
+            problems.append(str(exc) if task.id in str(exc) else f"task {task.id}: {exc}")
+    if problems:
+        raise BenchmarkError(
+            f"{path}: the local environment cannot run {len(problems)} of {len(tasks)} "
+            f"tasks: {'; '.join(problems)}"
+        )
 
 
 def _environment(name: str) -> EnvironmentConfig:
@@ -175,6 +238,7 @@ def _trajectory(
     agent: Agent,
     result: TrialResult,
     ours: Trajectory | None,
+    tests_said: str = "",
 ) -> Trajectory:
     score = reward(result)
     base = ours or Trajectory(
@@ -182,18 +246,23 @@ def _trajectory(
     )
     failure = result.exception_info
     metadata = {**base.metadata, "reward": score, "trial": result.trial_name}
-    if ours is None and result.started_at and result.finished_at:
+    run = result.agent_execution
+    if ours is None and run is not None and run.started_at and run.finished_at:
+        # The agent's run, as for our agents (`run_inside`): not the build or the verifier.
         base = base.model_copy(
             update={
-                "started": result.started_at,
-                "duration": (result.finished_at - result.started_at).total_seconds(),
+                "started": run.started_at,
+                "duration": (run.finished_at - run.started_at).total_seconds(),
             }
         )
     if failure is not None and score is None:
-        status = _AGENT_FAULTS.get(failure.exception_type, Status.INFRA_ERROR)
+        status = _TRIAL_FAULTS.get(failure.exception_type, Status.INFRA_ERROR)
+        message = failure.exception_message
+        if failure.exception_type == "RewardFileNotFoundError" and tests_said:
+            message = f"{message}; the tests' last output: {tests_said}"
         error = ErrorInfo(
             type=failure.exception_type,
-            message=failure.exception_message,
+            message=message,
             traceback=failure.exception_traceback,
         )
         return base.model_copy(

@@ -98,10 +98,23 @@ async def run_trial(
 
 
 def reward(result: TrialResult) -> float | None:
-    """The trial's `reward` (None when the verifier produced none)."""
-    if result.verifier_result is None or not result.verifier_result.rewards:
+    """The trial's score from its verifier's rewards, None when there are none.
+
+    Harbor's verifier reads `reward.json` (a JSON object of numbers under any keys) before
+    `reward.txt` (one number, stored as `reward`), and its metrics score a one-key result by
+    that key's value, whatever its name. So: the `reward` key where there is one (Harbor's
+    own key, the one its telemetry reads), else the first number by sorted key, as Harbor's
+    hub shows a trial's reward (for a one-key result, that key's value).
+    """
+    rewards = result.verifier_result.rewards if result.verifier_result else None
+    if not rewards:
         return None
-    return float(result.verifier_result.rewards.get("reward", 0.0))
+    if "reward" in rewards:
+        return float(rewards["reward"])
+    return next(
+        (float(rewards[key]) for key in sorted(rewards) if not isinstance(rewards[key], bool)),
+        None,
+    )
 
 
 async def run_job(

@@ -2,7 +2,8 @@
 
 `RUN` lines run with the host's tools inside the root, in namespaces that die with each line,
 so a daemon a `RUN` starts does not outlive it (as in a Docker build). A failing step stops the
-build with an error naming the Dockerfile line.
+build with an error naming the Dockerfile line, and saying what went wrong where the output
+is one the local environment makes (see `diagnosis`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import tarfile
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
+from flashrsi_dagster.environments.local_chroot.diagnosis import explain
 from flashrsi_dagster.environments.local_chroot.dockerfile import Copy, MakeDir, Recipe, Run, Step
 from flashrsi_dagster.environments.local_chroot.sandbox import DEFAULT_PATH, Outcome
 from flashrsi_dagster.environments.local_chroot.transfer import pack, repack_archive
@@ -90,4 +92,6 @@ async def _placement(step: Copy, source: Path, root: Root) -> tuple[str, str]:
 def _check(outcome: Outcome, step: Step, what: str) -> None:
     if outcome.returncode != 0:
         output = (outcome.stderr.strip() or outcome.stdout.strip())[-TAIL:]
-        raise RuntimeError(f"{what} exited with code {outcome.returncode}: {output}")
+        cause = explain(f"{outcome.stderr}\n{outcome.stdout}")
+        said = f"{cause}. Its output: " if cause else ""
+        raise RuntimeError(f"{what} exited with code {outcome.returncode}: {said}{output}")

@@ -5,8 +5,8 @@ local environment replays it on a per-trial root built from the host's own tools
 reads the file here, once, and either turns every line into a step it can reproduce or refuses
 the whole file with an error naming the file and line:
 
-* `FROM` is ignored with a warning (the host's tools stand in for the image); a second
-  `FROM`, i.e. a multi-stage build, is refused;
+* `FROM` must name the host's own system (see `base_image`, which refuses the rest): the
+  host's tools stand in for the image; a second `FROM`, i.e. a multi-stage build, is refused;
 * `WORKDIR` and `VOLUME` create the folder; `WORKDIR` becomes the default working directory;
 * `ENV` values reach the build and every later command, `ARG` defaults the build only;
 * `COPY` and `ADD` copy from the task's `environment/` folder (`ADD` unpacks a local tar
@@ -18,7 +18,10 @@ the whole file with an error naming the file and line:
   `HEALTHCHECK`, `ONBUILD`, heredocs, `RUN --mount`/`--network`, a `.dockerignore`.
 
 Variables (`$NAME`, `${NAME}`, `${NAME:-word}`, `${NAME:+word}`) are expanded the way Docker
-does, outside single quotes, in every instruction except `RUN` (whose shell expands them).
+does, outside single quotes, in every instruction except `RUN` (whose shell expands them). As
+in Docker, the base image's own environment is in force from `FROM` on: every image the local
+environment honours (see `base_image`) sets `PATH` to Debian's default, so
+`ENV PATH="/root/.local/bin:$PATH"` keeps `/usr/bin`.
 """
 
 from __future__ import annotations
@@ -29,7 +32,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from flashrsi_dagster.environments.local_chroot.sandbox import DEFAULT_PATH
+
 DEFAULT_SHELL = ("/bin/sh", "-c")
+IMAGE_ENV = {"PATH": DEFAULT_PATH}
+"""The environment a Debian-based image's config sets (what `$PATH` expands to after FROM)."""
 IGNORED = {"LABEL", "EXPOSE", "CMD", "STOPSIGNAL", "MAINTAINER"}
 REFUSED = {
     "ENTRYPOINT": "an entrypoint would have to run as the container's main process",
@@ -92,6 +99,7 @@ class Recipe:
 
     path: Path
     base_image: str = ""
+    base_image_line: int = 1
     steps: list[Step] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     workdir: str = "/"
@@ -107,7 +115,8 @@ class _State:
 
     @property
     def variables(self) -> dict[str, str]:
-        return {**self.args, **self.recipe.env}
+        image = IMAGE_ENV if self.from_seen else {}
+        return {**image, **self.args, **self.recipe.env}
 
 
 def parse_dockerfile(path: Path, context: Path | None = None) -> Recipe:
@@ -180,6 +189,7 @@ def _from(state: _State, line: int, rest: str) -> None:
         )
     state.from_seen = True
     _, image = _strip_flags(rest)
+    state.recipe.base_image_line = line
     state.recipe.base_image = _expand(image.split()[0] if image else "", state.args)
 
 

@@ -5,7 +5,8 @@ Select it by import path (it needs root, and Linux namespaces)::
     EnvironmentConfig(import_path=LOCAL_ENV_IMPORT_PATH, kwargs={"work_root": "/scratch"})
 
 `start()` builds a per-trial root (see `rootfs`) from the task's `environment/Dockerfile`
-(see `dockerfile` for what it honours and refuses, and `build`), then starts the trial's
+(see `dockerfile` for what it honours and refuses, `base_image` for the `FROM` images it
+honours: the host's own system only, and `build`), then starts the trial's
 holder (see `sandbox`). Commands run with `bash -c`, as root, with the Dockerfile's `ENV` and
 `WORKDIR`, inside the holder, so background services persist between commands as they would in
 a container; a task with `network_mode = "no-network"` gets a network namespace with only
@@ -16,14 +17,15 @@ uploads the tests, runs them and reads `/logs/verifier/reward.*`, all in the age
 — where a process the agent left behind can rewrite the reward after the tests wrote theirs,
 and files the agent planted in `/tests` sit beside the real tests. Here, uploading into
 `/tests` opens a *verification round*: until `/logs/verifier` is downloaded, every command
-runs in fresh namespaces whose `/logs/verifier` and `/tests` are new, empty host folders that
-no agent process can see (they are mounted only in those namespaces, whose processes are
-invisible to the agent's PID namespace). The verifier still shares the agent's files and its
-network, so tests can read `/app` and reach a service the agent started.
+runs in a mount namespace of its own whose `/logs/verifier` and `/tests` are new, empty host
+folders, in the PID namespace *around* the agent's (see `sandbox.beside_argv`): no agent
+process can see the verifier's processes or reach its folders. The verifier still shares the
+agent's files, network and processes, as in Harbor's Docker environment, so tests can read
+`/app`, reach a service the agent started and `pgrep` it.
 
 Known limits: one user (root; `USER` and non-root `exec(user=...)` are refused), no resource
-limits, no compose files or prebuilt images, no network allowlists, and tests see the agent's
-services over the network but not its processes.
+limits, no compose files or prebuilt images, no network allowlists, and only `FROM` images of
+the host's own release (`base_image`).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from harbor.models.trial.paths import EnvironmentPaths
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from flashrsi_dagster.environments.local_chroot import build, rootfs, sandbox, transfer
+from flashrsi_dagster.environments.local_chroot.base_image import check_base_image
 from flashrsi_dagster.environments.local_chroot.dockerfile import (
     Copy,
     DockerfileError,
@@ -68,6 +71,37 @@ def _mountpoint(root: Path, parts: tuple[str, ...]) -> None:
         if path.is_symlink():
             raise ValueError(f"cannot share into {path}: a symbolic link")
         path.mkdir(exist_ok=True)
+
+
+def read_definition(
+    environment_dir: Path, task: str, host_dirs: tuple[str, ...] = rootfs.DEFAULT_HOST_DIRS
+) -> Recipe:
+    """The recipe of a task's `environment/` folder, or the error naming the file and line
+    the local environment cannot honour (`task` names the task in a refused FROM)."""
+    for name in ("docker-compose.yaml", "docker-compose.yml", "compose.yaml"):
+        if (environment_dir / name).exists():
+            raise DockerfileError(
+                environment_dir / name,
+                1,
+                "compose environments are not supported by the local environment",
+            )
+    dockerfile = environment_dir / "Dockerfile"
+    if not dockerfile.is_file():
+        raise FileNotFoundError(f"{dockerfile} not found: the local environment needs one")
+    recipe = parse_dockerfile(dockerfile)
+    check_base_image(recipe, task)
+    for step in recipe.steps:
+        if not isinstance(step, Copy | MakeDir):
+            continue
+        path = step.dest if isinstance(step, Copy) else step.path
+        if shared := rootfs.is_read_only(path, host_dirs):
+            raise DockerfileError(
+                dockerfile,
+                step.line,
+                f"{path} is inside {shared}, which the local environment shares "
+                "read-only from the host",
+            )
+    return recipe
 
 
 class LocalEnvironmentUnavailable(RuntimeError):
@@ -160,31 +194,12 @@ class LocalChrootEnvironment(BaseEnvironment):
 
     def _read_definition(self) -> None:
         self._refuse_unsupported_definition()
-        dockerfile = self.environment_dir / "Dockerfile"
-        if not dockerfile.is_file():
-            raise FileNotFoundError(f"{dockerfile} not found: the local environment needs one")
-        self.recipe = parse_dockerfile(dockerfile)
-        for step in self.recipe.steps:
-            if not isinstance(step, Copy | MakeDir):
-                continue
-            path = step.dest if isinstance(step, Copy) else step.path
-            if shared := rootfs.is_read_only(path, self.settings.host_dirs):
-                raise DockerfileError(
-                    dockerfile,
-                    step.line,
-                    f"{path} is inside {shared}, which the local environment shares "
-                    "read-only from the host",
-                )
+        self.recipe = read_definition(
+            self.environment_dir, self.environment_name, self.settings.host_dirs
+        )
 
     def _refuse_unsupported_definition(self) -> None:
         task_toml = self.environment_dir.parent / "task.toml"
-        for name in ("docker-compose.yaml", "docker-compose.yml", "compose.yaml"):
-            if (self.environment_dir / name).exists():
-                raise DockerfileError(
-                    self.environment_dir / name,
-                    1,
-                    "compose environments are not supported by the local environment",
-                )
         if self.task_env_config.docker_image:
             raise DockerfileError(
                 task_toml,
@@ -208,9 +223,9 @@ class LocalChrootEnvironment(BaseEnvironment):
         work = work_root.resolve() / f"{self.session_id}-{uuid.uuid4().hex[:8]}"
         self._dirs = rootfs.EnvDirs(work)
         self._binds = rootfs.make_rootfs(self._dirs, self.settings.host_dirs)
-        self.logger.warning(
-            "%s: FROM %s is ignored: the local environment runs the host's own tools "
-            "(%s, read-only) in a per-trial root at %s",
+        self.logger.info(
+            "%s: FROM %s stands for this host's own system: its %s, read-only, in a "
+            "per-trial root at %s",
             self.recipe.path,
             self.recipe.base_image or "(none)",
             ", ".join(self.settings.host_dirs),
@@ -330,17 +345,13 @@ class LocalChrootEnvironment(BaseEnvironment):
         assert self._dirs is not None
         root = self._dirs.rootfs
         if self._holder is None:
-            return sandbox.ephemeral_argv(
-                root, self._binds, inner, net_of=None, new_net=self._network_disabled
-            )
+            return sandbox.ephemeral_argv(root, self._binds, inner, new_net=self._network_disabled)
         assert self._holder.pid is not None
         if self._round is None:
             return sandbox.enter_argv(self._holder.pid, root, inner)
-        # The verifier shares the trial's network (its own namespace, see `sandbox.Holder`), so
-        # it reaches what the agent left listening there.
-        return sandbox.ephemeral_argv(
-            root, [*self._binds, *self._round], inner, net_of=self._holder.pid, new_net=False
-        )
+        # The verifier shares the trial's network and sees its processes (as in a Docker
+        # container), with /tests and /logs/verifier of its own (see `sandbox.beside_argv`).
+        return sandbox.beside_argv(self._holder, [*self._binds, *self._round], inner)
 
     def _default_cwd(self) -> str:
         assert self.recipe is not None

@@ -10,9 +10,12 @@ namespace, so no mount made here is ever visible to (or left behind on) the host
   bind-mounts the host's read-only folders into the root, mounts a fresh `/proc`, chroots,
   and waits as PID 1. `enter_argv` runs a command inside it with `nsenter`, so background
   services an agent starts survive its command and are still there for later ones;
+* the verifier's commands run **beside** the agent's (`beside_argv`): in a PID namespace
+  that holds the agent's as a child (so `pgrep` in a test finds a service the agent started,
+  as in a Docker container) with a mount namespace of their own, so their processes and
+  folders are invisible to, and unreachable from, anything the agent left running;
 * an **ephemeral** command (`ephemeral_argv`) gets namespaces of its own, built the same way,
-  which die with it: Dockerfile `RUN` lines, and the verifier, whose processes must be
-  invisible to, and unreachable from, anything the agent left running.
+  which die with it: Dockerfile `RUN` lines.
 
 Every command drops the capabilities a root process could use to leave the root (remount the
 read-only folders, chroot out, trace or load modules): the bounding set keeps Docker's
@@ -104,28 +107,32 @@ def _setup_script(root: Path, binds: list[Bind], *, loopback: bool) -> str:
         lines.append(f"mount --bind {shlex.quote(str(bind.source))} {target}")
         if bind.read_only:
             lines.append(f"mount -o remount,bind,ro {target}")
-    proc = shlex.quote(f"{root}/proc")
-    lines.append(f"mount -t proc -o nosuid,nodev,noexec proc {proc}")
-    for entry in PROC_READ_ONLY:
-        path = shlex.quote(f"{root}/proc/{entry}")
-        lines.append(
-            f"if [ -e {path} ]; then mount --bind {path} {path}; "
-            f"mount -o remount,bind,ro {path}; fi"
-        )
+    lines.append(_proc_lines(f"{root}/proc"))
     if loopback:
         lines.append("ip link set lo up")
     return "\n".join(lines)
 
 
-def _unshare(*, new_net: bool) -> list[str]:
+def _proc_lines(proc: str) -> str:
+    """Mount a `/proc` for the current PID namespace at `proc`, its host-reaching entries
+    read-only."""
+    lines = [f"mount -t proc -o nosuid,nodev,noexec proc {shlex.quote(proc)}"]
+    for entry in PROC_READ_ONLY:
+        path = shlex.quote(f"{proc}/{entry}")
+        lines.append(
+            f"if [ -e {path} ]; then mount --bind {path} {path}; "
+            f"mount -o remount,bind,ro {path}; fi"
+        )
+    return "\n".join(lines)
+
+
+def _unshare(*, new_net: bool, new_pid: bool = True) -> list[str]:
     return [
         "unshare",
         "--mount",
-        "--pid",
+        *(["--pid", "--kill-child"] if new_pid else []),
         "--fork",
-        "--kill-child",
-        "--uts",
-        "--ipc",
+        *(["--uts", "--ipc"] if new_pid else []),
         "--propagation",
         "private",
         *(["--net"] if new_net else []),
@@ -161,18 +168,25 @@ def share_argv(holder_pid: int, root: Path, binds: list[Bind]) -> list[str]:
     return _guarded(holder_pid, root, ["--mount"], ["/bin/sh", "-c", "\n".join(lines)])
 
 
-def ephemeral_argv(
-    root: Path, binds: list[Bind], inner: list[str], *, net_of: int | None, new_net: bool
-) -> list[str]:
-    """Run `inner` in namespaces of its own that die with it. `net_of` joins that holder's
-    network namespace (so the verifier reaches the agent's services); `new_net` instead
-    gives the command a network of its own with only loopback."""
+def ephemeral_argv(root: Path, binds: list[Bind], inner: list[str], *, new_net: bool) -> list[str]:
+    """Run `inner` in namespaces of its own that die with it (a Dockerfile `RUN` line);
+    `new_net` gives it a network of its own with only loopback."""
     script = _setup_script(root, binds, loopback=new_net)
     script += f'\nexec chroot {shlex.quote(str(root))} "$@"'
-    argv = [*_unshare(new_net=new_net), "/bin/sh", "-c", script, "ephemeral", *inner]
-    if net_of is None:
-        return argv
-    return _guarded(net_of, root, ["--net"], argv)
+    return [*_unshare(new_net=new_net), "/bin/sh", "-c", script, "ephemeral", *inner]
+
+
+def beside_argv(holder: Holder, binds: list[Bind], inner: list[str]) -> list[str]:
+    """Run `inner` in the holder's container but with mounts of its own (`binds` on top of
+    the root's): in the outer PID namespace, so it sees the agent's processes (`pgrep`) and
+    shares its network, while no agent process can see it or reach its mounts (the
+    verifier's rounds)."""
+    assert holder.outer_pid is not None
+    script = _setup_script(holder.root, binds, loopback=False)
+    script += f'\nexec chroot {shlex.quote(str(holder.root))} "$@"'
+    argv = [*_unshare(new_net=False, new_pid=False), "/bin/sh", "-c", script, "beside", *inner]
+    flags = ["--net", "--pid", "--uts", "--ipc"]
+    return _guarded(holder.outer_pid, holder.root, flags, argv)
 
 
 class Holder:
@@ -187,16 +201,26 @@ class Holder:
         self._proc: asyncio.subprocess.Process | None = None
         self._nat: asyncio.subprocess.Process | None = None
         self.pid: int | None = None
+        """The agent's container: host pid of its PID 1."""
+        self.outer_pid: int | None = None
+        """The PID namespace around it, where the verifier runs (`beside_argv`)."""
 
     async def start(self) -> None:
         script = _setup_script(self.root, self.binds, loopback=True)
-        # Ready only once chrooted: a command entering earlier would see the host's root.
-        # PID 1 is bash, which reaps the orphans of background commands (sleep would not,
-        # and `ps` in the container would fill with zombies).
-        script += (
-            f"\nexec chroot {shlex.quote(str(self.root))} "
-            "/bin/bash -c 'echo ready; while :; do sleep 3600 & wait $!; done'"
+        # Two PID namespaces: the outer one's init is `unshare`, which makes the inner one,
+        # the agent's, and dies with it. The verifier runs in the outer one (`beside_argv`),
+        # where it sees the agent's processes as in a Docker container, while the agent's
+        # processes cannot see it. Ready only once chrooted: a command entering earlier
+        # would see the host's root. The inner PID 1 is bash, which reaps the orphans of
+        # background commands (sleep would not, and `ps` would fill with zombies).
+        agents = _proc_lines("/proc") + (
+            "\nexec /bin/bash -c 'echo ready; while :; do sleep 3600 & wait $!; done'"
         )
+        # Its own PID and mount namespaces (for its /proc; the outer mounts are private
+        # already, and "/" in a chroot is no mount point); network, UTS and IPC are shared.
+        unshare = ["unshare", "--mount", "--pid", "--fork", "--kill-child"]
+        inner = shlex.join([*unshare, "--propagation", "unchanged", "/bin/sh", "-c", agents])
+        script += f"\nexec chroot {shlex.quote(str(self.root))} {inner}"
         # pdeathsig: if this Python process dies, unshare dies, and --kill-child takes the
         # whole PID namespace with it; nothing outlives the run.
         argv = [
@@ -225,7 +249,8 @@ class Holder:
         if line.strip() != b"ready":
             await self.stop()
             raise SandboxError(f"could not start the sandbox: {self.log_path.read_text()[-2000:]}")
-        self.pid = _only_child(self._proc.pid)
+        self.outer_pid = _only_child(self._proc.pid)
+        self.pid = _only_child(self.outer_pid)
         if self.public:
             try:
                 self._nat = await _connect_outside(self.pid, self.log_path)
@@ -243,7 +268,7 @@ class Holder:
             return
         kill_group(self._proc.pid)
         await self._proc.wait()
-        self._proc, self.pid = None, None
+        self._proc, self.pid, self.outer_pid = None, None, None
 
     @property
     def running(self) -> bool:

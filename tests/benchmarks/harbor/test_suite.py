@@ -21,7 +21,12 @@ from flashrsi_dagster.benchmarks.harbor.suite import (
 )
 from flashrsi_dagster.environments.local_chroot.dockerfile import DockerfileError
 from flashrsi_dagster.environments.local_chroot.environment import LocalChrootEnvironment
-from tests.environments.local_chroot.conftest import TASK_TOML, needs_local_env, write_task
+from tests.environments.local_chroot.conftest import (
+    HOST_FROM,
+    TASK_TOML,
+    needs_local_env,
+    write_task,
+)
 
 pytestmark = [
     needs_local_env,
@@ -98,6 +103,49 @@ def test_a_reward_the_agent_writes_never_counts(tmp_path: Path, commands, expect
     ]
 
 
+@pytest.mark.parametrize(
+    ("writes", "expected"),
+    [
+        ('echo 1 > "$V/reward.txt"', 1.0),
+        ("""echo '{"score": 1.0, "tests_passed": 3}' > $V/reward.json""", 1.0),
+        ("""echo '{"accuracy": 0.25}' > $V/reward.json""", 0.25),
+        ("""echo '{"reward": 0, "score": 1}' > $V/reward.json""", 0.0),
+        ("""echo 1 > "$V/reward.txt"; echo '{"score": 0.5}' > $V/reward.json""", 0.5),
+    ],
+    ids=["text", "json-any-key", "json-one-key", "json-reward-key", "json-before-text"],
+)
+def test_rewards_are_read_as_harbor_reads_them(tmp_path: Path, writes: str, expected: float):
+    task = write_task(tmp_path / "task", test_sh=f"#!/bin/bash\nV=/logs/verifier\n{writes}\n")
+
+    result = asyncio.run(run_trial(task, trials_dir=tmp_path / "trials", agent="nop"))
+
+    assert (reward(result), result.exception_info) == (expected, None)
+
+
+PGREP_TEST = """#!/bin/bash
+if pgrep -f 'python3 -m http.server 8731' >/dev/null && curl -sf localhost:8731/ >/dev/null; then
+  echo 1 > /logs/verifier/reward.txt
+else
+  echo 0 > /logs/verifier/reward.txt
+fi
+"""
+
+
+def test_the_verifier_sees_a_service_the_agent_started(tmp_path: Path):
+    task = write_task(tmp_path / "task", test_sh=PGREP_TEST)
+    start = (
+        "cd /tmp && (nohup python3 -m http.server 8731 >/dev/null 2>&1 &);"
+        " for i in $(seq 300); do curl -sf localhost:8731/ >/dev/null && break; sleep 0.1; done"
+    )
+    agent = AgentConfig(import_path=SCRIPTED_AGENT_IMPORT_PATH, kwargs={"commands": [start]})
+
+    solved = asyncio.run(run_trial(task, trials_dir=tmp_path / "trials", agent=agent))
+    nop = asyncio.run(run_trial(task, trials_dir=tmp_path / "nop", agent="nop"))
+
+    assert (reward(solved), solved.exception_info) == (1.0, None)
+    assert (reward(nop), nop.exception_info) == (0.0, None)
+
+
 class WithoutVerificationRounds(LocalChrootEnvironment):
     """Control: the verifier runs in the agent's own container and folders, as Harbor's
     shared verifier does in any container environment."""
@@ -119,7 +167,7 @@ def test_without_private_verifier_folders_the_forgery_would_count(tmp_path: Path
 
 
 def test_a_dockerfile_line_it_cannot_honour_fails_the_trial_naming_file_and_line(tmp_path: Path):
-    task = write_task(tmp_path / "task", dockerfile="FROM ubuntu:24.04\nWORKDIR /app\nUSER agent\n")
+    task = write_task(tmp_path / "task", dockerfile=f"{HOST_FROM}\nWORKDIR /app\nUSER agent\n")
 
     result = asyncio.run(run_trial(task, trials_dir=tmp_path / "trials"))
 

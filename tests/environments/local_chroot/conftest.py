@@ -12,6 +12,7 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HARBOR_TELEMETRY", "0")
 
+from flashrsi_dagster.environments.local_chroot.base_image import HostSystem
 from flashrsi_dagster.environments.local_chroot.environment import (
     LocalChrootEnvironment,
     LocalEnvironmentUnavailable,
@@ -28,6 +29,10 @@ def _unavailable() -> str | None:
 
 REASON = _unavailable()
 needs_local_env = pytest.mark.skipif(REASON is not None, reason=f"local environment: {REASON}")
+
+HOST_IMAGES = HostSystem.read().images()
+HOST_FROM = f"FROM {HOST_IMAGES[-1] if HOST_IMAGES else 'unknown-host-system'}"
+"""A FROM line the local environment honours on this machine (its own system's image)."""
 
 TASK_TOML = """\
 schema_version = "1.4"
@@ -47,7 +52,7 @@ network_mode = "no-network"
 def write_task(
     root: Path,
     *,
-    dockerfile: str = "FROM ubuntu:24.04\nWORKDIR /app\n",
+    dockerfile: str = f"{HOST_FROM}\nWORKDIR /app\n",
     test_sh: str = "#!/bin/bash\necho 0 > /logs/verifier/reward.txt\n",
     solve_sh: str = "#!/bin/bash\ntrue\n",
     task_toml: str = TASK_TOML,

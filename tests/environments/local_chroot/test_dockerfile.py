@@ -83,6 +83,20 @@ def test_single_quotes_stop_expansion_and_globs_stay_in_one_folder(tmp_path: Pat
     assert [p.name for p in recipe.steps[0].sources] == ["a.py", "b.py"]
 
 
+def test_path_expands_to_the_images_own_so_prepending_keeps_usr_bin(tmp_path: Path):
+    path = dockerfile(
+        tmp_path,
+        'FROM python:3.12-slim\nENV PATH="/root/.local/bin:$PATH"\n'
+        "ARG TOOLS=/opt/tools/bin:${PATH}\nENV PATH=$TOOLS\nRUN echo ok\n",
+    )
+
+    recipe = parse_dockerfile(path)
+
+    image_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    assert recipe.env["PATH"] == f"/opt/tools/bin:/root/.local/bin:{image_path}"
+    assert recipe.steps[-1].env["PATH"] == recipe.env["PATH"]
+
+
 @pytest.mark.parametrize(
     ("text", "line", "reason"),
     [

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import logging
 import random
 import subprocess
 import tarfile
@@ -21,7 +20,7 @@ from flashrsi_dagster.environments.local_chroot.build import BuildError
 from flashrsi_dagster.environments.local_chroot.dockerfile import DockerfileError
 from flashrsi_dagster.environments.local_chroot.environment import LocalChrootEnvironment
 from flashrsi_dagster.environments.local_chroot.sandbox import CommandTimeout
-from tests.environments.local_chroot.conftest import needs_local_env, write_task
+from tests.environments.local_chroot.conftest import HOST_FROM, needs_local_env, write_task
 
 pytestmark = needs_local_env
 
@@ -79,11 +78,9 @@ def tar_gz(files: dict[str, str]) -> bytes:
     return buffer.getvalue()
 
 
-def test_the_dockerfile_builds_the_root_and_sets_what_commands_start_with(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-):
+def test_the_dockerfile_builds_the_root_and_sets_what_commands_start_with(tmp_path: Path):
     dockerfile = (
-        "FROM python:3.12-slim\nARG GREETING=hello\nENV APP_MODE=test\nWORKDIR /srv/app\n"
+        f"{HOST_FROM}\nARG GREETING=hello\nENV APP_MODE=test\nWORKDIR /srv/app\n"
         "COPY notes.txt ./\nCOPY notes.txt /srv/app/renamed.txt\nCOPY --chmod=700 tools/ bin/\n"
         "ADD bundle.tar.gz /srv/data/\n"
         'RUN echo "$GREETING $APP_MODE $(pwd)" > built.txt\n'
@@ -100,8 +97,7 @@ def test_the_dockerfile_builds_the_root_and_sets_what_commands_start_with(
                 " stat -c %a bin/t.sh"
             )
 
-    with caplog.at_level(logging.WARNING):
-        result = asyncio.run(scenario())
+    result = asyncio.run(scenario())
 
     assert result.return_code == 0, result.stderr
     assert result.stdout.split("\n")[:-1] == [
@@ -113,7 +109,6 @@ def test_the_dockerfile_builds_the_root_and_sets_what_commands_start_with(
         "from tar",
         "700",
     ]
-    assert "FROM python:3.12-slim is ignored" in caplog.text
 
 
 def test_host_folders_are_read_only_and_the_rest_belongs_to_the_trial(tmp_path: Path):
@@ -216,7 +211,7 @@ def test_orphaned_background_processes_are_reaped(tmp_path: Path):
 
 
 def test_a_failing_run_line_names_the_dockerfile_and_line(tmp_path: Path):
-    env = make_env(tmp_path, dockerfile="FROM a\nWORKDIR /app\nRUN echo nope >&2; exit 3\n")
+    env = make_env(tmp_path, dockerfile=f"{HOST_FROM}\nWORKDIR /app\nRUN echo nope >&2; exit 3\n")
 
     async def scenario():
         async with running(env):
@@ -227,6 +222,44 @@ def test_a_failing_run_line_names_the_dockerfile_and_line(tmp_path: Path):
 
     assert str(caught.value) == (
         f"{tmp_path}/task/environment/Dockerfile:3: RUN exited with code 3: nope"
+    )
+
+
+@pytest.mark.parametrize(
+    ("run", "said"),
+    [
+        ("apt-get update && apt-get install -y jq", "apt cannot install packages in the local"),
+        ("pip install requests", "pip cannot install into the host's Python, which Debian marks"),
+        ("python -c 'print(1)'", "there is no `python` command: the host's system"),
+    ],
+    ids=["apt-get", "pip", "python"],
+)
+def test_apt_pip_and_python_failures_say_what_happened(tmp_path: Path, run: str, said: str):
+    env = make_env(tmp_path, dockerfile=f"{HOST_FROM}\nRUN {run}\n")
+
+    with pytest.raises(BuildError) as caught:
+        asyncio.run(env.start(force_build=False))
+    asyncio.run(env.stop(delete=True))
+
+    message = str(caught.value)
+    assert message.startswith(f"{tmp_path}/task/environment/Dockerfile:2: RUN exited with code")
+    assert said in message and "docker environment" in message
+    assert "are you root?" not in message.partition("Its output:")[0]
+
+
+def test_env_path_prepends_to_the_images_path_for_the_build_and_commands(tmp_path: Path):
+    dockerfile = f'{HOST_FROM}\nENV PATH="/root/.local/bin:$PATH"\nRUN mkdir -p /app && echo ok\n'
+    env = make_env(tmp_path, dockerfile=dockerfile)
+
+    async def scenario():
+        async with running(env):
+            return await env.exec("mkdir -p /root/.local/bin && echo $PATH")
+
+    result = asyncio.run(scenario())
+
+    assert (result.return_code, result.stdout.strip()) == (
+        0,
+        "/root/.local/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     )
 
 
@@ -251,7 +284,9 @@ def test_transfers_go_through_the_sandbox_not_through_agent_symlinks(tmp_path: P
     assert not Path("/usr/local/file.txt").exists()
 
 
-def test_a_verification_round_is_invisible_to_the_agents_processes(tmp_path: Path):
+def test_a_verification_round_sees_the_agents_processes_but_they_cannot_touch_it(
+    tmp_path: Path,
+):
     env = make_env(tmp_path)
     tests = tmp_path / "tests"
     tests.mkdir()
@@ -265,22 +300,26 @@ def test_a_verification_round_is_invisible_to_the_agents_processes(tmp_path: Pat
                 " >/dev/null 2>&1 &"
             )
             await env.upload_dir(tests, "/tests")
-            inside = await env.exec("sleep 0.2; ls /tests /logs/verifier; ps -e -o comm=")
+            inside = await env.exec("sleep 0.2; ls /tests /logs/verifier")
+            seen = await env.exec("pgrep -f 'while :; do echo 1' >/dev/null && echo found")
+            verifier = await env.exec("nohup sleep 61.73 >/dev/null 2>&1 & echo started")
             await env.exec("echo 0 > /logs/verifier/reward.txt")
             await env.download_dir("/logs/verifier", tmp_path / "verifier")
-            after = await env.exec("ps -e -o comm= | sort | uniq")
-            return inside.stdout, after.stdout
+            after = await env.exec("ps -e -o args= | sort | uniq")
+            return inside.stdout, seen.stdout, verifier.stdout, after.stdout
 
-    inside, after = asyncio.run(scenario())
+    inside, seen, verifier, after = asyncio.run(scenario())
 
-    # Only the uploaded test, no forged reward, and no process but the command's own.
-    assert inside.split() == ["/logs/verifier:", "/tests:", "test.sh", "ps"]
+    # Only the uploaded test and no forged reward, though the writer runs and is seen (pgrep).
+    assert inside.split() == ["/logs/verifier:", "/tests:", "test.sh"]
+    assert (seen, verifier) == ("found\n", "started\n")
     assert (tmp_path / "verifier/reward.txt").read_text() == "0\n"
-    assert "sh" in after.split()  # back in the agent's container, its writer still running
+    # Back in the agent's container: its writer still running, the verifier's sleep unseen.
+    assert "while :; do echo 1" in after and "sleep 61.73" not in after
 
 
 def test_shell_argv_runs_a_host_process_s_commands_in_the_container(tmp_path: Path):
-    env = make_env(tmp_path, dockerfile="FROM a\nENV APP_MODE=demo\nWORKDIR /app\n")
+    env = make_env(tmp_path, dockerfile=f"{HOST_FROM}\nENV APP_MODE=demo\nWORKDIR /app\n")
 
     async def scenario():
         async with running(env):
@@ -335,8 +374,15 @@ def test_stop_deletes_the_root_unless_asked_to_keep_it(tmp_path: Path):
     ("files", "dockerfile", "message"),
     [
         ({"docker-compose.yaml": "services: {}\n"}, None, "compose environments are not"),
-        ({}, "FROM a\nCOPY x /usr/local/bin/x\n", "Dockerfile:2: /usr/local/bin/x is inside /usr"),
-        ({}, "FROM a\nWORKDIR /etc/app\n", "Dockerfile:2: /etc/app is inside /etc"),
+        ({}, f"{HOST_FROM}\nCOPY x /usr/local/bin/x\n", "Dockerfile:2: /usr/local/bin/x is inside"),
+        ({}, f"{HOST_FROM}\nWORKDIR /etc/app\n", "Dockerfile:2: /etc/app is inside /etc"),
+        (
+            {},
+            "# a third-party task\nFROM python:3.12-slim\nRUN pip install pytest\n",
+            r"^task task: .*/environment/Dockerfile:2: FROM python:3\.12-slim cannot be honoured "
+            r"by the local environment: .* honours only FROM .*docker environment",
+        ),
+        ({}, "FROM ubuntu:99.04\n", "FROM ubuntu:99.04 cannot be honoured"),
     ],
 )
 def test_definitions_it_cannot_honour_are_refused_before_anything_runs(
