@@ -12,7 +12,6 @@ experiment is finalised, so before that nothing of it exists to show."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
