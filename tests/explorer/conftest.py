@@ -14,7 +14,9 @@ from flashrsi_dagster.experiment import open_experiment
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 DEMOS = {
-    "meta-harness-demo": ("meta_harness.yaml", "--algorithm.max_steps", "2", "--benchmark.limit", "6"),
+    "meta-harness-demo": (
+        *("meta_harness.yaml", "--algorithm.max_steps", "2", "--benchmark.limit", "6"),
+    ),
     "best-of-n-demo": ("best_of_n.yaml", "--algorithm.samples", "3", "--benchmark.limit", "4"),
     "dgm-demo": (
         "dgm.yaml",

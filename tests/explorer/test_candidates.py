@@ -37,7 +37,8 @@ def test_each_ledger_decision_is_a_node_with_its_outcome_and_score(demo_home):
         assert tree.baseline == adopted[-1].candidate.snapshot_id
         rejected = {e.candidate.snapshot_id for e in entries if e.decision == "reject"}
         rejected -= {e.candidate.snapshot_id for e in entries if e.decision == "adopt"}
-        assert rejected and all(by_id[s].outcome == "rejected" and by_id[s].reason for s in rejected)
+        assert rejected
+        assert all(by_id[s].outcome == "rejected" and by_id[s].reason for s in rejected)
 
 
 def test_parents_are_the_snapshot_store_s_and_every_edge_ends_at_a_node(demo_home):
@@ -53,7 +54,7 @@ def test_parents_are_the_snapshot_store_s_and_every_edge_ends_at_a_node(demo_hom
 
 
 def test_the_meta_harness_tree_scores_rounds_and_labels_the_sealed_test(demo_home):
-    paths, tree = _tree(demo_home, "meta-harness-demo")
+    _, tree = _tree(demo_home, "meta-harness-demo")
     assert sorted(n.round for n in tree.nodes) == [0, 1, 2]
     assert all(n.score is not None and 0 <= n.score <= 1 for n in tree.nodes)
     assert tree.sealed_test is not None and tree.sealed_test.snapshot_id == tree.baseline
