@@ -68,7 +68,13 @@ def create_app(home: Path, dagster_url: str | None = None) -> Starlette:
         Route("/api/experiments/{name}/nodes/{node}/diff", api(_diff)),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    return Starlette(routes=routes)
+    return Starlette(routes=routes, exception_handlers={404: _refused, 405: _refused})
+
+
+async def _refused(request: Request, exc: Exception) -> JSONResponse:
+    """The router's own refusals (no such route, a method other than GET) in the API's form."""
+    status = getattr(exc, "status_code", 404)
+    return JSONResponse({"error": f"{request.method} {request.url.path}: {exc}"}, status)
 
 
 def _experiments(home: Path, _dagster: str | None) -> list[dict[str, str]]:
