@@ -115,6 +115,7 @@ function drawPlot(t) {
   const opts = {
     width: Math.max(300, $("left").clientWidth - 30), height: 220,
     scales: { x: { time: false } },
+    axes: [{ incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500] }, {}],
     series: [{ label: "round" },
       { label: "best score of the round", stroke: "#2563eb", points: { size: 7 } },
       { label: "best so far", stroke: "#16a34a", width: 2 }],
