@@ -12,6 +12,7 @@ experiment is finalised, so before that nothing of it exists to show."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,9 +23,15 @@ from flashrsi_dagster.snapshots import SnapshotStore
 from flashrsi_dagster.snapshots.store import SnapshotError
 
 Outcome = Literal["promoted", "adopted", "rejected", "pruned", "archived", "seed", "unjudged"]
-PRIMARY_SCORES = ("dev_score", "score", "test_score", "train_score")
+PRIMARY_SCORES = ("dev_score", "score", "confirm_mean", "train_score", "mean")
 """The evidence score a node is labelled with, the first of these it has (else the first that
 is not the baseline's)."""
+BASELINE_PREFIXES = ("baseline_", "seed_", "vanilla_")
+"""How evidence names the baseline's own scores (`baseline_dev_score`, DGM's
+`seed_train_score`, the Evolver's `vanilla_mean`)."""
+RANK: dict[str, int] = {"promoted": 5, "adopted": 4, "archived": 3, "pruned": 2, "rejected": 1}
+"""A candidate judged more than once shows its strongest outcome (a DGM candidate admitted to
+the archive, then not promoted, is archived); every decision stays listed in its panel."""
 
 
 class SealedTest(BaseModel):
@@ -34,6 +41,9 @@ class SealedTest(BaseModel):
     score: float | None
     tasks: int | None
     record: str = Field(description="The record, relative to the experiment folder.")
+    by_snapshot: dict[str, float | None] = Field(
+        default_factory=dict, description="Every tested version's score (the Evolver's)."
+    )
 
 
 class Node(BaseModel):
@@ -78,8 +88,9 @@ def candidate_tree(paths: ExperimentPaths, algorithm: str) -> Tree:
     if store is not None:
         _link_parents(nodes, store)
     sealed = sealed_test(paths)
-    if sealed is not None and sealed.snapshot_id in nodes:
-        nodes[sealed.snapshot_id].sealed_test = sealed.score
+    for snapshot_id, score in (sealed.by_snapshot if sealed else {}).items():
+        if snapshot_id in nodes:
+            nodes[snapshot_id].sealed_test = score
     last = Ledger(paths.root).baseline()
     return Tree(
         experiment=paths.root.name,
@@ -106,6 +117,11 @@ def _judge(nodes: dict[str, Node], entry: Decision) -> None:
     known = nodes.get(key)
     scores = {**(known.scores if known else {}), **entry.evidence.scores}
     paired = entry.evidence.paired or {}
+    judged = outcome(entry)
+    if known is not None and RANK.get(known.outcome, 0) > RANK[judged]:
+        judged, reason, scope = known.outcome, known.reason, known.scope
+    else:
+        reason, scope = entry.reason, entry.scope if entry.decision != "reject" else None
     nodes[key] = Node(
         id=key,
         snapshot_id=ref.snapshot_id,
@@ -113,9 +129,9 @@ def _judge(nodes: dict[str, Node], entry: Decision) -> None:
         produced_by=ref.produced_by or (known.produced_by if known else None),
         round=ref.round if ref.round is not None else (known.round if known else None),
         slot=ref.slot or (known.slot if known else None),
-        outcome=outcome(entry),
-        scope=entry.scope if entry.decision != "reject" else None,
-        reason=entry.reason,
+        outcome=judged,
+        scope=scope,
+        reason=reason,
         score=primary_score(scores),
         scores=scores,
         verdict=paired.get("verdict") or (known.verdict if known else None),
@@ -139,21 +155,28 @@ def primary_score(scores: dict[str, Any]) -> float | None:
     for name in PRIMARY_SCORES:
         if isinstance(scores.get(name), (int, float)):
             return float(scores[name])
-    own = [v for k, v in scores.items() if not k.startswith("baseline") and v is not None]
+    own = [v for k, v in scores.items() if not k.startswith(BASELINE_PREFIXES) and v is not None]
     return float(own[0]) if own else None
 
 
 def _baseline_node(nodes: dict[str, Node], entry: Decision) -> None:
     """The entry's baseline as a node when no entry judged it (the seed), with the baseline
-    score the entry compared against."""
+    score the entry compared against; a judged one without a score of its own gets that."""
     ref = entry.baseline
-    if ref.snapshot_id is None or ref.snapshot_id in nodes:
+    if ref.snapshot_id is None:
         return
     scores = {
-        k.removeprefix("baseline_"): v
+        k.removeprefix(prefix): v
         for k, v in entry.evidence.scores.items()
-        if k.startswith("baseline_")
+        for prefix in BASELINE_PREFIXES
+        if k.startswith(prefix)
     }
+    known = nodes.get(ref.snapshot_id)
+    if known is not None:
+        if known.score is None and primary_score(scores) is not None:
+            known.scores = {**scores, **known.scores}
+            known.score = primary_score(scores)
+        return
     nodes[ref.snapshot_id] = Node(
         id=ref.snapshot_id,
         snapshot_id=ref.snapshot_id,
@@ -195,19 +218,46 @@ def _link_parents(nodes: dict[str, Node], store: SnapshotStore) -> None:
             pending.append(nodes[parent])
 
 
+SEALED_RECORDS = ("test*.json", "retention.json")
+"""Where an algorithm's folder keeps its test results: `test.json` (`sealed_test`, the shared
+record; STOP's `stop_test`), DGM's `test-<rank>.json`, the Evolver's `retention.json`."""
+
+
 def sealed_test(paths: ExperimentPaths) -> SealedTest | None:
-    """The sealed test's result once an algorithm has written it (`kind: sealed_test`, the
-    same record for every algorithm): None before the experiment is finalised."""
-    for record in sorted(paths.records.glob("*/test*.json")):
-        try:
-            value = json.loads(record.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(value, dict) and value.get("kind") == "sealed_test":
-            return SealedTest(
-                snapshot_id=value["snapshot_id"],
-                score=value.get("test_score"),
-                tasks=value.get("test_tasks"),
-                record=record.relative_to(paths.root).as_posix(),
-            )
+    """The sealed test's result once an algorithm has written it: None before the experiment
+    is finalised. Where several versions were tested (the Evolver's retention), the last
+    delivered one, with every version's score in `by_snapshot`."""
+    for pattern in SEALED_RECORDS:
+        for record in sorted(paths.records.glob(f"*/{pattern}")):
+            found = _test_result(record, record.relative_to(paths.root).as_posix())
+            if found is not None:
+                return found
+    return None
+
+
+def _test_result(path: Path, record: str) -> SealedTest | None:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(value, dict):
+        return None
+    if value.get("kind") in {"sealed_test", "stop_test"}:
+        score = value.get("test_score")
+        return SealedTest(
+            snapshot_id=value["snapshot_id"],
+            score=score,
+            tasks=value.get("test_tasks"),
+            record=record,
+            by_snapshot={value["snapshot_id"]: score},
+        )
+    if value.get("kind") == "evolver_retention" and value.get("rows"):
+        last = value["rows"][-1]
+        return SealedTest(
+            snapshot_id=last["snapshot_id"],
+            score=last.get("test"),
+            tasks=None,
+            record=record,
+            by_snapshot={row["snapshot_id"]: row.get("test") for row in value["rows"]},
+        )
     return None

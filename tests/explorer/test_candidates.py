@@ -79,11 +79,22 @@ def test_a_candidate_s_records_hold_its_worker_run_and_every_target_rollout(demo
     assert not any("round-002" in p.name for p in files)  # another sample's records
 
 
-def test_dgm_nodes_say_why_a_candidate_was_not_admitted(demo_home):
-    _, tree = _tree(demo_home, "dgm-demo")
+def test_a_dgm_candidate_admitted_to_the_archive_is_archived_though_not_promoted(demo_home):
+    paths, tree = _tree(demo_home, "dgm-demo")
+    entries = Ledger(paths.root).entries()
+    admitted = {e.candidate.snapshot_id for e in entries if e.scope == "archive"
+                and e.decision == "adopt"}  # fmt: skip
     generation = [n for n in tree.nodes if n.round == 1]
+
     assert {n.slot for n in generation} == {"c0", "c1"}
-    assert all(n.outcome == "rejected" and n.reason for n in generation)
+    for node in generation:
+        if node.id in admitted:
+            assert node.outcome == "archived"
+            assert len(node.decisions) == 2  # admitted, then not promoted: both listed
+        else:
+            assert node.outcome == "rejected" and "not admitted" in node.reason
+    promoted = next(n for n in tree.nodes if n.outcome == "promoted")
+    assert promoted.score is not None  # the seed's score, from the evidence it was compared by
 
 
 def test_the_sealed_test_is_not_shown_before_it_has_run(tmp_path):

@@ -23,7 +23,8 @@ from tests.deployment.chromium import CHROMIUM, Chromium
 from tests.explorer.conftest import DEMOS
 
 pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="needs Debian's chromium (make test installs it where apt is available)"
+    CHROMIUM is None,
+    reason="needs Debian's chromium (make test installs it where apt is available)",
 )
 
 
