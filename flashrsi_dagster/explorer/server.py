@@ -35,8 +35,16 @@ from flashrsi_dagster.snapshots.store import SnapshotError
 STATIC = Path(__file__).parent / "static"
 LOOPBACK = "127.0.0.1"
 _NODE = re.compile(r"[0-9a-f]{40}|r\d+\.[A-Za-z0-9][A-Za-z0-9_-]{0,39}")
-CANDIDATE_ASSETS = ("snapshot", "trajectories", "scores", "paired_stats")
-"""The candidate-partitioned assets a node links to, where its algorithm has them."""
+CANDIDATE_ASSETS: dict[str, tuple[str, ...]] = {
+    "meta_harness": ("snapshot", "trajectories", "scores", "paired_stats", "failure_map"),
+    "modular_rsi": ("snapshot", "trajectories", "gates", "findings", "memory"),
+    "evolver": ("snapshot", "gates", "screen", "confirm", "decisions", "plan", "failure_map"),
+    "dgm": ("candidate",),
+    "stop": ("round",),
+    "best_of_n": ("sample",),
+}
+"""Each algorithm's assets partitioned by candidate, the pages a node links to (kept equal to
+the Definitions' by tests/explorer/test_links.py: the explorer does not load Dagster)."""
 
 
 class NotFound(LookupError):
@@ -154,7 +162,7 @@ def dagster_links(dagster: str | None, tree: Tree, node: Node) -> list[dict[str,
             "url": f"{base}/assets/{tree.algorithm}/{asset}?view=partitions"
             f"&partition={quote(partition)}",
         }
-        for asset in CANDIDATE_ASSETS
+        for asset in CANDIDATE_ASSETS.get(tree.algorithm, ())
     ]
 
 
