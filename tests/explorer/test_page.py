@@ -108,12 +108,13 @@ def test_a_click_on_a_node_reaches_its_evidence_code_diff_and_trajectories(page,
     assert node["reason"] in text
     _shot(page, "node-evidence")
 
-    _tab(page, "Code", "prompts/system.md")
+    _tab(page, "Code", "prompts/system.md", "runtime/agent.py")
     page.evaluate(
         "[...document.querySelectorAll('.files li')]"
-        ".find(li => li.innerText === 'prompts/system.md').click()"
+        ".find(li => li.innerText === 'runtime/agent.py').click()"
     )
-    page.wait("prompts/system.md", "You")
+    page.wait("runtime/agent.py", "def ")
+    assert page.evaluate("document.querySelectorAll('pre.code .hljs-keyword').length") > 0
     _shot(page, "node-code")
 
     text = _tab(page, "Diff", "diff --git a/prompts/system.md")

@@ -24,7 +24,10 @@ def _node(client, name: str, round_: int) -> dict:
 
 def test_the_page_and_its_vendored_libraries_are_served(client):
     assert "FlashRSI explorer" in client.get("/").text
-    for vendored in ("d3-hierarchy.min.js", "uPlot.iife.min.js", "uPlot.min.css"):
+    for vendored in (
+        *("d3-hierarchy.min.js", "uPlot.iife.min.js", "uPlot.min.css"),
+        *("highlight.min.js", "highlight-github.min.css"),
+    ):
         assert client.get(f"/static/vendor/{vendored}").status_code == 200
 
 

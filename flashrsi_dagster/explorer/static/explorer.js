@@ -6,6 +6,8 @@ const COLOURS = {
   archived: "#60a5fa", seed: "#9ca3af", unjudged: "#e5e7eb",
 };
 const ROOT = "__experiment__";
+const LANGUAGES = { py: "python", md: "markdown", yaml: "yaml", yml: "yaml", json: "json",
+  sh: "bash", toml: "ini", js: "javascript", ts: "typescript", txt: "plaintext" };
 const $ = (id) => document.getElementById(id);
 const state = { name: null, tree: null, selected: null };
 
@@ -184,10 +186,27 @@ async function code(n) {
     list.append(el("li", { onclick: async (e) => {
       for (const li of list.children) li.classList.toggle("on", li === e.target);
       const file = await get(api(`/nodes/${n.id}/code/${f.path.split("/").map(encodeURIComponent).join("/")}`));
-      view.replaceChildren(el("h4", {}, file.path), el("pre", { class: "code" }, file.text ?? `(${file.note})`));
+      view.replaceChildren(el("h4", {}, file.path), file.text == null
+        ? el("pre", {}, `(${file.note})`) : highlighted(file.text, file.path));
     } }, f.path));
   }
   return el("div", { class: "files" }, list, view);
+}
+
+function language(path) {
+  const name = LANGUAGES[path.split(".").pop()];
+  return name && hljs.getLanguage(name) ? name : "plaintext";
+}
+
+// Syntax-coloured HTML from highlight.js, which escapes the text it is given.
+function colour(text, path) {
+  return hljs.highlight(text, { language: language(path), ignoreIllegals: true }).value;
+}
+
+function highlighted(text, path) {
+  const code = el("code", { class: "hljs" });
+  code.innerHTML = colour(text, path);
+  return el("pre", { class: "code" }, code);
 }
 
 async function diff(n) {
@@ -195,10 +214,17 @@ async function diff(n) {
   const d = await get(api(`/nodes/${n.id}/diff`));
   if (!d.parent) return el("p", {}, "A seed: it has no parent to differ from.");
   const pre = el("pre", { class: "diff" });
+  let path = "";
   for (const line of d.diff.split("\n")) {
+    if (line.startsWith("diff --git")) path = line.split(" b/").pop();
     const cls = line.startsWith("diff --git") ? "file" : line.startsWith("@@") ? "hunk"
-      : line.startsWith("+") && !line.startsWith("+++") ? "add" : line.startsWith("-") && !line.startsWith("---") ? "del" : null;
-    pre.append(cls ? el("span", { class: cls }, line) : line + "\n");
+      : line.startsWith("+") && !line.startsWith("+++") ? "add" : line.startsWith("-") && !line.startsWith("---") ? "del"
+      : line.startsWith(" ") ? "same" : "meta";
+    const span = el("span", { class: cls });
+    if (["add", "del", "same"].includes(cls)) {
+      span.innerHTML = line[0] + colour(line.slice(1), path);
+    } else span.textContent = line;
+    pre.append(span);
   }
   const s = d.stats;
   return el("div", {}, el("p", {}, `against ${short(d.parent)}: ${s.files} file(s), +${s.insertions} −${s.deletions}`), pre);
