@@ -24,6 +24,7 @@ def test_every_experiment_of_the_home_is_found_by_name(demo_home):
 
 
 def test_each_ledger_decision_is_a_node_with_its_outcome_and_score(demo_home):
+    outcomes = set()
     for name in DEMOS:
         paths, tree = _tree(demo_home, name)
         entries = Ledger(paths.root).entries()
@@ -37,8 +38,21 @@ def test_each_ledger_decision_is_a_node_with_its_outcome_and_score(demo_home):
         assert tree.baseline == adopted[-1].candidate.snapshot_id
         rejected = {e.candidate.snapshot_id for e in entries if e.decision == "reject"}
         rejected -= {e.candidate.snapshot_id for e in entries if e.decision == "adopt"}
-        assert rejected
         assert all(by_id[s].outcome == "rejected" and by_id[s].reason for s in rejected)
+        outcomes |= {n.outcome for n in tree.nodes}
+        assert any(n.score is not None for n in tree.nodes)
+    assert outcomes == {"promoted", "adopted", "rejected", "archived", "seed"}
+
+
+def test_a_modular_rsi_branch_adopted_is_adopted_for_its_module(demo_home):
+    paths, tree = _tree(demo_home, "modular-rsi-demo")
+    branches = {(e.candidate.snapshot_id, e.scope) for e in Ledger(paths.root).entries()
+                if e.decision == "adopt" and e.scope.startswith("branch:")}  # fmt: skip
+    assert branches
+    for snapshot_id, scope in branches:
+        node = next(n for n in tree.nodes if n.id == snapshot_id)
+        assert node.outcome == "adopted" and node.scope == scope
+        assert scope == f"branch:{node.slot}"
 
 
 def test_parents_are_the_snapshot_store_s_and_every_edge_ends_at_a_node(demo_home):
