@@ -93,6 +93,13 @@ def test_the_tree_and_the_score_plot_render_for_each_demo(page, explorer, name):
         "[...document.querySelectorAll('.node circle')].map(c => c.getAttribute('fill'))"
     )
     assert "#16a34a" in colours  # the promoted node, green
+    outside = page.evaluate(
+        "(() => { const box = document.querySelector('#tree svg').getBoundingClientRect();"
+        " return [...document.querySelectorAll('.node circle')].map(c => c.getBoundingClientRect())"
+        ".filter(r => r.left < box.left || r.right > box.right"
+        " || r.top < box.top || r.bottom > box.bottom).length; })()"
+    )
+    assert outside == 0  # every node drawn inside the picture
     assert page.wait_for("document.querySelector('#plot canvas') !== null")
     _shot(page, f"tree-{name}")
 

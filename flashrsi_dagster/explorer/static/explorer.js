@@ -60,18 +60,21 @@ function drawTree(t) {
   const rows = [{ id: ROOT, parent: null }, ...t.nodes.map((n) => ({
     ...n, parent: n.parent && ids.has(n.parent) ? n.parent : ROOT }))];
   const root = d3.stratify().id((d) => d.id).parentId((d) => d.parent)(rows);
-  const dx = 26, dy = 120;
+  // A generation's column is as wide as its longest label (ModularRSI's slots are module names).
+  const dx = 26, dy = Math.max(120, 40 + 6.5 * Math.max(...t.nodes.map((n) => label(n).length)));
   d3.tree().nodeSize([dx, dy])(root);
   let x0 = Infinity, x1 = -Infinity, y1 = 0;
   root.each((d) => { x0 = Math.min(x0, d.x); x1 = Math.max(x1, d.x); y1 = Math.max(y1, d.y); });
-  const width = y1 + 2 * dy, height = x1 - x0 + 2 * dx;
+  // The first column (the experiment's virtual root) is left out of view; the last keeps room
+  // for its labels.
+  const width = y1 + 20, height = x1 - x0 + 2 * dx;
   const ns = "http://www.w3.org/2000/svg";
   const make = (tag, attrs) => {
     const node = document.createElementNS(ns, tag);
     for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
     return node;
   };
-  const svg = make("svg", { width, height, viewBox: `${-dy / 2} ${x0 - dx} ${width} ${height}` });
+  const svg = make("svg", { width, height, viewBox: `${dy - 20} ${x0 - dx} ${width} ${height}` });
   const at = new Map(root.descendants().map((d) => [d.id, d]));
   for (const link of root.links()) {
     if (link.source.id === ROOT) continue;
@@ -90,10 +93,9 @@ function drawTree(t) {
     const n = d.data;
     const r = n.score == null ? 5 : 5 + 6 * Math.max(0, Math.min(1, n.score));
     g.append(make("circle", { r, fill: COLOURS[n.outcome] || "#ccc" }));
-    const label = make("text", { x: r + 3, dy: "0.32em" });
-    const round = n.round == null ? "" : `r${n.round}${n.slot ? "." + n.slot : ""} `;
-    label.textContent = `${round}${fmt(n.score)}${n.sealed_test != null ? " · test " + fmt(n.sealed_test) : ""}`;
-    g.append(label);
+    const text = make("text", { x: r + 3, dy: "0.32em" });
+    text.textContent = label(n);
+    g.append(text);
     const title = make("title", {});
     title.textContent = `${n.id}\n${n.outcome}: ${n.reason}`;
     g.append(title);
@@ -101,6 +103,11 @@ function drawTree(t) {
     svg.append(g);
   }
   $("tree").replaceChildren(svg);
+}
+
+function label(n) {
+  const round = n.round == null ? "" : `r${n.round}${n.slot ? "." + n.slot : ""} `;
+  return `${round}${fmt(n.score)}${n.sealed_test != null ? " · test " + fmt(n.sealed_test) : ""}`;
 }
 
 function drawPlot(t) {
