@@ -16,8 +16,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from flashrsi_dagster.decisions.ledger import Decision, Ledger
 from flashrsi_dagster.experiment.paths import ExperimentPaths
 from flashrsi_dagster.explorer.candidates import node_id, open_store, sealed_test
@@ -65,17 +63,19 @@ def trajectories(paths: ExperimentPaths, files: list[Path]) -> dict[str, Any]:
 
 
 def _read_trajectories(path: Path) -> list[Trajectory]:
-    lines = path.read_text(encoding="utf-8").splitlines() if path.suffix == ".jsonl" else []
-    if path.suffix == ".json":
-        lines = [path.read_text(encoding="utf-8")]
+    """The trajectories a record file holds: a JSON record of kind `trajectory`, or the
+    lines of a JSONL file that are (other records are not)."""
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines() if path.suffix == ".jsonl" else [text]
     found = []
     for line in lines:
-        if '"kind": "trajectory"' not in line[:200] and '"kind":"trajectory"' not in line[:200]:
-            continue
         try:
+            value = json.loads(line)
+        except ValueError:
+            continue  # a torn last line, left by a crash: not a record yet
+        if isinstance(value, dict) and value.get("kind") == "trajectory":
+            # from the JSON text: only that carries the encoded values `Trajectory` restores
             found.append(Trajectory.model_validate_json(line))
-        except ValidationError:
-            continue  # another record that names a trajectory: not one itself
     return found
 
 
