@@ -9,7 +9,7 @@ PYTHON ?= python3
 CODEX_VERSION := 0.169.0
 CODEX_PREFIX := $(TOOLS)/codex
 
-.PHONY: demo test lint env jail browser docker image codex clean
+.PHONY: demo test lint env jail browser docker image codex vendor clean
 
 demo: env
 	@echo "== flashrsi: Meta-Harness on the built-in text classification, offline model simulator =="
@@ -61,6 +61,28 @@ codex:
 		npm install --prefix $(CODEX_PREFIX) --save-exact --no-audit --no-fund --loglevel=error \
 			@openai/codex@$(CODEX_VERSION) >/dev/null; \
 	else echo "npm is not installed: the Codex CLI (type codex-cli) is missing and its tests will be skipped"; fi
+
+# The explorer's tree layout, charts and syntax highlighting, from npm at pinned versions, copied minified into its
+# static folder. The copies are committed (a fresh clone and the wheel work without npm); this
+# target remakes them, e.g. after a version bump here (tests/explorer/test_static.py checks them).
+D3_HIERARCHY_VERSION := 3.1.2
+UPLOT_VERSION := 1.6.32
+HIGHLIGHT_VERSION := 11.11.1
+VENDOR := flashrsi_dagster/explorer/static/vendor
+vendor:
+	rm -rf $(TOOLS)/explorer-npm
+	npm install --prefix $(TOOLS)/explorer-npm --save-exact --no-audit --no-fund --loglevel=error \
+		d3-hierarchy@$(D3_HIERARCHY_VERSION) uplot@$(UPLOT_VERSION) \
+		@highlightjs/cdn-assets@$(HIGHLIGHT_VERSION) >/dev/null
+	mkdir -p $(VENDOR)
+	cp $(TOOLS)/explorer-npm/node_modules/d3-hierarchy/dist/d3-hierarchy.min.js $(VENDOR)/
+	cp $(TOOLS)/explorer-npm/node_modules/uplot/dist/uPlot.iife.min.js $(VENDOR)/
+	cp $(TOOLS)/explorer-npm/node_modules/uplot/dist/uPlot.min.css $(VENDOR)/
+	cp $(TOOLS)/explorer-npm/node_modules/d3-hierarchy/LICENSE $(VENDOR)/d3-hierarchy.LICENSE
+	cp $(TOOLS)/explorer-npm/node_modules/uplot/LICENSE $(VENDOR)/uPlot.LICENSE
+	cp $(TOOLS)/explorer-npm/node_modules/@highlightjs/cdn-assets/highlight.min.js $(VENDOR)/
+	cp $(TOOLS)/explorer-npm/node_modules/@highlightjs/cdn-assets/styles/github.min.css $(VENDOR)/highlight-github.min.css
+	cp $(TOOLS)/explorer-npm/node_modules/@highlightjs/cdn-assets/LICENSE $(VENDOR)/highlight.LICENSE
 
 lint: env
 	$(UV) run --locked ruff check flashrsi_dagster tests bench

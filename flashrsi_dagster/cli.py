@@ -29,7 +29,9 @@ from flashrsi_dagster.validation import dry_run, home_problems, one_line
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
-_ON_STORED = ("resume", "finalize", "ui", "rollback", "archive-node", "worker", "compare")
+_ON_STORED = (
+    *("resume", "finalize", "ui", "explorer", "rollback", "archive-node", "worker", "compare"),
+)
 """Commands on an experiment already started: they take its stored config, no overrides."""
 _OVERRIDES_HELP = "dotted overrides, e.g. --algorithm.max_steps 2 --benchmark.limit 9"
 
@@ -96,6 +98,22 @@ def _parser() -> argparse.ArgumentParser:
     ui = commands.add_parser("ui", help="the Dagster UI on the experiments", allow_abbrev=False)
     _home_argument(ui)
     ui.add_argument("--port", default=3000, type=int)
+    ui.add_argument(
+        "--explorer-port", default=3100, type=int, help="the experiment explorer's port"
+    )
+    explorer = commands.add_parser(
+        "explorer",
+        help="the experiment explorer alone (read-only; `ui` starts it beside Dagster)",
+        allow_abbrev=False,
+    )
+    _home_argument(explorer)
+    explorer.add_argument("--port", default=3100, type=int)
+    explorer.add_argument(
+        "--host", default="127.0.0.1", help="the address to listen on (default: loopback only)"
+    )
+    explorer.add_argument(
+        "--dagster-url", default=None, help="the Dagster UI's address, for links to its pages"
+    )
     worker = commands.add_parser(
         "worker",
         help="a Celery worker for the steps the home's runs send to its broker "
@@ -187,6 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "resume": _resume,
             "finalize": _resume,
             "ui": _ui,
+            "explorer": _explorer,
             "worker": _worker,
             "rollback": _rollback,
             "archive-node": _archive_node,
@@ -441,7 +460,14 @@ def _ui(args: argparse.Namespace) -> int:
 
     if not _instance_ready(args.home.resolve()):
         return EXIT_BAD_INPUT
-    return ui(args.home.resolve(), args.port)
+    return ui(args.home.resolve(), args.port, args.explorer_port)
+
+
+def _explorer(args: argparse.Namespace) -> int:
+    from flashrsi_dagster.explorer.server import serve
+
+    serve(args.home.resolve(), args.port, host=args.host, dagster_url=args.dagster_url)
+    return EXIT_OK
 
 
 def _worker(args: argparse.Namespace) -> int:

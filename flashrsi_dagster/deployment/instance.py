@@ -127,9 +127,31 @@ def check_instance(home: Path) -> None:
     persistent_instance(home).dispose()
 
 
-def ui(home: Path, port: int) -> int:
-    """`dagster dev` on the experiments' instance, from the folder holding the home."""
+def ui(home: Path, port: int, explorer_port: int | None = None) -> int:
+    """`dagster dev` on the experiments' instance, from the folder holding the home, and the
+    experiment explorer beside it on `explorer_port` (both on loopback), stopped with it."""
     env = {**os.environ, "DAGSTER_HOME": str(instance_dir(home))}
+    explorer = None
+    if explorer_port is not None:
+        explorer = subprocess.Popen(explorer_command(home, explorer_port, port))
+        print(f"experiment explorer: http://127.0.0.1:{explorer_port}", flush=True)
+    try:
+        return _dagster_dev(home, port, env)
+    finally:
+        if explorer is not None:
+            explorer.terminate()
+            explorer.wait()
+
+
+def explorer_command(home: Path, port: int, dagster_port: int) -> list[str]:
+    """The explorer on `home`, its links pointing at the Dagster UI on `dagster_port`."""
+    return [
+        *(sys.executable, "-m", "flashrsi_dagster.cli", "explorer", "--home", str(home)),
+        *("--port", str(port), "--dagster-url", f"http://127.0.0.1:{dagster_port}"),
+    ]
+
+
+def _dagster_dev(home: Path, port: int, env: dict[str, str]) -> int:
     command = [
         sys.executable,
         "-m",

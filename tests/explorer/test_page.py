@@ -1,0 +1,145 @@
+"""The explorer's page in Debian's headless Chromium, served by a real uvicorn on the demo home:
+the tree renders for each demo, a click on a node reaches its evidence, code, diff, Worker
+trajectory and target trajectories (filtered), and the score plot is drawn.
+
+Screenshots (and their DOM) go to a folder the run prints, copied to
+`$FLASHRSI_UI_SCREENSHOTS` when set; what each should show is asserted on the page itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import uvicorn
+
+from flashrsi_dagster.explorer.server import create_app
+from tests.deployment.chromium import CHROMIUM, Chromium
+from tests.explorer.conftest import DEMOS
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="needs Debian's chromium (make test installs it where apt is available)",
+)
+
+
+@pytest.fixture(scope="module")
+def explorer(demo_home):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    app = create_app(demo_home, "http://127.0.0.1:3000")
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "the explorer did not start"
+        time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def page(explorer, tmp_path_factory, request):
+    folder = tmp_path_factory.mktemp("explorer-screenshots")
+    keep = os.environ.get("FLASHRSI_UI_SCREENSHOTS")
+    browser = Chromium(tmp_path_factory.mktemp("chromium-profile"))
+    browser.url, browser.folder, browser.keep = explorer, folder, Path(keep) if keep else None
+    try:
+        yield browser
+    finally:
+        browser.close()
+        capture = request.config.pluginmanager.get_plugin("capturemanager")
+        with capture.global_and_fixture_disabled():
+            print(f"\nexplorer screenshots: {folder}" + (f" (and {keep})" if keep else ""))
+
+
+def _shot(browser: Chromium, name: str) -> None:
+    png = browser.folder / f"explorer-{name}.png"
+    browser.save(png)
+    assert png.stat().st_size > 10_000
+    if browser.keep is not None:
+        browser.keep.mkdir(parents=True, exist_ok=True)
+        for kept in (png, png.with_suffix(".html")):
+            shutil.copyfile(kept, browser.keep / kept.name)
+
+
+def _tab(browser: Chromium, label: str, *shows: str) -> str:
+    browser.click(label)
+    return browser.wait(*shows)
+
+
+def _tree(explorer: str, name: str) -> dict:
+    import urllib.request
+
+    with urllib.request.urlopen(f"{explorer}/api/experiments/{name}/tree", timeout=30) as r:
+        return json.loads(r.read())
+
+
+@pytest.mark.parametrize("name", sorted(DEMOS))
+def test_the_tree_and_the_score_plot_render_for_each_demo(page, explorer, name):
+    tree = _tree(explorer, name)
+    page.open(f"{explorer}/?experiment={name}", f"{len(tree['nodes'])} nodes")
+    drawn = page.wait_for(f"document.querySelectorAll('.node').length == {len(tree['nodes'])}")
+    assert drawn
+    colours = page.evaluate(
+        "[...document.querySelectorAll('.node circle')].map(c => c.getAttribute('fill'))"
+    )
+    assert "#16a34a" in colours  # the promoted node, green
+    outside = page.evaluate(
+        "(() => { const box = document.querySelector('#tree svg').getBoundingClientRect();"
+        " return [...document.querySelectorAll('.node circle')].map(c => c.getBoundingClientRect())"
+        ".filter(r => r.left < box.left || r.right > box.right"
+        " || r.top < box.top || r.bottom > box.bottom).length; })()"
+    )
+    assert outside == 0  # every node drawn inside the picture
+    assert page.wait_for("document.querySelector('#plot canvas') !== null")
+    _shot(page, f"tree-{name}")
+
+
+def test_a_click_on_a_node_reaches_its_evidence_code_diff_and_trajectories(page, explorer):
+    name = "meta-harness-demo"
+    node = next(n for n in _tree(explorer, name)["nodes"] if n["round"] == 1)
+    page.open(f"{explorer}/?experiment={name}", "3 nodes")
+    page.wait_for("document.querySelectorAll('.node').length == 3")
+    page.evaluate(f"document.querySelector('.node[data-id=\"{node['id']}\"]')"
+                  ".dispatchEvent(new MouseEvent('click'))")  # fmt: skip
+    text = page.wait("Paired statistics", "Tokens per role", f"node {node['id']}")
+    assert node["reason"] in text
+    _shot(page, "node-evidence")
+
+    _tab(page, "Code", "prompts/system.md", "runtime/agent.py")
+    page.evaluate(
+        "[...document.querySelectorAll('.files li')]"
+        ".find(li => li.innerText === 'runtime/agent.py').click()"
+    )
+    page.wait("runtime/agent.py", "def ")
+    assert page.evaluate("document.querySelectorAll('pre.code .hljs-keyword').length") > 0
+    _shot(page, "node-code")
+
+    text = _tab(page, "Diff", "diff --git a/prompts/system.md")
+    assert page.evaluate("document.querySelectorAll('pre.diff .add').length") > 0
+    assert "against " + node["parent"][:8] in text
+    _shot(page, "node-diff")
+
+    _tab(page, "Worker", "run_config", "→ shell")
+    _shot(page, "node-worker")
+
+    text = _tab(page, "Targets", "passed (", "failed (", "error (")
+    shown = page.evaluate("document.querySelectorAll('#tab details').length")
+    assert shown == 6
+    page.evaluate(
+        "(() => { const box = [...document.querySelectorAll('.filters label')]"
+        ".find(l => l.innerText.trim().startsWith('passed')).querySelector('input');"
+        "box.click(); })()"
+    )
+    passed = int(text.split("passed (")[1].split(")")[0])
+    assert page.wait_for(f"document.querySelectorAll('#tab details').length == {6 - passed}")
+    _shot(page, "node-targets-without-passed")
