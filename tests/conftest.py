@@ -26,12 +26,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 LONGEST = (
+    "deployment/test_containers.py",  # two rounds in containers, launcher and executor
     "deployment/test_ui.py",  # four experiments, a webserver, a browser
     "deployment/test_parallel_candidates.py",
     "images/test_build.py",  # the image the container tests share: built early
     "deployment/test_workers.py",
     "deployment/test_kill_resume.py",
     "deployment/test_reconnect.py",
+    "algorithms/test_unconfined.py",  # every example twice, unconfined and jailed
+    "explorer/test_page.py",  # five experiments and a browser
 )
 """The test files that take longest (`bench/RESULTS.md`, "test suite wall time"), longest
 first; a test file's path relative to `tests/`."""
