@@ -200,11 +200,13 @@ def _blobs(data: bytes, text: str, whole) -> Iterator[tuple[bytes, str, tuple[in
             for decoded in _base64(match.group(), squeezed):
                 yield decoded, "base64", _span(data, source, match, whole, squeezed)
         for match in _HEX.finditer(source):
-            yield (
+            raw, span = (
                 bytes.fromhex(match.group().decode()),
-                "hex",
                 _span(data, source, match, whole, squeezed),
             )
+            yield raw, "hex", span
+            if source[max(match.start() - 2, 0) : match.start()] in (b"0x", b"0X"):
+                yield raw[::-1], "number", span  # `hex(int.from_bytes(data, "little"))`
     # codes kept as strings (`['49', '6e', ...]`, `['73', '103', ...]`) read squeezed
     everything = whole or (1, data.count(b"\n") + 1)
     for blob, kind, _ in _code_lists(squeezed_data, everything):
@@ -277,8 +279,11 @@ def _bare_alphabets(data: bytes, whole) -> Iterator[tuple[bytes, str, tuple[int,
             except (binascii.Error, ValueError, OverflowError):
                 continue
             for decoded in found:
-                if _packed(decoded) or _as_text(decoded) is not None:
-                    yield decoded, kind, _span(data, data, match, whole, False)
+                # a number is read both ways: `int.from_bytes(data, "little")` reverses it
+                readings = (decoded, decoded[::-1]) if kind == "number" else (decoded,)
+                for reading in readings:
+                    if _packed(reading) or _as_text(reading) is not None:
+                        yield reading, kind, _span(data, data, match, whole, False)
 
 
 def _quoted(decode: Callable[[bytes], bytes], run: bytes) -> list[bytes]:
@@ -395,6 +400,8 @@ def _char_codes(run: bytes) -> list[bytes]:
             continue
         text = "".join(chr(n) if n < 0x110000 else "\ufffd" for n in numbers)
         found.append(text.encode("utf-8", "surrogatepass"))
+        if max(numbers) < 256:  # byte values (`list(gzip.compress(data))`), not characters
+            found.append(bytes(numbers))
     return found
 
 
@@ -555,23 +562,48 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
                     if budget.take(data):
                         yield data
             return
-        engine = {
-            "gzip": lambda: zlib.decompressobj(16 + zlib.MAX_WBITS),
-            "zlib": zlib.decompressobj,
-            "bzip2": bz2.BZ2Decompressor,
-            "xz": lzma.LZMADecompressor,
-        }[kind]()
-        data = (
-            engine.decompress(blob, limit)
-            if kind in ("gzip", "zlib")
-            else engine.decompress(blob, max_length=limit)
-        )
+        data, whole = _members(blob, kind, limit)
     except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError, zipfile.BadZipFile):
         return
-    if len(data) >= limit and not engine.eof:
+    if not whole:
         budget.cut = True  # more than the budget: what lies past it (padding, then a table?)
     if data and budget.take(data):
         yield data
+
+
+_ENGINES: dict[str, Callable] = {
+    "gzip": lambda: zlib.decompressobj(16 + zlib.MAX_WBITS),
+    "zlib": zlib.decompressobj,
+    "bzip2": bz2.BZ2Decompressor,
+    "xz": lzma.LZMADecompressor,
+}
+MAX_MEMBERS = 1024
+"""Streams of one kind read end to end, at most (one per member)."""
+
+
+def _members(blob: bytes, kind: str, limit: int) -> tuple[bytes, bool]:
+    """The stream decompressed, and every stream of its kind right after it, as
+    `gzip.decompress`, `bz2.decompress` and `lzma.decompress` read them (sixteen empty members
+    in front of a table, or a table cut into a member a row, read whole); and whether all of
+    it was read within `limit` bytes and `MAX_MEMBERS` members."""
+    magic = next(m for m, k in _MAGIC if k == kind)
+    out: list[bytes] = []
+    rest, left = blob, limit
+    for _ in range(MAX_MEMBERS):
+        engine = _ENGINES[kind]()
+        data = (
+            engine.decompress(rest, left)
+            if kind in ("gzip", "zlib")
+            else (engine.decompress(rest, max_length=left))
+        )
+        out.append(data)
+        left -= len(data)
+        if not engine.eof:
+            return b"".join(out), left > 0
+        rest = engine.unused_data
+        if kind == "zlib" or not rest.startswith(magic) or left <= 0:
+            return b"".join(out), left > 0 or not rest.startswith(magic)
+    return b"".join(out), False
 
 
 __all__ = ["CIPHERS", "Budget", "View", "unescape", "views"]

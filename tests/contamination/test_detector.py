@@ -593,6 +593,88 @@ def test_a_zip_member_the_check_cannot_read_is_rejected_as_unsearched(harness, d
     rejected(verdict, "unsearched")
 
 
+def _members(compress: Callable[[bytes], bytes], data: bytes) -> bytes:
+    """Sixteen empty members, then the data: `gzip.decompress`, `bz2.decompress` and
+    `lzma.decompress` read every member of a multi-member stream, end to end."""
+    return b"".join(compress(b"") for _ in range(16)) + compress(data)
+
+
+@pytest.mark.parametrize(
+    ("data", "encoding"),
+    [
+        (lambda d: _members(gzip.compress, d), "gzip"),
+        (lambda d: _members(bz2.compress, d), "bzip2"),
+        (lambda d: _members(lzma.compress, d), "xz"),
+        (lambda d: b"".join(gzip.compress(d[at : at + 10]) for at in range(0, len(d), 10)), "gzip"),
+    ],
+    ids=["gzip-decoys", "bzip2-decoys", "xz-decoys", "gzip-a-member-per-10-bytes"],
+)
+def test_the_table_behind_other_members_of_a_stream_is_caught(harness, data, encoding):
+    verdict = harness.judge(write_bytes("skills/t.bin", data(json.dumps(TABLE).encode())))
+    rejected(verdict, "beside its answer")
+    assert any(encoding in h.encoding for h in verdict.hits), {h.encoding for h in verdict.hits}
+
+
+def test_a_stream_of_more_members_than_the_check_reads_is_rejected_as_unsearched(harness):
+    data = b"".join(gzip.compress(b"") for _ in range(2000)) + gzip.compress(b"x")
+    verdict = harness.judge(write_bytes("skills/t.bin", data))
+    rejected(verdict, "unsearched")
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        lambda d: f"N = {int.from_bytes(d, 'little')}",
+        lambda d: f"N = {hex(int.from_bytes(d, 'little'))}",
+        lambda d: f"B = bytes({list(gzip.compress(d))})",
+    ],
+    ids=["a-little-endian-integer", "its-hex", "a-list-of-byte-values-of-gzip"],
+)
+def test_the_table_as_a_little_endian_number_or_byte_values_is_caught(harness, code):
+    """`int.from_bytes(data, "little")` is the same call as `"big"`, the bytes reversed; and
+    `list(data)` of a compressed stream is a list of byte values, not of characters."""
+    rows = json.dumps({text(t): label(t) for t in DEV}).encode()  # under 4300 digits
+    verdict = harness.judge(append("runtime/agent.py", f"\n{code(rows)}\n"))
+    rejected(verdict, "beside its answer")
+    assert verdict.tasks["dev"] == len(DEV)
+
+
+def _b32(digest: bytes) -> str:
+    return base64.b32encode(digest).decode().rstrip("=").lower()
+
+
+@pytest.mark.parametrize(
+    "digest",
+    [
+        lambda t: hashlib.shake_128(t.encode()).hexdigest(16),
+        lambda t: hashlib.shake_256(t.encode()).hexdigest(8),
+        lambda t: hashlib.blake2b(t.encode(), digest_size=16).hexdigest(),
+        lambda t: hashlib.blake2s(t.encode(), digest_size=8).hexdigest(),
+        lambda t: base64.b32encode(hashlib.md5(t.encode()).digest()).decode(),
+        lambda t: _b32(hashlib.sha1(t.encode()).digest()),
+        lambda t: base64.b85encode(hashlib.md5(t.encode()).digest()).decode(),
+        lambda t: base64.a85encode(hashlib.sha256(t.encode()).digest()).decode(),
+    ],
+    ids=[
+        "shake_128-16",
+        "shake_256-8",
+        "blake2b-size-16",
+        "blake2s-size-8",
+        "md5-base32",
+        "sha1-base32-lower-unpadded",
+        "md5-base85",
+        "sha256-ascii85",
+    ],
+)
+def test_a_table_keyed_by_a_sized_digest_or_one_in_base32_or_base85_is_caught(harness, digest):
+    """`hashlib`'s variable-length hashes at the length a harness picks, blake2 at a
+    `digest_size` of its own, and a digest written in another of `base64`'s alphabets."""
+    table = {digest(text(t)): label(t) for t in TASKS}
+    verdict = harness.judge(append("runtime/agent.py", f"\nBY_HASH = {table!r}\n"))
+    rejected(verdict, "digest")
+    assert verdict.tasks["train"] == len(TRAIN) and verdict.tasks["dev"] == len(DEV)
+
+
 # -- what must pass --------------------------------------------------------------------------
 
 
