@@ -123,13 +123,14 @@ def scan(files: Mapping[str, bytes], index: SecretIndex) -> Scan:
 
 
 JOINED = "(files joined in path order)"
-"""The file of a view of every file's bytes end to end: a table cut into many small files,
-each piece shorter than a shingle, that a harness reads back in order."""
+"""The file of a view of every file's bytes end to end, nothing between them: a table cut into
+many small files, each piece shorter than a shingle, or a compressed stream cut in two files,
+that a harness reads back in order (a separator would break the stream)."""
 
 
 def _joined(files: Mapping[str, bytes], index: SecretIndex, budget: Budget, covered):
     """The matches of the files joined that no single file's view holds already."""
-    joined, seen = Scan(), b"\n".join(files[path] for path in sorted(files))
+    joined, seen = Scan(), b"".join(files[path] for path in sorted(files))
     for view in views(JOINED, seen, budget):
         for form in FORMS:
             joined.matches += _matches(Stream.of(view.lines, form), form, view, index)

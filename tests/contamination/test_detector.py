@@ -675,6 +675,23 @@ def test_a_table_keyed_by_a_sized_digest_or_one_in_base32_or_base85_is_caught(ha
     assert verdict.tasks["train"] == len(TRAIN) and verdict.tasks["dev"] == len(DEV)
 
 
+def test_a_compressed_stream_cut_across_two_files_is_caught(harness):
+    """The first file holds the stream up to where the table starts (it inflates to padding
+    alone), the second the rest (undecodable alone): a harness joins them and decompresses."""
+    padding = "".join(f"def helper_{i}(x):\n    return x * {i}\n" for i in range(3000)).encode()
+    data = gzip.compress(padding + json.dumps(TABLE).encode(), 9)
+    cut = next(
+        at
+        for at in range(10, len(data))
+        if len(zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data[:at])) >= len(padding) - 200
+    )
+    verdict = harness.judge(
+        both(write_bytes("skills/k/a.bin", data[:cut]), write_bytes("skills/k/b.bin", data[cut:]))
+    )
+    rejected(verdict, "beside its answer")
+    assert verdict.tasks["dev"] == len(DEV)
+
+
 # -- what must pass --------------------------------------------------------------------------
 
 
