@@ -143,10 +143,12 @@ def _views(file, data: bytes, encoding: str, span, depth: int, budget: Budget) -
             break
         escaped = unescape(escaped)
         yield View(file, _join("escaped", encoding), _numbered(escaped, whole))
-    if "&" in text or "%" in text:
-        yield View(
-            file, _join("url/html", encoding), _numbered(unquote(html.unescape(text)), whole)
-        )
+    web = text
+    for _ in range(2):  # escaped twice: `html.escape` of `&#105;`, `quote(quote(text))`
+        if ("&" not in web and "%" not in web) or (read := unquote(html.unescape(web))) == web:
+            break
+        web = read
+        yield View(file, _join("url/html", encoding), _numbered(web, whole))
     if depth >= MAX_DEPTH:
         # a fourth layer is not read, nor let through: it would hide anything
         if any(any(_unpacked(blob, budget)) for blob, _, _ in _blobs(data, text, whole)):
@@ -220,7 +222,9 @@ def _blobs(data: bytes, text: str, whole) -> Iterator[tuple[bytes, str, tuple[in
     yield from _other_alphabets(data, whole)
     if latin:  # an Ascii85 run is full of backslashes a string literal escapes
         yield from _other_alphabets(latin, whole or (1, data.count(b"\n") + 1))
-    for blob in (data, latin):
+    # bytes kept as the text they are in latin-1 (`write_text(data.decode("latin-1"))`)
+    raw = text.encode("latin-1") if not data.isascii() and max(text) < "\u0100" else b""
+    for blob in (data, latin, raw):
         for offset in _magic_offsets(blob):
             yield blob[offset:], "bytes", whole or (1, data.count(b"\n") + 1)
 

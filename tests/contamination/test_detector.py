@@ -9,6 +9,7 @@ import bz2
 import codecs
 import gzip
 import hashlib
+import html
 import io
 import json
 import lzma
@@ -21,6 +22,7 @@ import zipfile
 import zlib
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -690,6 +692,30 @@ def test_a_compressed_stream_cut_across_two_files_is_caught(harness):
     )
     rejected(verdict, "beside its answer")
     assert verdict.tasks["dev"] == len(DEV)
+
+
+def test_a_compressed_stream_written_as_latin_1_text_is_caught(harness):
+    """`Path.write_text(gzip.compress(data).decode("latin-1"))`: each byte over 127 is two
+    bytes of UTF-8 in the file, and `read_text().encode("latin-1")` gives the stream back."""
+    blob = gzip.compress(json.dumps(TABLE).encode()).decode("latin-1")
+    verdict = harness.judge(write_bytes("skills/k/table.txt", blob.encode("utf-8")))
+    rejected(verdict, "beside its answer")
+    assert any("gzip" in h.encoding for h in verdict.hits)
+
+
+@pytest.mark.parametrize(
+    "escape",
+    [
+        lambda t: html.escape("".join(f"&#{ord(c)};" for c in t)),
+        lambda t: quote(quote(t)),
+    ],
+    ids=["html-escaped-twice", "url-escaped-twice"],
+)
+def test_texts_escaped_twice_for_the_web_are_caught(harness, escape):
+    rows = "".join(f"{escape(text(t))} -> {label(t)}\n" for t in TASKS)
+    verdict = harness.judge(append("prompts/system.md", f"\n{rows}"))
+    rejected(verdict, "beside its answer")
+    assert verdict.tasks["train"] == len(TRAIN) and verdict.tasks["dev"] == len(DEV)
 
 
 # -- what must pass --------------------------------------------------------------------------
