@@ -222,11 +222,21 @@ def _blobs(data: bytes, text: str, whole) -> Iterator[tuple[bytes, str, tuple[in
     yield from _other_alphabets(data, whole)
     if latin:  # an Ascii85 run is full of backslashes a string literal escapes
         yield from _other_alphabets(latin, whole or (1, data.count(b"\n") + 1))
-    # bytes kept as the text they are in latin-1 (`write_text(data.decode("latin-1"))`)
-    raw = text.encode("latin-1") if not data.isascii() and max(text) < "\u0100" else b""
-    for blob in (data, latin, raw):
+    for blob in (data, latin, *_latin_readings(data, text)):
         for offset in _magic_offsets(blob):
             yield blob[offset:], "bytes", whole or (1, data.count(b"\n") + 1)
+
+
+def _latin_readings(data: bytes, text: str) -> tuple[bytes, ...]:
+    """Bytes kept as the text they are in latin-1: in a UTF-8 file
+    (`write_text(data.decode("latin-1"))`, a pickle's protocol-2 bytes, whose opcodes around
+    them are not UTF-8), and escaped in a binary one (a protocol-0 pickle's `\\u000a`)."""
+    if data.isascii():
+        return ()
+    readings = [text.encode("latin-1", "replace")]
+    if "\\" in text:
+        readings.append(unescape(data.decode("latin-1")).encode("latin-1", "replace"))
+    return tuple(readings)
 
 
 def _other_alphabets(data: bytes, whole) -> Iterator[tuple[bytes, str, tuple[int, int]]]:

@@ -718,6 +718,16 @@ def test_texts_escaped_twice_for_the_web_are_caught(harness, escape):
     assert verdict.tasks["train"] == len(TRAIN) and verdict.tasks["dev"] == len(DEV)
 
 
+@pytest.mark.parametrize("protocol", [0, 2])
+def test_a_compressed_stream_pickled_as_bytes_in_an_old_protocol_is_caught(harness, protocol):
+    """Protocols 0 and 2 pickle bytes as `_codecs.encode(text, "latin1")`: the stream's bytes
+    as latin-1 text, escaped (`\\u000a`) in protocol 0, as UTF-8 in protocol 2."""
+    data = pickle.dumps(gzip.compress(json.dumps(TABLE).encode()), protocol=protocol)
+    verdict = harness.judge(write_bytes("skills/k/table.pkl", data))
+    rejected(verdict, "beside its answer")
+    assert any("gzip" in h.encoding for h in verdict.hits)
+
+
 # -- what must pass --------------------------------------------------------------------------
 
 
