@@ -605,11 +605,7 @@ def _members(blob: bytes, kind: str, limit: int) -> tuple[bytes, bool]:
     rest, left = blob, limit
     for _ in range(MAX_MEMBERS):
         engine = _ENGINES[kind]()
-        data = (
-            engine.decompress(rest, left)
-            if kind in ("gzip", "zlib")
-            else (engine.decompress(rest, max_length=left))
-        )
+        data = engine.decompress(rest, left)  # `max_length`: positional in all four
         out.append(data)
         left -= len(data)
         if not engine.eof:
