@@ -142,6 +142,8 @@ def _digests(raw: str, normal: str) -> set[str]:
     one in 4 * 10^9 per token and form, is still evidence)."""
     words = raw.strip().casefold().split()
     forms = {raw, raw.strip(), raw.strip().casefold(), raw.strip().lower(), normal}
+    # upper-cased, and as a line read from a file or stdin (its newline kept)
+    forms |= {raw.strip().upper(), raw.rstrip("\n") + "\n"}
     # the words joined by one space, alone or stripped of punctuation, and the letters alone:
     # the keys a harness normalising its input first would hash
     forms |= {" ".join(words), " ".join(re.findall(r"[^\W_]+", raw.casefold())), letters(raw)}

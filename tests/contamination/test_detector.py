@@ -656,6 +656,8 @@ def _b32(digest: bytes) -> str:
         lambda t: _b32(hashlib.sha1(t.encode()).digest()),
         lambda t: base64.b85encode(hashlib.md5(t.encode()).digest()).decode(),
         lambda t: base64.a85encode(hashlib.sha256(t.encode()).digest()).decode(),
+        lambda t: hashlib.md5((t + "\n").encode()).hexdigest(),
+        lambda t: hashlib.sha256(t.upper().encode()).hexdigest(),
     ],
     ids=[
         "shake_128-16",
@@ -666,11 +668,14 @@ def _b32(digest: bytes) -> str:
         "sha1-base32-lower-unpadded",
         "md5-base85",
         "sha256-ascii85",
+        "md5-of-the-line-with-its-newline",
+        "sha256-of-the-text-upper-cased",
     ],
 )
 def test_a_table_keyed_by_a_sized_digest_or_one_in_base32_or_base85_is_caught(harness, digest):
     """`hashlib`'s variable-length hashes at the length a harness picks, blake2 at a
-    `digest_size` of its own, and a digest written in another of `base64`'s alphabets."""
+    `digest_size` of its own, a digest written in another of `base64`'s alphabets, and
+    digests of the text upper-cased or read as a line (newline kept)."""
     table = {digest(text(t)): label(t) for t in TASKS}
     verdict = harness.judge(append("runtime/agent.py", f"\nBY_HASH = {table!r}\n"))
     rejected(verdict, "digest")
