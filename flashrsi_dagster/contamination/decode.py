@@ -143,10 +143,12 @@ def _views(file, data: bytes, encoding: str, span, depth: int, budget: Budget) -
             break
         escaped = unescape(escaped)
         yield View(file, _join("escaped", encoding), _numbered(escaped, whole))
-    if "&" in text or "%" in text:
-        yield View(
-            file, _join("url/html", encoding), _numbered(unquote(html.unescape(text)), whole)
-        )
+    web = text
+    for _ in range(2):  # escaped twice: `html.escape` of `&#105;`, `quote(quote(text))`
+        if ("&" not in web and "%" not in web) or (read := unquote(html.unescape(web))) == web:
+            break
+        web = read
+        yield View(file, _join("url/html", encoding), _numbered(web, whole))
     if depth >= MAX_DEPTH:
         # a fourth layer is not read, nor let through: it would hide anything
         if any(any(_unpacked(blob, budget)) for blob, _, _ in _blobs(data, text, whole)):
@@ -200,11 +202,13 @@ def _blobs(data: bytes, text: str, whole) -> Iterator[tuple[bytes, str, tuple[in
             for decoded in _base64(match.group(), squeezed):
                 yield decoded, "base64", _span(data, source, match, whole, squeezed)
         for match in _HEX.finditer(source):
-            yield (
+            raw, span = (
                 bytes.fromhex(match.group().decode()),
-                "hex",
                 _span(data, source, match, whole, squeezed),
             )
+            yield raw, "hex", span
+            if source[max(match.start() - 2, 0) : match.start()] in (b"0x", b"0X"):
+                yield raw[::-1], "number", span  # `hex(int.from_bytes(data, "little"))`
     # codes kept as strings (`['49', '6e', ...]`, `['73', '103', ...]`) read squeezed
     everything = whole or (1, data.count(b"\n") + 1)
     for blob, kind, _ in _code_lists(squeezed_data, everything):
@@ -218,9 +222,21 @@ def _blobs(data: bytes, text: str, whole) -> Iterator[tuple[bytes, str, tuple[in
     yield from _other_alphabets(data, whole)
     if latin:  # an Ascii85 run is full of backslashes a string literal escapes
         yield from _other_alphabets(latin, whole or (1, data.count(b"\n") + 1))
-    for blob in (data, latin):
+    for blob in (data, latin, *_latin_readings(data, text)):
         for offset in _magic_offsets(blob):
             yield blob[offset:], "bytes", whole or (1, data.count(b"\n") + 1)
+
+
+def _latin_readings(data: bytes, text: str) -> tuple[bytes, ...]:
+    """Bytes kept as the text they are in latin-1: in a UTF-8 file
+    (`write_text(data.decode("latin-1"))`, a pickle's protocol-2 bytes, whose opcodes around
+    them are not UTF-8), and escaped in a binary one (a protocol-0 pickle's `\\u000a`)."""
+    if data.isascii():
+        return ()
+    readings = [text.encode("latin-1", "replace")]
+    if "\\" in text:
+        readings.append(unescape(data.decode("latin-1")).encode("latin-1", "replace"))
+    return tuple(readings)
 
 
 def _other_alphabets(data: bytes, whole) -> Iterator[tuple[bytes, str, tuple[int, int]]]:
@@ -277,8 +293,11 @@ def _bare_alphabets(data: bytes, whole) -> Iterator[tuple[bytes, str, tuple[int,
             except (binascii.Error, ValueError, OverflowError):
                 continue
             for decoded in found:
-                if _packed(decoded) or _as_text(decoded) is not None:
-                    yield decoded, kind, _span(data, data, match, whole, False)
+                # a number is read both ways: `int.from_bytes(data, "little")` reverses it
+                readings = (decoded, decoded[::-1]) if kind == "number" else (decoded,)
+                for reading in readings:
+                    if _packed(reading) or _as_text(reading) is not None:
+                        yield reading, kind, _span(data, data, match, whole, False)
 
 
 def _quoted(decode: Callable[[bytes], bytes], run: bytes) -> list[bytes]:
@@ -395,6 +414,8 @@ def _char_codes(run: bytes) -> list[bytes]:
             continue
         text = "".join(chr(n) if n < 0x110000 else "\ufffd" for n in numbers)
         found.append(text.encode("utf-8", "surrogatepass"))
+        if max(numbers) < 256:  # byte values (`list(gzip.compress(data))`), not characters
+            found.append(bytes(numbers))
     return found
 
 
@@ -555,23 +576,44 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
                     if budget.take(data):
                         yield data
             return
-        engine = {
-            "gzip": lambda: zlib.decompressobj(16 + zlib.MAX_WBITS),
-            "zlib": zlib.decompressobj,
-            "bzip2": bz2.BZ2Decompressor,
-            "xz": lzma.LZMADecompressor,
-        }[kind]()
-        data = (
-            engine.decompress(blob, limit)
-            if kind in ("gzip", "zlib")
-            else engine.decompress(blob, max_length=limit)
-        )
+        data, whole = _members(blob, kind, limit)
     except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError, zipfile.BadZipFile):
         return
-    if len(data) >= limit and not engine.eof:
+    if not whole:
         budget.cut = True  # more than the budget: what lies past it (padding, then a table?)
     if data and budget.take(data):
         yield data
+
+
+_ENGINES: dict[str, Callable] = {
+    "gzip": lambda: zlib.decompressobj(16 + zlib.MAX_WBITS),
+    "zlib": zlib.decompressobj,
+    "bzip2": bz2.BZ2Decompressor,
+    "xz": lzma.LZMADecompressor,
+}
+MAX_MEMBERS = 1024
+"""Streams of one kind read end to end, at most (one per member)."""
+
+
+def _members(blob: bytes, kind: str, limit: int) -> tuple[bytes, bool]:
+    """The stream decompressed, and every stream of its kind right after it, as
+    `gzip.decompress`, `bz2.decompress` and `lzma.decompress` read them (sixteen empty members
+    in front of a table, or a table cut into a member a row, read whole); and whether all of
+    it was read within `limit` bytes and `MAX_MEMBERS` members."""
+    magic = next(m for m, k in _MAGIC if k == kind)
+    out: list[bytes] = []
+    rest, left = blob, limit
+    for _ in range(MAX_MEMBERS):
+        engine = _ENGINES[kind]()
+        data = engine.decompress(rest, left)  # `max_length`: positional in all four
+        out.append(data)
+        left -= len(data)
+        if not engine.eof:
+            return b"".join(out), left > 0
+        rest = engine.unused_data
+        if kind == "zlib" or not rest.startswith(magic) or left <= 0:
+            return b"".join(out), left > 0 or not rest.startswith(magic)
+    return b"".join(out), False
 
 
 __all__ = ["CIPHERS", "Budget", "View", "unescape", "views"]

@@ -25,6 +25,8 @@ not its Worker's doing.
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -121,13 +123,14 @@ def scan(files: Mapping[str, bytes], index: SecretIndex) -> Scan:
 
 
 JOINED = "(files joined in path order)"
-"""The file of a view of every file's bytes end to end: a table cut into many small files,
-each piece shorter than a shingle, that a harness reads back in order."""
+"""The file of a view of every file's bytes end to end, nothing between them: a table cut into
+many small files, each piece shorter than a shingle, or a compressed stream cut in two files,
+that a harness reads back in order (a separator would break the stream)."""
 
 
 def _joined(files: Mapping[str, bytes], index: SecretIndex, budget: Budget, covered):
     """The matches of the files joined that no single file's view holds already."""
-    joined, seen = Scan(), b"\n".join(files[path] for path in sorted(files))
+    joined, seen = Scan(), b"".join(files[path] for path in sorted(files))
     for view in views(JOINED, seen, budget):
         for form in FORMS:
             joined.matches += _matches(Stream.of(view.lines, form), form, view, index)
@@ -194,13 +197,40 @@ def _extend(text: str, secret: str, p: int, offset: int):
     return offset - back, offset + ahead, (p - back, p + ahead)
 
 
+_B85_TOKEN = re.compile(r"[0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]{20,80}")
+_A85_TOKEN = re.compile(r"[!-u]{20,82}")
+"""A digest in base85 or Ascii85 (16 to 64 bytes; the quotes of a string literal are letters of
+Ascii85, so they are stripped too), read back to hex."""
+
+
 def _digests(view: View, index: SecretIndex) -> Iterator[Found]:
     for number, line in view.lines:
         tokens = [t.lower() for t in _HEX_TOKEN.findall(line)] + _B64_TOKEN.findall(line)
-        for token in tokens:
-            task = index.digests.get(token, index.digests.get(token[:DIGEST_PREFIX]))
+        tasks = [index.digests.get(t, index.digests.get(t[:DIGEST_PREFIX])) for t in tokens]
+        # whole digests only: a long identifier decodes as base85 too, to random bytes
+        tasks += [index.digests.get(hexed) for hexed in _other_digests(line)]
+        for task in tasks:
             if task is not None:
                 yield Found("digest", task, "input", view.file, view.encoding, (number, number), 0)
+
+
+def _other_digests(line: str) -> list[str]:
+    """The line's tokens read as a digest in base32 or base85 / Ascii85, in hex (a key
+    `b32encode(md5(text).digest())`)."""
+    found = []
+    decoders = [
+        (_B64_TOKEN, lambda t: base64.b32decode(t + "=" * (-len(t) % 8), casefold=True)),
+        (_B85_TOKEN, base64.b85decode),
+        (_A85_TOKEN, base64.a85decode),
+    ]
+    for pattern, decode in decoders:
+        for token in pattern.findall(line):
+            # a string literal's quotes (and the `:` or `,` after it) may have stuck to it
+            for run in dict.fromkeys((token, token.strip("'\":,"), token[1:-1], token[1:-2])):
+                with contextlib.suppress(ValueError):  # binascii.Error is one
+                    if 16 <= len(raw := decode(run)) <= 64:
+                        found.append(raw.hex())
+    return found
 
 
 def judge(candidate: Scan, baseline: Scan, index: SecretIndex) -> tuple[list[Found], list[str]]:

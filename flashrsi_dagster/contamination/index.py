@@ -31,6 +31,12 @@ RAW_PREFIX = 8
 """Bytes of a raw digest that name an input (64 bits: no stray match among a file's bytes)."""
 HASHES = ("md5", "sha1", "sha224", "sha256", "sha384", "sha512", "blake2b", "blake2s")
 HASHES += ("sha3_224", "sha3_256", "sha3_384", "sha3_512")
+SHAKE_BYTES = 64
+"""Bytes of a `shake_128` / `shake_256` digest indexed: a shorter one is its prefix (a key
+`shake_128(text).hexdigest(8)` is found by its first `DIGEST_PREFIX` digits)."""
+BLAKE2_SIZES = {"blake2b": (8, 16, 20, 32), "blake2s": (8, 16, 20)}
+"""`digest_size`s of blake2 other than the default (a different hash each, not a prefix):
+the common ones; others are a documented limit."""
 HELD_OUT = "held_out"
 """The split of a task outside train and dev: the sealed test, or the pool outside the
 splits. Such a task is never named (nor told apart from the other held-out ones)."""
@@ -130,11 +136,14 @@ class SecretIndex:
 
 
 def _digests(raw: str, normal: str) -> set[str]:
-    """Hex digests of the input's forms: every hash `hashlib` guarantees (but the variable
-    length `shake`), and the checksums crc32 and adler32 (8 digits: a match of those, at
+    """Hex digests of the input's forms: every hash `hashlib` guarantees (`shake` at a length
+    whose prefixes are the shorter ones, blake2 at its common sizes too), and the checksums
+    crc32 and adler32 (8 digits: a match of those, at
     one in 4 * 10^9 per token and form, is still evidence)."""
     words = raw.strip().casefold().split()
     forms = {raw, raw.strip(), raw.strip().casefold(), raw.strip().lower(), normal}
+    # upper-cased, and as a line read from a file or stdin (its newline kept)
+    forms |= {raw.strip().upper(), raw.rstrip("\n") + "\n"}
     # the words joined by one space, alone or stripped of punctuation, and the letters alone:
     # the keys a harness normalising its input first would hash
     forms |= {" ".join(words), " ".join(re.findall(r"[^\W_]+", raw.casefold())), letters(raw)}
@@ -142,5 +151,11 @@ def _digests(raw: str, normal: str) -> set[str]:
     for form in filter(None, forms):
         data = form.encode("utf-8")
         found |= {hashlib.new(name, data).hexdigest() for name in HASHES}
+        found |= {hashlib.new(n, data).hexdigest(SHAKE_BYTES) for n in ("shake_128", "shake_256")}
+        found |= {
+            hashlib.new(name, data, digest_size=size).hexdigest()
+            for name, sizes in BLAKE2_SIZES.items()
+            for size in sizes
+        }
         found |= {f"{zlib.crc32(data):08x}", f"{zlib.adler32(data):08x}"}
     return found

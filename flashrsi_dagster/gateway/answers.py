@@ -10,6 +10,7 @@ usage; the byte bounds of answers are the gateway's (`server.py`).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -64,11 +65,43 @@ def depth_over(value: Any, limit: int) -> bool:
     return False
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def endpoint_json(data: bytes) -> Any:
+    """An endpoint's JSON (`loads`), refused (ValueError) when a string in it holds a lone
+    surrogate (`"\\ud800"`): valid JSON, but not Unicode text, which an agent cannot write
+    out as UTF-8 (the seed MiniAgent and the plain-LLM target crashed on one)."""
+    value = loads(data)
+    if _SURROGATE_ESCAPE.search(data) and _lone_surrogate(value):
+        raise ValueError("a string with a lone surrogate, not Unicode text")
+    return value
+
+
+def _lone_surrogate(value: Any) -> bool:
+    """Whether a string (or key) in `value` is not encodable as UTF-8, walked without
+    recursion."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
 def answer_tokens(kind: Kind, body: bytes) -> Tokens:
     """The tokens of a whole 2xx model answer, after checking it is one: a JSON object of its
     API's shape whose usage (if any: none is `Tokens.known` False) holds counts."""
     try:
-        data = loads(body)
+        data = endpoint_json(body)
     except ValueError as exc:
         raise EndpointFault(f"an answer that is not valid JSON ({_short(exc)})") from None
     if not isinstance(data, dict):

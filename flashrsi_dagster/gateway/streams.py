@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from flashrsi_dagster.gateway.answers import EndpointFault, event_problem, loads, usage_tokens
+from flashrsi_dagster.gateway.answers import (
+    EndpointFault,
+    endpoint_json,
+    event_problem,
+    usage_tokens,
+)
 from flashrsi_dagster.gateway.metering import Kind, Tokens, tokens_of, usage_of_event
 
 MAX_EVENT = 4 << 20
@@ -122,7 +127,7 @@ class StreamMeter:
         if raw.strip() == b"[DONE]":
             return None
         try:
-            data = loads(raw)
+            data = endpoint_json(raw)
         except ValueError as exc:
             raise EndpointFault(f"a stream event that is not valid JSON ({exc})") from None
         if not isinstance(data, dict):

@@ -9,6 +9,7 @@ import bz2
 import codecs
 import gzip
 import hashlib
+import html
 import io
 import json
 import lzma
@@ -21,6 +22,7 @@ import zipfile
 import zlib
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -591,6 +593,144 @@ def test_a_zip_member_the_check_cannot_read_is_rejected_as_unsearched(harness, d
     lets it through."""
     verdict = harness.judge(write_bytes("skills/t.zip", data))
     rejected(verdict, "unsearched")
+
+
+def _members(compress: Callable[[bytes], bytes], data: bytes) -> bytes:
+    """Sixteen empty members, then the data: `gzip.decompress`, `bz2.decompress` and
+    `lzma.decompress` read every member of a multi-member stream, end to end."""
+    return b"".join(compress(b"") for _ in range(16)) + compress(data)
+
+
+@pytest.mark.parametrize(
+    ("data", "encoding"),
+    [
+        (lambda d: _members(gzip.compress, d), "gzip"),
+        (lambda d: _members(bz2.compress, d), "bzip2"),
+        (lambda d: _members(lzma.compress, d), "xz"),
+        (lambda d: b"".join(gzip.compress(d[at : at + 10]) for at in range(0, len(d), 10)), "gzip"),
+    ],
+    ids=["gzip-decoys", "bzip2-decoys", "xz-decoys", "gzip-a-member-per-10-bytes"],
+)
+def test_the_table_behind_other_members_of_a_stream_is_caught(harness, data, encoding):
+    verdict = harness.judge(write_bytes("skills/t.bin", data(json.dumps(TABLE).encode())))
+    rejected(verdict, "beside its answer")
+    assert any(encoding in h.encoding for h in verdict.hits), {h.encoding for h in verdict.hits}
+
+
+def test_a_stream_of_more_members_than_the_check_reads_is_rejected_as_unsearched(harness):
+    data = b"".join(gzip.compress(b"") for _ in range(2000)) + gzip.compress(b"x")
+    verdict = harness.judge(write_bytes("skills/t.bin", data))
+    rejected(verdict, "unsearched")
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        lambda d: f"N = {int.from_bytes(d, 'little')}",
+        lambda d: f"N = {hex(int.from_bytes(d, 'little'))}",
+        lambda d: f"B = bytes({list(gzip.compress(d))})",
+    ],
+    ids=["a-little-endian-integer", "its-hex", "a-list-of-byte-values-of-gzip"],
+)
+def test_the_table_as_a_little_endian_number_or_byte_values_is_caught(harness, code):
+    """`int.from_bytes(data, "little")` is the same call as `"big"`, the bytes reversed; and
+    `list(data)` of a compressed stream is a list of byte values, not of characters."""
+    rows = json.dumps({text(t): label(t) for t in DEV}).encode()  # under 4300 digits
+    verdict = harness.judge(append("runtime/agent.py", f"\n{code(rows)}\n"))
+    rejected(verdict, "beside its answer")
+    assert verdict.tasks["dev"] == len(DEV)
+
+
+def _b32(digest: bytes) -> str:
+    return base64.b32encode(digest).decode().rstrip("=").lower()
+
+
+@pytest.mark.parametrize(
+    "digest",
+    [
+        lambda t: hashlib.shake_128(t.encode()).hexdigest(16),
+        lambda t: hashlib.shake_256(t.encode()).hexdigest(8),
+        lambda t: hashlib.blake2b(t.encode(), digest_size=16).hexdigest(),
+        lambda t: hashlib.blake2s(t.encode(), digest_size=8).hexdigest(),
+        lambda t: base64.b32encode(hashlib.md5(t.encode()).digest()).decode(),
+        lambda t: _b32(hashlib.sha1(t.encode()).digest()),
+        lambda t: base64.b85encode(hashlib.md5(t.encode()).digest()).decode(),
+        lambda t: base64.a85encode(hashlib.sha256(t.encode()).digest()).decode(),
+        lambda t: hashlib.md5((t + "\n").encode()).hexdigest(),
+        lambda t: hashlib.sha256(t.upper().encode()).hexdigest(),
+    ],
+    ids=[
+        "shake_128-16",
+        "shake_256-8",
+        "blake2b-size-16",
+        "blake2s-size-8",
+        "md5-base32",
+        "sha1-base32-lower-unpadded",
+        "md5-base85",
+        "sha256-ascii85",
+        "md5-of-the-line-with-its-newline",
+        "sha256-of-the-text-upper-cased",
+    ],
+)
+def test_a_table_keyed_by_a_sized_digest_or_one_in_base32_or_base85_is_caught(harness, digest):
+    """`hashlib`'s variable-length hashes at the length a harness picks, blake2 at a
+    `digest_size` of its own, a digest written in another of `base64`'s alphabets, and
+    digests of the text upper-cased or read as a line (newline kept)."""
+    table = {digest(text(t)): label(t) for t in TASKS}
+    verdict = harness.judge(append("runtime/agent.py", f"\nBY_HASH = {table!r}\n"))
+    rejected(verdict, "digest")
+    assert verdict.tasks["train"] == len(TRAIN) and verdict.tasks["dev"] == len(DEV)
+
+
+def test_a_compressed_stream_cut_across_two_files_is_caught(harness):
+    """The first file holds the stream up to where the table starts (it inflates to padding
+    alone), the second the rest (undecodable alone): a harness joins them and decompresses."""
+    padding = "".join(f"def helper_{i}(x):\n    return x * {i}\n" for i in range(3000)).encode()
+    data = gzip.compress(padding + json.dumps(TABLE).encode(), 9)
+    cut = next(
+        at
+        for at in range(10, len(data))
+        if len(zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data[:at])) >= len(padding) - 200
+    )
+    verdict = harness.judge(
+        both(write_bytes("skills/k/a.bin", data[:cut]), write_bytes("skills/k/b.bin", data[cut:]))
+    )
+    rejected(verdict, "beside its answer")
+    assert verdict.tasks["dev"] == len(DEV)
+
+
+def test_a_compressed_stream_written_as_latin_1_text_is_caught(harness):
+    """`Path.write_text(gzip.compress(data).decode("latin-1"))`: each byte over 127 is two
+    bytes of UTF-8 in the file, and `read_text().encode("latin-1")` gives the stream back."""
+    blob = gzip.compress(json.dumps(TABLE).encode()).decode("latin-1")
+    verdict = harness.judge(write_bytes("skills/k/table.txt", blob.encode("utf-8")))
+    rejected(verdict, "beside its answer")
+    assert any("gzip" in h.encoding for h in verdict.hits)
+
+
+@pytest.mark.parametrize(
+    "escape",
+    [
+        lambda t: html.escape("".join(f"&#{ord(c)};" for c in t)),
+        lambda t: quote(quote(t)),
+    ],
+    ids=["html-escaped-twice", "url-escaped-twice"],
+)
+def test_texts_escaped_twice_for_the_web_are_caught(harness, escape):
+    rows = "".join(f"{escape(text(t))} -> {label(t)}\n" for t in TASKS)
+    verdict = harness.judge(append("prompts/system.md", f"\n{rows}"))
+    rejected(verdict, "beside its answer")
+    assert verdict.tasks["train"] == len(TRAIN) and verdict.tasks["dev"] == len(DEV)
+
+
+@pytest.mark.parametrize("protocol", [0, 2])
+def test_a_compressed_stream_pickled_as_bytes_in_an_old_protocol_is_caught(harness, protocol):
+    """Protocols 0 and 2 pickle bytes as `_codecs.encode(text, "latin1")`: the stream's bytes
+    as latin-1 text, escaped (`\\u000a`) in protocol 0, as UTF-8 in protocol 2."""
+    data = pickle.dumps(gzip.compress(json.dumps(TABLE).encode()), protocol=protocol)
+    verdict = harness.judge(write_bytes("skills/k/table.pkl", data))
+    rejected(verdict, "beside its answer")
+    assert any("gzip" in h.encoding for h in verdict.hits)
 
 
 # -- what must pass --------------------------------------------------------------------------

@@ -138,6 +138,11 @@ WHOLE_FAULTS = {
         502,
         "a tool call without a function",
     ),
+    "a-lone-surrogate-in-the-content": (
+        answer(200, json.dumps(chat_reply("sp\ud800am")).encode()),
+        502,
+        "a string with a lone surrogate, not Unicode text",
+    ),
     "a-second-choice-without-a-message": (
         answer(200, chat_reply() | {"choices": [chat_reply()["choices"][0], 5]}),
         502,
@@ -287,6 +292,10 @@ STREAM_FAULTS = {
     "no-event-of-its-api": (
         sse([_event({"foo": 1}), _event({"object": "x"}), _event("[DONE]")]),
         "a stream without one event of its API",
+    ),
+    "lone-surrogate-in-a-delta": (
+        sse([DELTA, _event('{"choices": [{"index": 0, "delta": {"content": "\\udfff"}}]}')]),
+        "a string with a lone surrogate, not Unicode text",
     ),
     "delta-content-not-a-string": (
         sse([DELTA, _event({"choices": [{"index": 0, "delta": {"content": 5}}]})]),

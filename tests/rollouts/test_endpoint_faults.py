@@ -45,6 +45,9 @@ FAULTS = {
         "usage prompt_tokens = -5",
     ),
     "60-MB-answer": (endless(60 << 20), "over the bound of 8388608"),
+    # valid JSON, not Unicode: MiniAgent exited 1 (an error), the plain-LLM target's record
+    # write raised UnicodeEncodeError out of the rollout engine
+    "lone-surrogate": (answer(200, json.dumps(chat_reply("sp\ud800am")).encode()), "surrogate"),
     "deeply-nested-json": (
         answer(200, b'{"choices": [{"message": {"content": "spam"}}], "x": ' + DEEP + b"}"),
         "JSON nested deeper than 128 levels",
