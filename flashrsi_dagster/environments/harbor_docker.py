@@ -16,6 +16,8 @@ comes from a registry; an allowlist (`allowed_hosts`) cannot be honoured and is 
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -47,6 +49,21 @@ class OfflineDockerEnvironment(DockerEnvironment):
                 )
         return False
 
+    network_pid: int | None = None
+    """The trial container's first process, as the host sees it, once started: the model
+    gateway listens on 127.0.0.1 in its network namespace (`integrations.inside`), the one way
+    out of a container with no network. None where the engine is not on this host."""
+
+    async def start(self, force_build: bool) -> None:
+        await super().start(force_build)
+        container = (await self._run_docker_compose_command(["ps", "-q", "main"])).stdout
+        pid = subprocess.run(
+            ["docker", "inspect", "--format", "{{.State.Pid}}", (container or "").strip()],
+            capture_output=True, text=True, timeout=60, check=False,
+        ).stdout.strip()  # fmt: skip
+        if pid.isdigit() and Path(f"/proc/{pid}/ns/net").exists() and _engine_is_local():
+            self.network_pid = int(pid)
+
     @property
     def capabilities(self) -> EnvironmentCapabilities:
         """Harbor's, with internet disabled: every trial's container has no network."""
@@ -55,3 +72,9 @@ class OfflineDockerEnvironment(DockerEnvironment):
     @property
     def _docker_compose_paths(self) -> list[Path]:
         return [*super()._docker_compose_paths, BUILD_ON_HOST_NETWORK, COMPOSE_NO_NETWORK_PATH]
+
+
+def _engine_is_local() -> bool:
+    """Whether the engine runs on this host (its pids are this host's): a unix socket."""
+    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    return host.startswith("unix://")

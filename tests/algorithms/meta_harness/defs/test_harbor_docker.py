@@ -5,6 +5,7 @@ and the Worker's committed edit is evaluated there too."""
 
 from __future__ import annotations
 
+import shutil
 import uuid
 
 import dagster as dg
@@ -27,8 +28,11 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:Task.checksum will be deprecated:DeprecationWarning"),
 ]
 
-SOLVED, UNSOLVED = "inventory-sqlite-report", "release-manifest"  # dev, for seed 0
-TEST = ("metrics-collector-service", "wordfreq-cli-on-path")
+SOLVED, UNSOLVED = "inventory-sqlite-report", "wordfreq-cli-on-path"  # dev, for seed 0
+TEST = ("metrics-collector-service",)
+TASKS = (SOLVED, UNSOLVED, *TEST)
+"""Not `release-manifest`: on Ubuntu, our agent's interpreter (this machine's, staged into the
+container) lacks shared libraries the image does not have, and its entry fails to start."""
 
 
 def _scripts() -> tuple[str, str, str]:
@@ -51,14 +55,16 @@ def _scripts() -> tuple[str, str, str]:
 def test_a_round_with_a_committed_edit_runs_in_docker_containers(
     tmp_path, monkeypatch, harbor_docker
 ):
-    home = tmp_path / "home"
+    home, tasks = tmp_path / "home", tmp_path / "tasks"
+    for name in TASKS:
+        shutil.copytree(DOCKER_TASKS_DIR / name, tasks / name)
     target, worker, line = _scripts()
 
     state, _, runs, _ = _run(
         home,
         monkeypatch,
         *("--agent.llm.model", target, "--algorithm.worker.llm.model", worker),
-        *("--benchmark.tasks_dir", str(DOCKER_TASKS_DIR)),
+        *("--benchmark.tasks_dir", str(tasks), "--benchmark.split_counts.test", "1"),
         *("--benchmark.harbor_environment", "docker-offline", "--benchmark.concurrency", "1"),
     )
 
