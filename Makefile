@@ -40,13 +40,15 @@ browser:
 		else echo "chromium is not installed: the UI test will be skipped"; fi; }
 
 # A Docker engine for the container tests (docs/scaling-out/docker.md): Debian's docker.io, and
-# debootstrap for the base image made here; installed where apt and root allow. The tests
+# debootstrap for the base image made here; installed where apt and root allow. Then the Compose
+# v2 plugin Harbor's docker environment needs (deploy/docker/compose-plugin.sh). The tests
 # start their own dockerd (tests/docker_engine.py) and skip, saying why, where none can run.
 docker:
 	@{ command -v dockerd && command -v debootstrap; } >/dev/null 2>&1 || { \
 		if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io debootstrap >/dev/null; \
 		else echo "docker.io / debootstrap missing (apt-get install docker.io debootstrap): the container tests will be skipped"; fi; }
+	@sh deploy/docker/compose-plugin.sh
 
 # The code location's image from uv.lock, on a base made here (debootstrap and this machine's
 # Python; an engine must be running: DOCKER_HOST). Elsewhere: docker build --network host -t flashrsi-dagster .

@@ -12,7 +12,7 @@ import yaml
 
 from flashrsi_dagster.environments.jail import JailError, require_jails
 from flashrsi_dagster.snapshots import SnapshotStore
-from tests.docker_engine import code_image, docker_engine  # noqa: F401  (session fixtures)
+from tests.docker_engine import code_image, docker_engine, harbor_docker  # noqa: F401 (session)
 
 pytest_plugins = ["tests.dagster_instances"]
 """`dagster_instance`, `home_storage`: every Dagster-instance test on SQLite and PostgreSQL."""

@@ -162,3 +162,24 @@ def code_image(docker_engine: str) -> str:
         pytest.skip("no base image can be made: debootstrap is not installed (make docker)")
     with _locked("build.lock"):
         return build_image(TEST_IMAGE, base=ensure_base_image())
+
+
+@pytest.fixture(scope="session")
+def harbor_docker(docker_engine: str) -> str:
+    """Harbor's docker environment runnable here: the engine, the Compose v2 plugin (`make
+    docker`) and the base images the task suites name in `FROM`, made here from Debian's and
+    Ubuntu's archives (`images/task_bases.py`; kept by the engine, so made once per machine).
+    Returns `DOCKER_HOST`. Task images are Harbor's own, tagged by content: built once, then
+    found by every later trial and session."""
+    from flashrsi_dagster.benchmarks.harbor import docker_runtime
+    from flashrsi_dagster.images.engine import ImageError
+    from flashrsi_dagster.images.task_bases import ensure_task_base_images
+
+    if lack := docker_runtime.missing():
+        pytest.skip(f"Harbor's docker environment cannot run here: {lack}")
+    with _locked("build.lock"):
+        try:
+            ensure_task_base_images()
+        except ImageError as exc:
+            pytest.skip(f"no base images for the task suites can be made here: {exc}")
+    return docker_engine

@@ -398,8 +398,9 @@ class BenchmarkConfig(Section):
     )
     harbor_environment: str = Field(
         "local",
-        description="terminal_bench: `local` (no Docker needed), `docker`, or a "
-        "Harbor environment class as `package.module:Class`.",
+        description="terminal_bench: `local` (no Docker needed), `docker`, `docker-offline` "
+        "(Harbor's docker environment built on the host's network, run on none: no registry "
+        "or bridge needed), or a Harbor environment class as `package.module:Class`.",
     )
     evolution_data_path: ExistingPath | None = Field(
         None,

@@ -48,15 +48,23 @@ def ensure_base_image() -> str:
         _add_interpreter(rootfs, Path(sys.base_prefix))
         # this machine's trust: where a proxy intercepts TLS, its CA is in the host's bundle
         shutil.copyfile(CERTIFICATES, rootfs / CERTIFICATES.relative_to("/"))
-        for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):
-            shutil.rmtree(rootfs / cache, ignore_errors=True)
-        tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
-        try:
-            docker("import", "--change", "ENV LANG=C.UTF-8", "-", tag, stdin=tar.stdout)
-        finally:
-            tar.stdout.close()  # type: ignore[union-attr]
-            tar.wait()
+        import_rootfs(rootfs, tag)
     return tag
+
+
+def import_rootfs(rootfs: Path, tag: str, *changes: str) -> None:
+    """The folder `rootfs` as image `tag` (apt's caches left out); `changes` are Dockerfile
+    instructions (`ENV ...`, `CMD ...`) set on it."""
+    for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):
+        shutil.rmtree(rootfs / cache, ignore_errors=True)
+        (rootfs / cache / "partial").mkdir(parents=True)  # apt wants them there
+    options = [arg for change in ("ENV LANG=C.UTF-8", *changes) for arg in ("--change", change)]
+    tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
+    try:
+        docker("import", *options, "-", tag, stdin=tar.stdout)
+    finally:
+        tar.stdout.close()  # type: ignore[union-attr]
+        tar.wait()
 
 
 def _add_interpreter(rootfs: Path, prefix: Path) -> None:

@@ -15,6 +15,7 @@ import asyncio
 from pathlib import Path
 
 from harbor.environments.base import BaseEnvironment
+from harbor.environments.docker.docker import DockerEnvironment
 from harbor.models.environment_type import EnvironmentType
 from harbor.models.trial.config import AgentConfig, EnvironmentConfig
 from harbor.models.trial.paths import TrialPaths
@@ -34,6 +35,7 @@ from flashrsi_dagster.benchmarks.harbor.suite import (
 )
 from flashrsi_dagster.benchmarks.harbor.targets import HarborBuiltinAgent
 from flashrsi_dagster.config.models import BenchmarkConfig
+from flashrsi_dagster.environments.harbor_docker import OFFLINE_DOCKER_IMPORT_PATH
 from flashrsi_dagster.environments.local_chroot.diagnosis import explain
 from flashrsi_dagster.environments.local_chroot.dockerfile import DockerfileError
 from flashrsi_dagster.environments.local_chroot.environment import (
@@ -131,8 +133,13 @@ class TerminalBench:
         """Called by the rollout engine before a batch, whatever the agent: Harbor's `docker`
         environment is refused where the machine lacks a part of it (every trial would fail
         alike), naming the part."""
-        if self.environment.type == EnvironmentType.DOCKER and (lack := docker_runtime.missing()):
+        if self._uses_docker() and (lack := docker_runtime.missing()):
             raise BenchmarkError(f"benchmark.harbor_environment: docker cannot run here: {lack}")
+
+    def _uses_docker(self) -> bool:
+        if self._environment_class is not None:
+            return issubclass(self._environment_class, DockerEnvironment)
+        return self.environment.type == EnvironmentType.DOCKER
 
     def bind(self, agent: Agent) -> None:
         """The runner's executor for this benchmark's tasks: Harbor (called by the rollout
@@ -210,12 +217,15 @@ def _refuse_what_the_local_environment_cannot_run(path: Path, tasks: list[Task])
 def _environment(name: str) -> EnvironmentConfig:
     if name == "local":
         return local_environment()
+    if name == "docker-offline":
+        return EnvironmentConfig(import_path=OFFLINE_DOCKER_IMPORT_PATH)
     if ":" in name:
         return EnvironmentConfig(import_path=name)
     if name not in set(EnvironmentType):
         raise BenchmarkError(
             f"benchmark.harbor_environment: unknown Harbor environment {name!r}; expected "
-            f"local, package.module:Class, or one of Harbor's: {', '.join(EnvironmentType)}"
+            "local, docker-offline, package.module:Class, or one of Harbor's: "
+            f"{', '.join(EnvironmentType)}"
         )
     return EnvironmentConfig(type=name)
 

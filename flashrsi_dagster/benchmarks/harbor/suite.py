@@ -5,6 +5,12 @@ JSON, scripts to fix, git, a service, permissions, archives, logs) that need onl
 bash, coreutils, python3, git, sed, awk, grep, tar and curl. Every task's tests fail for the
 `nop` agent and pass for the `oracle` agent (which runs the task's `solution/solve.sh`).
 
+A second suite, `docker_tasks/`, is written in Terminal-Bench 2's manner for Harbor's docker
+environments (`harbor_environment: docker` or `docker-offline`): multi-stage Dockerfiles on
+Debian and Ubuntu base images, packages installed with apt, `ENV PATH="/x:$PATH"`, a service
+the verifier finds with `pgrep`, rewards in `reward.json` and in `reward.txt`. Select it with
+`benchmark.tasks_dir` set to `DOCKER_TASKS_DIR`.
+
 Harbor reports a malformed `task.toml` without naming the file; `check_task` (called by the
 runners here) names it, and the other files a task needs.
 """
@@ -29,6 +35,7 @@ from pydantic import ValidationError
 from flashrsi_dagster.environments.local_chroot.environment import LOCAL_ENV_IMPORT_PATH
 
 TASKS_DIR = Path(__file__).parent / "tasks"
+DOCKER_TASKS_DIR = Path(__file__).parent / "docker_tasks"
 REQUIRED_FILES = ("instruction.md", "environment", "tests/test.sh")
 
 
@@ -36,9 +43,9 @@ class TaskDefinitionError(ValueError):
     """A task folder Harbor could not load, with the file at fault in the message."""
 
 
-def builtin_task_dirs() -> list[Path]:
-    """The built-in suite's task folders, sorted by task id."""
-    return sorted(path for path in TASKS_DIR.iterdir() if (path / "task.toml").is_file())
+def builtin_task_dirs(suite: Path = TASKS_DIR) -> list[Path]:
+    """A built-in suite's task folders (`TASKS_DIR` or `DOCKER_TASKS_DIR`), sorted by id."""
+    return sorted(path for path in suite.iterdir() if (path / "task.toml").is_file())
 
 
 def check_task(task_dir: Path) -> TaskDefinition:

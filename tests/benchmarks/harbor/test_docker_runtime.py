@@ -4,6 +4,7 @@ wherever one is not."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -24,7 +25,21 @@ def _compose() -> bool:
     return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
 
 
-def _eval(tmp_path: Path, agent: str) -> subprocess.CompletedProcess[str]:
+def _cli_without_compose(tmp_path: Path) -> str:
+    """A PATH whose `docker` is the CLI as a machine without the Compose v2 plugin has it (the
+    plugin installed here sits in a system folder the CLI always searches)."""
+    wrapper = tmp_path / "bin" / "docker"
+    wrapper.parent.mkdir()
+    wrapper.write_text(
+        '#!/bin/sh\nif [ "$1" = compose ]; then\n'
+        "  echo \"docker: 'compose' is not a docker command.\" >&2; exit 1\nfi\n"
+        f'exec {shutil.which("docker")} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return f"{wrapper.parent}:{os.environ['PATH']}"
+
+
+def _eval(tmp_path: Path, agent: str, environment: str = "docker") -> subprocess.CompletedProcess:
     tasks = tmp_path / "suite"
     shutil.copytree(TASKS_DIR / "fix-permissions", tasks / "fix-permissions")
     config = tmp_path / "tb.yaml"
@@ -32,7 +47,8 @@ def _eval(tmp_path: Path, agent: str) -> subprocess.CompletedProcess[str]:
         "experiment: {name: docker-trials}\n"
         f"agent: {{type: {agent}, llm: {{model: none}}}}\n"
         "algorithm: {name: meta_harness, worker: {llm: {model: simulator/worker}}}\n"
-        f"benchmark: {{name: terminal_bench, tasks_dir: {tasks}, harbor_environment: docker,\n"
+        f"benchmark: {{name: terminal_bench, tasks_dir: {tasks},\n"
+        f"  harbor_environment: {environment},\n"
         "  split_counts: {train: 0, dev: 1, test: 0}}\n"
     )
     command = [FLASHRSI, "eval", "--config", str(config), "--split", "dev"]
@@ -53,9 +69,11 @@ def test_without_an_engine_trials_in_docker_are_refused_naming_it(tmp_path, monk
     assert not list((tmp_path / "home").glob("*/records/eval/*"))  # no trial ran or was kept
 
 
-def test_with_an_engine_but_no_compose_plugin_trials_are_refused_naming_it(tmp_path, docker_engine):
+def test_with_an_engine_but_no_compose_plugin_trials_are_refused_naming_it(
+    tmp_path, docker_engine, monkeypatch
+):
     if _compose():
-        pytest.skip("`docker compose` is present here: nothing to refuse")
+        monkeypatch.setenv("PATH", _cli_without_compose(tmp_path))
 
     done = _eval(tmp_path, "harbor-oracle")
 
@@ -64,12 +82,10 @@ def test_with_an_engine_but_no_compose_plugin_trials_are_refused_naming_it(tmp_p
 
 
 @pytest.mark.slow
-def test_a_terminal_bench_trial_runs_in_harbors_docker_environment(tmp_path, docker_engine):
-    if not _compose():
-        pytest.skip(f"Harbor's docker environment cannot run here: {docker_runtime.missing()}")
-
-    oracle = _eval(tmp_path / "oracle", "harbor-oracle")
-    nop = _eval(tmp_path / "nop", "harbor-nop")
+def test_a_terminal_bench_trial_runs_in_harbors_docker_environment(tmp_path, harbor_docker):
+    # docker-offline: Harbor's docker environment with no registry or bridge network (here)
+    oracle = _eval(tmp_path / "oracle", "harbor-oracle", "docker-offline")
+    nop = _eval(tmp_path / "nop", "harbor-nop", "docker-offline")
 
     assert oracle.returncode == 0, oracle.stderr
     assert "score 1.000 over 1 tasks" in oracle.stdout

@@ -1,0 +1,111 @@
+"""Harbor trials in Harbor's own docker environment (`harbor_environment: docker-offline`):
+every task of both built-in suites built by Docker from its Dockerfile, on base images made here,
+and scored by its verifier through Harbor's `Job`: the oracle solves each one, the agent that
+does nothing solves none, and no trial's container gets a network."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from harbor.models.trial.config import EnvironmentConfig
+
+from flashrsi_dagster.benchmarks.harbor.suite import (
+    DOCKER_TASKS_DIR,
+    TASKS_DIR,
+    builtin_task_dirs,
+    reward,
+    run_job,
+    run_trial,
+)
+from flashrsi_dagster.environments.harbor_docker import OFFLINE_DOCKER_IMPORT_PATH
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Task.checksum will be deprecated:DeprecationWarning"  # Harbor 0.25's own
+)
+
+DOCKER = EnvironmentConfig(import_path=OFFLINE_DOCKER_IMPORT_PATH)
+
+
+def _rewards(suite: Path, agent: str, jobs: Path) -> dict[str, dict[str, float] | None]:
+    """Each task's verifier rewards (all keys) for `agent` over the whole suite."""
+    result = asyncio.run(
+        run_job(
+            builtin_task_dirs(suite),
+            jobs_dir=jobs,
+            agent=agent,
+            n_concurrent_trials=2,
+            environment=DOCKER,
+        )
+    )
+    return {
+        trial.task_name: trial.verifier_result and trial.verifier_result.rewards
+        for trial in result.trial_results
+    }
+
+
+def _networks() -> set[str]:
+    listed = ["docker", "network", "ls", "--format", "{{.Driver}}"]
+    return set(subprocess.run(listed, capture_output=True, text=True, check=True).stdout.split())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("suite", [TASKS_DIR, DOCKER_TASKS_DIR], ids=["tasks", "docker_tasks"])
+def test_the_oracle_solves_every_task_in_docker_and_the_nop_agent_none(
+    suite, tmp_path, harbor_docker
+):
+    names = {path.name for path in builtin_task_dirs(suite)}
+
+    oracle = _rewards(suite, "oracle", tmp_path / "oracle")
+    nop = _rewards(suite, "nop", tmp_path / "nop")
+
+    assert {name: r and r["reward"] for name, r in oracle.items()} == dict.fromkeys(names, 1)
+    assert {name: r and r["reward"] for name, r in nop.items()} == dict.fromkeys(names, 0)
+    assert _networks() <= {"host", "null"}  # no compose network was made: `none` for each
+
+
+@pytest.mark.slow
+def test_rewards_are_read_from_reward_json_with_its_other_keys_and_from_reward_txt(
+    tmp_path, harbor_docker
+):
+    service = asyncio.run(
+        run_trial(
+            DOCKER_TASKS_DIR / "metrics-collector-service",
+            trials_dir=tmp_path,
+            agent="oracle",
+            environment=DOCKER,
+        )
+    )
+    release = asyncio.run(
+        run_trial(
+            DOCKER_TASKS_DIR / "release-manifest",
+            trials_dir=tmp_path,
+            agent="oracle",
+            environment=DOCKER,
+        )
+    )
+
+    # the verifier saw the agent's collector with pgrep, in the same container
+    assert service.verifier_result.rewards == {
+        "reward": 1, "running": 1, "pid_file": 1, "writing": 1
+    }  # fmt: skip
+    assert reward(release) == 1.0 and release.verifier_result.rewards == {"reward": 1}
+
+
+def test_a_task_with_a_network_allowlist_is_refused_naming_what_it_needs(tmp_path):
+    task = tmp_path / "allowlisted"
+    shutil.copytree(DOCKER_TASKS_DIR / "release-manifest", task)
+    toml = task / "task.toml"
+    toml.write_text(
+        toml.read_text().replace(
+            'network_mode = "no-network"',
+            'network_mode = "allowlist"\nallowed_hosts = ["pypi.org"]',
+        )
+    )
+
+    refused = "'allowlist' needs Harbor's egress-control sidecar, whose image comes from a registry"
+    with pytest.raises(ValueError, match=refused):  # before any build
+        asyncio.run(run_trial(task, trials_dir=tmp_path, agent="nop", environment=DOCKER))
