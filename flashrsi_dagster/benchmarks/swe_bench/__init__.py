@@ -7,29 +7,10 @@ patch and the gold patch; the metadata names the official Docker image the insta
 Modules: `instances` (reading and checking records, the Task mapping, image names), `repos`
 (local copies of the repositories, checkouts at a commit, the agent's changes as a patch),
 `evaluation` (the harness's steps run locally, graded by the `swebench` package's own
-`get_eval_report`), `grading` (the official resolution rule and a pytest log parser, for logs
-from elsewhere), `benchmark` (`SWEBench`).
+`get_eval_report`: the official rule, not a copy of it), `benchmark` (`SWEBench`).
 """
 
 from flashrsi_dagster.benchmarks.swe_bench.benchmark import SWEBench
-from flashrsi_dagster.benchmarks.swe_bench.grading import (
-    Grade,
-    Outcome,
-    ResolvedStatus,
-    TestStatus,
-    grade,
-    parse_pytest_log,
-)
 from flashrsi_dagster.benchmarks.swe_bench.instances import image_name, read_instances
 
-__all__ = [
-    "Grade",
-    "Outcome",
-    "ResolvedStatus",
-    "SWEBench",
-    "TestStatus",
-    "grade",
-    "image_name",
-    "parse_pytest_log",
-    "read_instances",
-]
+__all__ = ["SWEBench", "image_name", "read_instances"]
