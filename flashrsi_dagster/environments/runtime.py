@@ -30,6 +30,7 @@ from flashrsi_dagster.environments.jail import JailSpec, Mount
 
 _assembling = threading.Lock()
 _prepared: Path | None = None
+_interpreter: tuple[str, ...] | None = None
 
 HARNESS_DISTRIBUTIONS = ("openai", "pyyaml")
 """What a Python harness may import beyond the standard library (with their requirements)."""
@@ -50,6 +51,19 @@ def use_prepared(folder: Path) -> None:
     framework's site-packages is absent): every `site_packages` request answers with it."""
     global _prepared
     _prepared = Path(folder)
+
+
+def use_interpreter(argv: list[str]) -> None:
+    """This process was started by `argv` (inside a task environment: the staged loader with
+    the staged libraries, `integrations.libraries`); `interpreter` answers with it."""
+    global _interpreter
+    _interpreter = tuple(argv)
+
+
+def interpreter() -> list[str]:
+    """The command that starts this interpreter for a child process: the image's libraries
+    may not run it inside a task environment, so there it is the one that started us."""
+    return list(_interpreter or (os.path.realpath(sys.executable),))
 
 
 def site_packages(distributions: tuple[str, ...] = HARNESS_DISTRIBUTIONS) -> Path:

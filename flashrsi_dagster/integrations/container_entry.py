@@ -10,12 +10,16 @@ the trajectory is written as JSON to the payload's `output`.
 """
 
 import json
+import os
 import sys
 
 
 def main(payload_path: str) -> int:
     with open(payload_path, encoding="utf-8") as handle:
         payload = json.load(handle)
+    # The framework's modules import gitpython, which refuses to load where the image has no
+    # `git` (bare images); nothing the agent does inside needs it.
+    os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
     # Appended, never prepended: nothing shadows the standard library.
     sys.path[:] = [*sys.path, payload["site_packages"], payload["source"]]
     trajectory = _run(payload)
@@ -56,10 +60,11 @@ def _agent(payload: dict):
 
     from flashrsi_dagster.agents.registry import adapter_class
     from flashrsi_dagster.config.models import RoleConfig
-    from flashrsi_dagster.environments.runtime import use_prepared
+    from flashrsi_dagster.environments.runtime import use_interpreter, use_prepared
     from flashrsi_dagster.integrations.handed import HandedConfinement
 
     use_prepared(Path(payload["site_packages"]))
+    use_interpreter(payload["interpreter"])
     gateway = payload["gateway"]
     confinement = HandedConfinement(token=gateway["token"], base_url=gateway["base_url"])
     adapter = adapter_class(payload["import_path"])

@@ -1,6 +1,7 @@
 """Running a FlashRSI agent inside a Harbor task environment, from the host.
 
-The host passes in what `staging` prepared (interpreter, distributions, framework source) and
+The host passes in what `staging` prepared (interpreter, its shared libraries, distributions,
+framework source) and
 the snapshot — read-only binds into the local environment's root, Harbor's generic
 `upload_dir` elsewhere — opens the model gateway to the run with a per-run token, writes the
 payload (the full resolved role config, the adapter's import path, the task), runs
@@ -65,7 +66,8 @@ async def run_inside(
     await _pass_in(environment, ready, compiled_snapshot(agent.files_dir))
     with _gateway(agent, environment) as opening:
         payload = _payload(agent, opening, instruction, task, folder)
-        trajectory = await _entry(environment, ready.python, payload, folder, config.timeout)
+        payload["interpreter"] = list(ready.interpreter)
+        trajectory = await _entry(environment, ready.interpreter, payload, folder, config.timeout)
     if not trajectory.messages:  # failed before the agent's own `run` could say it
         header = run_config_message(config, agent.snapshot_id, agent.role, agent.redactor)
         trajectory = trajectory.model_copy(update={"messages": [header]})
@@ -85,7 +87,11 @@ async def run_inside(
 
 
 async def _entry(
-    environment: BaseEnvironment, python: Path, payload: dict, folder: Any, timeout: float
+    environment: BaseEnvironment,
+    interpreter: tuple[str, ...],
+    payload: dict,
+    folder: Any,
+    timeout: float,
 ) -> Trajectory:
     """Run the entry on `payload` in `environment` and read its trajectory back; the run's
     folder there is removed after (what is left of a dead environment is the verifier's
@@ -93,9 +99,8 @@ async def _entry(
     with scratch_dir("inside-") as host:
         (host / "payload.json").write_text(json.dumps(payload), encoding="utf-8")
         await environment.upload_file(host / "payload.json", f"{folder}/payload.json")
-        command = f"exec {shlex.quote(str(python))} -I -S " + " ".join(
-            shlex.quote(str(p)) for p in (PLACES["source"] / ENTRY, f"{folder}/payload.json")
-        )
+        argv = (*interpreter, "-I", "-S", PLACES["source"] / ENTRY, f"{folder}/payload.json")
+        command = "exec " + " ".join(shlex.quote(str(part)) for part in argv)
         try:
             outcome = await environment.exec(
                 command, env=RUN_ENV, timeout_sec=int(timeout + START_GRACE)
@@ -104,7 +109,9 @@ async def _entry(
             trajectory = _failed(exc)
         else:
             result = await _result(environment, f"{folder}/result.json", host)
-            trajectory = _trajectory(result, outcome.return_code, outcome.stderr or "")
+            # Harbor's docker environment gives the two streams as one, in stdout
+            said = outcome.stderr or outcome.stdout or ""
+            trajectory = _trajectory(result, outcome.return_code, said)
     with contextlib.suppress(Exception):
         await environment.exec(f"rm -rf {shlex.quote(str(folder))}", timeout_sec=60)
     return trajectory
@@ -118,6 +125,7 @@ async def _pass_in(environment: BaseEnvironment, ready: Staged, snapshot: Path) 
         ready.site_packages: str(PLACES["site_packages"]),
         ready.source: str(PLACES["source"]),
         snapshot: str(PLACES["snapshot"]),
+        ready.libraries: str(PLACES["libraries"]),
     }
     share = getattr(environment, "share_read_only", None)
     if share is not None:

@@ -5,7 +5,8 @@ own source — its Python modules only, without the benchmark's task folders (th
 reference solutions must never be in reach of the agent they score).
 
 Inside, each has a fixed place (`PLACES`); the interpreter keeps its host path, where its
-standard library expects to be found.
+standard library expects to be found. Beside them, the shared libraries the interpreter and
+those modules need, with the host's C library and loader (`libraries`), which starts it there.
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ from pathlib import Path, PurePosixPath
 
 import flashrsi_dagster
 from flashrsi_dagster.environments.runtime import compile_snapshot, pinned, site_packages
+from flashrsi_dagster.integrations.libraries import (
+    library_closure,
+    loader_name,
+    shared_objects,
+    staged_libraries,
+)
 
 FRAMEWORK_DISTRIBUTIONS = ("pydantic", "pyyaml", "packaging", "gitpython")
 """What the framework's entry imports inside (config, records, the adapter base, and the
@@ -33,6 +40,7 @@ PLACES = {
     "site_packages": INSIDE / "site-packages",
     "source": INSIDE / "src",
     "snapshot": INSIDE / "snapshot",
+    "libraries": INSIDE / "lib",
 }
 ENTRY = "flashrsi_dagster/integrations/container_entry.py"
 _EXCLUDED = ("benchmarks/harbor/tasks",)
@@ -50,6 +58,17 @@ class Staged:
     source: Path
     distributions: tuple[str, ...]
     """`name==version` of everything in `site_packages`: what the environment gets."""
+    libraries: Path
+    """The shared-library closure, the C library and its loader included."""
+    loader: str
+    """The loader's file name in `libraries`."""
+
+    @property
+    def interpreter(self) -> tuple[str, ...]:
+        """The command that starts the interpreter inside: through the staged loader, with
+        the staged libraries only, whatever the image's own are (see `libraries`)."""
+        folder = PLACES["libraries"]
+        return (str(folder / self.loader), "--library-path", str(folder), str(self.python))
 
 
 def distributions_for(adapter: type) -> tuple[str, ...]:
@@ -61,15 +80,25 @@ def distributions_for(adapter: type) -> tuple[str, ...]:
 def staged(distributions: tuple[str, ...]) -> Staged:
     """The folders for an adapter needing `distributions` (see `distributions_for`)."""
     folder = site_packages(distributions)
+    prefix, python = Path(sys.base_prefix).resolve(), Path(os.path.realpath(sys.executable))
+    objects = shared_objects(prefix, python, (folder,))
     with _lock:  # once per set of distributions (cached); compileall skips what is current
         compileall.compile_dir(folder, quiet=2, workers=1)
+        libraries = staged_libraries(objects, _cache_base())
     return Staged(
-        prefix=Path(sys.base_prefix).resolve(),
-        python=Path(os.path.realpath(sys.executable)),
+        prefix=prefix,
+        python=python,
         site_packages=folder,
         source=framework_source(),
         distributions=tuple(pinned(distributions)),
+        libraries=libraries,
+        loader=loader_name(library_closure(objects)),
     )
+
+
+def _cache_base() -> Path:
+    """Beside the framework's site-packages: where the staged folders are kept."""
+    return Path(sysconfig.get_paths()["purelib"]).resolve().parent
 
 
 def compiled_snapshot(files_dir: Path) -> Path:
@@ -89,8 +118,7 @@ def framework_source() -> Path:
     for path in files:
         stat = path.stat()
         digest.update(f"{path.relative_to(package)}|{stat.st_size}|{stat.st_mtime_ns}\n".encode())
-    base = Path(sysconfig.get_paths()["purelib"]).resolve().parent
-    target = base / "flashrsi-container-source" / digest.hexdigest()[:16]
+    target = _cache_base() / "flashrsi-container-source" / digest.hexdigest()[:16]
     with _lock:
         if not target.is_dir():
             _copy(package, files, target)

@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from flashrsi_dagster.agents.protected_limits import ProtectedLimits, limits_ver
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import AgentRun, gateway_verdict
 from flashrsi_dagster.environments.jail import Mount, read_from_jail
-from flashrsi_dagster.environments.runtime import python_runtime, site_packages
+from flashrsi_dagster.environments.runtime import interpreter, python_runtime, site_packages
 from flashrsi_dagster.llm.client import ROLE_HEADER
 from flashrsi_dagster.records import Redactor, Trajectory
 from flashrsi_dagster.scratch import scratch_dir
@@ -145,8 +144,7 @@ class Codex(Agent):
         events: Path,
         stderr: Path,
     ) -> tuple[int | None, bool]:
-        python = os.path.realpath(sys.executable)
-        argv = [python, "-I", "-S", str(home / ENTRY), str(site_packages())]
+        argv = [*interpreter(), "-I", "-S", str(home / ENTRY), str(site_packages())]
         env = {**confined.env, "CODEX_HOME": str(home), "HOME": str(home)}
         if confined.jail is not None:
             argv, env = confined.jail.enter_argv(argv, env, working_dir), {"PATH": env["PATH"]}

@@ -17,13 +17,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 
 from flashrsi_dagster.environments import joining
-from flashrsi_dagster.environments.runtime import site_packages
+from flashrsi_dagster.environments.runtime import interpreter, site_packages
 
 ENTRY = Path(__file__).with_name("_entry.py")
 
@@ -63,7 +62,7 @@ class ForkServer:
                 # -I -S: no site, no user paths, no PYTHON* variables; the server imports
                 # from site-packages what the harness needs, and nothing of the framework.
                 self._process = subprocess.Popen(
-                    [sys.executable, "-I", "-S", str(ENTRY), "--fork-server", *_server_args()],
+                    [*interpreter(), "-I", "-S", str(ENTRY), "--fork-server", *_server_args()],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     env=self._env,

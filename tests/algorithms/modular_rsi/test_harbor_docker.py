@@ -26,10 +26,10 @@ EXAMPLE = Path(__file__).parents[3] / "examples" / "modular_rsi.yaml"
 
 
 def test_a_batch_of_the_example_runs_in_docker_containers(tmp_path, harbor_docker):
-    # On python:3.12-slim, whose libraries our agent's staged interpreter finds (see the
-    # Meta-Harness test's TASKS)
+    # On bare Ubuntu and Debian images, which lack libraries the staged interpreter needs
+    # (`libsqlite3.so.0`, `libssl.so.3`): it comes with its own (`integrations.libraries`)
     tasks = tmp_path / "tasks"
-    for name in ("inventory-sqlite-report", "wordfreq-cli-on-path"):
+    for name in ("release-manifest", "metrics-collector-service"):
         shutil.copytree(DOCKER_TASKS_DIR / name, tasks / name)
     config = load_config(
         EXAMPLE,
