@@ -22,13 +22,14 @@ import hashlib
 import html
 import io
 import lzma
+import quopri
 import re
 import unicodedata
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from urllib.parse import unquote
+from urllib.parse import unquote, unquote_to_bytes
 
 MAX_DEPTH = 3
 """Encodings nested in one another, at most (base64 of gzip of base64 is 3)."""
@@ -39,7 +40,9 @@ CIPHERS = ("reversed", "rot13")
 MIN_BLOB = 24
 """Shorter base64 or hex runs are not decoded (identifiers, short hashes, words)."""
 
-_BASE64 = re.compile(rb"[A-Za-z0-9+/]{%d,}={0,2}|[A-Za-z0-9_\-]{%d,}={0,2}" % (MIN_BLOB, MIN_BLOB))
+_BASE64 = re.compile(rb"[A-Za-z0-9+/_\-]{%d,}={0,2}" % MIN_BLOB)
+"""Standard or URL-safe (one class: a URL-safe run cut at its first `-` or `_` decodes to
+nothing; `_base64` picks the alphabet by the characters the run holds)."""
 _HEX = re.compile(rb"(?:[0-9a-fA-F]{2}){%d,}" % (MIN_BLOB // 2))
 _ESCAPED_BYTES = re.compile(rb"(?:\\x[0-9a-fA-F]{2}){8,}")
 _BASE32 = re.compile(rb"[A-Z2-7]{%d,}={0,6}|[a-z2-7]{%d,}={0,6}" % (MIN_BLOB, MIN_BLOB))
@@ -199,8 +202,10 @@ def _blobs(data: bytes, text: str, whole) -> Iterator[tuple[bytes, str, tuple[in
     squeezed_data = _SQUEEZE.sub(b"", _JOINS.sub(b"", data))
     for source, squeezed in ((data, False), (squeezed_data, True)):
         for match in _BASE64.finditer(source):
+            wordy = _wordy(match.group())
             for decoded in _base64(match.group(), squeezed):
-                yield decoded, "base64", _span(data, source, match, whole, squeezed)
+                if not wordy or _packed(decoded) or _as_text(decoded) is not None:
+                    yield decoded, "base64", _span(data, source, match, whole, squeezed)
         for match in _HEX.finditer(source):
             raw, span = (
                 bytes.fromhex(match.group().decode()),
@@ -222,9 +227,45 @@ def _blobs(data: bytes, text: str, whole) -> Iterator[tuple[bytes, str, tuple[in
     yield from _other_alphabets(data, whole)
     if latin:  # an Ascii85 run is full of backslashes a string literal escapes
         yield from _other_alphabets(latin, whole or (1, data.count(b"\n") + 1))
-    for blob in (data, latin, *_latin_readings(data, text)):
+    for blob in (data, latin, *_latin_readings(data, text), *_web_bytes(data, text)):
         for offset in _magic_offsets(blob):
             yield blob[offset:], "bytes", whole or (1, data.count(b"\n") + 1)
+
+
+_LETTERS = re.compile(rb"[A-Za-z]+=*")
+WORDY = 64
+"""Runs of letters alone longer than this are read as base64 or base32 only when they decode
+to text or to a compressed stream: prose with its whitespace squeezed out is such a run, and
+what it decodes to is noise. Real encoded data of that length holds a digit or a `+`, `/`
+(base64) or `2-7` (base32) all but surely: (52/64)^64 < 2e-6."""
+
+
+def _wordy(run: bytes) -> bool:
+    return len(run) > WORDY and _LETTERS.fullmatch(run) is not None
+
+
+_QUOTED_PRINTABLE = re.compile(rb"=[0-9A-F]{2}")
+_CHAR_REF = re.compile(r"&#([xX][0-9a-fA-F]{1,6}|[0-9]{1,7});")
+
+
+def _char(match: re.Match) -> str:
+    code = match.group(1)
+    value = int(code[1:], 16) if code[0] in "xX" else int(code)
+    return chr(value) if value < 0x110000 else "\ufffd"
+
+
+def _web_bytes(data: bytes, text: str) -> tuple[bytes, ...]:
+    """Bytes escaped for the web or mail, read back as bytes (a compressed stream in
+    `quote_from_bytes`, `&#x8b;` character references, quoted-printable): the text views
+    read them as UTF-8, which a stream is not."""
+    readings = []
+    if "%" in text:
+        readings.append(unquote_to_bytes(text))
+    if "&#" in text:  # by code, not `html.unescape`: it maps &#x80;-&#x9f; as cp1252 does
+        readings.append(_CHAR_REF.sub(_char, text).encode("latin-1", "replace"))
+    if _QUOTED_PRINTABLE.search(data):
+        readings.append(quopri.decodestring(data))
+    return tuple(readings)
 
 
 def _latin_readings(data: bytes, text: str) -> tuple[bytes, ...]:
@@ -257,6 +298,8 @@ def _other_alphabets(data: bytes, whole) -> Iterator[tuple[bytes, str, tuple[int
             try:
                 decoded = decode(match.group().rstrip(b"="))
             except (binascii.Error, ValueError, OverflowError):
+                continue
+            if _wordy(match.group()) and not _packed(decoded) and _as_text(decoded) is None:
                 continue
             yield decoded, kind, _span(data, data, match, whole, False)
     yield from _code_lists(data, whole)
@@ -535,8 +578,26 @@ def _as_text(blob: bytes) -> bytes | None:
     """The blob, NULs dropped (UTF-16 and UTF-32 of ASCII read plain), when it is text."""
     narrow = blob.replace(b"\0", b"")
     text = narrow.decode("utf-8", "replace")
-    printable = sum((ch.isprintable() and ch != "\ufffd") or ch in "\n\r\t" for ch in text)
-    return narrow if text and printable >= 0.9 * len(text) else None
+    return narrow if text and _mostly_printable(text, "\ufffd") else None
+
+
+_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+"""Characters that are never printable (a subset of those `str.isprintable` refuses)."""
+_LAYOUT = str.maketrans("", "", "\n\r\t")
+
+
+def _mostly_printable(text: str, also_not: str = "") -> bool:
+    """Whether 90% or more of `text`'s characters are printable (or a newline, a tab), none
+    of `also_not`. Decoded garbage is refused by counting control characters in C first, and
+    plain text accepted by one `isprintable` call: the per-character count (slow) is left for
+    the few texts in between."""
+    refused = sum(map(text.count, also_not))
+    if not refused and text.translate(_LAYOUT).isprintable():
+        return True
+    if refused + len(_CONTROLS.findall(text)) > 0.1 * len(text):
+        return False
+    printable = sum((ch.isprintable() and ch not in also_not) or ch in "\n\r\t" for ch in text)
+    return printable >= 0.9 * len(text)
 
 
 def _ebcdic(data: bytes) -> bytes | None:
@@ -549,8 +610,7 @@ def _ebcdic(data: bytes) -> bytes | None:
         data.decode("utf-8")
         return None
     text = data.decode("cp500")
-    printable = sum(ch.isprintable() or ch in "\n\r\t" for ch in text)
-    return text.encode("utf-8") if printable >= 0.9 * len(text) else None
+    return text.encode("utf-8") if _mostly_printable(text) else None
 
 
 def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:

@@ -129,12 +129,43 @@ that a harness reads back in order (a separator would break the stream)."""
 
 
 def _joined(files: Mapping[str, bytes], index: SecretIndex, budget: Budget, covered):
-    """The matches of the files joined that no single file's view holds already."""
+    """The matches of the files joined that no single file's view holds already. In the
+    joined text's own readings (plain, reversed, rot13: each line a line of one file or two)
+    a shingle that lies within one file was searched in that file's views, so only those
+    that cross a seam between two files are looked up (and extended as far as they go)."""
     joined, seen = Scan(), b"".join(files[path] for path in sorted(files))
+    seams = _seams(files)
     for view in views(JOINED, seen, budget):
         for form in FORMS:
-            joined.matches += _matches(Stream.of(view.lines, form), form, view, index)
+            stream = Stream.of(view.lines, form)
+            near = _near(stream, seams) if view.encoding in ("plain", *CIPHERS) else None
+            joined.matches += _matches(stream, form, view, index, near)
     return [m for m in joined.matches if not _within(covered.get(m.entry, ()), m.start, m.end)]
+
+
+def _seams(files: Mapping[str, bytes]) -> set[int]:
+    """The lines of the joined text on either side of where one file ends and the next
+    begins (one line when a file does not end with a newline)."""
+    seams, line = set(), 1
+    for path in sorted(files):
+        seams.update((line - 1, line))
+        line += files[path].count(b"\n")
+    return seams
+
+
+def _near(stream: Stream, lines: set[int]) -> list[tuple[int, int]]:
+    """The positions of `stream` a shingle touching one of `lines` can start at, as ranges."""
+    spans: list[tuple[int, int]] = []
+    ends = (*stream.starts[1:], len(stream.text))[: len(stream.starts)]
+    for start, end, number in zip(stream.starts, ends, stream.numbers, strict=True):
+        if number not in lines:
+            continue
+        first, last = max(start - GRAM + 1, 0), min(end + GRAM, len(stream.text))
+        if spans and first <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], last))
+        else:
+            spans.append((first, last))
+    return spans
 
 
 NAME = "file name"
@@ -169,10 +200,15 @@ def _raw_digests(path: str, data: bytes, index: SecretIndex) -> Iterator[Found]:
                 yield Found("digest", task, "input", path, "bytes", lines, 0)
 
 
-def _matches(stream: Stream, form: str, view: View, index: SecretIndex) -> Iterator[Match]:
+def _matches(
+    stream: Stream, form: str, view: View, index: SecretIndex, near: list | None = None
+) -> Iterator[Match]:
+    """The stream's matches, each run extended as far as it goes; its shingles starting in
+    `near`'s ranges alone when given."""
     text, grams, reached = stream.text, index.grams[form], {}
     encoding = view.encoding if form == "normal" else f"{form}+{view.encoding}"
-    for p in range(len(text) - GRAM + 1):
+    spans = near if near is not None else [(0, len(text))]
+    for p in (p for first, last in spans for p in range(first, min(last, len(text) - GRAM + 1))):
         pairs = grams.get(text[p : p + GRAM])
         if not pairs:
             continue
@@ -205,7 +241,10 @@ Ascii85, so they are stripped too), read back to hex."""
 
 def _digests(view: View, index: SecretIndex) -> Iterator[Found]:
     for number, line in view.lines:
-        tokens = [t.lower() for t in _HEX_TOKEN.findall(line)] + _B64_TOKEN.findall(line)
+        hexes = [t.lower() for t in _HEX_TOKEN.findall(line)]
+        # a pickled or marshalled string's length byte may be a hex digit (`8` before 56)
+        hexes += [t[1:] for t in hexes if len(t) % 2]
+        tokens = hexes + _B64_TOKEN.findall(line)
         tasks = [index.digests.get(t, index.digests.get(t[:DIGEST_PREFIX])) for t in tokens]
         # whole digests only: a long identifier decodes as base85 too, to random bytes
         tasks += [index.digests.get(hexed) for hexed in _other_digests(line)]
