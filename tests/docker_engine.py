@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import shutil
 import signal
@@ -146,7 +147,13 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-TEST_IMAGE = "flashrsi-dagster:test"
+TEST_IMAGE = (
+    "flashrsi-dagster:test-"
+    + hashlib.sha256(str(Path(__file__).resolve().parents[1]).encode()).hexdigest()[:12]
+)
+"""A tag per checkout: sessions of two checkouts share the engine, and under one tag the later
+build would replace the image the other's tests were running (an older package in the step
+containers: "the evaluator changed")."""
 
 
 @pytest.fixture(scope="session")
