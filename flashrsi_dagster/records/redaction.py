@@ -51,8 +51,14 @@ _IDENTITY_KEY = re.compile(
 )
 
 
+# Keys that name something, not credentials: Dagster's Docker executor hands each step
+# container `DAGSTER_RUN_STEP_KEY=evaluation`, and redacting that value turned
+# `swe_bench/evaluation.py` into `[REDACTED].py` in the evaluator's manifest.
+_IDENTIFIER_KEY_NAME = re.compile(r"(^|_)(STEP|RUN|PARTITION|ASSET|CACHE|SORT)_KEY$", re.IGNORECASE)
+
+
 def is_secret_env_name(name: str) -> bool:
-    return bool(_SECRET_ENV_NAME.search(name))
+    return bool(_SECRET_ENV_NAME.search(name)) and not _IDENTIFIER_KEY_NAME.search(name)
 
 
 def looks_like_key(text: str) -> bool:

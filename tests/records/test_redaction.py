@@ -36,6 +36,16 @@ def test_short_values_are_not_treated_as_secrets():
     assert redactor.text("1 true") == "1 true"
 
 
+def test_keys_that_name_a_step_or_a_run_are_not_secrets():
+    # Dagster's Docker executor sets DAGSTER_RUN_STEP_KEY=evaluation in each step container.
+    environ = {"DAGSTER_RUN_STEP_KEY": "evaluation", "OPENAI_API_KEY": "sk-live-secret-value"}
+    redactor = Redactor(environ=environ)
+
+    text = redactor.text("benchmarks/swe_bench/evaluation.py sk-live-secret-value")
+
+    assert text == f"benchmarks/swe_bench/evaluation.py {REDACTED}"
+
+
 def test_nested_values_and_keys_are_redacted():
     redactor = Redactor(["hunter2hunter2"], environ={})
 
