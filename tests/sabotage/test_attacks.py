@@ -23,6 +23,7 @@ import pytest
 
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.environments.confinement import JAIL_GATEWAY_PORT
+from flashrsi_dagster.environments.runtime import interpreter
 from flashrsi_dagster.llm.endpoints import offline_server
 from tests.conftest import needs_jails
 from tests.sabotage.helpers import (
@@ -414,8 +415,9 @@ def test_records_cannot_be_rewritten_from_a_worker(attacked: Attacked):
 
     commands = [line.split()[0] for line in ps.splitlines()[3:] if line.strip()]
     # bwrap's init, the jail's shim, the Worker's own process (a fork of the fork server)
-    # and its shell: nothing of the framework's.
-    assert set(commands) <= {"bwrap", "/bin/sh", sys.executable, "bash", "ps"}, ps
+    # and its shell: nothing of the framework's. The fork server is started by `interpreter()`.
+    allowed = {"bwrap", "/bin/sh", sys.executable, *interpreter(), "bash", "ps"}
+    assert set(commands) <= allowed, ps
     assert "pytest" not in ps and str(scene.home) not in ps
     assert f"can't read {scene.records}/round-000.json: No such file or directory" in write
     assert scene.loop_mark in loop  # it was running inside the jail...

@@ -202,6 +202,7 @@ def test_harbors_agents_durations_are_their_run_as_for_ours(tmp_path):
     run = result.agent_execution
     assert trajectory.started == run.started_at
     assert trajectory.duration == (run.finished_at - run.started_at).total_seconds()
+    # generous bound: the agent's run is a part of the trial, at any load
     assert trajectory.duration < (result.finished_at - result.started_at).total_seconds()
 
 
