@@ -38,7 +38,7 @@ def test_the_command_ui_starts_serves_the_home_on_loopback(demo_home):
         experiments = _get(base, time.monotonic() + PATIENCE, process)
         assert [e["name"] for e in experiments] == sorted(e["name"] for e in experiments)
         assert {"name": "dgm-demo", "algorithm": "dgm"} in experiments
-        tree = _get(f"{base}/meta-harness-demo/tree", time.monotonic() + 60, process)
+        tree = _get(f"{base}/meta-harness-demo/tree", time.monotonic() + PATIENCE, process)
         assert tree["dagster"] == "http://127.0.0.1:3456"
         listening = subprocess.run(
             ["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True, check=True

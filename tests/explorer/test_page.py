@@ -12,13 +12,13 @@ import os
 import shutil
 import socket
 import threading
-import time
 from pathlib import Path
 
 import pytest
 import uvicorn
 
 from flashrsi_dagster.explorer.server import create_app
+from tests.conftest import wait_until
 from tests.deployment.chromium import CHROMIUM, Chromium
 from tests.explorer.conftest import DEMOS
 
@@ -37,10 +37,8 @@ def explorer(demo_home):
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the explorer did not start"
-        time.sleep(0.1)
+    wait_until(lambda: server.started or not thread.is_alive(), "the explorer to start")
+    assert server.started, "the explorer's server thread ended before it started"
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(timeout=30)
