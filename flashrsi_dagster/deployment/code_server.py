@@ -1,12 +1,13 @@
 """Dagster's own code server (`dagster api grpc`), whose run workers start warm.
 
 Dagster's server starts each run worker with `multiprocessing`'s `spawn`: a cold Python that
-imports Dagster and the code location from scratch, 2-3 s on a quiet 2-core machine and ten
-times that on a loaded one, for every round of every experiment. Here the same server forks
+imports Dagster and the code location from scratch, about 5 s on this 2-core machine and
+several times that on a loaded one, for every round of every experiment. Here the same server forks
 its run workers from a `forkserver` that imported the code location once (`PRELOAD`): each
-worker starts with the modules already loaded and only reconstructs the job. Everything else is
-the server Dagster ships, with its command line (`python -m flashrsi_dagster.deployment.
-code_server --port N --module-name …`, the options of `dagster api grpc`).
+worker starts with the modules already loaded and only reconstructs the job. The fork server
+starts with the server, so that it imports while the server waits for its first run.
+Everything else is the server Dagster ships, with its command line (`python -m
+flashrsi_dagster.deployment.code_server --port N --module-name …`, `dagster api grpc`'s).
 
 A forkserver holds the code as it was when the server started, as the server itself does: a
 changed framework needs the server (`flashrsi ui`, the driver) started again either way."""
@@ -20,6 +21,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from multiprocessing import forkserver
 from pathlib import Path
 
 from flashrsi_dagster.deployment.reaper import Group
@@ -54,6 +56,8 @@ def _warm_servers() -> None:
     def warm_init(self, *args, **kwargs) -> None:
         init(self, *args, **kwargs)
         self._mp_ctx = warm_context()
+        # started now, it imports while the server waits for its first run, not during it
+        forkserver.ensure_running()
 
     DagsterApiServer.__init__ = warm_init
 
