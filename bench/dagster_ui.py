@@ -1,8 +1,9 @@
-"""`flashrsi ui` for a benchmark: `dagster dev` (webserver, daemon, code server) on a home's
-instance, with runs launched as the UI's Materialize button launches them — GraphQL
-`launchPipelineExecution` — so each goes through the instance's run queue, the daemon that
-dequeues it, and the run launcher that starts a run worker process, which loads the code
-location (`flashrsi_dagster.definitions`) and executes the job in-process."""
+"""`flashrsi ui` for a benchmark: `dagster dev` (webserver, daemon) on a home's instance and its
+code server (`deployment/code_server.py`), with runs launched as the UI's Materialize button
+launches them — GraphQL `launchPipelineExecution` — so each goes through the instance's run
+queue, the daemon that dequeues it, and the run launcher that starts a run worker, forked from
+a process that loaded the code location (`flashrsi_dagster.definitions`) once, which executes
+the job in-process."""
 
 from __future__ import annotations
 
@@ -18,10 +19,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from flashrsi_dagster.deployment.instance import instance_dir
-
-DEV = [sys.executable, "-m", "dagster", "dev", "-m", "flashrsi_dagster.definitions"]
-"""As `flashrsi ui` starts it (`deployment/instance.py`)."""
+UI = [sys.executable, "-m", "flashrsi_dagster.cli", "ui"]
+"""`flashrsi ui` itself (`deployment/instance.py`)."""
 LAUNCH = """
 mutation($params: ExecutionParams!) {
   launchPipelineExecution(executionParams: $params) {
@@ -41,8 +40,7 @@ DAEMONS = "{ instance { daemonHealth { allDaemonStatuses { daemonType healthy } 
 
 
 class DagsterUI:
-    """`dagster dev -m flashrsi_dagster.definitions` run from the folder holding `home`, as
-    `flashrsi ui` runs it; a context manager."""
+    """`flashrsi ui` on `home` (loopback, free ports); a context manager."""
 
     def __init__(self, home: Path, log: Path, timeout: float = 300.0) -> None:
         self.home, self.log, self.timeout = Path(home), Path(log), timeout
@@ -54,11 +52,10 @@ class DagsterUI:
         started = time.monotonic()
         self.log.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log.open("wb")
-        env = {**os.environ, "DAGSTER_HOME": str(instance_dir(self.home))}
+        command = [*UI, "--home", str(self.home), "--port", str(self.port)]
         self._process = subprocess.Popen(
-            [*DEV, "-h", "127.0.0.1", "-p", str(self.port)],
+            [*command, "--explorer-port", str(_free_port())],
             cwd=self.home.resolve().parent,
-            env=env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -70,7 +67,9 @@ class DagsterUI:
 
     def __exit__(self, *exc: object) -> None:
         if self._process is not None:
-            os.killpg(self._process.pid, signal.SIGTERM)
+            os.killpg(
+                self._process.pid, signal.SIGINT
+            )  # Ctrl-C: `flashrsi ui` stops all it started
             try:
                 self._process.wait(timeout=60)
             except subprocess.TimeoutExpired:

@@ -13,6 +13,7 @@ import yaml
 
 from flashrsi_dagster.bounded_yaml import safe_load
 from flashrsi_dagster.deployment import postgres
+from flashrsi_dagster.deployment.code_server import CodeServer
 from flashrsi_dagster.deployment.postgres import StorageSettingError
 from flashrsi_dagster.deployment.run_queue import RunLimits, run_queue
 from flashrsi_dagster.deployment.storage import CONFIG as STORAGE
@@ -46,6 +47,9 @@ QUEUE_NOW = (
 MOVED = ("module: flashrsi_dagster.jobs.", "module: flashrsi_dagster.deployment.")
 """This project's storage and queue classes before `jobs/` became `deployment/`: a file naming
 the old modules is pointed at the new ones, everything else in it kept."""
+WORKSPACE = "workspace.yaml"
+"""Where `flashrsi ui` points Dagster at its code server, in the instance's folder (rewritten
+at each start: the server's port changes)."""
 STORAGES = {"sqlite": STORAGE, "postgres": postgres.CONFIG}
 """The storage sections this module writes, by name."""
 
@@ -128,16 +132,22 @@ def check_instance(home: Path) -> None:
 
 
 def ui(home: Path, port: int, explorer_port: int | None = None) -> int:
-    """`dagster dev` on the experiments' instance, from the folder holding the home, and the
-    experiment explorer beside it on `explorer_port` (both on loopback), stopped with it."""
+    """`dagster dev` on the experiments' instance, from the folder holding the home, its code
+    location served by our code server (run workers forked warm, `code_server.py`), and the
+    experiment explorer beside it on `explorer_port` (all on loopback), stopped with it."""
     env = {**os.environ, "DAGSTER_HOME": str(instance_dir(home))}
     explorer = None
     if explorer_port is not None:
         explorer = subprocess.Popen(explorer_command(home, explorer_port, port))
         print(f"experiment explorer: http://127.0.0.1:{explorer_port}", flush=True)
+    server = CodeServer(home, env)
     try:
-        return _dagster_dev(home, port, env)
+        server.start()
+        workspace = Path(env["DAGSTER_HOME"]) / WORKSPACE
+        workspace.write_text(server.workspace())
+        return _dagster_dev(home, port, env, workspace)
     finally:
+        server.stop()
         if explorer is not None:
             explorer.terminate()
             explorer.wait()
@@ -151,15 +161,6 @@ def explorer_command(home: Path, port: int, dagster_port: int) -> list[str]:
     ]
 
 
-def _dagster_dev(home: Path, port: int, env: dict[str, str]) -> int:
-    command = [
-        sys.executable,
-        "-m",
-        "dagster",
-        "dev",
-        "-m",
-        "flashrsi_dagster.definitions",
-        "-p",
-        str(port),
-    ]
+def _dagster_dev(home: Path, port: int, env: dict[str, str], workspace: Path) -> int:
+    command = [sys.executable, "-m", "dagster", "dev", "-w", str(workspace), "-p", str(port)]
     return subprocess.call(command, cwd=Path(home).resolve().parent, env=env)

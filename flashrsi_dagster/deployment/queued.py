@@ -4,10 +4,10 @@ run of its algorithm's job, submitted to the instance's run coordinator (Dagster
 starts), launched by the instance's run launcher into a run worker of its own.
 
 For as long as the driver needs them, this process hosts what `dagster dev` would: the code
-location `flashrsi_dagster.definitions` (Dagster's own gRPC code server, `dagster api grpc`,
-started as a child in the folder holding the home) and the queue's dequeue loop
-(`QueuedRunCoordinatorDaemon`, one iteration a second in a thread). Nothing here schedules:
-Dagster's queue does.
+location `flashrsi_dagster.definitions` (Dagster's own gRPC code server, its run workers
+forked warm: `code_server.py`, started as a child in the folder holding the home) and the
+queue's dequeue loop (`QueuedRunCoordinatorDaemon`, one iteration a second in a thread).
+Nothing here schedules: Dagster's queue does.
 
 The code server and what it starts (run workers at any stage, their resource trackers) die
 with this process, even on SIGKILL, at once: the server leads a process group that a reaper
@@ -17,38 +17,30 @@ again (a step resumes from its records)."""
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import logging
 import os
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import dagster as dg
 
+from flashrsi_dagster.deployment.code_server import LOCATION, CodeServer
 from flashrsi_dagster.deployment.execution import home_resources, home_run_config
 from flashrsi_dagster.deployment.in_process import QUIET, REPOSITORY_LABEL
-from flashrsi_dagster.deployment.reaper import Group
 from flashrsi_dagster.deployment.reconnect import database_fault
-from flashrsi_dagster.deployment.run_queue import STARTUP_TIMEOUT
 from flashrsi_dagster.orchestration.dagster_internals import (
     RUN_KEY_TAG,
-    DagsterGrpcClient,
     GrpcServerTarget,
     JobSubsetSelector,
     QueuedRunCoordinator,
     QueuedRunCoordinatorDaemon,
     WorkspaceProcessContext,
-    find_free_port,
-    wait_for_grpc_server,
 )
 from flashrsi_dagster.orchestration.owner import DRIVER_ENV, LAUNCHER_TAG, identity
 from flashrsi_dagster.records.atomic import open_own
 
-LOCATION = "flashrsi_dagster.definitions"
 (REPOSITORY_TAG,) = REPOSITORY_LABEL
 DEQUEUE_LOCK = "dequeue.lock"
 DAEMON_GONE = 70
@@ -70,8 +62,7 @@ class QueuedRuns:
         self._stop = threading.Event()
         self._dequeuing: threading.Thread | None = None
         self._lock: int | None = None
-        self._server: Group | None = None
-        self._port = 0
+        self._server: CodeServer | None = None
 
     @property
     def available(self) -> bool:
@@ -155,12 +146,15 @@ class QueuedRuns:
             self._workspace.__exit__(None, None, None)
             self._workspace = None
         if self._server is not None:
-            self._stop_server(self._server)
+            self._server.stop()
             self._server = None
 
     def _started(self) -> WorkspaceProcessContext:
         if self._workspace is None:
-            port = self._start_server()
+            # its run workers learn who the driver is (`owner.die_with_driver`)
+            env = {**os.environ, DRIVER_ENV: identity(os.getpid())}
+            self._server = CodeServer(self.home, env)
+            port = self._server.start()
             target = GrpcServerTarget(
                 host="localhost", port=port, socket=None, location_name=LOCATION
             )
@@ -170,29 +164,6 @@ class QueuedRuns:
                 self._dequeuing = threading.Thread(target=self._dequeue, daemon=True)
                 self._dequeuing.start()
         return self._workspace
-
-    def _start_server(self) -> int:
-        """Dagster's code server for the home's code location, its process group dying
-        with this process; its run workers learn who the driver is (`owner.die_with_driver`)."""
-        port = self._port = find_free_port()
-        args = [sys.executable, "-m", "dagster", "api", "grpc", "--port", str(port)]
-        args += ["--module-name", LOCATION, "--working-directory", str(self.home.parent)]
-        args += ["--location-name", LOCATION, "--log-level", "warning"]
-        env = {**os.environ, DRIVER_ENV: identity(os.getpid())}
-        self._server = Group(args, cwd=self.home.parent, env=env)
-        client = DagsterGrpcClient(port=port, host="localhost")
-        wait_for_grpc_server(self._server.leader, client, args, timeout=STARTUP_TIMEOUT)
-        return port
-
-    def _stop_server(self, server: Group) -> None:
-        """Ask it to stop (the driver has waited for its runs), then make sure, of its whole
-        group: a server told to stop waits for runs still executing, which a driver giving up
-        leaves to die with it and to be run again by the next."""
-        with contextlib.suppress(Exception):
-            DagsterGrpcClient(port=self._port, host="localhost").shutdown_server(timeout=5)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            server.leader.wait(timeout=10)
-        server.kill()
 
     def _dequeue(self) -> None:
         assert self._workspace is not None

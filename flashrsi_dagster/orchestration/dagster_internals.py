@@ -9,9 +9,12 @@ here, not in nine files). Why each is needed:
   (`deployment/storage.py`, `deployment/postgres.py`), with Alembic migrations Dagster ships;
 - runs: in-process runs on the persistent instance (`deployment/in_process.py`), the queued
   coordinator and its daemon (`deployment/queued.py`, `deployment/run_queue.py`);
-- config: validating a run config before launch (`deployment/execution.py`, `workers.py`).
+- config: validating a run config before launch (`deployment/execution.py`, `workers.py`);
+- code server: Dagster's own server and command line, its run workers forked warm
+  (`deployment/code_server.py`).
 """
 
+from dagster._cli import cli as dagster_cli
 from dagster._config import StringSource, post_process_config, validate_config
 from dagster._core.definitions.reconstruct import ReconstructableRepository
 from dagster._core.definitions.selector import JobSubsetSelector
@@ -46,7 +49,7 @@ from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import (
     QueuedRunCoordinatorDaemon,
 )
 from dagster._grpc.client import DagsterGrpcClient
-from dagster._grpc.server import wait_for_grpc_server
+from dagster._grpc.server import DagsterApiServer, wait_for_grpc_server
 from dagster._serdes import ConfigurableClassData
 from dagster._utils import find_free_port
 
@@ -66,6 +69,7 @@ __all__ = [
     "RUN_KEY_TAG",
     "SQLITE_BUSY_TIMEOUT_SECONDS",
     "ConfigurableClassData",
+    "DagsterApiServer",
     "DagsterEventType",
     "DagsterGrpcClient",
     "DagsterSqliteStorage",
@@ -87,6 +91,7 @@ __all__ = [
     "StringSource",
     "SubmitRunContext",
     "WorkspaceProcessContext",
+    "dagster_cli",
     "find_free_port",
     "get_alembic_config",
     "make_new_run_id",

@@ -110,7 +110,7 @@ def _left_alive(session: int, home: Path) -> list[str]:
             continue
         if fields[0] == "Z":
             continue
-        code_server = "api grpc" in argv and str(home.parent) in argv
+        code_server = "code_server" in argv and str(home.parent) in argv
         driven = any(_driver_of(v) == session for v in env)
         if int(fields[3]) == session or code_server or driven:
             left.append(f"{proc.name}: {argv}")

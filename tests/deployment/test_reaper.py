@@ -42,13 +42,16 @@ queue, which its dequeue loop launches into a run worker of the code server."""
 
 STALLED = """
 import os, sys, time
-if "--multiprocessing-fork" in sys.argv:  # a run worker the code server spawned, starting
+with open("/proc/self/cmdline", "rb") as cmdline:
+    forkserver = b"multiprocessing.forkserver" in cmdline.read()
+if forkserver or "--multiprocessing-fork" in sys.argv:  # run workers' start
     with open(os.path.join(os.environ["STALLED_IN"], str(os.getpid())), "w"):
         pass
     time.sleep(3600)
 """
-"""A `sitecustomize` that holds every run worker before it has imported anything: one still
-starting (on a loaded machine, importing Dagster takes tens of seconds)."""
+"""A `sitecustomize` that holds what starts run workers before it has imported anything: the
+code server's fork server (`deployment/code_server.py`), or a worker Dagster's own server
+spawned; one still starting (on a loaded machine, importing Dagster takes tens of seconds)."""
 
 
 def _session(session: int, field: int = 3) -> list[str]:

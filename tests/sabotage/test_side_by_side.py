@@ -22,9 +22,9 @@ from flashrsi_dagster.algorithms.meta_harness.records import RoundRecord
 from flashrsi_dagster.algorithms.meta_harness.run import MetaHarness
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.decisions import Ledger
+from flashrsi_dagster.deployment.code_server import LOCATION
 from flashrsi_dagster.deployment.in_process import CODE_LOCATION
 from flashrsi_dagster.deployment.instance import persistent_instance
-from flashrsi_dagster.deployment.queued import LOCATION
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.experiment.lock import LOCKS, StepLock
 from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG

@@ -1,0 +1,118 @@
+"""Dagster's own code server (`dagster api grpc`), whose run workers start warm.
+
+Dagster's server starts each run worker with `multiprocessing`'s `spawn`: a cold Python that
+imports Dagster and the code location from scratch, about 5 s on this 2-core machine and
+several times that on a loaded one, for every round of every experiment. Here the same server forks
+its run workers from a `forkserver` that imported the code location once (`PRELOAD`): each
+worker starts with the modules already loaded and only reconstructs the job. The fork server
+starts with the server, so that it imports while the server waits for its first run.
+Everything else is the server Dagster ships, with its command line (`python -m
+flashrsi_dagster.deployment.code_server --port N --module-name …`, `dagster api grpc`'s).
+
+A forkserver holds the code as it was when the server started, as the server itself does: a
+changed framework needs the server (`flashrsi ui`, the driver) started again either way."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import multiprocessing
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from multiprocessing import forkserver
+from pathlib import Path
+
+from flashrsi_dagster.deployment.reaper import Group
+from flashrsi_dagster.deployment.run_queue import STARTUP_TIMEOUT
+from flashrsi_dagster.orchestration.dagster_internals import (
+    DagsterApiServer,
+    DagsterGrpcClient,
+    dagster_cli,
+    find_free_port,
+    wait_for_grpc_server,
+)
+
+LOCATION = "flashrsi_dagster.definitions"
+"""The code location, by module, also its name (as `dagster dev -m` names it)."""
+PRELOAD = (LOCATION,)
+"""What every run worker needs before it reconstructs its job: the code location."""
+
+
+def warm_context(preload: Sequence[str] = PRELOAD) -> multiprocessing.context.BaseContext:
+    """A `forkserver` context whose server process imported `preload` once. Its workers are
+    forked from a single-threaded process, never from the gRPC server's threads."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(preload))
+    return context
+
+
+def _warm_servers() -> None:
+    """Every `DagsterApiServer` made in this process hands its runs to `warm_context()`."""
+    init = DagsterApiServer.__init__
+
+    @functools.wraps(init)
+    def warm_init(self, *args, **kwargs) -> None:
+        init(self, *args, **kwargs)
+        self._mp_ctx = warm_context()
+        # started now, it imports while the server waits for its first run, not during it
+        forkserver.ensure_running()
+
+    DagsterApiServer.__init__ = warm_init
+
+
+def command(*options: str) -> list[str]:
+    """The command that starts this server with `dagster api grpc`'s `options`."""
+    return [sys.executable, "-m", __name__, *options]
+
+
+class CodeServer:
+    """This server for the code location of the experiments under `home`, started in the
+    folder holding it, its process group dying with this process (`reaper.Group`): run
+    workers at any stage, the fork server, their resource trackers."""
+
+    def __init__(self, home: Path, env: Mapping[str, str] | None = None):
+        self.home, self.env = Path(home).resolve(), dict(os.environ if env is None else env)
+        self.port = 0
+        self._group: Group | None = None
+
+    def start(self) -> int:
+        """Start it and wait until it answers; returns its port."""
+        self.port = find_free_port()
+        args = command("--port", str(self.port), "--module-name", LOCATION)
+        args += ["--working-directory", str(self.home.parent), "--location-name", LOCATION]
+        self._group = Group([*args, "--log-level", "warning"], cwd=self.home.parent, env=self.env)
+        client = DagsterGrpcClient(port=self.port, host="localhost")
+        wait_for_grpc_server(self._group.leader, client, args, timeout=STARTUP_TIMEOUT)
+        return self.port
+
+    def workspace(self) -> str:
+        """A `workspace.yaml` pointing Dagster's webserver and daemon at this server."""
+        return (
+            f"load_from:\n  - grpc_server:\n      host: localhost\n      port: {self.port}\n"
+            f"      location_name: {LOCATION}\n"
+        )
+
+    def stop(self) -> None:
+        """Ask it to stop (it waits for runs still executing), then make sure, of its whole
+        group: a caller giving up leaves those runs to die with it and to be run again."""
+        if self._group is None:
+            return
+        with contextlib.suppress(Exception):
+            DagsterGrpcClient(port=self.port, host="localhost").shutdown_server(timeout=5)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._group.leader.wait(timeout=10)
+        self._group.kill()
+        self._group = None
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    _warm_servers()
+    dagster_cli.main(
+        args=["api", "grpc", *(sys.argv[1:] if argv is None else argv)], prog_name="dagster"
+    )
+
+
+if __name__ == "__main__":
+    main()

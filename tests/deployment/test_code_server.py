@@ -1,0 +1,133 @@
+"""The code server `flashrsi run` (for queued steps) and `flashrsi ui` start: Dagster's own,
+its run workers forked from one process that imported the code location, not each a cold
+Python importing it again; and `flashrsi ui` serves the UI from it, leaving nothing behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from flashrsi_dagster.deployment.code_server import LOCATION
+from flashrsi_dagster.deployment.definitions import build_definitions
+from flashrsi_dagster.deployment.instance import persistent_instance
+from flashrsi_dagster.deployment.queued import QueuedRuns
+from flashrsi_dagster.orchestration.algorithm_defs import defs_for
+from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
+from flashrsi_dagster.orchestration.dagster_internals import DagsterEventType
+from tests.conftest import PATIENCE, wait_until
+
+COUNTED = """
+import os, sys
+with open("/proc/self/cmdline", "rb") as cmdline:
+    argv = cmdline.read()
+kind = "forkserver" if b"multiprocessing.forkserver" in argv else (
+    "spawned" if b"--multiprocessing-fork" in argv else None)
+if kind:
+    open(os.path.join(os.environ["STARTS_IN"], f"{kind}-{os.getpid()}"), "w").close()
+"""
+"""A `sitecustomize` that leaves a file for every Python started to become (or to fork) a run
+worker: a worker Dagster's own server spawns, or the fork server ours forks them from."""
+
+
+def test_run_workers_are_forked_from_one_warm_process_not_started_cold(tmp_path, monkeypatch):
+    (site := tmp_path / "site").mkdir()
+    (site / "sitecustomize.py").write_text(COUNTED)
+    (starts := tmp_path / "starts").mkdir()
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    )
+    monkeypatch.setenv("STARTS_IN", str(starts))
+    home = tmp_path / ".flashrsi"
+    instance = persistent_instance(home)
+    defs = defs_for("meta_harness")
+    instance.add_dynamic_partitions(defs.partitions.experiments.name, ["exp"])
+    queue = QueuedRuns(instance, home, build_definitions(str(home)))
+    run_ids = []
+    try:
+        for _ in range(3):  # each run fails in its step (no experiment 'exp'), once started
+            request = dg.RunRequest(
+                job_name=defs.finalize_job.name, partition_key="exp", tags={EXPERIMENT_TAG: "exp"}
+            )
+            run_ids.append(run_id := queue.submit(request))
+            wait_until(lambda: instance.get_run_by_id(run_id).is_finished, f"run {run_id}")
+    finally:
+        queue.close()
+
+    for run_id in run_ids:
+        events = {r.dagster_event.event_type for r in instance.all_logs(run_id) if r.dagster_event}
+        assert DagsterEventType.RUN_START in events, run_id  # its worker started, and ran it
+    assert sorted(p.name.split("-")[0] for p in starts.iterdir()) == ["forkserver"]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _graphql(url: str, query: str) -> dict:
+    request = urllib.request.Request(
+        f"{url}/graphql",
+        data=json.dumps({"query": query}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())["data"]
+
+
+def _location(url: str) -> dict | None:
+    """The UI's one code location, once it answers; None before."""
+    query = (
+        "{ workspaceOrError { ... on Workspace { locationEntries { name locationOrLoadError { "
+        "__typename ... on RepositoryLocation { repositories { name } } } } } } }"
+    )
+    try:
+        (entry,) = _graphql(url, query)["workspaceOrError"]["locationEntries"]
+    except OSError:
+        return None
+    return entry if entry["locationOrLoadError"] else None
+
+
+def _session(session: int) -> list[str]:
+    left = []
+    for proc in Path("/proc").iterdir():
+        try:
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[3]) == session:
+            left.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+    return left
+
+
+@pytest.mark.slow
+def test_flashrsi_ui_serves_the_code_location_from_its_code_server_and_stops_it(tmp_path):
+    home = tmp_path / ".flashrsi"
+    port = _free_port()
+    command = [sys.executable, "-m", "flashrsi_dagster.cli", "ui", "--home", str(home)]
+    command += ["--port", str(port), "--explorer-port", str(_free_port())]
+    with open(tmp_path / "ui.log", "wb") as log:
+        ui = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_until(lambda: ui.poll() is not None or _location(url), "the Dagster UI")
+        assert ui.poll() is None, (tmp_path / "ui.log").read_text()[-3000:]
+        entry = _location(url)
+        assert entry["name"] == LOCATION
+        assert entry["locationOrLoadError"]["__typename"] == "RepositoryLocation", entry
+        workspace = (home / ".dagster" / "workspace.yaml").read_text()
+        assert "grpc_server" in workspace
+        assert any("deployment.code_server" in argv for argv in _session(ui.pid))
+    finally:
+        os.killpg(ui.pid, signal.SIGINT)  # Ctrl-C in its terminal
+        ui.wait(timeout=PATIENCE)
+    wait_until(lambda: not _session(ui.pid), "every process of `flashrsi ui` gone")
