@@ -75,6 +75,15 @@ class SWEBench:
             ]
         return found
 
+    def missing_parts(self) -> list[str]:
+        """What keeps instances from running here, one line per repository (`repos.missing`:
+        a repository with no copy beside the data, or without an instance's base commit);
+        `flashrsi validate` (and so `run` and `eval`) refuses on it before any run."""
+        tasks = self.tasks()
+        if self.evolution_data_path is not None:
+            tasks += self.tasks_from(Path(self.evolution_data_path))
+        return repos.missing(tasks, self._roots())
+
     def adapter_problem(self, adapter: type[Agent]) -> str | None:
         if adapter.task_environment_only:
             return (

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from harbor.models.trial.config import EnvironmentConfig
 
+from flashrsi_dagster.agents import target_agent
+from flashrsi_dagster.benchmarks.harbor.benchmark import TerminalBench
 from flashrsi_dagster.benchmarks.harbor.suite import (
     DOCKER_TASKS_DIR,
     TASKS_DIR,
@@ -21,7 +23,12 @@ from flashrsi_dagster.benchmarks.harbor.suite import (
     run_job,
     run_trial,
 )
+from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.environments.harbor_docker import OFFLINE_DOCKER_IMPORT_PATH
+from flashrsi_dagster.records import RecordStore, Redactor, Status
+from flashrsi_dagster.rollouts.engine import Settings, run_rollouts
+from flashrsi_dagster.rollouts.record import RolloutRecord
+from tests.environments.local_chroot.conftest import write_task
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:Task.checksum will be deprecated:DeprecationWarning"  # Harbor 0.25's own
@@ -109,3 +116,32 @@ def test_a_task_with_a_network_allowlist_is_refused_naming_what_it_needs(tmp_pat
     refused = "'allowlist' needs Harbor's egress-control sidecar, whose image comes from a registry"
     with pytest.raises(ValueError, match=refused):  # before any build
         asyncio.run(run_trial(task, trials_dir=tmp_path, agent="nop", environment=DOCKER))
+
+
+@pytest.mark.slow
+def test_a_dockerfile_that_does_not_build_is_the_tasks_failure_with_its_log_not_rerun(
+    tmp_path, harbor_docker
+):
+    """Harbor raises a bare RuntimeError for a failed `docker compose build`; it is recorded as
+    the local environment records its own build errors: the task's, with the log's tail."""
+    dockerfile = "FROM debian:bookworm-slim\nRUN echo the build broke >&2; exit 7\n"
+    folder = write_task(tmp_path / "suite" / "unbuildable", dockerfile=dockerfile)
+    bench = TerminalBench(folder.parent, environment="docker-offline")
+    with target_agent(RoleConfig.model_validate({"type": "harbor-oracle"})) as agent:
+        final = run_rollouts(
+            bench,
+            agent,
+            bench.tasks(),
+            RolloutRecord(tmp_path / "r.jsonl", RecordStore(tmp_path, Redactor())),
+            split="dev",
+            settings=Settings(concurrency=1),
+        )
+
+    assert (final[0].status, final[0].score, final[0].error.type) == (
+        Status.FAILURE,
+        0.0,
+        "BuildError",
+    )
+    assert final[0].error.message.startswith("task unbuildable: its Docker image did not build")
+    assert "the build broke" in final[0].error.message
+    assert len(RolloutRecord(tmp_path / "r.jsonl").load()) == 1  # never rerun
