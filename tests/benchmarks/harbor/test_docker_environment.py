@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 from harbor.models.trial.config import EnvironmentConfig
+from harbor.models.trial.result import ExceptionInfo
 
 from flashrsi_dagster.agents import target_agent
-from flashrsi_dagster.benchmarks.harbor.benchmark import TerminalBench
+from flashrsi_dagster.benchmarks.base import Task
+from flashrsi_dagster.benchmarks.harbor.benchmark import TerminalBench, _docker_build_error
 from flashrsi_dagster.benchmarks.harbor.suite import (
     DOCKER_TASKS_DIR,
     TASKS_DIR,
@@ -145,3 +147,24 @@ def test_a_dockerfile_that_does_not_build_is_the_tasks_failure_with_its_log_not_
     assert final[0].error.message.startswith("task unbuildable: its Docker image did not build")
     assert "the build broke" in final[0].error.message
     assert len(RolloutRecord(tmp_path / "r.jsonl").load()) == 1  # never rerun
+
+
+def _compose_failed(command: str, log: str) -> ExceptionInfo:
+    """The RuntimeError Harbor's docker environment raises for a failed compose command."""
+    message = (
+        "Docker compose command failed for environment t. Command: docker compose "
+        f"--project-name t -f /x.yaml {command}. Return code: 1. Stdout: {log}. Stderr: None. "
+    )
+    return ExceptionInfo.from_exception(RuntimeError(message))
+
+
+def test_only_a_failed_build_is_the_tasks_and_not_where_the_engine_did_not_answer():
+    task = Task(id="t", instruction="Do the task.")
+    unanswered = "Cannot connect to the Docker daemon at unix:///x.sock. Is it running?"
+
+    built = _docker_build_error(task, _compose_failed("build", "x" * 5000 + " step 2 failed"))
+
+    assert built.type == "BuildError" and built.message.endswith("step 2 failed")
+    assert len(built.message) < 2200  # the log's tail, not all of it
+    assert _docker_build_error(task, _compose_failed("build", unanswered)) is None
+    assert _docker_build_error(task, _compose_failed("up --detach --wait", "died")) is None
