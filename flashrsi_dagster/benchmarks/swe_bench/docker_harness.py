@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     folder = args.data if args.data.is_dir() else args.data.parent
     tasks = bench.tasks()
     if problems := bench.missing_parts():
-        sys.exit(f"error: {'; '.join(problems)}")
+        sys.exit("\n".join(f"error: {problem}" for problem in problems))
     patches = {t.id: t.verifier["gold_patch"] for t in tasks}
     if args.predictions:
         rows = [json.loads(line) for line in args.predictions.read_text().splitlines() if line]
