@@ -67,6 +67,9 @@ def dockerfile(base: str = ENVIRONMENT_BASE) -> str:
         f"--no-install-recommends {' '.join(PACKAGES)} && rm -rf /var/lib/apt/lists/*\n"
         "COPY testbed /testbed\n"
         "WORKDIR /testbed\n"
+        # the harness's container runs `tail -f /dev/null` as its first process, which a
+        # SIGTERM does not end: its `docker stop --time=15` would wait 15 s for each instance
+        "STOPSIGNAL SIGKILL\n"
     )
 
 
