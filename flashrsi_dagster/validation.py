@@ -59,10 +59,11 @@ def dry_run(config: ExperimentConfig, *, splits: tuple[str, ...] | None = None) 
     benchmark, loading = _benchmark(config)
     problems += loading
     if benchmark is not None and splits == (ALL,):  # `eval --split all`: no split is drawn
-        problems += _pool(config, benchmark)
+        loading = _pool(config, benchmark)
+        problems += loading or _benchmark_parts(config, benchmark)
     elif benchmark is not None:
         drawn, loading = _splits(config, benchmark)
-        problems += loading
+        problems += loading or _benchmark_parts(config, benchmark)
         if drawn is not None:
             needer = "this command" if splits else config.algorithm.name
             problems += _split_sizes(drawn, splits or config.algorithm.REQUIRED_SPLITS, needer)
@@ -287,6 +288,18 @@ def _pool(config: ExperimentConfig, benchmark: Benchmark) -> list[str]:
     except Exception as exc:  # reported, not raised: a data file can be wrong in any way
         return [_benchmark_problem(config, exc)]
     return []
+
+
+def _benchmark_parts(config: ExperimentConfig, benchmark: Benchmark) -> list[str]:
+    """What a benchmark's data needs beside it and lacks here, where the benchmark says
+    (`missing_parts`; SWE-bench: every instance's repository at its base commit)."""
+    missing_parts = getattr(benchmark, "missing_parts", None)
+    if missing_parts is None:
+        return []
+    try:
+        return [_benchmark_problem(config, BenchmarkError(part)) for part in missing_parts()]
+    except Exception as exc:  # reported, not raised: a data folder can be wrong in any way
+        return [_benchmark_problem(config, exc)]
 
 
 def _sizes(splits: Splits) -> dict[str, int]:

@@ -5,13 +5,14 @@ Harbor's own `oracle`/`nop`, or ours running inside the environment (`integratio
 bound by `bind`) — and scores it with the task's verifier. The reward is the score. A trial that
 fails outside the agent (the environment would not build or died, the verifier broke) is an
 infrastructure failure, rerun by the engine's ladder; a failure no rerun can fix (the
-Dockerfile cannot be built, the tests timed out or left no reward) is the trial's, recorded
-with its cause and scored 0 (`_TRIAL_FAULTS`).
+Dockerfile cannot be built, locally or by `docker compose build`; the tests timed out or left
+no reward) is the trial's, recorded with its cause and scored 0 (`_TRIAL_FAULTS`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 from harbor.environments.base import BaseEnvironment
@@ -19,7 +20,7 @@ from harbor.environments.docker.docker import DockerEnvironment
 from harbor.models.environment_type import EnvironmentType
 from harbor.models.trial.config import AgentConfig, EnvironmentConfig
 from harbor.models.trial.paths import TrialPaths
-from harbor.models.trial.result import TrialResult
+from harbor.models.trial.result import ExceptionInfo, TrialResult
 from harbor.utils.import_path import import_class
 
 from flashrsi_dagster.agents.base import Agent
@@ -67,7 +68,7 @@ _TRIAL_FAULTS = {
         (
             "DockerfileError",  # the local environment cannot honour the Dockerfile
             "BaseImageRefused",  # ... nor its FROM image
-            "BuildError",  # a Dockerfile step failed (local environment)
+            "BuildError",  # a Dockerfile step failed (local build or `docker compose build`)
             "VerifierTimeoutError",
             "RewardFileNotFoundError",
             "RewardFileEmptyError",
@@ -76,6 +77,17 @@ _TRIAL_FAULTS = {
         Status.FAILURE,
     ),
 }
+
+BUILD_LOG_TAIL = 2000
+"""Characters of a failed Docker build's log quoted in the error (as the local build's)."""
+_COMPOSE_FAILED = re.compile(
+    r"Docker compose command failed for environment .*?\. Command: (?P<command>.*?)\. "
+    r"Return code: (?P<code>-?\d+)\. Stdout: (?P<log>.*)",
+    re.DOTALL,
+)
+"""The bare `RuntimeError` Harbor's docker environment raises when a compose command fails."""
+ENGINE_FAULTS = ("Cannot connect to the Docker daemon", "error during connect")
+"""A build log saying the engine itself did not answer: the machinery's fault, rerun."""
 
 
 class TerminalBench:
@@ -169,6 +181,29 @@ class TerminalBench:
                 task.environment, trials_dir=trials, agent=agent, environment=self.environment
             )
         )
+
+
+def _docker_build_error(task: Task, failure: ExceptionInfo) -> ErrorInfo | None:
+    """A failed `docker compose build` in Harbor's docker environment (which raises a bare
+    `RuntimeError` for it) as the task's failure, a `BuildError` as the local environment's,
+    with the build log's tail; None for any other failure, or where the log says the engine
+    did not answer."""
+    found = _COMPOSE_FAILED.match(failure.exception_message)
+    if failure.exception_type != "RuntimeError" or found is None:
+        return None
+    if found["command"].split()[-1:] != ["build"]:
+        return None
+    log = found["log"].rpartition(". Stderr:")[0].strip() or found["log"].strip()
+    if any(fault in log for fault in ENGINE_FAULTS):
+        return None
+    return ErrorInfo(
+        type="BuildError",
+        message=(
+            f"task {task.id}: its Docker image did not build (docker compose build exited "
+            f"{found['code']}): {log[-BUILD_LOG_TAIL:]}"
+        ),
+        traceback=failure.exception_traceback,
+    )
 
 
 def _tests_output(trial_dir: Path) -> str:
@@ -266,15 +301,15 @@ def _trajectory(
             }
         )
     if failure is not None and score is None:
-        status = _TRIAL_FAULTS.get(failure.exception_type, Status.INFRA_ERROR)
         message = failure.exception_message
         if failure.exception_type == "RewardFileNotFoundError" and tests_said:
             message = f"{message}; the tests' last output: {tests_said}"
-        error = ErrorInfo(
+        error = _docker_build_error(task, failure) or ErrorInfo(
             type=failure.exception_type,
             message=message,
             traceback=failure.exception_traceback,
         )
+        status = _TRIAL_FAULTS.get(error.type, Status.INFRA_ERROR)
         return base.model_copy(
             update={
                 "status": status,

@@ -7,7 +7,9 @@ patch and the gold patch; the metadata names the official Docker image the insta
 Modules: `instances` (reading and checking records, the Task mapping, image names), `repos`
 (local copies of the repositories, checkouts at a commit, the agent's changes as a patch),
 `evaluation` (the harness's steps run locally, graded by the `swebench` package's own
-`get_eval_report`: the official rule, not a copy of it), `benchmark` (`SWEBench`).
+`get_eval_report`: the official rule, not a copy of it), `docker_harness` (an instance's
+environment as a Docker image built here, a patch evaluated in it by the package's own
+`run_instance`), `benchmark` (`SWEBench`).
 """
 
 from flashrsi_dagster.benchmarks.swe_bench.benchmark import SWEBench

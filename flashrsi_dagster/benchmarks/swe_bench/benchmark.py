@@ -75,6 +75,18 @@ class SWEBench:
             ]
         return found
 
+    def missing_parts(self) -> list[str]:
+        """What keeps instances from running here, one line per repository, under the key of
+        the data they come from (`repos.missing`: a repository with no copy beside the data,
+        or without an instance's base commit); `flashrsi validate` (and so `run` and `eval`)
+        refuses on it before any run."""
+        found = [f"benchmark.data_path: {p}" for p in repos.missing(self.tasks(), self._roots())]
+        if self.evolution_data_path is not None:
+            evolution = self.tasks_from(Path(self.evolution_data_path))
+            missing = repos.missing(evolution, self._roots())
+            found += [f"benchmark.evolution_data_path: {p}" for p in missing]
+        return found
+
     def adapter_problem(self, adapter: type[Agent]) -> str | None:
         if adapter.task_environment_only:
             return (

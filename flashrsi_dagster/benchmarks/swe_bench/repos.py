@@ -17,9 +17,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
 
-from flashrsi_dagster.benchmarks.base import SystemicFault
+from flashrsi_dagster.benchmarks.base import SystemicFault, Task
+from flashrsi_dagster.scratch import scratch_dir
 
 REPOS_FOLDER = "repos"
 GIT_TIMEOUT = 300.0
@@ -66,6 +68,59 @@ def find_source(repo: str, roots: list[Path]) -> Path:
         f"https://github.com/{repo} there (git clone --mirror works too), or a plain tree of "
         "its files at the base commit"
     )
+
+
+def missing(tasks: Iterable[Task], roots: list[Path]) -> list[str]:
+    """What keeps instances from being checked out here, one line per repository, naming the
+    instances: no copy of their repository, or a copy without their base commit. Empty when
+    every instance's base commit can be had (`flashrsi validate` says it before any run)."""
+    by_repo: dict[str, list[Task]] = {}
+    for task in tasks:
+        by_repo.setdefault(task.verifier["repo"], []).append(task)
+    problems = []
+    for repo, group in by_repo.items():
+        try:
+            source = find_source(repo, roots)
+        except RepositoryError as exc:
+            problems.append(f"{_instances(group)}: {exc}")
+            continue
+        wanted = {task.verifier["base_commit"] for task in group}
+        have = _commits_in(source, wanted)
+        lacking = [task for task in group if task.verifier["base_commit"] not in have]
+        if lacking and not _is_git(source):
+            problems.append(
+                f"{_instances(lacking)}: {source}: its files make the commit {min(have)}, not "
+                f"the base_commit {lacking[0].verifier['base_commit']}; put the tree at that "
+                "commit there (or a clone of the repository)"
+            )
+        elif lacking:
+            commits = sorted({task.verifier["base_commit"] for task in lacking})
+            problems.append(
+                f"{_instances(lacking)}: {source} has no commit {', '.join(commits[:3])}"
+                f"{' ...' if len(commits) > 3 else ''}; fetch them into that clone"
+            )
+    return problems
+
+
+def _instances(tasks: list[Task], shown: int = 5) -> str:
+    ids = [task.id for task in tasks]
+    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
+    return f"instance{'s' if len(ids) > 1 else ''} {', '.join(ids[:shown])}{more}"
+
+
+def _commits_in(source: Path, commits: set[str]) -> set[str]:
+    """Those of `commits` that `source` has (a plain tree has the one it makes)."""
+    if not _is_git(source):
+        with scratch_dir("swe-tree-") as work:
+            return {commit_tree(source, work / "repo")}
+    asked = "".join(f"{commit}^{{commit}}\n" for commit in sorted(commits))
+    done = subprocess.run(
+        ["git", "-c", "core.hooksPath=/dev/null", "-c", "safe.directory=*",
+         "cat-file", "--batch-check=%(objectname)"],
+        cwd=source, env=_GIT_ENV, input=asked, capture_output=True, text=True,
+        timeout=GIT_TIMEOUT, check=False,
+    )  # fmt: skip
+    return set(done.stdout.split()) & commits
 
 
 def check_out(source: Path, commit: str, dest: Path) -> None:

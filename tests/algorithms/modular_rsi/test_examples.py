@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from flashrsi_dagster.algorithms.modular_rsi.run import ModularRSI
 from flashrsi_dagster.benchmarks.loading import load_benchmark, load_splits
+from flashrsi_dagster.benchmarks.swe_bench import repos
 from flashrsi_dagster.cli import main
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.experiment import open_experiment
@@ -123,10 +125,23 @@ def test_the_claude_code_example_runs_end_to_end_on_the_real_cli(tmp_path):
 
 
 def _swe_data(folder: Path, prefix: str, n: int) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
+    """`n` instance records of one repository, its tree beside them (`repos/`) at their base
+    commit (validate checks it is there)."""
+    tree = folder / "repos" / f"{prefix}__repo"
+    tree.mkdir(parents=True)
+    (tree / "t.py").write_text("def test_0():\n    pass\n")
+    base = repos.commit_tree(tree, folder / "made")
+    shutil.rmtree(folder / "made")
     path = folder / f"{prefix}.jsonl"
     rows = [
-        _record(f"{prefix}__repo-{i}", f"{prefix}/repo", "1.0", [f"t.py::test_{i}"], [])
+        _record(
+            f"{prefix}__repo-{i}",
+            f"{prefix}/repo",
+            "1.0",
+            [f"t.py::test_{i}"],
+            [],
+            base_commit=base,
+        )
         for i in range(n)
     ]
     path.write_text("\n".join(json.dumps(row) for row in rows))

@@ -12,7 +12,11 @@ from pathlib import Path
 
 import pytest
 from harbor.models.trial.config import EnvironmentConfig
+from harbor.models.trial.result import ExceptionInfo
 
+from flashrsi_dagster.agents import target_agent
+from flashrsi_dagster.benchmarks.base import Task
+from flashrsi_dagster.benchmarks.harbor.benchmark import TerminalBench, _docker_build_error
 from flashrsi_dagster.benchmarks.harbor.suite import (
     DOCKER_TASKS_DIR,
     TASKS_DIR,
@@ -21,7 +25,12 @@ from flashrsi_dagster.benchmarks.harbor.suite import (
     run_job,
     run_trial,
 )
+from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.environments.harbor_docker import OFFLINE_DOCKER_IMPORT_PATH
+from flashrsi_dagster.records import RecordStore, Redactor, Status
+from flashrsi_dagster.rollouts.engine import Settings, run_rollouts
+from flashrsi_dagster.rollouts.record import RolloutRecord
+from tests.environments.local_chroot.conftest import write_task
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:Task.checksum will be deprecated:DeprecationWarning"  # Harbor 0.25's own
@@ -109,3 +118,53 @@ def test_a_task_with_a_network_allowlist_is_refused_naming_what_it_needs(tmp_pat
     refused = "'allowlist' needs Harbor's egress-control sidecar, whose image comes from a registry"
     with pytest.raises(ValueError, match=refused):  # before any build
         asyncio.run(run_trial(task, trials_dir=tmp_path, agent="nop", environment=DOCKER))
+
+
+@pytest.mark.slow
+def test_a_dockerfile_that_does_not_build_is_the_tasks_failure_with_its_log_not_rerun(
+    tmp_path, harbor_docker
+):
+    """Harbor raises a bare RuntimeError for a failed `docker compose build`; it is recorded as
+    the local environment records its own build errors: the task's, with the log's tail."""
+    dockerfile = "FROM debian:bookworm-slim\nRUN echo the build broke >&2; exit 7\n"
+    folder = write_task(tmp_path / "suite" / "unbuildable", dockerfile=dockerfile)
+    bench = TerminalBench(folder.parent, environment="docker-offline")
+    with target_agent(RoleConfig.model_validate({"type": "harbor-oracle"})) as agent:
+        final = run_rollouts(
+            bench,
+            agent,
+            bench.tasks(),
+            RolloutRecord(tmp_path / "r.jsonl", RecordStore(tmp_path, Redactor())),
+            split="dev",
+            settings=Settings(concurrency=1),
+        )
+
+    assert (final[0].status, final[0].score, final[0].error.type) == (
+        Status.FAILURE,
+        0.0,
+        "BuildError",
+    )
+    assert final[0].error.message.startswith("task unbuildable: its Docker image did not build")
+    assert "the build broke" in final[0].error.message
+    assert len(RolloutRecord(tmp_path / "r.jsonl").load()) == 1  # never rerun
+
+
+def _compose_failed(command: str, log: str) -> ExceptionInfo:
+    """The RuntimeError Harbor's docker environment raises for a failed compose command."""
+    message = (
+        "Docker compose command failed for environment t. Command: docker compose "
+        f"--project-name t -f /x.yaml {command}. Return code: 1. Stdout: {log}. Stderr: None. "
+    )
+    return ExceptionInfo.from_exception(RuntimeError(message))
+
+
+def test_only_a_failed_build_is_the_tasks_and_not_where_the_engine_did_not_answer():
+    task = Task(id="t", instruction="Do the task.")
+    unanswered = "Cannot connect to the Docker daemon at unix:///x.sock. Is it running?"
+
+    built = _docker_build_error(task, _compose_failed("build", "x" * 5000 + " step 2 failed"))
+
+    assert built.type == "BuildError" and built.message.endswith("step 2 failed")
+    assert len(built.message) < 2200  # the log's tail, not all of it
+    assert _docker_build_error(task, _compose_failed("build", unanswered)) is None
+    assert _docker_build_error(task, _compose_failed("up --detach --wait", "died")) is None
