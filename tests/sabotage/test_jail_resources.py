@@ -1,0 +1,95 @@
+"""Sabotage, ninth red-team pass: the machine's shared resources from inside a jail — memory
+and disk — taken by a jailed agent (a process that joined the run's jail, as the jail user,
+under the seccomp filter), through the real jail and the real cgroups.
+
+Each attack that succeeded on main was written here first, failing; a limit the framework
+declares rather than enforces is a strict xfail naming the documented limit.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from flashrsi_dagster.environments import cgroups
+from tests.conftest import needs_jails
+from tests.sabotage.test_bridge_and_jail_edges import (
+    REPORT,
+    inside,
+    jailed_run,
+    reported,
+    rewritten,
+    run_target,
+)
+
+pytestmark = needs_jails
+
+HOG = """
+    import sys
+    held = []
+    for _ in range(8):
+        held.append(b"x" * (32 << 20))  # written, so every page is the process's own
+    print("held", sum(map(len, held)) >> 20, "MiB")
+"""
+"""256 MiB, page by page: what a harness does to take the memory the framework, its gateway
+and the other runs on the machine live in."""
+
+
+def test_a_jail_cannot_take_the_machine_s_memory(tmp_path: Path, monkeypatch):
+    """Attack: the jailed run allocates and touches memory until the machine has none left
+    (nothing held a jail's memory: 512 processes may each take what they like, and the
+    kernel's OOM killer then picks among every process of the machine). Stops it: a memory
+    cgroup per jail (`cgroups.MAX_MEMORY_BYTES`), which every process that joins the jail
+    enters; past it the kernel reclaims or kills inside the jail only. Shown with the limit
+    lowered to 64 MiB, so the attack stays cheap."""
+    monkeypatch.setattr(cgroups, "MAX_MEMORY_BYTES", 64 << 20)
+    with jailed_run(tmp_path) as (run, work):
+        out = inside(run, work, HOG)
+
+    assert "held 256 MiB" not in out, "a jailed process held 256 MiB past a 64 MiB limit"
+
+
+def test_every_jail_has_a_memory_limit_by_default(tmp_path: Path):
+    """The default (no test's lowering): a process that joined a jail sits in a memory
+    group of its own jail, whose limit the kernel holds at `MAX_MEMORY_BYTES`."""
+    with jailed_run(tmp_path) as (run, work):
+        groups = inside(run, work, "print(open('/proc/self/cgroup').read())")
+        limit = run.jail.group.memory_limit() if run.jail.group else None
+
+    assert run.jail.group is not None and f"/flashrsi/{run.jail.group.name}" in groups
+    assert limit == cgroups.MAX_MEMORY_BYTES
+
+
+def test_a_miniagent_run_forked_from_the_warm_server_is_held_too(tmp_path: Path, monkeypatch):
+    """The same attack from a Worker's edit of MiniAgent's runtime: the run forks from the
+    warm server and joins the jail there (another way in than `joining.py`), and is held by
+    the same limit."""
+    monkeypatch.setattr(cgroups, "MAX_MEMORY_BYTES", 64 << 20)
+    attack = "\n\ndef _attack(params):\n    import subprocess, sys, textwrap\n"
+    attack += "    code = textwrap.dedent(" + repr(HOG) + ")\n"
+    attack += "    run = subprocess.run([sys.executable, '-c', code], capture_output=True)\n"
+    attack += "    return (run.stdout + run.stderr[-200:]).decode()\n"
+    harness = rewritten(tmp_path, attack, REPORT.format(label="hog"))
+
+    out = reported(run_target(tmp_path, harness), "hog")
+
+    assert "held 256 MiB" not in out, "a MiniAgent run held 256 MiB past a 64 MiB limit"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="declared limit (docs/confinement.md, 'Limits per jail'): what a run writes to its "
+    "own folders on the host's disk is bounded per file (1 GiB) and by its timeout, not in total",
+)
+def test_a_jail_s_run_folder_is_bounded_in_total(tmp_path: Path):
+    """Attack: the jailed run fills its own folder, file after file under the 1 GiB per file,
+    until the host's disk (the records, the snapshot store, every other run's) is full.
+    Checked, not filled: the file system the run's folder is on, as the kernel reports it
+    inside the jail, is the host's own (the same size), so nothing holds the total."""
+    with jailed_run(tmp_path) as (run, work):
+        out = inside(run, work, "import os; s = os.statvfs('.'); print(s.f_blocks * s.f_frsize)")
+    host = os.statvfs(tmp_path)
+
+    assert int(out.split()[0]) != host.f_blocks * host.f_frsize
