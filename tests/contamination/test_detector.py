@@ -946,3 +946,54 @@ def test_a_swe_bench_gold_patch_hunk_in_a_harness_file_is_caught(tmp_path):
     rejected(verdict, "verbatim")
     assert verdict.tasks == {"held_out": 1} and verdict.named == {}
     assert {h.secret for h in verdict.hits} <= {"gold patch", "gold patch (added lines)"}
+
+
+def _object_store(split: int) -> Callable[[Path], None]:
+    """Each row a file named by its text's sha1 as git names a loose object (`ab/cdef…`: the
+    first digits a folder, the rest the file name), holding the label: a harness hashes its
+    input and opens that path."""
+
+    def edit(folder: Path) -> None:
+        for t in TASKS:
+            digest = hashlib.sha1(text(t).encode()).hexdigest()
+            path = folder / "skills" / "objects" / digest[:split] / digest[split:]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(label(t))
+
+    return edit
+
+
+@pytest.mark.parametrize("split", [2, 4], ids=["git-layout", "two-levels-deep"])
+def test_a_table_in_a_git_object_store_layout_is_caught(harness, split):
+    """Attack (round 9): the digest cut by a path separator, so neither part is a digest's
+    first digits. Stops it: a path's folder and file names are also read joined."""
+    verdict = harness.judge(_object_store(split))
+    rejected(verdict, "digest")
+    assert verdict.tasks["held_out"] == len(HELD_OUT)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="declared limit (docs/host-duties.md, 'What it cannot see'): a digest of a part of "
+    "the text (its first characters, all but its first word) is not searched",
+)
+def test_a_table_keyed_by_a_digest_of_part_of_each_text_is_caught(harness):
+    long = [t for t in TASKS if len(text(t)) > 64]  # a shorter one's prefix may be all of it
+    table = {hashlib.md5(text(t)[:32].encode()).hexdigest(): label(t) for t in long}
+    verdict = harness.judge(append("runtime/agent.py", f"\nBY_HASH = {table!r}\n"))
+    rejected(verdict, "digest")
+
+
+def _pairs_swapped(value: str) -> str:
+    return "".join(value[at + 1 : at + 2] + value[at] for at in range(0, len(value), 2))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="declared limit (docs/host-duties.md, 'What it cannot see'): characters swapped in "
+    "pairs, a permutation no decoder undoes",
+)
+def test_a_table_with_each_text_s_characters_swapped_in_pairs_is_caught(harness):
+    rows = "".join(f"{_pairs_swapped(text(t))}|{label(t)}\n" for t in TASKS)
+    verdict = harness.judge(append("prompts/system.md", f"\n{rows}"))
+    rejected(verdict, "beside its answer")
