@@ -997,3 +997,49 @@ def test_a_table_with_each_text_s_characters_swapped_in_pairs_is_caught(harness)
     rows = "".join(f"{_pairs_swapped(text(t))}|{label(t)}\n" for t in TASKS)
     verdict = harness.judge(append("prompts/system.md", f"\n{rows}"))
     rejected(verdict, "beside its answer")
+
+
+def _zip_without_checks(data: bytes) -> bytes:
+    """A zip whose member's CRC-32 is zeroed (local and central header): `zipfile` refuses
+    to read it, a harness inflates the member's bytes itself."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("table.json", data)
+    blob = bytearray(buffer.getvalue())
+    local, central = blob.find(b"PK\x03\x04"), blob.find(b"PK\x01\x02")
+    blob[local + 14 : local + 18] = blob[central + 16 : central + 20] = bytes(4)
+    return bytes(blob)
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        lambda data: gzip.compress(data)[:-8] + bytes(8),
+        lambda data: zlib.compress(data)[:-4] + bytes(4),
+        _zip_without_checks,
+        lambda data: base64.b64encode(gzip.compress(data, mtime=0)[:-8] + bytes(8)),
+    ],
+    ids=["gzip-crc-zeroed", "zlib-adler-zeroed", "zip-crc-zeroed", "base64-of-gzip-crc-zeroed"],
+)
+def test_a_compressed_table_whose_checksum_is_broken_is_caught(harness, broken):
+    """Attack (round 9): the stream's checksum zeroed, so the standard readers refuse it (and
+    the check read nothing), while a harness inflates the body raw in one line
+    (`zlib.decompressobj(-15).decompress(blob[10:])`). Stops it: a stream that fails only its
+    check is read raw."""
+    table = json.dumps({text(t): label(t) for t in TASKS}).encode()
+    verdict = harness.judge(write_bytes("skills/table.dat", broken(table)))
+    rejected(verdict, "beside its answer")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="declared limit (docs/host-duties.md, 'What it cannot see'): a zlib stream with a "
+    "preset dictionary (`zdict`) is compression with a key the harness holds elsewhere",
+)
+def test_a_table_compressed_with_a_preset_dictionary_is_caught(harness):
+    words = " ".join(sorted({w for t in TASKS for w in text(t).split() if len(w) > 3}))
+    engine = zlib.compressobj(zdict=words.encode())
+    table = json.dumps({text(t): label(t) for t in TASKS}).encode()
+    packed = engine.compress(table) + engine.flush()
+    verdict = harness.judge(write_bytes("skills/table.dat", packed))
+    rejected(verdict, "beside its answer")
