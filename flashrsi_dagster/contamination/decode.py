@@ -112,15 +112,18 @@ class Budget:
     cut: bool = False
     """Something was left undecoded for want of budget: what it holds was not searched."""
 
-    def take(self, data: bytes) -> bool:
+    def take(self, data: bytes, cost: int | None = None) -> bool:
+        """Whether `data` is new (known by the digest of all its bytes: a decoy of the same
+        start and length is not the same), charging `cost` (its length) to what is left."""
+        cost = len(data) if cost is None else cost
         digest = hashlib.sha1(data).digest()
         if digest in self.seen:
             return False
-        if len(data) > self.left:
+        if cost > self.left:
             self.cut = True
             return False
         self.seen.add(digest)
-        self.left -= len(data)
+        self.left -= cost
         return True
 
 
@@ -619,8 +622,8 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
     if limit <= 0:  # spent (and zlib reads a limit of 0 as none)
         budget.cut = True
         return
-    if not budget.take(blob[:4096] + len(blob).to_bytes(8, "big")):
-        return  # this stream was read
+    if not budget.take(blob, cost=min(len(blob), 4096)):
+        return  # this stream was read (what it inflates to is charged below)
     try:
         if kind == "zip":
             with zipfile.ZipFile(io.BytesIO(blob)) as archive:

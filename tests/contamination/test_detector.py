@@ -1043,3 +1043,31 @@ def test_a_table_compressed_with_a_preset_dictionary_is_caught(harness):
     packed = engine.compress(table) + engine.flush()
     verdict = harness.judge(write_bytes("skills/table.dat", packed))
     rejected(verdict, "beside its answer")
+
+
+def _stored_gzip(data: bytes) -> bytes:
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb", compresslevel=0, mtime=0) as stream:
+        stream.write(data)
+    return buffer.getvalue()
+
+
+def test_a_decoy_stream_with_the_same_start_and_length_does_not_hide_the_table(harness):
+    """Attack (round 9): two base64'd gzip streams of the same length whose first 4 KB are
+    the same (stored blocks of the same padding): one ends in a decoy, the other in the
+    table. The check took a stream it had read for the same one by its start and length, and
+    skipped the second. Stops it: a stream is known by the digest of all its bytes."""
+    table = json.dumps({text(t): label(t) for t in TASKS}).encode()
+    decoy = re.sub(rb"[A-Za-z]", b"x", table)
+    padding = b"The quick brown fox jumps over the lazy dog. " * 120
+    files = {
+        "skills/a.py": b"A = '" + base64.b64encode(_stored_gzip(padding + decoy)) + b"'\n",
+        "skills/b.py": b"B = '" + base64.b64encode(_stored_gzip(padding + table)) + b"'\n",
+    }
+
+    def edit(folder: Path) -> None:
+        for path, data in files.items():
+            write_bytes(path, data)(folder)
+
+    verdict = harness.judge(edit)
+    rejected(verdict, "beside its answer")
