@@ -1,14 +1,15 @@
 """The cgroups of a jail: a fork bomb in one run stops at `MAX_PIDS` processes instead of
 taking every pid on the machine (`RLIMIT_NPROC` cannot do it: it counts per user, and every
-jail runs as the same one), and its processes together hold at most `MAX_MEMORY_BYTES` of
+jail runs as the same one), its processes together hold at most `MAX_MEMORY_BYTES` of
 memory, their `/tmp` included (past it the kernel reclaims, then kills inside the jail only:
 without it a run could take the memory the framework, its gateway and the other runs live in,
-and the machine's OOM killer would pick among all of them).
+and the machine's OOM killer would pick among all of them), and they share one jail's part of
+the CPU (`CPU_WEIGHT`), however many they are.
 
 The jail's own processes are started inside the groups; a process that joins the jail moves
 itself in (writing `0` to each group's `cgroup.procs` through descriptors opened before it
-left the host's mount namespace) before it runs anything of the agent's. cgroup v1 (its `pids`
-and `memory` hierarchies) and cgroup v2 are both supported; where a controller cannot be
+left the host's mount namespace) before it runs anything of the agent's. cgroup v1 (its `pids`,
+`memory` and `cpu` hierarchies) and cgroup v2 are both supported; where a controller cannot be
 written (a container that delegates none), jails run without its limit and the framework says
 so once in its log.
 """
@@ -24,7 +25,17 @@ MAX_MEMORY_BYTES = 4 << 30
 """Per jail: an agent CLI and its commands need well under 1 GiB; a run's `/tmp` (512 MiB of
 RAM) counts here too."""
 _ROOT = Path("/sys/fs/cgroup")
-_LIMIT_FILES = {"pids": ("pids.max", "pids.max"), "memory": ("memory.limit_in_bytes", "memory.max")}
+CPU_WEIGHT = {"cpu.shares": 1024, "cpu.weight": 100}
+"""Every jail the kernel's default weight, in a group of its own under one parent: the
+scheduler shares the CPU between jails, not between their processes, so a run spinning 512
+processes gets no more of it than a run with one (its sibling candidates' rollouts would
+otherwise slow to their timeouts), and all jails together compete with the framework's
+own processes as one."""
+_LIMIT_FILES = {
+    "pids": ("pids.max", "pids.max"),
+    "memory": ("memory.limit_in_bytes", "memory.max"),
+    "cpu": ("cpu.shares", "cpu.weight"),
+}
 """Per controller, its limit's file in cgroup v1 and in v2."""
 _NO_SWAP = ("memory.memsw.limit_in_bytes", "memory.swap.max")
 """Swap past the limit is memory taken from the machine all the same (set where they exist)."""
@@ -48,7 +59,8 @@ class JailGroup:
         for controller, (parent, limit_file) in _parents().items():
             _sweep(parent)
             folder = parent / name
-            value = MAX_PIDS if controller == "pids" else MAX_MEMORY_BYTES
+            value = {"pids": MAX_PIDS, "memory": MAX_MEMORY_BYTES}.get(controller)
+            value = CPU_WEIGHT[limit_file] if value is None else value
             try:
                 folder.mkdir(exist_ok=True)
                 (folder / limit_file).write_text(str(value))
@@ -118,7 +130,7 @@ def _parents() -> dict[str, tuple[Path, str]]:
     cgroup v1's own hierarchy for each controller where it is mounted, else cgroup v2."""
     parents: dict[str, tuple[Path, str]] = {}
     v2 = _ROOT / "cgroup.controllers"
-    for controller in ("pids", "memory"):
+    for controller in _LIMIT_FILES:
         v1 = _ROOT / controller
         if (v1 / "cgroup.procs").exists():
             parent, limit_file, enable = v1 / "flashrsi", _LIMIT_FILES[controller][0], False
@@ -147,5 +159,5 @@ def _read(path: Path) -> str:
 def _warn(controller: str, message: str) -> None:
     if controller not in _warned:
         _warned.add(controller)
-        what = "process" if controller == "pids" else "memory"
-        logger.warning("%s: jails run without a %s limit", message, what)
+        what = {"pids": "a process limit", "memory": "a memory limit", "cpu": "a CPU share"}
+        logger.warning("%s: jails run without %s", message, what[controller])

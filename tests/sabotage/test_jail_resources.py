@@ -78,6 +78,28 @@ def test_a_miniagent_run_forked_from_the_warm_server_is_held_too(tmp_path: Path,
     assert "held 256 MiB" not in out, "a MiniAgent run held 256 MiB past a 64 MiB limit"
 
 
+def _group_of(controller: str, proc_cgroup: str) -> str:
+    """The group a process is in for `controller`, read off `/proc/self/cgroup` (cgroup v1's
+    line naming the controller, else v2's one line)."""
+    paths = dict(line.split(":", 2)[1:] for line in proc_cgroup.splitlines() if line)
+    named = [path for names, path in paths.items() if controller in names.split(",")]
+    return named[0] if named else paths[""]
+
+
+def test_a_jail_s_processes_share_one_part_of_the_cpu(tmp_path: Path):
+    """Attack: the run spins hundreds of busy processes. The scheduler shares the CPU per
+    process, so the run took hundreds of parts against one for each of its sibling
+    candidates' runs (whose rollouts then slow to their timeouts) and for the framework's
+    own threads (the gateway, the watchdog). Stops it: each jail's processes sit in a cpu
+    group of their own, at the default weight, so the CPU is shared between jails. Checked
+    as the kernel holds it, not timed: a joined process's cpu group is its jail's."""
+    with jailed_run(tmp_path) as (run, work):
+        groups = inside(run, work, "print(open('/proc/self/cgroup').read())")
+        name = run.jail.group.name if run.jail.group else None
+
+    assert _group_of("cpu", groups.split("-- stderr")[0]).endswith(f"/flashrsi/{name}")
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="declared limit (docs/confinement.md, 'Limits per jail'): what a run writes to its "
