@@ -1071,3 +1071,15 @@ def test_a_decoy_stream_with_the_same_start_and_length_does_not_hide_the_table(h
 
     verdict = harness.judge(edit)
     rejected(verdict, "beside its answer")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="declared limit (docs/host-duties.md, 'What it cannot see'): a separator inside a "
+    "base64 run (other than string pieces and line breaks) breaks it into runs too short to read",
+)
+def test_a_base64_table_with_a_separator_every_few_characters_is_caught(harness):
+    encoded = base64.b64encode(json.dumps({text(t): label(t) for t in TASKS}).encode())
+    spaced = b"!".join(encoded[at : at + 4] for at in range(0, len(encoded), 4))
+    verdict = harness.judge(write_bytes("skills/table.dat", spaced))
+    rejected(verdict, "beside its answer")
