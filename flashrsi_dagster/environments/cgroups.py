@@ -75,6 +75,11 @@ class JailGroup:
             return None
         return cls(name, folders)
 
+    def argv(self, argv: list[str]) -> list[str]:
+        """`argv` started inside the groups (so is everything it starts)."""
+        join = 'for g in $0; do echo $$ > "$g" || exit 125; done; exec "$@"'
+        return ["/bin/sh", "-c", join, " ".join(map(str, self.procs)), *argv]
+
     def memory_limit(self) -> int | None:
         """The memory limit the kernel holds this jail to (None: no memory group)."""
         folder = self.folders.get("memory")

@@ -137,10 +137,7 @@ class Jail:
 
     def _in_group(self, argv: list[str]) -> list[str]:
         """`argv` started inside the jail's groups (so is everything it starts)."""
-        if self.group is None:
-            return argv
-        join = 'for g in $0; do echo $$ > "$g" || exit 125; done; exec "$@"'
-        return ["/bin/sh", "-c", join, " ".join(map(str, self.group.procs)), *argv]
+        return argv if self.group is None else self.group.argv(argv)
 
     def _wait_ready(self, info_r: int) -> int:
         """The sandbox's first process's host pid, once its mounts are in place (the shim

@@ -8,6 +8,7 @@ declares rather than enforces is a strict xfail naming the documented limit.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 
 from flashrsi_dagster.environments import cgroups
 from tests.conftest import needs_jails
+from tests.environments.local_chroot.conftest import needs_local_env
 from tests.sabotage.test_bridge_and_jail_edges import (
     REPORT,
     inside,
@@ -115,3 +117,24 @@ def test_a_jail_s_run_folder_is_bounded_in_total(tmp_path: Path):
     host = os.statvfs(tmp_path)
 
     assert int(out.split()[0]) != host.f_blocks * host.f_frsize
+
+
+@needs_local_env
+def test_a_local_trial_s_commands_are_held_as_a_jail_s(tmp_path: Path):
+    """Attack: a Terminal-Bench agent runs inside the trial's environment, as root of its
+    chroot: with the local environment its commands had no process, memory or CPU bound (a
+    fork bomb there took every pid of the machine). Stops it: the trial's container, every
+    command entered into it and the verifier beside it sit in the trial's own cgroups, the
+    same bounds as a jail's. Checked as the kernel holds it: a command's groups."""
+    from tests.environments.local_chroot.test_environment import make_env, running
+
+    env = make_env(tmp_path)
+
+    async def scenario() -> str:
+        async with running(env):
+            return (await env.exec("cat /proc/self/cgroup")).stdout
+
+    groups = asyncio.run(scenario())
+
+    for controller in ("pids", "memory", "cpu"):
+        assert "/flashrsi/jail-" in _group_of(controller, groups), (controller, groups)
