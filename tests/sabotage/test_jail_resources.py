@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from flashrsi_dagster.environments import cgroups
 from tests.conftest import needs_jails
 from tests.environments.local_chroot.conftest import needs_local_env
 from tests.sabotage.test_bridge_and_jail_edges import (
+    PYTHON,
     REPORT,
     inside,
     jailed_run,
@@ -138,3 +141,42 @@ def test_a_local_trial_s_commands_are_held_as_a_jail_s(tmp_path: Path):
 
     for controller in ("pids", "memory", "cpu"):
         assert "/flashrsi/jail-" in _group_of(controller, groups), (controller, groups)
+
+
+HOLD_INOTIFY = """
+    import ctypes, sys
+    libc = ctypes.CDLL(None, use_errno=True)
+    held = 0
+    while held < 16384 and libc.inotify_init1(0) >= 0:
+        held += 1
+    print(held, flush=True)
+    sys.stdin.read()  # held until the test lets go
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="declared limit (docs/confinement.md, 'Limits per jail'): every jail runs as the "
+    "same user, so the kernel's per-user counts (inotify instances and watches, pending "
+    "signals) are shared between the jails of one machine",
+)
+def test_one_jail_cannot_take_a_per_user_kernel_count_from_another(tmp_path: Path):
+    """Attack: a run takes every inotify instance its user may have (128 by default), so a
+    sibling candidate's run, in another jail but the same user, gets none (a CLI that
+    watches its files fails there)."""
+    limit = int(Path("/proc/sys/fs/inotify/max_user_instances").read_text())
+    if limit > 16384:
+        pytest.skip(f"max_user_instances is {limit}: more than one process holds here")
+    probe = "import ctypes; print(ctypes.CDLL(None).inotify_init1(0) >= 0)"
+    with jailed_run(tmp_path / "a") as (run, work), jailed_run(tmp_path / "b") as (other, place):
+        code = textwrap.dedent(HOLD_INOTIFY)
+        argv = run.jail.enter_argv([PYTHON, "-I", "-c", code], run.env, work)
+        holder = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout is not None and int(holder.stdout.readline()) > 0
+            answer = inside(other, place, probe)
+        finally:
+            holder.kill()
+            holder.wait()
+
+    assert answer.split()[0] == "True", "another jail took every inotify instance of the user"
