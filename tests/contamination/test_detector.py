@@ -1083,3 +1083,28 @@ def test_a_base64_table_with_a_separator_every_few_characters_is_caught(harness)
     spaced = b"!".join(encoded[at : at + 4] for at in range(0, len(encoded), 4))
     verdict = harness.judge(write_bytes("skills/table.dat", spaced))
     rejected(verdict, "beside its answer")
+
+
+def test_what_a_worker_sees_of_a_verdict_says_no_task_s_split(harness):
+    """Attack (round 9): the Worker probes the public dataset through the check. A candidate
+    carrying texts was rejected with a line naming the train and dev tasks among them and
+    counting the held-out ones (and naming the files of the first only), so each rejection
+    told which of its texts are in the sealed test. Stops it: the line a Worker sees gives
+    the rules, the number of tasks and every file with a hit, whatever their split."""
+
+    def rows(tasks) -> str:
+        return "".join(f"{text(t)} => {label(t)}\n" for t in tasks)
+
+    train = harness.judge(append("prompts/probe.md", rows(TRAIN[:3])))
+    held_out = harness.judge(append("prompts/probe.md", rows(HELD_OUT[:3])))
+    mixed = harness.judge(
+        both(append("prompts/a.md", rows(TRAIN[:3])), append("prompts/b.md", rows(HELD_OUT[:3])))
+    )
+
+    assert train.named and held_out.tasks.get("held_out")  # the records keep the splits
+    for verdict in (train, held_out, mixed):
+        assert verdict.contaminated
+        said = verdict.reason
+        assert not any(word in said for word in ("train", "dev", "held", "test", "named"))
+        assert not any(t.id in said for t in TASKS)
+    assert "prompts/a.md" in mixed.reason and "prompts/b.md" in mixed.reason
