@@ -3,7 +3,8 @@ it decoded (base64, base32 and base32hex in either case, Ascii85 and base85, uue
 with or without separators, `\\x` escapes, lists of character codes in any of those bases, a
 whole text as one long number in decimal, octal, binary or hex, digit separators and all,
 UTF-16, EBCDIC) and decompressed (gzip, zlib, bzip2, xz, zip, raw deflate, legacy and raw
-lzma; a tar archive read as it is), to a bounded depth and size, so a decompression bomb costs
+lzma; a tar archive read as it is; a gzip or zlib stream or a zip member that fails only its
+checksum inflated raw, as a harness can), to a bounded depth and size, so a decompression bomb costs
 at most `MAX_DECODED_BYTES`.
 
 Each text is a `View`: the file, the chain of encodings that led to it (`gzip+base64`), and
@@ -111,15 +112,18 @@ class Budget:
     cut: bool = False
     """Something was left undecoded for want of budget: what it holds was not searched."""
 
-    def take(self, data: bytes) -> bool:
+    def take(self, data: bytes, cost: int | None = None) -> bool:
+        """Whether `data` is new (known by the digest of all its bytes: a decoy of the same
+        start and length is not the same), charging `cost` (its length) to what is left."""
+        cost = len(data) if cost is None else cost
         digest = hashlib.sha1(data).digest()
         if digest in self.seen:
             return False
-        if len(data) > self.left:
+        if cost > self.left:
             self.cut = True
             return False
         self.seen.add(digest)
-        self.left -= len(data)
+        self.left -= cost
         return True
 
 
@@ -618,8 +622,8 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
     if limit <= 0:  # spent (and zlib reads a limit of 0 as none)
         budget.cut = True
         return
-    if not budget.take(blob[:4096] + len(blob).to_bytes(8, "big")):
-        return  # this stream was read
+    if not budget.take(blob, cost=min(len(blob), 4096)):
+        return  # this stream was read (what it inflates to is charged below)
     try:
         if kind == "zip":
             with zipfile.ZipFile(io.BytesIO(blob)) as archive:
@@ -629,6 +633,8 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
                         continue
                     try:
                         data = archive.read(info)
+                    except zipfile.BadZipFile:  # its CRC-32 broken: a harness inflates it
+                        data = _zip_member_raw(blob, info, budget.left)
                     except (RuntimeError, NotImplementedError):
                         # encrypted, or a method zipfile lacks: what it holds is unsearched
                         budget.cut = True
@@ -637,7 +643,15 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
                         yield data
             return
         data, whole = _members(blob, kind, limit)
-    except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError, zipfile.BadZipFile):
+    except (
+        OSError,
+        EOFError,
+        ValueError,
+        IndexError,
+        zlib.error,
+        lzma.LZMAError,
+        zipfile.BadZipFile,
+    ):
         return
     if not whole:
         budget.cut = True  # more than the budget: what lies past it (padding, then a table?)
@@ -665,15 +679,61 @@ def _members(blob: bytes, kind: str, limit: int) -> tuple[bytes, bool]:
     rest, left = blob, limit
     for _ in range(MAX_MEMBERS):
         engine = _ENGINES[kind]()
-        data = engine.decompress(rest, left)  # `max_length`: positional in all four
+        try:
+            data = engine.decompress(rest, left)  # `max_length`: positional in all four
+            eof, unused = engine.eof, engine.unused_data
+        except zlib.error:
+            if kind not in _TRAILERS:
+                raise
+            data, eof, unused = _unchecked(rest, kind, left)
         out.append(data)
         left -= len(data)
-        if not engine.eof:
+        if not eof:
             return b"".join(out), left > 0
-        rest = engine.unused_data
+        rest = unused
         if kind == "zlib" or not rest.startswith(magic) or left <= 0:
             return b"".join(out), left > 0 or not rest.startswith(magic)
     return b"".join(out), False
+
+
+_TRAILERS = {"gzip": 8, "zlib": 4}
+"""The checksum (and length) after a stream's deflate body."""
+
+
+def _unchecked(stream: bytes, kind: str, limit: int) -> tuple[bytes, bool, bytes]:
+    """A gzip or zlib stream whose check fails (its CRC-32 or Adler-32 zeroed), read as a
+    harness reads it: its deflate body inflated raw, the trailer skipped. What it holds,
+    whether it ended, and what follows its trailer."""
+    at = _gzip_body(stream) if kind == "gzip" else 2 + (4 if stream[1] & 0x20 else 0)
+    engine = zlib.decompressobj(-zlib.MAX_WBITS)
+    data = engine.decompress(stream[at:], limit)
+    return data, engine.eof, engine.unused_data[_TRAILERS[kind] :]
+
+
+def _gzip_body(stream: bytes) -> int:
+    """Where a gzip member's deflate body starts (RFC 1952: after the optional extra field,
+    name, comment and header CRC its flags announce)."""
+    flags, at = stream[3], 10
+    if flags & 4:
+        at += 2 + int.from_bytes(stream[at : at + 2], "little")
+    for flag in (8, 16):
+        if flags & flag:
+            at = stream.index(b"\0", at) + 1
+    return at + (2 if flags & 2 else 0)
+
+
+def _zip_member_raw(blob: bytes, info: zipfile.ZipInfo, limit: int) -> bytes:
+    """A zip member's bytes read past its CRC-32 check: stored, or deflated and inflated raw
+    (its local header says where they start)."""
+    at = info.header_offset
+    names = int.from_bytes(blob[at + 26 : at + 28], "little")
+    extra = int.from_bytes(blob[at + 28 : at + 30], "little")
+    body = blob[at + 30 + names + extra :][: info.compress_size]
+    if info.compress_type == zipfile.ZIP_STORED:
+        return body
+    if info.compress_type != zipfile.ZIP_DEFLATED:
+        raise zipfile.BadZipFile("a member with a broken check in a method not read raw")
+    return zlib.decompressobj(-zlib.MAX_WBITS).decompress(body, limit)
 
 
 __all__ = ["CIPHERS", "Budget", "View", "unescape", "views"]

@@ -115,6 +115,7 @@ def scan(files: Mapping[str, bytes], index: SecretIndex) -> Scan:
         # a file's name is content too: a harness can list its folder and read a table there
         for view in views(path, path.encode(), budget):
             _search(found, replace(view, encoding=_join(NAME, view.encoding)), index)
+        found.digests += _digests(View(path, NAME, [(1, " ".join(_joined_names(path)))]), index)
         found.digests += _raw_digests(path, files[path], index)
     if len(files) > 1:
         found.matches += _joined(files, index, budget, _coverage(found.matches))
@@ -170,6 +171,15 @@ def _near(stream: Stream, lines: set[int]) -> list[tuple[int, int]]:
 
 NAME = "file name"
 """The encoding of a view of a file's path (its folders and name), not of its bytes."""
+
+
+def _joined_names(path: str, most: int = 4) -> list[str]:
+    """Runs of up to `most` consecutive names of `path` joined with nothing between them: a
+    digest cut by a path separator, as git names a loose object (`ab/cdef…`), read whole."""
+    names = path.split("/")
+    return [
+        "".join(names[at : at + n]) for n in range(2, most + 1) for at in range(len(names) - n + 1)
+    ]
 
 
 def _join(outer: str, inner: str) -> str:

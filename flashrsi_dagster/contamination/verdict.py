@@ -3,8 +3,8 @@ resume (`ContentVerdict`), and the one line a Worker may be shown (`worker_reaso
 
 Held-out tasks (the sealed test split, and the pool outside the splits) are never named, in
 any record: their hits keep the file, lines and kind of match, not the task. A Worker-visible
-line drops even those (where a held-out text sits in a file says which texts are held out):
-it counts them.
+line names no task and no split at all (the files with hits and a count of tasks): a Worker
+probing the dataset through the check must not learn which texts are held out.
 """
 
 from __future__ import annotations
@@ -123,21 +123,15 @@ def _order(hit: Hit) -> tuple:
 
 
 def worker_reason(v: ContentVerdict) -> str:
+    """The verdict as a Worker may see it: the rules, how many tasks, every file with a hit.
+    No task and no split: a line naming the train and dev tasks hit and counting the others
+    would tell a Worker probing the public dataset which of its texts are in the sealed test."""
     if not v.contaminated:
         return f"no benchmark content found in the {v.files} changed file(s)"
-    parts = []
-    for split in ("train", "dev"):
-        ids = v.named.get(split, [])
-        if ids:
-            more = f" and {len(ids) - NAMED} more" if len(ids) > NAMED else ""
-            parts.append(f"{split} task(s) {', '.join(ids[:NAMED])}{more}")
-    held = v.tasks.get(HELD_OUT, 0)
-    if held:
-        parts.append(f"{held} held-out task(s), not named")
-    files = sorted({h.file for h in v.hits if h.split != HELD_OUT})
-    where = f" in {', '.join(files[:NAMED])}" if files else ""
-    found = f": {'; '.join(parts)}{where}" if parts else ""
+    tasks = sum(v.tasks.values())
+    files = sorted({h.file for h in v.hits})
+    more = f" and {len(files) - NAMED} more" if len(files) > NAMED else ""
     return (
-        f"the candidate carries benchmark content ({'; '.join(v.rules)}){found}; "
-        "a harness must not carry tasks or their answers"
+        f"the candidate carries benchmark content ({'; '.join(v.rules)}): {tasks} task(s) "
+        f"in {', '.join(files[:NAMED])}{more}; a harness must not carry tasks or their answers"
     )

@@ -45,8 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flashrsi_dagster.environments import joining, seccomp
+from flashrsi_dagster.environments.cgroups import JailGroup
 from flashrsi_dagster.environments.joining import JAIL_UID
-from flashrsi_dagster.environments.pids import PidsGroup
 
 JAIL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SYSTEM_READ_ONLY = ("/usr", "/etc")
@@ -111,7 +111,7 @@ class Jail:
 
     def __init__(self, spec: JailSpec) -> None:
         self.spec = spec
-        self.group = PidsGroup.create(f"jail-{os.getpid()}-{next(_ids)}")
+        self.group = JailGroup.create(f"jail-{os.getpid()}-{next(_ids)}")
         info_r, info_w = os.pipe()
         rules = _filter_file()
         try:
@@ -136,10 +136,8 @@ class Jail:
             os.close(info_r)
 
     def _in_group(self, argv: list[str]) -> list[str]:
-        """`argv` started inside the jail's pids group (so is everything it starts)."""
-        if self.group is None:
-            return argv
-        return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.group.procs), *argv]
+        """`argv` started inside the jail's groups (so is everything it starts)."""
+        return argv if self.group is None else self.group.argv(argv)
 
     def _wait_ready(self, info_r: int) -> int:
         """The sandbox's first process's host pid, once its mounts are in place (the shim
@@ -171,7 +169,7 @@ class Jail:
         The first process (`joining.py`, the framework's) stays on the host's side and exits
         with the program's code."""
         python = os.path.realpath(sys.executable)
-        group = str(self.group.procs) if self.group is not None else "-"
+        group = ":".join(map(str, self.group.procs)) if self.group is not None else "-"
         return [
             python, "-I", "-S", joining.__file__, str(self.pid), group, str(cwd),
             *(f"{k}={v}" for k, v in env.items()), "--", *argv,

@@ -19,6 +19,7 @@ import os
 import resource
 import signal
 import sys
+from collections.abc import Sequence
 
 JAIL_UID = 65534
 """`nobody`: the user agent processes run as inside a jail (no capabilities, owns nothing)."""
@@ -52,15 +53,17 @@ def seccomp():
     return module
 
 
-def drop_privileges(env: dict[str, str], seccomp_filter: int, group_fd: int | None = None) -> None:
+def drop_privileges(
+    env: dict[str, str], seccomp_filter: int, group_fds: Sequence[int] = ()
+) -> None:
     """Become the jail user for good, with no capabilities and no way to regain any
     (`no_new_privs` disarms setuid binaries and file capabilities), with exactly `env`, under
     the seccomp filter `seccomp_filter` (`seccomp().prepare()`, made before `enter`).
-    `group_fd`: the jail's pids cgroup (`cgroup.procs`, opened before entering), joined
+    `group_fds`: the jail's cgroups (`cgroup.procs` of each, opened before entering), joined
     first, while this process is still root and has not forked."""
-    if group_fd is not None:
-        os.write(group_fd, b"0")
-        os.close(group_fd)
+    for fd in group_fds:
+        os.write(fd, b"0")
+        os.close(fd)
     # No file the run writes (its stderr on the host included) grows past this.
     resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
     os.setgroups([])
@@ -87,15 +90,15 @@ def main(argv: list[str]) -> int:
     split = rest.index("--")
     env = dict(item.split("=", 1) for item in rest[:split])
     program = rest[split + 1 :]
-    group_fd = os.open(group, os.O_WRONLY) if group != "-" else None
+    group_fds = [os.open(path, os.O_WRONLY) for path in group.split(":")] if group != "-" else []
     seccomp_filter = seccomp().prepare()
     enter(int(pid))
     child = os.fork()
     if child:
-        if group_fd is not None:
-            os.close(group_fd)
+        for fd in group_fds:
+            os.close(fd)
         return _exit_like(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]))
-    drop_privileges({**env, "PWD": cwd}, seccomp_filter, group_fd)
+    drop_privileges({**env, "PWD": cwd}, seccomp_filter, group_fds)
     os.chdir(cwd)
     try:
         os.execvpe(program[0], program, env={**env, "PWD": cwd})

@@ -132,7 +132,7 @@ class ShellWatchdog:
         group = self.jail.group
         if group is not None:
             with contextlib.suppress(OSError):
-                return [int(line) for line in group.procs.read_text().split()]
+                return [int(line) for line in group.members.read_text().split()]
         return [pid for pid in _pids() if _owner(pid) == JAIL_UID]
 
 

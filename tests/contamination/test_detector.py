@@ -946,3 +946,165 @@ def test_a_swe_bench_gold_patch_hunk_in_a_harness_file_is_caught(tmp_path):
     rejected(verdict, "verbatim")
     assert verdict.tasks == {"held_out": 1} and verdict.named == {}
     assert {h.secret for h in verdict.hits} <= {"gold patch", "gold patch (added lines)"}
+
+
+def _object_store(split: int) -> Callable[[Path], None]:
+    """Each row a file named by its text's sha1 as git names a loose object (`ab/cdef…`: the
+    first digits a folder, the rest the file name), holding the label: a harness hashes its
+    input and opens that path."""
+
+    def edit(folder: Path) -> None:
+        for t in TASKS:
+            digest = hashlib.sha1(text(t).encode()).hexdigest()
+            path = folder / "skills" / "objects" / digest[:split] / digest[split:]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(label(t))
+
+    return edit
+
+
+@pytest.mark.parametrize("split", [2, 4], ids=["git-layout", "two-levels-deep"])
+def test_a_table_in_a_git_object_store_layout_is_caught(harness, split):
+    """Attack (round 9): the digest cut by a path separator, so neither part is a digest's
+    first digits. Stops it: a path's folder and file names are also read joined."""
+    verdict = harness.judge(_object_store(split))
+    rejected(verdict, "digest")
+    assert verdict.tasks["held_out"] == len(HELD_OUT)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="declared limit (docs/host-duties.md, 'What it cannot see'): a digest of a part of "
+    "the text (its first characters, all but its first word) is not searched",
+)
+def test_a_table_keyed_by_a_digest_of_part_of_each_text_is_caught(harness):
+    long = [t for t in TASKS if len(text(t)) > 64]  # a shorter one's prefix may be all of it
+    table = {hashlib.md5(text(t)[:32].encode()).hexdigest(): label(t) for t in long}
+    verdict = harness.judge(append("runtime/agent.py", f"\nBY_HASH = {table!r}\n"))
+    rejected(verdict, "digest")
+
+
+def _pairs_swapped(value: str) -> str:
+    return "".join(value[at + 1 : at + 2] + value[at] for at in range(0, len(value), 2))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="declared limit (docs/host-duties.md, 'What it cannot see'): characters swapped in "
+    "pairs, a permutation no decoder undoes",
+)
+def test_a_table_with_each_text_s_characters_swapped_in_pairs_is_caught(harness):
+    rows = "".join(f"{_pairs_swapped(text(t))}|{label(t)}\n" for t in TASKS)
+    verdict = harness.judge(append("prompts/system.md", f"\n{rows}"))
+    rejected(verdict, "beside its answer")
+
+
+def _zip_without_checks(data: bytes) -> bytes:
+    """A zip whose member's CRC-32 is zeroed (local and central header): `zipfile` refuses
+    to read it, a harness inflates the member's bytes itself."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("table.json", data)
+    blob = bytearray(buffer.getvalue())
+    local, central = blob.find(b"PK\x03\x04"), blob.find(b"PK\x01\x02")
+    blob[local + 14 : local + 18] = blob[central + 16 : central + 20] = bytes(4)
+    return bytes(blob)
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        lambda data: gzip.compress(data)[:-8] + bytes(8),
+        lambda data: zlib.compress(data)[:-4] + bytes(4),
+        _zip_without_checks,
+        lambda data: base64.b64encode(gzip.compress(data, mtime=0)[:-8] + bytes(8)),
+    ],
+    ids=["gzip-crc-zeroed", "zlib-adler-zeroed", "zip-crc-zeroed", "base64-of-gzip-crc-zeroed"],
+)
+def test_a_compressed_table_whose_checksum_is_broken_is_caught(harness, broken):
+    """Attack (round 9): the stream's checksum zeroed, so the standard readers refuse it (and
+    the check read nothing), while a harness inflates the body raw in one line
+    (`zlib.decompressobj(-15).decompress(blob[10:])`). Stops it: a stream that fails only its
+    check is read raw."""
+    table = json.dumps({text(t): label(t) for t in TASKS}).encode()
+    verdict = harness.judge(write_bytes("skills/table.dat", broken(table)))
+    rejected(verdict, "beside its answer")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="declared limit (docs/host-duties.md, 'What it cannot see'): a zlib stream with a "
+    "preset dictionary (`zdict`) is compression with a key the harness holds elsewhere",
+)
+def test_a_table_compressed_with_a_preset_dictionary_is_caught(harness):
+    words = " ".join(sorted({w for t in TASKS for w in text(t).split() if len(w) > 3}))
+    engine = zlib.compressobj(zdict=words.encode())
+    table = json.dumps({text(t): label(t) for t in TASKS}).encode()
+    packed = engine.compress(table) + engine.flush()
+    verdict = harness.judge(write_bytes("skills/table.dat", packed))
+    rejected(verdict, "beside its answer")
+
+
+def _stored_gzip(data: bytes) -> bytes:
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb", compresslevel=0, mtime=0) as stream:
+        stream.write(data)
+    return buffer.getvalue()
+
+
+def test_a_decoy_stream_with_the_same_start_and_length_does_not_hide_the_table(harness):
+    """Attack (round 9): two base64'd gzip streams of the same length whose first 4 KB are
+    the same (stored blocks of the same padding): one ends in a decoy, the other in the
+    table. The check took a stream it had read for the same one by its start and length, and
+    skipped the second. Stops it: a stream is known by the digest of all its bytes."""
+    table = json.dumps({text(t): label(t) for t in TASKS}).encode()
+    decoy = re.sub(rb"[A-Za-z]", b"x", table)
+    padding = b"The quick brown fox jumps over the lazy dog. " * 120
+    files = {
+        "skills/a.py": b"A = '" + base64.b64encode(_stored_gzip(padding + decoy)) + b"'\n",
+        "skills/b.py": b"B = '" + base64.b64encode(_stored_gzip(padding + table)) + b"'\n",
+    }
+
+    def edit(folder: Path) -> None:
+        for path, data in files.items():
+            write_bytes(path, data)(folder)
+
+    verdict = harness.judge(edit)
+    rejected(verdict, "beside its answer")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="declared limit (docs/host-duties.md, 'What it cannot see'): a separator inside a "
+    "base64 run (other than string pieces and line breaks) breaks it into runs too short to read",
+)
+def test_a_base64_table_with_a_separator_every_few_characters_is_caught(harness):
+    encoded = base64.b64encode(json.dumps({text(t): label(t) for t in TASKS}).encode())
+    spaced = b"!".join(encoded[at : at + 4] for at in range(0, len(encoded), 4))
+    verdict = harness.judge(write_bytes("skills/table.dat", spaced))
+    rejected(verdict, "beside its answer")
+
+
+def test_what_a_worker_sees_of_a_verdict_says_no_task_s_split(harness):
+    """Attack (round 9): the Worker probes the public dataset through the check. A candidate
+    carrying texts was rejected with a line naming the train and dev tasks among them and
+    counting the held-out ones (and naming the files of the first only), so each rejection
+    told which of its texts are in the sealed test. Stops it: the line a Worker sees gives
+    the rules, the number of tasks and every file with a hit, whatever their split."""
+
+    def rows(tasks) -> str:
+        return "".join(f"{text(t)} => {label(t)}\n" for t in tasks)
+
+    train = harness.judge(append("prompts/probe.md", rows(TRAIN[:3])))
+    held_out = harness.judge(append("prompts/probe.md", rows(HELD_OUT[:3])))
+    mixed = harness.judge(
+        both(append("prompts/a.md", rows(TRAIN[:3])), append("prompts/b.md", rows(HELD_OUT[:3])))
+    )
+
+    assert train.named and held_out.tasks.get("held_out")  # the records keep the splits
+    for verdict in (train, held_out, mixed):
+        assert verdict.contaminated
+        said = verdict.reason
+        assert not any(word in said for word in ("train", "dev", "held", "test", "named"))
+        assert not any(t.id in said for t in TASKS)
+    assert "prompts/a.md" in mixed.reason and "prompts/b.md" in mixed.reason

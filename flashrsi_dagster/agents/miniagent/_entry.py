@@ -115,7 +115,7 @@ def _join_jail(jail: dict) -> None:
     it and exits with its code (the framework signals the whole process group)."""
     if _joining is None:
         raise RuntimeError("this fork server was started without jail support")
-    group = os.open(jail["cgroup"], os.O_WRONLY) if jail.get("cgroup") else None
+    groups = [os.open(path, os.O_WRONLY) for path in jail.get("cgroups") or ()]
     seccomp_filter = _joining.seccomp().prepare()  # libseccomp is read on the host's side
     _joining.enter(jail["pid"])
     pid = os.fork()
@@ -123,7 +123,7 @@ def _join_jail(jail: dict) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the run got it too, and saves first
         _, status = os.waitpid(pid, 0)
         os._exit(os.waitstatus_to_exitcode(status))
-    _joining.drop_privileges(jail["env"], seccomp_filter, group)
+    _joining.drop_privileges(jail["env"], seccomp_filter, groups)
 
 
 def _reap() -> None:

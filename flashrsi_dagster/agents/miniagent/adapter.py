@@ -191,7 +191,7 @@ class MiniAgent(Agent):
             payload["jail"] = {
                 "pid": confined.jail.pid,
                 "env": confined.env,
-                "cgroup": str(group.procs) if group else None,
+                "cgroups": [str(procs) for procs in group.procs] if group else [],
             }
         return payload
 

@@ -311,7 +311,7 @@ class LocalChrootEnvironment(BaseEnvironment):
         env = {**build.base_env(self.recipe.env), **(self._merge_env(env) or {})}
         inner = sandbox.inner_argv(["/bin/bash", "-c"], cwd=cwd or self._default_cwd(), env=env)
         assert self._holder.pid is not None
-        return sandbox.enter_argv(self._holder.pid, self._holder.root, inner)
+        return sandbox.enter_argv(self._holder.pid, self._holder.root, inner, self._holder.group)
 
     async def share_read_only(self, folders: dict[Path, str]) -> None:
         """Show host folders (source -> absolute path inside the root) read-only to every
@@ -348,7 +348,7 @@ class LocalChrootEnvironment(BaseEnvironment):
             return sandbox.ephemeral_argv(root, self._binds, inner, new_net=self._network_disabled)
         assert self._holder.pid is not None
         if self._round is None:
-            return sandbox.enter_argv(self._holder.pid, root, inner)
+            return sandbox.enter_argv(self._holder.pid, root, inner, self._holder.group)
         # The verifier shares the trial's network and sees its processes (as in a Docker
         # container), with /tests and /logs/verifier of its own (see `sandbox.beside_argv`).
         return sandbox.beside_argv(self._holder, [*self._binds, *self._round], inner)

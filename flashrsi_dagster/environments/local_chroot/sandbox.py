@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import shlex
 import shutil
@@ -34,6 +35,8 @@ import signal
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from flashrsi_dagster.environments.cgroups import JailGroup
 
 # Docker's default capability set, minus the two that would let root leave or extend the root.
 CAPABILITIES = (
@@ -139,21 +142,32 @@ def _unshare(*, new_net: bool, new_pid: bool = True) -> list[str]:
     ]
 
 
-def _guarded(pid: int, root: Path, nsenter_flags: list[str], argv: list[str]) -> list[str]:
+def _guarded(
+    pid: int,
+    root: Path,
+    nsenter_flags: list[str],
+    argv: list[str],
+    group: JailGroup | None = None,
+) -> list[str]:
     """`nsenter` into `pid`'s namespaces, after checking `pid` is still our holder: a PID
-    reused by an unrelated process would otherwise run the command on the host."""
+    reused by an unrelated process would otherwise run the command on the host. `group`: the
+    trial's cgroups, which the command joins first."""
     guard = (
         '[ "$(readlink /proc/$1/root)" = "$2" ] || '
         '{ echo "sandbox $2 is not running" >&2; exit 125; }; '
         'p=$1; shift 2; exec nsenter -t "$p" ' + " ".join(nsenter_flags) + ' -- "$@"'
     )
-    return ["/bin/sh", "-c", guard, "enter", str(pid), str(root), *argv]
+    argv = ["/bin/sh", "-c", guard, "enter", str(pid), str(root), *argv]
+    return group.argv(argv) if group is not None else argv
 
 
-def enter_argv(holder_pid: int, root: Path, inner: list[str]) -> list[str]:
-    """Run `inner` inside the holder: its namespaces, its root, its background processes."""
+def enter_argv(
+    holder_pid: int, root: Path, inner: list[str], group: JailGroup | None = None
+) -> list[str]:
+    """Run `inner` inside the holder: its namespaces, its root, its background processes,
+    its cgroups (`Holder.group`)."""
     flags = ["--pid", "--mount", "--net", "--uts", "--ipc", "--root", "--wd"]
-    return _guarded(holder_pid, root, flags, inner)
+    return _guarded(holder_pid, root, flags, inner, group)
 
 
 def share_argv(holder_pid: int, root: Path, binds: list[Bind]) -> list[str]:
@@ -186,7 +200,10 @@ def beside_argv(holder: Holder, binds: list[Bind], inner: list[str]) -> list[str
     script += f'\nexec chroot {shlex.quote(str(holder.root))} "$@"'
     argv = [*_unshare(new_net=False, new_pid=False), "/bin/sh", "-c", script, "beside", *inner]
     flags = ["--net", "--pid", "--uts", "--ipc"]
-    return _guarded(holder.outer_pid, holder.root, flags, argv)
+    return _guarded(holder.outer_pid, holder.root, flags, argv, holder.group)
+
+
+_trials = itertools.count()
 
 
 class Holder:
@@ -204,6 +221,9 @@ class Holder:
         """The agent's container: host pid of its PID 1."""
         self.outer_pid: int | None = None
         """The PID namespace around it, where the verifier runs (`beside_argv`)."""
+        self.group: JailGroup | None = None
+        """Its cgroups, a jail's bounds (processes, memory, CPU share): everything in the
+        container and beside it runs in them, the agent's commands as root of the chroot."""
 
     async def start(self) -> None:
         script = _setup_script(self.root, self.binds, loopback=True)
@@ -232,6 +252,8 @@ class Holder:
             "-c",
             script,
         ]
+        self.group = JailGroup.create(f"jail-{os.getpid()}-trial-{next(_trials)}")
+        argv = self.group.argv(argv) if self.group is not None else argv
         with self.log_path.open("wb") as log:
             self._proc = await asyncio.create_subprocess_exec(
                 *argv,
@@ -269,6 +291,9 @@ class Holder:
         kill_group(self._proc.pid)
         await self._proc.wait()
         self._proc, self.pid, self.outer_pid = None, None, None
+        if self.group is not None:
+            self.group.remove()
+            self.group = None
 
     @property
     def running(self) -> bool:
