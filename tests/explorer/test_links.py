@@ -7,7 +7,7 @@ import dagster as dg
 
 from flashrsi_dagster.algorithms import registry
 from flashrsi_dagster.deployment.definitions import build_definitions
-from flashrsi_dagster.explorer.server import CANDIDATE_ASSETS
+from flashrsi_dagster.explorer.links import CANDIDATE_ASSETS
 from flashrsi_dagster.orchestration.partitions import CANDIDATE
 
 
