@@ -21,6 +21,7 @@ from flashrsi_dagster.decisions.report import ledger_figures
 from flashrsi_dagster.evaluator.compare import basis
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.experiment.keys import NIGHTLY
+from flashrsi_dagster.explorer.links import node_url
 from flashrsi_dagster.orchestration.partitions import AlgorithmPartitions
 from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import final_trajectories
@@ -76,6 +77,9 @@ def snapshot(
     parent_round = info.get("parent_round", 0 if info.get("parent_id") else None)
     if parent_round is not None:
         metadata["parent"] = snapshot_link(partitions, asset, name, parent_round, slot)
+    node = explorer_node(info)
+    if node is not None:
+        metadata["explorer"] = dg.MetadataValue.url(node_url(name, node))
     child, parent = info.get("snapshot_id"), info.get("parent_id")
     if child and parent:
         stats = store.diff_stats(parent, child)
@@ -86,6 +90,16 @@ def snapshot(
             diff=dg.MetadataValue.md(diff_markdown(store, parent, child)),
         )
     return metadata
+
+
+def explorer_node(info: dict) -> str | None:
+    """The candidate's node id in the explorer's tree: its snapshot, else its round and slot
+    (an edit that committed nothing), as `explorer.candidates.node_id` names it."""
+    if info.get("snapshot_id"):
+        return str(info["snapshot_id"])
+    if info.get("round") is not None and info.get("slot"):
+        return f"r{info['round']}.{info['slot']}"
+    return None
 
 
 def worker(path: Path) -> dict[str, Any]:
