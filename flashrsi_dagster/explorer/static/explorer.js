@@ -27,7 +27,7 @@ async function open(name, node) {
   state.name = name;
   state.tree = await get(api("/tree"));
   const t = state.tree;
-  const sealed = t.sealed_test ? `sealed test ${fmt(t.sealed_test.score)} on ${t.sealed_test.tasks} tasks` : "sealed test not run yet";
+  const sealed = t.sealed_test ? `sealed test ${fmt(t.sealed_test.score)}${t.sealed_test.tasks == null ? "" : ` on ${t.sealed_test.tasks} tasks`}` : "sealed test not run yet";
   $("summary").textContent = `${t.algorithm} · ${t.nodes.length} nodes · baseline ${short(t.baseline)} · ${sealed}`;
   $("runs").replaceChildren(...(t.runs ? [el("a", { href: t.runs, target: "_blank" }, "runs in Dagster")] : []));
   drawTree(t, select);
