@@ -77,10 +77,8 @@ def snapshot(
     parent_round = info.get("parent_round", 0 if info.get("parent_id") else None)
     if parent_round is not None:
         metadata["parent"] = snapshot_link(partitions, asset, name, parent_round, slot)
-    node = explorer_node(info)
-    if node is not None:
-        metadata["explorer"] = dg.MetadataValue.url(node_url(name, node))
     child, parent = info.get("snapshot_id"), info.get("parent_id")
+    metadata.update(explorer_link(name, child, info.get("round"), info.get("slot")))
     if child and parent:
         stats = store.diff_stats(parent, child)
         metadata.update(
@@ -92,14 +90,22 @@ def snapshot(
     return metadata
 
 
-def explorer_node(info: dict) -> str | None:
+def explorer_node(snapshot_id: str | None, round_: int | None, slot: str | None) -> str | None:
     """The candidate's node id in the explorer's tree: its snapshot, else its round and slot
     (an edit that committed nothing), as `explorer.candidates.node_id` names it."""
-    if info.get("snapshot_id"):
-        return str(info["snapshot_id"])
-    if info.get("round") is not None and info.get("slot"):
-        return f"r{info['round']}.{info['slot']}"
+    if snapshot_id:
+        return str(snapshot_id)
+    if round_ is not None and slot:
+        return f"r{round_}.{slot}"
     return None
+
+
+def explorer_link(
+    name: str, snapshot_id: str | None, round_: int | None, slot: str | None
+) -> dict[str, Any]:
+    """`explorer`: the candidate's node in the experiment explorer (`explorer.links`)."""
+    node = explorer_node(snapshot_id, round_, slot)
+    return {} if node is None else {"explorer": dg.MetadataValue.url(node_url(name, node))}
 
 
 def worker(path: Path) -> dict[str, Any]:

@@ -102,6 +102,6 @@ def test_a_candidate_snapshot_s_metadata_links_to_its_node_in_the_explorer(demo_
 def test_an_edit_that_committed_nothing_links_to_its_round_and_slot_node():
     from flashrsi_dagster.orchestration.describe import explorer_node
 
-    assert explorer_node({"snapshot_id": None, "round": 3, "slot": "c1"}) == "r3.c1"
-    assert explorer_node({"snapshot_id": "ab" * 20, "round": 3, "slot": "c1"}) == "ab" * 20
-    assert explorer_node({"snapshot_id": None, "round": 0}) is None
+    assert explorer_node(None, 3, "c1") == "r3.c1"
+    assert explorer_node("ab" * 20, 3, "c1") == "ab" * 20
+    assert explorer_node(None, 0, None) is None
