@@ -215,24 +215,32 @@ def _tokens(entry: Decision, key: str) -> float | None:
 
 def _link_parents(nodes: dict[str, Node], store: SnapshotStore) -> None:
     """Each snapshot's parent commit; an ancestor no entry names becomes a node too, so that
-    every edge ends at a node."""
+    every edge ends at a node. The parents come from one listing of the store's refs."""
+    known = store.parent_ids()
+
+    def parent_of(snapshot_id: str) -> str | None:
+        if snapshot_id in known:
+            return known[snapshot_id]
+        return store.get(snapshot_id).parent_id  # a prefix, or a ref made since the listing
+
     pending = [n for n in nodes.values() if n.snapshot_id]
     while pending:
         node = pending.pop()
         try:
-            parent = store.get(node.snapshot_id).parent_id
+            parent = parent_of(node.snapshot_id)
         except SnapshotError:
             continue  # named by the ledger, not in the store: shown without a parent
         node.parent = parent
         if parent is not None and parent not in nodes:
+            seed = parent_of(parent) is None
             nodes[parent] = Node(
                 id=parent,
                 snapshot_id=parent,
                 parent=None,
                 produced_by=None,
-                round=0 if store.get(parent).parent_id is None else None,
+                round=0 if seed else None,
                 slot=None,
-                outcome="seed" if store.get(parent).parent_id is None else "unjudged",
+                outcome="seed" if seed else "unjudged",
                 scope=None,
                 reason="an ancestor no decision names",
             )
