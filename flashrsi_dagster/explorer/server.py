@@ -22,7 +22,12 @@ from flashrsi_dagster.config.names import InvalidName
 from flashrsi_dagster.explorer import records
 from flashrsi_dagster.explorer.cache import Experiments, Opened
 from flashrsi_dagster.explorer.candidates import Node
-from flashrsi_dagster.explorer.home import NotAnExperiment, algorithm_of, experiment_names
+from flashrsi_dagster.explorer.home import (
+    NotAnExperiment,
+    algorithm_of,
+    experiment_names,
+    experiment_paths,
+)
 from flashrsi_dagster.explorer.links import dagster_links, experiment_runs
 from flashrsi_dagster.explorer.plots import plots
 from flashrsi_dagster.explorer.spend import role_spend
@@ -73,9 +78,11 @@ async def _refused(request: Request, exc: Exception) -> JSONResponse:
 
 
 def _experiments(experiments: Experiments, _dagster: str | None) -> list[dict[str, str]]:
+    """Each experiment's name and algorithm (from its run_meta: no tree is built to list it)."""
+    home = experiments.home
     return [
-        {"name": n, "algorithm": algorithm_of(experiments.open(n).paths)}
-        for n in experiment_names(experiments.home)
+        {"name": n, "algorithm": algorithm_of(experiment_paths(home, n))}
+        for n in experiment_names(home)
     ]
 
 
