@@ -33,6 +33,8 @@ function pareto(p, onSelect) {
       { label: "candidate", stroke: "#9ca3af", width: 0, points: { show: true, size: 6, fill: "#9ca3af" } },
       { label: "Pareto frontier", stroke: "#dc2626", width: 2, spanGaps: true, points: { show: true, size: 8 } }],
     axes: [{ label: "mean target tokens per task" }, { label: "score" }],
+    // room either side, so that the first and last points are not cut by the frame
+    scales: { x: { time: false, range: (_, lo, hi) => [lo - ((hi - lo) * 0.05 || 1), hi + ((hi - lo) * 0.05 || 1)] } },
   }, [xs, all, onFront]);
   const list = el("p", { class: "hint", id: "frontier" }, "On the frontier: ");
   for (const id of p.frontier) {
