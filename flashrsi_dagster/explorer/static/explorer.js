@@ -32,7 +32,7 @@ async function open(name, node) {
   $("runs").replaceChildren(...(t.runs ? [el("a", { href: t.runs, target: "_blank" }, "runs in Dagster")] : []));
   drawTree(t, select);
   drawPlots(t, select);
-  spend();
+  spend().catch((error) => $("spend").replaceChildren(el("p", { class: "failed" }, `spend: ${error.message}`)));
   if (node) await select(node);
 }
 
