@@ -17,6 +17,7 @@ from flashrsi_dagster.deployment.code_server import CodeServer
 from flashrsi_dagster.deployment.postgres import StorageSettingError
 from flashrsi_dagster.deployment.run_queue import RunLimits, run_queue
 from flashrsi_dagster.deployment.storage import CONFIG as STORAGE
+from flashrsi_dagster.explorer.links import EXPLORER_URL_ENV
 
 TELEMETRY_OFF = "telemetry:\n  enabled: false\n"
 UNLIMITED_QUEUE = """run_coordinator:
@@ -135,7 +136,7 @@ def ui(home: Path, port: int, explorer_port: int | None = None) -> int:
     """`dagster dev` on the experiments' instance, from the folder holding the home, its code
     location served by our code server (run workers forked warm, `code_server.py`), and the
     experiment explorer beside it on `explorer_port` (all on loopback), stopped with it."""
-    env = {**os.environ, "DAGSTER_HOME": str(instance_dir(home))}
+    env = ui_environment(home, explorer_port)
     explorer = None
     if explorer_port is not None:
         explorer = subprocess.Popen(explorer_command(home, explorer_port, port))
@@ -151,6 +152,15 @@ def ui(home: Path, port: int, explorer_port: int | None = None) -> int:
         if explorer is not None:
             explorer.terminate()
             explorer.wait()
+
+
+def ui_environment(home: Path, explorer_port: int | None) -> dict[str, str]:
+    """`dagster dev`'s environment: the home's instance, and the explorer's URL that candidate
+    assets' metadata links to (`explorer.links`; one the user set, a proxy's, is kept)."""
+    env = {**os.environ, "DAGSTER_HOME": str(instance_dir(home))}
+    if explorer_port is not None:
+        env.setdefault(EXPLORER_URL_ENV, f"http://127.0.0.1:{explorer_port}")
+    return env
 
 
 def explorer_command(home: Path, port: int, dagster_port: int) -> list[str]:

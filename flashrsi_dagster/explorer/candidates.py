@@ -63,6 +63,11 @@ class Node(BaseModel):
     score: float | None = None
     scores: dict[str, float | int | None] = Field(default_factory=dict)
     verdict: str | None = Field(None, description="The paired statistics' verdict.")
+    tokens: float | None = Field(
+        None,
+        description="Its mean target tokens per task, where the behaviour signal "
+        "measured them (the accuracy x tokens plot's x).",
+    )
     sealed_test: float | None = Field(None, description="Its sealed test score, once public.")
     decisions: list[str] = Field(default_factory=list, description="Its ledger entries' ids.")
 
@@ -77,21 +82,28 @@ class Tree(BaseModel):
     sealed_test: SealedTest | None = Field(description="None until the experiment is finalised.")
 
 
-def candidate_tree(paths: ExperimentPaths, algorithm: str) -> Tree:
-    entries = Ledger(paths.root).entries()
+def candidate_tree(
+    paths: ExperimentPaths,
+    algorithm: str,
+    entries: list[Decision] | None = None,
+    store: SnapshotStore | None = None,
+) -> Tree:
+    """The tree from the ledger's `entries` and the snapshot `store` (read from `paths` when
+    not given: the explorer's cache passes the ones it keeps)."""
+    entries = Ledger(paths.root).entries() if entries is None else entries
     nodes: dict[str, Node] = {}
     for entry in entries:
         _judge(nodes, entry)
     for entry in entries:
         _baseline_node(nodes, entry)
-    store = open_store(paths)
+    store = open_store(paths) if store is None else store
     if store is not None:
         _link_parents(nodes, store)
     sealed = sealed_test(paths)
     for snapshot_id, score in (sealed.by_snapshot if sealed else {}).items():
         if snapshot_id in nodes:
             nodes[snapshot_id].sealed_test = score
-    last = Ledger(paths.root).baseline()
+    last = next((d for d in reversed(entries) if d.scope == EXPERIMENT), None)
     return Tree(
         experiment=paths.root.name,
         algorithm=algorithm,
@@ -135,6 +147,7 @@ def _judge(nodes: dict[str, Node], entry: Decision) -> None:
         score=primary_score(scores),
         scores=scores,
         verdict=paired.get("verdict") or (known.verdict if known else None),
+        tokens=_tokens(entry, "tokens_candidate") or (known.tokens if known else None),
         decisions=[*(known.decisions if known else []), entry.id],
     )
 
@@ -173,6 +186,7 @@ def _baseline_node(nodes: dict[str, Node], entry: Decision) -> None:
     }
     known = nodes.get(ref.snapshot_id)
     if known is not None:
+        known.tokens = known.tokens or _tokens(entry, "tokens_parent")
         if known.score is None and primary_score(scores) is not None:
             known.scores = {**scores, **known.scores}
             known.score = primary_score(scores)
@@ -189,29 +203,44 @@ def _baseline_node(nodes: dict[str, Node], entry: Decision) -> None:
         reason="the baseline the candidates were compared with",
         score=primary_score(scores),
         scores=scores,
+        tokens=_tokens(entry, "tokens_parent"),
     )
+
+
+def _tokens(entry: Decision, key: str) -> float | None:
+    """The candidate's (or its baseline's) tokens the behaviour signal measured, if it did."""
+    value = (entry.evidence.behaviour or {}).get(key)
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
 
 def _link_parents(nodes: dict[str, Node], store: SnapshotStore) -> None:
     """Each snapshot's parent commit; an ancestor no entry names becomes a node too, so that
-    every edge ends at a node."""
+    every edge ends at a node. The parents come from one listing of the store's refs."""
+    known = store.parent_ids()
+
+    def parent_of(snapshot_id: str) -> str | None:
+        if snapshot_id in known:
+            return known[snapshot_id]
+        return store.get(snapshot_id).parent_id  # a prefix, or a ref made since the listing
+
     pending = [n for n in nodes.values() if n.snapshot_id]
     while pending:
         node = pending.pop()
         try:
-            parent = store.get(node.snapshot_id).parent_id
+            parent = parent_of(node.snapshot_id)
         except SnapshotError:
             continue  # named by the ledger, not in the store: shown without a parent
         node.parent = parent
         if parent is not None and parent not in nodes:
+            seed = parent_of(parent) is None
             nodes[parent] = Node(
                 id=parent,
                 snapshot_id=parent,
                 parent=None,
                 produced_by=None,
-                round=0 if store.get(parent).parent_id is None else None,
+                round=0 if seed else None,
                 slot=None,
-                outcome="seed" if store.get(parent).parent_id is None else "unjudged",
+                outcome="seed" if seed else "unjudged",
                 scope=None,
                 reason="an ancestor no decision names",
             )

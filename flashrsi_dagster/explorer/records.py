@@ -16,20 +16,22 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from flashrsi_dagster.decisions.ledger import Decision, Ledger
+from flashrsi_dagster.decisions.ledger import Decision
 from flashrsi_dagster.experiment.paths import ExperimentPaths
-from flashrsi_dagster.explorer.candidates import node_id, open_store, sealed_test
+from flashrsi_dagster.explorer.candidates import node_id
 from flashrsi_dagster.records import Trajectory
+from flashrsi_dagster.snapshots import SnapshotStore
 from flashrsi_dagster.views.messages import read_entries
 
 _OTHER_SLOT = re.compile(r"c\d+[-.]")
 """`round-001-c1-worker.json` beside `round-001.json` is slot c1's, not slot c0's."""
 MAX_FILE_BYTES = 2_000_000
 """A snapshot file larger than this is named, not sent."""
+USAGE_COUNTS = ("input_tokens", "output_tokens", "model_calls", "tool_calls", "turns")
 
 
-def node_decisions(paths: ExperimentPaths, node: str) -> list[Decision]:
-    return [e for e in Ledger(paths.root).entries() if node_id(e.candidate) == node]
+def node_decisions(entries: list[Decision], node: str) -> list[Decision]:
+    return [e for e in entries if node_id(e.candidate) == node]
 
 
 def node_records(paths: ExperimentPaths, decisions: list[Decision]) -> list[Path]:
@@ -48,10 +50,9 @@ def node_records(paths: ExperimentPaths, decisions: list[Decision]) -> list[Path
     return list(found)
 
 
-def trajectories(paths: ExperimentPaths, files: list[Path]) -> dict[str, Any]:
+def trajectories(paths: ExperimentPaths, files: list[Path], public_test: bool) -> dict[str, Any]:
     """The Worker's trajectories (no split) and the target's (with one), each with its
     entries; test-split ones only once the sealed test is public."""
-    public_test = sealed_test(paths) is not None
     worker, target = [], []
     for path in files:
         for trajectory in _read_trajectories(path):
@@ -96,15 +97,17 @@ def trajectory_json(trajectory: Trajectory, record: str) -> dict[str, Any]:
 
 
 def tokens_by_role(worker: list[dict], target: list[dict]) -> dict[str, dict[str, Any]]:
-    """Tokens, calls and cost the candidate's trajectories record, per role."""
+    """Tokens, model calls and cost the candidate's trajectories record, per role."""
     roles = {}
     for role, runs in (("worker", worker), ("target", target)):
         total: Counter = Counter()
         costs = [r["usage"]["cost"] for r in runs if r["usage"]["cost"] is not None]
         for run in runs:
-            total.update({k: run["usage"][k] or 0 for k in ("input_tokens", "output_tokens")})
-            total.update({"turns": run["usage"]["turns"], "runs": 1})
-        roles[role] = {**total, "cost": sum(costs) if costs else None}
+            usage = run["usage"]
+            total.update({k: usage.get(k) or 0 for k in USAGE_COUNTS})
+            total.update({"runs": 1})
+        roles[role] = {k: total[k] for k in (*USAGE_COUNTS, "runs")}
+        roles[role]["cost"] = sum(costs) if costs else None
     return roles
 
 
@@ -122,16 +125,14 @@ def other_records(paths: ExperimentPaths, files: list[Path]) -> list[dict[str, A
     return shown
 
 
-def code_tree(paths: ExperimentPaths, snapshot_id: str) -> list[dict[str, Any]]:
-    store = open_store(paths)
+def code_tree(store: SnapshotStore | None, snapshot_id: str) -> list[dict[str, Any]]:
     if store is None:
         return []
     return [{"path": p, "bytes": len(data)} for p, data in sorted(store.files(snapshot_id).items())]
 
 
-def code_file(paths: ExperimentPaths, snapshot_id: str, path: str) -> dict[str, Any]:
+def code_file(store: SnapshotStore | None, snapshot_id: str, path: str) -> dict[str, Any]:
     """One file of the snapshot (`SnapshotError` for a path not in it, or not a path)."""
-    store = open_store(paths)
     if store is None:
         raise LookupError("this experiment has no snapshot store")
     data = store.read_file_at(snapshot_id, path)
@@ -143,9 +144,9 @@ def code_file(paths: ExperimentPaths, snapshot_id: str, path: str) -> dict[str, 
         return {"path": path, "bytes": len(data), "text": None, "note": "binary"}
 
 
-def diff_to_parent(paths: ExperimentPaths, snapshot_id: str) -> dict[str, Any]:
-    """The unified diff from the snapshot's parent commit to it, whole (git's own)."""
-    store = open_store(paths)
+def diff_to_parent(store: SnapshotStore | None, snapshot_id: str) -> dict[str, Any]:
+    """The unified diff from the snapshot's parent commit to it, whole (git's own); the page
+    lays it out unified or side by side."""
     if store is None:
         return {"parent": None, "diff": "", "stats": None}
     parent = store.get(snapshot_id).parent_id

@@ -21,6 +21,7 @@ from flashrsi_dagster.decisions.report import ledger_figures
 from flashrsi_dagster.evaluator.compare import basis
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.experiment.keys import NIGHTLY
+from flashrsi_dagster.explorer.links import node_url
 from flashrsi_dagster.orchestration.partitions import AlgorithmPartitions
 from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import final_trajectories
@@ -77,6 +78,7 @@ def snapshot(
     if parent_round is not None:
         metadata["parent"] = snapshot_link(partitions, asset, name, parent_round, slot)
     child, parent = info.get("snapshot_id"), info.get("parent_id")
+    metadata.update(explorer_link(name, child, info.get("round"), info.get("slot")))
     if child and parent:
         stats = store.diff_stats(parent, child)
         metadata.update(
@@ -86,6 +88,24 @@ def snapshot(
             diff=dg.MetadataValue.md(diff_markdown(store, parent, child)),
         )
     return metadata
+
+
+def explorer_node(snapshot_id: str | None, round_: int | None, slot: str | None) -> str | None:
+    """The candidate's node id in the explorer's tree: its snapshot, else its round and slot
+    (an edit that committed nothing), as `explorer.candidates.node_id` names it."""
+    if snapshot_id:
+        return str(snapshot_id)
+    if round_ is not None and slot:
+        return f"r{round_}.{slot}"
+    return None
+
+
+def explorer_link(
+    name: str, snapshot_id: str | None, round_: int | None, slot: str | None
+) -> dict[str, Any]:
+    """`explorer`: the candidate's node in the experiment explorer (`explorer.links`)."""
+    node = explorer_node(snapshot_id, round_, slot)
+    return {} if node is None else {"explorer": dg.MetadataValue.url(node_url(name, node))}
 
 
 def worker(path: Path) -> dict[str, Any]:

@@ -80,8 +80,8 @@ def test_the_meta_harness_tree_scores_rounds_and_labels_the_sealed_test(demo_hom
 def test_a_candidate_s_records_hold_its_worker_run_and_every_target_rollout(demo_home):
     paths, tree = _tree(demo_home, "best-of-n-demo")
     sample = next(n for n in tree.nodes if n.round == 1)
-    files = node_records(paths, node_decisions(paths, sample.id))
-    found = trajectories(paths, files)
+    files = node_records(paths, node_decisions(Ledger(paths.root).entries(), sample.id))
+    found = trajectories(paths, files, public_test=True)
 
     assert [t["task_id"] for t in found["worker"]] and found["worker"][0]["split"] is None
     assert found["worker"][0]["entries"][0]["role"] == "run_config"
@@ -118,6 +118,8 @@ def test_the_sealed_test_is_not_shown_before_it_has_run(tmp_path):
 
     assert tree.sealed_test is None
     assert all(n.sealed_test is None for n in tree.nodes)
+    entries = Ledger(paths.root).entries()
     for node in tree.nodes:
-        found = trajectories(paths, node_records(paths, node_decisions(paths, node.id)))
+        files = node_records(paths, node_decisions(entries, node.id))
+        found = trajectories(paths, files, public_test=tree.sealed_test is not None)
         assert all(t["split"] != "test" for t in found["target"])

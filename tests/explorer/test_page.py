@@ -109,8 +109,12 @@ def test_a_click_on_a_node_reaches_its_evidence_code_diff_and_trajectories(page,
     page.wait_for("document.querySelectorAll('.node').length == 3")
     page.evaluate(f"document.querySelector('.node[data-id=\"{node['id']}\"]')"
                   ".dispatchEvent(new MouseEvent('click'))")  # fmt: skip
-    text = page.wait("Paired statistics", "Tokens per role", f"node {node['id']}")
+    text = page.wait("Paired statistics", "Tokens and cost per role", f"node {node['id']}")
     assert node["reason"] in text
+    runs = page.evaluate("document.querySelector('.dagster a.runs').href")
+    assert runs.startswith("http://127.0.0.1:3000/runs?") and "flashrsi%2Fround%3D1" in runs
+    assets = page.evaluate("[...document.querySelectorAll('.dagster a.asset')].map(a => a.href)")
+    assert len(assets) == 5 and all("partition=r001.c0%7Cmeta-harness-demo" in a for a in assets)
     _shot(page, "node-evidence")
 
     _tab(page, "Code", "prompts/system.md", "runtime/agent.py")
@@ -126,6 +130,15 @@ def test_a_click_on_a_node_reaches_its_evidence_code_diff_and_trajectories(page,
     assert page.evaluate("document.querySelectorAll('pre.diff .add').length") > 0
     assert "against " + node["parent"][:8] in text
     _shot(page, "node-diff")
+    page.click("side by side")
+    assert page.wait_for("document.querySelectorAll('table.split td .add').length > 0")
+    assert page.evaluate("document.querySelector('pre.diff')") is None
+    assert page.evaluate("document.querySelector('table.split th').innerText") == (
+        "prompts/system.md"
+    )
+    _shot(page, "node-diff-side-by-side")
+    page.click("unified")
+    assert page.wait_for("document.querySelector('pre.diff') !== null")
 
     _tab(page, "Worker", "run_config", "→ shell")
     _shot(page, "node-worker")
@@ -141,3 +154,47 @@ def test_a_click_on_a_node_reaches_its_evidence_code_diff_and_trajectories(page,
     passed = int(text.split("passed (")[1].split(")")[0])
     assert page.wait_for(f"document.querySelectorAll('#tab details').length == {6 - passed}")
     _shot(page, "node-targets-without-passed")
+    assert page.evaluate("document.querySelector('#error-class').options[0].text") == (
+        "any error class"
+    )
+    task = page.evaluate("document.querySelector('#tab details summary').innerText")
+    task = task.split("] ")[1].split(" · ")[0]
+    page.evaluate(
+        f"(() => {{ const box = document.querySelector('#task-filter'); box.value = '{task}';"
+        " box.dispatchEvent(new Event('input')); })()"
+    )
+    assert page.wait_for("document.querySelectorAll('#tab details').length == 1")
+    assert task in page.text() and "1 of 6 rollouts" in page.text()
+    _shot(page, "node-targets-one-task")
+
+
+def test_the_plots_show_the_pareto_frontier_the_dev_test_gap_and_the_spend(page, explorer):
+    name = "meta-harness-demo"
+    tree = _tree(explorer, name)
+    page.open(f"{explorer}/?experiment={name}", "3 nodes", "Pareto frontier", "worker")
+    for plot in ("plot", "pareto", "gap"):
+        assert page.wait_for(f"document.querySelector('#{plot} canvas') !== null")
+    frontier = tree["plots"]["pareto"]["frontier"]
+    shown = page.evaluate("[...document.querySelectorAll('#frontier a')].map(a => a.dataset.node)")
+    assert shown == frontier
+    gap = page.evaluate("document.querySelector('#gap table.gap').innerText")
+    assert f"{tree['sealed_test']['score']:.3f}" in gap  # the promoted round's sealed test
+    assert page.evaluate("document.querySelectorAll('#spend tr').length") == 2  # worker, target
+    runs = page.evaluate("document.querySelector('#runs a').href")
+    assert runs.endswith("tag%3Aflashrsi%2Fexperiment%3Dmeta-harness-demo")
+    page.evaluate("document.querySelector('#frontier a').click()")
+    page.wait(f"node {frontier[0]}")
+    _shot(page, "plots")
+
+
+def test_a_link_from_dagster_opens_its_node(page, explorer):
+    """The URL a candidate snapshot's metadata holds (`explorer.links.node_url`)."""
+    from flashrsi_dagster.explorer.links import node_url
+
+    name = "evolver-demo"
+    node = next(n for n in _tree(explorer, name)["nodes"] if n["round"] == 1)
+    page.open(node_url(name, node["id"], explorer), f"node {node['id']}", "Tokens and cost")
+    assert page.evaluate(
+        f"document.querySelector('.node[data-id=\"{node['id']}\"]').classList.contains('selected')"
+    )
+    _shot(page, "deep-link-evolver")

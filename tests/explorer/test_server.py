@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
+from flashrsi_dagster.controls.spend import spend_by_role
 from flashrsi_dagster.explorer.server import create_app
+from tests.explorer.conftest import DEMOS
 
 DAGSTER = "http://127.0.0.1:3000"
 
@@ -47,6 +49,44 @@ def test_a_node_shows_its_evidence_trajectories_and_dagster_pages(client):
         f"{DAGSTER}/assets/meta_harness/snapshot?view=partitions"
         "&partition=r001.c0%7Cmeta-harness-demo"
     )
+
+
+def test_a_node_s_tokens_per_role_add_up_its_trajectories_and_it_links_to_its_runs(client):
+    node = _node(client, "meta-harness-demo", 1)
+    detail = client.get(f"/api/experiments/meta-harness-demo/nodes/{node['id']}").json()
+
+    for role in ("worker", "target"):
+        runs = detail[role]
+        spent = detail["tokens"][role]
+        assert spent["runs"] == len(runs) > 0
+        for count in ("input_tokens", "output_tokens", "tool_calls", "turns"):
+            assert spent[count] == sum(r["usage"][count] for r in runs)
+    assert detail["tokens"]["worker"]["model_calls"] > 0  # the gateway's own count
+    runs = detail["links"][-1]
+    assert runs["kind"] == "runs" and runs["url"].startswith(f"{DAGSTER}/runs?")
+    assert "flashrsi%2Fcandidate%3Dc0" in runs["url"]
+
+
+@pytest.mark.parametrize("name", sorted(DEMOS))
+def test_each_role_s_spend_is_the_gateway_log_s(client, demo_home, name):
+    spend = client.get(f"/api/experiments/{name}/spend").json()
+    counted = spend_by_role(demo_home / name / "logs" / "gateway.jsonl", name)
+
+    assert set(spend) == set(counted) and {"worker", "target"} <= set(spend)
+    for role, spent in spend.items():
+        assert spent["model_calls"] == counted[role].model_calls
+        assert spent["input_tokens"] + spent["output_tokens"] == counted[role].tokens
+
+
+def test_the_tree_carries_its_plots_and_its_runs_link(client):
+    tree = client.get("/api/experiments/meta-harness-demo/tree").json()
+    plots = tree["plots"]
+
+    assert plots["score_over_rounds"]["rounds"] == [0, 1, 2]
+    assert plots["pareto"]["points"] and plots["pareto"]["frontier"]
+    (tested,) = plots["dev_test_gap"]
+    assert tested["id"] == tree["baseline"] and tested["test"] == tree["sealed_test"]["score"]
+    assert tree["runs"] == f"{DAGSTER}/runs?q%5B%5D=tag%3Aflashrsi%2Fexperiment%3Dmeta-harness-demo"
 
 
 def test_a_node_s_code_and_diff_come_from_its_snapshot(client):

@@ -423,6 +423,7 @@ def test_history_lists_snapshots_oldest_first_with_parents(store, make_harness, 
     assert [s.id for s in history] == ids
     assert [s.parent_id for s in history] == [None, seed.id, seed.id, seed.id]
     assert [s.message for s in history] == ["seed", "step 0", "step 1", "step 2"]
+    assert store.parent_ids() == {s.id: s.parent_id for s in history}
 
 
 def test_read_file_at_refuses_unsafe_or_missing_paths(store, make_harness):

@@ -47,7 +47,7 @@ def key(name: str) -> dg.AssetKey:
 def sample(context: dg.AssetExecutionContext) -> Iterator:
     """The candidate's snapshot (the seed, or one Worker edit of it) and its dev evaluation,
     with what its Worker spent."""
-    search, _, k, slot = candidate_algorithm(context)
+    search, name, k, slot = candidate_algorithm(context)
     assert isinstance(search, BestOfN)
     with refusing_out_of_turn():
         record = search.evaluate_round(k, slot)
@@ -63,6 +63,7 @@ def sample(context: dg.AssetExecutionContext) -> Iterator:
         "worker_tokens": record.spend.tokens,
         "changed_lines": record.changed_lines,
         **table,
+        **describe.explorer_link(name, record.snapshot_id, k, slot),
     }
     if k > 0:
         metadata.update(describe.worker(search.layout.worker(k, slot)))

@@ -55,7 +55,7 @@ def key(name: str) -> dg.AssetKey:
 def candidate(context: dg.AssetExecutionContext) -> Iterator:
     """A generation's child (the seed at generation 0): parent, produced_by, entry, admission
     and the score of each train stage."""
-    dgm, _, g, slot = candidate_algorithm(context)
+    dgm, name, g, slot = candidate_algorithm(context)
     assert isinstance(dgm, Dgm)
     with refusing_out_of_turn():
         record = dgm.candidate(g, slot)
@@ -71,6 +71,7 @@ def candidate(context: dg.AssetExecutionContext) -> Iterator:
         )
         or "-",
         **describe.figures(score=record.score),
+        **describe.explorer_link(name, record.snapshot_id, g, slot),
     }
     yield dg.Output(record.model_dump(mode="json"), metadata=metadata)
     where = str(context.partition_key)

@@ -51,7 +51,7 @@ def key(name: str) -> dg.AssetKey:
 )
 def round_(context: dg.AssetExecutionContext) -> Iterator:
     """The round's improver (the seed, or what the current improver made of itself)."""
-    search, _, k, _ = candidate_algorithm(context)
+    search, name, k, slot = candidate_algorithm(context)
     assert isinstance(search, Stop)
     with refusing_out_of_turn():
         record = search.evaluate_round(k)
@@ -66,6 +66,7 @@ def round_(context: dg.AssetExecutionContext) -> Iterator:
             train_meta_utility=record.train_meta_utility, dev_meta_utility=record.dev_score
         ),
         "circumvention_attempts": len(attempts),
+        **describe.explorer_link(name, record.snapshot_id, k, slot),
     }
     yield dg.Output(record.model_dump(mode="json"), metadata=metadata)
     scores = [s for s in (record.train_meta_utility, record.dev_score) if s is not None]

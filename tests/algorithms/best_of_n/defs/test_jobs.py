@@ -13,6 +13,7 @@ from flashrsi_dagster.config import load_config
 from flashrsi_dagster.definitions import defs
 from flashrsi_dagster.deployment.cli_driver import drive_on
 from flashrsi_dagster.experiment import open_experiment
+from flashrsi_dagster.explorer.links import node_url
 from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
 from tests.dagster_instances import instance_on, sqlite_only
 
@@ -56,6 +57,8 @@ def test_the_driver_runs_the_control_as_runs_of_its_jobs(tmp_path, storage):
         sample = _latest(instance, "sample", PARTITIONS.key(name, 2, "c0"))
         assert sample["candidate"].value == "sample 1"
         assert sample["worker_model_calls"].value == state.samples[1].spend.model_calls
+        node = state.samples[1].snapshot_id or "r2.c0"  # an edit that committed nothing
+        assert sample["explorer"].url == node_url(name, node)  # its node in the explorer
         promotion = _latest(instance, "promotion", name)
         assert promotion["snapshot_id"].value == state.promotion.snapshot_id
         assert "budget: spent" in promotion["budget"].value
