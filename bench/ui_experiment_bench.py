@@ -26,6 +26,7 @@ import dagster as dg
 from dagster_ui import DagsterUI
 from report import OUT, save
 
+from flashrsi_dagster.deployment.instance import persistent_instance
 from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
 from flashrsi_dagster.orchestration.ready import ACTIVE
 from flashrsi_dagster.orchestration.resources import ExperimentsResource
@@ -70,7 +71,7 @@ def ui_seconds(algorithm: str, root: Path) -> tuple[float, float]:
         ui.start_sensor("round_driver")
         started = time.monotonic()
         run_id = ui.launch_job("start_experiment", run_config)
-        instance = dg.DagsterInstance.from_config(str(home / ".dagster"))
+        instance = persistent_instance(home)
         name = _created(instance, run_id)
         _finished(instance, ExperimentsResource.at(home), name)
         return time.monotonic() - started, ui.startup_s
