@@ -30,21 +30,31 @@ pytestmark = pytest.mark.filterwarnings(
 DOCKER = EnvironmentConfig(import_path=OFFLINE_DOCKER_IMPORT_PATH)
 
 
-def _rewards(suite: Path, agent: str, jobs: Path) -> dict[str, dict[str, float] | None]:
-    """Each task's verifier rewards (all keys) for `agent` over the whole suite."""
-    result = asyncio.run(
-        run_job(
-            builtin_task_dirs(suite),
-            jobs_dir=jobs,
-            agent=agent,
-            n_concurrent_trials=2,
-            environment=DOCKER,
+def _rewards(suite: Path, agents: list[str], jobs: Path) -> list[dict[str, dict | None]]:
+    """Per agent, each task's verifier rewards (all keys) over the whole suite: one Harbor
+    job an agent, the jobs at once (a trial mostly waits on its container)."""
+
+    async def jobs_at_once():
+        return await asyncio.gather(
+            *(
+                run_job(
+                    builtin_task_dirs(suite),
+                    jobs_dir=jobs / agent,
+                    agent=agent,
+                    n_concurrent_trials=2,
+                    environment=DOCKER,
+                )
+                for agent in agents
+            )
         )
-    )
-    return {
-        trial.task_name: trial.verifier_result and trial.verifier_result.rewards
-        for trial in result.trial_results
-    }
+
+    return [
+        {
+            trial.task_name: trial.verifier_result and trial.verifier_result.rewards
+            for trial in result.trial_results
+        }
+        for result in asyncio.run(jobs_at_once())
+    ]
 
 
 def _networks() -> set[str]:
@@ -59,8 +69,7 @@ def test_the_oracle_solves_every_task_in_docker_and_the_nop_agent_none(
 ):
     names = {path.name for path in builtin_task_dirs(suite)}
 
-    oracle = _rewards(suite, "oracle", tmp_path / "oracle")
-    nop = _rewards(suite, "nop", tmp_path / "nop")
+    oracle, nop = _rewards(suite, ["oracle", "nop"], tmp_path)
 
     assert {name: r and r["reward"] for name, r in oracle.items()} == dict.fromkeys(names, 1)
     assert {name: r and r["reward"] for name, r in nop.items()} == dict.fromkeys(names, 0)
@@ -71,22 +80,15 @@ def test_the_oracle_solves_every_task_in_docker_and_the_nop_agent_none(
 def test_rewards_are_read_from_reward_json_with_its_other_keys_and_from_reward_txt(
     tmp_path, harbor_docker
 ):
-    service = asyncio.run(
-        run_trial(
-            DOCKER_TASKS_DIR / "metrics-collector-service",
-            trials_dir=tmp_path,
-            agent="oracle",
-            environment=DOCKER,
+    async def both():  # at once: each trial mostly waits on its container
+        return await asyncio.gather(
+            *(
+                run_trial(DOCKER_TASKS_DIR / task, trials_dir=tmp_path, environment=DOCKER)
+                for task in ("metrics-collector-service", "release-manifest")
+            )
         )
-    )
-    release = asyncio.run(
-        run_trial(
-            DOCKER_TASKS_DIR / "release-manifest",
-            trials_dir=tmp_path,
-            agent="oracle",
-            environment=DOCKER,
-        )
-    )
+
+    service, release = asyncio.run(both())  # the oracle agent (run_trial's default)
 
     # the verifier saw the agent's collector with pgrep, in the same container
     assert service.verifier_result.rewards == {
