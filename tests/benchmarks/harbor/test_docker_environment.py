@@ -8,10 +8,13 @@ from __future__ import annotations
 import asyncio
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from harbor.models.job.result import JobResult
 from harbor.models.trial.config import EnvironmentConfig
+from harbor.models.trial.result import TrialResult
 
 from flashrsi_dagster.benchmarks.harbor.suite import (
     DOCKER_TASKS_DIR,
@@ -30,31 +33,48 @@ pytestmark = pytest.mark.filterwarnings(
 DOCKER = EnvironmentConfig(import_path=OFFLINE_DOCKER_IMPORT_PATH)
 
 
-def _rewards(suite: Path, agents: list[str], jobs: Path) -> list[dict[str, dict | None]]:
-    """Per agent, each task's verifier rewards (all keys) over the whole suite: one Harbor
-    job an agent, the jobs at once (a trial mostly waits on its container)."""
+AGENTS = ("oracle", "nop")
 
-    async def jobs_at_once():
+
+@pytest.fixture(scope="module")
+def trials(harbor_docker, tmp_path_factory) -> Callable[[Path], dict[str, dict[str, TrialResult]]]:
+    """`trials(suite)`: per agent (`AGENTS`), each task's trial over the whole suite, one Harbor
+    job an agent, the jobs at once (a trial mostly waits on its container). Run once a suite
+    for the module: the tests read the same trials in several ways."""
+    done: dict[Path, dict[str, dict[str, TrialResult]]] = {}
+
+    async def jobs(suite: Path) -> list[JobResult]:
+        jobs_dir = tmp_path_factory.mktemp(suite.name)
         return await asyncio.gather(
             *(
                 run_job(
                     builtin_task_dirs(suite),
-                    jobs_dir=jobs / agent,
+                    jobs_dir=jobs_dir / agent,
                     agent=agent,
                     n_concurrent_trials=2,
                     environment=DOCKER,
                 )
-                for agent in agents
+                for agent in AGENTS
             )
         )
 
-    return [
-        {
-            trial.task_name: trial.verifier_result and trial.verifier_result.rewards
-            for trial in result.trial_results
-        }
-        for result in asyncio.run(jobs_at_once())
-    ]
+    def of(suite: Path) -> dict[str, dict[str, TrialResult]]:
+        if suite not in done:
+            done[suite] = {
+                agent: {trial.task_name: trial for trial in result.trial_results}
+                for agent, result in zip(AGENTS, asyncio.run(jobs(suite)), strict=True)
+            }
+        return done[suite]
+
+    return of
+
+
+def _rewards(by_task: dict[str, TrialResult]) -> dict[str, dict[str, float] | None]:
+    """Each task's verifier rewards (all keys)."""
+    return {
+        name: trial.verifier_result and trial.verifier_result.rewards
+        for name, trial in by_task.items()
+    }
 
 
 def _networks() -> set[str]:
@@ -64,12 +84,10 @@ def _networks() -> set[str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("suite", [TASKS_DIR, DOCKER_TASKS_DIR], ids=["tasks", "docker_tasks"])
-def test_the_oracle_solves_every_task_in_docker_and_the_nop_agent_none(
-    suite, tmp_path, harbor_docker
-):
+def test_the_oracle_solves_every_task_in_docker_and_the_nop_agent_none(suite, trials):
     names = {path.name for path in builtin_task_dirs(suite)}
 
-    oracle, nop = _rewards(suite, ["oracle", "nop"], tmp_path)
+    oracle, nop = (_rewards(trials(suite)[agent]) for agent in AGENTS)
 
     assert {name: r and r["reward"] for name, r in oracle.items()} == dict.fromkeys(names, 1)
     assert {name: r and r["reward"] for name, r in nop.items()} == dict.fromkeys(names, 0)
@@ -77,18 +95,10 @@ def test_the_oracle_solves_every_task_in_docker_and_the_nop_agent_none(
 
 
 @pytest.mark.slow
-def test_rewards_are_read_from_reward_json_with_its_other_keys_and_from_reward_txt(
-    tmp_path, harbor_docker
-):
-    async def both():  # at once: each trial mostly waits on its container
-        return await asyncio.gather(
-            *(
-                run_trial(DOCKER_TASKS_DIR / task, trials_dir=tmp_path, environment=DOCKER)
-                for task in ("metrics-collector-service", "release-manifest")
-            )
-        )
-
-    service, release = asyncio.run(both())  # the oracle agent (run_trial's default)
+def test_rewards_are_read_from_reward_json_with_its_other_keys_and_from_reward_txt(trials):
+    # the oracle's trials of the Docker suite (the test above's)
+    oracle = trials(DOCKER_TASKS_DIR)["oracle"]
+    service, release = oracle["metrics-collector-service"], oracle["release-manifest"]
 
     # the verifier saw the agent's collector with pgrep, in the same container
     assert service.verifier_result.rewards == {
