@@ -39,7 +39,7 @@ def _cli_without_compose(tmp_path: Path) -> str:
     return f"{wrapper.parent}:{os.environ['PATH']}"
 
 
-def _eval_command(tmp_path: Path, agent: str, environment: str) -> list[str]:
+def _eval(tmp_path: Path, agent: str, environment: str = "docker") -> subprocess.CompletedProcess:
     tasks = tmp_path / "suite"
     shutil.copytree(TASKS_DIR / "fix-permissions", tasks / "fix-permissions")
     config = tmp_path / "tb.yaml"
@@ -52,27 +52,8 @@ def _eval_command(tmp_path: Path, agent: str, environment: str) -> list[str]:
         "  split_counts: {train: 0, dev: 1, test: 0}}\n"
     )
     command = [FLASHRSI, "eval", "--config", str(config), "--split", "dev"]
-    return [*command, "--experiment.home", str(tmp_path / "home")]
-
-
-def _eval(tmp_path: Path, agent: str, environment: str = "docker") -> subprocess.CompletedProcess:
-    command = _eval_command(tmp_path, agent, environment)
+    command += ["--experiment.home", str(tmp_path / "home")]
     return subprocess.run(command, capture_output=True, text=True, timeout=600)
-
-
-def _evals_at_once(*runs: tuple[Path, str, str]) -> list[subprocess.CompletedProcess]:
-    """`_eval` of each (folder, agent, environment), the commands started together (a trial
-    mostly waits on its container)."""
-    commands = [_eval_command(*run) for run in runs]
-    started = [
-        subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for c in commands
-    ]
-    outputs = [process.communicate(timeout=600) for process in started]
-    return [
-        subprocess.CompletedProcess(c, p.returncode, out, err)
-        for c, p, (out, err) in zip(commands, started, outputs, strict=True)
-    ]
 
 
 def test_without_an_engine_trials_in_docker_are_refused_naming_it(tmp_path, monkeypatch):
@@ -103,10 +84,8 @@ def test_with_an_engine_but_no_compose_plugin_trials_are_refused_naming_it(
 @pytest.mark.slow
 def test_a_terminal_bench_trial_runs_in_harbors_docker_environment(tmp_path, harbor_docker):
     # docker-offline: Harbor's docker environment with no registry or bridge network (here)
-    oracle, nop = _evals_at_once(
-        (tmp_path / "oracle", "harbor-oracle", "docker-offline"),
-        (tmp_path / "nop", "harbor-nop", "docker-offline"),
-    )
+    oracle = _eval(tmp_path / "oracle", "harbor-oracle", "docker-offline")
+    nop = _eval(tmp_path / "nop", "harbor-nop", "docker-offline")
 
     assert oracle.returncode == 0, oracle.stderr
     assert "score 1.000 over 1 tasks" in oracle.stdout
