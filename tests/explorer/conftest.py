@@ -2,11 +2,15 @@
 like its algorithm's own tests: the three demos of `flashrsi ui` — Meta-Harness (two Worker
 steps), ModularRSI (two epochs of its five branches on batches of three tasks, one rollout
 each, and the integration), the Evolver (one WHY, two candidates, one round) — and Best-of-N
-(three samples) and DGM (one generation of two candidates). Made once per session (about three
-minutes on two loaded cores), read by every explorer test."""
+(three samples) and DGM (one generation of two candidates). Made once per run (about three
+minutes on two loaded cores), read by every explorer test: under pytest-xdist the first worker
+to need it makes it in the run's shared temporary folder, and the others read that one (with
+`--dist loadfile` the explorer's files land on both workers; each made its own before)."""
 
 from __future__ import annotations
 
+import fcntl
+import shutil
 from pathlib import Path
 
 import pytest
@@ -48,8 +52,17 @@ def make_experiment(home: Path, example: str, *overrides: str, until: str | None
 
 
 @pytest.fixture(scope="session")
-def demo_home(tmp_path_factory) -> Path:
-    home = tmp_path_factory.mktemp("explorer") / "home"
-    for example, *overrides in DEMOS.values():
-        make_experiment(home, example, *overrides)
+def demo_home(tmp_path_factory, worker_id: str) -> Path:
+    base = tmp_path_factory.getbasetemp()
+    shared = base if worker_id == "master" else base.parent  # the parent: the run's, all workers'
+    root = shared / "explorer-demos"
+    root.mkdir(exist_ok=True)
+    home, made = root / "home", root / "made"
+    with (root / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker making it: wait, then read its home
+        if not made.exists():
+            shutil.rmtree(home, ignore_errors=True)  # a half-made one (its maker failed)
+            for example, *overrides in DEMOS.values():
+                make_experiment(home, example, *overrides)
+            made.touch()
     return home
