@@ -3,14 +3,11 @@ like its algorithm's own tests: the three demos of `flashrsi ui` — Meta-Harnes
 steps), ModularRSI (two epochs of its five branches on batches of three tasks, one rollout
 each, and the integration), the Evolver (one WHY, two candidates, one round) — and Best-of-N
 (three samples) and DGM (one generation of two candidates). Made once per run (about three
-minutes on two loaded cores), read by every explorer test: under pytest-xdist the first worker
-to need it makes it in the run's shared temporary folder, and the others read that one (with
-`--dist loadfile` the explorer's files land on both workers; each made its own before)."""
+minutes on two loaded cores), read by every explorer test on whichever xdist worker it runs
+(`tests/run_wide.py`)."""
 
 from __future__ import annotations
 
-import fcntl
-import shutil
 from pathlib import Path
 
 import pytest
@@ -18,6 +15,7 @@ import pytest
 from flashrsi_dagster.algorithms.registry import open_algorithm
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.experiment import open_experiment
+from tests.run_wide import made_once
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 DEMOS = {
@@ -53,16 +51,8 @@ def make_experiment(home: Path, example: str, *overrides: str, until: str | None
 
 @pytest.fixture(scope="session")
 def demo_home(tmp_path_factory, worker_id: str) -> Path:
-    base = tmp_path_factory.getbasetemp()
-    shared = base if worker_id == "master" else base.parent  # the parent: the run's, all workers'
-    root = shared / "explorer-demos"
-    root.mkdir(exist_ok=True)
-    home, made = root / "home", root / "made"
-    with (root / "lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker making it: wait, then read its home
-        if not made.exists():
-            shutil.rmtree(home, ignore_errors=True)  # a half-made one (its maker failed)
-            for example, *overrides in DEMOS.values():
-                make_experiment(home, example, *overrides)
-            made.touch()
-    return home
+    def make(home: Path) -> None:
+        for example, *overrides in DEMOS.values():
+            make_experiment(home, example, *overrides)
+
+    return made_once(tmp_path_factory, worker_id, "explorer-home", make)
