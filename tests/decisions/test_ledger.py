@@ -14,6 +14,7 @@ from flashrsi_dagster.algorithms.modular_rsi.run import ModularRSI
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.decisions.report import ledger_lines
+from tests.run_wide import made_once
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
@@ -151,7 +152,13 @@ def test_modular_rsi_adopts_for_branches_rejects_with_gate_verdicts_and_compares
     assert Ledger.of(algorithm.experiment).path.read_bytes() == before
 
 
-def copy_experiment(harness: MetaHarness, home: Path) -> Path:
-    """A copy of the experiment's home, for tests that change it."""
-    shutil.copytree(Path(harness.experiment.config.experiment.home), home)
+def copy_experiment(finished: Path, home: Path) -> Path:
+    """A copy of the experiment's home `finished`, for tests that change it."""
+    shutil.copytree(finished, home)
     return home
+
+
+def finished_demo(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """The home of `meta_harness_demo` run to its end, made once per test run (the modules that
+    copy it share it, `tests/run_wide.py`): ledger [reject round 2, adopt round 1]."""
+    return made_once(tmp_path_factory, worker_id, "meta-harness-demo", meta_harness_demo)

@@ -13,14 +13,14 @@ from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.decisions.report import ledger_figures
 from flashrsi_dagster.records.chain import CHAIN, HEAD
 from flashrsi_dagster.records.verify import problems_of
-from tests.decisions.test_ledger import copy_experiment, meta_harness_demo
+from tests.decisions.test_ledger import copy_experiment, finished_demo
 
 NAME = "meta-harness-demo"
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory):
-    return meta_harness_demo(tmp_path_factory.mktemp("done") / "home")
+def finished(tmp_path_factory, worker_id) -> Path:
+    return finished_demo(tmp_path_factory, worker_id)
 
 
 @pytest.fixture

@@ -2,8 +2,9 @@
 like its algorithm's own tests: the three demos of `flashrsi ui` — Meta-Harness (two Worker
 steps), ModularRSI (two epochs of its five branches on batches of three tasks, one rollout
 each, and the integration), the Evolver (one WHY, two candidates, one round) — and Best-of-N
-(three samples) and DGM (one generation of two candidates). Made once per session (about three
-minutes on two loaded cores), read by every explorer test."""
+(three samples) and DGM (one generation of two candidates). Made once per run (about three
+minutes on two loaded cores), read by every explorer test on whichever xdist worker it runs
+(`tests/run_wide.py`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from flashrsi_dagster.algorithms.registry import open_algorithm
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.experiment import open_experiment
+from tests.run_wide import made_once
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 DEMOS = {
@@ -48,8 +50,9 @@ def make_experiment(home: Path, example: str, *overrides: str, until: str | None
 
 
 @pytest.fixture(scope="session")
-def demo_home(tmp_path_factory) -> Path:
-    home = tmp_path_factory.mktemp("explorer") / "home"
-    for example, *overrides in DEMOS.values():
-        make_experiment(home, example, *overrides)
-    return home
+def demo_home(tmp_path_factory, worker_id: str) -> Path:
+    def make(home: Path) -> None:
+        for example, *overrides in DEMOS.values():
+            make_experiment(home, example, *overrides)
+
+    return made_once(tmp_path_factory, worker_id, "explorer-home", make)

@@ -19,7 +19,6 @@ import pytest
 from flashrsi_dagster.agents.claude_code.adapter import ClaudeCode
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS as MINIAGENT
 from flashrsi_dagster.agents.miniagent.adapter import MiniAgent
-from flashrsi_dagster.algorithms.meta_harness.run import MetaHarness
 from flashrsi_dagster.cli import main
 from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.experiment.lock import StepLock
@@ -30,7 +29,7 @@ from tests.algorithms.test_host_duties import (
     run_across_dev_versions,
 )
 from tests.conftest import CANARY, CANARY_ENV, PATIENCE
-from tests.decisions.test_ledger import copy_experiment, meta_harness_demo
+from tests.decisions.test_ledger import copy_experiment, finished_demo
 from tests.sabotage.helpers import every_byte_under, found_secret
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -146,9 +145,9 @@ def test_the_scores_asset_shows_no_change_over_a_parent_on_another_eval_set(tmp_
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory) -> MetaHarness:
-    """The Meta-Harness demo run to its end: ledger [reject round 2, adopt round 1]."""
-    return meta_harness_demo(tmp_path_factory.mktemp("duties") / "home")
+def finished(tmp_path_factory, worker_id) -> Path:
+    """The Meta-Harness demo's home, run to its end: ledger [reject round 2, adopt round 1]."""
+    return finished_demo(tmp_path_factory, worker_id)
 
 
 @pytest.fixture
@@ -297,6 +296,6 @@ def test_a_rewritten_evaluator_record_stops_the_next_run(home, capsys, record):
 
 def test_the_experiment_folder_is_left_as_found(finished):
     """The module's experiment is only ever copied: the tests above changed copies."""
-    root = Path(finished.experiment.config.experiment.home) / NAME
+    root = finished / NAME
     assert problems_of(root) == []
     assert [e.decision for e in Ledger(root).entries()] == ["reject", "adopt"]

@@ -8,11 +8,13 @@ from __future__ import annotations
 import asyncio
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from harbor.models.job.result import JobResult
 from harbor.models.trial.config import EnvironmentConfig
-from harbor.models.trial.result import ExceptionInfo
+from harbor.models.trial.result import ExceptionInfo, TrialResult
 
 from flashrsi_dagster.agents import target_agent
 from flashrsi_dagster.benchmarks.base import Task
@@ -39,20 +41,47 @@ pytestmark = pytest.mark.filterwarnings(
 DOCKER = EnvironmentConfig(import_path=OFFLINE_DOCKER_IMPORT_PATH)
 
 
-def _rewards(suite: Path, agent: str, jobs: Path) -> dict[str, dict[str, float] | None]:
-    """Each task's verifier rewards (all keys) for `agent` over the whole suite."""
-    result = asyncio.run(
-        run_job(
-            builtin_task_dirs(suite),
-            jobs_dir=jobs,
-            agent=agent,
-            n_concurrent_trials=2,
-            environment=DOCKER,
+AGENTS = ("oracle", "nop")
+
+
+@pytest.fixture(scope="module")
+def trials(harbor_docker, tmp_path_factory) -> Callable[[Path], dict[str, dict[str, TrialResult]]]:
+    """`trials(suite)`: per agent (`AGENTS`), each task's trial over the whole suite, one Harbor
+    job an agent, the jobs at once (a trial mostly waits on its container). Run once a suite
+    for the module: the tests read the same trials in several ways."""
+    done: dict[Path, dict[str, dict[str, TrialResult]]] = {}
+
+    async def jobs(suite: Path) -> list[JobResult]:
+        jobs_dir = tmp_path_factory.mktemp(suite.name)
+        return await asyncio.gather(
+            *(
+                run_job(
+                    builtin_task_dirs(suite),
+                    jobs_dir=jobs_dir / agent,
+                    agent=agent,
+                    n_concurrent_trials=2,
+                    environment=DOCKER,
+                )
+                for agent in AGENTS
+            )
         )
-    )
+
+    def of(suite: Path) -> dict[str, dict[str, TrialResult]]:
+        if suite not in done:
+            done[suite] = {
+                agent: {trial.task_name: trial for trial in result.trial_results}
+                for agent, result in zip(AGENTS, asyncio.run(jobs(suite)), strict=True)
+            }
+        return done[suite]
+
+    return of
+
+
+def _rewards(by_task: dict[str, TrialResult]) -> dict[str, dict[str, float] | None]:
+    """Each task's verifier rewards (all keys)."""
     return {
-        trial.task_name: trial.verifier_result and trial.verifier_result.rewards
-        for trial in result.trial_results
+        name: trial.verifier_result and trial.verifier_result.rewards
+        for name, trial in by_task.items()
     }
 
 
@@ -63,13 +92,10 @@ def _networks() -> set[str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("suite", [TASKS_DIR, DOCKER_TASKS_DIR], ids=["tasks", "docker_tasks"])
-def test_the_oracle_solves_every_task_in_docker_and_the_nop_agent_none(
-    suite, tmp_path, harbor_docker
-):
+def test_the_oracle_solves_every_task_in_docker_and_the_nop_agent_none(suite, trials):
     names = {path.name for path in builtin_task_dirs(suite)}
 
-    oracle = _rewards(suite, "oracle", tmp_path / "oracle")
-    nop = _rewards(suite, "nop", tmp_path / "nop")
+    oracle, nop = (_rewards(trials(suite)[agent]) for agent in AGENTS)
 
     assert {name: r and r["reward"] for name, r in oracle.items()} == dict.fromkeys(names, 1)
     assert {name: r and r["reward"] for name, r in nop.items()} == dict.fromkeys(names, 0)
@@ -77,25 +103,10 @@ def test_the_oracle_solves_every_task_in_docker_and_the_nop_agent_none(
 
 
 @pytest.mark.slow
-def test_rewards_are_read_from_reward_json_with_its_other_keys_and_from_reward_txt(
-    tmp_path, harbor_docker
-):
-    service = asyncio.run(
-        run_trial(
-            DOCKER_TASKS_DIR / "metrics-collector-service",
-            trials_dir=tmp_path,
-            agent="oracle",
-            environment=DOCKER,
-        )
-    )
-    release = asyncio.run(
-        run_trial(
-            DOCKER_TASKS_DIR / "release-manifest",
-            trials_dir=tmp_path,
-            agent="oracle",
-            environment=DOCKER,
-        )
-    )
+def test_rewards_are_read_from_reward_json_with_its_other_keys_and_from_reward_txt(trials):
+    # the oracle's trials of the Docker suite (the test above's)
+    oracle = trials(DOCKER_TASKS_DIR)["oracle"]
+    service, release = oracle["metrics-collector-service"], oracle["release-manifest"]
 
     # the verifier saw the agent's collector with pgrep, in the same container
     assert service.verifier_result.rewards == {
