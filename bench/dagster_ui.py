@@ -78,6 +78,10 @@ class DagsterUI:
         if self._log is not None:
             self._log.close()
 
+    def launch_job(self, job: str, run_config: dict) -> str:
+        """Launch `job` with `run_config`, as the Launchpad's button does; its run id."""
+        return self._launch(job, run_config, {})
+
     def launch(self, request: dg.RunRequest, partition_dimensions: dict[str, str]) -> str:
         """Launch the run of `request` as the UI launches it; its run id."""
         tags = {
@@ -87,13 +91,17 @@ class DagsterUI:
         }
         if request.run_key:
             tags["dagster/run_key"] = request.run_key
+        assert request.job_name is not None
+        return self._launch(request.job_name, {}, tags)
+
+    def _launch(self, job: str, run_config: dict, tags: dict[str, str]) -> str:
         params = {
             "selector": {
                 "repositoryName": self.repository,
                 "repositoryLocationName": self.location,
-                "pipelineName": request.job_name,
+                "pipelineName": job,
             },
-            "runConfigData": {},
+            "runConfigData": run_config,
             "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]},
         }
         launched = self._graphql(LAUNCH, {"params": params})["launchPipelineExecution"]
