@@ -12,6 +12,7 @@ from flashrsi_dagster.experiment import ConfigChangedError
 from flashrsi_dagster.orchestration.algorithm_defs import defs_for
 from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
 from flashrsi_dagster.orchestration.resources.experiments import InvalidExperiment
+from flashrsi_dagster.orchestration.tags import TITLE_TAG, title
 from flashrsi_dagster.records import Redactor
 
 
@@ -52,13 +53,16 @@ def create_experiment(context: dg.OpExecutionContext, config: StartExperiment) -
     defs_for(settings.algorithm.name).register(
         context.instance, name, experiments.algorithm(name, log=context.log.info)
     )
-    context.instance.add_run_tags(context.run_id, {EXPERIMENT_TAG: name})
+    context.instance.add_run_tags(
+        context.run_id, {EXPERIMENT_TAG: name, TITLE_TAG: title(name, "start")}
+    )
     context.add_output_metadata(
         {
             "experiment": name,
             "algorithm": settings.algorithm.name,
             "folder": str(experiment.paths.root),
-            "next": "the round driver sensor (Automation tab) runs its rounds",
+            "next": "the round_driver sensor (on by default; Automation tab) runs its rounds: "
+            "if it was turned off, turn it on there, or run `flashrsi resume` on this home",
         }
     )
 
