@@ -82,13 +82,13 @@ class AlgorithmDefs:
 
     def register(self, instance: dg.DagsterInstance, name: str, opened: Algorithm) -> None:
         """The experiment's partitions, all of them up front (`opened`: its algorithm)."""
-        self.partitions.register(instance, name, opened.rounds(), opened.slots())
+        self.partitions.register(instance, name, opened.round_slots())
 
     def unregistered(
         self, instance: dg.DagsterInstance, name: str, opened: Algorithm
     ) -> list[dg.AddDynamicPartitionsRequest]:
         """The experiment's partitions `instance` does not know yet, as requests."""
-        return self.partitions.missing(instance, name, opened.rounds(), opened.slots())
+        return self.partitions.missing(instance, name, opened.round_slots())
 
     def request(
         self, name: str, step: Step, tags: Mapping[str, str] | None = None

@@ -68,17 +68,17 @@ def candidate_algorithm(context: dg.AssetExecutionContext) -> tuple[Algorithm, s
     """The experiment's algorithm, and the experiment, round and slot of the run's partition.
     A partition that is not one of the experiment's candidates fails the run before anything
     is done: anyone can add a key to a dynamic partition in the UI, and `r0000.c0` would read
-    as round 0, `r000.c1` as a slot the algorithm does not have."""
+    as round 0, `r000.c1` as a slot of a round that has only the seed."""
     name, k, slot = candidate(context)
     algorithm = algorithm_of(context, name)
     rounds, slots = algorithm.rounds(), algorithm.slots()
     given = context.partition_key.keys_by_dimension[CANDIDATE]
-    if given != candidate_key(k, slot) or k >= rounds or slot not in slots:
+    if given != candidate_key(k, slot) or (k, slot) not in algorithm.round_slots():
         last = candidate_key(rounds - 1, slots[-1])
         raise dg.Failure(
             description=f"partition {context.partition_key} is not a candidate of experiment "
             f"{name!r} (its candidates are {candidate_key(0, slots[0])} to {last}, slots "
-            f"{', '.join(slots)}); nothing was done",
+            f"{', '.join(slots)}, each round those its steps use); nothing was done",
             allow_retries=False,
         )
     return algorithm, name, k, slot
