@@ -11,7 +11,6 @@ import pytest
 from pydantic import ValidationError
 
 from flashrsi_dagster.deployment.definitions import build_definitions
-
 from flashrsi_dagster.deployment.instance import (
     GENERATED_BEFORE,
     MOVED,

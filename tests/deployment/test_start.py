@@ -70,5 +70,5 @@ def test_a_name_given_is_never_changed(tmp_path):
     config is refused, with the change named."""
     experiments = ExperimentsResource.at(tmp_path / "home")
     experiments.create(EXAMPLE, name="mine", overrides=["--benchmark.limit", "3"])
-    with pytest.raises(InvalidExperiment, match="benchmark.limit: 3 -> 4"):
+    with pytest.raises(InvalidExperiment, match=r"benchmark\.limit: 3 -> 4"):
         experiments.create(EXAMPLE, name="mine", overrides=["--benchmark.limit", "4"])
