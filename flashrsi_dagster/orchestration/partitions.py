@@ -1,4 +1,4 @@
-"""Partitions of an algorithm's assets: a dense grid of experiment x candidate.
+"""Partitions of an algorithm's assets: experiment x candidate, the (round, slot)s steps use.
 
 Both dimensions are dynamic and belong to one algorithm (`meta_harness_experiment`,
 `meta_harness_candidate`). A candidate key names a round and a slot (`r003.c0`), the real
