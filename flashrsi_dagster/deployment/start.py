@@ -6,6 +6,7 @@ so previewing a schedule or a sensor tick has no side effects."""
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import dagster as dg
 from pydantic import Field, ValidationError
@@ -13,7 +14,7 @@ from pydantic import Field, ValidationError
 from flashrsi_dagster.config import ConfigError
 from flashrsi_dagster.config.names import NAME_RULE
 from flashrsi_dagster.experiment import ConfigChangedError
-from flashrsi_dagster.orchestration.algorithm_defs import defs_for
+from flashrsi_dagster.orchestration.algorithm_defs import AlgorithmDefs, defs_for
 from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
 from flashrsi_dagster.orchestration.resources.experiments import InvalidExperiment
 from flashrsi_dagster.orchestration.tags import TITLE_TAG, title
@@ -52,9 +53,8 @@ def create_experiment(context: dg.OpExecutionContext, config: StartExperiment) -
         raise dg.Failure(description=refusal(config, exc), allow_retries=False) from None
     settings = experiment.config
     name = settings.experiment.name
-    defs_for(settings.algorithm.name).register(
-        context.instance, name, experiments.algorithm(name, log=context.log.info)
-    )
+    defs = defs_for(settings.algorithm.name)
+    defs.register(context.instance, name, experiments.algorithm(name, log=context.log.info))
     context.instance.add_run_tags(
         context.run_id, {EXPERIMENT_TAG: name, TITLE_TAG: title(name, "start")}
     )
@@ -65,7 +65,19 @@ def create_experiment(context: dg.OpExecutionContext, config: StartExperiment) -
             "folder": str(experiment.paths.root),
             "next": "the round_driver sensor (on by default; Automation tab) runs its rounds: "
             "if it was turned off, turn it on there, or run `flashrsi resume` on this home",
+            "watch": _watch(defs, name),
         }
+    )
+
+
+def _watch(defs: AlgorithmDefs, name: str) -> dg.MetadataValue:
+    """Where the experiment shows in this UI: its summary's partition where the algorithm
+    reports one, else its sealed test's (every algorithm's last asset, per experiment)."""
+    keys = {k for a in defs.assets for k in getattr(a, "keys", None) or [a.key]}
+    summary = dg.AssetKey([*defs.sealed_test.path[:-1], "summary"])
+    shown = summary if summary in keys else defs.sealed_test
+    return dg.MetadataValue.url(
+        f"/assets/{'/'.join(shown.path)}?view=partitions&partition={quote(name)}"
     )
 
 

@@ -59,6 +59,9 @@ def test_the_default_launch_right_after_make_demo_starts_a_fresh_experiment_then
         registered = instance.get_dynamic_partitions("meta_harness_experiment")
 
     assert started == ["meta-harness-demo-2", "meta-harness-demo-2"]
+    (output,) = [e for e in runs[0].events_for_node("create_experiment") if e.is_successful_output]
+    watch = output.step_output_data.metadata["watch"].value  # where the newcomer finds it
+    assert watch == "/assets/meta_harness/summary?view=partitions&partition=meta-harness-demo-2"
     assert registered == ["meta-harness-demo-2"]
     assert sorted(p.name for p in home.iterdir()) == ["meta-harness-demo", "meta-harness-demo-2"]
     assert (home / "meta-harness-demo" / "run_meta.json").read_bytes() == made
