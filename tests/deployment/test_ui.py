@@ -446,7 +446,7 @@ def _runs_of(ui: UI, name: str) -> list[dict]:
 
 
 def _title(run: dict) -> str | None:
-    return {t["key"]: t["value"] for t in run["tags"]}.get("flashrsi/title")
+    return {t["key"]: t["value"] for t in run["tags"]}.get("flashrsi/about")
 
 
 def test_an_experiment_started_from_the_launchpad(ui, screens):
