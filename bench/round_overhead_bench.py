@@ -43,6 +43,7 @@ figures move with the load: repeat them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 import tempfile
@@ -60,6 +61,7 @@ from flashrsi_dagster.config import load_config
 from flashrsi_dagster.deployment.in_process import InProcessRuns
 from flashrsi_dagster.deployment.instance import persistent_instance
 from flashrsi_dagster.experiment import open_experiment
+from flashrsi_dagster.experiment.lock import driving
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
 from flashrsi_dagster.orchestration.algorithm_defs import defs_for
 from flashrsi_dagster.orchestration.resources import ExperimentsResource, HarborEnvironmentResource
@@ -210,8 +212,11 @@ def _ui_rounds(
     experiments = ExperimentsResource.at(home)
     algorithm.register(instance, name, experiments.algorithm(name))
     rows = []
+    # Launched by hand, the rounds are driven here: the driver lock keeps the round driver
+    # sensor (on by default) off this experiment, as it does beside `flashrsi run`.
+    hold = driving(Path(home) / name) if driver == "launch" else contextlib.nullcontext()
     try:
-        with DagsterUI(home, OUT / "dagster-dev.log") as ui:
+        with hold, DagsterUI(home, OUT / "dagster-dev.log") as ui:
             asked = time.time()
             if driver == "sensor":
                 ui.start_sensor("round_driver")

@@ -61,6 +61,12 @@ class Partitioned(Protocol):
         experiment (ModularRSI's rounds are its batches, so they follow the train split)."""
         ...
 
+    def round_slots(self) -> tuple[tuple[int, str], ...]:
+        """Every (round, slot) a round step may run in: the partitions registered for the
+        experiment, so the UI's grid has no slot that no step uses (Meta-Harness's seed
+        round has one slot, the Evolver's rounds past the cold start no vanilla)."""
+        ...
+
 
 class Planning(Protocol):
     """Reading: the state from the records, and what comes next. Nothing is started."""

@@ -53,6 +53,12 @@ class Searching:
         self.settings = Settings.of(experiment.config.benchmark)
         self.log, self.progress = log, progress
 
+    def round_slots(self) -> tuple[tuple[int, str], ...]:
+        """Every slot of every round, unless the algorithm says which are used
+        (`Partitioned.round_slots`)."""
+        rounds, slots = self.rounds(), self.slots()  # type: ignore[attr-defined]
+        return tuple((k, slot) for k in range(rounds) for slot in slots)
+
     @cached_property
     def benchmark(self) -> Benchmark:
         return self.builders.benchmark(self.experiment.config.benchmark)

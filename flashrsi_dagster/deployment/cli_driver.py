@@ -98,20 +98,28 @@ def drive_on(
 
 
 def _refuse_beside_the_sensor(instance: dg.DagsterInstance, name: str) -> None:
-    """One driver per experiment: where the round driver sensor runs (turned on, its daemon
-    alive), it drives; this process would race it. Checked with the driver lock held, which
-    the sensor respects, so a sensor turned on later leaves this experiment alone."""
-    states = instance.all_instigator_state(
-        instigator_type=InstigatorType.SENSOR, instigator_statuses={InstigatorStatus.RUNNING}
-    )
+    """One driver per experiment: where the round driver sensor runs (on, its daemon alive),
+    it drives; this process would race it. The sensor is on by default: it is off only where
+    it was turned off in the UI (a stored state, none of it running). Checked with the driver
+    lock held, which the sensor respects, so a sensor turned on later leaves this experiment
+    alone."""
+    states = [
+        s
+        for s in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR)
+        if s.instigator_name == round_driver.name
+    ]
+    on = not states or any(s.status in _ON for s in states)
     beat = instance.get_daemon_heartbeats().get("SENSOR")
     alive = beat is not None and time.time() - beat.timestamp < DAEMON_GONE
-    if alive and any(s.instigator_name == round_driver.name for s in states):
+    if alive and on:
         raise DriverBusy(
             f"experiment {name!r}: the {round_driver.name} sensor is on and its daemon runs: "
             "it drives this home's experiments (watch them in `flashrsi ui`); stop the "
-            "sensor there to drive from the command line"
+            "sensor there (Automation tab) to drive from the command line"
         )
+
+
+_ON = {InstigatorStatus.RUNNING, InstigatorStatus.DECLARED_IN_CODE}
 
 
 def _drive_held(instance, experiment, say, only, wait_limit):

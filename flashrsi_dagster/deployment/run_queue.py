@@ -86,12 +86,27 @@ class RunQueue(QueuedRunCoordinator):
     def submit_run(self, context: SubmitRunContext) -> dg.DagsterRun:
         run = context.dagster_run
         home = Path(self._instance.root_directory).parent  # the instance is <home>/.dagster
+        refused = _refused_start(home, run)
+        if refused is not None:  # failed with its one line, before a run worker starts
+            self._instance.report_run_failed(run, refused)
+            return self._instance.get_run_by_id(run.run_id) or run
         tags = limit_tags(home, run)
         if tags:
             self._instance.add_run_tags(run.run_id, tags)
             run = self._instance.get_run_by_id(run.run_id) or run
             context = SubmitRunContext(run, context.workspace)
         return super().submit_run(context)
+
+
+def _refused_start(home: Path, run: dg.DagsterRun) -> str | None:
+    """Why a `start_experiment` run cannot start (the code location runs in the folder
+    holding the home); None for any other run."""
+    if run.job_name != "start_experiment":
+        return None
+    # Imported here: the instance loads this module, which must not load every algorithm.
+    from flashrsi_dagster.deployment.start import launch_problem
+
+    return launch_problem(run.run_config, home.parent)
 
 
 def limit_tags(home: Path, run: dg.DagsterRun) -> dict[str, str]:

@@ -28,13 +28,15 @@ from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
 from flashrsi_dagster.orchestration.owner import fail_dead_runs
 from flashrsi_dagster.orchestration.ready import ACTIVE, not_active
 from flashrsi_dagster.orchestration.resources import ExperimentsResource
-from flashrsi_dagster.orchestration.tags import endpoint_tags
+from flashrsi_dagster.orchestration.tags import TITLE_TAG, endpoint_tags, title
 
 
 @dg.sensor(
     jobs=[job for d in all_defs().values() for job in d.jobs],
     minimum_interval_seconds=1,  # at every loop of the sensor daemon (every 5 s)
-    default_status=dg.DefaultSensorStatus.STOPPED,
+    # On from the start: an experiment started from the Launchpad runs without a toggle.
+    # `flashrsi run` is refused beside it (one driver per experiment), until it is turned off.
+    default_status=dg.DefaultSensorStatus.RUNNING,
 )
 def round_driver(
     context: dg.SensorEvaluationContext, experiments_home: ExperimentsResource
@@ -97,5 +99,5 @@ def nightly_evolution(
                 }
             }
         },
-        tags={EXPERIMENT_TAG: name},
+        tags={EXPERIMENT_TAG: name, TITLE_TAG: title(name, "start (nightly)")},
     )

@@ -3,15 +3,21 @@ config. It creates the experiment from a YAML file and registers its partitions;
 driver sensor takes it from there. Nothing else creates an experiment in the Dagster layer,
 so previewing a schedule or a sensor tick has no side effects."""
 
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
 import dagster as dg
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from flashrsi_dagster.config import ConfigError
 from flashrsi_dagster.config.names import NAME_RULE
 from flashrsi_dagster.experiment import ConfigChangedError
-from flashrsi_dagster.orchestration.algorithm_defs import defs_for
+from flashrsi_dagster.orchestration.algorithm_defs import AlgorithmDefs, defs_for
 from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
 from flashrsi_dagster.orchestration.resources.experiments import InvalidExperiment
+from flashrsi_dagster.orchestration.tags import TITLE_TAG, title
 from flashrsi_dagster.records import Redactor
 
 
@@ -43,24 +49,70 @@ def create_experiment(context: dg.OpExecutionContext, config: StartExperiment) -
             config.config_file, name=config.name, overrides=config.overrides
         )
     except (ConfigError, InvalidExperiment, ConfigChangedError) as exc:
-        # One clear message in the run's failure, not a trace; nothing was written. The file
-        # can be any YAML on the host, and the message names its keys: redacted, as any event.
-        message = Redactor().text(f"{config.config_file}: {exc}")
-        raise dg.Failure(description=message, allow_retries=False) from None
+        # One clear message in the run's failure; nothing was written.
+        raise dg.Failure(description=refusal(config, exc), allow_retries=False) from None
     settings = experiment.config
     name = settings.experiment.name
-    defs_for(settings.algorithm.name).register(
-        context.instance, name, experiments.algorithm(name, log=context.log.info)
+    defs = defs_for(settings.algorithm.name)
+    defs.register(context.instance, name, experiments.algorithm(name, log=context.log.info))
+    context.instance.add_run_tags(
+        context.run_id, {EXPERIMENT_TAG: name, TITLE_TAG: title(name, "start")}
     )
-    context.instance.add_run_tags(context.run_id, {EXPERIMENT_TAG: name})
     context.add_output_metadata(
         {
             "experiment": name,
             "algorithm": settings.algorithm.name,
             "folder": str(experiment.paths.root),
-            "next": "the round driver sensor (Automation tab) runs its rounds",
+            "next": "the round_driver sensor (on by default; Automation tab) runs its rounds: "
+            "if it was turned off, turn it on there, or run `flashrsi resume` on this home",
+            "watch": _watch(defs, name),
         }
     )
+
+
+def _watch(defs: AlgorithmDefs, name: str) -> dg.MetadataValue:
+    """Where the experiment shows in this UI: its summary's partition where the algorithm
+    reports one, else its sealed test's (every algorithm's last asset, per experiment)."""
+    keys = {k for a in defs.assets for k in getattr(a, "keys", None) or [a.key]}
+    summary = dg.AssetKey([*defs.sealed_test.path[:-1], "summary"])
+    shown = summary if summary in keys else defs.sealed_test
+    return dg.MetadataValue.url(
+        f"/assets/{'/'.join(shown.path)}?view=partitions&partition={quote(name)}"
+    )
+
+
+def refusal(config: StartExperiment, exc: Exception, folder: Path | None = None) -> str:
+    """Why a start is refused, on one line, naming the file once (as given: relative to
+    `folder`, where the run would resolve it). The file can be any YAML on the host, and the
+    message names its keys: redacted, as any event."""
+    text = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    text = text.replace(": invalid config; ", ": invalid config: ")
+    text = text.removeprefix(f"{folder}/") if folder is not None else text
+    where = f"{config.config_file}: "
+    return Redactor().text(text if text.startswith(where) else where + text)
+
+
+def launch_problem(run_config: Mapping[str, Any], folder: Path) -> str | None:
+    """Why a `start_experiment` run with `run_config` would fail at once, as its one-line
+    message; None when it may start. Checked as the run is submitted (`RunQueue`), before a
+    run worker starts: the Launchpad's own validation knows only the types. `folder`: where
+    the code location runs (relative paths start there)."""
+    from flashrsi_dagster.orchestration.resources.experiments import ExperimentsResource
+
+    ops, resources = run_config.get("ops") or {}, run_config.get("resources") or {}
+    given = (ops.get(create_experiment.name) or {}).get("config") or {}
+    home = ((resources.get("experiments_home") or {}).get("config") or {}).get("home")
+    try:
+        config = StartExperiment(**given)
+    except ValidationError as exc:
+        return f"create_experiment: {exc.errors()[0]['msg']}"
+    default = ExperimentsResource.model_fields["home"].default
+    experiments = ExperimentsResource.at(folder / (home or default))
+    try:
+        experiments.check(folder / config.config_file, name=config.name, overrides=config.overrides)
+    except (ConfigError, InvalidExperiment, ConfigChangedError) as exc:
+        return refusal(config, exc, folder)
+    return None
 
 
 @dg.job(

@@ -18,10 +18,11 @@ import dagster as dg
 
 from flashrsi_dagster.algorithms import registry
 from flashrsi_dagster.algorithms.base import FINALIZE_ACTIONS, ONLY_SLOT, Algorithm, Step
+from flashrsi_dagster.experiment.keys import candidate_key
 from flashrsi_dagster.orchestration.context import DRIVER_TAG, EXPERIMENT_TAG
 from flashrsi_dagster.orchestration.executors import flashrsi_executor
 from flashrsi_dagster.orchestration.partitions import AlgorithmPartitions
-from flashrsi_dagster.orchestration.tags import CANDIDATE_TAG, ROUND_TAG
+from flashrsi_dagster.orchestration.tags import CANDIDATE_TAG, ROUND_TAG, TITLE_TAG, title
 
 
 @dataclass(frozen=True)
@@ -81,29 +82,31 @@ class AlgorithmDefs:
 
     def register(self, instance: dg.DagsterInstance, name: str, opened: Algorithm) -> None:
         """The experiment's partitions, all of them up front (`opened`: its algorithm)."""
-        self.partitions.register(instance, name, opened.rounds(), opened.slots())
+        self.partitions.register(instance, name, opened.round_slots())
 
     def unregistered(
         self, instance: dg.DagsterInstance, name: str, opened: Algorithm
     ) -> list[dg.AddDynamicPartitionsRequest]:
         """The experiment's partitions `instance` does not know yet, as requests."""
-        return self.partitions.missing(instance, name, opened.rounds(), opened.slots())
+        return self.partitions.missing(instance, name, opened.round_slots())
 
     def request(
         self, name: str, step: Step, tags: Mapping[str, str] | None = None
     ) -> dg.RunRequest | None:
         """The run that does `step` of experiment `name`; None once it is finished. It is
         tagged with the experiment, a round step's candidate and `tags` (its endpoints, see
-        `orchestration/tags.py`): the run queue's limits count them."""
+        `orchestration/tags.py`): the run queue's limits count them; and with a title the
+        Runs list shows (experiment, candidate, action)."""
         tags = {**(tags or {}), DRIVER_TAG: "1", EXPERIMENT_TAG: name}
         key = run_key(name, step)
         if step.round is not None:
             slot = step.slot or ONLY_SLOT
+            where = title(name, step.action, candidate_key(step.round, slot))
             return dg.RunRequest(
                 run_key=key,
                 job_name=self.round_job.name,
                 partition_key=self.partitions.key(name, step.round, slot),
-                tags={**tags, ROUND_TAG: str(step.round), CANDIDATE_TAG: slot},
+                tags={**tags, ROUND_TAG: str(step.round), CANDIDATE_TAG: slot, TITLE_TAG: where},
             )
         if step.action in FINALIZE_ACTIONS:
             alone = step.action == "sealed_test" and self.promotes
@@ -111,7 +114,7 @@ class AlgorithmDefs:
                 run_key=key,
                 job_name=self.finalize_job.name,
                 partition_key=name,
-                tags=tags,
+                tags={**tags, TITLE_TAG: title(name, step.action)},
                 asset_selection=[self.sealed_test] if alone else None,
             )
         return None

@@ -13,6 +13,7 @@ from flashrsi_dagster.algorithms.base import Algorithm, StepOrderError
 from flashrsi_dagster.config.names import name_problem
 from flashrsi_dagster.experiment.keys import candidate_key
 from flashrsi_dagster.orchestration.partitions import CANDIDATE, candidate_of
+from flashrsi_dagster.orchestration.tags import TITLE_TAG, title
 
 DRIVER_TAG = "flashrsi/driver"
 """Set on runs the round driver launches; a run without it (e.g. from the UI) re-runs work."""
@@ -23,7 +24,7 @@ EXPERIMENT_TAG = "flashrsi/experiment"
 def candidate(context: dg.AssetExecutionContext) -> tuple[str, int, str]:
     """(experiment, round, slot) of the run's partition; tags the run with the experiment."""
     name, k, slot = candidate_of(context.partition_key)
-    _tag(context, name)
+    _tag(context, name, context.partition_key.keys_by_dimension[CANDIDATE])
     return name, k, slot
 
 
@@ -67,27 +68,30 @@ def candidate_algorithm(context: dg.AssetExecutionContext) -> tuple[Algorithm, s
     """The experiment's algorithm, and the experiment, round and slot of the run's partition.
     A partition that is not one of the experiment's candidates fails the run before anything
     is done: anyone can add a key to a dynamic partition in the UI, and `r0000.c0` would read
-    as round 0, `r000.c1` as a slot the algorithm does not have."""
+    as round 0, `r000.c1` as a slot of a round that has only the seed."""
     name, k, slot = candidate(context)
     algorithm = algorithm_of(context, name)
     rounds, slots = algorithm.rounds(), algorithm.slots()
     given = context.partition_key.keys_by_dimension[CANDIDATE]
-    if given != candidate_key(k, slot) or k >= rounds or slot not in slots:
+    if given != candidate_key(k, slot) or (k, slot) not in algorithm.round_slots():
         last = candidate_key(rounds - 1, slots[-1])
         raise dg.Failure(
             description=f"partition {context.partition_key} is not a candidate of experiment "
             f"{name!r} (its candidates are {candidate_key(0, slots[0])} to {last}, slots "
-            f"{', '.join(slots)}); nothing was done",
+            f"{', '.join(slots)}, each round those its steps use); nothing was done",
             allow_retries=False,
         )
     return algorithm, name, k, slot
 
 
-def _tag(context: dg.AssetExecutionContext, name: str) -> None:
+def _tag(context: dg.AssetExecutionContext, name: str, where: str | None = None) -> None:
     # A run launched from the UI has no experiment tag; the driver sensor waits for runs by
-    # that tag, so the run adds it as soon as it knows its experiment.
-    if context.run.tags.get(EXPERIMENT_TAG) != name:
-        context.instance.add_run_tags(context.run.run_id, {EXPERIMENT_TAG: name})
+    # that tag, so the run adds it as soon as it knows its experiment, and a title.
+    tags = {EXPERIMENT_TAG: name}
+    if TITLE_TAG not in context.run.tags:
+        tags[TITLE_TAG] = title(name, "by hand", where)
+    if any(context.run.tags.get(k) != v for k, v in tags.items()):
+        context.instance.add_run_tags(context.run.run_id, tags)
 
 
 @contextmanager

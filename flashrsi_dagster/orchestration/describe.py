@@ -277,6 +277,33 @@ def score_check(table: dict, denominator: int, check: str, asset: dg.AssetKey, w
 BEHAVIOUR_CHECK = "behaviour_consistent_with_parent"
 
 
+ADOPTED_CHECK = "edit_adopted"
+
+
+def adopted_check_spec(asset: dg.AssetKey) -> dg.AssetCheckSpec:
+    return dg.AssetCheckSpec(
+        ADOPTED_CHECK,
+        asset=asset,
+        description="The step's outcome where the partition grid's green says only that it "
+        "ran: passes when its edit was adopted, warns (with the reason) when it was rejected "
+        "or changed nothing. A search rejects most edits: a warning, not an error.",
+    )
+
+
+def adopted_check(
+    outcome: str, reason: str | None, adopted: bool, asset: dg.AssetKey, where: str
+) -> dg.AssetCheckResult:
+    """`adopted_check_spec`'s result for a step whose outcome is `outcome`."""
+    return check_result(
+        where,
+        {"outcome": outcome, "reason": reason or "-"},
+        check_name=ADOPTED_CHECK,
+        asset_key=asset,
+        passed=adopted,
+        severity=dg.AssetCheckSeverity.WARN,
+    )
+
+
 def behaviour_check_spec(asset: dg.AssetKey) -> dg.AssetCheckSpec:
     return dg.AssetCheckSpec(
         BEHAVIOUR_CHECK,

@@ -1,4 +1,4 @@
-"""Partitions of an algorithm's assets: a dense grid of experiment x candidate.
+"""Partitions of an algorithm's assets: experiment x candidate, the (round, slot)s steps use.
 
 Both dimensions are dynamic and belong to one algorithm (`meta_harness_experiment`,
 `meta_harness_candidate`). A candidate key names a round and a slot (`r003.c0`), the real
@@ -8,13 +8,16 @@ sealed test, the summary) are partitioned by, so they depend on every candidate 
 experiment and on no other (`MultiToSingleDimensionPartitionMapping`). Keys read round first
 (`r003.c0|demo`): Dagster joins dimension values in the order of the dimension names.
 
-Experiments with fewer rounds or other slots than another of the same algorithm show the
-difference as never-materialized partitions; nothing requests them.
+An experiment registers only the (round, slot)s a step of it may run in (Meta-Harness's
+seed round has `r000.c0` alone, the Evolver's `vanilla` is round 0's only). Experiments with
+fewer rounds or other slots than another of the same algorithm show the difference as
+never-materialized partitions; nothing requests them.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import dagster as dg
@@ -22,6 +25,8 @@ import dagster as dg
 from flashrsi_dagster.experiment.keys import candidate_key, parse_candidate_key
 
 CANDIDATE, EXPERIMENT = "candidate", "experiment"
+Candidates = Iterable[tuple[int, str]]
+"""An experiment's (round, slot)s (`Partitioned.round_slots`)."""
 
 
 @dataclass(frozen=True)
@@ -48,29 +53,26 @@ class AlgorithmPartitions:
             warnings.simplefilter("ignore", dg.BetaWarning)
             return dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=EXPERIMENT)
 
-    def register(
-        self, instance: dg.DagsterInstance, name: str, rounds: int, slots: tuple[str, ...]
-    ) -> None:
-        """Every partition the experiment will use, known up front: the UI shows the grid."""
-        for request in self.additions(name, rounds, slots):
+    def register(self, instance: dg.DagsterInstance, name: str, candidates: Candidates) -> None:
+        """Every partition the experiment will use, known up front: the UI shows the grid.
+        `candidates`: its (round, slot)s, those a step may run in and no other."""
+        for request in self.additions(name, candidates):
             instance.add_dynamic_partitions(request.partitions_def_name, request.partition_keys)
 
-    def additions(
-        self, name: str, rounds: int, slots: tuple[str, ...]
-    ) -> list[dg.AddDynamicPartitionsRequest]:
+    def additions(self, name: str, candidates: Candidates) -> list[dg.AddDynamicPartitionsRequest]:
         """What `register` adds, as requests (a sensor's result carries them)."""
-        keys = [candidate_key(k, slot) for k in range(rounds) for slot in slots]
+        keys = [candidate_key(k, slot) for k, slot in candidates]
         return [
             dg.AddDynamicPartitionsRequest(self.candidates.name, keys),
             dg.AddDynamicPartitionsRequest(self.experiments.name, [name]),
         ]
 
     def missing(
-        self, instance: dg.DagsterInstance, name: str, rounds: int, slots: tuple[str, ...]
+        self, instance: dg.DagsterInstance, name: str, candidates: Candidates
     ) -> list[dg.AddDynamicPartitionsRequest]:
         """The additions `instance` still lacks (none for an experiment started through it;
         all for a home restored beside a fresh instance)."""
-        requests = self.additions(name, rounds, slots)
+        requests = self.additions(name, candidates)
         return [
             r
             for r in requests

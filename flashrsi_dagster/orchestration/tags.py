@@ -23,6 +23,10 @@ from flashrsi_dagster.experiment.lock import StepLock
 ROUND_TAG = "flashrsi/round"
 CANDIDATE_TAG = "flashrsi/candidate"
 """A round step's (round, slot): the Runs page filters a candidate's runs by them."""
+TITLE_TAG = "flashrsi/about"
+"""What the run does, readable in the Runs list where its id is hex: experiment, candidate
+(round and slot), action (`meta-harness-demo r001.c0 propose`). The UI lists a run's tags by
+key after its partition: `about` comes before the project's other keys."""
 ENDPOINT_KEYS = 16
 """How many distinct model endpoints one home can number (and the run queue can limit)."""
 ENDPOINTS_FILE = "endpoints.json"
@@ -31,6 +35,11 @@ SDK_DEFAULTS = {
     "responses": "https://api.openai.com:443",
     "anthropic": "https://api.anthropic.com:443",
 }
+
+
+def title(experiment: str, action: str, candidate: str | None = None) -> str:
+    """A run's `TITLE_TAG`: `<experiment> [<candidate>] <action>`."""
+    return " ".join(p for p in (experiment, candidate, action) if p)
 
 
 def endpoint_key(n: int) -> str:

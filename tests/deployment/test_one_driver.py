@@ -63,3 +63,15 @@ def test_flashrsi_run_is_refused_while_the_round_driver_sensor_runs(tmp_path):
         with pytest.raises(DriverBusy, match="round_driver sensor is on"):
             drive_on(instance, experiment, say=lambda _: None)
         assert instance.get_runs() == []
+
+
+def test_the_round_driver_sensor_is_on_by_default_so_flashrsi_run_is_refused_beside_it(tmp_path):
+    """Nobody turned it on: under a live daemon the sensor runs as declared in code (an
+    experiment started from the Launchpad runs with no toggle), so it drives."""
+    assert round_driver.default_status == dg.DefaultSensorStatus.RUNNING
+    experiment = _experiment(tmp_path)
+    with dg.instance_for_test() as instance:
+        instance.add_daemon_heartbeat(DaemonHeartbeat(time.time(), "SENSOR", None, None))
+        with pytest.raises(DriverBusy, match="round_driver sensor is on"):
+            drive_on(instance, experiment, say=lambda _: None)
+        assert instance.get_runs() == []

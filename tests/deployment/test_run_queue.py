@@ -3,10 +3,14 @@ per endpoint, written once into its dagster.yaml and kept as the user edits it."
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import dagster as dg
 import pytest
 from pydantic import ValidationError
 
+from flashrsi_dagster.deployment.definitions import build_definitions
 from flashrsi_dagster.deployment.instance import (
     GENERATED_BEFORE,
     MOVED,
@@ -16,7 +20,10 @@ from flashrsi_dagster.deployment.instance import (
     instance_dir,
 )
 from flashrsi_dagster.deployment.run_queue import RunLimits, RunQueue
+from flashrsi_dagster.orchestration.dagster_internals import SubmitRunContext
 from flashrsi_dagster.orchestration.tags import ENDPOINT_KEYS
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
 
 
 def _queue(folder, monkeypatch) -> dict:
@@ -89,3 +96,38 @@ def test_a_file_naming_the_modules_before_they_moved_is_pointed_at_the_new_ones(
 
     assert (instance_dir(tmp_path) / "dagster.yaml").read_text() == edited
     assert _queue(folder, monkeypatch)["max"] == 2
+
+
+def test_a_start_run_with_a_bad_config_fails_as_it_is_submitted_with_one_line(
+    tmp_path, monkeypatch
+):
+    """The Launchpad checks types only (`overrides` is a list of strings): the queue checks
+    the rest with the project's own loading before a run worker starts, and fails the run
+    with the loader's one line; nothing is created."""
+    folder = instance_dir(tmp_path / ".flashrsi")
+    monkeypatch.setenv("DAGSTER_HOME", str(folder))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "examples").mkdir()
+    shutil.copyfile(EXAMPLE, tmp_path / "examples" / EXAMPLE.name)  # the default's place
+    bad = {"overrides": ["--algorithm.max_steps", "lots"]}
+    job = build_definitions(".flashrsi").resolve_job_def("start_experiment")
+    instance = dg.DagsterInstance.from_config(str(folder))
+    try:
+        run = instance.create_run_for_job(
+            job, run_config={"ops": {"create_experiment": {"config": bad}}}
+        )
+        submitted = instance.run_coordinator.submit_run(SubmitRunContext(run, workspace=None))
+        failure = instance.get_records_for_run(
+            run.run_id, of_type=dg.DagsterEventType.RUN_FAILURE
+        ).records
+    finally:
+        instance.dispose()
+
+    assert submitted.status == dg.DagsterRunStatus.FAILURE
+    (event,) = failure
+    assert event.event_log_entry.dagster_event.message == (
+        "examples/meta_harness.yaml: invalid config: algorithm.max_steps (set by "
+        "--algorithm.max_steps): input should be a valid integer, unable to parse string as "
+        "an integer (got lots)"
+    )
+    assert sorted(p.name for p in (tmp_path / ".flashrsi").iterdir()) == [".dagster"]

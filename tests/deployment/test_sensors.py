@@ -49,13 +49,15 @@ def test_one_tick_requests_every_ready_candidate_each_once(tmp_path):
         assert [r.tags["flashrsi/candidate"] for r in first] == ["c0", "c1", "c2"]
         assert all(r.tags["flashrsi/round"] == "1" for r in first)
         assert {r.tags["flashrsi/endpoint.1"] for r in first} == {"offline"}
+        titles = [r.tags["flashrsi/about"] for r in first]  # the Runs list's readable name
+        assert titles == [f"{name} r001.c{i} propose" for i in range(3)]
 
         _active(instance, first[0], **{"dagster/run_key": first[0].run_key})
         _active(instance, first[2])  # launched from the UI: no run key, the same partition
         assert [r.run_key for r in _tick(instance, tmp_path)] == [first[1].run_key]
 
         other = MH.request(name, Step("promote"))  # a step that is not ready, running
-        assert other is not None
+        assert other is not None and other.tags["flashrsi/about"] == f"{name} promote"
         _active(instance, other, **{"dagster/run_key": "another step"})
         assert _tick(instance, tmp_path) == []
 

@@ -28,7 +28,7 @@ import yaml
 
 from flashrsi_dagster.deployment.instance import instance_dir
 from flashrsi_dagster.orchestration.resources import ExperimentsResource
-from tests.conftest import PATIENCE
+from tests.conftest import PATIENCE, wait_until
 from tests.deployment.chromium import CHROMIUM, Chromium
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
@@ -433,6 +433,22 @@ LAUNCHABLE = """[...document.querySelectorAll('button')]
   .some(b => b.innerText.trim() === 'Launch Run' && !b.disabled)"""
 
 
+SENSOR = """query($selector: SensorSelector!) { sensorOrError(sensorSelector: $selector) {
+  ... on Sensor { id sensorState { status } } } }"""
+STOP_SENSOR = "mutation($id: String) { stopSensor(id: $id) { __typename } }"
+FAILURE = """query($id: ID!) { logsForRun(runId: $id) { ... on EventConnection {
+  events { __typename ... on RunFailureEvent { message } } } } }"""
+
+
+def _runs_of(ui: UI, name: str) -> list[dict]:
+    tags = [{"key": "flashrsi/experiment", "value": name}]
+    return ui.gql(RUNS, filter={"tags": tags})["runsOrError"]["results"]
+
+
+def _title(run: dict) -> str | None:
+    return {t["key"]: t["value"] for t in run["tags"]}.get("flashrsi/about")
+
+
 def test_an_experiment_started_from_the_launchpad(ui, screens):
     config = {
         "config_file": "examples/meta_harness.yaml",  # beside the home, as the default
@@ -466,6 +482,50 @@ def test_an_experiment_started_from_the_launchpad(ui, screens):
     assert FROM_UI in partitions["experiment"]
     assert {"r000.c0", "r001.c0"} <= set(partitions["candidate"])
 
+    # Nobody turned the round driver on: it is on from the start and runs the seed's round.
+    sensor = {**selector, "sensorName": "round_driver"}
+    sensor.pop("jobName")
+    driver = ui.gql(SENSOR, selector=sensor)["sensorOrError"]
+    assert driver["sensorState"]["status"] == "RUNNING"
+    seed = f"{FROM_UI} r000.c0 evaluate_seed"
+    wait_until(lambda: any(_title(r) == seed for r in _runs_of(ui, FROM_UI)), "the seed's run")
+    (run,) = [r for r in _runs_of(ui, FROM_UI) if _title(r) == seed]
+    assert _wait_for_run(ui, run["runId"]) == "SUCCESS"
+    # stopped, so that the other tests see a still home (its runs would go on otherwise)
+    ui.gql(STOP_SENSOR, id=driver["id"])
+    titles = {_title(r) for r in _runs_of(ui, FROM_UI)}
+    assert f"{FROM_UI} start" in titles  # the Runs list names each run, not just its id
+
+
+def test_a_launchpad_config_the_project_refuses_fails_at_launch_with_one_line(ui, screens):
+    """`max_steps: lots` is a list of strings to the Launchpad; the run queue loads it as the
+    run is submitted and fails the run with the loader's line, before a run worker starts."""
+    bad = {"name": "lots", "overrides": ["--algorithm.max_steps", "lots"]}
+    selector = {
+        "repositoryLocationName": ui.location,
+        "repositoryName": ui.repository,
+        "jobName": "start_experiment",
+    }
+    params = {
+        "selector": selector,
+        "runConfigData": {"ops": {"create_experiment": {"config": bad}}},
+    }
+    launched = ui.gql(LAUNCH, params=params)["launchRun"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    run_id = launched["run"]["runId"]
+    assert _wait_for_run(ui, run_id) == "FAILURE"
+    events = ui.gql(FAILURE, id=run_id)["logsForRun"]["events"]
+    (message,) = [e["message"] for e in events if e["__typename"] == "RunFailureEvent"]
+    assert message == (
+        "examples/meta_harness.yaml: invalid config: algorithm.max_steps (set by "
+        "--algorithm.max_steps): input should be a valid integer, unable to parse string as "
+        "an integer (got lots)"
+    )
+    assert not any(e["__typename"] == "RunStartEvent" for e in events)  # no run worker
+    assert not (ui.home / "lots").exists()
+    screens.open(f"/runs/{run_id}", "invalid config")
+    screens.shot("5-launch-refused")
+
 
 SCHEDULE = """query($selector: ScheduleSelector!) { scheduleOrError(scheduleSelector: $selector) {
   ... on Schedule { pipelineName } } }"""
@@ -479,6 +539,11 @@ DRY_RUN = """mutation($selector: ScheduleSelector!, $at: Float!) {
 def _state(ui: UI) -> tuple:
     """What starting an experiment changes: folders, partitions, runs."""
     runs = ui.gql(RUNS, filter={})["runsOrError"]["results"]
+    runs = [
+        r
+        for r in runs
+        if {t["key"]: t["value"] for t in r["tags"]}.get("flashrsi/experiment") != FROM_UI
+    ]  # the driver may finish one
     folders = sorted(p.name for p in ui.home.iterdir())
     return folders, _partitions(ui), sorted(r["runId"] for r in runs)
 

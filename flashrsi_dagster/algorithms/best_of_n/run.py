@@ -20,6 +20,7 @@ from flashrsi_dagster.algorithms.best_of_n.plan import (
     SLOT,
     State,
     candidate_name,
+    grid,
     next_step,
     rank,
     read_state,
@@ -71,6 +72,9 @@ class BestOfN(Searching):
 
     def rounds(self) -> int:
         return 1 + rounds_after_seed(self.config.cap, self.width)
+
+    def round_slots(self) -> tuple[tuple[int, str], ...]:
+        return ((0, SLOT), *grid(self.config.cap, self.width))  # the last round may be short
 
     def read_state(self) -> State:
         return read_state(self.layout, self.config.cap, self.width)

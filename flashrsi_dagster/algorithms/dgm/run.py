@@ -26,6 +26,7 @@ from flashrsi_dagster.algorithms.dgm.plan import (
     State,
     choice,
     dev_candidates,
+    grid,
     next_step,
     rank,
     read_state,
@@ -66,6 +67,9 @@ class Dgm(Searching):
 
     def rounds(self) -> int:
         return self.config.generations + 1
+
+    def round_slots(self) -> tuple[tuple[int, str], ...]:
+        return tuple(grid(self.config))  # generation 0: the seed alone
 
     def read_state(self) -> State:
         return read_state(self.layout, self.config)

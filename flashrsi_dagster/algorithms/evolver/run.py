@@ -86,6 +86,11 @@ class Evolver(Searching):
     def rounds(self) -> int:
         return self.shape.rounds
 
+    def round_slots(self) -> tuple[tuple[int, str], ...]:
+        shape = self.shape  # round 0 the cold start alone; no vanilla after it
+        slots = shape.slots()
+        return tuple((r, s) for r in range(shape.rounds) for s in slots if shape.step_at(r, s))
+
     def read_state(self) -> State:
         return read_state(self.layout, self.shape)
 

@@ -63,7 +63,7 @@ class State:
 def read_state(layout: Layout, max_steps: int, slots: tuple[str, ...] = (SLOT,)) -> State:
     """The records so far (the one side effect of planning: reading them)."""
     rounds = [
-        read_optional(layout.round(k, slot), RoundRecord) for k, slot in _grid(max_steps, slots)
+        read_optional(layout.round(k, slot), RoundRecord) for k, slot in grid(max_steps, slots)
     ]
     return State(
         rounds=tuple(r for r in rounds if r is not None),
@@ -72,7 +72,7 @@ def read_state(layout: Layout, max_steps: int, slots: tuple[str, ...] = (SLOT,))
     )
 
 
-def _grid(max_steps: int, slots: tuple[str, ...]) -> list[tuple[int, str]]:
+def grid(max_steps: int, slots: tuple[str, ...]) -> list[tuple[int, str]]:
     """Every candidate of the search, in order: the seed, then each round's slots."""
     return [(0, SLOT)] + [(k, slot) for k in range(1, max_steps + 1) for slot in slots]
 
@@ -81,7 +81,7 @@ def next_step(state: State, max_steps: int, slots: tuple[str, ...] = (SLOT,)) ->
     done = {(r.round, r.slot) for r in state.rounds}
     if any(r.aborts for r in state.rounds):
         return Step("aborted")
-    for k, slot in _grid(max_steps, slots):
+    for k, slot in grid(max_steps, slots):
         if (k, slot) not in done:
             return Step("evaluate_seed" if k == 0 else "propose", k, slot)
     if state.test is None and (state.promotion is None or stale(state)):

@@ -32,6 +32,7 @@ from flashrsi_dagster.algorithms.meta_harness.plan import (
     SLOT,
     State,
     candidate_name,
+    grid,
     improver_of,
     next_step,
     rank,
@@ -126,6 +127,9 @@ class MetaHarness(Searching):
 
     def rounds(self) -> int:
         return self.max_steps + 1
+
+    def round_slots(self) -> tuple[tuple[int, str], ...]:
+        return tuple(grid(self.max_steps, self.slots()))  # the seed's round: one slot
 
     # -- state ----------------------------------------------------------------------------
 

@@ -90,6 +90,11 @@ class ModularRSI(Searching):
     def rounds(self) -> int:
         return self.plan.rounds
 
+    def round_slots(self) -> tuple[tuple[int, str], ...]:
+        plan = self.plan  # each branch its steps, the integration its rounds (if any runs)
+        branches = [(k, m) for k in range(plan.branch_steps) for m in plan.modules]
+        return (*branches, *((r, INTEGRATION) for r in range(plan.integration_rounds + 1)))
+
     @property
     def plan(self) -> Plan:
         return Plan(self.modules, len(self.schedule.batches), self.config.integration_rounds)

@@ -31,6 +31,7 @@ from flashrsi_dagster.experiment.identity import (
     normalised,
     stored_config,
 )
+from flashrsi_dagster.experiment.keys import MAX_NAME
 from flashrsi_dagster.orchestration.resources.agents import TargetAgentResource, WorkerAgentResource
 from flashrsi_dagster.orchestration.resources.harbor import HarborEnvironmentResource
 from flashrsi_dagster.orchestration.resources.offline_model import OfflineModelResource
@@ -97,16 +98,43 @@ class ExperimentsResource(dg.ConfigurableResource):
     ) -> Experiment:
         """A new experiment under this home from a YAML file, after the same dry run as
         `flashrsi run` (`InvalidExperiment` lists its problems; nothing is written). Opening
-        the same one again is fine; an existing name with another config is refused, even
-        before any rollout ran: the round driver may already be running it."""
+        the same one again is fine; a `name` that exists with another config is refused, even
+        before any rollout ran: the round driver may already be running it. Without a `name`,
+        the file's own, or where that is taken by another config (`make demo` ran the demo
+        with other overrides), the first `<name>-<n>` that is free or holds this config: a
+        default launch starts a fresh experiment or resumes the one it started before."""
+        config = self.check(config_file, name=name, overrides=overrides)
+        problems = dry_run(config)
+        if problems:
+            raise InvalidExperiment(problems)
+        return self._open(config)
+
+    def check(
+        self, config_file: str | Path, *, name: str | None = None, overrides: Sequence[str] = ()
+    ) -> ExperimentConfig:
+        """`create`'s quick checks, writing nothing (the start job's launch runs them before
+        a run is queued): the file loads with its overrides (`ConfigError`), and the name is
+        not another config's (`InvalidExperiment`). The config `create` would start."""
         renamed = ["--experiment.name", name] if name else []
         config = load_config(
             Path(config_file), [*overrides, *renamed, "--experiment.home", self.home]
         )
-        problems = self._kept_config(config) or dry_run(config)
+        if not name:
+            config = self._untaken(config)
+        problems = self._kept_config(config)
         if problems:
             raise InvalidExperiment(problems)
-        return self._open(config)
+        return config
+
+    def _untaken(self, config: ExperimentConfig) -> ExperimentConfig:
+        base, n = config.experiment.name, 1
+        while self._kept_config(config):
+            n += 1
+            name = f"{base[: MAX_NAME - len(str(n)) - 1]}-{n}"
+            config = config.model_copy(
+                update={"experiment": config.experiment.model_copy(update={"name": name})}
+            )
+        return config
 
     def _kept_config(self, config: ExperimentConfig) -> list[str]:
         """Why `config` cannot start an experiment of its name: it exists with another."""

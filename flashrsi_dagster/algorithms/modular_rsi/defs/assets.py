@@ -107,6 +107,7 @@ SUMMARY = dg.AssetSpec(
     check_specs=[
         describe.content_check_spec(key("snapshot")),
         describe.behaviour_check_spec(key("gates")),
+        describe.adopted_check_spec(key("gates")),
     ],
 )
 def step(context: dg.AssetExecutionContext) -> Iterator:
@@ -147,6 +148,8 @@ def step(context: dg.AssetExecutionContext) -> Iterator:
     yield describe.content_check(verdict, key("snapshot"), str(context.partition_key), unchecked)
     where = str(context.partition_key)
     yield describe.behaviour_check(_behaviour(algorithm, record), key("gates"), where)
+    adopted = record.status == "accepted"
+    yield describe.adopted_check(record.status, record.reason, adopted, key("gates"), where)
     context.log_event(_summary(algorithm))
 
 

@@ -173,6 +173,8 @@ def test_the_driver_runs_the_experiment_as_runs_of_its_jobs(tmp_path, storage):
         runs = instance.get_runs()
         assert sorted({r.job_name for r in runs}) == ["meta_harness", "meta_harness_finalize"]
         assert all(r.tags[EXPERIMENT_TAG] == name for r in runs)
+        titles = {r.tags["flashrsi/about"] for r in runs}  # the Runs list names each step
+        assert {f"{name} r000.c0 evaluate_seed", f"{name} promote"} <= titles
         keys = {str(k) for k in instance.get_materialized_partitions(key("trajectories"))}
         assert {str(PARTITIONS.key(name, k, "c0")) for k in (0, 1)} <= keys
         snapshot = _latest(instance, "snapshot", PARTITIONS.key(name, 1, "c0"))
@@ -352,6 +354,8 @@ def test_rematerializing_a_rounds_trajectories_updates_the_round_and_re_ranks(tm
         selected = list(with_it.resolve(defs.resolve_asset_graph()))
         again = _materialize(instance, home, "meta_harness", runs[0], selection=selected)
         assert again.success
+        title = instance.get_run_by_id(again.run_id).tags["flashrsi/about"]
+        assert title == f"{name} r000.c0 by hand"
         updated = {
             e.asset_key for e in again.all_events if e.event_type_value == "ASSET_MATERIALIZATION"
         }

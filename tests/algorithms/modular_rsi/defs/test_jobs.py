@@ -84,6 +84,9 @@ def test_the_whole_job_runs_through_dagster_and_its_grid_shows_each_branch(tmp_p
         behaviour = instance.event_log_storage.get_asset_check_execution_history(
             dg.AssetCheckKey(key("gates"), BEHAVIOUR_CHECK), limit=100
         )
+        adopted = instance.event_log_storage.get_asset_check_execution_history(
+            dg.AssetCheckKey(key("gates"), "edit_adopted"), limit=100
+        )
     assert state.test is not None and state.promotion is not None
     assert promoted == {name} and tested == {name}
     assert checked is not None
@@ -105,6 +108,18 @@ def test_the_whole_job_runs_through_dagster_and_its_grid_shows_each_branch(tmp_p
     judged = [e for e in events if isinstance(e, dg.AssetCheckEvaluation)]  # not just planned
     assert {j.metadata["partition"].value for j in judged} == expected
     assert all(j.passed for j in judged)
+    # each partition's outcome, where the grid's green says only that the step ran: a
+    # rejected (or empty) edit warns, with its reason
+    outcomes = {
+        e.metadata["partition"].value: (e.passed, e.severity, e.metadata["outcome"].value)
+        for r in adopted
+        if isinstance(e := r.event.dagster_event.event_specific_data, dg.AssetCheckEvaluation)
+    }
+    steps = {str(PARTITIONS.key(name, r.round, r.slot)): r.status for r in state.steps.values()}
+    assert outcomes == {
+        p: (status == "accepted", dg.AssetCheckSeverity.WARN, status) for p, status in steps.items()
+    }
+    assert {"accepted", "rejected"} <= set(steps.values())  # both kinds shown
 
 
 @sqlite_only
