@@ -1,6 +1,7 @@
 """`flashrsi run` / `resume`: a whole experiment through Dagster against the persistent
 instance under the experiment home, so `flashrsi ui` shows it afterwards: a step ready alone
-runs in-process, a round's candidates ready together go through the instance's run queue."""
+runs in-process, a round's candidates ready together go through the instance's run queue (every
+step does where the instance's run launcher puts runs elsewhere: a container, say)."""
 
 from __future__ import annotations
 
