@@ -54,6 +54,9 @@ def test_an_example_driven_into_containers_reaches_the_same_figures(
     subprocess.run(["docker", "rm", "--force", *filter(None, containers)], capture_output=True)
     assert all(run.status == dg.DagsterRunStatus.SUCCESS for run in runs), runs
     assert len(runs) >= 3 and all(containers), "a step ran outside a container"
-    in_containers = figures_of(opened(name, home, "none"), state)
-    assert in_containers == figures(name, tmp_path / "here", "none")
-    assert in_containers[1] > 1, "no snapshot past the seed: nothing was edited"
+    lines, snapshots = figures_of(opened(name, home, "none"), state)
+    here, snapshots_here = figures(name, tmp_path / "here", "none")
+    # a round's branches (ModularRSI's modules) run side by side here, one after another in
+    # `figures`: their lines come in the order they ended, so the lines are compared as a set
+    assert (sorted(lines), snapshots) == (sorted(here), snapshots_here)
+    assert snapshots > 1, "no snapshot past the seed: nothing was edited"
