@@ -26,6 +26,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 LONGEST = (
+    "deployment/test_algorithms_in_containers.py",  # five examples, a container per step
     "deployment/test_containers.py",  # two rounds in containers, launcher and executor
     "deployment/test_ui.py",  # four experiments, a webserver, a browser
     "deployment/test_parallel_candidates.py",

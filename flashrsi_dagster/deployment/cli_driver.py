@@ -1,6 +1,7 @@
 """`flashrsi run` / `resume`: a whole experiment through Dagster against the persistent
 instance under the experiment home, so `flashrsi ui` shows it afterwards: a step ready alone
-runs in-process, a round's candidates ready together go through the instance's run queue."""
+runs in-process, a round's candidates ready together go through the instance's run queue (every
+step does where the instance's run launcher puts runs elsewhere: a container, say)."""
 
 from __future__ import annotations
 
@@ -230,11 +231,15 @@ class _Driver:
 
     def _in_this_process(self, wanted: list[dg.RunRequest]) -> bool:
         """A step alone while no run is active on the instance (else it queues too, so the
-        queue's limits count it before it starts); every step where there is no queue."""
+        queue's limits count it before it starts); every step where there is no queue. Where
+        the instance launches runs elsewhere (its `run_launcher` a `DockerRunLauncher`, say),
+        every step goes through the queue to be launched there."""
         if not wanted:
             return False
         if not self.queued.available:
             return True
+        if not isinstance(self.instance.run_launcher, dg.DefaultRunLauncher):
+            return False
         busy = self.instance.get_runs(filters=dg.RunsFilter(statuses=ACTIVE), limit=1)
         return len(wanted) == 1 and not busy
 

@@ -1,7 +1,8 @@
 """Every algorithm's example reaches the same figures with `confinement: none` (the mode of a
 container or a pod) as jailed: the same dev scores, edits, promotions and sealed test, rounds
 past the seed's included. The offline model is deterministic, so any difference is one in what
-the Worker or the target saw."""
+the Worker or the target saw. (The same examples in containers: `tests/deployment/
+test_algorithms_in_containers.py`.)"""
 
 from __future__ import annotations
 
@@ -40,11 +41,19 @@ times, and token counts (the records a Worker reads hold those ids and times).""
 
 def figures(name: str, home: Path, confinement: str) -> tuple[list[str], int]:
     """The example's summary and ledger lines (what varies masked) and how many snapshots
-    it made."""
-    overrides = ["--experiment.home", str(home), "--experiment.confinement", confinement]
-    experiment = open_experiment(load_config(EXAMPLES / f"{name}.yaml", [*overrides, *SMALL[name]]))
+    it made, run here."""
+    experiment = opened(name, home, confinement)
     algorithm = open_algorithm(experiment, log=lambda _: None)
-    state = algorithm.run()
+    return figures_of(experiment, algorithm.run())
+
+
+def opened(name: str, home: Path, confinement: str):
+    overrides = ["--experiment.home", str(home), "--experiment.confinement", confinement]
+    return open_experiment(load_config(EXAMPLES / f"{name}.yaml", [*overrides, *SMALL[name]]))
+
+
+def figures_of(experiment, state) -> tuple[list[str], int]:
+    algorithm = open_algorithm(experiment, log=lambda _: None)
     lines = [*algorithm.summary(state), *ledger_lines(Ledger.of(experiment))]
     return [_VARYING.sub("<varies>", line) for line in lines], len(experiment.snapshots.history())
 
