@@ -150,8 +150,17 @@ def ui(home: Path, port: int, explorer_port: int | None = None) -> int:
     finally:
         server.stop()
         if explorer is not None:
-            explorer.terminate()
-            explorer.wait()
+            _stop(explorer)
+
+
+def _stop(process: subprocess.Popen, grace: float = 15) -> None:
+    """SIGTERM, then SIGKILL if it has not ended within `grace` seconds: a stop is bounded."""
+    process.terminate()
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def ui_environment(home: Path, explorer_port: int | None) -> dict[str, str]:

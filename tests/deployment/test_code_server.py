@@ -129,5 +129,10 @@ def test_flashrsi_ui_serves_the_code_location_from_its_code_server_and_stops_it(
         assert any("deployment.code_server" in argv for argv in _session(ui.pid))
     finally:
         os.killpg(ui.pid, signal.SIGINT)  # Ctrl-C in its terminal
-        ui.wait(timeout=PATIENCE)
+        try:
+            ui.wait(timeout=PATIENCE)
+        except subprocess.TimeoutExpired:
+            left = "\n".join(_session(ui.pid))
+            log = (tmp_path / "ui.log").read_text()[-3000:]
+            raise AssertionError(f"`flashrsi ui` still running:\n{left}\n{log}") from None
     wait_until(lambda: not _session(ui.pid), "every process of `flashrsi ui` gone")

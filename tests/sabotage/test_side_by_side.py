@@ -84,9 +84,11 @@ def test_re_evaluating_a_round_waits_for_the_next_rounds_candidates_in_flight(tm
     operator.experiment.records.verify()
 
 
-def _launched_from_the_ui(instance: dg.DagsterInstance, job: str, tags: dict) -> dg.DagsterRun:
+def _launched_from_the_ui(
+    instance: dg.DagsterInstance, job: str, tags: dict, run_config: dict | None = None
+) -> dg.DagsterRun:
     """A run as the UI's launchpad or a backfill makes it: its partition's tags, and whatever
-    tags the user typed; then submitted to the instance's run queue."""
+    tags and config the user typed; then submitted to the instance's run queue."""
     location = RegisteredCodeLocationOrigin(LOCATION)
     origin = RemoteRepositoryOrigin(location, "__repository__").get_job_origin(job)
     code = ReconstructableRepository.for_module(*CODE_LOCATION, working_directory=None)
@@ -94,6 +96,7 @@ def _launched_from_the_ui(instance: dg.DagsterInstance, job: str, tags: dict) ->
         job_name=job,
         status=NOT_STARTED,
         tags=tags,
+        run_config=run_config or {},
         remote_job_origin=origin,
         job_code_origin=code.get_reconstructable_job(job).get_python_origin(),
     )
@@ -134,7 +137,10 @@ def test_a_run_launched_from_the_ui_waits_under_its_experiments_and_endpoints_li
         limited |= {"flashrsi/endpoint.2": "offline", EXPERIMENT_TAG: name}
         for run in runs:
             assert limited.items() <= run.tags.items()
-        unpartitioned = _launched_from_the_ui(instance, "start_experiment", {})
+        # a start the queue lets through (one it refuses fails before it is queued)
+        start = {"config_file": str(EXAMPLE), "name": "another", "overrides": []}
+        start_config = {"ops": {"create_experiment": {"config": start}}}
+        unpartitioned = _launched_from_the_ui(instance, "start_experiment", {}, start_config)
         assert EXPERIMENT_TAG not in unpartitioned.tags
         assert "s3cret" not in str([r.tags for r in instance.get_runs()])
     finally:
