@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -135,32 +137,60 @@ def check_instance(home: Path) -> None:
 def ui(home: Path, port: int, explorer_port: int | None = None) -> int:
     """`dagster dev` on the experiments' instance, from the folder holding the home, its code
     location served by our code server (run workers forked warm, `code_server.py`), and the
-    experiment explorer beside it on `explorer_port` (all on loopback), stopped with it."""
+    experiment explorer beside it on `explorer_port` (all on loopback). SIGINT, SIGTERM or
+    SIGHUP to this process alone (a terminal's Ctrl-C, a service manager) stops all of them,
+    each within a bounded grace (`_stop`)."""
+    _stop_on_signals()
     env = ui_environment(home, explorer_port)
-    explorer = None
-    if explorer_port is not None:
-        explorer = subprocess.Popen(explorer_command(home, explorer_port, port))
-        print(f"experiment explorer: http://127.0.0.1:{explorer_port}", flush=True)
+    started: list[subprocess.Popen] = []
     server = CodeServer(home, env)
     try:
+        if explorer_port is not None:
+            started.append(_session(explorer_command(home, explorer_port, port)))
+            print(f"experiment explorer: http://127.0.0.1:{explorer_port}", flush=True)
         server.start()
         workspace = Path(env["DAGSTER_HOME"]) / WORKSPACE
         workspace.write_text(server.workspace())
-        return _dagster_dev(home, port, env, workspace)
+        started.append(dev := _session(_dagster_dev(port, workspace), Path(home), env))
+        return dev.wait()
+    except KeyboardInterrupt:
+        return 130
     finally:
+        for process in reversed(started):
+            _stop(process)
         server.stop()
-        if explorer is not None:
-            _stop(explorer)
+
+
+def _stop_on_signals() -> None:
+    """Each stop signal ends the command as Ctrl-C does, also where it was started with
+    SIGINT ignored (Python then leaves it ignored: a background job, a test runner's child)."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(stop, interrupt)
+
+
+def _session(
+    command: list[str], home: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.Popen:
+    """`command` in a session of its own (from the folder holding `home`): a signal reaches
+    it through this process, which stops its whole group (`_stop`)."""
+    cwd = Path(home).resolve().parent if home is not None else None
+    return subprocess.Popen(command, cwd=cwd, env=env, start_new_session=True)
 
 
 def _stop(process: subprocess.Popen, grace: float = 15) -> None:
-    """SIGTERM, then SIGKILL if it has not ended within `grace` seconds: a stop is bounded."""
-    process.terminate()
-    try:
+    """SIGINT to its group (Dagster's and uvicorn's orderly stop), then SIGKILL of the group
+    if it has not ended within `grace` seconds: a stop is bounded."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGINT)
+    with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)  # what it left of its group, too
+    process.wait()
 
 
 def ui_environment(home: Path, explorer_port: int | None) -> dict[str, str]:
@@ -180,6 +210,5 @@ def explorer_command(home: Path, port: int, dagster_port: int) -> list[str]:
     ]
 
 
-def _dagster_dev(home: Path, port: int, env: dict[str, str], workspace: Path) -> int:
-    command = [sys.executable, "-m", "dagster", "dev", "-w", str(workspace), "-p", str(port)]
-    return subprocess.call(command, cwd=Path(home).resolve().parent, env=env)
+def _dagster_dev(port: int, workspace: Path) -> list[str]:
+    return [sys.executable, "-m", "dagster", "dev", "-w", str(workspace), "-p", str(port)]

@@ -109,14 +109,25 @@ def _session(session: int) -> list[str]:
     return left
 
 
+STOPS = {  # how a terminal and a service manager stop it
+    "ctrl-c": lambda pid: os.killpg(pid, signal.SIGINT),
+    "sigterm-to-the-leader": lambda pid: os.kill(pid, signal.SIGTERM),
+}
+
+
 @pytest.mark.slow
-def test_flashrsi_ui_serves_the_code_location_from_its_code_server_and_stops_it(tmp_path):
+@pytest.mark.parametrize("stop", STOPS)
+def test_flashrsi_ui_serves_the_code_location_from_its_code_server_and_stops_it(tmp_path, stop):
     home = tmp_path / ".flashrsi"
     port = _free_port()
     command = [sys.executable, "-m", "flashrsi_dagster.cli", "ui", "--home", str(home)]
     command += ["--port", str(port), "--explorer-port", str(_free_port())]
     with open(tmp_path / "ui.log", "wb") as log:
-        ui = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True)
+        # SIGINT ignored, as a test runner's or a shell's background child inherits it
+        ignored = lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)  # noqa: E731
+        ui = subprocess.Popen(
+            command, stdout=log, stderr=log, start_new_session=True, preexec_fn=ignored
+        )
     try:
         url = f"http://127.0.0.1:{port}"
         wait_until(lambda: ui.poll() is not None or _location(url), "the Dagster UI")
@@ -128,7 +139,7 @@ def test_flashrsi_ui_serves_the_code_location_from_its_code_server_and_stops_it(
         assert "grpc_server" in workspace
         assert any("deployment.code_server" in argv for argv in _session(ui.pid))
     finally:
-        os.killpg(ui.pid, signal.SIGINT)  # Ctrl-C in its terminal
+        STOPS[stop](ui.pid)
         try:
             ui.wait(timeout=PATIENCE)
         except subprocess.TimeoutExpired:
