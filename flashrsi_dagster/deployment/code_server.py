@@ -109,7 +109,7 @@ class CodeServer:
 
 def main(argv: Sequence[str] | None = None) -> None:
     _warm_servers()
-    dagster_cli.main(
+    dagster_cli().main(
         args=["api", "grpc", *(sys.argv[1:] if argv is None else argv)], prog_name="dagster"
     )
 

@@ -14,7 +14,6 @@ here, not in nine files). Why each is needed:
   (`deployment/code_server.py`).
 """
 
-from dagster._cli import cli as dagster_cli
 from dagster._config import StringSource, post_process_config, validate_config
 from dagster._core.definitions.reconstruct import ReconstructableRepository
 from dagster._core.definitions.selector import JobSubsetSelector
@@ -52,6 +51,15 @@ from dagster._grpc.client import DagsterGrpcClient
 from dagster._grpc.server import DagsterApiServer, wait_for_grpc_server
 from dagster._serdes import ConfigurableClassData
 from dagster._utils import find_free_port
+
+
+def dagster_cli():
+    """Dagster's command line (`dagster …`), imported only by the code server that runs it:
+    every process loading the code location would pay for it otherwise."""
+    from dagster._cli import cli
+
+    return cli
+
 
 CHECKED_AGAINST = "1.13.27"
 """The Dagster release every name above was read against."""
