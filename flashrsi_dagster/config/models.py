@@ -402,6 +402,12 @@ class BenchmarkConfig(Section):
         "(Harbor's docker environment built on the host's network, run on none: no registry "
         "or bridge needed), or a Harbor environment class as `package.module:Class`.",
     )
+    swe_bench_grading: Literal["local", "docker"] = Field(
+        "local",
+        description="swe_bench: where a patch's tests run: `local` (this machine's Python, "
+        "jailed; for repositories needing only pytest) or `docker` (the instance's image, built "
+        "here, by the swebench harness's own `run_instance`; needs a Docker engine).",
+    )
     evolution_data_path: ExistingPath | None = Field(
         None,
         description="Tasks that replace train (same format as data_path); must not "
@@ -420,3 +426,12 @@ class BenchmarkConfig(Section):
         le=MAX_RETRIES,
         description="Reruns of an infrastructure failure before it scores 0.",
     )
+
+    @model_validator(mode="after")
+    def _grading_of_swe_bench_only(self) -> BenchmarkConfig:
+        if self.swe_bench_grading != "local" and self.name != "swe_bench":
+            raise ValueError(
+                f"swe_bench_grading: {self.swe_bench_grading!r} grades SWE-bench patches; "
+                f"this benchmark is {self.name!r} (remove the key)"
+            )
+        return self

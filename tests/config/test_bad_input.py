@@ -161,6 +161,12 @@ CASES = [
         ["agent.timeout (set by --agent.timeout)", "finite number"],
     ),
     (
+        "swe-bench-grading-elsewhere",
+        None,
+        ["--benchmark.swe_bench_grading", "docker"],
+        ["benchmark", "swe_bench_grading: 'docker' grades SWE-bench patches"],
+    ),
+    (
         "run-shorter-than-a-model-call",
         _edit("    base_url: offline\n", "    base_url: offline\n    timeout: 900\n"),
         [],

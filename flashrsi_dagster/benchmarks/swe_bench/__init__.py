@@ -9,7 +9,7 @@ Modules: `instances` (reading and checking records, the Task mapping, image name
 `evaluation` (the harness's steps run locally, graded by the `swebench` package's own
 `get_eval_report`: the official rule, not a copy of it), `docker_harness` (an instance's
 environment as a Docker image built here, a patch evaluated in it by the package's own
-`run_instance`), `benchmark` (`SWEBench`).
+`run_instance`, in a run with `benchmark.swe_bench_grading: docker`), `benchmark` (`SWEBench`).
 """
 
 from flashrsi_dagster.benchmarks.swe_bench.benchmark import SWEBench

@@ -1,10 +1,13 @@
 """`SWEBench`: tasks from SWE-bench instance records; a rollout works in a local checkout of
-the instance's repository and is graded by the `swebench` package (`evaluation`)."""
+the instance's repository and is graded by the `swebench` package: its tests run on this
+machine (`evaluation`) or, with `benchmark.swe_bench_grading: docker`, in the instance's image
+by the package's own harness (`docker_harness`)."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from flashrsi_dagster.benchmarks.base import BenchmarkError, Secret, Task
 from flashrsi_dagster.benchmarks.swe_bench import repos
@@ -40,14 +43,20 @@ class SWEBench:
     default; give benchmark.split_counts, or a `split` field in the data."""
 
     def __init__(
-        self, data_path: Path | None = None, evolution_data_path: Path | None = None
+        self,
+        data_path: Path | None = None,
+        evolution_data_path: Path | None = None,
+        grading: Literal["local", "docker"] = "local",
     ) -> None:
         self.data_path = data_path
         self.evolution_data_path = evolution_data_path
+        self.grading = grading
+        self._images: dict[str, str] = {}
+        self._images_lock = threading.Lock()
 
     @classmethod
     def from_config(cls, config: BenchmarkConfig) -> SWEBench:
-        return cls(config.data_path, config.evolution_data_path)
+        return cls(config.data_path, config.evolution_data_path, config.swe_bench_grading)
 
     def tasks(self) -> list[Task]:
         if self.data_path is None:
@@ -95,10 +104,29 @@ class SWEBench:
             )
         return None
 
+    def preflight(self) -> None:
+        """Called by the rollout engine before a batch: grading in Docker is refused where no
+        engine answers or the instance images' base cannot be had, naming what is missing
+        (every rollout would fail alike)."""
+        if self.grading != "docker":
+            return
+        require_swebench()
+        # docker_harness is imported where used: `python -m` of it imports this package first,
+        # and a module imported before `-m` runs it is imported twice
+        from flashrsi_dagster.benchmarks.swe_bench import docker_harness
+        from flashrsi_dagster.images.engine import ImageError
+
+        try:
+            docker_harness.require_base()
+        except ImageError as exc:
+            raise BenchmarkError(
+                f"benchmark.swe_bench_grading: docker cannot run here: {exc} "
+                "(or grade on this machine: swe_bench_grading: local)"
+            ) from None
+
     def rollout(self, agent: Agent, task: Task, *, split: str, attempt: int) -> Trajectory:
         """The agent works in a checkout at the base commit; its changes, as a patch, are
-        evaluated in a fresh checkout and graded by `swebench`'s own grading
-        (`evaluation`)."""
+        evaluated and graded by `swebench`'s own grading, here or in the instance's image."""
         require_swebench()
         source = repos.find_source(task.verifier["repo"], self._roots())
         with scratch_dir("swe-") as work:
@@ -110,14 +138,29 @@ class SWEBench:
                 return trajectory.model_copy(update={"score": 0.0})
             repos.check_out(source, task.verifier["base_commit"], work / "base")
             patch = repos.diff_against(work / "base", work / "repo")
-            log = work / "test_output.txt"
-            log.write_text(
-                evaluation_log(task, source, patch, work, jailed=agent.confinement.jailed),
-                encoding="utf-8",
-            )
-            report = official_report(task, patch, log)
-            log_tail = log.read_text(encoding="utf-8")[-LOG_TAIL:]
-        return scored(trajectory, patch, report, log_tail)
+            if self.grading == "docker":
+                from flashrsi_dagster.benchmarks.swe_bench import docker_harness
+
+                image = self._image(task, source)
+                report = docker_harness.evaluate(task, patch, image, work / "logs")
+                log, graded_in = docker_harness.graded_log(work / "logs", task), image
+            else:
+                log, graded_in = work / "test_output.txt", "local"
+                jailed = agent.confinement.jailed
+                log.write_text(evaluation_log(task, source, patch, work, jailed=jailed), "utf-8")
+                report = official_report(task, patch, log)
+            said = log.read_text(errors="replace") if log.is_file() else report.get("error", "")
+        return scored(trajectory, patch, report, said[-LOG_TAIL:], graded_in)
+
+    def _image(self, task: Task, source: Path) -> str:
+        """`task`'s instance image, built once per process (the engine's cache keeps its
+        layers: a later process's build of it is quick)."""
+        from flashrsi_dagster.benchmarks.swe_bench import docker_harness
+
+        with self._images_lock:
+            if task.id not in self._images:
+                self._images[task.id] = docker_harness.build_instance_image(task, source)
+            return self._images[task.id]
 
     def _roots(self) -> list[Path]:
         """Folders whose `repos/` may hold an instance's repository: those of the data."""
@@ -125,15 +168,27 @@ class SWEBench:
         return [Path(p) if Path(p).is_dir() else Path(p).parent for p in paths]
 
 
-def scored(trajectory: Trajectory, patch: str, report: dict[str, Any], log_tail: str) -> Trajectory:
+def scored(
+    trajectory: Trajectory,
+    patch: str,
+    report: dict[str, Any],
+    log_tail: str,
+    graded_in: str = "local",
+) -> Trajectory:
     """The agent's trajectory scored by the report: 1.0 when resolved, else 0.0. The answer is
     the patch, which the harness grades whatever the agent said or however its run ended (a
-    timeout or an error keeps its status; the edits made before it count)."""
+    timeout or an error keeps its status; the edits made before it count). `graded_in`: where
+    the tests ran, `local` or the instance image's name."""
     resolved = bool(report.get("resolved"))
     status = trajectory.status
     if status == Status.SUCCESS and not resolved:
         status = Status.FAILURE
-    metadata = {**trajectory.metadata, "swe_bench": report, "test_log_tail": log_tail}
+    metadata = {
+        **trajectory.metadata,
+        "swe_bench": report,
+        "test_log_tail": log_tail,
+        "graded_in": graded_in,
+    }
     return trajectory.model_copy(
         update={
             "answer": patch,

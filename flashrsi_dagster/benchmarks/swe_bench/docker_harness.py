@@ -30,15 +30,15 @@ a predictions file).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
+import shutil
 import sys
 import threading
-from collections.abc import Iterator
+import uuid
 from pathlib import Path
 from typing import Any
 
-from flashrsi_dagster.benchmarks.base import Task
+from flashrsi_dagster.benchmarks.base import BenchmarkError, Task
 from flashrsi_dagster.benchmarks.swe_bench import repos
 from flashrsi_dagster.benchmarks.swe_bench.evaluation import (
     LOG_PARSER,
@@ -46,8 +46,9 @@ from flashrsi_dagster.benchmarks.swe_bench.evaluation import (
     files_under_test,
     require_swebench,
 )
+from flashrsi_dagster.benchmarks.swe_bench.instances import read_instances
 from flashrsi_dagster.images.engine import ImageError, docker
-from flashrsi_dagster.scratch import scratch_dir
+from flashrsi_dagster.scratch import process_dir, scratch_dir
 
 ENVIRONMENT_BASE = "debian:bookworm-slim"
 """The instance images' base: made here by `images.task_bases` where no registry is reachable."""
@@ -57,6 +58,8 @@ EVAL_TIMEOUT = 1800
 """Seconds the eval script may run (the harness's default)."""
 RUN_ID = "flashrsi"
 _HEREDOC = "EOF_114329324912"  # the harness's own delimiter for a patch in its eval scripts
+_TIMED_OUT = "Test timed out after"
+"""What `run_instance` logs where the tests outlived `EVAL_TIMEOUT` (the patch's doing)."""
 _log_dir_lock = threading.Lock()
 
 
@@ -71,6 +74,15 @@ def dockerfile(base: str = ENVIRONMENT_BASE) -> str:
         # SIGTERM does not end: its `docker stop --time=15` would wait 15 s for each instance
         "STOPSIGNAL SIGKILL\n"
     )
+
+
+def require_base() -> None:
+    """The instance images' base in the engine, made first where it lacks it (`ImageError`
+    naming what is missing: no Docker CLI, no engine, no way to make the base)."""
+    from flashrsi_dagster.images.task_bases import ensure_task_base_images
+
+    docker("info", "--format", "{{.ServerVersion}}", timeout=60)
+    ensure_task_base_images((ENVIRONMENT_BASE,))
 
 
 def image_spec(task: Task, base: str = ENVIRONMENT_BASE):
@@ -139,71 +151,105 @@ def instance_spec(task: Task, image: str):
 
 def evaluate(task: Task, patch: str, image: str, log_dir: Path) -> dict[str, Any]:
     """`patch` on `task` in `image`, by `run_instance`: the instance's report (`resolved`, the
-    per-test outcomes), or `{"resolved": False, "error": ...}` where the harness gave none (a
-    patch that does not apply: its log's end). Its logs go under `log_dir`."""
+    per-test outcomes), or `{"resolved": False, "error": ...}` where the harness refused the
+    patch (it did not apply, or the tests timed out: its log's end). Its logs go under
+    `log_dir/flashrsi/flashrsi/<instance id>`. `HarnessError` where the harness itself failed
+    (the engine, the container): nothing about the patch is known.
+
+    Each call is its own harness run (a run id of its own): the harness names the container
+    and its log folder after it, and returns a report it finds in that folder instead of
+    evaluating again, so calls for one instance can run side by side."""
     require_swebench()
     import docker as docker_client
     from swebench.harness import run_evaluation as harness
 
+    run_id, root = f"{RUN_ID}-{uuid.uuid4().hex[:12]}", _log_root(harness)
     prediction = {"instance_id": task.id, "model_name_or_path": RUN_ID, "model_patch": patch}
     client = docker_client.from_env(timeout=harness.DOCKER_CLIENT_TIMEOUT)
     try:
-        with _harness_logs(harness, log_dir):
-            done = harness.run_instance(
-                instance_spec(task, image),
-                prediction,
-                client,
-                RUN_ID,
-                timeout=EVAL_TIMEOUT,
-                skip_patch=not patch.strip(),
-            )
+        done = harness.run_instance(
+            instance_spec(task, image),
+            prediction,
+            client,
+            run_id,
+            timeout=EVAL_TIMEOUT,
+            skip_patch=not patch.strip(),
+        )
     finally:
         client.close()
+        _move_logs(root / run_id, log_dir / RUN_ID)
     if done is None:
         log = log_dir / RUN_ID / RUN_ID / task.id / "run_instance.log"
         said = log.read_text(errors="replace")[-2000:] if log.is_file() else "(no log)"
-        return {"resolved": False, "error": said}
+        if _patch_refused(said):
+            return {"resolved": False, "error": said}
+        raise HarnessError(f"swebench's harness could not evaluate {task.id}: {said[-600:]}")
     return done[1][task.id]
 
 
-@contextlib.contextmanager
-def _harness_logs(harness, log_dir: Path) -> Iterator[None]:
-    """The harness writes its logs under `logs/run_evaluation` of the working folder (a module
-    constant it reads at each call): pointed at `log_dir` for the call, one call at a time."""
+class HarnessError(RuntimeError):
+    """The harness failed on its own side (engine, container, copy), not on the patch."""
+
+
+def _patch_refused(log: str) -> bool:
+    """Whether the harness's log ends on the patch's own failure (it did not apply, or the
+    tests timed out), not on the harness's (the engine, the container, a copy)."""
+    from swebench.harness.constants import APPLY_PATCH_FAIL
+
+    return APPLY_PATCH_FAIL in log or _TIMED_OUT in log
+
+
+def graded_log(log_dir: Path, task: Task) -> Path:
+    """Where `evaluate(task, ..., log_dir)` left the tests' output (the file it grades)."""
+    return log_dir / RUN_ID / RUN_ID / task.id / "test_output.txt"
+
+
+def _log_root(harness) -> Path:
+    """The harness writes under `RUN_EVALUATION_LOG_DIR`, a module constant it reads at each
+    call (relative to the working folder by default): pointed once at this process's scratch
+    folder; each call's logs are moved out of it when the call ends."""
     with _log_dir_lock:
-        saved = harness.RUN_EVALUATION_LOG_DIR
-        harness.RUN_EVALUATION_LOG_DIR = log_dir
-        try:
-            yield
-        finally:
-            harness.RUN_EVALUATION_LOG_DIR = saved
+        root = process_dir() / "swebench-logs"
+        if root != harness.RUN_EVALUATION_LOG_DIR:
+            root.mkdir(exist_ok=True)
+            harness.RUN_EVALUATION_LOG_DIR = root
+        return root
+
+
+def _move_logs(source: Path, target: Path) -> None:
+    if not source.is_dir():
+        return
+    target.mkdir(parents=True, exist_ok=True)
+    for part in source.iterdir():
+        shutil.rmtree(target / part.name, ignore_errors=True)
+        shutil.move(part, target / part.name)
+    shutil.rmtree(source, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from flashrsi_dagster.benchmarks.swe_bench.benchmark import SWEBench
-    from flashrsi_dagster.images.task_bases import ensure_task_base_images
-
     parser = argparse.ArgumentParser(prog="python -m " + __spec__.name, description=__doc__)
     parser.add_argument("data", type=Path, help="instance records, `repos/` beside them")
     parser.add_argument("--predictions", type=Path, help="JSONL of instance_id, model_patch")
     parser.add_argument("--logs", type=Path, default=Path("logs/run_evaluation"))
     args = parser.parse_args(argv)
-    bench = SWEBench(args.data)
     folder = args.data if args.data.is_dir() else args.data.parent
-    tasks = bench.tasks()
-    if problems := bench.missing_parts():
+    try:
+        tasks = read_instances(args.data)
+    except BenchmarkError as exc:
+        sys.exit(f"error: {exc}")
+    if problems := repos.missing(tasks, [folder]):
         sys.exit("\n".join(f"error: {problem}" for problem in problems))
     patches = {t.id: t.verifier["gold_patch"] for t in tasks}
     if args.predictions:
         rows = [json.loads(line) for line in args.predictions.read_text().splitlines() if line]
         patches = {row["instance_id"]: row["model_patch"] or "" for row in rows}
     try:
-        ensure_task_base_images((ENVIRONMENT_BASE,))
+        require_base()
         for task in (t for t in tasks if t.id in patches):
             source = repos.find_source(task.verifier["repo"], [folder])
             report = evaluate(task, patches[task.id], build_instance_image(task, source), args.logs)
             print(json.dumps({"instance_id": task.id, "resolved": report["resolved"]}))
-    except ImageError as exc:
+    except (ImageError, HarnessError) as exc:
         sys.exit(f"error: {exc}")
     return 0
 

@@ -5,16 +5,23 @@ package's own harness (`run_instance`) and graded by its `get_eval_report`."""
 from __future__ import annotations
 
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from flashrsi_dagster.benchmarks.base import BenchmarkError
 from flashrsi_dagster.benchmarks.swe_bench import SWEBench
 from flashrsi_dagster.benchmarks.swe_bench.docker_harness import (
     ENVIRONMENT_BASE,
+    HarnessError,
     build_instance_image,
     evaluate,
+    graded_log,
 )
+from flashrsi_dagster.records import Status
+from tests.benchmarks.swe_bench.test_rollout import _applying, _rollout
+from tests.conftest import needs_jails
 
 TINY = Path(__file__).parents[3] / "examples" / "swe_bench_tiny"
 SOURCE = TINY / "repos" / "flashrsi__tinytext"
@@ -80,3 +87,52 @@ def test_a_patch_that_does_not_apply_is_unresolved_with_the_harness_saying_so(
 
     assert not report["resolved"]
     assert ">>>>> Patch Apply Failed" in report["error"]
+
+
+def test_an_image_that_does_not_exist_is_the_harness_failing_not_the_patch(tmp_path, docker_engine):
+    """The harness's own failure (here: no such image) is raised, so the rollout engine reruns
+    it as infrastructure, instead of scoring the patch unresolved."""
+    task = next(t for t in SWEBench(TINY).tasks() if t.id == "flashrsi__tinytext-2")
+
+    with pytest.raises(HarnessError, match="flashrsi__tinytext-2"):
+        evaluate(task, task.verifier["gold_patch"], "sweb.eval.x86_64.absent:latest", tmp_path)
+
+
+def test_two_evaluations_of_one_instance_run_side_by_side(instance_image, tmp_path):
+    """Each call is its own harness run (container, log folder): two at once both grade."""
+    task, image = instance_image
+    patches = {"gold": task.verifier["gold_patch"], "empty": ""}
+
+    with ThreadPoolExecutor(2) as pool:
+        done = {k: pool.submit(evaluate, task, p, image, tmp_path / k) for k, p in patches.items()}
+        reports = {k: future.result() for k, future in done.items()}
+
+    assert (reports["gold"]["resolved"], reports["empty"]["resolved"]) == (True, False)
+    assert all(graded_log(tmp_path / k, task).is_file() for k in patches)
+
+
+@needs_jails
+def test_a_rollout_graded_in_the_image_resolves_with_the_fix_and_not_without(
+    instance_image, server
+):
+    """`benchmark.swe_bench_grading: docker`: the agent works here, jailed, and its patch is
+    graded in the instance's image by the harness."""
+    task, image = instance_image
+    benchmark = SWEBench(TINY, grading="docker")
+    benchmark.preflight()
+    fix = _applying(task.verifier["gold_patch"])
+
+    fixed = _rollout(server, benchmark, task, "fixes-in-image", [fix])
+    unfixed = _rollout(server, benchmark, task, "looks-in-image", ["git status"])
+
+    assert (fixed.status, fixed.score, fixed.metadata["graded_in"]) == (Status.SUCCESS, 1.0, image)
+    assert "PASSED tests/" in fixed.metadata["test_log_tail"]  # the container's test output
+    assert (unfixed.status, unfixed.score, unfixed.answer) == (Status.FAILURE, 0.0, "")
+    assert not unfixed.metadata["swe_bench"]["resolved"]
+
+
+def test_grading_in_docker_is_refused_before_a_batch_where_no_engine_answers(monkeypatch, tmp_path):
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+
+    with pytest.raises(BenchmarkError, match="swe_bench_grading: docker cannot run"):
+        SWEBench(TINY, grading="docker").preflight()

@@ -11,19 +11,12 @@ import pytest
 from flashrsi_dagster.agents import target_agent
 from flashrsi_dagster.benchmarks.swe_bench import SWEBench
 from flashrsi_dagster.config import RoleConfig
-from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
 from flashrsi_dagster.records import Status
 from tests.conftest import needs_jails
 
 TINY = Path(__file__).parents[3] / "examples" / "swe_bench_tiny"
 
 pytestmark = needs_jails
-
-
-@pytest.fixture(scope="module")
-def server():
-    with OfflineModelServer(ServerConfig()) as running:
-        yield running
 
 
 @pytest.fixture(scope="module")
