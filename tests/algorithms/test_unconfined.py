@@ -6,6 +6,7 @@ test_algorithms_in_containers.py`.)"""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.decisions.report import ledger_lines
 from flashrsi_dagster.experiment import open_experiment
 from tests.conftest import needs_jails
+from tests.run_wide import made_once
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 SMALL = {  # each cut down to one round (batch, generation) past the seed's
@@ -47,6 +49,22 @@ def figures(name: str, home: Path, confinement: str) -> tuple[list[str], int]:
     return figures_of(experiment, algorithm.run())
 
 
+def unconfined_figures(
+    name: str, tmp_path_factory: pytest.TempPathFactory, worker_id: str
+) -> tuple[list[str], int]:
+    """`figures(name, ..., "none")`, made once per test run: the test here and the containers'
+    test both compare with it (the offline model is deterministic, so one run stands for
+    every run of it)."""
+
+    def make(folder: Path) -> None:
+        lines, snapshots = figures(name, folder / "home", "none")
+        (folder / "figures.json").write_text(json.dumps([lines, snapshots]))
+
+    folder = made_once(tmp_path_factory, worker_id, f"unconfined-{name}", make)
+    lines, snapshots = json.loads((folder / "figures.json").read_text())
+    return lines, snapshots
+
+
 def opened(name: str, home: Path, confinement: str):
     overrides = ["--experiment.home", str(home), "--experiment.confinement", confinement]
     return open_experiment(load_config(EXAMPLES / f"{name}.yaml", [*overrides, *SMALL[name]]))
@@ -61,8 +79,10 @@ def figures_of(experiment, state) -> tuple[list[str], int]:
 @needs_jails
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SMALL)
-def test_an_example_reaches_the_same_figures_unconfined_as_jailed(name: str, tmp_path: Path):
-    unconfined = figures(name, tmp_path / "none", "none")
+def test_an_example_reaches_the_same_figures_unconfined_as_jailed(
+    name: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, worker_id: str
+):
+    unconfined = unconfined_figures(name, tmp_path_factory, worker_id)
     jailed = figures(name, tmp_path / "bwrap", "bwrap")
 
     assert unconfined == jailed

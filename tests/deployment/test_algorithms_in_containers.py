@@ -18,7 +18,7 @@ from dagster_docker.docker_run_launcher import DOCKER_CONTAINER_ID_TAG
 from flashrsi_dagster.deployment.cli_driver import drive
 from flashrsi_dagster.deployment.containers import ContainerConfig
 from flashrsi_dagster.deployment.instance import SETTINGS
-from tests.algorithms.test_unconfined import SMALL, figures, figures_of, opened
+from tests.algorithms.test_unconfined import SMALL, figures_of, opened, unconfined_figures
 
 IN_CONTAINERS = [name for name in SMALL if name != "meta_harness"]
 
@@ -42,7 +42,12 @@ def _runs(home: Path) -> list[dg.DagsterRun]:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", IN_CONTAINERS)
 def test_an_example_driven_into_containers_reaches_the_same_figures(
-    name: str, tmp_path: Path, code_image: str, monkeypatch: pytest.MonkeyPatch
+    name: str,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    worker_id: str,
+    code_image: str,
+    monkeypatch: pytest.MonkeyPatch,
 ):
     home = tmp_path / "containers" / ".flashrsi"
     _home_launching_into_containers(home, code_image)
@@ -55,7 +60,7 @@ def test_an_example_driven_into_containers_reaches_the_same_figures(
     assert all(run.status == dg.DagsterRunStatus.SUCCESS for run in runs), runs
     assert len(runs) >= 3 and all(containers), "a step ran outside a container"
     lines, snapshots = figures_of(opened(name, home, "none"), state)
-    here, snapshots_here = figures(name, tmp_path / "here", "none")
+    here, snapshots_here = unconfined_figures(name, tmp_path_factory, worker_id)
     # a round's branches (ModularRSI's modules) run side by side here, one after another in
     # `figures`: their lines come in the order they ended, so the lines are compared as a set
     assert (sorted(lines), snapshots) == (sorted(here), snapshots_here)
