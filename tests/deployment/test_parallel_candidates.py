@@ -8,6 +8,7 @@ with their candidate tags (what the Runs page shows)."""
 
 from __future__ import annotations
 
+import pickle
 import subprocess
 import sys
 import threading
@@ -25,6 +26,7 @@ from flashrsi_dagster.orchestration.resources import ExperimentsResource
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from tests.deployment.test_ui import UI, _free_port, _process, _wait_for
 from tests.postgres import fresh_database, needs_postgres
+from tests.run_wide import made_once
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
 FLASHRSI = str(Path(sys.executable).parent / "flashrsi")
@@ -81,15 +83,24 @@ def _outcome(algorithm) -> dict:
     }
 
 
-def _sequential(home: Path, name: str) -> dict:
-    """The same config, its steps one after another in this process, without Dagster."""
-    algorithm = open_algorithm(open_experiment(_config(home, name)), log=lambda _: None)
-    try:
-        while not (step := algorithm.next_step(algorithm.read_state())).finished:
-            algorithm.do(step)
-        return _outcome(algorithm)
-    finally:
-        algorithm.close()
+def sequential(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> dict:
+    """The outcome of the config, its steps one after another in this process, without Dagster:
+    made once per test run, the reference of this file's test and `test_reconnect.py`'s (the
+    experiment's name is the only difference between their configs, and nothing `_outcome`
+    compares depends on it)."""
+
+    def make(folder: Path) -> None:
+        config = _config(folder / "home", NAMES[0])
+        algorithm = open_algorithm(open_experiment(config), log=lambda _: None)
+        try:
+            while not (step := algorithm.next_step(algorithm.read_state())).finished:
+                algorithm.do(step)
+            (folder / "outcome.pickle").write_bytes(pickle.dumps(_outcome(algorithm)))
+        finally:
+            algorithm.close()
+
+    folder = made_once(tmp_path_factory, worker_id, "meta-harness-4-candidates", make)
+    return pickle.loads((folder / "outcome.pickle").read_bytes())
 
 
 def _check_experiment(home: Path, name: str) -> dict:
@@ -113,7 +124,9 @@ def _check_experiment(home: Path, name: str) -> dict:
 
 @needs_postgres
 @pytest.mark.slow
-def test_three_experiments_of_four_candidates_at_once_on_postgres(tmp_path, monkeypatch):
+def test_three_experiments_of_four_candidates_at_once_on_postgres(
+    tmp_path, monkeypatch, tmp_path_factory, worker_id
+):
     root, home = tmp_path, tmp_path / ".flashrsi"
     (home / ".dagster").mkdir(parents=True)
     (home / ".dagster" / "dagster.yaml").write_text(TELEMETRY_OFF + SETTINGS + run_queue(LIMITS))
@@ -189,8 +202,6 @@ def test_three_experiments_of_four_candidates_at_once_on_postgres(tmp_path, monk
     }
     assert all(tags["flashrsi/endpoint.1"] == "offline" for tags, _ in candidates.values())
 
-    # one reference for all three: the name is the only difference between their configs,
-    # and nothing `_outcome` compares depends on it (the three must also agree with each other)
-    reference = _sequential(tmp_path / "sequential", NAMES[0])
+    reference = sequential(tmp_path_factory, worker_id)  # the three agree with each other too
     for name in NAMES:
         assert _check_experiment(home, name) == reference

@@ -32,7 +32,7 @@ from tests.deployment.test_parallel_candidates import (
     FLASHRSI,
     OVERRIDES,
     _check_experiment,
-    _sequential,
+    sequential,
 )
 from tests.deployment.test_storage import JOB
 from tests.postgres import (
@@ -222,7 +222,7 @@ def _runs_started(url: str) -> bool:
 @pytest.mark.slow
 @needs_postgres
 def test_a_run_whose_connections_are_ended_again_and_again_comes_out_as_an_undisturbed_one(
-    tmp_path,
+    tmp_path, tmp_path_factory, worker_id
 ):
     """Every session of the experiment's database ended every 2 s, from its first run to its
     end: the CLI's pooled connections, the run queue's, the four candidates' run workers'."""
@@ -241,7 +241,7 @@ def test_a_run_whose_connections_are_ended_again_and_again_comes_out_as_an_undis
     assert "Traceback" not in output
     assert len(keys) == 1 + 4 + 1  # the seed, four candidates, finalize (a step run again
     # because its run lost its connection where nothing could be retried keeps its run key)
-    assert _check_experiment(home, name) == _sequential(tmp_path / "sequential", name)
+    assert _check_experiment(home, name) == sequential(tmp_path_factory, worker_id)
 
 
 @needs_postgres
