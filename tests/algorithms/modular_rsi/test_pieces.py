@@ -91,6 +91,20 @@ def test_the_summary_keeps_its_skeleton_and_cuts_texts_evenly_within_the_budget(
         summarize(groups, 200)
 
 
+def test_the_summary_leaves_out_the_run_config_record_that_heads_each_trajectory():
+    from flashrsi_dagster.agents.run_config import run_config_message
+    from flashrsi_dagster.config.models import RoleConfig
+    from flashrsi_dagster.records import Redactor
+
+    config = RoleConfig(type="miniagent", llm={"model": "simulator/target-run-config"})
+    head = run_config_message(config, "s", "target", Redactor())
+    sample = run("t1", False)
+    sample = sample.model_copy(update={"messages": [head, *sample.messages]})
+    summary = summarize(group_rollouts([sample], {}), 10**7)
+    assert "question of t1" in summary
+    assert "simulator/target-run-config" not in summary and "schema_version" not in summary
+
+
 def test_the_protocol_reads_fenced_json_and_refuses_anything_else():
     def one(file: str, tasks: list[str]) -> str:
         finding = {"file": file, "tasks": tasks, "reason": "r", "change": "c"}
