@@ -20,6 +20,7 @@ from flashrsi_dagster.config.models import (
     MAX_PROMPT_CHARS,
     MAX_STEPS,
     MAX_TASKS,
+    AnswerRetries,
     Count,
     RoleConfig,
     WorkerRoleConfig,
@@ -79,6 +80,7 @@ class ModularRSIConfig(AlgorithmSection):
         description="Repair / re-diagnosis edits of the merged version after the merge; "
         "0: the merge alone, then the final full check.",
     )
+    answer_retries: AnswerRetries = 2
     worker: WorkerRoleConfig = Field(
         description="The Worker agent: analyses, edits and merges; it must have file tools. "
         "It may be another agent type on another model than the target."

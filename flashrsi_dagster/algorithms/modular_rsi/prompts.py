@@ -135,13 +135,21 @@ files: {files}.
 
 {problems}
 
+The check's runs of those tasks, grouped per task: `mixed` (contrast the samples),
+`all_failed` (compare with the earliest success a branch had of the task, when there is one,
+else diagnose), `all_succeeded`:
+
+{evidence}
+
 Finish with a short summary of what you changed.
 """
 
 
-def repair_instruction(files: Sequence[str], references: str, problems: str) -> str:
+def repair_instruction(files: Sequence[str], references: str, problems: str, evidence: str) -> str:
     return (
         _head("repair", "integration", files)
         + f"{markers.REFERENCES} {references}\n"
-        + REPAIR.format(references=references, files=", ".join(files), problems=problems)
+        + REPAIR.format(
+            references=references, files=", ".join(files), problems=problems, evidence=evidence
+        )
     )

@@ -1,14 +1,16 @@
 """The bodies of ModularRSI's two kinds of step: a branch step and an integration round.
 
 Both end in a `StepRecord`. A Worker failure and a protocol error (an analysis or a review
-that does not answer as `protocol.py` says) raise `Abort` and end the experiment with every
-record so far kept; a rejected candidate only keeps the previous version.
+that does not answer as `protocol.py` says, still after `answer_retries` fresh runs told the
+parse error) raise `Abort` and end the experiment with every record so far kept; a rejected
+candidate only keeps the previous version.
 """
 
 from __future__ import annotations
 
+import functools
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from flashrsi_dagster.algorithms.improver import improver_note
@@ -18,7 +20,9 @@ from flashrsi_dagster.algorithms.modular_rsi.groups import group_rollouts
 from flashrsi_dagster.algorithms.modular_rsi.modules import INTEGRATION, all_files
 from flashrsi_dagster.algorithms.modular_rsi.plan import State
 from flashrsi_dagster.algorithms.modular_rsi.protocol import (
+    Finding,
     ProtocolError,
+    Verdict,
     read_findings,
     read_verdict,
 )
@@ -34,7 +38,8 @@ from flashrsi_dagster.algorithms.modular_rsi.references import (
     branch_references,
     remove_references,
 )
-from flashrsi_dagster.algorithms.modular_rsi.summary import summarize
+from flashrsi_dagster.algorithms.modular_rsi.summary import BudgetError, summarize
+from flashrsi_dagster.answers import ask_until_read, attempt_name
 from flashrsi_dagster.benchmarks.base import SystemicFault, Task
 from flashrsi_dagster.records import Status, Trajectory
 from flashrsi_dagster.scratch import scratch_dir
@@ -179,17 +184,44 @@ class _Step:
 
     def review(self, parent: Snapshot, candidate: Snapshot, files, module: str) -> Gate:
         diff = self.store.diff(parent, candidate)
+
+        def run(instruction: str) -> Trajectory:
+            with scratch_dir("review-") as folder:
+                task_id = f"{self.slot}-{self.k}-review"
+                return self.a.reviewer.run(folder, instruction, task_id=task_id)
+
+        def read(run: Trajectory) -> Verdict:
+            if run.status != Status.SUCCESS:
+                detail = run.error.message if run.error else "no error recorded"
+                raise Abort(f"the review run failed ({run.status}): {detail}")
+            return read_verdict(run.answer)
+
         instruction = prompts.review_instruction(module, files, diff)
-        with scratch_dir("review-") as folder:
-            run = self.a.reviewer.run(folder, instruction, task_id=f"{self.slot}-{self.k}-review")
-        self.a.write(self.a.layout.step(self.slot, self.k, "review"), run)
-        if run.status != Status.SUCCESS:
-            detail = run.error.message if run.error else "no error recorded"
-            raise Abort(f"the review run failed ({run.status}): {detail}")
+        return gates.review_gate(self.ask("review", run, read, instruction, fails=Abort))
+
+    def ask[T](
+        self,
+        part: str,
+        run: Callable[[str], Trajectory],
+        read: Callable[[Trajectory], T],
+        instruction: str,
+        *,
+        fails: type[Abort],
+    ) -> T:
+        """A structured answer (`part`: the analysis, the review), asked again with the parse
+        error while retries are left (`answers.ask_until_read`); every run is kept, the
+        deciding one as `step-<k>-<part>.json`, each retried one as
+        `step-<k>-<part>-malformed-<n>.json`. Retries spent: `fails` (the seed's abort)."""
+
+        def keep(trajectory: Trajectory, retried: int | None) -> None:
+            path = self.a.layout.step(self.slot, self.k, attempt_name(part, retried))
+            self.a.write(path, trajectory)
+
+        retries = self.a.config.answer_retries
         try:
-            return gates.review_gate(read_verdict(run.answer))
+            return ask_until_read(run, read, instruction, retries=retries, keep=keep)
         except ProtocolError as exc:
-            raise Abort(str(exc)) from None
+            raise fails(str(exc)) from None
 
 
 class BranchStep(_Step):
@@ -263,15 +295,17 @@ class BranchStep(_Step):
                 f"The batch's rollouts failed as a whole, blaming no single task: {batch_error}\n"
                 "It may come from this module's files; fix it if it does.\n\n" + text
             )
-        run = self._analysis_run(parent, final, memory, text)
-        self.a.write(self.a.layout.step(self.slot, self.k, "analysis"), run)
-        if run.status != Status.SUCCESS:
-            detail = run.error.message if run.error else "no error recorded"
-            raise WorkerFailed(f"the Worker's analysis failed ({run.status}): {detail}")
-        try:
-            found = read_findings(run.answer, files=self.files, tasks=set(self.ids))
-        except ProtocolError as exc:
-            raise WorkerFailed(str(exc)) from None
+
+        def read(run: Trajectory) -> list[Finding]:
+            if run.status != Status.SUCCESS:
+                detail = run.error.message if run.error else "no error recorded"
+                raise WorkerFailed(f"the Worker's analysis failed ({run.status}): {detail}")
+            return read_findings(run.answer, files=self.files, tasks=set(self.ids))
+
+        instruction = prompts.analysis_instruction(self.slot, self.files, text)
+        instruction += self.improver_note()
+        run = functools.partial(self._analysis_run, parent, final, memory)
+        found = self.ask("analysis", run, read, instruction, fails=WorkerFailed)
         targets = rank_targets(found, self.a.config.edit_budget)
         record = FindingsRecord(
             findings=found, targets=[t.file for t in targets], batch_error=batch_error
@@ -279,7 +313,7 @@ class BranchStep(_Step):
         self.a.write(self.a.layout.step(self.slot, self.k, "findings"), record)
         return record
 
-    def _analysis_run(self, parent, final, memory, text: str) -> Trajectory:
+    def _analysis_run(self, parent, final, memory, instruction: str) -> Trajectory:
         """The Worker in a folder holding the version, every rollout whole and the memory."""
         with scratch_dir("analysis-") as folder:
             checkout = self.store.check_out(parent, folder / prompts.CANDIDATE)
@@ -291,12 +325,8 @@ class BranchStep(_Step):
                     )
                 for task_id, trajectory in memory.items():
                     _dump(folder / prompts.MEMORY / f"{_safe(task_id)}.json", trajectory)
-                instruction = prompts.analysis_instruction(self.slot, self.files, text)
-                return self.a.improver(self.improver).run(
-                    folder,
-                    instruction + self.improver_note(),
-                    task_id=f"{self.slot}-{self.k}-analysis",
-                )
+                task_id = f"{self.slot}-{self.k}-analysis"
+                return self.a.improver(self.improver).run(folder, instruction, task_id=task_id)
             finally:
                 self.store.forget_checkout(checkout)
 
@@ -372,7 +402,25 @@ class IntegrationStep(_Step):
                 for m, sid in self.branches.items()
             ]
             return prompts.integration_instruction(self.files, REFERENCES, stats)
-        return prompts.repair_instruction(self.files, REFERENCES, _problems(last.check))
+        problems = _problems(last.check)
+        return prompts.repair_instruction(self.files, REFERENCES, problems, self.evidence(last))
+
+    def evidence(self, last: StepRecord) -> str:
+        """The re-diagnosis's evidence: the full check's runs of the tasks with problems,
+        grouped as a branch's analysis groups them, an all-failed task beside the earliest
+        success any branch had of it, within `prompt_budget` (`summary.py`; a budget too
+        small for the skeleton aborts, as a branch's analysis does)."""
+        assert last.check is not None
+        troubled = {*last.check.runtime_errors, *last.check.failed}
+        runs = [t for t in self.a.step_rollouts(INTEGRATION, last.round) if t.task_id in troubled]
+        memory: dict[str, Trajectory] = {}
+        for module in self.a.modules:
+            for task_id, run in self.a.memory(module, before=self.a.plan.branch_steps).items():
+                memory.setdefault(task_id, run)
+        try:
+            return summarize(group_rollouts(runs, memory), self.a.config.prompt_budget)
+        except BudgetError as exc:
+            raise Abort(str(exc)) from None
 
     def full_check(self, candidate: Snapshot) -> Check:
         tasks = self.a.splits.train
