@@ -153,3 +153,25 @@ def repair_instruction(files: Sequence[str], references: str, problems: str, evi
             references=references, files=", ".join(files), problems=problems, evidence=evidence
         )
     )
+
+
+GATE_REPAIR = """\
+The folder you are in is a candidate edit of the {module} module of an agent harness
+({responsibility}), which the {gate} check turned down:
+
+{finding}
+
+Repair the candidate so that it passes, keeping what the edit set out to do. Change only
+these files: {files}. Finish with a short summary of what you changed.
+"""
+
+
+def gate_repair_instruction(module: str, files: Sequence[str], gate: str, finding: str) -> str:
+    responsibility = RESPONSIBILITIES.get(module, "merging the module branches")
+    return _head("gate_repair", module, files) + GATE_REPAIR.format(
+        module=module,
+        responsibility=responsibility,
+        gate=gate,
+        finding=finding,
+        files=", ".join(files),
+    )

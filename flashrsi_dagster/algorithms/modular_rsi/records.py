@@ -14,6 +14,8 @@ records/modular_rsi/
   <module>/step-003-review.json     the review run (its answer holds the verdict; retried
                                     ones as `step-003-review-malformed-<n>.json`)
   <module>/step-003-execution.jsonl the execution gate's rollout
+  <module>/step-003-repair-1-*.json the first gate repair's worker, edit, content and review
+                                    records (`gate_repairs`)
   integration/step-000.json         StepRecord of an integration round (merge, then repairs)
   integration/step-000-*.{json,jsonl}  as above, with `check.jsonl` the full check
   baseline-check.jsonl              the seed on every evolution task, run by the promotion
@@ -34,7 +36,7 @@ from flashrsi_dagster.records import Record
 from flashrsi_dagster.records.sealed_test import TestResult as TestResult  # shared
 
 StepStatus = Literal["accepted", "rejected", "no_change", "aborted"]
-GateName = Literal["scope", "content", "compile", "review", "execution"]
+GateName = Literal["scope", "content", "compile", "review", "execution", "activation"]
 
 
 class Schedule(Record):
@@ -103,6 +105,11 @@ class StepRecord(Record):
         None, description="Branch steps: the version of the evolution set the batch is from."
     )
     gates: list[Gate] = Field(default_factory=list)
+    repaired: list[Gate] = Field(
+        default_factory=list,
+        description="The compile or review findings the Worker repaired, in order "
+        "(`gate_repairs`); `gates` are the last candidate's verdicts.",
+    )
     reason: str
     check: Check | None = Field(None, description="Integration: the accepted version's check.")
     more: bool = Field(False, description="Integration: whether another round is worth it.")
@@ -156,6 +163,10 @@ class Layout:
     def malformed(self, slot: str, k: int) -> list[Path]:
         """The step's answers that could not be read and were asked again, in order."""
         return sorted((self.folder / slot).glob(f"step-{k:03d}-*-malformed-*.json"))
+
+    def repairs(self, slot: str, k: int) -> list[Path]:
+        """The records of the step's gate repairs (`step-<k>-repair-<n>-<part>`), in order."""
+        return sorted((self.folder / slot).glob(f"step-{k:03d}-repair-*"))
 
     def rollouts(self, slot: str, k: int) -> Path:
         return self.step(slot, k, "rollouts", ".jsonl")

@@ -69,6 +69,12 @@ class _Step:
         self.seed = algorithm.seed()
         self.improver: str | None = None
         """The harness that analyses and edits in this step (`improver_for`)."""
+        self.repair = 0
+        """The gate repair under way (`gate_and_repair`); 0: the step's own edit."""
+
+    def part(self, name: str) -> str:
+        """A record's part name: `worker`, or `repair-1-worker` during the first repair."""
+        return f"repair-{self.repair}-{name}" if self.repair else name
 
     def improver_for(self, parent: Snapshot) -> str | None:
         """Under `worker.harness: adopted`, the harness that analyses and edits: the version
@@ -111,7 +117,7 @@ class _Step:
             edit_dir = self.store.check_out(parent, tmp / "edit")
             try:
                 worker = self._worker_edit(edit_dir, instruction, references)
-                self.a.write(self.a.layout.step(self.slot, self.k, "worker"), worker)
+                self.a.write(self.a.layout.step(self.slot, self.k, self.part("worker")), worker)
                 if worker.status != Status.SUCCESS:
                     detail = worker.error.message if worker.error else "no error recorded"
                     edit = EditRecord(
@@ -124,7 +130,7 @@ class _Step:
                     edit = self._commit(parent, edit_dir)
             finally:
                 self.store.forget_checkout(edit_dir)
-        self.a.write(self.a.layout.step(self.slot, self.k, "edit"), edit)
+        self.a.write(self.a.layout.step(self.slot, self.k, self.part("edit")), edit)
         if edit.status == "worker_failed":
             raise WorkerFailed(edit.reason or "the Worker failed")
         if edit.status in ("noop", "refused") and self.improver is not None:
@@ -173,7 +179,7 @@ class _Step:
         verdicts = [gates.scope_gate(changed, files)]
         if verdicts[-1].passed:
             content = self.a.check_content(
-                candidate, self.a.layout.step(self.slot, self.k, "content")
+                candidate, self.a.layout.step(self.slot, self.k, self.part("content"))
             )
             verdicts.append(gates.content_gate(content))
         if verdicts[-1].passed:
@@ -181,6 +187,27 @@ class _Step:
         if verdicts[-1].passed:
             verdicts.append(self.review(parent, candidate, files, module))
         return candidate, verdicts
+
+    def gate_and_repair(
+        self, parent: Snapshot, edit: EditRecord, files: Sequence[str], module: str, references
+    ) -> tuple[Snapshot | None, list[Gate], list[Gate]]:
+        """`gate`, then, while a compile or review finding stands and `gate_repairs` last, the
+        Worker repairs the candidate told the finding (a checkout of it, committed as its
+        child; records `step-<k>-repair-<n>-*`) and the gates run again on the whole change
+        from `parent`. A repair that changes nothing or is refused leaves the finding. The
+        last candidate, its verdicts, and the findings repaired."""
+        candidate, verdicts = self.gate(parent, edit, files, module)
+        repaired: list[Gate] = []
+        while (found := _repairable(verdicts)) and self.repair < self.a.config.gate_repairs:
+            assert candidate is not None
+            self.repair += 1
+            repaired.append(found)
+            instruction = prompts.gate_repair_instruction(module, files, found.name, found.reason)
+            fix = self.edit(candidate, instruction, references)
+            if fix.status != "committed":
+                break
+            candidate, verdicts = self.gate(parent, fix, files, module)
+        return candidate, verdicts, repaired
 
     def review(self, parent: Snapshot, candidate: Snapshot, files, module: str) -> Gate:
         diff = self.store.diff(parent, candidate)
@@ -214,7 +241,7 @@ class _Step:
         `step-<k>-<part>-malformed-<n>.json`. Retries spent: `fails` (the seed's abort)."""
 
         def keep(trajectory: Trajectory, retried: int | None) -> None:
-            path = self.a.layout.step(self.slot, self.k, attempt_name(part, retried))
+            path = self.a.layout.step(self.slot, self.k, attempt_name(self.part(part), retried))
             self.a.write(path, trajectory)
 
         retries = self.a.config.answer_retries
@@ -236,7 +263,7 @@ class BranchStep(_Step):
         parent = self.store.get(self.state.current(self.slot, self.k, self.seed.id))
         self.improver = self.improver_for(parent)
         tasks = self.a.tasks(self.ids)
-        fields = {"tasks": self.ids, "eval_set": self.a.evaluation_set()}
+        fields: dict[str, Any] = {"tasks": self.ids, "eval_set": self.a.evaluation_set()}
         try:
             final, batch_error = self.batch(parent, tasks)
             findings = self.analyse(parent, final, batch_error)
@@ -252,10 +279,12 @@ class BranchStep(_Step):
                 return self.record(
                     parent, "no_change", "the Worker's edit changed nothing", **fields
                 )
-            candidate, verdicts = self.gate(parent, edit, self.files, self.slot)
+            candidate, verdicts, fields["repaired"] = self.gate_and_repair(
+                parent, edit, self.files, self.slot, {}
+            )
             if all(g.passed for g in verdicts):
                 assert candidate is not None
-                verdicts.append(self.execute(candidate, tasks))
+                verdicts += self.execute(parent, candidate, tasks)
         except WorkerFailed as exc:
             return self.failed(parent, str(exc), **fields)
         except Abort as exc:
@@ -266,7 +295,9 @@ class BranchStep(_Step):
             return self.record(
                 parent, "rejected", reason, candidate=candidate, gates=verdicts, **fields
             )
-        reason = f"accepted: {', '.join(edit.changed)}"
+        assert candidate is not None
+        changed = [f"{c.status} {c.path}" for c in self.store.changed_paths(parent, candidate)]
+        reason = f"accepted: {', '.join(changed)}"
         return self.record(
             parent, "accepted", reason, candidate=candidate, gates=verdicts, **fields
         )
@@ -330,8 +361,9 @@ class BranchStep(_Step):
             finally:
                 self.store.forget_checkout(checkout)
 
-    def execute(self, candidate: Snapshot, tasks: tuple[Task, ...]) -> Gate:
-        """The candidate on one task of the batch, drawn with the experiment's seed."""
+    def execute(self, parent: Snapshot, candidate: Snapshot, tasks: tuple[Task, ...]) -> list[Gate]:
+        """The candidate on one task of the batch, drawn with the experiment's seed; with
+        `activation_gate`, then whether the change ran in that run."""
         seed = self.a.experiment.config.experiment.seed
         task = random.Random(f"{seed}:{self.slot}:{self.k}:execution").choice(tasks)
         path = self.a.layout.execution(self.slot, self.k)
@@ -341,8 +373,12 @@ class BranchStep(_Step):
             raise
         except Exception as exc:
             reason = f"task {task.id}: the run could not be scored: {type(exc).__name__}: {exc}"
-            return Gate(name="execution", passed=False, reason=reason)
-        return gates.execution_gate(run)
+            return [Gate(name="execution", passed=False, reason=reason)]
+        executed = gates.execution_gate(run)
+        if not executed.passed or not self.a.config.activation_gate:
+            return [executed]
+        changes = gates.changes_of(self.store, parent, candidate)
+        return [executed, gates.activation_gate(run, changes)]
 
 
 class IntegrationStep(_Step):
@@ -368,7 +404,9 @@ class IntegrationStep(_Step):
             edit = self.edit(parent, self.instruction(last), self.branches)
             if edit.status == "noop":
                 return self.record(parent, "no_change", "the Worker changed nothing")
-            candidate, verdicts = self.gate(parent, edit, self.files, INTEGRATION)
+            candidate, verdicts, repaired = self.gate_and_repair(
+                parent, edit, self.files, INTEGRATION, self.branches
+            )
         except WorkerFailed as exc:
             return self.failed(parent, str(exc))
         except Abort as exc:
@@ -377,7 +415,13 @@ class IntegrationStep(_Step):
         if failed is not None:
             reason = f"{failed.name} gate: {failed.reason}"
             return self.record(
-                parent, "rejected", reason, candidate=candidate, gates=verdicts, more=more
+                parent,
+                "rejected",
+                reason,
+                candidate=candidate,
+                gates=verdicts,
+                more=more,
+                repaired=repaired,
             )
         assert candidate is not None
         check = self.full_check(candidate)
@@ -387,7 +431,14 @@ class IntegrationStep(_Step):
             f"{len(check.runtime_errors)} runtime error(s)"
         )
         return self.record(
-            parent, "accepted", reason, candidate=candidate, gates=verdicts, check=check, more=more
+            parent,
+            "accepted",
+            reason,
+            candidate=candidate,
+            gates=verdicts,
+            check=check,
+            more=more,
+            repaired=repaired,
         )
 
     def accepted_before(self) -> StepRecord | None:
@@ -439,6 +490,14 @@ class IntegrationStep(_Step):
             failed=wrong,
             eval_set=version,
         )
+
+
+def _repairable(verdicts: list[Gate]) -> Gate | None:
+    """A compile or review finding the Worker may repair; never scope (a refused or
+    out-of-range edit uses up the batch, seed 001) nor content (benchmark content in a
+    candidate is the host's refusal, not a finding to negotiate)."""
+    failed = next((g for g in verdicts if not g.passed), None)
+    return failed if failed is not None and failed.name in ("compile", "review") else None
 
 
 def _problems(check: Check) -> str:

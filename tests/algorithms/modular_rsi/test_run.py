@@ -132,13 +132,16 @@ def test_flashrsi_run_drives_it_to_the_sealed_test_and_resume_adds_nothing(tmp_p
     assert layout.test.read_bytes() == test_record  # the sealed test ran once
 
 
-def _first_module_edits(tmp_path, edit: list[dict], after_edit: list[dict]) -> ModularRSI:
+def _first_module_edits(
+    tmp_path, edit: list[dict], after_edit: list[dict], **algorithm
+) -> ModularRSI:
     """agent_loop finds something and the Worker runs `edit`; `after_edit` follows (the
     review's answer, say); the other four modules find nothing."""
     probe = opened(tmp_path / "probe", [say()])
     task = probe.schedule.batches[0][0]
     finding = {"file": "runtime/agent.py", "tasks": [task], "reason": "r", "change": "c"}
-    return opened(tmp_path, [findings(finding), *edit, *after_edit, *[findings()] * 4])
+    replies = [findings(finding), *edit, *after_edit, *[findings()] * 4]
+    return opened(tmp_path, replies, **algorithm)
 
 
 @pytest.mark.parametrize(
@@ -174,6 +177,97 @@ def test_a_rejected_candidate_keeps_the_previous_version(tmp_path, edit, after, 
     assert state.step("tool_use", 0).parent_id == seed
     assert state.step("integration", 0) is None
     assert state.promotion.snapshot_id == seed and state.promotion.source == "seed"
+
+
+DROP_LAST = "sed -i '$ d' runtime/agent.py"
+
+
+def test_with_the_activation_gate_an_edit_whose_code_never_ran_is_rejected(tmp_path):
+    """`activation_gate: true` (the official code's rule): agent_loop adds a function nothing
+    calls and is rejected; tool_use's module-level statement ran at import and
+    context_management's prompt rule was read, so both are accepted. What ran is what the
+    framework's entry saw (`metadata["activation"]`), not what the harness says."""
+    probe = opened(tmp_path / "probe", [say()])
+    task = probe.schedule.batches[0][0]
+
+    def finding(file: str) -> dict:
+        return findings({"file": file, "tasks": [task], "reason": "r", "change": "c"})
+
+    dead = "printf '\\ndef never_called():\\n    return 1\\n' >> runtime/agent.py"
+    live = "printf '\\nSHELL_NOTE = 1\\n' >> tools/shell.py"
+    replies = [
+        *(finding("runtime/agent.py"), shell(dead), say(), verdict("accept")),
+        *(finding("tools/shell.py"), shell(live), say(), verdict("accept")),
+        findings(),
+        finding("prompts/system.md"),
+        shell(f"printf '\\n{RULE}\\n' >> prompts/system.md"),
+        *(say(), verdict("accept")),
+        findings(),
+        *(
+            shell(f"{MERGE} && cp .branches/tool_use/tools/shell.py tools/"),
+            say(),
+            verdict("accept"),
+        ),
+    ]
+    algo = opened(tmp_path, replies, activation_gate=True)
+    state = algo.run()
+    rejected = state.step("agent_loop", 0)
+    assert rejected.status == "rejected", rejected.reason
+    assert rejected.reason.startswith("activation gate") and "runtime/agent.py" in rejected.reason
+    assert [g.name for g in rejected.gates][-2:] == ["execution", "activation"]
+    for module in ("tool_use", "context_management"):
+        step = state.step(module, 0)
+        assert step.status == "accepted", step.reason
+        assert step.gates[-1].name == "activation" and step.gates[-1].passed
+    (run,) = RolloutRecord(algo.layout.execution("context_management", 0)).load()
+    seen = run.metadata["activation"]
+    assert "prompts/system.md" in seen["opened"] and seen["lines"]["runtime/agent.py"]
+    assert state.promotion is not None and state.promotion.source == "final_merge"
+
+
+@pytest.mark.slow
+def test_a_compile_or_review_finding_is_repaired_by_the_worker_up_to_gate_repairs(tmp_path):
+    """`gate_repairs: 2` (the official code's bound): an edit that does not compile, repaired
+    into one the review turns down, repaired again into one it accepts, is accepted; with
+    `gate_repairs: 1` the review's finding stands and the previous version is kept."""
+    broken = [shell("echo 'def (' >> runtime/agent.py"), say()]
+    first_fix = [shell(f"{DROP_LAST} && echo '# tidy' >> runtime/agent.py"), say()]
+    second_fix = [shell(f"{DROP_LAST} && echo '# the loop ends at max_turns' >> runtime/agent.py")]
+    repairs = [
+        *first_fix,
+        verdict("reject", "a bare comment"),
+        *second_fix,
+        say(),
+        verdict("accept"),
+    ]
+    algo = _first_module_edits(tmp_path / "two", broken, repairs, gate_repairs=2)
+    state = algo.run()
+    step = state.step("agent_loop", 0)
+    assert step.status == "accepted", step.reason
+    assert [(g.name, g.reason) for g in step.repaired] == [
+        ("compile", step.repaired[0].reason),
+        ("review", "a bare comment"),
+    ]
+    assert "SyntaxError" in step.repaired[0].reason
+    assert [g.name for g in step.gates] == ["scope", "content", "compile", "review", "execution"]
+    store, seed = algo.experiment.snapshots, algo.seed()
+    merged = store.read_file_at(step.current_id, "runtime/agent.py").decode()
+    assert merged.endswith("# the loop ends at max_turns\n") and "def (" not in merged
+    assert step.parent_id == seed.id
+    assert [c.path for c in store.changed_paths(seed, step.current_id)] == ["runtime/agent.py"]
+    names = [p.name for p in algo.layout.repairs("agent_loop", 0)]
+    assert "step-000-repair-1-worker.json" in names and "step-000-repair-2-review.json" in names
+    told = json.dumps(
+        read_record(algo.layout.step("agent_loop", 0, "repair-1-worker"), Trajectory).messages
+    )
+    assert "compile check turned down" in told and "SyntaxError" in told
+
+    once = [*first_fix, verdict("reject", "a bare comment")]
+    algo = _first_module_edits(tmp_path / "one", broken, once, gate_repairs=1)
+    step = algo.run().step("agent_loop", 0)
+    assert step.status == "rejected" and step.reason == "review gate: a bare comment"
+    assert [g.name for g in step.repaired] == ["compile"]
+    assert step.current_id == algo.seed().id
 
 
 @pytest.mark.parametrize(
