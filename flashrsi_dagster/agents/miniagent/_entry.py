@@ -179,7 +179,7 @@ def _observe(files_dir: str):
     root = os.path.realpath(files_dir) + os.sep
     opened: set[str] = set()
     lines: dict[str, set[int]] = {}
-    files: dict[str, str | None] = {}
+    codes: dict[object, str] = {}
 
     def relative(path) -> str | None:
         if isinstance(path, bytes):
@@ -196,19 +196,25 @@ def _observe(files_dir: str):
     sys.addaudithook(on_audit)
     monitoring = getattr(sys, "monitoring", None)
     if monitoring is not None:
-        tool = monitoring.COVERAGE_ID
+        tool, events = monitoring.COVERAGE_ID, monitoring.events
+
+        # Each code object's first start comes here once: another's is switched off for
+        # good, a harness file's gets line events (global line events cost seconds a run).
+        def on_start(code, offset: int):
+            if (rel := relative(code.co_filename)) is not None:
+                codes[code] = rel
+                monitoring.set_local_events(tool, code, events.LINE)
+            return monitoring.DISABLE
 
         def on_line(code, line: int):
-            name = code.co_filename
-            if name not in files:  # every location's first line event comes here: cheap
-                files[name] = relative(name)
-            if (rel := files[name]) is not None:
+            if (rel := codes.get(code)) is not None:
                 lines.setdefault(rel, set()).add(line)
             return monitoring.DISABLE
 
         monitoring.use_tool_id(tool, "flashrsi-activation")
-        monitoring.register_callback(tool, monitoring.events.LINE, on_line)
-        monitoring.set_events(tool, monitoring.events.LINE)
+        monitoring.register_callback(tool, events.PY_START, on_start)
+        monitoring.register_callback(tool, events.LINE, on_line)
+        monitoring.set_events(tool, events.PY_START)
 
     def observed() -> dict:
         seen = None if monitoring is None else {p: sorted(n) for p, n in sorted(lines.items())}
