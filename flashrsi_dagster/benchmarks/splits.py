@@ -42,9 +42,13 @@ class Splits:
 
     def check_disjoint(self) -> None:
         """Refuse (BenchmarkError, naming each clash) a task train, dev and test share by id,
-        instruction or checksum; the test tasks are compared here, never handed out."""
-        refuse_overlap(self.train, [*self.dev, *self._sealed()], "train", "dev/test")
-        refuse_overlap(self.dev, self._sealed(), "dev", "test")
+        or the same task under two ids (instruction, verifier data and environment folder all
+        equal: the held-out task itself would be trained or selected on). Tasks that only
+        share a question text or an environment folder are different tasks of one dataset,
+        which seed 001 keeps. The test tasks are compared here, never handed out."""
+        held_out = [*self.dev, *self._sealed()]
+        refuse_overlap(self.train, held_out, "train", "dev/test", keys=SAME_TASK)
+        refuse_overlap(self.dev, self._sealed(), "dev", "test", keys=SAME_TASK)
 
     @property
     def test_size(self) -> int:
@@ -107,7 +111,7 @@ def replace_train(splits: Splits, evolution: list[Task], *, limit: int | None, s
     refuse_duplicates(evolution, source)
     # The sealed tasks are compared here, never handed out (see the module's docstring).
     sealed = splits._sealed()
-    refuse_overlap(evolution, [*splits.dev, *sealed], source, "dev/test")
+    refuse_overlap(evolution, [*splits.dev, *sealed], source, "dev/test", keys=SEPARATE_SOURCE)
     refuse_shared_images(evolution, [*splits.dev, *sealed], source, "dev/test")
     train = tuple(evolution[:limit] if limit is not None else evolution)
     return Splits(train, splits.dev, sealed)
@@ -134,18 +138,36 @@ def refuse_duplicates(tasks: Iterable[Task], source: str) -> None:
         raise BenchmarkError(f"{source}: duplicate task ids: {', '.join(duplicates)}")
 
 
-def refuse_overlap(first: Iterable[Task], second: Iterable[Task], a: str, b: str) -> None:
+def _content(task: Task) -> tuple[str, str | None]:
+    """The whole task: its checksum (instruction and verifier data) and its environment
+    folder (a Harbor task's tests live there, not in its verifier data)."""
+    return task.checksum, str(task.environment) if task.environment else None
+
+
+SAME_TASK: dict[str, Callable[[Task], object]] = {"id": lambda t: t.id, "content": _content}
+"""The default splits: one task under one id, in one split."""
+
+SEPARATE_SOURCE: dict[str, Callable[[Task], object]] = {
+    "id": lambda t: t.id,
+    "instruction": lambda t: t.instruction,
+    "checksum": lambda t: t.checksum,
+}
+"""External evolution data (`replace_train`): a separate source shares not even a question
+text or a checksum with the held-out tasks (seed 001's explicit external mode)."""
+
+
+def refuse_overlap(
+    first: Iterable[Task],
+    second: Iterable[Task],
+    a: str,
+    b: str,
+    *,
+    keys: dict[str, Callable[[Task], object]],
+) -> None:
     second = list(second)
-    keys = {
-        "id": {t.id for t in second},
-        "instruction": {t.instruction for t in second},
-        "checksum": {t.checksum for t in second},
-    }
+    seen = {kind: {key(t) for t in second} for kind, key in keys.items()}
     clashes = sorted(
-        f"{t.id} (same {kind})"
-        for t in first
-        for kind, seen in keys.items()
-        if getattr(t, kind) in seen
+        f"{t.id} (same {kind})" for t in first for kind, key in keys.items() if key(t) in seen[kind]
     )
     if clashes:
         raise BenchmarkError(f"{a} overlaps {b}: {', '.join(dict.fromkeys(clashes))}")

@@ -59,6 +59,19 @@ def _integral(value: Any) -> Any:
 Count = Annotated[int, BeforeValidator(_integral)]
 """An integer count; a whole float such as `1e20` is checked against the count's maximum."""
 
+AnswerRetries = Annotated[
+    Count,
+    Field(
+        ge=0,
+        le=MAX_ATTEMPTS,
+        description="Fresh runs of a model role after a structured answer (an analysis, a "
+        "review, a diagnosis) that cannot be read, each told the parse error "
+        "(`answers.ask_until_read`); past them the protocol error counts. 0: the first "
+        "malformed answer counts.",
+    ),
+]
+"""The retry budget of structured answers, the same key in every algorithm that reads them."""
+
 
 def _resolve(path: Path, info: ValidationInfo) -> Path:
     base = (info.context or {}).get("base_dir") or Path.cwd()

@@ -85,7 +85,7 @@ def test_the_splits_compare_their_test_tasks_themselves():
     leaked = Splits(splits.train, (*splits.dev, splits.unseal_test()[0]), splits.unseal_test())
 
     splits.check_disjoint()
-    with pytest.raises(BenchmarkError, match=r"dev overlaps test: t\d+ \(same checksum\)"):
+    with pytest.raises(BenchmarkError, match=r"dev overlaps test: t\d+ \(same content\)"):
         leaked.check_disjoint()
 
 
@@ -124,8 +124,33 @@ def test_the_same_text_under_two_ids_cannot_straddle_splits():
         id="a0", instruction="a text 0", verifier={"label": "a"}, metadata={"split": "train"}
     )
 
-    with pytest.raises(BenchmarkError, match=r"train overlaps dev/test: a0 \(same checksum\)"):
+    with pytest.raises(BenchmarkError, match=r"train overlaps dev/test: a0 \(same content\)"):
         make_splits(pool, None, seed=0)
+
+
+def test_tasks_of_one_dataset_may_share_a_question_text_or_an_instruction_across_splits(
+    tmp_path,
+):
+    """Seed 001: the default splits keep train apart from dev/test by task, not by question
+    text. The same text with another label, and one instruction over two environments (two
+    Harbor task folders, whose tests live in the folder), are different tasks."""
+    folders = [tmp_path / name for name in ("env-a", "env-b")]
+    for folder in folders:
+        folder.mkdir()
+    pool = [
+        Task(id="a", instruction="same text", verifier={"label": "x"}, metadata={"split": "train"}),
+        Task(id="b", instruction="same text", verifier={"label": "y"}, metadata={"split": "test"}),
+        *(
+            Task(
+                id=f"h{i}", instruction="Fix the build.", environment=folder, metadata={"split": s}
+            )
+            for i, (folder, s) in enumerate(zip(folders, ("train", "dev"), strict=True))
+        ),
+    ]
+
+    splits = make_splits(pool, None, seed=0)
+
+    assert [t.id for t in splits.train] == ["a", "h0"] and [t.id for t in splits.dev] == ["h1"]
 
 
 def test_evolution_data_replaces_train_and_must_not_overlap():

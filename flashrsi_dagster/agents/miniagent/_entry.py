@@ -149,18 +149,78 @@ def run_payload(payload: dict, cancel: threading.Event) -> int:
     sys.path.insert(0, payload["files_dir"])
     os.chdir(payload["working_dir"])
 
+    observed = _observe(payload["files_dir"])  # before the harness's first line runs
     from runtime.agent import run
     from runtime.trace import Redactor
 
     redactor = Redactor([payload["llm"].get("api_key") or "", *payload.pop("secrets", [])])
+
+    def save(result: dict) -> None:
+        _save(output, {**result, "activation": observed()}, redactor)
+
     result = None
     try:
-        result = run({**payload, "cancel": cancel}, on_step=lambda r: _save(output, r, redactor))
+        result = run({**payload, "cancel": cancel}, on_step=save)
     finally:
         if result is not None:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)  # let the last write finish
-            _save(output, result, redactor)
+            save(result)
     return 0
+
+
+def _observe(files_dir: str):
+    """What of the harness's own files this run used, seen from here (this file is the
+    framework's, outside the snapshot the Worker edits): each file opened (an audit hook,
+    which no later code can remove) and each line of its Python that ran (`sys.monitoring`
+    line events, each location reported once). The harness runs in this process, so it could
+    switch the line events off: then fewer lines are seen and the activation gate fails
+    closed. Returns a function giving `{"opened": [...], "lines": {path: [...]}}` so far;
+    `lines` is None where `sys.monitoring` is missing (before Python 3.12)."""
+    root = os.path.realpath(files_dir) + os.sep
+    opened: set[str] = set()
+    lines: dict[str, set[int]] = {}
+    codes: dict[object, str] = {}
+
+    def relative(path) -> str | None:
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not isinstance(path, str):
+            return None
+        full = os.path.realpath(path)
+        return full[len(root) :] if full.startswith(root) else None
+
+    def on_audit(event: str, args: tuple) -> None:
+        if event == "open" and args and (rel := relative(args[0])) is not None:
+            opened.add(rel)
+
+    sys.addaudithook(on_audit)
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is not None:
+        tool, events = monitoring.COVERAGE_ID, monitoring.events
+
+        # Each code object's first start comes here once: another's is switched off for
+        # good, a harness file's gets line events (global line events cost seconds a run).
+        def on_start(code, offset: int):
+            if (rel := relative(code.co_filename)) is not None:
+                codes[code] = rel
+                monitoring.set_local_events(tool, code, events.LINE)
+            return monitoring.DISABLE
+
+        def on_line(code, line: int):
+            if (rel := codes.get(code)) is not None:
+                lines.setdefault(rel, set()).add(line)
+            return monitoring.DISABLE
+
+        monitoring.use_tool_id(tool, "flashrsi-activation")
+        monitoring.register_callback(tool, events.PY_START, on_start)
+        monitoring.register_callback(tool, events.LINE, on_line)
+        monitoring.set_events(tool, events.PY_START)
+
+    def observed() -> dict:
+        seen = None if monitoring is None else {p: sorted(n) for p, n in sorted(lines.items())}
+        return {"opened": sorted(opened), "lines": seen}
+
+    return observed
 
 
 def _on_sigterm() -> threading.Event:

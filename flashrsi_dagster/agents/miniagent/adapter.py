@@ -245,6 +245,9 @@ class MiniAgent(Agent):
             metadata["beacons"] = beacons
         if self.run_config.debug_llm_io:
             metadata["llm_io"] = _llm_io(result.get("llm_io"))
+        activation = _activation(result.get("activation"))
+        if activation is not None:
+            metadata["activation"] = activation
         return metadata
 
     def _beacons(self, raw: Any) -> dict[str, int]:
@@ -327,3 +330,26 @@ def _parse_result(data: bytes | None) -> dict[str, Any] | None:
     except ValueError:
         return None
     return result if isinstance(result, dict) else None
+
+
+MAX_OBSERVED = 10_000
+"""Files opened, and lines run per file, kept of a run's activation record: a harness has a
+few dozen files and a few thousand lines; more would only grow every trajectory."""
+
+
+def _activation(raw: Any) -> dict[str, Any] | None:
+    """The entry's record of which harness files the run opened and which of their Python
+    lines ran (`_entry._observe`), checked for shape; None when absent or malformed."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("opened"), list):
+        return None
+    opened = [p for p in raw["opened"] if isinstance(p, str)][:MAX_OBSERVED]
+    lines = raw.get("lines")
+    if isinstance(lines, dict):
+        lines = {
+            path: [n for n in numbers if isinstance(n, int)][:MAX_OBSERVED]
+            for path, numbers in list(lines.items())[:MAX_OBSERVED]
+            if isinstance(path, str) and isinstance(numbers, list)
+        }
+    else:
+        lines = None
+    return {"opened": opened, "lines": lines}

@@ -12,6 +12,7 @@ from flashrsi_dagster.config.models import (
     MAX_ATTEMPTS,
     MAX_STEPS,
     MAX_TASKS,
+    AnswerRetries,
     Count,
     WorkerRoleConfig,
 )
@@ -67,6 +68,7 @@ class EvolverConfig(AlgorithmSection):
         description="Prune, before any run, a candidate whose declared `TRIGGER: <regex>` "
         "matches none of its anchor tasks' instructions.",
     )
+    answer_retries: AnswerRetries = 2
     worker: WorkerRoleConfig = Field(
         description="The Worker agent: diagnoses, picks the WHYs and designs candidates; it "
         "must have file tools."

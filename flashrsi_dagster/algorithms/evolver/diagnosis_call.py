@@ -1,6 +1,8 @@
 """The diagnosis model call: failed train runs in, one WHY (and a WHERE hint, audit only) per
 failing task out, read strictly (`protocol.read_diagnoses`). Runs go in batches so a large
-train split never makes one oversized prompt; each batch's call is kept as a record."""
+train split never makes one oversized prompt; each batch's call is kept as a record. A
+malformed answer is asked again with its parse error (`Evolver.ask_until_read`); only when
+`answer_retries` are spent does the round become `errored`."""
 
 from __future__ import annotations
 
@@ -34,12 +36,15 @@ def diagnose_tasks(
     for n, start in enumerate(range(0, len(tasks), BATCH), 1):
         batch = tasks[start : start + BATCH]
         text = diagnose_instruction(taxonomy, {t: run_summary(runs[t]) for t in batch})
-        call = e.ask(text, r, f"diagnose-{n}")
-        if call.status != Status.SUCCESS:
-            detail = call.error.message if call.error else "no answer"
-            raise DiagnosisFailed(f"the diagnosis call failed ({call.status}): {detail}")
+
+        def read(call: Trajectory, batch: list[str] = batch) -> list[Diagnosis]:
+            if call.status != Status.SUCCESS:
+                detail = call.error.message if call.error else "no answer"
+                raise DiagnosisFailed(f"the diagnosis call failed ({call.status}): {detail}")
+            return read_diagnoses(call.answer, failing=batch, whys=taxonomy.names(), round=r)
+
         try:
-            found += read_diagnoses(call.answer, failing=batch, whys=taxonomy.names(), round=r)
+            found += e.ask_until_read(text, r, f"diagnose-{n}", read)
         except ProtocolError as exc:
             raise DiagnosisFailed(str(exc)) from None
     return found

@@ -12,6 +12,7 @@ for the retention report. Everything the search reads is train; dev takes no par
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import ClassVar
@@ -47,6 +48,7 @@ from flashrsi_dagster.algorithms.evolver.taxonomy import Taxonomy
 from flashrsi_dagster.algorithms.evolver.termination import Termination
 from flashrsi_dagster.algorithms.searching import Searching
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time, side_by_side
+from flashrsi_dagster.answers import ask_until_read, attempt_name
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.decisions import Decision
 from flashrsi_dagster.records import Trajectory, read_optional
@@ -257,9 +259,28 @@ class Evolver(Searching):
     def ask(self, instruction: str, r: int, name: str) -> Trajectory:
         """A model call of the Worker (diagnosis, pick, induction) in an empty folder; its
         trajectory is kept as `round-<r>/<name>.json`."""
+        return self.write(self.layout.model_call(r, name), self._call(instruction, r, name))
+
+    def ask_until_read[T](
+        self, instruction: str, r: int, name: str, read: Callable[[Trajectory], T]
+    ) -> T:
+        """A model call whose answer `read` parses, asked again with the parse error while
+        `answer_retries` last (`answers.ask_until_read`, seed 004's SemanticNode); the
+        deciding call is kept as `round-<r>/<name>.json`, each retried one as
+        `<name>-malformed-<n>.json`. Retries spent: the last `ProtocolError`."""
+
+        def keep(run: Trajectory, retried: int | None) -> None:
+            self.write(self.layout.model_call(r, attempt_name(name, retried)), run)
+
+        def call(prompt: str) -> Trajectory:
+            return self._call(prompt, r, name)
+
+        retries = self.config.answer_retries
+        return ask_until_read(call, read, instruction, retries=retries, keep=keep)
+
+    def _call(self, instruction: str, r: int, name: str) -> Trajectory:
         with scratch_dir("evolver-ask-") as folder:
-            run = self.agent("worker").run(folder, instruction, task_id=f"r{r:03d}-{name}")
-        return self.write(self.layout.model_call(r, name), run)
+            return self.agent("worker").run(folder, instruction, task_id=f"r{r:03d}-{name}")
 
     def evaluation_set(self) -> str:
         """The evaluator shown unchanged; the train set's version (`train/e1`)."""

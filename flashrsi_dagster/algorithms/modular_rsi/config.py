@@ -20,6 +20,7 @@ from flashrsi_dagster.config.models import (
     MAX_PROMPT_CHARS,
     MAX_STEPS,
     MAX_TASKS,
+    AnswerRetries,
     Count,
     RoleConfig,
     WorkerRoleConfig,
@@ -78,6 +79,24 @@ class ModularRSIConfig(AlgorithmSection):
         le=MAX_STEPS,
         description="Repair / re-diagnosis edits of the merged version after the merge; "
         "0: the merge alone, then the final full check.",
+    )
+    answer_retries: AnswerRetries = 2
+    activation_gate: bool = Field(
+        False,
+        description="After the execution gate, require the change to have run on that task: "
+        "a changed statement of each changed Python file executed, each other changed file "
+        "read, as the framework's side of the target saw it (MiniAgent; other adapters "
+        "report nothing and pass, saying so). False (seed 001): not checked; the official "
+        "code requires the changed variant to be selected and traced.",
+    )
+    gate_repairs: Count = Field(
+        0,
+        ge=0,
+        le=MAX_ATTEMPTS,
+        description="Repairs of a candidate the compile or review gate turned down: the "
+        "Worker is told the finding and edits the candidate, and the gates run again. 0 "
+        "(seed 001): a rejected candidate keeps the previous version; the official code "
+        "allows 2.",
     )
     worker: WorkerRoleConfig = Field(
         description="The Worker agent: analyses, edits and merges; it must have file tools. "

@@ -59,6 +59,7 @@ def decisions(a: ModularRSI, state: State) -> list[Decision]:
 def _raw(a: ModularRSI, record: StepRecord) -> list[str]:
     layout, slot, k = a.layout, record.slot, record.round
     paths = [layout.step(slot, k), *(layout.step(slot, k, p) for p in PARTS)]
+    paths += [*layout.malformed(slot, k), *layout.repairs(slot, k)]
     paths += [layout.rollouts(slot, k), layout.execution(slot, k), layout.check(k)]
     if slot != INTEGRATION:
         paths.pop()  # an integration round's check only

@@ -135,13 +135,43 @@ files: {files}.
 
 {problems}
 
+The check's runs of those tasks, grouped per task: `mixed` (contrast the samples),
+`all_failed` (compare with the earliest success a branch had of the task, when there is one,
+else diagnose), `all_succeeded`:
+
+{evidence}
+
 Finish with a short summary of what you changed.
 """
 
 
-def repair_instruction(files: Sequence[str], references: str, problems: str) -> str:
+def repair_instruction(files: Sequence[str], references: str, problems: str, evidence: str) -> str:
     return (
         _head("repair", "integration", files)
         + f"{markers.REFERENCES} {references}\n"
-        + REPAIR.format(references=references, files=", ".join(files), problems=problems)
+        + REPAIR.format(
+            references=references, files=", ".join(files), problems=problems, evidence=evidence
+        )
+    )
+
+
+GATE_REPAIR = """\
+The folder you are in is a candidate edit of the {module} module of an agent harness
+({responsibility}), which the {gate} check turned down:
+
+{finding}
+
+Repair the candidate so that it passes, keeping what the edit set out to do. Change only
+these files: {files}. Finish with a short summary of what you changed.
+"""
+
+
+def gate_repair_instruction(module: str, files: Sequence[str], gate: str, finding: str) -> str:
+    responsibility = RESPONSIBILITIES.get(module, "merging the module branches")
+    return _head("gate_repair", module, files) + GATE_REPAIR.format(
+        module=module,
+        responsibility=responsibility,
+        gate=gate,
+        finding=finding,
+        files=", ".join(files),
     )

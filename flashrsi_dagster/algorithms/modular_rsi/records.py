@@ -5,12 +5,17 @@ records/modular_rsi/
   <module>/step-003.json            StepRecord of the module's branch step 3 (epoch x batch)
   <module>/step-003-rollouts.jsonl  the batch's rollouts on the branch's current version
   <module>/step-003-analysis.json   the Worker's analysis run (its answer holds the findings)
+  <module>/step-003-analysis-malformed-1.json  an analysis answer that could not be read,
+                                    asked again with its parse error (`answer_retries`)
   <module>/step-003-findings.json   FindingsRecord: the findings, merged and ranked
   <module>/step-003-worker.json     the Worker's edit run
   <module>/step-003-edit.json       EditRecord: the committed candidate and its changed files
   <module>/step-003-content.json    ContentVerdict: the contamination check of the candidate
-  <module>/step-003-review.json     the review run (its answer holds the verdict)
+  <module>/step-003-review.json     the review run (its answer holds the verdict; retried
+                                    ones as `step-003-review-malformed-<n>.json`)
   <module>/step-003-execution.jsonl the execution gate's rollout
+  <module>/step-003-repair-1-*.json the first gate repair's worker, edit, content and review
+                                    records (`gate_repairs`)
   integration/step-000.json         StepRecord of an integration round (merge, then repairs)
   integration/step-000-*.{json,jsonl}  as above, with `check.jsonl` the full check
   baseline-check.jsonl              the seed on every evolution task, run by the promotion
@@ -31,7 +36,7 @@ from flashrsi_dagster.records import Record
 from flashrsi_dagster.records.sealed_test import TestResult as TestResult  # shared
 
 StepStatus = Literal["accepted", "rejected", "no_change", "aborted"]
-GateName = Literal["scope", "content", "compile", "review", "execution"]
+GateName = Literal["scope", "content", "compile", "review", "execution", "activation"]
 
 
 class Schedule(Record):
@@ -100,6 +105,11 @@ class StepRecord(Record):
         None, description="Branch steps: the version of the evolution set the batch is from."
     )
     gates: list[Gate] = Field(default_factory=list)
+    repaired: list[Gate] = Field(
+        default_factory=list,
+        description="The compile or review findings the Worker repaired, in order "
+        "(`gate_repairs`); `gates` are the last candidate's verdicts.",
+    )
     reason: str
     check: Check | None = Field(None, description="Integration: the accepted version's check.")
     more: bool = Field(False, description="Integration: whether another round is worth it.")
@@ -125,7 +135,10 @@ class StepRecord(Record):
 class Promotion(Record):
     kind: Literal["modular_rsi_promotion"] = "modular_rsi_promotion"
     snapshot_id: str
-    source: Literal["final_merge", "first_passing_merge", "seed"]
+    source: Literal["final_merge", "initial_merge", "first_passing_merge", "seed"] = Field(
+        description="`first_passing_merge`: records before 2026-12-04, when the fallback "
+        "took the first merge or repair that passed; now it is the initial merge (seed 001)."
+    )
     reason: str
     branches: dict[str, str] = Field(description="Each module's final branch version.")
 
@@ -146,6 +159,14 @@ class Layout:
         """`<slot>/step-<k>.json`, or a part of it (`rollouts`, `analysis`, …)."""
         name = f"step-{k:03d}" + (f"-{part}" if part else "")
         return self.folder / slot / f"{name}{suffix}"
+
+    def malformed(self, slot: str, k: int) -> list[Path]:
+        """The step's answers that could not be read and were asked again, in order."""
+        return sorted((self.folder / slot).glob(f"step-{k:03d}-*-malformed-*.json"))
+
+    def repairs(self, slot: str, k: int) -> list[Path]:
+        """The records of the step's gate repairs (`step-<k>-repair-<n>-<part>`), in order."""
+        return sorted((self.folder / slot).glob(f"step-{k:03d}-repair-*"))
 
     def rollouts(self, slot: str, k: int) -> Path:
         return self.step(slot, k, "rollouts", ".jsonl")

@@ -8,7 +8,7 @@ grouped rollouts into findings; the best-supported files (`edit_budget`) go into
 the current version; the candidate passes the scope, compile, review and execution gates or
 the previous version is kept. Then the Worker merges the changed branches into the seed
 (`references.py`), each merge or repair gated the same way and checked on the whole evolution
-set; the promotion picks the last merge that runs, else the first merge that ran, else the
+set; the promotion picks the last merge that runs, else the initial merge if it ran, else the
 seed; the sealed test runs once. Dev takes no part.
 """
 
@@ -221,7 +221,7 @@ class ModularRSI(Searching):
     @one_step_at_a_time
     def promote(self) -> Promotion:
         """The version the integration leaves: its last accepted merge if that runs on every
-        evolution task, else the first accepted merge that did, else the seed. Frozen."""
+        evolution task, else the initial merge if it did, else the seed. Frozen."""
         state = self.read_state()
         missing = still_missing(state, self.plan, "promote")
         if missing is not None:
@@ -282,32 +282,27 @@ def choose(state: State, modules: tuple[str, ...], seed_id: str) -> Promotion:
             f"(score {last.check.score:.3f}{_on(last.check.eval_set)})",
             branches=branches,
         )
-    # A pass on another version of the evolution set does not show the version runs on this
-    # one's tasks (`evaluator.compare`): only merges checked on the last check's set count.
-    passing = next(
-        (
-            r
-            for r in merges
-            if r.check is not None
-            and r.check.passed
-            and basis(r.check.eval_set, last.check.eval_set).comparable
-        ),
-        None,
-    )
+    # Seed 001: the initial merge, if it passed the full check, else the seed; a repair that
+    # passed and was then repaired again into a broken version is not a fallback. A pass on
+    # another version of the evolution set does not show the version runs on this one's tasks
+    # (`evaluator.compare`).
+    initial = merges[0]
+    assert initial.check is not None
     broken = ", ".join(last.check.runtime_errors)
-    if passing is not None:
+    if initial.check.passed and basis(initial.check.eval_set, last.check.eval_set).comparable:
         return Promotion(
-            snapshot_id=passing.current_id,
-            source="first_passing_merge",
-            reason=f"the final version still breaks on {broken}; integration round "
-            f"{passing.round}'s merge was the first to pass the full check"
+            snapshot_id=initial.current_id,
+            source="initial_merge",
+            reason=f"the final version still breaks on {broken}; the initial merge "
+            f"(integration round {initial.round}) passed the full check"
             f"{_on(last.check.eval_set)}",
             branches=branches,
         )
     return Promotion(
         snapshot_id=seed_id,
         source="seed",
-        reason=f"the final version still breaks on {broken} and no merge passed the full check",
+        reason=f"the final version still breaks on {broken} and the initial merge did not "
+        "pass the full check",
         branches=branches,
     )
 

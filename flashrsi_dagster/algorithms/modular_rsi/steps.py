@@ -1,14 +1,16 @@
 """The bodies of ModularRSI's two kinds of step: a branch step and an integration round.
 
 Both end in a `StepRecord`. A Worker failure and a protocol error (an analysis or a review
-that does not answer as `protocol.py` says) raise `Abort` and end the experiment with every
-record so far kept; a rejected candidate only keeps the previous version.
+that does not answer as `protocol.py` says, still after `answer_retries` fresh runs told the
+parse error) raise `Abort` and end the experiment with every record so far kept; a rejected
+candidate only keeps the previous version.
 """
 
 from __future__ import annotations
 
+import functools
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from flashrsi_dagster.algorithms.improver import improver_note
@@ -18,7 +20,9 @@ from flashrsi_dagster.algorithms.modular_rsi.groups import group_rollouts
 from flashrsi_dagster.algorithms.modular_rsi.modules import INTEGRATION, all_files
 from flashrsi_dagster.algorithms.modular_rsi.plan import State
 from flashrsi_dagster.algorithms.modular_rsi.protocol import (
+    Finding,
     ProtocolError,
+    Verdict,
     read_findings,
     read_verdict,
 )
@@ -34,7 +38,8 @@ from flashrsi_dagster.algorithms.modular_rsi.references import (
     branch_references,
     remove_references,
 )
-from flashrsi_dagster.algorithms.modular_rsi.summary import summarize
+from flashrsi_dagster.algorithms.modular_rsi.summary import BudgetError, summarize
+from flashrsi_dagster.answers import ask_until_read, attempt_name
 from flashrsi_dagster.benchmarks.base import SystemicFault, Task
 from flashrsi_dagster.records import Status, Trajectory
 from flashrsi_dagster.scratch import scratch_dir
@@ -64,6 +69,12 @@ class _Step:
         self.seed = algorithm.seed()
         self.improver: str | None = None
         """The harness that analyses and edits in this step (`improver_for`)."""
+        self.repair = 0
+        """The gate repair under way (`gate_and_repair`); 0: the step's own edit."""
+
+    def part(self, name: str) -> str:
+        """A record's part name: `worker`, or `repair-1-worker` during the first repair."""
+        return f"repair-{self.repair}-{name}" if self.repair else name
 
     def improver_for(self, parent: Snapshot) -> str | None:
         """Under `worker.harness: adopted`, the harness that analyses and edits: the version
@@ -106,7 +117,7 @@ class _Step:
             edit_dir = self.store.check_out(parent, tmp / "edit")
             try:
                 worker = self._worker_edit(edit_dir, instruction, references)
-                self.a.write(self.a.layout.step(self.slot, self.k, "worker"), worker)
+                self.a.write(self.a.layout.step(self.slot, self.k, self.part("worker")), worker)
                 if worker.status != Status.SUCCESS:
                     detail = worker.error.message if worker.error else "no error recorded"
                     edit = EditRecord(
@@ -119,7 +130,7 @@ class _Step:
                     edit = self._commit(parent, edit_dir)
             finally:
                 self.store.forget_checkout(edit_dir)
-        self.a.write(self.a.layout.step(self.slot, self.k, "edit"), edit)
+        self.a.write(self.a.layout.step(self.slot, self.k, self.part("edit")), edit)
         if edit.status == "worker_failed":
             raise WorkerFailed(edit.reason or "the Worker failed")
         if edit.status in ("noop", "refused") and self.improver is not None:
@@ -168,7 +179,7 @@ class _Step:
         verdicts = [gates.scope_gate(changed, files)]
         if verdicts[-1].passed:
             content = self.a.check_content(
-                candidate, self.a.layout.step(self.slot, self.k, "content")
+                candidate, self.a.layout.step(self.slot, self.k, self.part("content"))
             )
             verdicts.append(gates.content_gate(content))
         if verdicts[-1].passed:
@@ -177,19 +188,67 @@ class _Step:
             verdicts.append(self.review(parent, candidate, files, module))
         return candidate, verdicts
 
+    def gate_and_repair(
+        self, parent: Snapshot, edit: EditRecord, files: Sequence[str], module: str, references
+    ) -> tuple[Snapshot | None, list[Gate], list[Gate]]:
+        """`gate`, then, while a compile or review finding stands and `gate_repairs` last, the
+        Worker repairs the candidate told the finding (a checkout of it, committed as its
+        child; records `step-<k>-repair-<n>-*`) and the gates run again on the whole change
+        from `parent`. A repair that changes nothing or is refused leaves the finding. The
+        last candidate, its verdicts, and the findings repaired."""
+        candidate, verdicts = self.gate(parent, edit, files, module)
+        repaired: list[Gate] = []
+        while (found := _repairable(verdicts)) and self.repair < self.a.config.gate_repairs:
+            assert candidate is not None
+            self.repair += 1
+            repaired.append(found)
+            instruction = prompts.gate_repair_instruction(module, files, found.name, found.reason)
+            fix = self.edit(candidate, instruction, references)
+            if fix.status != "committed":
+                break
+            candidate, verdicts = self.gate(parent, fix, files, module)
+        return candidate, verdicts, repaired
+
     def review(self, parent: Snapshot, candidate: Snapshot, files, module: str) -> Gate:
         diff = self.store.diff(parent, candidate)
+
+        def run(instruction: str) -> Trajectory:
+            with scratch_dir("review-") as folder:
+                task_id = f"{self.slot}-{self.k}-review"
+                return self.a.reviewer.run(folder, instruction, task_id=task_id)
+
+        def read(run: Trajectory) -> Verdict:
+            if run.status != Status.SUCCESS:
+                detail = run.error.message if run.error else "no error recorded"
+                raise Abort(f"the review run failed ({run.status}): {detail}")
+            return read_verdict(run.answer)
+
         instruction = prompts.review_instruction(module, files, diff)
-        with scratch_dir("review-") as folder:
-            run = self.a.reviewer.run(folder, instruction, task_id=f"{self.slot}-{self.k}-review")
-        self.a.write(self.a.layout.step(self.slot, self.k, "review"), run)
-        if run.status != Status.SUCCESS:
-            detail = run.error.message if run.error else "no error recorded"
-            raise Abort(f"the review run failed ({run.status}): {detail}")
+        return gates.review_gate(self.ask("review", run, read, instruction, fails=Abort))
+
+    def ask[T](
+        self,
+        part: str,
+        run: Callable[[str], Trajectory],
+        read: Callable[[Trajectory], T],
+        instruction: str,
+        *,
+        fails: type[Abort],
+    ) -> T:
+        """A structured answer (`part`: the analysis, the review), asked again with the parse
+        error while retries are left (`answers.ask_until_read`); every run is kept, the
+        deciding one as `step-<k>-<part>.json`, each retried one as
+        `step-<k>-<part>-malformed-<n>.json`. Retries spent: `fails` (the seed's abort)."""
+
+        def keep(trajectory: Trajectory, retried: int | None) -> None:
+            path = self.a.layout.step(self.slot, self.k, attempt_name(self.part(part), retried))
+            self.a.write(path, trajectory)
+
+        retries = self.a.config.answer_retries
         try:
-            return gates.review_gate(read_verdict(run.answer))
+            return ask_until_read(run, read, instruction, retries=retries, keep=keep)
         except ProtocolError as exc:
-            raise Abort(str(exc)) from None
+            raise fails(str(exc)) from None
 
 
 class BranchStep(_Step):
@@ -204,7 +263,7 @@ class BranchStep(_Step):
         parent = self.store.get(self.state.current(self.slot, self.k, self.seed.id))
         self.improver = self.improver_for(parent)
         tasks = self.a.tasks(self.ids)
-        fields = {"tasks": self.ids, "eval_set": self.a.evaluation_set()}
+        fields: dict[str, Any] = {"tasks": self.ids, "eval_set": self.a.evaluation_set()}
         try:
             final, batch_error = self.batch(parent, tasks)
             findings = self.analyse(parent, final, batch_error)
@@ -220,10 +279,12 @@ class BranchStep(_Step):
                 return self.record(
                     parent, "no_change", "the Worker's edit changed nothing", **fields
                 )
-            candidate, verdicts = self.gate(parent, edit, self.files, self.slot)
+            candidate, verdicts, fields["repaired"] = self.gate_and_repair(
+                parent, edit, self.files, self.slot, {}
+            )
             if all(g.passed for g in verdicts):
                 assert candidate is not None
-                verdicts.append(self.execute(candidate, tasks))
+                verdicts += self.execute(parent, candidate, tasks)
         except WorkerFailed as exc:
             return self.failed(parent, str(exc), **fields)
         except Abort as exc:
@@ -234,7 +295,9 @@ class BranchStep(_Step):
             return self.record(
                 parent, "rejected", reason, candidate=candidate, gates=verdicts, **fields
             )
-        reason = f"accepted: {', '.join(edit.changed)}"
+        assert candidate is not None
+        changed = [f"{c.status} {c.path}" for c in self.store.changed_paths(parent, candidate)]
+        reason = f"accepted: {', '.join(changed)}"
         return self.record(
             parent, "accepted", reason, candidate=candidate, gates=verdicts, **fields
         )
@@ -263,15 +326,17 @@ class BranchStep(_Step):
                 f"The batch's rollouts failed as a whole, blaming no single task: {batch_error}\n"
                 "It may come from this module's files; fix it if it does.\n\n" + text
             )
-        run = self._analysis_run(parent, final, memory, text)
-        self.a.write(self.a.layout.step(self.slot, self.k, "analysis"), run)
-        if run.status != Status.SUCCESS:
-            detail = run.error.message if run.error else "no error recorded"
-            raise WorkerFailed(f"the Worker's analysis failed ({run.status}): {detail}")
-        try:
-            found = read_findings(run.answer, files=self.files, tasks=set(self.ids))
-        except ProtocolError as exc:
-            raise WorkerFailed(str(exc)) from None
+
+        def read(run: Trajectory) -> list[Finding]:
+            if run.status != Status.SUCCESS:
+                detail = run.error.message if run.error else "no error recorded"
+                raise WorkerFailed(f"the Worker's analysis failed ({run.status}): {detail}")
+            return read_findings(run.answer, files=self.files, tasks=set(self.ids))
+
+        instruction = prompts.analysis_instruction(self.slot, self.files, text)
+        instruction += self.improver_note()
+        run = functools.partial(self._analysis_run, parent, final, memory)
+        found = self.ask("analysis", run, read, instruction, fails=WorkerFailed)
         targets = rank_targets(found, self.a.config.edit_budget)
         record = FindingsRecord(
             findings=found, targets=[t.file for t in targets], batch_error=batch_error
@@ -279,7 +344,7 @@ class BranchStep(_Step):
         self.a.write(self.a.layout.step(self.slot, self.k, "findings"), record)
         return record
 
-    def _analysis_run(self, parent, final, memory, text: str) -> Trajectory:
+    def _analysis_run(self, parent, final, memory, instruction: str) -> Trajectory:
         """The Worker in a folder holding the version, every rollout whole and the memory."""
         with scratch_dir("analysis-") as folder:
             checkout = self.store.check_out(parent, folder / prompts.CANDIDATE)
@@ -291,17 +356,14 @@ class BranchStep(_Step):
                     )
                 for task_id, trajectory in memory.items():
                     _dump(folder / prompts.MEMORY / f"{_safe(task_id)}.json", trajectory)
-                instruction = prompts.analysis_instruction(self.slot, self.files, text)
-                return self.a.improver(self.improver).run(
-                    folder,
-                    instruction + self.improver_note(),
-                    task_id=f"{self.slot}-{self.k}-analysis",
-                )
+                task_id = f"{self.slot}-{self.k}-analysis"
+                return self.a.improver(self.improver).run(folder, instruction, task_id=task_id)
             finally:
                 self.store.forget_checkout(checkout)
 
-    def execute(self, candidate: Snapshot, tasks: tuple[Task, ...]) -> Gate:
-        """The candidate on one task of the batch, drawn with the experiment's seed."""
+    def execute(self, parent: Snapshot, candidate: Snapshot, tasks: tuple[Task, ...]) -> list[Gate]:
+        """The candidate on one task of the batch, drawn with the experiment's seed; with
+        `activation_gate`, then whether the change ran in that run."""
         seed = self.a.experiment.config.experiment.seed
         task = random.Random(f"{seed}:{self.slot}:{self.k}:execution").choice(tasks)
         path = self.a.layout.execution(self.slot, self.k)
@@ -311,8 +373,12 @@ class BranchStep(_Step):
             raise
         except Exception as exc:
             reason = f"task {task.id}: the run could not be scored: {type(exc).__name__}: {exc}"
-            return Gate(name="execution", passed=False, reason=reason)
-        return gates.execution_gate(run)
+            return [Gate(name="execution", passed=False, reason=reason)]
+        executed = gates.execution_gate(run)
+        if not executed.passed or not self.a.config.activation_gate:
+            return [executed]
+        changes = gates.changes_of(self.store, parent, candidate)
+        return [executed, gates.activation_gate(run, changes)]
 
 
 class IntegrationStep(_Step):
@@ -338,7 +404,9 @@ class IntegrationStep(_Step):
             edit = self.edit(parent, self.instruction(last), self.branches)
             if edit.status == "noop":
                 return self.record(parent, "no_change", "the Worker changed nothing")
-            candidate, verdicts = self.gate(parent, edit, self.files, INTEGRATION)
+            candidate, verdicts, repaired = self.gate_and_repair(
+                parent, edit, self.files, INTEGRATION, self.branches
+            )
         except WorkerFailed as exc:
             return self.failed(parent, str(exc))
         except Abort as exc:
@@ -347,7 +415,13 @@ class IntegrationStep(_Step):
         if failed is not None:
             reason = f"{failed.name} gate: {failed.reason}"
             return self.record(
-                parent, "rejected", reason, candidate=candidate, gates=verdicts, more=more
+                parent,
+                "rejected",
+                reason,
+                candidate=candidate,
+                gates=verdicts,
+                more=more,
+                repaired=repaired,
             )
         assert candidate is not None
         check = self.full_check(candidate)
@@ -357,7 +431,14 @@ class IntegrationStep(_Step):
             f"{len(check.runtime_errors)} runtime error(s)"
         )
         return self.record(
-            parent, "accepted", reason, candidate=candidate, gates=verdicts, check=check, more=more
+            parent,
+            "accepted",
+            reason,
+            candidate=candidate,
+            gates=verdicts,
+            check=check,
+            more=more,
+            repaired=repaired,
         )
 
     def accepted_before(self) -> StepRecord | None:
@@ -372,7 +453,25 @@ class IntegrationStep(_Step):
                 for m, sid in self.branches.items()
             ]
             return prompts.integration_instruction(self.files, REFERENCES, stats)
-        return prompts.repair_instruction(self.files, REFERENCES, _problems(last.check))
+        problems = _problems(last.check)
+        return prompts.repair_instruction(self.files, REFERENCES, problems, self.evidence(last))
+
+    def evidence(self, last: StepRecord) -> str:
+        """The re-diagnosis's evidence: the full check's runs of the tasks with problems,
+        grouped as a branch's analysis groups them, an all-failed task beside the earliest
+        success any branch had of it, within `prompt_budget` (`summary.py`; a budget too
+        small for the skeleton aborts, as a branch's analysis does)."""
+        assert last.check is not None
+        troubled = {*last.check.runtime_errors, *last.check.failed}
+        runs = [t for t in self.a.step_rollouts(INTEGRATION, last.round) if t.task_id in troubled]
+        memory: dict[str, Trajectory] = {}
+        for module in self.a.modules:
+            for task_id, run in self.a.memory(module, before=self.a.plan.branch_steps).items():
+                memory.setdefault(task_id, run)
+        try:
+            return summarize(group_rollouts(runs, memory), self.a.config.prompt_budget)
+        except BudgetError as exc:
+            raise Abort(str(exc)) from None
 
     def full_check(self, candidate: Snapshot) -> Check:
         tasks = self.a.splits.train
@@ -391,6 +490,14 @@ class IntegrationStep(_Step):
             failed=wrong,
             eval_set=version,
         )
+
+
+def _repairable(verdicts: list[Gate]) -> Gate | None:
+    """A compile or review finding the Worker may repair; never scope (a refused or
+    out-of-range edit uses up the batch, seed 001) nor content (benchmark content in a
+    candidate is the host's refusal, not a finding to negotiate)."""
+    failed = next((g for g in verdicts if not g.passed), None)
+    return failed if failed is not None and failed.name in ("compile", "review") else None
 
 
 def _problems(check: Check) -> str:

@@ -14,6 +14,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from flashrsi_dagster.agents.run_config import RUN_CONFIG_ROLE
 from flashrsi_dagster.algorithms.modular_rsi.groups import TaskGroup
 from flashrsi_dagster.records import Trajectory
 
@@ -150,7 +151,7 @@ def _transcript(t: Trajectory) -> str:
     lines = []
     for message in t.messages:
         role = message.get("role", "?")
-        if role == "system" or message.get("kind") == "run_config":
+        if role in ("system", RUN_CONFIG_ROLE):  # the role's settings, not what it did
             continue
         text = _text(message.get("content"))
         calls = message.get("tool_calls") or []

@@ -5,6 +5,7 @@ journal to the same result as a run never interrupted."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -19,10 +20,10 @@ from flashrsi_dagster.algorithms.evolver.run import Evolver
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.offline_model import OfflineModelServer, ServerConfig
-from flashrsi_dagster.records import Status
+from flashrsi_dagster.records import Status, Trajectory, read_record
 from tests.algorithms.evolver.scripted import fingerprint, routed, write_config
 from tests.conftest import needs_jails
-from tests.sabotage.helpers import script_model, unique
+from tests.sabotage.helpers import say, script_model, unique
 
 pytestmark = needs_jails
 
@@ -119,6 +120,23 @@ def test_errored_rounds_use_no_patience_and_errors_in_a_row_stop_the_run(tmp_pat
         assert all("the design run failed" in n.reason for n in rd.nodes.values())
     assert "terminated: consecutive_errors" in "\n".join(evolver.summary(state))
     assert state.retention  # the run still ends with the unsealed test
+
+
+def test_a_malformed_diagnosis_is_asked_again_with_its_parse_error(tmp_path):
+    """Seed 004's SemanticNode: the parse error goes back to the model, bounded by
+    `answer_retries`; every answer is kept and the evolution goes on."""
+    judge = script_model(
+        unique("evolver-malformed-judge"),
+        [say("Mostly missing cues, I would say."), *[say('{"diagnoses": []}')] * 4],
+    )
+    evolver = opened(write_config(tmp_path, k=1), builders=routed(judge=judge))
+    evolver.run(until="diagnose")
+    assert evolver.read_state().cold_start is not None
+    first = read_record(evolver.layout.model_call(0, "diagnose-1-malformed-1"), Trajectory)
+    assert first.answer == "Mostly missing cues, I would say."
+    retried = read_record(evolver.layout.model_call(0, "diagnose-1"), Trajectory)
+    told = json.dumps(retried.messages)
+    assert "could not be read" in told and "without a JSON object" in told
 
 
 # -- journal resume ---------------------------------------------------------------------------

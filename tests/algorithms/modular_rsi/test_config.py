@@ -351,7 +351,8 @@ def test_the_summary_line_names_the_modules_and_every_role(modular_dir):
     assert line.startswith(
         "modular_rsi (modules=agent_loop/tool_use/observation_management/context_management/"
         "task_completion_detection, epochs=1, batch_size=4, num_rollouts=2, edit_budget=3, "
-        "prompt_budget=60000, integration_rounds=2, review_by=reviewer) on text_classification"
+        "prompt_budget=60000, integration_rounds=2, answer_retries=2, activation_gate=False, "
+        "gate_repairs=0, review_by=reviewer) on text_classification"
     )
     assert (
         "target miniagent with simulator/target, worker miniagent with simulator/worker, "

@@ -91,6 +91,48 @@ def test_the_summary_keeps_its_skeleton_and_cuts_texts_evenly_within_the_budget(
         summarize(groups, 200)
 
 
+def test_the_summary_leaves_out_the_run_config_record_that_heads_each_trajectory():
+    from flashrsi_dagster.agents.run_config import run_config_message
+    from flashrsi_dagster.config.models import RoleConfig
+    from flashrsi_dagster.records import Redactor
+
+    config = RoleConfig(type="miniagent", llm={"model": "simulator/target-run-config"})
+    head = run_config_message(config, "s", "target", Redactor())
+    sample = run("t1", False)
+    sample = sample.model_copy(update={"messages": [head, *sample.messages]})
+    summary = summarize(group_rollouts([sample], {}), 10**7)
+    assert "question of t1" in summary
+    assert "simulator/target-run-config" not in summary and "schema_version" not in summary
+
+
+def test_the_activation_gate_asks_whether_a_changed_statement_ran_or_a_changed_file_was_read():
+    from flashrsi_dagster.algorithms.modular_rsi.gates import activation_gate, changed_statements
+
+    old = b"import os\n\n\ndef run():\n    return 1\n"
+    new = (
+        b"import os\n\nLIMIT = 3\n\n\ndef run():\n    # why\n    return 2\n\n\n"
+        b"def unused():\n    return 0\n"
+    )
+    # the constant, the changed return, the new function's body; never a header, blank or comment
+    assert changed_statements(old, new) == {3, 8, 12}
+    assert changed_statements(b"a = 1\nb = 2\nc = 3\n", b"a = 1\nc = 3\n") == {1, 2}
+
+    def ran(opened: list[str], lines: dict | None) -> Trajectory:
+        sample = run("t1", True)
+        return sample.model_copy(
+            update={"metadata": {"activation": {"opened": opened, "lines": lines}}}
+        )
+
+    changes = {"runtime/agent.py": frozenset({12}), "prompts/system.md": None}
+    idle = activation_gate(ran(["prompts/system.md"], {"runtime/agent.py": [1, 3, 8]}), changes)
+    assert not idle.passed and "runtime/agent.py (no changed statement ran)" in idle.reason
+    unread = activation_gate(ran([], {"runtime/agent.py": [12]}), changes)
+    assert not unread.passed and "prompts/system.md (never read)" in unread.reason
+    assert activation_gate(ran(["prompts/system.md"], {"runtime/agent.py": [12]}), changes).passed
+    unseen = activation_gate(run("t1", True), changes)  # an adapter that reports nothing
+    assert unseen.passed and "not observed" in unseen.reason
+
+
 def test_the_protocol_reads_fenced_json_and_refuses_anything_else():
     def one(file: str, tasks: list[str]) -> str:
         finding = {"file": file, "tasks": tasks, "reason": "r", "change": "c"}

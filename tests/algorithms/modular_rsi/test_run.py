@@ -132,13 +132,16 @@ def test_flashrsi_run_drives_it_to_the_sealed_test_and_resume_adds_nothing(tmp_p
     assert layout.test.read_bytes() == test_record  # the sealed test ran once
 
 
-def _first_module_edits(tmp_path, edit: list[dict], after_edit: list[dict]) -> ModularRSI:
+def _first_module_edits(
+    tmp_path, edit: list[dict], after_edit: list[dict], **algorithm
+) -> ModularRSI:
     """agent_loop finds something and the Worker runs `edit`; `after_edit` follows (the
     review's answer, say); the other four modules find nothing."""
     probe = opened(tmp_path / "probe", [say()])
     task = probe.schedule.batches[0][0]
     finding = {"file": "runtime/agent.py", "tasks": [task], "reason": "r", "change": "c"}
-    return opened(tmp_path, [findings(finding), *edit, *after_edit, *[findings()] * 4])
+    replies = [findings(finding), *edit, *after_edit, *[findings()] * 4]
+    return opened(tmp_path, replies, **algorithm)
 
 
 @pytest.mark.parametrize(
@@ -176,15 +179,111 @@ def test_a_rejected_candidate_keeps_the_previous_version(tmp_path, edit, after, 
     assert state.promotion.snapshot_id == seed and state.promotion.source == "seed"
 
 
+DROP_LAST = "sed -i '$ d' runtime/agent.py"
+
+
+def test_with_the_activation_gate_an_edit_whose_code_never_ran_is_rejected(tmp_path):
+    """`activation_gate: true` (the official code's rule): agent_loop adds a function nothing
+    calls and is rejected; tool_use's module-level statement ran at import and
+    context_management's prompt rule was read, so both are accepted. What ran is what the
+    framework's entry saw (`metadata["activation"]`), not what the harness says."""
+    probe = opened(tmp_path / "probe", [say()])
+    task = probe.schedule.batches[0][0]
+
+    def finding(file: str) -> dict:
+        return findings({"file": file, "tasks": [task], "reason": "r", "change": "c"})
+
+    dead = "printf '\\ndef never_called():\\n    return 1\\n' >> runtime/agent.py"
+    live = "printf '\\nSHELL_NOTE = 1\\n' >> tools/shell.py"
+    replies = [
+        *(finding("runtime/agent.py"), shell(dead), say(), verdict("accept")),
+        *(finding("tools/shell.py"), shell(live), say(), verdict("accept")),
+        findings(),
+        finding("prompts/system.md"),
+        shell(f"printf '\\n{RULE}\\n' >> prompts/system.md"),
+        *(say(), verdict("accept")),
+        findings(),
+        *(
+            shell(f"{MERGE} && cp .branches/tool_use/tools/shell.py tools/"),
+            say(),
+            verdict("accept"),
+        ),
+    ]
+    algo = opened(tmp_path, replies, activation_gate=True)
+    state = algo.run()
+    rejected = state.step("agent_loop", 0)
+    assert rejected.status == "rejected", rejected.reason
+    assert rejected.reason.startswith("activation gate") and "runtime/agent.py" in rejected.reason
+    assert [g.name for g in rejected.gates][-2:] == ["execution", "activation"]
+    for module in ("tool_use", "context_management"):
+        step = state.step(module, 0)
+        assert step.status == "accepted", step.reason
+        assert step.gates[-1].name == "activation" and step.gates[-1].passed
+    (run,) = RolloutRecord(algo.layout.execution("context_management", 0)).load()
+    seen = run.metadata["activation"]
+    assert "prompts/system.md" in seen["opened"] and seen["lines"]["runtime/agent.py"]
+    assert state.promotion is not None and state.promotion.source == "final_merge"
+
+
+@pytest.mark.slow
+def test_a_compile_or_review_finding_is_repaired_by_the_worker_up_to_gate_repairs(tmp_path):
+    """`gate_repairs: 2` (the official code's bound): an edit that does not compile, repaired
+    into one the review turns down, repaired again into one it accepts, is accepted; with
+    `gate_repairs: 1` the review's finding stands and the previous version is kept."""
+    broken = [shell("echo 'def (' >> runtime/agent.py"), say()]
+    first_fix = [shell(f"{DROP_LAST} && echo '# tidy' >> runtime/agent.py"), say()]
+    second_fix = [shell(f"{DROP_LAST} && echo '# the loop ends at max_turns' >> runtime/agent.py")]
+    repairs = [
+        *first_fix,
+        verdict("reject", "a bare comment"),
+        *second_fix,
+        say(),
+        verdict("accept"),
+    ]
+    algo = _first_module_edits(tmp_path / "two", broken, repairs, gate_repairs=2)
+    state = algo.run()
+    step = state.step("agent_loop", 0)
+    assert step.status == "accepted", step.reason
+    assert [(g.name, g.reason) for g in step.repaired] == [
+        ("compile", step.repaired[0].reason),
+        ("review", "a bare comment"),
+    ]
+    assert "SyntaxError" in step.repaired[0].reason
+    assert [g.name for g in step.gates] == ["scope", "content", "compile", "review", "execution"]
+    store, seed = algo.experiment.snapshots, algo.seed()
+    merged = store.read_file_at(step.current_id, "runtime/agent.py").decode()
+    assert merged.endswith("# the loop ends at max_turns\n") and "def (" not in merged
+    assert step.parent_id == seed.id
+    assert [c.path for c in store.changed_paths(seed, step.current_id)] == ["runtime/agent.py"]
+    names = [p.name for p in algo.layout.repairs("agent_loop", 0)]
+    assert "step-000-repair-1-worker.json" in names and "step-000-repair-2-review.json" in names
+    told = json.dumps(
+        read_record(algo.layout.step("agent_loop", 0, "repair-1-worker"), Trajectory).messages
+    )
+    assert "compile check turned down" in told and "SyntaxError" in told
+
+    once = [*first_fix, verdict("reject", "a bare comment")]
+    algo = _first_module_edits(tmp_path / "one", broken, once, gate_repairs=1)
+    step = algo.run().step("agent_loop", 0)
+    assert step.status == "rejected" and step.reason == "review gate: a bare comment"
+    assert [g.name for g in step.repaired] == ["compile"]
+    assert step.current_id == algo.seed().id
+
+
 @pytest.mark.parametrize(
-    ("replies", "why"),
+    ("replies", "retries", "why"),
     [
-        ([say("I looked; nothing in JSON")], "without a JSON object"),
-        ([{"error": 500}] * 12, "analysis failed"),
+        ([say("I looked; nothing in JSON")], 0, "without a JSON object"),
+        ([say("I looked; nothing in JSON")] * 3, 2, "(3 answers, none readable)"),
+        ([{"error": 500}] * 12, 2, "analysis failed"),
     ],
 )
-def test_a_protocol_error_or_a_worker_failure_aborts_with_the_records_kept(tmp_path, replies, why):
-    algo = opened(tmp_path, replies)
+def test_a_protocol_error_or_a_worker_failure_aborts_with_the_records_kept(
+    tmp_path, replies, retries, why
+):
+    """`answer_retries: 0` is the seed's rule as written: the first malformed answer aborts.
+    With retries, only the last of them does, and every answer is kept."""
+    algo = opened(tmp_path, replies, answer_retries=retries)
     state = algo.run()
     step = state.step("agent_loop", 0)
     assert step.status == "aborted" and why in step.reason
@@ -192,8 +291,87 @@ def test_a_protocol_error_or_a_worker_failure_aborts_with_the_records_kept(tmp_p
     assert state.promotion is None and state.test is None
     assert algo.layout.rollouts("agent_loop", 0).exists()  # the batch's evidence is kept
     assert algo.layout.step("agent_loop", 0, "analysis").exists()
+    if why.startswith("(3 answers"):
+        malformed = algo.layout.malformed("agent_loop", 0)
+        assert [p.name for p in malformed] == [
+            "step-000-analysis-malformed-1.json",
+            "step-000-analysis-malformed-2.json",
+        ]
     with pytest.raises(StepOrderError, match="aborted"):
         algo.promote()
+
+
+MALFORMED = [
+    findings({"file": "runtime/agent.py", "tasks": ["not-a-task"], "reason": "r", "change": "c"}),
+    say('```json\n{"verdict": "maybe", "reason": "unsure"}\n```'),
+    say("Looks fine to me, accept."),
+]
+"""Three ways an answer breaks the protocol: a finding citing a task outside the batch, a
+verdict that is neither accept nor reject, prose without JSON."""
+
+
+def _one_in_five_malformed(replies: list[dict], structured: set[int]) -> list[dict]:
+    """`replies` with a malformed answer before every fourth structured one (`structured`:
+    the indexes of the analyses' and reviews' answers), so that one structured answer in five
+    is malformed: a finding, a verdict and prose in turn."""
+    out, seen, bad = [], 0, iter(MALFORMED * len(replies))
+    for i, reply in enumerate(replies):
+        if i in structured:
+            seen += 1
+            if seen % 4 == 0:
+                out.append(next(bad))
+        out.append(reply)
+    return out
+
+
+@pytest.mark.slow
+def test_one_answer_in_five_malformed_is_retried_to_the_promotion_of_a_clean_run(tmp_path):
+    """Two batches per branch (12 analyses and reviews); 3 of the 15 answers read are
+    malformed, each asked again with its parse error: the run completes with the clean run's
+    promotion, and every malformed answer is on record."""
+    probe = opened(tmp_path / "probe", [say()], batch_size=2)
+    task = probe.schedule.batches[0][0]
+    finding = {"file": "prompts/system.md", "tasks": [task], "reason": "r", "change": "c"}
+    clean = [
+        *[findings()] * 6,  # agent_loop, tool_use, observation_management: two batches each
+        findings(finding),
+        shell(f"printf '\\n{RULE}\\n' >> prompts/system.md"),
+        say(),
+        verdict("accept"),
+        *[findings()] * 3,  # context_management's second batch, task_completion_detection
+        shell(MERGE),
+        say("merged"),
+        verdict("accept"),
+    ]
+    structured = {i for i, r in enumerate(clean) if "tool_calls" not in r and r != say()}
+    structured -= {clean.index(say("merged"))}
+    faulty = _one_in_five_malformed(clean, structured)
+    assert len(faulty) - len(clean) == 3 and (len(structured) + 3) == 15
+
+    runs = {}
+    for name, replies in (("clean", clean), ("faulty", faulty)):
+        algo = opened(tmp_path / name, replies, batch_size=2)
+        runs[name] = (algo, algo.run())
+    (clean_algo, clean_state), (algo, state) = runs["clean"], runs["faulty"]
+    assert state.promotion is not None and state.test is not None
+    tree = lambda a, s: a.experiment.snapshots.get(s.promotion.snapshot_id).tree  # noqa: E731
+    assert tree(algo, state) == tree(clean_algo, clean_state)
+    assert state.promotion.source == clean_state.promotion.source == "final_merge"
+    assert _branch_records(algo) == _branch_records(clean_algo)
+    malformed = [
+        p.relative_to(algo.layout.folder).as_posix()
+        for slot in (*MODULES, "integration")
+        for k in (0, 1)
+        for p in algo.layout.malformed(slot, k)
+    ]
+    assert malformed == [
+        "tool_use/step-001-analysis-malformed-1.json",
+        "context_management/step-000-review-malformed-1.json",
+        "integration/step-000-review-malformed-1.json",
+    ]
+    retried = read_record(algo.layout.step("tool_use", 1, "analysis"), Trajectory)
+    told = json.dumps(retried.messages)
+    assert "could not be read" in told and "not-a-task" in told  # the parse error went back
 
 
 def test_the_reference_folders_are_gone_even_when_the_merge_fails(tmp_path):
@@ -295,7 +473,9 @@ def test_a_merge_that_breaks_is_repaired_from_the_branch_references(tmp_path):
     assert repair.phase == "repair" and repair.parent_id == merge.current_id
     assert repair.check is not None and repair.check.passed
     worker = read_record(algo.layout.step("integration", 1, "worker"), Trajectory)
-    assert "Runs that broke" in json.dumps(worker.messages)  # the repair was told what broke
+    told = json.dumps(worker.messages)
+    assert "Runs that broke" in told  # the repair was told what broke, and the runs' evidence:
+    assert "group all_failed" in told and "the merge broke" in told
     assert state.promotion.source == "final_merge"
     assert state.promotion.snapshot_id == repair.current_id
 
@@ -310,7 +490,7 @@ def test_a_merge_that_still_breaks_falls_back_to_the_seed(tmp_path):
     assert state.test is not None and state.test.snapshot_id == algo.seed().id
 
 
-def test_the_promotion_rule_last_merge_then_first_passing_merge_then_seed():
+def test_the_promotion_rule_last_merge_then_the_initial_merge_then_seed():
     from flashrsi_dagster.algorithms.modular_rsi.plan import State
     from flashrsi_dagster.algorithms.modular_rsi.records import Check, StepRecord
     from flashrsi_dagster.algorithms.modular_rsi.run import choose
@@ -346,9 +526,13 @@ def test_the_promotion_rule_last_merge_then_first_passing_merge_then_seed():
     last = chosen(merge(0, "m0", []), merge(1, "m1", []))
     assert (last.snapshot_id, last.source) == ("m1", "final_merge")
     first = chosen(merge(0, "m0", []), merge(1, "m1", ["t1"]))
-    assert (first.snapshot_id, first.source) == ("m0", "first_passing_merge")
+    assert (first.snapshot_id, first.source) == ("m0", "initial_merge")
     none = chosen(merge(0, "m0", ["t1"]), merge(1, "m1", ["t2"]))
     assert (none.snapshot_id, none.source) == ("seed", "seed")
+    # seed 001: the initial merge, never a repair that passed before a later one broke
+    repaired = chosen(merge(0, "m0", ["t1"]), merge(1, "m1", []), merge(2, "m2", ["t2"]))
+    assert (repaired.snapshot_id, repaired.source) == ("seed", "seed")
+    assert "initial merge did not pass" in repaired.reason
     assert chosen().source == "seed" and chosen().branches["prompt"] == "b"
 
 
