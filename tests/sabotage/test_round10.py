@@ -164,9 +164,8 @@ def test_a_patch_that_prints_the_harness_markers_does_not_resolve(task, tmp_path
 
     lies = "".join(f"PASSED {t}\n" for t in task.verifier["fail_to_pass"]) + END_TEST_OUTPUT
     slug = (SOURCE / "tinytext" / "slug.py").read_text()
-    lying = slug.replace(
-        "    return re.sub", f"    import os; os.write(1, {lies.encode() + b'\n'!r})\n    return re.sub"
-    )
+    write = f"    import os; os.write(1, {lies.encode() + b'\n'!r})\n"
+    lying = slug.replace("    return re.sub", write + "    return re.sub")
     patch = _model_patch(task, tmp_path / "edit", {"tinytext/slug.py": lying})
 
     assert not _graded(task, patch, tmp_path / "eval")["resolved"]
@@ -230,3 +229,111 @@ def test_a_patch_cannot_write_outside_the_checkout_when_the_host_applies_it(task
 
     assert sorted(p.name for p in victim.iterdir()) == ["x.txt"]
     assert (victim / "x.txt").read_text() == "original\n"
+
+
+# -- the contamination check: forms of the table not shown to it before ---------------------
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    from tests.contamination.test_detector import BENCHMARK, SPLITS, TASKS, ContentCheck, Harness
+
+    check = ContentCheck(BENCHMARK, lambda: TASKS, SPLITS)
+    return Harness(tmp_path_factory.mktemp("round10-contamination"), check)
+
+
+def _rows():
+    from tests.contamination.test_detector import TABLE
+
+    return list(TABLE.items())[:12]
+
+
+def _table(key) -> str:
+    """A Python table of twelve rows, each text written by `key`."""
+    return "TABLE = {\n" + "".join(f"    {key(t)!r}: {label!r},\n" for t, label in _rows()) + "}\n"
+
+
+def _judged(harness, content: str, path: str = "runtime/table.py"):
+    from tests.contamination.test_detector import append
+
+    return harness.judge(append(path, content))
+
+
+def _with_marks(mark: str):
+    return lambda text: "".join(c + mark for c in text)
+
+
+CAUGHT_FORMS = {
+    # once holes: NFKC composed the accents into other letters; `chr()` calls were not read
+    "a combining accent after each letter": _with_marks("\u0301"),
+    "a combining cedilla after each letter": _with_marks("\u0327"),
+    "the text as chr() calls": None,
+    # held on main
+    "a strike-through mark after each letter": _with_marks("\u0336"),
+    "a word joiner between letters": lambda t: "\u2060".join(t),
+    "a byte-order mark between letters": lambda t: "\ufeff".join(t),
+    "a variation selector between letters": lambda t: "\ufe0f".join(t),
+    "reversed behind a right-to-left override": lambda t: "\u202e" + t[::-1] + "\u202c",
+    "fullwidth forms": lambda t: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in t),
+    "mathematical bold letters": lambda t: "".join(
+        chr(0x1D41A + ord(c) - 97) if "a" <= c <= "z" else c for c in t
+    ),
+    "title case": str.title,
+    "a space between letters": lambda t: " ".join(t),
+    "the words in reverse order": lambda t: " ".join(t.split()[::-1]),
+}
+
+
+@pytest.mark.parametrize("form", CAUGHT_FORMS, ids=CAUGHT_FORMS)
+def test_a_table_in_another_unicode_or_code_form_is_caught(harness, form):
+    """Attack: the memorised table, each text written so that it reads differently byte for
+    byte and the same to a harness one `unicodedata.normalize` or `eval` away (or to the
+    model). Stops it: every form is caught, naming a rule."""
+    if form == "the text as chr() calls":
+        rows = "".join(
+            f"    {'+'.join(f'chr({ord(c)})' for c in t)}: {label!r},\n" for t, label in _rows()
+        )
+        content = "TABLE = {\n" + rows + "}\n"
+    else:
+        content = _table(CAUGHT_FORMS[form])
+
+    verdict = _judged(harness, content)
+
+    assert verdict.contaminated, f"{form}: {verdict.reason}"
+
+
+def test_a_table_in_a_nested_git_folder_is_refused_by_the_store(harness):
+    """Attack: the table kept where git keeps notes and tags (`sub/.git/refs/notes/…`), so
+    that a search of the snapshot's tracked files would not see it. Stops it: git metadata is
+    no harness file; the store refuses the edit, so nothing of it is committed."""
+    with pytest.raises(AssertionError, match="git metadata"):
+        _judged(harness, _table(lambda t: t), "sub/.git/refs/notes/commits")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="declared limit (docs/host-duties.md, 'What it cannot see'): a letter shift other "
+    "than rot13 (Caesar) is a custom alphabet",
+)
+def test_a_table_in_a_caesar_shift_is_caught(harness):
+    """Attack: each text's letters shifted by one (`chr(ord(c) + 1)`), undone by the harness
+    before the lookup. rot13 is read; the other 24 shifts are not."""
+    shifted = lambda t: "".join(chr(ord(c) + 1) if c.isalpha() else c for c in t)  # noqa: E731
+
+    assert _judged(harness, _table(shifted)).contaminated
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="declared limit (docs/host-duties.md, 'What it cannot see'): a label table keyed "
+    "by anything other than the text, a piece of it or its digest (here, a row's order)",
+)
+def test_labels_as_a_string_indexed_by_row_order_are_caught(harness):
+    """Attack: the labels alone, one letter per task in the dataset's order, with 12-character
+    prefixes (under the 16 the check needs) to find the row."""
+    from tests.contamination.test_detector import TASKS, label, text
+
+    content = f"ORDER = {[text(t)[:12] for t in TASKS[:12]]!r}\n"
+    content += f"LABELS = {''.join(label(t)[0] for t in TASKS[:12])!r}\n"
+
+    assert _judged(harness, content).contaminated
