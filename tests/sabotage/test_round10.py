@@ -11,6 +11,7 @@ a strict xfail naming the limit docs/host-duties.md states.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -337,3 +338,207 @@ def test_labels_as_a_string_indexed_by_row_order_are_caught(harness):
     content += f"LABELS = {''.join(label(t)[0] for t in TASKS[:12])!r}\n"
 
     assert _judged(harness, content).contaminated
+
+
+# -- the per-jail cgroups, and what a run leaves for the next --------------------------------
+
+
+CGROUP_ESCAPE = """
+    import os
+    before = open("/proc/self/cgroup").read()
+    tried = []
+    for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified", "/sys/fs/cgroup/pids",
+                 "/sys/fs/cgroup/memory", "/sys/fs/cgroup/cpu"):
+        for name in ("cgroup.procs", "pids.max", "memory.max", "memory.limit_in_bytes"):
+            try:
+                with open(f"{root}/{name}", "w") as f:
+                    f.write("0" if name == "cgroup.procs" else "max")
+                tried.append(f"WROTE {root}/{name}")
+            except OSError as exc:
+                tried.append(f"refused {root}/{name}: {exc.errno}")
+    for line in before.splitlines():
+        _, _, path = line.split(":", 2)
+        for controller in ("pids", "memory", "cpu"):
+            for name in ("pids.max", "memory.limit_in_bytes", "cpu.shares", "cgroup.procs"):
+                try:
+                    with open(f"/sys/fs/cgroup/{controller}{path}/{name}", "w") as f:
+                        f.write("1")
+                    tried.append(f"WROTE {controller}{path}/{name}")
+                except OSError:
+                    pass
+    fds = sorted(os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
+                 if os.path.exists(f"/proc/self/fd/{fd}"))
+    print("\\n".join(tried))
+    print("FDS", fds)
+    print("SAME", before == open("/proc/self/cgroup").read())
+"""
+
+
+@needs_jails
+def test_a_jailed_process_cannot_leave_or_loosen_its_cgroups(tmp_path: Path):
+    """Attack: a process in the jail moves itself to the root cgroup (`echo 0 >
+    cgroup.procs`), raises its own group's `pids.max` or memory limit, or writes the group
+    through a descriptor the framework opened to move it in. Stops it: the jail has no
+    `/sys`, the descriptors are closed before anything of the agent's runs, and the process
+    stays in its jail's groups."""
+    from tests.sabotage.test_bridge_and_jail_edges import inside, jailed_run
+
+    with jailed_run(tmp_path) as (run, work):
+        out = inside(run, work, CGROUP_ESCAPE)
+        limit = run.jail.group.memory_limit() if run.jail.group else None
+
+    from flashrsi_dagster.environments import cgroups
+
+    assert "WROTE" not in out, out
+    assert "SAME True" in out, out
+    assert "cgroup" not in out.split("FDS", 1)[1].split("\n", 1)[0], out
+    assert limit == cgroups.MAX_MEMORY_BYTES
+
+
+LEAVE_BEHIND = """
+    import ctypes, os, socket
+    libc = ctypes.CDLL(None, use_errno=True)
+    print("shm", libc.shmget(0x5A5A10, 64 << 20, 0o1000 | 0o666))
+    print("sem", libc.semget(0x5A5A11, 4, 0o1000 | 0o666))
+    open("/tmp/round10-left", "w").write("for the next round")
+"""
+LOOK_FOR_IT = """
+    import ctypes, os
+    libc = ctypes.CDLL(None, use_errno=True)
+    print("shm", libc.shmget(0x5A5A10, 0, 0), "sem", libc.semget(0x5A5A11, 0, 0))
+    print("file", os.path.exists("/tmp/round10-left"))
+"""
+
+
+@needs_jails
+def test_what_a_run_leaves_in_ipc_or_tmp_is_gone_for_the_next_run(tmp_path: Path):
+    """Attack: a rollout leaves a 64 MiB System V shared memory segment and a semaphore (both
+    outlive their creator by design, and a segment's memory is no process's) and a file in
+    `/tmp`, for a later rollout to read (state carried across tasks and rounds) or simply to
+    hold the machine's memory after the jail is gone. Stops it: each jail has its own IPC
+    namespace and `/tmp`, dropped with it; the host's table has no such segment."""
+    from tests.sabotage.test_bridge_and_jail_edges import inside, jailed_run
+
+    with jailed_run(tmp_path / "first") as (run, work):
+        left = inside(run, work, LEAVE_BEHIND)
+    with jailed_run(tmp_path / "second") as (run, work):
+        found = inside(run, work, LOOK_FOR_IT)
+    host = Path("/proc/sysvipc/shm").read_text().split("\n")[1:]
+
+    assert "shm 0" in left or "shm -1" not in left  # it could make one in its own jail
+    assert "shm -1 sem -1" in found and "file False" in found, found
+    assert not [line for line in host if line.split() and line.split()[0] == str(0x5A5A10)]
+
+
+# -- the warm run workers' fork server ------------------------------------------------------
+
+
+def _set_state(marks) -> None:
+    import json
+
+    os.environ["FLASHRSI_ROUND10_LEFT"] = "a run's secret"
+    json.FLASHRSI_ROUND10_LEFT = "a run's module state"
+    os.chdir("/")
+    marks.put({"done": True})
+
+
+def _read_state(marks) -> None:
+    import json
+
+    env = os.environ.get("FLASHRSI_ROUND10_LEFT")
+    module = getattr(json, "FLASHRSI_ROUND10_LEFT", None)
+    marks.put({"env": env, "module": module, "cwd": os.getcwd()})
+
+
+def test_a_run_forked_from_the_warm_server_inherits_nothing_from_an_earlier_run(
+    tmp_path, monkeypatch
+):
+    """Attack: one run worker leaves state in its process — an environment variable (a key it
+    was given), a module's global, its working folder — hoping the next run worker, forked from
+    the same warm server, starts with it. Stops it: each worker is forked from the fork server
+    (which imported the code location and ran nothing), never from an earlier worker."""
+    from flashrsi_dagster.deployment.code_server import warm_context
+
+    monkeypatch.chdir(tmp_path)
+    context = warm_context(("json",))
+    marks = context.SimpleQueue()
+    seen = []
+    for target in (_set_state, _read_state):
+        worker = context.Process(target=target, args=(marks,))
+        worker.start()
+        seen.append(marks.get())
+        worker.join(timeout=300)
+        assert worker.exitcode == 0
+
+    assert seen == [{"done": True}, {"env": None, "module": None, "cwd": str(tmp_path)}]
+
+
+# -- the explorer ----------------------------------------------------------------------------
+
+STATIC = Path(__file__).parents[2] / "flashrsi_dagster" / "explorer" / "static"
+HTML_SINKS = {
+    "diff.js": ["  else span.innerHTML = mark + colour(text, path);"],
+    "tree.js": [
+        '  $("tree").innerHTML = `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" '
+        'height="${height}" viewBox="${box}">${parts.join("")}</svg>`;'
+    ],
+    "util.js": ["  code.innerHTML = colour(text, path);"],
+}
+"""Every place the page parses a string as HTML, and what it is given: highlight.js's output
+(it escapes the text it colours), or the tree's SVG, whose every text is `escape`d."""
+
+
+def test_the_explorer_parses_no_harness_text_as_html():
+    """Attack: a harness file, a file name, a Worker's message or a target's answer holding
+    `<img src=x onerror=...>`: shown in the explorer as HTML, it would run in the operator's
+    browser, beside the Dagster UI on the same host. Stops it: the page builds its DOM from
+    text (`textContent`, `el`), and the only strings it parses as HTML are highlight.js's
+    escaped output and the tree's SVG; a new HTML sink fails this test until it is listed here
+    with what keeps it safe."""
+    found = {}
+    for script in sorted(STATIC.glob("*.js")):
+        sinks = [
+            line
+            for line in script.read_text().splitlines()
+            if any(s in line for s in ("innerHTML", "outerHTML", "insertAdjacentHTML"))
+            or "document.write" in line
+            or "eval(" in line
+        ]
+        if sinks:
+            found[script.name] = sinks
+    tree = (STATIC / "tree.js").read_text()
+    svg_parts = [line for line in tree.splitlines() if "parts.push(" in line or "+ `<" in line]
+
+    assert found == HTML_SINKS
+    for line in svg_parts:  # node data reaches the SVG only through `escape` (or as a key of
+        # the colour table, whose values and whose prototype's stringify without a quote)
+        line = line.replace("COLOURS[n.outcome]", "")
+        unescaped = re.sub(r"\$\{escape\(.*?\)\}", "", line)
+        assert "n." not in unescaped.replace("n.score", "") and "label(" not in unescaped, line
+
+
+def test_a_snapshot_s_symlink_is_served_as_its_link_and_one_outward_is_never_stored(tmp_path):
+    """Attack: the Worker commits a symlink to a host secret (a gateway key file, the sealed
+    test's records) hoping the explorer's code view reads through it. Stops it: the store
+    refuses a link to an absolute path or outside the harness, and the explorer reads every
+    file from git's objects, so a link inside the harness shows as the path it names."""
+    from flashrsi_dagster.explorer import records
+    from flashrsi_dagster.snapshots import SnapshotStore
+    from tests.contamination.test_detector import HARNESS
+
+    store = SnapshotStore(tmp_path / "store")
+    seed = store.create_seed(HARNESS)
+    secret = tmp_path / "keys.env"
+    secret.write_text("OPENAI_API_KEY=sk-round10\n")
+    outward = store.check_out(seed, tmp_path / "outward")
+    os.symlink(secret, outward / "runtime" / "keys.txt")
+    os.symlink("../" * 12 + "etc/passwd", outward / "runtime" / "passwd")
+    inward = store.check_out(seed, tmp_path / "inward")
+    os.symlink("../agent.yaml", inward / "runtime" / "config.txt")
+
+    refused = store.commit_child(seed, outward, message="outward")
+    kept = store.commit_child(seed, inward, message="inward")
+    shown = records.code_file(store, kept.snapshot.id, "runtime/config.txt")
+
+    assert refused.status == "refused" and "keys.txt" in refused.reason
+    assert shown["text"] == "../agent.yaml"
