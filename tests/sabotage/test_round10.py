@@ -10,6 +10,8 @@ a strict xfail naming the limit docs/host-duties.md states.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import re
 import subprocess
@@ -17,11 +19,33 @@ import sys
 from pathlib import Path
 
 import pytest
+from harbor.models.trial.config import EnvironmentConfig
+from swebench.harness.constants import APPLY_PATCH_PASS, END_TEST_OUTPUT
 
+from flashrsi_dagster.benchmarks.harbor.suite import run_trial
 from flashrsi_dagster.benchmarks.swe_bench import SWEBench, repos
 from flashrsi_dagster.benchmarks.swe_bench.docker_harness import eval_script
 from flashrsi_dagster.benchmarks.swe_bench.evaluation import evaluation_log, official_report
+from flashrsi_dagster.deployment.code_server import warm_context
+from flashrsi_dagster.environments import cgroups
+from flashrsi_dagster.environments.harbor_docker import OFFLINE_DOCKER_IMPORT_PATH
+from flashrsi_dagster.explorer import records
+from flashrsi_dagster.snapshots import SnapshotStore
 from tests.conftest import needs_jails
+from tests.contamination.test_detector import (
+    BENCHMARK,
+    HARNESS,
+    SPLITS,
+    TABLE,
+    TASKS,
+    ContentCheck,
+    Harness,
+    append,
+    label,
+    text,
+)
+from tests.environments.local_chroot.conftest import write_task
+from tests.sabotage.test_bridge_and_jail_edges import inside, jailed_run
 
 # -- SWE-bench: a model patch that makes the grader's log lie --------------------------------
 
@@ -53,9 +77,9 @@ def _model_patch(task, tmp_path: Path, files: dict[str, str]) -> str:
     base, repo = tmp_path / "base", tmp_path / "repo"
     for folder in (base, repo):
         repos.check_out(SOURCE, task.verifier["base_commit"], folder)
-    for path, text in files.items():
+    for path, content in files.items():
         (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text(text)
+        (repo / path).write_text(content)
     return repos.diff_against(base, repo)
 
 
@@ -132,8 +156,6 @@ def test_in_the_docker_eval_script_a_conftest_in_the_patch_does_not_resolve(task
     """The Docker path's eval script (run by `swebench`'s `run_instance` in the instance's
     image) resets the same files: run here by bash on a checkout with the patch applied, its
     `python3` this interpreter, its log graded by the same `get_eval_report`."""
-    from swebench.harness.constants import APPLY_PATCH_PASS
-
     testbed = tmp_path / "testbed"
     repos.check_out(SOURCE, task.verifier["base_commit"], testbed)
     patch = _model_patch(task, tmp_path / "edit", CONFIG_ATTACKS["pytest.ini naming a plugin"])
@@ -161,8 +183,6 @@ def test_a_patch_that_prints_the_harness_markers_does_not_resolve(task, tmp_path
     would end before pytest's real `FAILED` lines. Stops it: pytest captures what a test prints
     and, with `--tb=no`, never shows a passing test's output; the markers the grader splits on
     are the host's."""
-    from swebench.harness.constants import END_TEST_OUTPUT
-
     lies = "".join(f"PASSED {t}\n" for t in task.verifier["fail_to_pass"]) + END_TEST_OUTPUT
     slug = (SOURCE / "tinytext" / "slug.py").read_text()
     write = f"    import os; os.write(1, {lies.encode() + b'\n'!r})\n"
@@ -237,15 +257,11 @@ def test_a_patch_cannot_write_outside_the_checkout_when_the_host_applies_it(task
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    from tests.contamination.test_detector import BENCHMARK, SPLITS, TASKS, ContentCheck, Harness
-
     check = ContentCheck(BENCHMARK, lambda: TASKS, SPLITS)
     return Harness(tmp_path_factory.mktemp("round10-contamination"), check)
 
 
 def _rows():
-    from tests.contamination.test_detector import TABLE
-
     return list(TABLE.items())[:12]
 
 
@@ -255,8 +271,6 @@ def _table(key) -> str:
 
 
 def _judged(harness, content: str, path: str = "runtime/table.py"):
-    from tests.contamination.test_detector import append
-
     return harness.judge(append(path, content))
 
 
@@ -332,8 +346,6 @@ def test_a_table_in_a_caesar_shift_is_caught(harness):
 def test_labels_as_a_string_indexed_by_row_order_are_caught(harness):
     """Attack: the labels alone, one letter per task in the dataset's order, with 12-character
     prefixes (under the 16 the check needs) to find the row."""
-    from tests.contamination.test_detector import TASKS, label, text
-
     content = f"ORDER = {[text(t)[:12] for t in TASKS[:12]]!r}\n"
     content += f"LABELS = {''.join(label(t)[0] for t in TASKS[:12])!r}\n"
 
@@ -381,13 +393,9 @@ def test_a_jailed_process_cannot_leave_or_loosen_its_cgroups(tmp_path: Path):
     through a descriptor the framework opened to move it in. Stops it: the jail has no
     `/sys`, the descriptors are closed before anything of the agent's runs, and the process
     stays in its jail's groups."""
-    from tests.sabotage.test_bridge_and_jail_edges import inside, jailed_run
-
     with jailed_run(tmp_path) as (run, work):
         out = inside(run, work, CGROUP_ESCAPE)
         limit = run.jail.group.memory_limit() if run.jail.group else None
-
-    from flashrsi_dagster.environments import cgroups
 
     assert "WROTE" not in out, out
     assert "SAME True" in out, out
@@ -417,8 +425,6 @@ def test_what_a_run_leaves_in_ipc_or_tmp_is_gone_for_the_next_run(tmp_path: Path
     `/tmp`, for a later rollout to read (state carried across tasks and rounds) or simply to
     hold the machine's memory after the jail is gone. Stops it: each jail has its own IPC
     namespace and `/tmp`, dropped with it; the host's table has no such segment."""
-    from tests.sabotage.test_bridge_and_jail_edges import inside, jailed_run
-
     with jailed_run(tmp_path / "first") as (run, work):
         left = inside(run, work, LEAVE_BEHIND)
     with jailed_run(tmp_path / "second") as (run, work):
@@ -434,8 +440,6 @@ def test_what_a_run_leaves_in_ipc_or_tmp_is_gone_for_the_next_run(tmp_path: Path
 
 
 def _set_state(marks) -> None:
-    import json
-
     os.environ["FLASHRSI_ROUND10_LEFT"] = "a run's secret"
     json.FLASHRSI_ROUND10_LEFT = "a run's module state"
     os.chdir("/")
@@ -443,8 +447,6 @@ def _set_state(marks) -> None:
 
 
 def _read_state(marks) -> None:
-    import json
-
     env = os.environ.get("FLASHRSI_ROUND10_LEFT")
     module = getattr(json, "FLASHRSI_ROUND10_LEFT", None)
     marks.put({"env": env, "module": module, "cwd": os.getcwd()})
@@ -457,8 +459,6 @@ def test_a_run_forked_from_the_warm_server_inherits_nothing_from_an_earlier_run(
     was given), a module's global, its working folder — hoping the next run worker, forked from
     the same warm server, starts with it. Stops it: each worker is forked from the fork server
     (which imported the code location and ran nothing), never from an earlier worker."""
-    from flashrsi_dagster.deployment.code_server import warm_context
-
     monkeypatch.chdir(tmp_path)
     context = warm_context(("json",))
     marks = context.SimpleQueue()
@@ -522,10 +522,6 @@ def test_a_snapshot_s_symlink_is_served_as_its_link_and_one_outward_is_never_sto
     test's records) hoping the explorer's code view reads through it. Stops it: the store
     refuses a link to an absolute path or outside the harness, and the explorer reads every
     file from git's objects, so a link inside the harness shows as the path it names."""
-    from flashrsi_dagster.explorer import records
-    from flashrsi_dagster.snapshots import SnapshotStore
-    from tests.contamination.test_detector import HARNESS
-
     store = SnapshotStore(tmp_path / "store")
     seed = store.create_seed(HARNESS)
     secret = tmp_path / "keys.env"
@@ -542,3 +538,49 @@ def test_a_snapshot_s_symlink_is_served_as_its_link_and_one_outward_is_never_sto
 
     assert refused.status == "refused" and "keys.txt" in refused.reason
     assert shown["text"] == "../agent.yaml"
+
+
+# -- Harbor's docker environment: the agent and the verifier share one container -------------
+
+REWARD_WRITER = """#!/bin/bash
+# stands for an agent's last command: a writer left running that waits for the verifier's
+# reward and replaces it
+nohup setsid bash -c 'while :; do
+  if [ "$(cat /logs/verifier/reward.txt 2>/dev/null)" = 0 ]; then
+    echo 1 > /logs/verifier/reward.txt
+  fi
+  sleep 0.01
+done' > /dev/null 2>&1 < /dev/null &
+"""
+UNSOLVABLE_VERIFIER = "#!/bin/bash\necho 0 > /logs/verifier/reward.txt\nsleep 2\n"
+"""The verifier's verdict is 0 whatever the agent did; it then works on for two seconds (as a
+verifier cleaning up would), time the writer needs many times over."""
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="declared limit (docs/host-duties.md, 'Harbor's docker environment: the verifier "
+    "runs in the agent's container'): an agent's process left running rewrites the reward",
+)
+def test_in_docker_a_writer_the_agent_leaves_running_does_not_replace_the_reward(
+    tmp_path, harbor_docker
+):
+    """Attack: the agent's last command leaves a process in the trial's container that waits
+    for `/logs/verifier/reward.txt` to hold the verifier's 0 and writes 1 over it. Harbor
+    removes stale reward files before the verifier runs, but runs the verifier in the same
+    container, with the agent's processes still alive (the local environment gives the
+    verifier fresh namespaces: `test_harbor.py`)."""
+    task = write_task(
+        tmp_path / "task",
+        dockerfile="FROM debian:bookworm-slim\nWORKDIR /app\n",
+        test_sh=UNSOLVABLE_VERIFIER,
+        solve_sh=REWARD_WRITER,
+    )
+    environment = EnvironmentConfig(import_path=OFFLINE_DOCKER_IMPORT_PATH)
+    trial = asyncio.run(
+        run_trial(task, trials_dir=tmp_path / "trials", agent="oracle", environment=environment)
+    )
+
+    assert trial.verifier_result is not None, trial.exception_info
+    assert trial.verifier_result.rewards == {"reward": 0.0}
