@@ -16,7 +16,7 @@ rejections (edit and round records, trajectories).
   answer protocol, review reasons, evolved target and resume after a crash mid-step.
 - test_round10.py: the tenth pass — SWE-bench's grading (a model patch bringing pytest hooks
   or lying in the log), the per-jail cgroups and what a run leaves in IPC or `/tmp`, the warm
-  run workers' fork server, the explorer's HTML sinks and symlinks, Harbor's docker
+  run workers' fork server and MiniAgent's, the explorer's HTML sinks and symlinks, Harbor's docker
   environment (a reward rewritten by an agent's process), and forms of the answers the
   contamination check had not been shown.
 - test_evolver.py: the Evolver's beacon guard, path guard and protected paths, the gates'

@@ -45,7 +45,14 @@ from tests.contamination.test_detector import (
     text,
 )
 from tests.environments.local_chroot.conftest import write_task
-from tests.sabotage.test_bridge_and_jail_edges import inside, jailed_run
+from tests.sabotage.test_bridge_and_jail_edges import (
+    REPORT,
+    inside,
+    jailed_run,
+    reported,
+    rewritten,
+    run_target,
+)
 
 # -- SWE-bench: a model patch that makes the grader's log lie --------------------------------
 
@@ -584,3 +591,32 @@ def test_in_docker_a_writer_the_agent_leaves_running_does_not_replace_the_reward
 
     assert trial.verifier_result is not None, trial.exception_info
     assert trial.verifier_result.rewards == {"reward": 0.0}
+
+
+# -- a rollout that poisons a later one through the shared MiniAgent fork server -------------
+
+POISON = """
+
+def _attack(params):
+    import openai, sys
+    seen = getattr(openai, "ROUND10_POISON", None)
+    openai.ROUND10_POISON = "set by an earlier rollout"
+    sys.modules["json"].ROUND10_POISON = "set by an earlier rollout"
+    return f"before: {seen!r}"
+"""
+
+
+@needs_jails
+def test_a_rollout_cannot_poison_the_next_through_the_shared_fork_server(tmp_path: Path):
+    """Attack: the evolved harness, run in a child of MiniAgent's fork server (shared by every
+    run of the process, the OpenAI SDK already imported), patches the SDK's module and the
+    standard library in memory, so that the next rollout — another task, a later round, a
+    sibling candidate — runs with them. Stops it: each run is a fresh fork of the server,
+    which never runs harness code; the second run finds nothing set."""
+    harness = rewritten(tmp_path, POISON, REPORT.format(label="poison"))
+    for folder in ("one", "two"):
+        (tmp_path / folder).mkdir()
+    first = reported(run_target(tmp_path / "one", harness), "poison")
+    second = reported(run_target(tmp_path / "two", harness), "poison")
+
+    assert first == second == "before: None"
