@@ -83,6 +83,10 @@ _BACKSLASH = re.compile(
     r"|N\{([A-Za-z0-9 -]{1,88})\}|(.))",
     re.DOTALL,
 )
+_CHR = re.compile(
+    r"\bchr\(\s*(0[xX][0-9a-fA-F]{1,6}|0[oO][0-7]{1,8}|0[bB][01]{1,21}|[0-9]{1,7})\s*\)"
+)
+"""A character written as a call (`chr(73) + chr(103) + ...`): the text built at run time."""
 _SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
 _MAGIC = (
     (b"\x1f\x8b", "gzip"),
@@ -150,6 +154,8 @@ def _views(file, data: bytes, encoding: str, span, depth: int, budget: Budget) -
             break
         escaped = unescape(escaped)
         yield View(file, _join("escaped", encoding), _numbered(escaped, whole))
+    if "chr(" in text:
+        yield View(file, _join("chr()", encoding), _numbered(_CHR.sub(_chr, text), whole))
     web = text
     for _ in range(2):  # escaped twice: `html.escape` of `&#105;`, `quote(quote(text))`
         if ("&" not in web and "%" not in web) or (read := unquote(html.unescape(web))) == web:
@@ -165,6 +171,12 @@ def _views(file, data: bytes, encoding: str, span, depth: int, budget: Budget) -
         for inner, inner_kind in _unpacked(blob, budget):
             name = _join(inner_kind, _join(kind, encoding))
             yield from _views(file, inner, name, blob_span, depth + 1, budget)
+
+
+def _chr(match: re.Match) -> str:
+    code = match.group(1)
+    value = int(code, 0) if code[:2].lower() in ("0x", "0o", "0b") else int(code)
+    return chr(value) if value < 0x110000 else ""
 
 
 def _join(outer: str, inner: str) -> str:

@@ -10,8 +10,8 @@ so a text made mostly of symbols (Morse code, say) keeps what tells it apart.
 
 A task's input is also compared in a second form, its letters and digits alone (`letters`):
 a table keyed by `"_".join(text.split())`, by its words joined with dots, by the text with
-its punctuation stripped or with an invisible character (a zero-width space, a soft hyphen)
-between its letters reads the same there.
+its punctuation stripped, with an invisible character (a zero-width space, a soft hyphen)
+or a combining mark (an accent, a strike-through) after its letters reads the same there.
 """
 
 from __future__ import annotations
@@ -42,8 +42,11 @@ def normalise(text: str) -> str:
 
 
 def letters(text: str) -> str:
-    """The text's letters and digits alone, in the case `normalise` gives them."""
-    return _NOT_ALNUM.sub("", _folded(text))
+    """The text's letters and digits alone, in the case `normalise` gives them, each letter
+    without its accents: NFKC composes `e` and a combining accent after it into `é`, so a text
+    with a combining mark after every letter (one `unicodedata` call from the plain one) would
+    read as other letters; decomposed, the marks are not letters and drop."""
+    return _NOT_ALNUM.sub("", unicodedata.normalize("NFKD", _folded(text)))
 
 
 FORMS: dict[str, Callable[[str], str]] = {"normal": normalise, "letters": letters}

@@ -14,6 +14,11 @@ rejections (edit and round records, trajectories).
   the harness runtime, Claude Code's launcher, a public Harbor trial), each once a hole.
 - test_modular_rsi.py: ModularRSI's branches, analysis folder, `.branches/` references, gates,
   answer protocol, review reasons, evolved target and resume after a crash mid-step.
+- test_round10.py: the tenth pass — SWE-bench's grading (a model patch bringing pytest hooks
+  or lying in the log), the per-jail cgroups and what a run leaves in IPC or `/tmp`, the warm
+  run workers' fork server and MiniAgent's, the explorer's HTML sinks and symlinks, Harbor's docker
+  environment (a reward rewritten by an agent's process), and forms of the answers the
+  contamination check had not been shown.
 - test_evolver.py: the Evolver's beacon guard, path guard and protected paths, the gates'
   fixed denominator, evolved target code against the records and the store, the sealed test,
   a hostile WHY pick and diagnosis, the step order, the keys, and designers' answers built to

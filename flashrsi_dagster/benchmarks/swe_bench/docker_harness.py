@@ -42,7 +42,9 @@ from flashrsi_dagster.benchmarks.base import BenchmarkError, Task
 from flashrsi_dagster.benchmarks.swe_bench import repos
 from flashrsi_dagster.benchmarks.swe_bench.evaluation import (
     LOG_PARSER,
+    NO_PLUGIN_AUTOLOAD,
     PYTEST_ARGS,
+    PYTEST_CONFIGURATION,
     files_under_test,
     require_swebench,
 )
@@ -111,6 +113,9 @@ def eval_script(task: Task) -> str:
     base = task.verifier["base_commit"]
     tests = " ".join(files_under_test(task.verifier["test_patch"]))
     test_patch = task.verifier["test_patch"].rstrip("\n")
+    # the patch's pytest configuration reset as `evaluation.reset_pytest_configuration` does
+    config = " ".join(f"':(glob)**/{name}'" for name in PYTEST_CONFIGURATION)
+    env = " ".join(f"{k}={v}" for k, v in NO_PLUGIN_AUTOLOAD.items())
     return "\n".join(
         [
             "#!/bin/bash",
@@ -119,10 +124,13 @@ def eval_script(task: Task) -> str:
             "git config --global --add safe.directory /testbed",
             "git status",
             f"git -c core.fileMode=false diff {base}",
+            f"git diff --name-only -z --no-renames {base} -- {config}"
+            f" | xargs -0 -r git checkout {base} --",
+            f"git clean -fdxq -- {config}",
             f"git checkout {base} {tests}",
             f"git apply -v - <<'{_HEREDOC}'\n{test_patch}\n{_HEREDOC}",
             f": '{START_TEST_OUTPUT}'",
-            f"python3 -m pytest {' '.join(PYTEST_ARGS)} {tests}",
+            f"{env} python3 -m pytest {' '.join(PYTEST_ARGS)} {tests}",
             f": '{END_TEST_OUTPUT}'",
             f"git checkout {base} {tests}",
         ]

@@ -34,6 +34,15 @@ TEST_RUNTIME = ("pytest",)
 """What the tests may import beyond the repository and the standard library."""
 LOG_PARSER = "parse_log_pytest"
 PYTEST_ARGS = ("-rA", "--tb=no", "-p", "no:cacheprovider")
+PYTEST_CONFIGURATION = ("conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg")
+PYTEST_CONFIGURATION += ("pyproject.toml",)
+"""Files, in any folder, whose content pytest runs or reads as its own configuration (hooks,
+`addopts = -p plugin`): a model patch's version of one could rewrite the test report, so each
+is reset to `base_commit` before the tests run, as the test files are. Nothing installs the
+repository here, so these files matter only to pytest."""
+NO_PLUGIN_AUTOLOAD = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+"""A `*.dist-info/entry_points.txt` in the checkout (on `sys.path` as the working folder)
+would otherwise load a `pytest11` plugin of the patch's; the tests' runtime is pytest alone."""
 _DIFF_FILE = re.compile(r"^diff --git a/(\S+) b/", re.MULTILINE)
 
 
@@ -55,6 +64,7 @@ def evaluation_log(task: Task, source: Path, patch: str, work: Path, *, jailed: 
         if applied is None:
             return "\n".join([*lines, c.APPLY_PATCH_FAIL])
         lines += [applied, c.APPLY_PATCH_PASS]
+    reset_pytest_configuration(checkout, task.verifier["base_commit"])
     tests = files_under_test(task.verifier["test_patch"])
     existing = [t for t in tests if _tracked(checkout, t)]
     if existing:
@@ -100,6 +110,17 @@ def require_swebench() -> None:
         ) from None
 
 
+def reset_pytest_configuration(checkout: Path, base: str) -> None:
+    """Every pytest configuration file the model patch added, changed or deleted, as it was
+    at `base` (one it added, removed): a patch cannot bring pytest hooks or options."""
+    names = ["--", *(f":(glob)**/{name}" for name in PYTEST_CONFIGURATION)]
+    changed = repos.git(checkout, "diff", "--name-only", "-z", "--no-renames", base, *names)
+    tracked = [path for path in changed.split("\0") if path]
+    if tracked:
+        repos.git(checkout, "checkout", "--quiet", base, "--", *tracked)
+    repos.git(checkout, "clean", "-fdxq", *names)
+
+
 def _tracked(checkout: Path, path: str) -> bool:
     return bool(repos.git(checkout, "ls-files", "--", path).strip())
 
@@ -136,6 +157,7 @@ def _run_tests(checkout: Path, tests: list[str], *, jailed: bool) -> tuple[str, 
         "LANG": "C.UTF-8",
         "PYTHONPATH": str(site),
         "PYTHONDONTWRITEBYTECODE": "1",
+        **NO_PLUGIN_AUTOLOAD,
     }
     if not jailed:
         return _run(argv, env, checkout)
