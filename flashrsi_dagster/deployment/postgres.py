@@ -2,9 +2,9 @@
 event logs, schedules and sensor ticks in one database), its URL read from the environment at
 every start, so no password is ever written.
 
-SQLAlchemy 2.1 reads a plain `postgresql://` as psycopg 3, which is not installed;
-dagster-postgres is built on psycopg2. The URL a user pastes (`postgresql://`, `postgres://`)
-is given the psycopg2 driver here, in every process that opens the instance (the CLI, the
+dagster-postgres is built on psycopg2 (SQLAlchemy is held below 2.1, which would read a plain
+`postgresql://` as psycopg 3). The URL a user pastes (`postgresql://`, `postgres://`) is named
+the psycopg2 driver here all the same, in every process that opens the instance (the CLI, the
 webserver, the daemon, run workers); a URL naming another driver is refused.
 
 dagster-postgres opens a new connection — a new server process, its authentication — for every
