@@ -49,7 +49,7 @@ def fresh_database(prefix: str = "flashrsi_test") -> Iterator[str]:
     with closing(_admin()) as admin, admin.cursor() as cursor:
         cursor.execute(f'CREATE DATABASE "{name}"')
     try:
-        # psycopg2: the driver dagster-postgres depends on (SQLAlchemy 2.1 defaults to psycopg 3)
+        # psycopg2: the driver dagster-postgres depends on, named as the project's URL has it
         url = make_url(SERVER).set(drivername="postgresql+psycopg2", database=name)
         yield url.render_as_string(hide_password=False)
     finally:

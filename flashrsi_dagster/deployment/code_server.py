@@ -36,6 +36,9 @@ from flashrsi_dagster.orchestration.dagster_internals import (
 
 LOCATION = "flashrsi_dagster.definitions"
 """The code location, by module, also its name (as `dagster dev -m` names it)."""
+HOME_ENV = "FLASHRSI_HOME"
+"""The experiments folder of the code location (absolute), set by whatever starts a process
+that loads it: `flashrsi ui`, `flashrsi run`'s code server, a run's container, a pod."""
 PRELOAD = (LOCATION,)
 """What every run worker needs before it reconstructs its job: the code location."""
 
@@ -74,6 +77,7 @@ class CodeServer:
 
     def __init__(self, home: Path, env: Mapping[str, str] | None = None):
         self.home, self.env = Path(home).resolve(), dict(os.environ if env is None else env)
+        self.env[HOME_ENV] = str(self.home)  # the code location's home, whatever its name
         self.port = 0
         self._group: Group | None = None
 

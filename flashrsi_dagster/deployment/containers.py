@@ -4,9 +4,10 @@ rendered for the instance's `DockerRunLauncher` (a container per run) and for th
 
 What every container shares with the machine that launched it:
 
-- the experiment home, bind-mounted at the same path, and the folder holding it as the
-  working folder, so that the definitions' home (`.flashrsi`, relative) and every path in the
-  records mean the same inside and out;
+- the experiment home, bind-mounted at the same path and named to the code location by
+  `FLASHRSI_HOME` (whatever the folder is called), so that the definitions' home and every
+  path in the records mean the same inside and out; the folder holding it is the working
+  folder;
 - the host's network (no bridge: `network: host`), so the instance's database, the broker and
   model endpoints on 127.0.0.1 are reached as from the host;
 - environment variables passed by name, never by value: the instance's `{env: VAR}` settings
@@ -25,6 +26,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from flashrsi_dagster.deployment.code_server import HOME_ENV
 from flashrsi_dagster.images.build import DEFAULT_IMAGE
 
 
@@ -52,7 +54,7 @@ class ContainerConfig(BaseModel):
         return {
             "image": self.image,
             "network": self.network,
-            "env_vars": list(self.env_vars),
+            "env_vars": [f"{HOME_ENV}={home}", *self.env_vars],
             "container_kwargs": {**kwargs, **({"privileged": True} if self.jails else {})},
         }
 

@@ -2,9 +2,9 @@
 event logs, schedules and sensor ticks in one database), its URL read from the environment at
 every start, so no password is ever written.
 
-SQLAlchemy 2.1 reads a plain `postgresql://` as psycopg 3, which is not installed;
-dagster-postgres is built on psycopg2. The URL a user pastes (`postgresql://`, `postgres://`)
-is given the psycopg2 driver here, in every process that opens the instance (the CLI, the
+dagster-postgres is built on psycopg2 (SQLAlchemy is held below 2.1, which would read a plain
+`postgresql://` as psycopg 3). The URL a user pastes (`postgresql://`, `postgres://`) is named
+the psycopg2 driver here all the same, in every process that opens the instance (the CLI, the
 webserver, the daemon, run workers); a URL naming another driver is refused.
 
 dagster-postgres opens a new connection — a new server process, its authentication — for every
@@ -140,9 +140,31 @@ class _Closing:
         self._engine.dispose()  # type: ignore[attr-defined]
 
 
+def _sent_again_whole(base: type, name: str):
+    """`base.name`, a schema check, run again whole when its connection is lost
+    (`reconnect.whole`)."""
+    check = getattr(base, name)
+
+    def method(self, *args):
+        return reconnect.whole(lambda: check(self, *args))
+
+    method.__name__ = name
+    return method
+
+
 class _Runs(_Closing, PostgresRunStorage):
     def connect(self):
         return reconnect.connection(self._engine)
+
+    has_run_stats_index_cols = _sent_again_whole(PostgresRunStorage, "has_run_stats_index_cols")
+    has_bulk_actions_selector_cols = _sent_again_whole(
+        PostgresRunStorage, "has_bulk_actions_selector_cols"
+    )
+    has_backfill_id_column = _sent_again_whole(PostgresRunStorage, "has_backfill_id_column")
+    has_bulk_action_job_name_column = _sent_again_whole(
+        PostgresRunStorage, "has_bulk_action_job_name_column"
+    )
+    has_backfill_tags_table = _sent_again_whole(PostgresRunStorage, "has_backfill_tags_table")
 
 
 class _Events(_Closing, PostgresEventLogStorage):
@@ -151,6 +173,10 @@ class _Events(_Closing, PostgresEventLogStorage):
 
     def _connect(self):
         return reconnect.connection(self._engine)
+
+    has_table = _sent_again_whole(PostgresEventLogStorage, "has_table")
+    has_asset_key_col = _sent_again_whole(PostgresEventLogStorage, "has_asset_key_col")
+    has_secondary_index = _sent_again_whole(PostgresEventLogStorage, "has_secondary_index")
 
     def store_event(self, event) -> None:
         with _writes_only():

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import psycopg2
@@ -120,6 +120,24 @@ def _retried(engine: Engine, context, cursor, execute) -> bool:
         retried += 1
         cursor = None
         time.sleep(wait(retried))
+
+
+def whole[T](check: Callable[[], T]) -> T:
+    """`check` (a read of the schema: Dagster's column and table checks) run again whole,
+    `RETRIES` times, when its connection is lost. SQLAlchemy 2.0 reads a reflection query's
+    rows lazily while it sends the next statement on the same connection: when that
+    statement's connection is replaced (`_retried`), the first one's cursor is gone ("cursor
+    already closed"), and only the whole read can be sent again."""
+    for retried in range(RETRIES + 1):
+        if retried:
+            time.sleep(wait(retried))
+        try:
+            return check()
+        except (psycopg2.InterfaceError, db_exc.InterfaceError) as error:
+            cause = getattr(error, "orig", error)
+            if retried == RETRIES or not _DIALECT.is_disconnect(cause, None, None):
+                raise
+    raise AssertionError("unreachable")
 
 
 def _reconnected(connection: Connection):

@@ -12,7 +12,9 @@ waits: otherwise it would pass every limit but the total."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import yaml
@@ -23,7 +25,9 @@ from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
 from flashrsi_dagster.orchestration.dagster_internals import (
     MULTIDIMENSIONAL_PARTITION_PREFIX,
     PARTITION_NAME_TAG,
+    ConfigurableClassData,
     QueuedRunCoordinator,
+    StringSource,
     SubmitRunContext,
 )
 from flashrsi_dagster.orchestration.tags import ENDPOINT_KEYS, endpoint_key, endpoint_tags
@@ -81,11 +85,44 @@ def run_queue(limits: RunLimits) -> str:
 
 class RunQueue(QueuedRunCoordinator):
     """Dagster's run queue, giving each run its limit tags (`limit_tags`) as it is submitted:
-    every launch — the UI's, a backfill's, the sensor's, the driver's — comes through here."""
+    every launch — the UI's, a backfill's, the sensor's, the driver's — comes through here.
+
+    Its config is Dagster's `QueuedRunCoordinator`'s plus `home`, the experiments folder
+    (`{env: FLASHRSI_HOME}` where the processes that submit runs have it: a cluster's webserver
+    and daemon, whose instance folder is not in the home); without it, the folder holding
+    the instance (`<home>/.dagster`, as `flashrsi run` and `flashrsi ui` make it)."""
+
+    def __init__(self, home: str | None = None, **kwargs: Any):
+        super().__init__(**kwargs)
+        self._home = home
+
+    @classmethod
+    def config_type(cls) -> dict:
+        home = dg.Field(
+            StringSource,
+            is_required=False,
+            description="The experiments folder; default: the folder holding the instance's.",
+        )
+        return {**super().config_type(), "home": home}
+
+    @classmethod
+    def from_config_value(
+        cls, inst_data: ConfigurableClassData, config_value: Mapping[str, Any]
+    ) -> RunQueue:
+        queue = super().from_config_value(inst_data, config_value)
+        queue._home = config_value.get("home")
+        return queue
+
+    @property
+    def home(self) -> Path:
+        """The experiments folder whose configs give runs their limit tags."""
+        if self._home:
+            return Path(self._home)
+        return Path(self._instance.root_directory).parent
 
     def submit_run(self, context: SubmitRunContext) -> dg.DagsterRun:
         run = context.dagster_run
-        home = Path(self._instance.root_directory).parent  # the instance is <home>/.dagster
+        home = self.home
         refused = _refused_start(home, run)
         if refused is not None:  # failed with its one line, before a run worker starts
             self._instance.report_run_failed(run, refused)
@@ -106,7 +143,7 @@ def _refused_start(home: Path, run: dg.DagsterRun) -> str | None:
     # Imported here: the instance loads this module, which must not load every algorithm.
     from flashrsi_dagster.deployment.start import launch_problem
 
-    return launch_problem(run.run_config, home.parent)
+    return launch_problem(run.run_config, home.parent, home)
 
 
 def limit_tags(home: Path, run: dg.DagsterRun) -> dict[str, str]:

@@ -92,22 +92,25 @@ def refusal(config: StartExperiment, exc: Exception, folder: Path | None = None)
     return Redactor().text(text if text.startswith(where) else where + text)
 
 
-def launch_problem(run_config: Mapping[str, Any], folder: Path) -> str | None:
+def launch_problem(
+    run_config: Mapping[str, Any], folder: Path, home: Path | None = None
+) -> str | None:
     """Why a `start_experiment` run with `run_config` would fail at once, as its one-line
     message; None when it may start. Checked as the run is submitted (`RunQueue`), before a
     run worker starts: the Launchpad's own validation knows only the types. `folder`: where
-    the code location runs (relative paths start there)."""
+    the code location runs (relative paths start there); `home`: its experiments folder where
+    the run config names none (default: the resource's, under `folder`)."""
     from flashrsi_dagster.orchestration.resources.experiments import ExperimentsResource
 
     ops, resources = run_config.get("ops") or {}, run_config.get("resources") or {}
     given = (ops.get(create_experiment.name) or {}).get("config") or {}
-    home = ((resources.get("experiments_home") or {}).get("config") or {}).get("home")
+    named = ((resources.get("experiments_home") or {}).get("config") or {}).get("home")
     try:
         config = StartExperiment(**given)
     except ValidationError as exc:
         return f"create_experiment: {exc.errors()[0]['msg']}"
-    default = ExperimentsResource.model_fields["home"].default
-    experiments = ExperimentsResource.at(folder / (home or default))
+    default = home or ExperimentsResource.model_fields["home"].default
+    experiments = ExperimentsResource.at(folder / (named or default))
     try:
         experiments.check(folder / config.config_file, name=config.name, overrides=config.overrides)
     except (ConfigError, InvalidExperiment, ConfigChangedError) as exc:

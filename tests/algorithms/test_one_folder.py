@@ -23,7 +23,8 @@ REGISTERED = "random_search=tests.algorithms.random_search"
 
 DEFINITIONS = """
 import json
-from flashrsi_dagster.definitions import defs
+from flashrsi_dagster.definitions import defs as code_location
+defs = code_location()
 graph = defs.resolve_asset_graph()
 jobs = {j.name: j for j in defs.resolve_all_job_defs()}
 print(json.dumps({

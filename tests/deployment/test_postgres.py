@@ -30,8 +30,8 @@ BIN = Path(sys.executable).parent
 
 
 def test_a_pasted_url_is_given_the_installed_driver_and_others_are_refused():
-    with pytest.raises(ModuleNotFoundError, match="psycopg"):  # SQLAlchemy 2.1's default
-        sa.create_engine("postgresql://u@h/db")
+    # what Dagster's own config makes of a plain URL: dagster-postgres' driver (SQLAlchemy 2.0)
+    assert sa.create_engine("postgresql://u@h/db").dialect.driver == "psycopg2"
     normalised = "postgresql+psycopg2://u:pw@h:5433/db?sslmode=require"
     for pasted in (
         "postgresql://u:pw@h:5433/db?sslmode=require",
@@ -223,3 +223,47 @@ def test_a_users_own_dagster_yaml_on_dagsters_postgres_storage_is_used_as_writte
         assert result.success
         assert rows(url, "SELECT run_id FROM runs") == [(result.run_id,)]
     assert yaml.safe_load(settings.read_text()) == own
+
+
+DAGSTERS_DOCUMENTED_STORAGE = """\
+storage:
+  postgres:
+    postgres_db:
+      username:
+        env: DAGSTER_PG_USERNAME
+      password:
+        env: DAGSTER_PG_PASSWORD
+      hostname:
+        env: DAGSTER_PG_HOST
+      db_name:
+        env: DAGSTER_PG_DB
+      port: {port}
+"""
+"""`dagster.yaml` as Dagster's deployment docs write it (and its Helm chart renders it): no
+`scheme`, so dagster-postgres makes a plain `postgresql://` URL, which must reach psycopg2."""
+
+
+@pytest.mark.slow
+@needs_postgres
+def test_an_experiment_runs_on_dagsters_documented_postgres_config(tmp_path, monkeypatch):
+    monkeypatch.delenv(URL_ENV, raising=False)
+    home = tmp_path / "home"
+    with fresh_database() as url:
+        parsed = make_url(url)
+        monkeypatch.setenv("DAGSTER_PG_USERNAME", parsed.username or "")
+        monkeypatch.setenv("DAGSTER_PG_PASSWORD", CANARY)  # trust auth: ignored, never written
+        monkeypatch.setenv("DAGSTER_PG_HOST", parsed.host or "")
+        monkeypatch.setenv("DAGSTER_PG_DB", parsed.database or "")
+        (home / ".dagster").mkdir(parents=True)
+        settings = DAGSTERS_DOCUMENTED_STORAGE.format(port=parsed.port or 5432)
+        (home / ".dagster" / "dagster.yaml").write_text(settings)
+        args = ["--config", str(EXAMPLE), "--experiment.home", str(home)]
+        code = main(["run", *args, "--benchmark.limit", "2", "--algorithm.max_steps", "1"])
+
+        assert code == 0
+        runs = rows(url, "SELECT status FROM runs")
+        assert runs and {status for (status,) in runs} == {"SUCCESS"}
+        assert rows(url, "SELECT count(*) FROM event_logs")[0][0] > 10
+    assert (home / ".dagster" / "dagster.yaml").read_text() == settings
+    written = [p for p in home.rglob("*") if p.is_file()]
+    assert not [p for p in written if CANARY.encode() in p.read_bytes()]

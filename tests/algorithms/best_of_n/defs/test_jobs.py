@@ -10,12 +10,14 @@ import dagster as dg
 
 from flashrsi_dagster.algorithms.best_of_n.defs.assets import PARTITIONS, key
 from flashrsi_dagster.config import load_config
-from flashrsi_dagster.definitions import defs
+from flashrsi_dagster.definitions import defs as code_location
 from flashrsi_dagster.deployment.cli_driver import drive_on
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.explorer.links import node_url
 from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
 from tests.dagster_instances import instance_on, sqlite_only
+
+defs = code_location()  # as Dagster loads it (`@dg.definitions`)
 
 EXAMPLE = Path(__file__).parents[4] / "examples" / "best_of_n.yaml"
 

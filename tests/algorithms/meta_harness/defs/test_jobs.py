@@ -23,7 +23,7 @@ from flashrsi_dagster.algorithms.meta_harness.defs.assets import PARTITIONS, key
 from flashrsi_dagster.algorithms.meta_harness.records import Layout
 from flashrsi_dagster.algorithms.registry import open_algorithm
 from flashrsi_dagster.config import load_config
-from flashrsi_dagster.definitions import defs
+from flashrsi_dagster.definitions import defs as code_location
 from flashrsi_dagster.deployment.cli_driver import drive_on
 from flashrsi_dagster.deployment.definitions import build_definitions
 from flashrsi_dagster.deployment.postgres import URL_ENV
@@ -37,6 +37,8 @@ from flashrsi_dagster.orchestration.resources import ExperimentsResource
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from tests.dagster_instances import instance_on, sqlite_only
 from tests.postgres import rows
+
+defs = code_location()  # as Dagster loads it (`@dg.definitions`)
 
 EXAMPLE = Path(__file__).parents[4] / "examples" / "meta_harness.yaml"
 FLASHRSI = str(Path(sys.executable).parent / "flashrsi")
