@@ -40,9 +40,12 @@ from flashrsi_dagster.records.chain import (
     state_of,
 )
 from flashrsi_dagster.records.verify import (
-    anchor_problem,
+    Anchor,
+    FileId,
+    file_id,
     file_problem,
     problems_of,
+    rewritten,
     unchained_problem,
 )
 
@@ -56,6 +59,8 @@ class _Live:
     replay: Replay = field(default_factory=Replay)
     offset: int = 0
     last_line: bytes = b""
+    file: FileId | None = None
+    """The chain file last read (device, inode): named when another is found in its place."""
     settled: bool = False
     running: dict[str, tuple[int, Any]] = field(default_factory=dict)
     """Path -> (size, sha256 object) of files this process appends to."""
@@ -130,8 +135,7 @@ class Journal:
         """Raise `IntegrityError` naming every file that does not match the chain."""
         live = _live(self.chain)
         with live.lock, _shared_lock(self.chain):
-            anchor = (live.replay.last.seq, live.last_line) if live.replay.last else None
-            problems = problems_of(self.root, anchor)
+            problems = problems_of(self.root, _anchor(live))
         if problems:
             raise IntegrityError(problems)
 
@@ -160,11 +164,12 @@ class Journal:
 
     def _catch_up(self, live: _Live, fd: int) -> None:
         """Read what others appended since; refuse a chain rewritten under this process."""
-        size, last = os.fstat(fd).st_size, live.replay.last
-        if last is not None:
+        size, anchor = os.fstat(fd).st_size, _anchor(live)
+        if anchor is not None:
             start = live.offset - len(live.last_line)
             if size < live.offset or os.pread(fd, len(live.last_line), start) != live.last_line:
-                raise IntegrityError(anchor_problem([], (last.seq, live.last_line)))
+                raise IntegrityError([rewritten(anchor, os.pread(fd, size, 0), file_id(fd))])
+        live.file = file_id(fd)
         if size > live.offset:
             data = os.pread(fd, size - live.offset, live.offset)
             for line in data[: data.rfind(b"\n") + 1].splitlines(keepends=True):
@@ -263,6 +268,11 @@ class Journal:
         if rel in (CHAIN, HEAD):
             raise ValueError(f"{rel} is the chain itself")
         return path, rel
+
+
+def _anchor(live: _Live) -> Anchor | None:
+    last = live.replay.last
+    return Anchor(last.seq, live.last_line, live.offset, live.file) if last else None
 
 
 def _write_all(fd: int, data: bytes) -> None:
