@@ -225,9 +225,11 @@ class Journal:
             **fields,
         ).sealed()
         line = entry.line()
+        _refuse_foreign(fd, live.offset, entry.seq)
         live.settled = False  # until the entry, head and file are all written
         _write_all(fd, line)
         os.fsync(fd)
+        _refuse_foreign(fd, live.offset + len(line), entry.seq, line)
         if entry.seq == 1:
             fsync_dir(self.chain.parent)
         live.replay.apply(entry)
@@ -268,6 +270,25 @@ class Journal:
         if rel in (CHAIN, HEAD):
             raise ValueError(f"{rel} is the chain itself")
         return path, rel
+
+
+def _refuse_foreign(fd: int, end: int, seq: int, line: bytes = b"") -> None:
+    """With the lock held, the chain ends where this process's replay (and `line`, once
+    written) ends: any other length is bytes no framework writer put there, written
+    while it held the lock (a descriptor of another file gone astray, say). Refused at
+    once, naming them, rather than at the next write as a chain rewritten under it."""
+    size = os.fstat(fd).st_size
+    if size == end:
+        return
+    start = end - len(line)
+    foreign = os.pread(fd, max(size - start, 0), start).replace(line, b"", 1)
+    when = "as it was written" if line else "before it was written"
+    raise IntegrityError(
+        [
+            f"{CHAIN}: {size - end:+d} byte(s) at byte {start} {when} (entry {seq}): "
+            f"{foreign[:120]!r}: something other than the framework writes the chain"
+        ]
+    )
 
 
 def _anchor(live: _Live) -> Anchor | None:
