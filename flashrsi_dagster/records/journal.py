@@ -5,7 +5,9 @@ start to end, in this order: (1) its entry is appended to the chain and fsynced,
 is rewritten and fsynced, (3) the file is written (atomically replaced, or appended and
 fsynced). A crash therefore leaves at most the last entry in flight, and only as `in_flight`
 describes. The next writer to take the lock settles it: a torn chain line or a torn appended
-line is cut, and an entry whose file did not change gets a `revert` entry after it.
+line is cut, and an entry whose file did not change gets a `revert` entry after it. With the
+lock held, the chain must end where the entries end, before and after an entry is written:
+bytes anything else appended meanwhile are refused at that write, named.
 
 Per process, each chain's replay, its last line (the in-process anchor) and a running sha256
 of every file being appended to are kept in memory, so a write reads only what other
