@@ -61,7 +61,7 @@ def _scripts() -> tuple[str, str, str]:
     reason="seen twice on 2026-12-04: rounds 0 and 1, the promotion and the sealed test's "
     "rollouts all written, then the sealed_test_score step refused: 'records/chain.jsonl: entry "
     "N is not the one this process wrote or read' (not yet understood; the local-environment "
-    "twin, test_harbor_job.py, does not show it; not seen in 7 runs under load since: the "
+    "twin, test_harbor_job.py, does not show it; not seen in 11 runs under load since: the "
     "refusal now names what the chain held, and bytes another writer appends are refused at once)",
 )
 def test_a_round_with_a_committed_edit_runs_in_docker_containers(
