@@ -16,8 +16,8 @@ import contextlib
 import json
 import shlex
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Iterable, Iterator
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from harbor.environments.base import BaseEnvironment
@@ -63,7 +63,7 @@ async def run_inside(
     config = agent.run_config
     ready = staged(distributions_for(type(agent)))
     folder = INSIDE / f"run-{uuid.uuid4().hex[:12]}"
-    await _pass_in(environment, ready, compiled_snapshot(agent.files_dir))
+    await _pass_in(environment, ready, compiled_snapshot(agent.files_dir), folder)
     with _gateway(agent, environment) as opening:
         payload = _payload(agent, opening, instruction, task, folder)
         payload["interpreter"] = list(ready.interpreter)
@@ -117,9 +117,12 @@ async def _entry(
     return trajectory
 
 
-async def _pass_in(environment: BaseEnvironment, ready: Staged, snapshot: Path) -> None:
+async def _pass_in(
+    environment: BaseEnvironment, ready: Staged, snapshot: Path, run: PurePosixPath
+) -> None:
     """Read-only binds where the environment can share host folders (the local one), else
-    copies (Harbor's `upload_dir`: Docker and the others, where they are writable)."""
+    copies (Harbor's `upload_dir`: Docker and the others, where they are writable); `run`:
+    the run's own folder there, made with the copies' (its payload goes in next)."""
     folders = {
         ready.prefix: str(ready.prefix),
         ready.site_packages: str(PLACES["site_packages"]),
@@ -131,8 +134,24 @@ async def _pass_in(environment: BaseEnvironment, ready: Staged, snapshot: Path) 
     if share is not None:
         await share(folders)
         return
+    await _make_parents(environment, [*folders.values(), f"{run}/payload.json"])
     for source, target in folders.items():
         await environment.upload_dir(source, target)
+
+
+async def _make_parents(environment: BaseEnvironment, targets: Iterable[str]) -> None:
+    """The folders the copies go into, made first, as root: Docker's `cp` copies into an
+    existing folder only (`Could not find the file /flashrsi in container`), and Harbor's
+    fallback then tars the whole folder in memory (the interpreter's prefix: ~300 MB) and
+    pipes it to `tar` inside, every trial."""
+    parents = sorted({str(PurePosixPath(target).parent) for target in targets})
+    command = "mkdir -p -- " + " ".join(shlex.quote(parent) for parent in parents)
+    made = await environment.exec(command, timeout_sec=120, user="root")
+    if made.return_code != 0:
+        raise RuntimeError(
+            f"cannot make {', '.join(parents)} in the task environment to pass the agent "
+            f"in (exit {made.return_code}): {(made.stderr or made.stdout or '').strip()[-_TAIL:]}"
+        )
 
 
 @contextlib.contextmanager

@@ -5,7 +5,9 @@ start to end, in this order: (1) its entry is appended to the chain and fsynced,
 is rewritten and fsynced, (3) the file is written (atomically replaced, or appended and
 fsynced). A crash therefore leaves at most the last entry in flight, and only as `in_flight`
 describes. The next writer to take the lock settles it: a torn chain line or a torn appended
-line is cut, and an entry whose file did not change gets a `revert` entry after it.
+line is cut, and an entry whose file did not change gets a `revert` entry after it. With the
+lock held, the chain must end where the entries end, before and after an entry is written:
+bytes anything else appended meanwhile are refused at that write, named.
 
 Per process, each chain's replay, its last line (the in-process anchor) and a running sha256
 of every file being appended to are kept in memory, so a write reads only what other
@@ -40,9 +42,12 @@ from flashrsi_dagster.records.chain import (
     state_of,
 )
 from flashrsi_dagster.records.verify import (
-    anchor_problem,
+    Anchor,
+    FileId,
+    file_id,
     file_problem,
     problems_of,
+    rewritten,
     unchained_problem,
 )
 
@@ -56,6 +61,8 @@ class _Live:
     replay: Replay = field(default_factory=Replay)
     offset: int = 0
     last_line: bytes = b""
+    file: FileId | None = None
+    """The chain file last read (device, inode): named when another is found in its place."""
     settled: bool = False
     running: dict[str, tuple[int, Any]] = field(default_factory=dict)
     """Path -> (size, sha256 object) of files this process appends to."""
@@ -130,8 +137,7 @@ class Journal:
         """Raise `IntegrityError` naming every file that does not match the chain."""
         live = _live(self.chain)
         with live.lock, _shared_lock(self.chain):
-            anchor = (live.replay.last.seq, live.last_line) if live.replay.last else None
-            problems = problems_of(self.root, anchor)
+            problems = problems_of(self.root, _anchor(live))
         if problems:
             raise IntegrityError(problems)
 
@@ -160,11 +166,12 @@ class Journal:
 
     def _catch_up(self, live: _Live, fd: int) -> None:
         """Read what others appended since; refuse a chain rewritten under this process."""
-        size, last = os.fstat(fd).st_size, live.replay.last
-        if last is not None:
+        size, anchor = os.fstat(fd).st_size, _anchor(live)
+        if anchor is not None:
             start = live.offset - len(live.last_line)
             if size < live.offset or os.pread(fd, len(live.last_line), start) != live.last_line:
-                raise IntegrityError(anchor_problem([], (last.seq, live.last_line)))
+                raise IntegrityError([rewritten(anchor, os.pread(fd, size, 0), file_id(fd))])
+        live.file = file_id(fd)
         if size > live.offset:
             data = os.pread(fd, size - live.offset, live.offset)
             for line in data[: data.rfind(b"\n") + 1].splitlines(keepends=True):
@@ -220,9 +227,11 @@ class Journal:
             **fields,
         ).sealed()
         line = entry.line()
+        _refuse_foreign(fd, live.offset, entry.seq)
         live.settled = False  # until the entry, head and file are all written
         _write_all(fd, line)
         os.fsync(fd)
+        _refuse_foreign(fd, live.offset + len(line), entry.seq, line)
         if entry.seq == 1:
             fsync_dir(self.chain.parent)
         live.replay.apply(entry)
@@ -263,6 +272,30 @@ class Journal:
         if rel in (CHAIN, HEAD):
             raise ValueError(f"{rel} is the chain itself")
         return path, rel
+
+
+def _refuse_foreign(fd: int, end: int, seq: int, line: bytes = b"") -> None:
+    """With the lock held, the chain ends where this process's replay (and `line`, once
+    written) ends: any other length is bytes no framework writer put there, written
+    while it held the lock (a descriptor of another file gone astray, say). Refused at
+    once, naming them, rather than at the next write as a chain rewritten under it."""
+    size = os.fstat(fd).st_size
+    if size == end:
+        return
+    start = end - len(line)
+    foreign = os.pread(fd, max(size - start, 0), start).replace(line, b"", 1)
+    when = "as it was written" if line else "before it was written"
+    raise IntegrityError(
+        [
+            f"{CHAIN}: {size - end:+d} byte(s) at byte {start} {when} (entry {seq}): "
+            f"{foreign[:120]!r}: something other than the framework writes the chain"
+        ]
+    )
+
+
+def _anchor(live: _Live) -> Anchor | None:
+    last = live.replay.last
+    return Anchor(last.seq, live.last_line, live.offset, live.file) if last else None
 
 
 def _write_all(fd: int, data: bytes) -> None:

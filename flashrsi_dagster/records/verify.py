@@ -4,6 +4,8 @@ head, and (inside a framework process) the last entry that process saw. See `cha
 from __future__ import annotations
 
 import hashlib
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from flashrsi_dagster.records.chain import (
@@ -19,8 +21,19 @@ from flashrsi_dagster.records.chain import (
     walk,
 )
 
-Anchor = tuple[int, bytes]
-"""(seq, line) of the last entry a live process wrote or read."""
+FileId = tuple[int, int]
+"""(device, inode) of a chain file: another one in its place is a file replaced, not edited."""
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """The last entry a live process wrote or read: its seq (as the process's replay has
+    it), its line, the byte of the chain its line ends at, and the chain file it was in."""
+
+    seq: int
+    line: bytes
+    end: int
+    file: FileId | None = None
 
 
 def problems_of(root: Path, anchor: Anchor | None = None) -> list[str]:
@@ -30,10 +43,12 @@ def problems_of(root: Path, anchor: Anchor | None = None) -> list[str]:
     if not chain.exists() or chain.stat().st_size == 0:
         unchained = unchained_problem(root)
         return [unchained] if unchained else []
-    replay, lines, broken = read_chain(chain.read_bytes())
+    with open(chain, "rb") as handle:
+        data, now = handle.read(), file_id(handle.fileno())
+    replay, lines, broken = read_chain(data)
     if broken:
         return [broken]
-    problems = anchor_problem(lines, anchor)
+    problems = anchor_problem(data, lines, anchor, now)
     head = read_head(root / HEAD)
     stance = in_flight(replay, head)
     if stance == "refused":
@@ -114,17 +129,73 @@ def _torn(path: Path, rel: str, replay: Replay, stance: str) -> bool:
     return before is None or hashlib.sha256(data[:old_size]).hexdigest() == before.sha256
 
 
-def anchor_problem(lines: list[bytes], anchor: Anchor | None) -> list[str]:
-    """The chain's `lines` must still hold the entry a live process last wrote or read."""
+def anchor_problem(
+    data: bytes, lines: list[bytes], anchor: Anchor | None, now: FileId | None = None
+) -> list[str]:
+    """The chain's `lines` (of `data`, the file `now`) must still hold the entry a live
+    process last wrote or read."""
     if anchor is None:
         return []
-    seq, line = anchor
-    if len(lines) >= seq and lines[seq - 1] + b"\n" == line:
+    if len(lines) >= anchor.seq and lines[anchor.seq - 1] + b"\n" == anchor.line:
         return []
-    return [
-        f"{CHAIN}: entry {seq} is not the one this process wrote or read: the chain was "
-        "rewritten while the experiment ran"
+    return [rewritten(anchor, data, now)]
+
+
+def rewritten(anchor: Anchor, data: bytes, now: FileId | None) -> str:
+    """The refusal of a chain that no longer holds `anchor` where this process left it, with
+    what it holds instead (`anchor_detail`), for whoever has to find out why."""
+    return (
+        f"{CHAIN}: entry {anchor.seq} is not the one this process wrote or read: the chain "
+        f"was rewritten while the experiment ran ({anchor_detail(data, anchor, now)})"
+    )
+
+
+def anchor_detail(data: bytes, anchor: Anchor, now: FileId | None) -> str:
+    """What the chain holds (`data`, all of it) where the anchor's line should end, and what
+    it holds last; `now`: the chain file there now, if known. Names entries (seq, op, path,
+    time, hash), never their files' content."""
+    line, end = anchor.line, anchor.end
+    start = end - len(line)
+    here = data[start:end] if len(data) >= end else b""
+    found = data.find(line)
+    parts = [
+        f"expected {_entry_summary(line)} at bytes {start}-{end}",
+        f"the chain now: {len(data)} bytes, there: {_entry_summary(here) if here else 'nothing'}",
+        f"its last line: {_entry_summary(_last_line(data))}",
+        "the expected line is " + (f"at byte {found}" if found >= 0 else "nowhere in it"),
     ]
+    if anchor.seq != _seq_of(line):
+        parts.append(f"this process's replay ends at entry {anchor.seq}, not at its last line")
+    if now is not None and anchor.file is not None and now != anchor.file:
+        parts.append(f"the chain file was replaced: (device, inode) {anchor.file}, now {now}")
+    return "; ".join(parts)
+
+
+def file_id(fd: int) -> FileId:
+    info = os.fstat(fd)
+    return info.st_dev, info.st_ino
+
+
+def _last_line(data: bytes) -> bytes:
+    complete = data[: data.rfind(b"\n") + 1]
+    return complete[complete.rfind(b"\n", 0, len(complete) - 1) + 1 :]
+
+
+def _seq_of(line: bytes) -> int | None:
+    try:
+        return Entry.parse(line).seq
+    except ValueError:
+        return None
+
+
+def _entry_summary(line: bytes) -> str:
+    if not line:
+        return "no line"
+    try:
+        e = Entry.parse(line)
+    except ValueError as exc:
+        return f"{len(line)} bytes that are no entry ({exc}): {line[:80]!r}"
+    return f"entry {e.seq} ({e.op} {e.path} at {e.at}, hash {e.hash[:12]}…)"
 
 
 def _head_problem(head: tuple[int, str] | None, replay: Replay) -> str:

@@ -6,7 +6,8 @@ before its first task."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
+import shlex
+from pathlib import Path, PurePosixPath
 
 import pytest
 
@@ -246,9 +247,24 @@ def test_claude_code_inside_refuses_a_native_login_the_host_holds(server):
 
 class CopyingLocal(LocalChrootEnvironment):
     """The local environment without its read-only shares: what goes in is copied with
-    Harbor's generic `upload_dir`, as for Docker and the other environments."""
+    Harbor's generic `upload_dir`, as for Docker and the other environments, and as Docker's
+    `cp` copies, only into a folder that exists (Harbor's fallback would hide it: a tar of the
+    whole folder held in memory and piped in, every trial)."""
 
     share_read_only = None
+
+    async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
+        await self._into_a_folder(target_dir)
+        await super().upload_dir(source_dir, target_dir)
+
+    async def upload_file(self, source_path: Path | str, target_path: str) -> None:
+        await self._into_a_folder(target_path)
+        await super().upload_file(source_path, target_path)
+
+    async def _into_a_folder(self, target: str) -> None:
+        parent = PurePosixPath(target).parent
+        if (await self.exec(f"test -d {shlex.quote(str(parent))}")).return_code != 0:
+            raise RuntimeError(f"Could not find the file {parent} in container")
 
 
 @pytest.mark.slow

@@ -213,6 +213,62 @@ def test_a_chain_and_head_rewritten_while_the_framework_runs_are_refused_by_its_
         store.write_bytes(home / "records/mh/promotion.json", b"{}")
 
 
+def test_a_rewrite_under_a_running_framework_says_what_it_expected_and_what_it_found(home):
+    """The refusal carries what finding the writer needs: the entry this process expected
+    and where, what the chain holds there and last, and a chain file replaced whole."""
+    store = RecordStore(home, Redactor(environ={}))
+    before = (home / CHAIN).read_bytes()
+    store.write_bytes(home / "records/mh/promotion.json", b"{}")
+    copy = home / "records" / "chain.copy"
+    copy.write_bytes(before)
+    copy.replace(home / CHAIN)  # an older copy put over it, as a folder copy would
+
+    with pytest.raises(IntegrityError) as refused:
+        store.write_bytes(home / "records/mh/test.json", b"{}")
+
+    problem = refused.value.problems[0]
+    assert problem.startswith(f"{CHAIN}: entry 12 is not the one this process wrote or read")
+    assert "expected entry 12 (write records/mh/promotion.json at " in problem
+    assert f"the chain now: {len(before)} bytes, there: nothing" in problem
+    assert "its last line: entry 11 (write dagster/scores/round-001-c0.json at " in problem
+    assert "the expected line is nowhere in it" in problem
+    assert "the chain file was replaced: (device, inode)" in problem
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["before-the-entry", "after-it"])
+def test_bytes_appended_to_the_chain_by_another_writer_are_refused_as_the_entry_is_written(
+    home, monkeypatch, after
+):
+    """Something holding a descriptor of the chain without its lock (another file's
+    descriptor gone astray: a closed number reused) appends a byte while an entry is
+    written. Refused at that write, naming the byte; before, the next write refused the
+    chain as rewritten (the entry was no longer at its place), naming nothing."""
+    real = journal._write_all
+
+    def and_a_stray_byte(fd: int, data: bytes) -> None:
+        if not after:
+            _stray(home)
+        real(fd, data)
+        if after:
+            _stray(home)
+
+    store = RecordStore(home, Redactor(environ={}))
+    end = (home / CHAIN).stat().st_size
+    monkeypatch.setattr(journal, "_write_all", and_a_stray_byte)
+    with pytest.raises(IntegrityError) as refused:
+        store.write_bytes(home / "records/mh/promotion.json", b"{}")
+
+    assert refused.value.problems == [
+        f"{CHAIN}: +1 byte(s) at byte {end} as it was written (entry 12): b'\\x11': "
+        "something other than the framework writes the chain"
+    ]
+
+
+def _stray(home: Path) -> None:
+    with open(home / CHAIN, "ab") as chain:  # O_APPEND, as the chain's own descriptors
+        chain.write(b"\x11")
+
+
 def test_an_entry_appended_outside_the_framework_is_refused(home, new_process):
     """A valid next entry for a changed file, with the head left alone."""
     record = home / "records/mh/round-001.json"
