@@ -21,7 +21,26 @@ outcome (`round.json`), the edit decision (`edit.json`) and the earlier Worker r
 
 Only these files of the harness are yours to change ({components}); any other change, or
 none, wastes this step. `{history}` is removed before your edit is committed: do not put
-anything there. Finish with a short summary of what you changed and why.
+anything there.
+
+Rules (the reference proposer's):
+- Change a mechanism, not a number. A candidate whose logic is an earlier one's with other
+  constants (sizes, counts, budgets, thresholds) is a parameter tweak: such sweeps almost
+  always tie or regress. Combining mechanisms of earlier candidates is fine.
+- Generalise; never overfit the evaluation set. Do not hard-code answers, task ids, dataset
+  or task names, or knowledge of particular tasks: the harness must help on many unseen tasks
+  (the score that counts is on tasks you never see). General rules are fine.
+- Prototype before you commit: try the mechanism on real examples from `{history}` (with a
+  scratch script outside this folder, or by reading the rollouts closely), compare a few
+  variants, then write the one that works. Delete scratch files.
+- `{history}/trajectories/round-<k>/summary.json` is the report of each earlier candidate
+  (hypothesis, axis of change, outcome) and `{history}/frontier.json` the candidates no other
+  beats on both dev score and tokens per task: read them before you choose a direction, and
+  choose another axis if the last ones all tried the same.
+
+Finish with a short report of this candidate, its last lines being
+{hypothesis_marker} <the falsifiable claim this candidate tests>
+{axis_marker} <what kind of change it is: prompt, tools, control flow, memory, …>
 """
 
 
@@ -48,6 +67,8 @@ def worker_instruction(
         prompt_file_marker=markers.PROMPT_FILE,
         prompt_file=prompt_file,
         components=components.describe(),
+        hypothesis_marker=meta_harness_markers.HYPOTHESIS,
+        axis_marker=meta_harness_markers.AXIS,
     )
     if candidates > 1:
         text += SIDE_BY_SIDE.format(count=candidates, slot=slot, history=history)

@@ -61,6 +61,14 @@ class RoundRecord(Record):
     )
     dev_score: float | None = None
     dev_tasks: int = 0
+    dev_input_tokens: int | None = Field(
+        None,
+        description="The target's input (context) tokens over the final dev rollouts; None "
+        "for a candidate not evaluated, or evaluated before it was recorded.",
+    )
+    dev_output_tokens: int | None = Field(
+        None, description="The target's output tokens over the final dev rollouts."
+    )
     reason: str | None = None
     eval_set: str | None = Field(
         None, description="The dev evaluation set's version (`dev/e1`); None before versioning."

@@ -57,7 +57,7 @@ from flashrsi_dagster.contamination import ContentVerdict
 from flashrsi_dagster.decisions import Decision
 from flashrsi_dagster.environments.jail import Mount
 from flashrsi_dagster.experiment.keys import candidate_key
-from flashrsi_dagster.records import Status, Trajectory, read_optional
+from flashrsi_dagster.records import Status, Trajectory, Usage, read_optional
 from flashrsi_dagster.rollouts.engine import (
     final_trajectories,
 )
@@ -386,6 +386,7 @@ class MetaHarness(Searching):
             return done  # a run done again (re-executed, resumed after its last write)
         version = self.evaluator.before("dev", self.splits.dev)
         score = self.score(snapshot, self.splits.dev, self.layout.rollouts(k, slot), "dev")
+        usage = sum((t.usage for t in self.round_rollouts(k, slot)), Usage())
         can_edit = None
         if self.config.adopted_improver():  # it may be the improver of later rounds
             can_edit = self.can_edit(snapshot.id, self.layout.editing(k, slot))
@@ -400,6 +401,8 @@ class MetaHarness(Searching):
             produced_by=produced_by,
             dev_score=score,
             dev_tasks=len(self.splits.dev),
+            dev_input_tokens=usage.input_tokens,
+            dev_output_tokens=usage.output_tokens,
         )
         self.write(self.layout.round(k, slot), record)
         name = candidate_name(k, slot)

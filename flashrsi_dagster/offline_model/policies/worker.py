@@ -20,7 +20,9 @@ MiniAgent tools `shell` (`{"command": str}`) and `editor` (`{"command": "view" |
   the label contain them (ties alphabetical). A label with a rule line gets a `str_replace`
   extending that line; new rule lines `- <label> when the text mentions: <keywords>` are added
   in one `insert` after the last line (or one `create` when the file does not exist).
-- (e) Once the edits are in the conversation, a final text summarising them.
+- (e) Once the edits are in the conversation, a final text summarising them; when the
+  instruction asks for a report (a line starting `Hypothesis:`, `meta_harness/markers.py`), it
+  ends with the report's `Hypothesis:` and `Axis of change:` lines.
 
 Running as an adopted improver (`worker.harness: adopted`; the instruction has an
 `Improver harness:` line), it also adds the workflow line `instruction_markers.BATCH_READING`
@@ -122,7 +124,7 @@ def improve(conversation: Conversation, *, skip: int = 0) -> Reply:
         )
     edited = (PATCH,) in done if patching else any(("editor", c, prompt) in done for c in _EDITS)
     if edited:
-        return Reply(text=summary(edits, prompt, len(failures)))
+        return Reply(text=summary(edits, prompt, len(failures)) + _report(conversation))
     if patching:
         return Reply(tool_calls=(ToolCall(PATCH, {"input": patch_text(edits, lines, prompt)}),))
     return Reply(tool_calls=edit_calls(edits, lines, prompt))
@@ -151,6 +153,21 @@ def split_batch(output: str) -> dict[str, str]:
     """`tail`'s output of several files, by file (its `==> <file> <==` headers)."""
     parts = _HEADER.split(_TAG.sub("", output))
     return {parts[i].strip(): parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+
+
+def _report(conversation: Conversation) -> str:
+    """The report lines a Meta-Harness instruction asks the final message to end with."""
+    asked = any(
+        line.startswith(meta_harness_markers.HYPOTHESIS)
+        for text in conversation.user_texts()
+        for line in text.splitlines()
+    )
+    if not asked:
+        return ""
+    return (
+        f"\n{meta_harness_markers.HYPOTHESIS} rules naming the words of the failing texts "
+        f"lead the target to their labels.\n{meta_harness_markers.AXIS} prompt (keyword rules)"
+    )
 
 
 def _improving_itself(conversation: Conversation) -> bool:
