@@ -45,6 +45,11 @@ class EditRecord(Record):
         description="The snapshot whose harness made the edit (`worker.harness: adopted`); "
         "None: the Worker role's own harness.",
     )
+    refused_diff: str | None = Field(
+        None,
+        description="A refused edit's code: its unified diff against the seed, bounded "
+        "(`refused.py`), so later Workers can learn from it; None for any other edit.",
+    )
 
 
 class RoundRecord(Record):

@@ -51,6 +51,7 @@ from flashrsi_dagster.algorithms.meta_harness.records import (
     RoundRecord,
     TestResult,
 )
+from flashrsi_dagster.algorithms.meta_harness.refused import refused_diff
 from flashrsi_dagster.algorithms.searching import Searching
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time, side_by_side, turn
 from flashrsi_dagster.contamination import ContentVerdict
@@ -64,7 +65,7 @@ from flashrsi_dagster.rollouts.engine import (
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.rollouts.scores import scores_frame
 from flashrsi_dagster.scratch import scratch_dir
-from flashrsi_dagster.snapshots import Snapshot
+from flashrsi_dagster.snapshots import EditOutcome, Snapshot
 
 
 def _aborted(state: State) -> bool:
@@ -482,4 +483,17 @@ class MetaHarness(Searching):
             reason=outcome.reason,
             snapshot_id=outcome.snapshot.id if outcome.snapshot else None,
             changed=[f"{c.status} {c.path}" for c in outcome.changed],
+            refused_diff=self._refused_diff(seed, edit_dir, outcome)
+            if outcome.status == "refused"
+            else None,
         )
+
+    def _refused_diff(self, seed: Snapshot, edit_dir: Path, outcome: EditOutcome) -> str:
+        """The refused edit's code against a fresh checkout of the seed (`refused.py`)."""
+        store = self.experiment.snapshots
+        with scratch_dir("refused-") as tmp:
+            seed_dir = store.check_out(seed, tmp / "seed")
+            try:
+                return refused_diff(seed_dir, edit_dir, outcome.refusals)
+            finally:
+                store.forget_checkout(seed_dir)
