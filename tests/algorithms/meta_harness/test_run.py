@@ -77,7 +77,8 @@ def test_the_demo_improves_promotes_the_best_and_tests_once(tmp_path, how):
     assert [r.status for r in state.rounds] == ["evaluated"] * 3
     assert max(scores) > scores[0]  # the Worker's edits really helped on dev
     assert all(r.dev_input_tokens and r.dev_output_tokens for r in state.rounds)
-    assert any(line.startswith("frontier (dev x context tokens): ") for line in harness.summary(state))
+    frontier = "frontier (dev x context tokens): "
+    assert any(line.startswith(frontier) for line in harness.summary(state))
     best = max(range(3), key=lambda k: (scores[k], -k))
     assert state.promotion.round == best
     assert state.test.snapshot_id == state.promotion.snapshot_id
