@@ -225,7 +225,9 @@ def _copy_round(folder: Path, layout: Layout, record: RoundRecord) -> None:
         if source.exists():
             shutil.copyfile(source, folder / name)
     summary = candidate_summary(record, read_optional(layout.edit(k, slot), EditRecord))
-    summary["report"], summary["hypothesis"], summary["axis"] = _report(layout.worker(k, slot))
+    summary["report"], summary["hypothesis"], summary["axis"] = _report(
+        layout.worker(k, slot), slot
+    )
     (folder / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     rollouts = layout.rollouts(k, slot)
     if rollouts.exists():
@@ -249,20 +251,32 @@ def candidate_summary(record: RoundRecord, edit: EditRecord | None) -> dict:
     }
 
 
-def _report(worker: Path) -> tuple[str | None, str | None, str | None]:
+def _report(worker: Path, slot: str) -> tuple[str | None, str | None, str | None]:
     """The Worker's final message (its report), and the hypothesis and axis of change its
-    marker lines give (None each when it wrote none)."""
+    marker lines give (None each when it wrote none). A coordinated session's report has a
+    section per candidate (`Candidate c1:`): the candidate's own is read, when there is one."""
     try:
         trajectory = Trajectory.model_validate_json(worker.read_text())
     except (OSError, ValueError):
         return None, None, None
-    text = trajectory.answer or _last_assistant_text(trajectory)
+    text = _section(trajectory.answer or _last_assistant_text(trajectory), slot)
     found = {}
     for line in (text or "").splitlines():
         for marker in (markers.HYPOTHESIS, markers.AXIS):
             if line.strip().startswith(marker):
                 found[marker] = line.strip().removeprefix(marker).strip() or None
     return text, found.get(markers.HYPOTHESIS), found.get(markers.AXIS)
+
+
+def _section(text: str | None, slot: str) -> str | None:
+    """The lines from `Candidate <slot>:` to the next `Candidate …:` line, or all of `text`."""
+    lines = (text or "").splitlines()
+    starts = [i for i, line in enumerate(lines) if line.strip().startswith("Candidate ")]
+    mine = [i for i in starts if lines[i].strip().startswith(f"Candidate {slot}:")]
+    if not mine:
+        return text
+    end = next((i for i in starts if i > mine[0]), len(lines))
+    return "\n".join(lines[mine[0] : end])
 
 
 def _last_assistant_text(trajectory: Trajectory) -> str | None:

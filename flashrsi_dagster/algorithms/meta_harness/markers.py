@@ -11,3 +11,7 @@ hypothesis (`history.py` reads it into the candidate's `summary.json`)."""
 
 AXIS = "Axis of change:"
 """Meta-Harness Worker report: the line that names the kind of change the candidate makes."""
+
+CANDIDATES = "Candidate folders:"
+"""Meta-Harness Worker instruction (`proposer: coordinated`): the folders, one per candidate of
+the round, each a fresh seed checkout the one Worker session writes a candidate into."""

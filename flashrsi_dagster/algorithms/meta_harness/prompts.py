@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flashrsi_dagster import instruction_markers as markers
 from flashrsi_dagster.algorithms.meta_harness import markers as meta_harness_markers
+from flashrsi_dagster.algorithms.meta_harness.plan import slots_of
 from flashrsi_dagster.snapshots import Components
 
 INSTRUCTION = """\
@@ -51,6 +52,18 @@ other candidates of earlier rounds are under `{history}/trajectories/round-<k>-c
 """
 
 
+COORDINATED = """
+This round has {count} candidates and they are all yours: {candidates_marker} {folders}
+Each of these folders is a fresh copy of the seed harness (the paths above are relative to
+each); write one candidate into each, deliberately different from the others: a different
+hypothesis, a different mechanism (mix exploiting what worked with exploring what was not
+tried). Each folder is committed and evaluated on its own; one left unchanged, or identical to
+another, is rejected and wastes its evaluation. Nothing outside these folders is kept. End your
+report with one section per candidate, each starting with a line `Candidate <folder>:` and
+holding that candidate's `{hypothesis_marker}` and `{axis_marker}` lines.
+"""
+
+
 def worker_instruction(
     components: Components,
     history: str,
@@ -58,9 +71,11 @@ def worker_instruction(
     *,
     slot: str = "c0",
     candidates: int = 1,
+    coordinated: bool = False,
 ) -> str:
     """The instruction; with several candidates a round, also which one this is (one a
-    round: word for word as before `candidates_per_round`)."""
+    round: word for word as before `candidates_per_round`), or, `coordinated`, the folders
+    the one session writes them all into."""
     text = INSTRUCTION.format(
         history_marker=meta_harness_markers.HISTORY,
         history=history,
@@ -70,6 +85,14 @@ def worker_instruction(
         hypothesis_marker=meta_harness_markers.HYPOTHESIS,
         axis_marker=meta_harness_markers.AXIS,
     )
-    if candidates > 1:
+    if coordinated:
+        text += COORDINATED.format(
+            count=candidates,
+            candidates_marker=meta_harness_markers.CANDIDATES,
+            folders=" ".join(slots_of(candidates)),
+            hypothesis_marker=meta_harness_markers.HYPOTHESIS,
+            axis_marker=meta_harness_markers.AXIS,
+        )
+    elif candidates > 1:
         text += SIDE_BY_SIDE.format(count=candidates, slot=slot, history=history)
     return text

@@ -27,6 +27,7 @@ import pandas as pd
 from flashrsi_dagster.algorithms.base import Step, StepOrderError
 from flashrsi_dagster.algorithms.improver import improver_note
 from flashrsi_dagster.algorithms.meta_harness import ledger_entries, report
+from flashrsi_dagster.algorithms.meta_harness.coordinated import folder_digest, twin_reason
 from flashrsi_dagster.algorithms.meta_harness.history import HISTORY, HistoryView
 from flashrsi_dagster.algorithms.meta_harness.plan import (
     SLOT,
@@ -411,6 +412,8 @@ class MetaHarness(Searching):
         return record
 
     def _edit(self, state: State, k: int, slot: str) -> EditRecord:
+        if self.config.proposer == "coordinated":
+            return self._coordinated_edit(state, k, slot)
         store = self.experiment.snapshots
         seed = store.get(state.round(0).snapshot_id)  # type: ignore[union-attr,arg-type]
         with scratch_dir("edit-") as tmp:
@@ -431,6 +434,57 @@ class MetaHarness(Searching):
             edit = self._commit(k, slot, seed, edit_dir, trajectory, produced_by)
             store.forget_checkout(edit_dir)
         return self.write(self.layout.edit(k, slot), edit)
+
+    def _coordinated_edit(self, state: State, k: int, slot: str) -> EditRecord:
+        """Candidate (k, slot)'s edit under `proposer: coordinated`: the round's one Worker
+        session, run by whichever candidate comes first (the others wait on the round's
+        session lock, then read their edit back)."""
+        waiting = lambda: self.log(f"round {k}: waiting for its Worker session")  # noqa: E731
+        with self.experiment.lock(f"{candidate_key(k, SLOT)}.session").held(waiting):
+            made = read_optional(self.layout.edit(k, slot), EditRecord)
+            if made is not None:
+                return made
+            return self._session(state, k)[slot]
+
+    def _session(self, state: State, k: int) -> dict[str, EditRecord]:
+        """One Worker session writes every candidate of round k, one folder each (a fresh
+        seed checkout); each folder is committed on its own, a twin of a sibling rejected."""
+        store = self.experiment.snapshots
+        seed = store.get(state.round(0).snapshot_id)  # type: ignore[union-attr,arg-type]
+        edits: dict[str, EditRecord] = {}
+        with scratch_dir("edit-") as tmp:
+            folders = {s: store.check_out(seed, tmp / "edit" / s) for s in self.slots()}
+            first = folders[SLOT]
+            files = [p.relative_to(first).as_posix() for p in first.rglob("*") if p.is_file()]
+            instruction = worker_instruction(
+                seed.components,
+                HISTORY,
+                seed.components.prompt_file(files),
+                candidates=self.candidates,
+                coordinated=True,
+            )
+            produced_by = improver_of(state, k) if self.config.adopted_improver() else None
+            if produced_by is not None:
+                instruction += improver_note(store.get(produced_by))
+            trajectory = self._worker_step(k, tmp / "edit", instruction, SLOT, produced_by)
+            seen: dict[str, str] = {}
+            for s, folder in folders.items():
+                self.write(self.layout.worker(k, s), trajectory)
+                twin = seen.setdefault(folder_digest(folder), s)
+                if twin != s and trajectory.status == Status.SUCCESS:
+                    edit = EditRecord(
+                        round=k,
+                        slot=s,
+                        status="noop",
+                        parent_id=seed.id,
+                        produced_by=produced_by,
+                        reason=twin_reason(twin),
+                    )
+                else:
+                    edit = self._commit(k, s, seed, folder, trajectory, produced_by)
+                store.forget_checkout(folder)
+                edits[s] = self.write(self.layout.edit(k, s), edit)
+        return edits
 
     def _worker_step(
         self, k: int, edit_dir: Path, instruction: str, slot: str, produced_by: str | None
