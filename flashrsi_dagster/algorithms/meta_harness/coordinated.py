@@ -31,6 +31,16 @@ def folder_digest(folder: Path) -> str:
     return digest.hexdigest()
 
 
+def folder_problem(folder: Path) -> str | None:
+    """Why a candidate folder cannot be committed: the Worker replaced it (a symlink would
+    have the host commit whatever it points at, outside the edit folder)."""
+    if folder.is_symlink():
+        return f"candidate folder {folder.name}/ was replaced by a symlink: nothing is committed"
+    if not folder.is_dir():
+        return f"candidate folder {folder.name}/ is gone or no longer a folder"
+    return None
+
+
 def twin_reason(twin: str) -> str:
     return (
         f"identical to candidate {twin}'s folder: the candidates of a coordinated round must "

@@ -27,7 +27,11 @@ import pandas as pd
 from flashrsi_dagster.algorithms.base import Step, StepOrderError
 from flashrsi_dagster.algorithms.improver import improver_note
 from flashrsi_dagster.algorithms.meta_harness import ledger_entries, report
-from flashrsi_dagster.algorithms.meta_harness.coordinated import folder_digest, twin_reason
+from flashrsi_dagster.algorithms.meta_harness.coordinated import (
+    folder_digest,
+    folder_problem,
+    twin_reason,
+)
 from flashrsi_dagster.algorithms.meta_harness.history import HISTORY, HistoryView
 from flashrsi_dagster.algorithms.meta_harness.plan import (
     SLOT,
@@ -470,21 +474,34 @@ class MetaHarness(Searching):
             seen: dict[str, str] = {}
             for s, folder in folders.items():
                 self.write(self.layout.worker(k, s), trajectory)
-                twin = seen.setdefault(folder_digest(folder), s)
-                if twin != s and trajectory.status == Status.SUCCESS:
-                    edit = EditRecord(
-                        round=k,
-                        slot=s,
-                        status="noop",
-                        parent_id=seed.id,
-                        produced_by=produced_by,
-                        reason=twin_reason(twin),
-                    )
-                else:
-                    edit = self._commit(k, s, seed, folder, trajectory, produced_by)
+                edits[s] = self.write(
+                    self.layout.edit(k, s),
+                    self._session_edit(k, s, seed, folder, trajectory, produced_by, seen),
+                )
                 store.forget_checkout(folder)
-                edits[s] = self.write(self.layout.edit(k, s), edit)
         return edits
+
+    def _session_edit(
+        self,
+        k: int,
+        slot: str,
+        seed: Snapshot,
+        folder: Path,
+        trajectory: Trajectory,
+        produced_by: str | None,
+        seen: dict[str, str],
+    ) -> EditRecord:
+        """One folder of a coordinated session made a candidate: refused if the Worker
+        replaced the folder, rejected unevaluated if a sibling's twin, else committed."""
+        refused = dict(round=k, slot=slot, parent_id=seed.id, produced_by=produced_by)
+        if trajectory.status == Status.SUCCESS:
+            problem = folder_problem(folder)
+            if problem is not None:
+                return EditRecord(**refused, status="refused", reason=problem)
+            twin = seen.setdefault(folder_digest(folder), slot)
+            if twin != slot:
+                return EditRecord(**refused, status="noop", reason=twin_reason(twin))
+        return self._commit(k, slot, seed, folder, trajectory, produced_by)
 
     def _worker_step(
         self, k: int, edit_dir: Path, instruction: str, slot: str, produced_by: str | None

@@ -81,7 +81,7 @@ def test_one_session_writes_three_distinct_candidates_each_evaluated_once(tmp_pa
 
 
 @pytest.mark.slow
-def test_a_twin_of_a_sibling_is_rejected_and_not_evaluated(tmp_path):
+def test_a_twin_of_a_sibling_or_a_replaced_folder_is_rejected_and_not_evaluated(tmp_path):
     rule = "\\n- spam when the text mentions: prize\\n"
     offline_server().add_script(
         "mh-coordinated-twins",
@@ -94,7 +94,10 @@ def test_a_twin_of_a_sibling_is_rejected_and_not_evaluated(tmp_path):
                     }
                     for s in ("c0", "c1")
                 ]
-                + [{"name": "shell", "arguments": {"command": "echo stray > outside.txt"}}]
+                + [
+                    {"name": "shell", "arguments": {"command": "echo stray > outside.txt"}},
+                    {"name": "shell", "arguments": {"command": "rm -rf c2 && ln -s /etc c2"}},
+                ]
             },
             {"text": "Candidate c0:\\nHypothesis: a prize rule\\nAxis of change: prompt"},
         ],
@@ -107,7 +110,7 @@ def test_a_twin_of_a_sibling_is_rejected_and_not_evaluated(tmp_path):
     statuses = {r.slot: r.status for r in state.rounds if r.round == 1}
     assert statuses == {"c0": "evaluated", "c1": "rejected", "c2": "rejected"}
     assert "identical to candidate c0's folder" in state.round(1, "c1").reason
-    assert "identical to the parent" in state.round(1, "c2").reason  # left unchanged
+    assert "c2/ was replaced by a symlink" in state.round(1, "c2").reason  # never followed
     assert _rollouts(harness, 1, "c1") == _rollouts(harness, 1, "c2") == 0
     assert _rollouts(harness, 1, "c0") == LIMIT
     edit = json.loads(harness.layout.edit(1, "c0").read_text())
