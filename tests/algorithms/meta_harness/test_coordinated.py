@@ -17,13 +17,14 @@ from flashrsi_dagster.config import load_config
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.llm.endpoints import offline_server
 from flashrsi_dagster.rollouts.record import RolloutRecord
+from tests.algorithms.meta_harness.test_run import DRIVERS, Driven
 
 EXAMPLE = Path(__file__).parents[3] / "examples" / "meta_harness.yaml"
 LIMIT = 6
 
 
-def _run(tmp_path: Path, *overrides: str):
-    config = load_config(
+def _config(tmp_path: Path, *overrides: str):
+    return load_config(
         EXAMPLE,
         [
             *("--experiment.home", str(tmp_path / "home"), "--benchmark.limit", str(LIMIT)),
@@ -31,7 +32,10 @@ def _run(tmp_path: Path, *overrides: str):
             *overrides,
         ],
     )
-    harness = MetaHarness(open_experiment(config), log=lambda _: None)
+
+
+def _run(tmp_path: Path, *overrides: str):
+    harness = MetaHarness(open_experiment(_config(tmp_path, *overrides)), log=lambda _: None)
     return harness, harness.run()
 
 
@@ -62,8 +66,10 @@ def test_the_digest_names_a_folders_content_and_leaves_the_history_out(tmp_path)
 
 
 @pytest.mark.slow
-def test_one_session_writes_three_distinct_candidates_each_evaluated_once(tmp_path):
-    harness, state = _run(tmp_path, "--algorithm.max_steps", "1")
+@DRIVERS
+def test_one_session_writes_three_distinct_candidates_each_evaluated_once(tmp_path, how):
+    driven = Driven(_config(tmp_path, "--algorithm.max_steps", "1"), how)
+    harness, state = driven.harness, driven.state
 
     assert [(r.round, r.slot, r.status) for r in state.rounds] == [
         (0, "c0", "evaluated"),
