@@ -30,4 +30,12 @@ class MetaHarnessConfig(AlgorithmSection):
         "its dev evaluation, all proposed from the history of the rounds before; they may run "
         "side by side.",
     )
+    proposer: Literal["independent", "coordinated"] = Field(
+        "independent",
+        description="`independent` (the seed's): each candidate of a round is a Worker session "
+        "of its own that never sees its siblings. `coordinated` (the paper's): one Worker "
+        "session a round writes all `candidates_per_round` candidates, one folder each, "
+        "deliberately different; the host commits and evaluates each folder on its own and "
+        "rejects one left unchanged or identical to a sibling.",
+    )
     worker: WorkerRoleConfig = Field(description="The Worker agent; it must have file tools.")

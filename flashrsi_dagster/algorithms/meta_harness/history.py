@@ -4,12 +4,17 @@ Shown to the Worker at `.history/` inside its edit folder during each step::
 
     .history/
       index.json                    snapshot id -> its folder, round, slot, parent, dev score,
-                                    status
+                                    status, the target's token totals on dev
+      frontier.json                 the Pareto frontier of dev score x context tokens per task
+                                    (`frontier.py`), best dev score first
       snapshots/<short id>/         a checkout of every evaluated snapshot (regressed ones too)
       trajectories/round-<k>/       round k's candidate c0 (`round-<k>-c<i>/`: slot c<i>)
         round.json                  the round's outcome (evaluated / rejected, score, reason)
         edit.json                   the edit decision of a Worker step (committed, no-op, refused)
         worker.json                 the Worker's own trajectory of that step
+        summary.json                the candidate in brief: status, dev score, tokens, changed
+                                    files, and the Worker's report (its final message) with
+                                    the hypothesis and axis of change its marker lines give
         dev/<task id>.json          every evaluation rollout (redacted, as recorded)
 
 Records are copied as written (already redacted); nothing is concatenated or truncated, and
@@ -40,8 +45,15 @@ from pathlib import Path
 
 from flashrsi_dagster import scratch
 from flashrsi_dagster.algorithms.base import ONLY_SLOT
-from flashrsi_dagster.algorithms.meta_harness.records import Layout, RoundRecord, candidate_stem
-from flashrsi_dagster.records import write_text_atomic
+from flashrsi_dagster.algorithms.meta_harness import markers
+from flashrsi_dagster.algorithms.meta_harness.frontier import frontier
+from flashrsi_dagster.algorithms.meta_harness.records import (
+    EditRecord,
+    Layout,
+    RoundRecord,
+    candidate_stem,
+)
+from flashrsi_dagster.records import Trajectory, read_optional, write_text_atomic
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.snapshots import HISTORY_DIR, SnapshotStore
 
@@ -140,15 +152,32 @@ def _sync(
                 "parent_id": record.parent_id,
                 "dev_score": record.dev_score,
                 "status": record.status,
+                "tokens": _tokens(record),
             }
         folder = f"trajectories/{candidate_stem(record.round, record.slot)}"
         wanted_rounds[folder] = signature = _signature(layout, record.round, record.slot)
         if manifest["rounds"].get(folder) != signature:
             _replace(history / folder)
-            _copy_round(history / folder, layout, record.round, record.slot)
+            _copy_round(history / folder, layout, record)
     _drop_unwanted(history, manifest, wanted_rounds, set(index))
-    write_text_atomic(history / "index.json", json.dumps(index, indent=1) + "\n")
-    os.chmod(history / "index.json", 0o644)  # the jail user reads it; atomic writes are 0600
+    _write_json(history / "index.json", index)
+    _write_json(history / "frontier.json", [p.as_json() for p in frontier(rounds)])
+
+
+def _write_json(path: Path, value: object) -> None:
+    write_text_atomic(path, json.dumps(value, indent=1) + "\n")
+    os.chmod(path, 0o644)  # the jail user reads it; atomic writes are 0600
+
+
+def _tokens(record: RoundRecord) -> dict | None:
+    """The target's token totals over a candidate's dev rollouts (None: not recorded)."""
+    if record.dev_input_tokens is None:
+        return None
+    return {
+        "input": record.dev_input_tokens,
+        "output": record.dev_output_tokens,
+        "context_per_task": record.dev_input_tokens / max(record.dev_tasks, 1),
+    }
 
 
 def _drop_unwanted(history: Path, manifest: dict, rounds: dict, snapshot_ids: set[str]) -> None:
@@ -185,7 +214,8 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _copy_round(folder: Path, layout: Layout, k: int, slot: str) -> None:
+def _copy_round(folder: Path, layout: Layout, record: RoundRecord) -> None:
+    k, slot = record.round, record.slot
     folder.mkdir(parents=True, exist_ok=True)
     for source, name in (
         (layout.round(k, slot), "round.json"),
@@ -194,9 +224,63 @@ def _copy_round(folder: Path, layout: Layout, k: int, slot: str) -> None:
     ):
         if source.exists():
             shutil.copyfile(source, folder / name)
+    summary = candidate_summary(record, read_optional(layout.edit(k, slot), EditRecord))
+    summary["report"], summary["hypothesis"], summary["axis"] = _report(
+        layout.worker(k, slot), slot
+    )
+    (folder / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     rollouts = layout.rollouts(k, slot)
     if rollouts.exists():
         (folder / "dev").mkdir(exist_ok=True)
         for trajectory in RolloutRecord(rollouts).load():
             name = f"{trajectory.task_id}.attempt-{trajectory.attempt}.json"
             (folder / "dev" / name).write_text(trajectory.model_dump_json(indent=1) + "\n")
+
+
+def candidate_summary(record: RoundRecord, edit: EditRecord | None) -> dict:
+    """What a candidate was and what came of it, in one small file (the reference's
+    `evolution_summary.jsonl` line): the Worker reads it before choosing a direction."""
+    return {
+        "round": record.round,
+        "slot": record.slot,
+        "status": record.status,
+        "dev_score": record.dev_score,
+        "tokens": _tokens(record),
+        "reason": record.reason,
+        "changed": edit.changed if edit else [],
+    }
+
+
+def _report(worker: Path, slot: str) -> tuple[str | None, str | None, str | None]:
+    """The Worker's final message (its report), and the hypothesis and axis of change its
+    marker lines give (None each when it wrote none). A coordinated session's report has a
+    section per candidate (`Candidate c1:`): the candidate's own is read, when there is one."""
+    try:
+        trajectory = Trajectory.model_validate_json(worker.read_text())
+    except (OSError, ValueError):
+        return None, None, None
+    text = _section(trajectory.answer or _last_assistant_text(trajectory), slot)
+    found = {}
+    for line in (text or "").splitlines():
+        for marker in (markers.HYPOTHESIS, markers.AXIS):
+            if line.strip().startswith(marker):
+                found[marker] = line.strip().removeprefix(marker).strip() or None
+    return text, found.get(markers.HYPOTHESIS), found.get(markers.AXIS)
+
+
+def _section(text: str | None, slot: str) -> str | None:
+    """The lines from `Candidate <slot>:` to the next `Candidate …:` line, or all of `text`."""
+    lines = (text or "").splitlines()
+    starts = [i for i, line in enumerate(lines) if line.strip().startswith("Candidate ")]
+    mine = [i for i in starts if lines[i].strip().startswith(f"Candidate {slot}:")]
+    if not mine:
+        return text
+    end = next((i for i in starts if i > mine[0]), len(lines))
+    return "\n".join(lines[mine[0] : end])
+
+
+def _last_assistant_text(trajectory: Trajectory) -> str | None:
+    for message in reversed(trajectory.messages):
+        if message.get("role") == "assistant" and isinstance(message.get("content"), str):
+            return message["content"]
+    return None

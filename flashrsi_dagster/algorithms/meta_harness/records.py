@@ -45,6 +45,11 @@ class EditRecord(Record):
         description="The snapshot whose harness made the edit (`worker.harness: adopted`); "
         "None: the Worker role's own harness.",
     )
+    refused_diff: str | None = Field(
+        None,
+        description="A refused edit's code: its unified diff against the seed, bounded "
+        "(`refused.py`), so later Workers can learn from it; None for any other edit.",
+    )
 
 
 class RoundRecord(Record):
@@ -61,6 +66,14 @@ class RoundRecord(Record):
     )
     dev_score: float | None = None
     dev_tasks: int = 0
+    dev_input_tokens: int | None = Field(
+        None,
+        description="The target's input (context) tokens over the final dev rollouts; None "
+        "for a candidate not evaluated, or evaluated before it was recorded.",
+    )
+    dev_output_tokens: int | None = Field(
+        None, description="The target's output tokens over the final dev rollouts."
+    )
     reason: str | None = None
     eval_set: str | None = Field(
         None, description="The dev evaluation set's version (`dev/e1`); None before versioning."

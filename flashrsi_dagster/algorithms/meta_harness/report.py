@@ -4,6 +4,7 @@ A candidate is named by its round, and by its slot too where that is not c0."""
 from __future__ import annotations
 
 from flashrsi_dagster.algorithms.base import Step
+from flashrsi_dagster.algorithms.meta_harness.frontier import frontier
 from flashrsi_dagster.algorithms.meta_harness.plan import SLOT, State, candidate_name
 
 
@@ -27,6 +28,7 @@ def summary(state: State) -> list[str]:
         detail = f" ({r.reason})" if r.reason else ""
         made = f", made by {_maker(state, r.produced_by)}" if r.produced_by else ""
         lines.append(f"{candidate_name(r.round, r.slot)}: {r.status:<13} dev {score}{made}{detail}")
+    lines += frontier_lines(state)
     if state.promotion:
         p = state.promotion
         name = candidate_name(p.round, p.slot)
@@ -36,6 +38,15 @@ def summary(state: State) -> list[str]:
     if any(r.aborts for r in state.rounds):
         lines.append("aborted: the Worker failed (its trajectory is kept in the records)")
     return lines
+
+
+def frontier_lines(state: State) -> list[str]:
+    """The Pareto frontier of dev score x context tokens per task (`frontier.py`)."""
+    members = [
+        f"{p.name} (dev {p.dev_score:.3f}, {p.context_tokens_per_task:.0f} tokens/task)"
+        for p in frontier(state.rounds)
+    ]
+    return [f"frontier (dev x context tokens): {', '.join(members)}"] if members else []
 
 
 def _maker(state: State, snapshot_id: str) -> str:

@@ -27,6 +27,11 @@ import pandas as pd
 from flashrsi_dagster.algorithms.base import Step, StepOrderError
 from flashrsi_dagster.algorithms.improver import improver_note
 from flashrsi_dagster.algorithms.meta_harness import ledger_entries, report
+from flashrsi_dagster.algorithms.meta_harness.coordinated import (
+    folder_digest,
+    folder_problem,
+    twin_reason,
+)
 from flashrsi_dagster.algorithms.meta_harness.history import HISTORY, HistoryView
 from flashrsi_dagster.algorithms.meta_harness.plan import (
     SLOT,
@@ -51,20 +56,21 @@ from flashrsi_dagster.algorithms.meta_harness.records import (
     RoundRecord,
     TestResult,
 )
+from flashrsi_dagster.algorithms.meta_harness.refused import refused_diff
 from flashrsi_dagster.algorithms.searching import Searching
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time, side_by_side, turn
 from flashrsi_dagster.contamination import ContentVerdict
 from flashrsi_dagster.decisions import Decision
 from flashrsi_dagster.environments.jail import Mount
 from flashrsi_dagster.experiment.keys import candidate_key
-from flashrsi_dagster.records import Status, Trajectory, read_optional
+from flashrsi_dagster.records import Status, Trajectory, Usage, read_optional
 from flashrsi_dagster.rollouts.engine import (
     final_trajectories,
 )
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.rollouts.scores import scores_frame
 from flashrsi_dagster.scratch import scratch_dir
-from flashrsi_dagster.snapshots import Snapshot
+from flashrsi_dagster.snapshots import EditOutcome, Snapshot
 
 
 def _aborted(state: State) -> bool:
@@ -386,6 +392,7 @@ class MetaHarness(Searching):
             return done  # a run done again (re-executed, resumed after its last write)
         version = self.evaluator.before("dev", self.splits.dev)
         score = self.score(snapshot, self.splits.dev, self.layout.rollouts(k, slot), "dev")
+        usage = sum((t.usage for t in self.round_rollouts(k, slot)), Usage())
         can_edit = None
         if self.config.adopted_improver():  # it may be the improver of later rounds
             can_edit = self.can_edit(snapshot.id, self.layout.editing(k, slot))
@@ -400,6 +407,8 @@ class MetaHarness(Searching):
             produced_by=produced_by,
             dev_score=score,
             dev_tasks=len(self.splits.dev),
+            dev_input_tokens=usage.input_tokens,
+            dev_output_tokens=usage.output_tokens,
         )
         self.write(self.layout.round(k, slot), record)
         name = candidate_name(k, slot)
@@ -407,6 +416,8 @@ class MetaHarness(Searching):
         return record
 
     def _edit(self, state: State, k: int, slot: str) -> EditRecord:
+        if self.config.proposer == "coordinated":
+            return self._coordinated_edit(state, k, slot)
         store = self.experiment.snapshots
         seed = store.get(state.round(0).snapshot_id)  # type: ignore[union-attr,arg-type]
         with scratch_dir("edit-") as tmp:
@@ -427,6 +438,70 @@ class MetaHarness(Searching):
             edit = self._commit(k, slot, seed, edit_dir, trajectory, produced_by)
             store.forget_checkout(edit_dir)
         return self.write(self.layout.edit(k, slot), edit)
+
+    def _coordinated_edit(self, state: State, k: int, slot: str) -> EditRecord:
+        """Candidate (k, slot)'s edit under `proposer: coordinated`: the round's one Worker
+        session, run by whichever candidate comes first (the others wait on the round's
+        session lock, then read their edit back)."""
+        waiting = lambda: self.log(f"round {k}: waiting for its Worker session")  # noqa: E731
+        with self.experiment.lock(f"{candidate_key(k, SLOT)}.session").held(waiting):
+            made = read_optional(self.layout.edit(k, slot), EditRecord)
+            if made is not None:
+                return made
+            return self._session(state, k)[slot]
+
+    def _session(self, state: State, k: int) -> dict[str, EditRecord]:
+        """One Worker session writes every candidate of round k, one folder each (a fresh
+        seed checkout); each folder is committed on its own, a twin of a sibling rejected."""
+        store = self.experiment.snapshots
+        seed = store.get(state.round(0).snapshot_id)  # type: ignore[union-attr,arg-type]
+        edits: dict[str, EditRecord] = {}
+        with scratch_dir("edit-") as tmp:
+            folders = {s: store.check_out(seed, tmp / "edit" / s) for s in self.slots()}
+            first = folders[SLOT]
+            files = [p.relative_to(first).as_posix() for p in first.rglob("*") if p.is_file()]
+            instruction = worker_instruction(
+                seed.components,
+                HISTORY,
+                seed.components.prompt_file(files),
+                candidates=self.candidates,
+                coordinated=True,
+            )
+            produced_by = improver_of(state, k) if self.config.adopted_improver() else None
+            if produced_by is not None:
+                instruction += improver_note(store.get(produced_by))
+            trajectory = self._worker_step(k, tmp / "edit", instruction, SLOT, produced_by)
+            seen: dict[str, str] = {}
+            for s, folder in folders.items():
+                self.write(self.layout.worker(k, s), trajectory)
+                edits[s] = self.write(
+                    self.layout.edit(k, s),
+                    self._session_edit(k, s, seed, folder, trajectory, produced_by, seen),
+                )
+                store.forget_checkout(folder)
+        return edits
+
+    def _session_edit(
+        self,
+        k: int,
+        slot: str,
+        seed: Snapshot,
+        folder: Path,
+        trajectory: Trajectory,
+        produced_by: str | None,
+        seen: dict[str, str],
+    ) -> EditRecord:
+        """One folder of a coordinated session made a candidate: refused if the Worker
+        replaced the folder, rejected unevaluated if a sibling's twin, else committed."""
+        refused = dict(round=k, slot=slot, parent_id=seed.id, produced_by=produced_by)
+        if trajectory.status == Status.SUCCESS:
+            problem = folder_problem(folder)
+            if problem is not None:
+                return EditRecord(**refused, status="refused", reason=problem)
+            twin = seen.setdefault(folder_digest(folder), slot)
+            if twin != slot:
+                return EditRecord(**refused, status="noop", reason=twin_reason(twin))
+        return self._commit(k, slot, seed, folder, trajectory, produced_by)
 
     def _worker_step(
         self, k: int, edit_dir: Path, instruction: str, slot: str, produced_by: str | None
@@ -479,4 +554,17 @@ class MetaHarness(Searching):
             reason=outcome.reason,
             snapshot_id=outcome.snapshot.id if outcome.snapshot else None,
             changed=[f"{c.status} {c.path}" for c in outcome.changed],
+            refused_diff=self._refused_diff(seed, edit_dir, outcome)
+            if outcome.status == "refused"
+            else None,
         )
+
+    def _refused_diff(self, seed: Snapshot, edit_dir: Path, outcome: EditOutcome) -> str:
+        """The refused edit's code against a fresh checkout of the seed (`refused.py`)."""
+        store = self.experiment.snapshots
+        with scratch_dir("refused-") as tmp:
+            seed_dir = store.check_out(seed, tmp / "seed")
+            try:
+                return refused_diff(seed_dir, edit_dir, outcome.refusals)
+            finally:
+                store.forget_checkout(seed_dir)

@@ -20,7 +20,13 @@ MiniAgent tools `shell` (`{"command": str}`) and `editor` (`{"command": "view" |
   the label contain them (ties alphabetical). A label with a rule line gets a `str_replace`
   extending that line; new rule lines `- <label> when the text mentions: <keywords>` are added
   in one `insert` after the last line (or one `create` when the file does not exist).
-- (e) Once the edits are in the conversation, a final text summarising them.
+- (e) Once the edits are in the conversation, a final text summarising them; when the
+  instruction asks for a report (a line starting `Hypothesis:`, `meta_harness/markers.py`), it
+  ends with the report's `Hypothesis:` and `Axis of change:` lines.
+- Coordinated (`Candidate folders: c0 c1 …` in the instruction, `proposer: coordinated`): the
+  prompt file of each folder is viewed, then edited, the i-th folder's edits passing over each
+  label's i best-ranked keywords (as best-of-N's sampling Worker, one per candidate); the final
+  text has a `Candidate <folder>:` section per folder, each with its report lines.
 
 Running as an adopted improver (`worker.harness: adopted`; the instruction has an
 `Improver harness:` line), it also adds the workflow line `instruction_markers.BATCH_READING`
@@ -73,6 +79,9 @@ _HISTORY = re.compile(
 _PROMPT = re.compile(
     rf"^\s*{re.escape(markers.PROMPT_FILE)}\s*`?(?P<path>[^`\s]+)`?\s*$", re.I | re.MULTILINE
 )
+_CANDIDATES = re.compile(
+    rf"{re.escape(meta_harness_markers.CANDIDATES)}\s*(?P<folders>[^\n]+)$", re.I | re.MULTILINE
+)
 _NUMBERED = re.compile(r"^\s*(?P<number>\d+)\t(?P<line>.*)$")
 _MISSING = re.compile(r"does not exist|no such file|not found", re.IGNORECASE)
 _EMPTY = re.compile(r"\bis empty\.?\s*$", re.IGNORECASE)
@@ -104,10 +113,11 @@ def improve(conversation: Conversation, *, skip: int = 0) -> Reply:
             text=f"Simulator worker: no failed trajectories in {history}; nothing to "
             "improve, so nothing was edited."
         )
+    folders = _candidate_folders(conversation)
+    if folders:
+        return _coordinated(conversation, done, failures, [f"{f}/{prompt}" for f in folders])
     patching = _patching(conversation)
-    view_call = (
-        shell_call(view_command(prompt)) if patching else editor_call(command="view", path=prompt)
-    )
+    view_call = _view_call(prompt, patching)
     view = done.get(_request_key(view_call))
     if view is None:
         return Reply(tool_calls=(view_call,))
@@ -122,10 +132,59 @@ def improve(conversation: Conversation, *, skip: int = 0) -> Reply:
         )
     edited = (PATCH,) in done if patching else any(("editor", c, prompt) in done for c in _EDITS)
     if edited:
-        return Reply(text=summary(edits, prompt, len(failures)))
+        return Reply(text=summary(edits, prompt, len(failures)) + _report(conversation))
     if patching:
         return Reply(tool_calls=(ToolCall(PATCH, {"input": patch_text(edits, lines, prompt)}),))
     return Reply(tool_calls=edit_calls(edits, lines, prompt))
+
+
+def _view_call(prompt: str, patching: bool) -> ToolCall:
+    if patching:
+        return shell_call(view_command(prompt))
+    return editor_call(command="view", path=prompt)
+
+
+def _candidate_folders(conversation: Conversation) -> list[str]:
+    """The folders of a coordinated round (`Candidate folders:`), unsafe ones left out."""
+    match = _CANDIDATES.search("\n".join(conversation.user_texts()))
+    return [f for f in match["folders"].split() if safe_path(f)] if match else []
+
+
+def _coordinated(
+    conversation: Conversation, done: dict[tuple[str, ...], str], failures: list, targets: list
+) -> Reply:
+    """One candidate per folder (the prompt file in each), the i-th passing over each
+    label's i best-ranked keywords: the session's candidates differ by construction."""
+    patching = _patching(conversation)
+    views = [_view_call(target, patching) for target in targets]
+    if unread := [call for call in views if _request_key(call) not in done]:
+        return Reply(tool_calls=tuple(unread))
+    plans = []
+    for i, (target, view) in enumerate(zip(targets, views, strict=True)):
+        lines = file_lines(done[_request_key(view)])
+        plans.append((target, lines, plan_edits(lines or [], failures, i)))
+    edited = (PATCH,) in done or any(("editor", c, t) in done for t in targets for c in _EDITS)
+    if edited:
+        sections = [
+            f"Candidate {target.split('/', 1)[0]}:\n"
+            + (summary(edits, target, len(failures)) if edits else "nothing left to add.")
+            + _report(conversation)
+            for target, _, edits in plans
+        ]
+        return Reply(text="\n".join(sections))
+    calls = [
+        call
+        for target, lines, edits in plans
+        if edits
+        for call in (
+            (ToolCall(PATCH, {"input": patch_text(edits, lines, target)}),)
+            if patching
+            else edit_calls(edits, lines, target)
+        )
+    ]
+    if not calls:
+        return Reply(text="Simulator worker: every folder already has every keyword.")
+    return Reply(tool_calls=tuple(calls))
 
 
 def _read_files(
@@ -151,6 +210,21 @@ def split_batch(output: str) -> dict[str, str]:
     """`tail`'s output of several files, by file (its `==> <file> <==` headers)."""
     parts = _HEADER.split(_TAG.sub("", output))
     return {parts[i].strip(): parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+
+
+def _report(conversation: Conversation) -> str:
+    """The report lines a Meta-Harness instruction asks the final message to end with."""
+    asked = any(
+        line.startswith(meta_harness_markers.HYPOTHESIS)
+        for text in conversation.user_texts()
+        for line in text.splitlines()
+    )
+    if not asked:
+        return ""
+    return (
+        f"\n{meta_harness_markers.HYPOTHESIS} rules naming the words of the failing texts "
+        f"lead the target to their labels.\n{meta_harness_markers.AXIS} prompt (keyword rules)"
+    )
 
 
 def _improving_itself(conversation: Conversation) -> bool:

@@ -10,7 +10,12 @@ import pytest
 
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.algorithms.meta_harness.history import HistoryView
-from flashrsi_dagster.algorithms.meta_harness.records import Layout, RoundRecord
+from flashrsi_dagster.algorithms.meta_harness.records import (
+    EditRecord,
+    Layout,
+    RoundRecord,
+    TestResult,
+)
 from flashrsi_dagster.records import RecordStore, Redactor, Status, Trajectory
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.snapshots import SnapshotStore
@@ -140,3 +145,57 @@ def test_each_candidate_slot_reads_a_view_of_its_own_listing_every_candidate(exp
         assert tree(c1.tree) == seen
     finally:
         c1.discard()
+
+
+def test_each_candidate_has_a_summary_with_the_workers_hypothesis_and_axis(exp, tmp_path):
+    exp.add_round()
+    first = exp.add_round()
+    report = (
+        "Added a rule.\nHypothesis: naming the failing words fixes them\n"
+        "Axis of change: prompt (rules)"
+    )
+    worker = Trajectory(task_id="worker-1", snapshot_id=exp.seed.id, status=Status.SUCCESS)
+    exp.records.write(exp.layout.worker(1), worker.model_copy(update={"answer": report}))
+    edit = EditRecord(
+        round=1, status="committed", parent_id=exp.seed.id, changed=["M prompts/system.md"]
+    )
+    exp.records.write(exp.layout.edit(1), edit)
+    exp.rounds[1] = first.model_copy(update={"dev_input_tokens": 600, "dev_output_tokens": 30})
+    seen = tree(HistoryView(tmp_path / "view", exp.store, exp.layout).update(exp.rounds))
+    summary = json.loads(seen["trajectories/round-001/summary.json"])
+    assert summary["hypothesis"] == "naming the failing words fixes them"
+    assert summary["axis"] == "prompt (rules)" and summary["report"] == report
+    assert summary["changed"] == ["M prompts/system.md"] and summary["dev_score"] == 0.5
+    assert json.loads(seen["trajectories/round-000/summary.json"])["hypothesis"] is None
+    index = json.loads(seen["index.json"])
+    assert index[first.snapshot_id]["tokens"] == {
+        "input": 600,
+        "output": 30,
+        "context_per_task": 200.0,
+    }
+    assert index[exp.seed.id]["tokens"] is None  # not recorded: said so, not guessed
+    frontier = json.loads(seen["frontier.json"])
+    assert [(p["round"], p["context_tokens_per_task"]) for p in frontier] == [(1, 200.0)]
+
+
+def test_nothing_of_the_sealed_test_reaches_the_history(exp, tmp_path):
+    exp.add_round()
+    exp.add_round()
+    sealed = RolloutRecord(exp.layout.test_rollouts, exp.records)
+    sealed.append(
+        Trajectory(
+            task_id="sealed-task-7",
+            split="test",
+            snapshot_id=exp.rounds[1].snapshot_id,
+            status=Status.SUCCESS,
+            score=1.0,
+            answer="SEALED-ANSWER",
+        )
+    )
+    result = TestResult(snapshot_id=exp.rounds[1].snapshot_id, test_score=0.987654, test_tasks=1)
+    exp.records.write(exp.layout.test, result)
+    seen = tree(HistoryView(tmp_path / "view", exp.store, exp.layout).update(exp.rounds))
+    assert {"index.json", "frontier.json"} <= set(seen)
+    for name, data in seen.items():
+        for secret in (b"SEALED-ANSWER", b"sealed-task-7", b"0.987654", b'"test"'):
+            assert secret not in data, (name, secret)

@@ -76,6 +76,9 @@ def test_the_demo_improves_promotes_the_best_and_tests_once(tmp_path, how):
     scores = [r.dev_score for r in state.rounds]
     assert [r.status for r in state.rounds] == ["evaluated"] * 3
     assert max(scores) > scores[0]  # the Worker's edits really helped on dev
+    assert all(r.dev_input_tokens and r.dev_output_tokens for r in state.rounds)
+    frontier = "frontier (dev x context tokens): "
+    assert any(line.startswith(frontier) for line in harness.summary(state))
     best = max(range(3), key=lambda k: (scores[k], -k))
     assert state.promotion.round == best
     assert state.test.snapshot_id == state.promotion.snapshot_id
@@ -137,6 +140,9 @@ def test_noop_and_illegal_edits_use_up_their_step_and_later_history_shows_them(t
     assert "identical to the parent" in state.rounds[1].reason
     assert "notes.txt: not a declared component file" in state.rounds[2].reason
     assert _lines(harness.layout.rollouts(1)) == _lines(harness.layout.rollouts(2)) == 0
+    refused = json.loads(harness.layout.edit(2).read_text())["refused_diff"]
+    assert "+++ b/notes.txt" in refused and "+scratch" in refused  # its code, for later Workers
+    assert json.loads(harness.layout.edit(1).read_text())["refused_diff"] is None
     worker = json.loads(harness.layout.worker(3).read_text())
     listing = next(m["content"] for m in worker["messages"] if m["role"] == "tool")
     seed = state.rounds[0].snapshot_id

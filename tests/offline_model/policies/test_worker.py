@@ -122,10 +122,14 @@ def test_it_follows_the_paths_the_meta_harness_worker_instruction_names(client, 
     (tmp_path / "prompts/system.md").rename(tmp_path / "prompts/main.md")
     components = Components.parse({"prompt": ["prompts/*.md"]})
 
-    _drive(client, workspace, worker_instruction(components, "seen", "prompts/main.md"))
+    final = _drive(client, workspace, worker_instruction(components, "seen", "prompts/main.md"))
 
     assert workspace.commands[0] == "find seen -type f -name '*.json' | sort"
     assert "spam when the text mentions: lottery" in (tmp_path / "prompts/main.md").read_text()
+    # The instruction asks for a report; its marker lines end the final message.
+    hypothesis, axis = final.splitlines()[-2:]
+    assert hypothesis.startswith("Hypothesis: ")
+    assert axis == "Axis of change: prompt (keyword rules)"
 
 
 def test_an_existing_rule_is_extended_in_place(client, tmp_path):
