@@ -6,9 +6,14 @@ first job every selected asset belongs to, in name order (`getCommonJob` in the 
 `LaunchAssetExecutionButton`; the code server sorts each asset's `job_names`), and
 `__ASSET_JOB` sorts before every lowercase name; a backfill of assets runs there too. Dagster
 has no way to leave assets out of that job. So the run queue (`run_queue.RunQueue`), which
-every launch passes, makes the run again under the assets' own job before it waits: same run
-id (the UI's link to it holds), selection, checks, partition, config and tags. The Runs list
-and the asset's page then name the algorithm's job, and the run executes with its executor."""
+every launch passes, makes the run again under the assets' own job before it waits: same
+selection, checks, partition, config and tags, and deletes the launched one. The Runs list and
+the asset's page then name the algorithm's job, and the run executes with its executor.
+
+The new run has an id of its own: the UI links to the run the queue returns (its toast, the
+backfill's runs by their tag), and the deleted run's planned checks stay in Dagster's check
+history as skipped (Dagster's reading of a planned check whose run was deleted); reusing the
+id would leave each check planned twice, which fails the run."""
 
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from flashrsi_dagster.orchestration.dagster_internals import (
     IMPLICIT_ASSET_JOB_NAME,
     BaseWorkspaceRequestContext,
     JobSubsetSelector,
+    make_new_run_id,
 )
 
 logger = logging.getLogger("flashrsi.jobs")
@@ -28,10 +34,11 @@ logger = logging.getLogger("flashrsi.jobs")
 def under_own_job(
     instance: dg.DagsterInstance, run: dg.DagsterRun, workspace: BaseWorkspaceRequestContext | None
 ) -> dg.DagsterRun:
-    """`run` made again under the one visible job all its assets share; `run` itself when it
-    is not a new launch of the hidden asset job (a re-execution keeps its parent's job), when
-    its assets share no such job or several, or when that job refuses its selection or config
-    (said in the run's log: it then runs as launched)."""
+    """`run` made again under the one visible job all its assets share (with an id of its own,
+    `run` deleted); `run` itself when it is not a new launch of the hidden asset job (a
+    re-execution keeps its parent's job), when its assets share no such job or several, or
+    when that job refuses its selection or config (said in the run's log: it then runs as
+    launched)."""
     if run.job_name != IMPLICIT_ASSET_JOB_NAME or workspace is None or run.parent_run_id:
         return run
     job = shared_job(workspace, run)
@@ -63,8 +70,8 @@ def _recreate(
     workspace: BaseWorkspaceRequestContext,
     job: str,
 ) -> dg.DagsterRun:
-    """The run deleted and created again under `job`, its plan made by the code location first
-    (so a refusal leaves the run as it was)."""
+    """The run made again under `job` (its plan made by the code location first, so a refusal
+    leaves the run as it was), then the launched one deleted."""
     origin = run.remote_job_origin.repository_origin  # type: ignore[union-attr]
     selector = JobSubsetSelector(
         location_name=origin.code_location_origin.location_name,
@@ -76,10 +83,9 @@ def _recreate(
     )
     remote = workspace.get_code_location(selector.location_name).get_job(selector)
     plan = workspace.get_execution_plan(remote, run.run_config, None, None)
-    instance.delete_run(run.run_id)
     moved = instance.create_run(
         job_name=job,
-        run_id=run.run_id,
+        run_id=make_new_run_id(),
         run_config=run.run_config,
         status=dg.DagsterRunStatus.NOT_STARTED,
         tags=run.tags,
@@ -97,5 +103,7 @@ def _recreate(
         job_code_origin=remote.get_python_origin(),
         asset_graph=workspace.asset_graph,
     )
-    instance.report_engine_event(f"launched under {run.job_name}; runs under `{job}`", moved)
+    instance.delete_run(run.run_id)
+    said = f"launched as run {run.run_id} of {run.job_name}; made again under `{job}`"
+    instance.report_engine_event(said, moved)
     return moved

@@ -650,14 +650,18 @@ LAUNCH_PIPELINE = """mutation($params: ExecutionParams!) {
   launchPipelineExecution(executionParams: $params) { __typename
     ... on LaunchRunSuccess { run { runId pipelineName } } ... on PythonError { message } } }"""
 RUN_JOB = "query($id: ID!) { runOrError(runId: $id) { ... on Run { pipelineName } } }"
+EVENTS = """query($id: ID!) { logsForRun(runId: $id) { ... on EventConnection { events {
+  __typename ... on MessageEvent { message }
+  ... on ExecutionStepFailureEvent { error { message } } } } } }"""
 
 
 def test_materializing_a_partition_from_the_ui_runs_under_the_algorithms_job(ui, screens):
     """What the asset page's Materialize button sends for one partition (Dagster's
     `LaunchAssetExecutionButton` and `LaunchAssetChoosePartitionsDialog`): the first job the
     asset lists — Dagster's hidden asset job, which sorts first —, the partition's tags and
-    config, the asset's checks in that job. The run queue moves the run to `meta_harness`,
-    under the id the UI was given. Last in this file: it adds a `meta_harness` run."""
+    config, the asset's checks in that job. The run queue makes the run again under
+    `meta_harness`; the UI is given the new run. Last in this file: it adds a `meta_harness`
+    run."""
     key = {"path": ["meta_harness", "snapshot"]}
     node = ui.gql(ASSET_JOBS, key=key)["assetNodeOrError"]
     job = node["jobNames"][0]  # `getCommonJob`: one asset, no preferred job
@@ -687,8 +691,11 @@ def test_materializing_a_partition_from_the_ui_runs_under_the_algorithms_job(ui,
     run_id = launched["run"]["runId"]
 
     assert launched["run"]["pipelineName"] == "meta_harness"
-    assert _wait_for_run(ui, run_id) == "SUCCESS"
+    status = _wait_for_run(ui, run_id)
+    assert status == "SUCCESS", ui.gql(EVENTS, id=run_id)["logsForRun"]["events"][-12:]
     assert ui.gql(RUN_JOB, id=run_id)["runOrError"]["pipelineName"] == "meta_harness"
+    hidden = ui.gql(RUNS, filter={"pipelineName": job})["runsOrError"]["results"]
+    assert hidden == []  # the launched run is not left behind
     assert run_id in [e["runId"] for e in _materializations(ui, "snapshot", [partition])]
     page = screens.open(
         f"/assets/meta_harness/snapshot?view=partitions&partition={quote(partition)}", run_id[:8]

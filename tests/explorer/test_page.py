@@ -183,7 +183,7 @@ def test_the_plots_show_the_pareto_frontier_the_dev_test_gap_and_the_spend(page,
     assert f"{tree['sealed_test']['score']:.3f}" in gap  # the promoted round's sealed test
     assert page.evaluate("document.querySelectorAll('#spend > table tr').length") == 2  # roles
     each = page.evaluate(
-        "[...document.querySelectorAll('#spend-by-candidate th')].map(t => t.innerText)"
+        "[...document.querySelectorAll('#spend-by-candidate th')].map(t => t.textContent)"
     )
     assert {"r000.c0 target", "r001.c0 worker", "r002.c0 worker"} <= set(each)
     runs = page.evaluate("document.querySelector('#runs a').href")
