@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
+from flashrsi_dagster.experiment.keys import candidate_key
+
 ONLY_SLOT = "c0"
 """The slot of an algorithm with one candidate per round."""
 FINALIZE_ACTIONS = ("promote", "sealed_test")
@@ -36,6 +38,12 @@ class Step:
     @property
     def finished(self) -> bool:
         return self.action in END_ACTIONS
+
+    @property
+    def candidate(self) -> str | None:
+        """The candidate key of a round step (`r001.c0`, its partition); None for a step of
+        the whole experiment."""
+        return None if self.round is None else candidate_key(self.round, self.slot or ONLY_SLOT)
 
     def describe(self) -> str:
         if self.round is None:

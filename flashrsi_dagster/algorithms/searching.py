@@ -24,6 +24,7 @@ from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.contamination import ContentCheck, ContentVerdict
 from flashrsi_dagster.decisions.ledger import Ledger
+from flashrsi_dagster.environments.attribution import work_for
 from flashrsi_dagster.evaluator import Evaluator
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.records import Trajectory, read_optional
@@ -259,6 +260,7 @@ class Searching:
         self.experiment.records.verify()
         try:
             while not (step := self.next()).finished and step.action != until:
+                work_for(step.candidate)  # the step's model calls are its candidate's
                 self.do(step)  # type: ignore[attr-defined]
         finally:
             self.close()

@@ -8,6 +8,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
+import urllib.request
 from pathlib import Path
 
 import dagster as dg
@@ -17,7 +20,7 @@ from flashrsi_dagster.bounded_yaml import safe_load
 from flashrsi_dagster.deployment import postgres
 from flashrsi_dagster.deployment.code_server import CodeServer
 from flashrsi_dagster.deployment.postgres import StorageSettingError
-from flashrsi_dagster.deployment.run_queue import RunLimits, run_queue
+from flashrsi_dagster.deployment.run_queue import STARTUP_TIMEOUT, RunLimits, run_queue
 from flashrsi_dagster.deployment.storage import CONFIG as STORAGE
 from flashrsi_dagster.explorer.links import EXPLORER_URL_ENV
 
@@ -152,6 +155,7 @@ def ui(home: Path, port: int, explorer_port: int | None = None) -> int:
         workspace = Path(env["DAGSTER_HOME"]) / WORKSPACE
         workspace.write_text(server.workspace())
         started.append(dev := _session(_dagster_dev(port, workspace), Path(home), env))
+        _announce_when_up(port, explorer_port)
         return dev.wait()
     except KeyboardInterrupt:
         return 130
@@ -159,6 +163,39 @@ def ui(home: Path, port: int, explorer_port: int | None = None) -> int:
         for process in reversed(started):
             _stop(process)
         server.stop()
+
+
+def landing(port: int, explorer_port: int | None) -> str:
+    """What `flashrsi ui` prints once the Dagster UI answers, after Dagster's own lines: where
+    the experiments are first (the explorer), then the Dagster UI and what it is for."""
+    dagster = f"http://127.0.0.1:{port}"
+    lines = [f"Dagster UI: {dagster} (launch experiments, runs, asset partitions and checks)"]
+    if explorer_port is not None:
+        explorer = f"http://127.0.0.1:{explorer_port}"
+        lines.insert(
+            0,
+            f"Your experiments: {explorer} (the experiment explorer: each candidate's tree, "
+            "code, diff, trajectories, scores and spend)",
+        )
+    return "\n".join(["", *(f"== {line}" for line in lines), ""])
+
+
+def _announce_when_up(port: int, explorer_port: int | None) -> None:
+    """Print `landing` once the Dagster UI answers (on a thread; given up after the code
+    server's startup bound: Dagster then says what went wrong itself)."""
+
+    def announce() -> None:
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=5).close()
+            except OSError:
+                time.sleep(1)
+                continue
+            print(landing(port, explorer_port), flush=True)
+            return
+
+    threading.Thread(target=announce, name="flashrsi-ui-landing", daemon=True).start()
 
 
 def _stop_on_signals() -> None:

@@ -20,6 +20,7 @@ import dagster as dg
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from flashrsi_dagster.deployment.asset_job_runs import under_own_job
 from flashrsi_dagster.experiment.identity import stored_config
 from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
 from flashrsi_dagster.orchestration.dagster_internals import (
@@ -84,8 +85,10 @@ def run_queue(limits: RunLimits) -> str:
 
 
 class RunQueue(QueuedRunCoordinator):
-    """Dagster's run queue, giving each run its limit tags (`limit_tags`) as it is submitted:
-    every launch — the UI's, a backfill's, the sensor's, the driver's — comes through here.
+    """Dagster's run queue, giving each run its limit tags (`limit_tags`) as it is submitted,
+    and a run the UI launched under Dagster's hidden asset job its assets' own job
+    (`asset_job_runs.py`): every launch — the UI's, a backfill's, the sensor's, the driver's —
+    comes through here.
 
     Its config is Dagster's `QueuedRunCoordinator`'s plus `home`, the experiments folder
     (`{env: FLASHRSI_HOME}` where the processes that submit runs have it: a cluster's webserver
@@ -121,7 +124,8 @@ class RunQueue(QueuedRunCoordinator):
         return Path(self._instance.root_directory).parent
 
     def submit_run(self, context: SubmitRunContext) -> dg.DagsterRun:
-        run = context.dagster_run
+        run = under_own_job(self._instance, context.dagster_run, context.workspace)
+        context = SubmitRunContext(run, context.workspace)
         home = self.home
         refused = _refused_start(home, run)
         if refused is not None:  # failed with its one line, before a run worker starts

@@ -14,6 +14,7 @@ from pydantic import Field, ValidationError
 from flashrsi_dagster.config import ConfigError
 from flashrsi_dagster.config.names import NAME_RULE
 from flashrsi_dagster.experiment import ConfigChangedError
+from flashrsi_dagster.explorer.links import WHERE_EXPERIMENTS_ARE
 from flashrsi_dagster.orchestration.algorithm_defs import AlgorithmDefs, defs_for
 from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
 from flashrsi_dagster.orchestration.resources.experiments import InvalidExperiment
@@ -119,7 +120,8 @@ def launch_problem(
 
 
 @dg.job(
-    description="Create an experiment from a YAML file and register its partitions.",
+    description="Create an experiment from a YAML file and register its partitions; the round "
+    f"driver sensor then runs it.\n\n{WHERE_EXPERIMENTS_ARE}",
     executor_def=dg.in_process_executor,  # one small op: a step subprocess costs ~all its time
 )
 def start_experiment() -> None:

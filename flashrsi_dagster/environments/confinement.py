@@ -25,6 +25,7 @@ from pathlib import Path
 
 from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.config.models import LLMConfig, RoleConfig, WebConfig
+from flashrsi_dagster.environments.attribution import working_for
 from flashrsi_dagster.environments.bridge import CLIENT, CommandBridge
 from flashrsi_dagster.environments.jail import (
     Jail,
@@ -196,6 +197,7 @@ class Confinement:
             web=web_access(spec.web),
             deny_tools=frozenset(spec.deny_tools),
             output_limit=spec.output_limit,
+            candidate=working_for(),
         )
         run = opening(token, self.gateway.url)
         try:

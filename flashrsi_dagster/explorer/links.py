@@ -5,7 +5,8 @@ not load Dagster, and the Dagster side imports `node_url` from here.
   of each of its algorithm's candidate-partitioned assets, and to its runs on the Runs page
   (filtered by the tags every step's run carries, `orchestration/tags.py`).
 - A candidate asset's metadata links to the node: `node_url`, on the explorer's base URL,
-  which `flashrsi ui` passes to the Dagster webserver in `EXPLORER_URL_ENV`."""
+  which `flashrsi ui` passes to the Dagster webserver in `EXPLORER_URL_ENV`; an experiment's
+  summary links to its tree (`experiment_url`)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,17 @@ CANDIDATE_ASSETS: dict[str, tuple[str, ...]] = {
 the Definitions' by tests/explorer/test_links.py)."""
 
 
+WHERE_EXPERIMENTS_ARE = (
+    "**Your experiments** — each one's candidate tree, every candidate's code, diff, Worker "
+    "and target trajectories, scores, checks and spend — are in the experiment explorer "
+    "`flashrsi ui` serves beside this UI, at the address it prints "
+    f"({DEFAULT_EXPLORER_URL} by default). Each candidate asset's `explorer` link opens its "
+    "node there, and each experiment's `summary` links to its tree."
+)
+"""Said in the description of every job the Overview lists (markdown; no address read at
+import time: the code location reads no environment then)."""
+
+
 def explorer_base() -> str:
     return os.environ.get(EXPLORER_URL_ENV) or DEFAULT_EXPLORER_URL
 
@@ -45,6 +57,11 @@ def node_url(experiment: str, node: str, base: str | None = None) -> str:
     """The explorer's page of `node` (a snapshot id, or `r<round>.<slot>`) in `experiment`."""
     query = urlencode({"experiment": experiment, "node": node})
     return f"{(base or explorer_base()).rstrip('/')}/?{query}"
+
+
+def experiment_url(experiment: str, base: str | None = None) -> str:
+    """The explorer's page of `experiment`: its tree, plots and spend."""
+    return f"{(base or explorer_base()).rstrip('/')}/?{urlencode({'experiment': experiment})}"
 
 
 def runs_url(dagster: str, **tags: str) -> str:

@@ -19,6 +19,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from flashrsi_dagster.config.names import InvalidName
+from flashrsi_dagster.experiment.keys import candidate_key
 from flashrsi_dagster.explorer import records
 from flashrsi_dagster.explorer.cache import Experiments, Opened
 from flashrsi_dagster.explorer.candidates import Node
@@ -30,7 +31,7 @@ from flashrsi_dagster.explorer.home import (
 )
 from flashrsi_dagster.explorer.links import dagster_links, experiment_runs
 from flashrsi_dagster.explorer.plots import plots
-from flashrsi_dagster.explorer.spend import role_spend
+from flashrsi_dagster.explorer.spend import candidate_spend, spend
 from flashrsi_dagster.snapshots.store import SnapshotError
 
 STATIC = Path(__file__).parent / "static"
@@ -97,7 +98,7 @@ def _tree(experiments: Experiments, dagster: str | None, name: str) -> dict[str,
 
 
 def _spend(experiments: Experiments, _dagster: str | None, name: str) -> dict[str, Any]:
-    return role_spend(experiments.open(name).paths.gateway_log)
+    return spend(experiments.open(name).paths.gateway_log)
 
 
 def _found(opened: Opened, node: str) -> Node:
@@ -121,11 +122,14 @@ def _node(experiments: Experiments, dagster: str | None, name: str, node: str) -
     files = records.node_records(opened.paths, decisions)
     public_test = opened.tree.sealed_test is not None
     tree = opened.tree
+    own = found.round is not None and found.slot is not None
+    where = candidate_key(found.round, found.slot) if own else None  # type: ignore[arg-type]
     return {
         "node": found.model_dump(mode="json"),
         "decisions": [d.model_dump(mode="json") for d in decisions],
         **records.trajectories(opened.paths, files, public_test),
         "records": records.other_records(opened.paths, files),
+        "spend": {} if where is None else candidate_spend(opened.paths.gateway_log, where),
         "links": dagster_links(dagster, tree.algorithm, tree.experiment, found.round, found.slot),
     }
 

@@ -114,6 +114,9 @@ class Grant:
     """Characters of one tool result the run's model may read (plus `clipping.FRAMING`); a
     longer one is cut in the request. None: not cut. The harness's protected output limit,
     held outside the harness (`gateway/clipping.py`)."""
+    candidate: str | None = None
+    """The candidate the host granted the run for (`r001.c0`), named on each of its call-log
+    lines; None: the experiment's own work (or a run outside any candidate)."""
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,8 @@ class CallRecord:
     experiment: str | None = None
     role: str | None = None
     run_id: str | None = None
+    candidate: str | None = None
+    """The candidate the host granted the run for (`Grant.candidate`), never the agent's word."""
     token_id: str | None = None
     model: str | None = None
     stream: bool = False

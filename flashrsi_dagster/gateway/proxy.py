@@ -164,6 +164,7 @@ class Proxy:
             raise errors.unauthorized("gateway: unknown token")
         g = run.grant
         record.experiment, record.role, record.run_id = g.experiment, g.role, g.run_id
+        record.candidate = g.candidate
         if run.revoked:
             raise errors.unauthorized(f"gateway: token revoked: run {g.run_id!r} has ended")
         return run

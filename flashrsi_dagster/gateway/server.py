@@ -154,11 +154,13 @@ class Gateway:
         self, *, experiment: str, role: str, run_id: str, upstream: Upstream,
         max_calls: int | None = None, web: WebAccess | None = None,
         deny_tools: frozenset[str] = frozenset(), output_limit: int | None = None,
+        candidate: str | None = None,
     ) -> str:  # fmt: skip
         """A fresh token for one run; its calls go to `upstream` with the real key. At most
         `max_calls` model calls are answered (None: no count limit); with `web`, the run may
         fetch pages through `/v1/web/fetch`; a model call offering a tool of `deny_tools` is
-        refused; tool results past `output_limit` characters are cut (`clipping.py`)."""
+        refused; tool results past `output_limit` characters are cut (`clipping.py`); every
+        call-log line of the run names `candidate`, the host's name for what it works on."""
         if max_calls is not None and max_calls < 0:
             raise GatewayError(f"grant: max_calls must not be negative, got {max_calls}")
         if output_limit is not None and output_limit <= 0:
@@ -167,7 +169,7 @@ class Gateway:
         token_digest = digest(token)
         grant = Grant(
             experiment, role, run_id, upstream, token_id(token_digest), max_calls, web,
-            frozenset(deny_tools), output_limit,
+            frozenset(deny_tools), output_limit, candidate,
         )  # fmt: skip
         self._accounts.add(token_digest, grant)
         self._log.add_key(upstream.key)

@@ -19,6 +19,7 @@ import dagster as dg
 from flashrsi_dagster.algorithms import registry
 from flashrsi_dagster.algorithms.base import FINALIZE_ACTIONS, ONLY_SLOT, Algorithm, Step
 from flashrsi_dagster.experiment.keys import candidate_key
+from flashrsi_dagster.explorer.links import WHERE_EXPERIMENTS_ARE
 from flashrsi_dagster.orchestration.context import DRIVER_TAG, EXPERIMENT_TAG
 from flashrsi_dagster.orchestration.executors import flashrsi_executor
 from flashrsi_dagster.orchestration.partitions import AlgorithmPartitions
@@ -67,7 +68,7 @@ class AlgorithmDefs:
                 name,
                 selection=dg.AssetSelection.assets(*selected),
                 executor_def=flashrsi_executor,
-                description=description,
+                description=f"{description}\n\n{WHERE_EXPERIMENTS_ARE}",
             )
 
         return cls(

@@ -11,6 +11,7 @@ import dagster as dg
 
 from flashrsi_dagster.algorithms.base import Algorithm, StepOrderError
 from flashrsi_dagster.config.names import name_problem
+from flashrsi_dagster.environments.attribution import work_for
 from flashrsi_dagster.experiment.keys import candidate_key
 from flashrsi_dagster.orchestration.partitions import CANDIDATE, candidate_of
 from flashrsi_dagster.orchestration.tags import TITLE_TAG, title
@@ -22,16 +23,20 @@ EXPERIMENT_TAG = "flashrsi/experiment"
 
 
 def candidate(context: dg.AssetExecutionContext) -> tuple[str, int, str]:
-    """(experiment, round, slot) of the run's partition; tags the run with the experiment."""
+    """(experiment, round, slot) of the run's partition; tags the run with the experiment. The
+    step's model calls are the candidate's from now on (`environments/attribution.py`)."""
     name, k, slot = candidate_of(context.partition_key)
     _tag(context, name, context.partition_key.keys_by_dimension[CANDIDATE])
+    work_for(candidate_key(k, slot))
     return name, k, slot
 
 
 def experiment_of(context: dg.AssetExecutionContext) -> str:
-    """The experiment of an experiment-partitioned asset; tags the run with it."""
+    """The experiment of an experiment-partitioned asset; tags the run with it. The step's
+    model calls are the experiment's own, no candidate's."""
     name = context.partition_key
     _tag(context, name)
+    work_for(None)
     return name
 
 

@@ -11,10 +11,13 @@ here, not in nine files). Why each is needed:
   coordinator and its daemon (`deployment/queued.py`, `deployment/run_queue.py`);
 - config: validating a run config before launch (`deployment/execution.py`, `workers.py`);
 - code server: Dagster's own server and command line, its run workers forked warm
-  (`deployment/code_server.py`).
+  (`deployment/code_server.py`);
+- asset job: a run the UI launched under the hidden asset job, made again under its assets'
+  job as it is submitted (`deployment/asset_job_runs.py`).
 """
 
 from dagster._config import StringSource, post_process_config, validate_config
+from dagster._core.definitions.assets.job.asset_job import IMPLICIT_ASSET_JOB_NAME
 from dagster._core.definitions.reconstruct import ReconstructableRepository
 from dagster._core.definitions.selector import JobSubsetSelector
 from dagster._core.events import DagsterEventType
@@ -42,7 +45,7 @@ from dagster._core.storage.tags import (
     RUN_KEY_TAG,
 )
 from dagster._core.utils import make_new_run_id
-from dagster._core.workspace.context import WorkspaceProcessContext
+from dagster._core.workspace.context import BaseWorkspaceRequestContext, WorkspaceProcessContext
 from dagster._core.workspace.load_target import GrpcServerTarget
 from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import (
     QueuedRunCoordinatorDaemon,
@@ -70,12 +73,14 @@ QUEUED_RUN_COORDINATOR_MODULE = "dagster._core.run_coordinator"
 
 __all__ = [
     "CHECKED_AGAINST",
+    "IMPLICIT_ASSET_JOB_NAME",
     "INDEX_SHARD_NAME",
     "MULTIDIMENSIONAL_PARTITION_PREFIX",
     "PARTITION_NAME_TAG",
     "QUEUED_RUN_COORDINATOR_MODULE",
     "RUN_KEY_TAG",
     "SQLITE_BUSY_TIMEOUT_SECONDS",
+    "BaseWorkspaceRequestContext",
     "ConfigurableClassData",
     "DagsterApiServer",
     "DagsterEventType",

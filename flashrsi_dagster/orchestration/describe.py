@@ -21,7 +21,7 @@ from flashrsi_dagster.decisions.report import ledger_figures
 from flashrsi_dagster.evaluator.compare import basis
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.experiment.keys import NIGHTLY
-from flashrsi_dagster.explorer.links import node_url
+from flashrsi_dagster.explorer.links import experiment_url, node_url
 from flashrsi_dagster.orchestration.partitions import AlgorithmPartitions
 from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import final_trajectories
@@ -388,12 +388,7 @@ def summary(experiment: Experiment, state) -> dict[str, Any]:
             metadata["promoted_slot"] = state.promotion.slot
     if state.test:
         metadata.update(figures(test_score=state.test.test_score))
-    note = experiment.meta.validity_note()
-    if note:
-        metadata["validity"] = note
-    metadata.update(ledger(experiment))
-    metadata.update(control(experiment))
-    return metadata
+    return _every_summary(experiment, metadata)
 
 
 def summary_event(
@@ -401,13 +396,22 @@ def summary_event(
 ) -> dg.AssetMaterialization:
     """An algorithm's summary, reported by a step: `metadata`, then what every summary shows
     (the validity note, the decision ledger), for the experiment's partition of `asset`."""
+    metadata = _every_summary(experiment, metadata)
+    name = experiment.config.experiment.name
+    return dg.AssetMaterialization(asset_key=asset, partition=name, metadata=metadata)
+
+
+def _every_summary(experiment: Experiment, metadata: dict[str, Any]) -> dict[str, Any]:
+    """What every summary adds: the validity note, the decision ledger, the lift over the
+    control, and the link to the experiment's tree in the explorer."""
     note = experiment.meta.validity_note()
     if note:
         metadata["validity"] = note
     metadata.update(ledger(experiment))
     metadata.update(control(experiment))
     name = experiment.config.experiment.name
-    return dg.AssetMaterialization(asset_key=asset, partition=name, metadata=metadata)
+    metadata["explorer"] = dg.MetadataValue.url(experiment_url(name))
+    return metadata
 
 
 def control(experiment: Experiment) -> dict[str, Any]:

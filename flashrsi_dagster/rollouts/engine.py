@@ -8,6 +8,7 @@ reads the record and runs only what is missing.
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -82,7 +83,10 @@ def run_rollouts(
                 progress(len(done), total, final)
 
     with agent.frozen(), ThreadPoolExecutor(max_workers=settings.concurrency) as pool:
-        for future in [pool.submit(work, t, a) for t, a in todo]:
+        # each rollout in a copy of this context: its gateway token names the host's
+        # candidate (`environments/attribution.py`)
+        futures = [pool.submit(contextvars.copy_context().run, work, t, a) for t, a in todo]
+        for future in futures:
             future.result()
     return [done[(t.id, a)] for t in tasks for a in range(settings.attempts)]
 

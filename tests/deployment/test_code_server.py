@@ -18,7 +18,7 @@ import pytest
 
 from flashrsi_dagster.deployment.code_server import LOCATION
 from flashrsi_dagster.deployment.definitions import build_definitions
-from flashrsi_dagster.deployment.instance import persistent_instance
+from flashrsi_dagster.deployment.instance import landing, persistent_instance
 from flashrsi_dagster.deployment.queued import QueuedRuns
 from flashrsi_dagster.orchestration.algorithm_defs import defs_for
 from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
@@ -84,6 +84,10 @@ def _graphql(url: str, query: str) -> dict:
         return json.loads(response.read())["data"]
 
 
+JOB = """{ pipelineOrError(params: {pipelineName: "meta_harness", repositoryName: "%s",
+  repositoryLocationName: "%s"}) { ... on Pipeline { description } } }"""
+
+
 def _location(url: str) -> dict | None:
     """The UI's one code location, once it answers; None before."""
     query = (
@@ -119,9 +123,9 @@ STOPS = {  # how a terminal and a service manager stop it
 @pytest.mark.parametrize("stop", STOPS)
 def test_flashrsi_ui_serves_the_code_location_from_its_code_server_and_stops_it(tmp_path, stop):
     home = tmp_path / ".flashrsi"
-    port = _free_port()
+    port, explorer = _free_port(), _free_port()
     command = [sys.executable, "-m", "flashrsi_dagster.cli", "ui", "--home", str(home)]
-    command += ["--port", str(port), "--explorer-port", str(_free_port())]
+    command += ["--port", str(port), "--explorer-port", str(explorer)]
     with open(tmp_path / "ui.log", "wb") as log:
         # SIGINT ignored, as a test runner's or a shell's background child inherits it
         ignored = lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)  # noqa: E731
@@ -138,6 +142,13 @@ def test_flashrsi_ui_serves_the_code_location_from_its_code_server_and_stops_it(
         workspace = (home / ".dagster" / "workspace.yaml").read_text()
         assert "grpc_server" in workspace
         assert any("deployment.code_server" in argv for argv in _session(ui.pid))
+        # the newcomer is pointed at the experiments: last on the terminal, and on each job
+        printed = lambda: landing(port, explorer) in (tmp_path / "ui.log").read_text()  # noqa: E731
+        wait_until(printed, "the lines saying where the experiments are")
+        assert f"== Your experiments: http://127.0.0.1:{explorer}" in landing(port, explorer)
+        repository = entry["locationOrLoadError"]["repositories"][0]["name"]
+        job = _graphql(url, JOB % (repository, LOCATION))
+        assert "**Your experiments**" in job["pipelineOrError"]["description"]
     finally:
         STOPS[stop](ui.pid)
         try:

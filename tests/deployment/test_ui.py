@@ -635,3 +635,72 @@ def test_the_evolver_candidate_grid_its_gates_and_the_retention_report(ui, scree
     page = f"/assets/evolver/sealed_test_score?view=partitions&partition={EVOLVER_DEMO}"
     screens.open(page, "retained", "vanilla")
     screens.shot("7-evolver-retention")
+
+
+ASSET_JOBS = """query($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) { ... on AssetNode {
+  jobNames assetChecksOrError { ... on AssetChecks { checks { name jobNames } } } } } }"""
+PARTITION_TAGS = """query($location: String!, $repository: String!, $job: String!,
+  $partition: String!, $keys: [AssetKeyInput!]!) {
+  pipelineOrError(params: {pipelineName: $job, repositoryName: $repository,
+    repositoryLocationName: $location}) { ... on Pipeline {
+      partition(partitionName: $partition, selectedAssetKeys: $keys) {
+        runConfigOrError { ... on PartitionRunConfig { yaml } }
+        tagsOrError { ... on PartitionTags { results { key value } } } } } } }"""
+LAUNCH_PIPELINE = """mutation($params: ExecutionParams!) {
+  launchPipelineExecution(executionParams: $params) { __typename
+    ... on LaunchRunSuccess { run { runId pipelineName } } ... on PythonError { message } } }"""
+RUN_JOB = "query($id: ID!) { runOrError(runId: $id) { ... on Run { pipelineName } } }"
+EVENTS = """query($id: ID!) { logsForRun(runId: $id) { ... on EventConnection { events {
+  __typename ... on MessageEvent { message }
+  ... on ExecutionStepFailureEvent { error { message } } } } } }"""
+
+
+def test_materializing_a_partition_from_the_ui_runs_under_the_algorithms_job(ui, screens):
+    """What the asset page's Materialize button sends for one partition (Dagster's
+    `LaunchAssetExecutionButton` and `LaunchAssetChoosePartitionsDialog`): the first job the
+    asset lists — Dagster's hidden asset job, which sorts first —, the partition's tags and
+    config, the asset's checks in that job. The run queue makes the run again under
+    `meta_harness`; the UI is given the new run. Last in this file: it adds a `meta_harness`
+    run."""
+    key = {"path": ["meta_harness", "snapshot"]}
+    node = ui.gql(ASSET_JOBS, key=key)["assetNodeOrError"]
+    job = node["jobNames"][0]  # `getCommonJob`: one asset, no preferred job
+    assert job == "__ASSET_JOB" and "meta_harness" in node["jobNames"]
+    partition = f"r001.c0|{OTHER}"
+    where = {"location": ui.location, "repository": ui.repository}
+    chosen = ui.gql(PARTITION_TAGS, **where, job=job, partition=partition, keys=[key])
+    chosen = chosen["pipelineOrError"]["partition"]
+    checks = node["assetChecksOrError"]["checks"]
+    selector = {
+        "repositoryLocationName": ui.location,
+        "repositoryName": ui.repository,
+        "pipelineName": job,
+        "assetSelection": [key],
+        "assetCheckSelection": [
+            {"assetKey": key, "name": c["name"]} for c in checks if job in c["jobNames"]
+        ],
+    }
+    params = {
+        "mode": "default",
+        "executionMetadata": {"tags": chosen["tagsOrError"]["results"]},
+        "runConfigData": chosen["runConfigOrError"]["yaml"],
+        "selector": selector,
+    }
+    launched = ui.gql(LAUNCH_PIPELINE, params=params)["launchPipelineExecution"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    run_id = launched["run"]["runId"]
+
+    assert launched["run"]["pipelineName"] == "meta_harness"
+    status = _wait_for_run(ui, run_id)
+    assert status == "SUCCESS", ui.gql(EVENTS, id=run_id)["logsForRun"]["events"][-12:]
+    assert ui.gql(RUN_JOB, id=run_id)["runOrError"]["pipelineName"] == "meta_harness"
+    hidden = ui.gql(RUNS, filter={"pipelineName": job})["runsOrError"]["results"]
+    assert hidden == []  # the launched run is not left behind
+    assert run_id in [e["runId"] for e in _materializations(ui, "snapshot", [partition])]
+    page = screens.open(
+        f"/assets/meta_harness/snapshot?view=partitions&partition={quote(partition)}", run_id[:8]
+    )
+    screens.shot("8-rematerialized-under-its-job")
+    assert re.search(r"\bJob\s+meta_harness\b", page), page[-2000:]
+    runs = screens.open(f"{ui.code}/jobs/meta_harness/runs", run_id[:8])
+    assert run_id[:8] in runs

@@ -111,6 +111,8 @@ def test_a_click_on_a_node_reaches_its_evidence_code_diff_and_trajectories(page,
                   ".dispatchEvent(new MouseEvent('click'))")  # fmt: skip
     text = page.wait("Paired statistics", "Tokens and cost per role", f"node {node['id']}")
     assert node["reason"] in text
+    spent = page.evaluate("[...document.querySelectorAll('#node-spend th')].map(t => t.innerText)")
+    assert spent == ["target", "worker"]  # the gateway's calls for r001.c0, per role
     runs = page.evaluate("document.querySelector('.dagster a.runs').href")
     assert runs.startswith("http://127.0.0.1:3000/runs?") and "flashrsi%2Fround%3D1" in runs
     assets = page.evaluate("[...document.querySelectorAll('.dagster a.asset')].map(a => a.href)")
@@ -179,7 +181,11 @@ def test_the_plots_show_the_pareto_frontier_the_dev_test_gap_and_the_spend(page,
     assert shown == frontier
     gap = page.evaluate("document.querySelector('#gap table.gap').innerText")
     assert f"{tree['sealed_test']['score']:.3f}" in gap  # the promoted round's sealed test
-    assert page.evaluate("document.querySelectorAll('#spend tr').length") == 2  # worker, target
+    assert page.evaluate("document.querySelectorAll('#spend > table tr').length") == 2  # roles
+    each = page.evaluate(
+        "[...document.querySelectorAll('#spend-by-candidate th')].map(t => t.textContent)"
+    )
+    assert {"r000.c0 target", "r001.c0 worker", "r002.c0 worker"} <= set(each)
     runs = page.evaluate("document.querySelector('#runs a').href")
     assert runs.endswith("tag%3Aflashrsi%2Fexperiment%3Dmeta-harness-demo")
     page.evaluate("document.querySelector('#frontier a').click()")

@@ -4,6 +4,8 @@ write)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from starlette.testclient import TestClient
 
@@ -68,14 +70,34 @@ def test_a_node_s_tokens_per_role_add_up_its_trajectories_and_it_links_to_its_ru
 
 
 @pytest.mark.parametrize("name", sorted(DEMOS))
-def test_each_role_s_spend_is_the_gateway_log_s(client, demo_home, name):
+def test_each_role_s_spend_is_the_gateway_log_s_and_its_candidates_add_up_to_it(
+    client, demo_home, name
+):
     spend = client.get(f"/api/experiments/{name}/spend").json()
+    roles, candidates = spend["roles"], spend["candidates"]
     counted = spend_by_role(demo_home / name / "logs" / "gateway.jsonl", name)
 
-    assert set(spend) == set(counted) and {"worker", "target"} <= set(spend)
-    for role, spent in spend.items():
+    assert set(roles) == set(counted) and {"worker", "target"} <= set(roles)
+    for role, spent in roles.items():
         assert spent["model_calls"] == counted[role].model_calls
         assert spent["input_tokens"] + spent["output_tokens"] == counted[role].tokens
+        for count in ("model_calls", "input_tokens", "output_tokens"):
+            shares = [c[role][count] for c in candidates.values() if role in c]
+            assert sum(shares) == spent[count]
+    assert any(re.fullmatch(r"r\d{3,}\.[\w-]+", key) for key in candidates)
+
+
+def test_a_node_s_gateway_spend_is_what_its_trajectories_used(client):
+    """The Worker run that made round 1's candidate and its dev rollouts: every call the
+    gateway logged for `r001.c0`, and nothing of any other candidate's."""
+    node = _node(client, "meta-harness-demo", 1)
+    detail = client.get(f"/api/experiments/meta-harness-demo/nodes/{node['id']}").json()
+
+    for role in ("worker", "target"):
+        runs, spent = detail[role], detail["spend"][role]
+        assert spent["model_calls"] == sum(r["usage"]["model_calls"] for r in runs) > 0
+        for count in ("input_tokens", "output_tokens"):
+            assert spent[count] == sum(r["usage"][count] for r in runs)
 
 
 def test_the_tree_carries_its_plots_and_its_runs_link(client):

@@ -36,13 +36,25 @@ async function open(name, node) {
   if (node) await select(node);
 }
 
-// The experiment's whole spend per role, from the gateway's log: fetched after the tree so
-// that a long log never holds the tree back.
+// The experiment's spend per role, in all and per candidate, from the gateway's log: fetched
+// after the tree so that a long log never holds the tree back.
+const spent = (s) => `${s.model_calls} calls, ${s.input_tokens} in / ${s.output_tokens} out, cost ${s.cost == null ? "unpriced" : "$" + s.cost.toFixed(4)}`;
+
 async function spend() {
-  const roles = await get(api("/spend"));
-  const rows = Object.entries(roles).map(([role, s]) =>
-    [role, `${s.model_calls} calls, ${s.input_tokens} in / ${s.output_tokens} out, cost ${s.cost == null ? "unpriced" : "$" + s.cost.toFixed(4)}`]);
-  $("spend").replaceChildren(rows.length ? table(rows) : el("p", { class: "hint" }, "No model calls on record."));
+  const { roles, candidates } = await get(api("/spend"));
+  const rows = Object.entries(roles).map(([role, s]) => [role, spent(s)]);
+  if (!rows.length) return $("spend").replaceChildren(el("p", { class: "hint" }, "No model calls on record."));
+  const each = Object.entries(candidates).flatMap(([c, byRole]) =>
+    Object.entries(byRole).map(([role, s]) => [`${c} ${role}`, spent(s)]));
+  $("spend").replaceChildren(table(rows),
+    el("details", { id: "spend-by-candidate" }, el("summary", {}, `per candidate (${Object.keys(candidates).length})`), table(each)));
+}
+
+// What the gateway's log counts for the node's candidate: every call of the runs the host
+// granted for it (the Worker's, its rollouts', any rerun), per role.
+function gatewaySpend(byRole) {
+  const rows = Object.entries(byRole).map(([role, s]) => [role, spent(s)]);
+  return rows.length ? table(rows) : el("p", { class: "hint" }, "No gateway calls name this candidate.");
 }
 
 async function select(id) {
@@ -88,6 +100,7 @@ function evidence(detail) {
     ["score", n.score], ["mean tokens per task", n.tokens], ["verdict", n.verdict], ["sealed test", n.sealed_test]]));
   out.append(el("h3", {}, "Scores"), table(Object.entries(n.scores)));
   out.append(el("h3", {}, "Tokens and cost per role"), tokens(detail.tokens));
+  out.append(el("h3", {}, "Spend per role (gateway log)"), el("div", { id: "node-spend" }, gatewaySpend(detail.spend)));
   for (const d of detail.decisions) {
     out.append(el("h3", {}, `Decision: ${d.decision} (${d.scope})`), el("p", {}, d.reason));
     if (d.evidence.paired) out.append(el("h4", {}, "Paired statistics"), table(Object.entries(d.evidence.paired)));

@@ -30,6 +30,7 @@ from flashrsi_dagster.deployment.postgres import URL_ENV
 from flashrsi_dagster.deployment.sensors import NightlyConfig, nightly_evolution, round_driver
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.experiment.keys import candidate_key, parse_candidate_key
+from flashrsi_dagster.explorer.links import experiment_url
 from flashrsi_dagster.llm.endpoints import offline_server
 from flashrsi_dagster.orchestration.algorithm_defs import defs_for
 from flashrsi_dagster.orchestration.context import DRIVER_TAG, EXPERIMENT_TAG
@@ -188,8 +189,10 @@ def test_the_driver_runs_the_experiment_as_runs_of_its_jobs(tmp_path, storage):
         assert compared["verdict"].value in {"credited", "regressed", "indecisive"}
         assert {"p_value_t", "p_value_sign", "p_value_permutation"} <= set(compared)
         assert "| p (sign / permutation) |" in compared["table"].value
-        summary = _latest(instance, "summary", name)["chart"].value
+        summarised = _latest(instance, "summary", name)
+        summary = summarised["chart"].value
         assert "promoted" in summary and "meta-harness-demo" in summary
+        assert summarised["explorer"].value == experiment_url(name)  # its tree in the explorer
         promotion = _latest(instance, "promotion", name)["chart"].value
         assert promotion.startswith(f"**`{name}`**: ")  # the chart names its experiment
         checks = instance.event_log_storage.get_latest_asset_check_execution_by_key(
