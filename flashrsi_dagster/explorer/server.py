@@ -2,17 +2,21 @@
 
 Every route takes an experiment by name (checked with the project's name rule) and a node by
 the id the tree gave it; a node not in the experiment's tree, a file not in its snapshot, is a
-404. Nothing is written: GET only. Bound to loopback unless told otherwise (`serve`)."""
+404. Nothing is written: GET only. Bound to loopback unless told otherwise (`serve`); there, a
+request must name a loopback host (`Host:`), so a web page whose name was pointed at 127.0.0.1
+after it loaded (DNS rebinding) cannot read the experiments through the researcher's browser."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse
 from starlette.routing import Mount, Route
@@ -36,6 +40,8 @@ from flashrsi_dagster.snapshots.store import SnapshotError
 
 STATIC = Path(__file__).parent / "static"
 LOOPBACK = "127.0.0.1"
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
+"""The `Host:` a browser sends for the explorer on loopback (the port aside)."""
 _NODE = re.compile(r"[0-9a-f]{40}|r\d+\.[A-Za-z0-9][A-Za-z0-9_-]{0,39}")
 
 
@@ -43,8 +49,11 @@ class NotFound(LookupError):
     pass
 
 
-def create_app(home: Path, dagster_url: str | None = None) -> Starlette:
-    """The explorer on `home`; `dagster_url` (the Dagster UI's address) for deep links."""
+def create_app(
+    home: Path, dagster_url: str | None = None, hosts: Sequence[str] = LOOPBACK_NAMES
+) -> Starlette:
+    """The explorer on `home`; `dagster_url` (the Dagster UI's address) for deep links;
+    `hosts`: the names a request's `Host:` may give (`*`: any), others are refused (400)."""
     experiments = Experiments(home)
 
     def api(handler: Callable[..., Any]) -> Callable[[Request], Awaitable[JSONResponse]]:
@@ -69,7 +78,11 @@ def create_app(home: Path, dagster_url: str | None = None) -> Starlette:
         Route("/api/experiments/{name}/nodes/{node}/diff", api(_diff)),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    return Starlette(routes=routes, exception_handlers={404: _refused, 405: _refused})
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=list(hosts))],
+        exception_handlers={404: _refused, 405: _refused},
+    )
 
 
 async def _refused(request: Request, exc: Exception) -> JSONResponse:
@@ -152,5 +165,8 @@ def _diff(experiments: Experiments, _dagster: str | None, name: str, node: str) 
 
 
 def serve(home: Path, port: int, host: str = LOOPBACK, dagster_url: str | None = None) -> None:
-    """Serve the explorer until interrupted."""
-    uvicorn.run(create_app(home, dagster_url), host=host, port=port, log_level="warning")
+    """Serve the explorer until interrupted. Bound elsewhere than loopback, any `Host:` is
+    taken: whoever binds it there has chosen who reaches it (a proxy's name is not known)."""
+    hosts = LOOPBACK_NAMES if host in LOOPBACK_NAMES else ("*",)
+    app = create_app(home, dagster_url, hosts)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

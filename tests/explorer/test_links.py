@@ -94,7 +94,7 @@ def test_a_candidate_snapshot_s_metadata_links_to_its_node_in_the_explorer(demo_
     assert url.netloc == "127.0.0.1:3999" and url.path == "/"
     query = {k: v[0] for k, v in parse_qs(url.query).items()}
     assert query == {"experiment": "meta-harness-demo", "node": info["snapshot_id"]}
-    client = TestClient(create_app(demo_home))
+    client = TestClient(create_app(demo_home), base_url="http://127.0.0.1")
     node = client.get(f"/api/experiments/{query['experiment']}/nodes/{query['node']}")
     assert node.status_code == 200 and node.json()["node"]["round"] == 1
 

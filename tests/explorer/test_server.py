@@ -18,7 +18,7 @@ DAGSTER = "http://127.0.0.1:3000"
 
 @pytest.fixture(scope="module")
 def client(demo_home):
-    return TestClient(create_app(demo_home, DAGSTER))
+    return TestClient(create_app(demo_home, DAGSTER), base_url="http://127.0.0.1")
 
 
 def _node(client, name: str, round_: int) -> dict:
@@ -159,3 +159,15 @@ def test_no_file_outside_a_snapshot_is_served(client):
 def test_the_api_only_reads(client):
     assert client.post("/api/experiments").status_code == 405
     assert client.delete("/api/experiments/meta-harness-demo/tree").status_code == 405
+
+
+def test_a_request_naming_another_host_is_refused_dns_rebinding(demo_home):
+    """A page on a name pointed at 127.0.0.1 after it loaded (DNS rebinding) sends its own
+    name as `Host:`: on loopback the explorer answers loopback names only."""
+    app = create_app(demo_home, DAGSTER)
+    attacker = TestClient(app, base_url="http://rebind.example:3100")
+    local = TestClient(app, base_url="http://localhost:3100")
+
+    assert attacker.get("/api/experiments").status_code == 400
+    assert attacker.get("/").status_code == 400
+    assert local.get("/api/experiments").status_code == 200
