@@ -440,7 +440,7 @@ def _drive(experiment, only: tuple[str, ...] | None = None) -> int:
     try:
         state = drive(experiment, say=lambda line: print(line, flush=True), only=only)
     except Stopped as stop:
-        print(f"stopped ({stop}): resume to carry on", file=sys.stderr)
+        print(f"{stop}: resume to carry on", file=sys.stderr)
         return stop.status
     except DriverBusy as exc:
         print(f"error: {exc}", file=sys.stderr)
