@@ -5,9 +5,9 @@ SIGHUP (its terminal gone) it stops everything it started within one bounded gra
 for SIGHUP), the status a shell gives a command a signal ended.
 
 What a command starts runs as process groups (`Stoppable`; `deployment.reaper.Group`, whose
-group also dies with the command on SIGKILL, which nothing can catch). Stopping asks each,
-newest first, with its own stop signal (Dagster and uvicorn stop in order on SIGINT, Celery
-on SIGTERM) and waits for it to end; once `GRACE` seconds have passed since the stop began,
+group also dies with the command on SIGKILL, which nothing can catch). Stopping asks each at
+once with its own stop signal (Dagster and uvicorn stop in order on SIGINT, Celery on
+SIGTERM) and waits for them to end; once `GRACE` seconds have passed since the stop began,
 or at a further SIGINT (a second Ctrl-C), what is left is killed. `Record` notes what a
 command started, so that its next start on the same home (and port) ends what a command
 killed with SIGKILL left behind, and says so."""
@@ -93,8 +93,8 @@ class Stoppable(Protocol):
 
 
 def stop_all(children: Sequence[Stoppable], grace: float = GRACE) -> None:
-    """Stop `children` newest first, each asked and waited for, and kill what is left once
-    `grace` seconds have passed since the stop began. Meanwhile (in the main thread) SIGINT,
+    """Ask each of `children` to stop, newest first, all at once (each stops its own work, and
+    each gets the whole grace), and kill what is left once `grace` seconds have passed. Meanwhile (in the main thread) SIGINT,
     a second Ctrl-C, kills what is left at once; the other stop signals are let be (a
     manager repeating itself)."""
     hurry = threading.Event()
@@ -110,8 +110,9 @@ def stop_all(children: Sequence[Stoppable], grace: float = GRACE) -> None:
         deadline = time.monotonic() + grace
         for child in reversed(children):
             child.stop()
-            while not (child.stopped() or time.monotonic() > deadline or hurry.wait(0.05)):
-                pass
+        while not all(child.stopped() for child in children):
+            if time.monotonic() > deadline or hurry.wait(0.05):
+                break
         for child in reversed(children):
             child.kill()
     finally:
