@@ -94,9 +94,9 @@ class Stoppable(Protocol):
 
 def stop_all(children: Sequence[Stoppable], grace: float = GRACE) -> None:
     """Ask each of `children` to stop, newest first, all at once (each stops its own work, and
-    each gets the whole grace), and kill what is left once `grace` seconds have passed. Meanwhile (in the main thread) SIGINT,
-    a second Ctrl-C, kills what is left at once; the other stop signals are let be (a
-    manager repeating itself)."""
+    each gets the whole grace), and kill what is left once `grace` seconds have passed.
+    Meanwhile (in the main thread) SIGINT, a second Ctrl-C, kills what is left at once; the
+    other stop signals are let be (a manager repeating itself)."""
     hurry = threading.Event()
 
     def during_stop(signum: int, frame: object) -> None:
