@@ -119,6 +119,24 @@ def stop_all(children: Sequence[Stoppable], grace: float = GRACE) -> None:
         restore(handlers)
 
 
+def supervise(record: Record, start: Callable[[list[Stoppable]], int]) -> int:
+    """The life of a command that starts children: `record` claimed, then `start(started)`,
+    which starts its children into `started` and waits; returns its status, or at a stop
+    signal 128 + its number. Either way every child is stopped (`stop_all`) before it returns."""
+    handlers = raise_on_stop_signals()
+    started: list[Stoppable] = []
+    try:
+        record.claim()
+        return start(started)
+    except Stopped as stop:
+        record.say(f"flashrsi {record.command}: {stop}; stopping what it started")
+        return stop.status
+    finally:
+        stop_all(started)
+        record.release()
+        restore(handlers)
+
+
 class Record:
     """`<folder>/<command>-<pid>.json`: this process's identity, the `key` two live ones of its
     kind may not share (a port, a worker's name; none: ""), and the process groups it started;

@@ -18,15 +18,7 @@ from flashrsi_dagster.deployment.reaper import Group
 from flashrsi_dagster.deployment.run_queue import RunLimits, run_queue
 from flashrsi_dagster.deployment.storage import CONFIG as STORAGE
 from flashrsi_dagster.explorer.links import EXPLORER_URL_ENV
-from flashrsi_dagster.lifecycle import (
-    Record,
-    Stoppable,
-    Stopped,
-    raise_on_stop_signals,
-    restore,
-    say,
-    stop_all,
-)
+from flashrsi_dagster.lifecycle import Record, Stoppable, say, supervise
 from flashrsi_dagster.orchestration.owner import fail_dead_runs
 
 TELEMETRY_OFF = "telemetry:\n  enabled: false\n"
@@ -151,12 +143,10 @@ def ui(home: Path, port: int, explorer_port: int | None = None) -> int:
     experiment explorer beside it on `explorer_port` (all on loopback). A stop signal to this
     process alone stops them all within `lifecycle.GRACE`; SIGKILL of it, by their reapers.
     Its start ends what a killed `flashrsi ui` on this home left, and fails its runs."""
-    handlers = raise_on_stop_signals()
     env = ui_environment(home, explorer_port)
     record = Record(Path(env["DAGSTER_HOME"]) / COMMANDS, "ui", f"port {port}", say=say)
-    started: list[Stoppable] = []
-    try:
-        record.claim()
+
+    def start(started: list[Stoppable]) -> int:
         _fail_dead_runs(home)
         if explorer_port is not None:
             command = explorer_command(home, explorer_port, port)
@@ -170,13 +160,8 @@ def ui(home: Path, port: int, explorer_port: int | None = None) -> int:
         dev = _dagster_dev(port, workspace)
         started.append(_child(record, "dagster dev", dev, cwd=Path(home).resolve().parent, env=env))
         return started[-1].leader.wait()
-    except Stopped as stop:
-        say(f"flashrsi ui: {stop}; stopping what it started")
-        return stop.status
-    finally:
-        stop_all(started)
-        record.release()
-        restore(handlers)
+
+    return supervise(record, start)
 
 
 def _child(record: Record, name: str, command: list[str], **popen) -> Group:

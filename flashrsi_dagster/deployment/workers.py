@@ -29,20 +29,13 @@ from dagster_celery.executor import CeleryExecutor
 from dagster_celery.make_app import make_app
 from dagster_celery.tasks import create_task
 
+from flashrsi_dagster import lifecycle
 from flashrsi_dagster.config import ConfigError
 from flashrsi_dagster.config.errors import Problem
 from flashrsi_dagster.deployment.execution import executor_config, settings_file
 from flashrsi_dagster.deployment.instance import COMMANDS, instance_dir
 from flashrsi_dagster.deployment.reaper import Group
-from flashrsi_dagster.lifecycle import (
-    Record,
-    Stoppable,
-    Stopped,
-    raise_on_stop_signals,
-    restore,
-    say,
-    stop_all,
-)
+from flashrsi_dagster.lifecycle import Record, Stoppable, say
 from flashrsi_dagster.orchestration.dagster_internals import post_process_config
 
 
@@ -86,22 +79,15 @@ def supervise(home: str | Path, name: str | None = None, loglevel: str = "INFO")
     status, or 128 + the signal's number. A bad `execution.yaml` raises `ConfigError` here,
     before anything starts."""
     celery_settings(home)
-    handlers = raise_on_stop_signals()
     record = Record(instance_dir(Path(home)) / COMMANDS, "worker", name or "", say=say)
-    started: list[Stoppable] = []
-    try:
-        record.claim()
+
+    def start(started: list[Stoppable]) -> int:
         args = [sys.executable, "-m", __name__, str(home), name or "", loglevel]
         started.append(celery := Group(args, "celery worker", signal.SIGTERM, to_group=False))
         record.add(celery.name, celery.leader.pid)
         return celery.leader.wait()
-    except Stopped as stop:
-        say(f"flashrsi worker: {stop}; stopping its Celery worker")
-        return stop.status
-    finally:
-        stop_all(started)
-        record.release()
-        restore(handlers)
+
+    return lifecycle.supervise(record, start)
 
 
 def serve(home: str | Path, name: str | None = None, loglevel: str = "INFO") -> None:
