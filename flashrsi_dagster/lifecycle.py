@@ -138,20 +138,23 @@ def supervise(record: Record, start: Callable[[list[Stoppable]], int]) -> int:
 
 
 class Record:
-    """`<folder>/<command>-<pid>.json`: this process's identity, the `key` two live ones of its
+    """`<folder>/<command>-<process space>-<pid>.json`: this process's identity (`scratch`'s
+    process space: a home shared by machines holds theirs too), the `key` two live ones of its
     kind may not share (a port, a worker's name; none: ""), and the process groups it started;
     removed when it stops. `claim` ends what a dead one of its kind left running."""
 
     def __init__(self, folder: Path, command: str, key: str = "", say: Callable = print):
         self.folder, self.command, self.key, self.say = Path(folder), command, key, say
-        self.path = self.folder / f"{command}-{os.getpid()}.json"
+        # the home may be shared by machines: a record is only read where its pids mean something
+        self.space = scratch.process_space()
+        self.path = self.folder / f"{command}-{self.space}-{os.getpid()}.json"
         self._groups: list[dict] = []
 
     def claim(self) -> None:
         """End what earlier commands of this kind, now dead, left (saying what), and record
         this one; `CommandRunning` when a live one holds the same key."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        for path in sorted(self.folder.glob(f"{self.command}-*.json")):
+        for path in sorted(self.folder.glob(f"{self.command}-{self.space}-*.json")):
             try:
                 earlier = json.loads(path.read_text())
             except (OSError, ValueError):

@@ -90,7 +90,8 @@ def _dead_command() -> tuple[dict, subprocess.Popen]:
 
 def test_the_next_start_ends_what_a_killed_command_left_and_says_so(tmp_path):
     record, left = _dead_command()
-    (tmp_path / "ui-1.json").write_text(json.dumps(record))
+    (tmp_path / f"ui-{scratch.process_space()}-1.json").write_text(json.dumps(record))
+    (tmp_path / "ui-another.machine-1.json").write_text(json.dumps(record))  # not read here
     said = []
     mine = Record(tmp_path, "ui", "port 1", say=said.append)
     mine.claim()
@@ -99,9 +100,12 @@ def test_the_next_start_ends_what_a_killed_command_left_and_says_so(tmp_path):
         f"a previous `flashrsi ui` (port 1), pid {record['pid']}, ended without stopping: "
         "killed what was left: dagster dev (1 processes)"
     ]
-    assert [p.name for p in tmp_path.iterdir()] == [f"ui-{os.getpid()}.json"]
+    mine_file = f"ui-{scratch.process_space()}-{os.getpid()}.json"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [mine_file, "ui-another.machine-1.json"]
+    )
     mine.release()
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == ["ui-another.machine-1.json"]
 
 
 def test_a_start_is_refused_while_one_of_its_kind_holds_the_key_and_not_otherwise(tmp_path):
