@@ -69,6 +69,15 @@ class Worker:
     def pid(self) -> int:
         return self.process.pid
 
+    def celery_pid(self) -> int:
+        """The Celery worker process that `flashrsi worker` supervises, where steps run."""
+        children = Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text().split()
+        return next(
+            int(child)
+            for child in children
+            if b"deployment.workers" in Path(f"/proc/{child}/cmdline").read_bytes()
+        )
+
 
 @contextmanager
 def workers(home: Path, queue: str, env: dict[str, str], count: int = 2) -> Iterator[list[Worker]]:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import urllib.request
 from pathlib import Path
+from typing import ClassVar
 from unittest import mock
 
 import dagster as dg
@@ -29,8 +30,21 @@ FLASHRSI = str(Path(sys.executable).parent / "flashrsi")
 SIGNALS = pytest.mark.parametrize("signum", STOP_SIGNALS, ids=lambda s: signal.Signals(s).name)
 
 
+@pytest.fixture(autouse=True)
+def _none_left_running():
+    """A failed test leaves no command of its own running: SIGKILL of each, whose reapers end
+    what it started."""
+    yield
+    while Command.started:
+        command = Command.started.pop()
+        if command.process.poll() is None:
+            command.killed()
+
+
 class Command:
     """`flashrsi <args>` in a session of its own, its output in `log`."""
+
+    started: ClassVar[list[Command]] = []
 
     def __init__(self, args: list[str], log: Path, env: dict[str, str] | None = None):
         self.log = log
@@ -42,6 +56,7 @@ class Command:
                 start_new_session=True,
                 env={**os.environ, **(env or {})},
             )
+        Command.started.append(self)
 
     def wait_for(self, condition, what: str) -> None:
         wait_until(lambda: self.process.poll() is not None or condition(), what)
