@@ -24,6 +24,7 @@ from flashrsi_dagster.experiment import (
     open_experiment,
 )
 from flashrsi_dagster.experiment.identity import normalised
+from flashrsi_dagster.lifecycle import CommandRunning, Stopped, raise_on_stop_signals, restore
 from flashrsi_dagster.records import IntegrityError, RecordError
 from flashrsi_dagster.validation import dry_run, home_problems, one_line
 
@@ -435,8 +436,12 @@ def _drive(experiment, only: tuple[str, ...] | None = None) -> int:
     from flashrsi_dagster.deployment.cli_driver import drive, summary
     from flashrsi_dagster.experiment.lock import DriverBusy
 
+    handlers = raise_on_stop_signals()  # its runs and code server stop with it
     try:
         state = drive(experiment, say=lambda line: print(line, flush=True), only=only)
+    except Stopped as stop:
+        print(f"{stop}: resume to carry on", file=sys.stderr)
+        return stop.status
     except DriverBusy as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -450,6 +455,8 @@ def _drive(experiment, only: tuple[str, ...] | None = None) -> int:
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    finally:
+        restore(handlers)
     text, aborted = summary(experiment, state)
     print(text)
     return EXIT_FAILED if aborted else EXIT_OK
@@ -460,7 +467,11 @@ def _ui(args: argparse.Namespace) -> int:
 
     if not _instance_ready(args.home.resolve()):
         return EXIT_BAD_INPUT
-    return ui(args.home.resolve(), args.port, args.explorer_port)
+    try:
+        return ui(args.home.resolve(), args.port, args.explorer_port)
+    except CommandRunning as exc:
+        print(f"error: {exc} on this home", file=sys.stderr)
+        return EXIT_FAILED
 
 
 def _explorer(args: argparse.Namespace) -> int:
@@ -471,14 +482,16 @@ def _explorer(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from flashrsi_dagster.deployment.workers import serve
+    from flashrsi_dagster.deployment.workers import supervise
 
     try:
-        serve(args.home.resolve(), name=args.name, loglevel=args.loglevel)
+        return supervise(args.home.resolve(), name=args.name, loglevel=args.loglevel)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    return EXIT_OK
+    except CommandRunning as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
 
 
 def _eval(config: ExperimentConfig, args: argparse.Namespace) -> int:

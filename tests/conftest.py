@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -83,6 +84,39 @@ def wait_until(condition: Callable[[], object], what: str, timeout: float = PATI
     while not condition():
         assert time.monotonic() < deadline, f"{what}: not within {timeout:.0f} s"
         time.sleep(0.05)
+
+
+def free_port() -> int:
+    """A loopback port no one listens on now (the kernel's pick)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def port_is_free(port: int) -> bool:
+    """Whether a server could listen on `port` now (as servers do, despite connections it
+    closed lingering in TIME_WAIT)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def session_processes(session: int) -> list[str]:
+    """The command lines of the live processes in `session` (a command started in a session
+    of its own: its whole tree, but for what left the session on purpose)."""
+    left = []
+    for proc in Path("/proc").iterdir():
+        try:
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            if fields[0] != "Z" and int(fields[3]) == session:
+                left.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except (OSError, IndexError, ValueError):
+            continue
+    return left
 
 
 CANARY_ENV = "FLASHRSI_TEST_CANARY_API_KEY"

@@ -5,6 +5,7 @@ step does where the instance's run launcher puts runs elsewhere: a container, sa
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -44,7 +45,7 @@ from flashrsi_dagster.orchestration.dagster_internals import (
     InstigatorStatus,
     InstigatorType,
 )
-from flashrsi_dagster.orchestration.owner import fail_dead_runs, this_process
+from flashrsi_dagster.orchestration.owner import fail_dead_runs, identity, this_process
 from flashrsi_dagster.orchestration.ready import ACTIVE, not_active
 from flashrsi_dagster.orchestration.resources import ExperimentsResource
 from flashrsi_dagster.orchestration.tags import endpoint_tags
@@ -129,6 +130,7 @@ def _drive_held(instance, experiment, say, only, wait_limit):
     runs = InProcessRuns(instance, home)
     queued = QueuedRuns(instance, Path(home), runs.definitions)
     driver = _Driver(instance, experiment, runs, queued, Watch(instance, name, say, wait_limit))
+    stopped = False
     try:
         driver.defs.register(instance, name, driver.experiments.algorithm(name))
         for run_id in fail_dead_runs(instance, name):
@@ -137,8 +139,14 @@ def _drive_held(instance, experiment, say, only, wait_limit):
             _check_order(ready[0], only, name)
             driver.advance(ready)
         return driver.experiments.algorithm(name).read_state()
+    except KeyboardInterrupt:  # a stop signal (`lifecycle.Stopped`) or Ctrl-C
+        stopped = True
+        raise
     finally:
-        driver.close()
+        driver.close()  # on a stop: its code server's run workers interrupted, then ended
+        if stopped:  # what they, or this process, left active
+            for run_id in fail_dead_runs(instance, name, ending=identity(os.getpid())):
+                say(f"   run {run_id}, stopped with this driver, is marked failed")
 
 
 def _check_order(step: Step, only: tuple[str, ...] | None, name: str) -> None:

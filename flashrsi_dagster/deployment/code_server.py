@@ -14,11 +14,9 @@ changed framework needs the server (`flashrsi ui`, the driver) started again eit
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import multiprocessing
 import os
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from multiprocessing import forkserver
@@ -26,6 +24,7 @@ from pathlib import Path
 
 from flashrsi_dagster.deployment.reaper import Group
 from flashrsi_dagster.deployment.run_queue import STARTUP_TIMEOUT
+from flashrsi_dagster.lifecycle import stop_all
 from flashrsi_dagster.orchestration.dagster_internals import (
     DagsterApiServer,
     DagsterGrpcClient,
@@ -83,13 +82,30 @@ class CodeServer:
 
     def start(self) -> int:
         """Start it and wait until it answers; returns its port."""
+        self.start_group()
+        return self.wait_ready()
+
+    def start_group(self) -> int:
+        """Start it; returns the id of its process group."""
         self.port = find_free_port()
-        args = command("--port", str(self.port), "--module-name", LOCATION)
-        args += ["--working-directory", str(self.home.parent), "--location-name", LOCATION]
-        self._group = Group([*args, "--log-level", "warning"], cwd=self.home.parent, env=self.env)
+        self._group = Group(
+            [*self._args(), "--log-level", "warning"],
+            self.name,
+            cwd=self.home.parent,
+            env=self.env,
+        )
+        return self._group.leader.pid
+
+    def wait_ready(self) -> int:
+        """Wait until it answers; returns its port."""
+        assert self._group is not None
         client = DagsterGrpcClient(port=self.port, host="localhost")
-        wait_for_grpc_server(self._group.leader, client, args, timeout=STARTUP_TIMEOUT)
+        wait_for_grpc_server(self._group.leader, client, self._args(), timeout=STARTUP_TIMEOUT)
         return self.port
+
+    def _args(self) -> list[str]:
+        args = command("--port", str(self.port), "--module-name", LOCATION)
+        return [*args, "--working-directory", str(self.home.parent), "--location-name", LOCATION]
 
     def workspace(self) -> str:
         """A `workspace.yaml` pointing Dagster's webserver and daemon at this server."""
@@ -98,17 +114,26 @@ class CodeServer:
             f"      location_name: {LOCATION}\n"
         )
 
+    # as a child of a command (`lifecycle.Stoppable`): SIGINT to its group, so that the
+    # server and each run worker stop in order (an interrupted run is marked failed)
+    name = "code server"
+
     def stop(self) -> None:
-        """Ask it to stop (it waits for runs still executing), then make sure, of its whole
-        group: a caller giving up leaves those runs to die with it and to be run again."""
-        if self._group is None:
-            return
-        with contextlib.suppress(Exception):
-            DagsterGrpcClient(port=self.port, host="localhost").shutdown_server(timeout=5)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self._group.leader.wait(timeout=10)
-        self._group.kill()
-        self._group = None
+        if self._group is not None:
+            self._group.stop()
+
+    def stopped(self) -> bool:
+        return self._group is None or self._group.stopped()
+
+    def kill(self) -> None:
+        if self._group is not None:
+            self._group.kill()
+            self._group = None
+
+    def close(self) -> None:
+        """Stop it, and what it started, within `lifecycle.GRACE` (then killed): a caller
+        giving up leaves the runs it still executes failed, to be run again."""
+        stop_all([self])
 
 
 def main(argv: Sequence[str] | None = None) -> None:

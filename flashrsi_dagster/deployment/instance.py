@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -20,9 +17,12 @@ from flashrsi_dagster.bounded_yaml import safe_load
 from flashrsi_dagster.deployment import postgres
 from flashrsi_dagster.deployment.code_server import CodeServer
 from flashrsi_dagster.deployment.postgres import StorageSettingError
+from flashrsi_dagster.deployment.reaper import Group
 from flashrsi_dagster.deployment.run_queue import STARTUP_TIMEOUT, RunLimits, run_queue
 from flashrsi_dagster.deployment.storage import CONFIG as STORAGE
 from flashrsi_dagster.explorer.links import EXPLORER_URL_ENV
+from flashrsi_dagster.lifecycle import Record, Stoppable, say, supervise
+from flashrsi_dagster.orchestration.owner import fail_dead_runs
 
 TELEMETRY_OFF = "telemetry:\n  enabled: false\n"
 UNLIMITED_QUEUE = """run_coordinator:
@@ -56,6 +56,9 @@ the old modules is pointed at the new ones, everything else in it kept."""
 WORKSPACE = "workspace.yaml"
 """Where `flashrsi ui` points Dagster at its code server, in the instance's folder (rewritten
 at each start: the server's port changes)."""
+COMMANDS = "commands"
+"""Where, in the instance's folder, each long-running command notes what it started
+(`lifecycle.Record`)."""
 STORAGES = {"sqlite": STORAGE, "postgres": postgres.CONFIG}
 """The storage sections this module writes, by name."""
 
@@ -140,29 +143,45 @@ def check_instance(home: Path) -> None:
 def ui(home: Path, port: int, explorer_port: int | None = None) -> int:
     """`dagster dev` on the experiments' instance, from the folder holding the home, its code
     location served by our code server (run workers forked warm, `code_server.py`), and the
-    experiment explorer beside it on `explorer_port` (all on loopback). SIGINT, SIGTERM or
-    SIGHUP to this process alone (a terminal's Ctrl-C, a service manager) stops all of them,
-    each within a bounded grace (`_stop`)."""
-    _stop_on_signals()
+    experiment explorer beside it on `explorer_port` (all on loopback). A stop signal to this
+    process alone stops them all within `lifecycle.GRACE`; SIGKILL of it, by their reapers.
+    Its start ends what a killed `flashrsi ui` on this home left, and fails its runs."""
     env = ui_environment(home, explorer_port)
-    started: list[subprocess.Popen] = []
-    server = CodeServer(home, env)
-    try:
+    record = Record(Path(env["DAGSTER_HOME"]) / COMMANDS, "ui", f"port {port}", say=say)
+
+    def start(started: list[Stoppable]) -> int:
+        _fail_dead_runs(home)
         if explorer_port is not None:
-            started.append(_session(explorer_command(home, explorer_port, port)))
+            command = explorer_command(home, explorer_port, port)
+            started.append(_child(record, "explorer", command))
             print(f"experiment explorer: http://127.0.0.1:{explorer_port}", flush=True)
-        server.start()
+        started.append(server := CodeServer(home, env))
+        record.add(server.name, server.start_group())
+        server.wait_ready()
         workspace = Path(env["DAGSTER_HOME"]) / WORKSPACE
         workspace.write_text(server.workspace())
-        started.append(dev := _session(_dagster_dev(port, workspace), Path(home), env))
+        dev = _dagster_dev(port, workspace)
+        started.append(_child(record, "dagster dev", dev, cwd=Path(home).resolve().parent, env=env))
         _announce_when_up(port, explorer_port)
-        return dev.wait()
-    except KeyboardInterrupt:
-        return 130
+        return started[-1].leader.wait()
+
+    return supervise(record, start)
+
+
+def _child(record: Record, name: str, command: list[str], **popen) -> Group:
+    """`command` as a process group of its own, dying with this process, noted in `record`."""
+    group = Group(command, name, **popen)
+    record.add(name, group.leader.pid)
+    return group
+
+
+def _fail_dead_runs(home: Path) -> None:
+    instance = persistent_instance(home)
+    try:
+        for run_id in fail_dead_runs(instance):
+            say(f"run {run_id}, whose process had ended, is marked failed")
     finally:
-        for process in reversed(started):
-            _stop(process)
-        server.stop()
+        instance.dispose()
 
 
 def landing(port: int, explorer_port: int | None) -> str:
@@ -196,38 +215,6 @@ def _announce_when_up(port: int, explorer_port: int | None) -> None:
             return
 
     threading.Thread(target=announce, name="flashrsi-ui-landing", daemon=True).start()
-
-
-def _stop_on_signals() -> None:
-    """Each stop signal ends the command as Ctrl-C does, also where it was started with
-    SIGINT ignored (Python then leaves it ignored: a background job, a test runner's child)."""
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(stop, interrupt)
-
-
-def _session(
-    command: list[str], home: Path | None = None, env: dict[str, str] | None = None
-) -> subprocess.Popen:
-    """`command` in a session of its own (from the folder holding `home`): a signal reaches
-    it through this process, which stops its whole group (`_stop`)."""
-    cwd = Path(home).resolve().parent if home is not None else None
-    return subprocess.Popen(command, cwd=cwd, env=env, start_new_session=True)
-
-
-def _stop(process: subprocess.Popen, grace: float = 15) -> None:
-    """SIGINT to its group (Dagster's and uvicorn's orderly stop), then SIGKILL of the group
-    if it has not ended within `grace` seconds: a stop is bounded."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGINT)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=grace)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)  # what it left of its group, too
-    process.wait()
 
 
 def ui_environment(home: Path, explorer_port: int | None) -> dict[str, str]:

@@ -146,7 +146,7 @@ class QueuedRuns:
             self._workspace.__exit__(None, None, None)
             self._workspace = None
         if self._server is not None:
-            self._server.stop()
+            self._server.close()
             self._server = None
 
     def _started(self) -> WorkspaceProcessContext:

@@ -15,11 +15,13 @@ group: its own teardown answers for it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 
+from flashrsi_dagster.lifecycle import STOP_SIGNALS
 from flashrsi_dagster.orchestration.owner import die_with_parent
 
 REAPER = """
@@ -69,10 +71,20 @@ group, itself too."""
 
 class Group:
     """`args` started as the leader of a process group of its own (dying with this process by
-    the parent-death signal too), and the reaper that kills the group when this process ends."""
+    the parent-death signal too), and the reaper that kills the group when this process ends.
+    A child of a command (`lifecycle.Stoppable`): `stop` sends `stop_signal` to the leader, or
+    to the whole group (`to_group`: each of Dagster's processes stops its own work)."""
 
-    def __init__(self, args: list[str], **popen) -> None:
-        self.leader = subprocess.Popen(args, process_group=0, preexec_fn=die_with_parent, **popen)
+    def __init__(
+        self,
+        args: list[str],
+        name: str = "",
+        stop_signal: int = signal.SIGINT,
+        to_group: bool = True,
+        **popen,
+    ) -> None:
+        self.name, self.stop_signal, self.to_group = name or args[0], stop_signal, to_group
+        self.leader = subprocess.Popen(args, process_group=0, preexec_fn=_leader, **popen)
         read, self._pipe = os.pipe()
         try:
             # joins the leader's group: the leader, even ended, is a zombie until reaped
@@ -80,6 +92,7 @@ class Group:
                 [sys.executable, "-I", "-S", "-c", REAPER, str(os.getpid())],
                 stdin=read,
                 process_group=self.leader.pid,
+                preexec_fn=_ignore_stop_signals,  # they reach the group, the reaper stays
             )
         except BaseException:
             os.close(self._pipe)
@@ -89,13 +102,40 @@ class Group:
         finally:
             os.close(read)
 
+    def stop(self) -> None:
+        """Send the stop signal; returns at once (`stopped` says when the leader has ended)."""
+        with contextlib.suppress(ProcessLookupError):
+            if self.to_group:
+                os.killpg(self.leader.pid, self.stop_signal)
+            else:
+                self.leader.send_signal(self.stop_signal)
+
+    def stopped(self) -> bool:
+        return self.leader.poll() is not None
+
     def kill(self) -> None:
         """End every process left in the group, as when this process ends (the leader's
         orderly shutdown is the caller's), and reap the leader and the reaper."""
+        if self._pipe < 0:
+            return
         os.close(self._pipe)
+        self._pipe = -1
         try:
             self.reaper.wait(timeout=30)
         except subprocess.TimeoutExpired:  # the pipe leaked into a fork of this process
             os.killpg(self.leader.pid, signal.SIGKILL)
             self.reaper.wait()
         self.leader.wait()
+
+
+def _leader() -> None:
+    """In the leader before it runs: it dies with this process, and stops on each stop signal
+    even where this process was started with them ignored (children inherit that)."""
+    die_with_parent()
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL)
+
+
+def _ignore_stop_signals() -> None:
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)

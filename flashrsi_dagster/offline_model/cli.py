@@ -1,21 +1,22 @@
 """`flashrsi offline-model` / `python -m flashrsi_dagster.offline_model`: serve in the foreground.
 
 Prints `offline model simulator listening on <url>` once ready, logs one line per request to
-stderr, and serves until SIGINT or SIGTERM.
+stderr, and serves until SIGINT, SIGTERM or SIGHUP; then exits with 128 + the signal's number
+(`lifecycle`).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
-import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from flashrsi_dagster.lifecycle import Stopped, raise_on_stop_signals, restore
 from flashrsi_dagster.offline_model.config import ServerConfig
 from flashrsi_dagster.offline_model.policies import ScriptError
 from flashrsi_dagster.offline_model.server import OfflineModelServer
@@ -63,26 +64,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    stop = threading.Event()
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
     logger = logging.getLogger("flashrsi.offline_model")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
-    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in _STOP_SIGNALS}
+    previous = raise_on_stop_signals()
     try:
         print(f"offline model simulator listening on {server.url}", flush=True)
-        while not stop.wait(0.2):
-            pass
+        while True:
+            time.sleep(3600)
+    except Stopped as stopped:
+        return stopped.status
     finally:
-        server.close()
-        for sig, action in previous.items():
-            signal.signal(sig, action)
+        server.close()  # its threads: nothing outlives the process
+        restore(previous)
         logger.removeHandler(handler)
-    return EXIT_OK
-
-
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _config(args: argparse.Namespace) -> ServerConfig:

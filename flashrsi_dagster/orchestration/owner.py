@@ -50,23 +50,29 @@ def identity(pid: int) -> str:
 
 
 def fail_dead_runs(
-    instance: dg.DagsterInstance, name: str, silent_for: float = SILENT_FOR
+    instance: dg.DagsterInstance,
+    name: str | None = None,
+    silent_for: float = SILENT_FOR,
+    ending: str | None = None,
 ) -> list[str]:
-    """Mark failed the experiment's active runs whose process has ended: judged by pid in
-    this process space, by its heartbeat (none for `silent_for` seconds) elsewhere; returns
-    their run ids. A queued run is left alone: whichever process dequeues next launches it."""
+    """Mark failed the active runs of experiment `name` (None: of every experiment) whose
+    process has ended: judged by pid in this process space, by its heartbeat (none for
+    `silent_for` seconds) elsewhere, or being `ending` (the `identity` of a process that is
+    stopping); returns their run ids. A queued run is left alone: whichever process dequeues
+    next launches it."""
     dead = []
-    for run in instance.get_runs(
-        filters=dg.RunsFilter(tags={EXPERIMENT_TAG: name}, statuses=ACTIVE)
-    ):
-        why = why_dead(run, silent_for)
+    tags = {} if name is None else {EXPERIMENT_TAG: name}
+    for run in instance.get_runs(filters=dg.RunsFilter(tags=tags, statuses=ACTIVE)):
+        why = why_dead(run, silent_for, ending)
         if why is not None:
             instance.report_run_failed(run, why)
             dead.append(run.run_id)
     return dead
 
 
-def why_dead(run: dg.DagsterRun, silent_for: float = SILENT_FOR) -> str | None:
+def why_dead(
+    run: dg.DagsterRun, silent_for: float = SILENT_FOR, ending: str | None = None
+) -> str | None:
     """Why `run` cannot be running any more, or None while it may be."""
     if run.status == dg.DagsterRunStatus.QUEUED:
         return None
@@ -75,6 +81,8 @@ def why_dead(run: dg.DagsterRun, silent_for: float = SILENT_FOR) -> str | None:
         owner = run.tags.get(LAUNCHER_TAG)  # not started yet, or not tagged yet by its worker
     if owner is None:
         return None
+    if owner == ending:
+        return "its process was stopped mid-run"
     space, _, process = owner.partition(":")
     pid, _, started = process.partition(":")
     if space == scratch.process_space() and pid.isdigit():

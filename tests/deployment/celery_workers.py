@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from kombu import Connection
 
+from tests.conftest import PATIENCE
+
 BROKER = os.environ.get("FLASHRSI_TEST_BROKER", "pyamqp://guest:guest@127.0.0.1:5672//")
 FLASHRSI = str(Path(sys.executable).parent / "flashrsi")
 ENV = {"FLASHRSI_TEST_CELERY_BROKER": BROKER}
@@ -69,6 +71,15 @@ class Worker:
     def pid(self) -> int:
         return self.process.pid
 
+    def celery_pid(self) -> int:
+        """The Celery worker process that `flashrsi worker` supervises, where steps run."""
+        children = Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text().split()
+        return next(
+            int(child)
+            for child in children
+            if b"deployment.workers" in Path(f"/proc/{child}/cmdline").read_bytes()
+        )
+
 
 @contextmanager
 def workers(home: Path, queue: str, env: dict[str, str], count: int = 2) -> Iterator[list[Worker]]:
@@ -106,7 +117,7 @@ def _drop_queue(queue: str) -> None:
         connection.default_channel.queue_delete(queue)
 
 
-def _wait_ready(worker: Worker, timeout: float = 180) -> None:
+def _wait_ready(worker: Worker, timeout: float = PATIENCE) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if " ready." in worker.log.read_text():

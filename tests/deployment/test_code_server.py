@@ -7,11 +7,9 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
-from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -23,7 +21,7 @@ from flashrsi_dagster.deployment.queued import QueuedRuns
 from flashrsi_dagster.orchestration.algorithm_defs import defs_for
 from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
 from flashrsi_dagster.orchestration.dagster_internals import DagsterEventType
-from tests.conftest import PATIENCE, wait_until
+from tests.conftest import PATIENCE, free_port, session_processes, wait_until
 
 COUNTED = """
 import os, sys
@@ -68,12 +66,6 @@ def test_run_workers_are_forked_from_one_warm_process_not_started_cold(tmp_path,
     assert sorted(p.name.split("-")[0] for p in starts.iterdir()) == ["forkserver"]
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def _graphql(url: str, query: str) -> dict:
     request = urllib.request.Request(
         f"{url}/graphql",
@@ -101,18 +93,6 @@ def _location(url: str) -> dict | None:
     return entry if entry["locationOrLoadError"] else None
 
 
-def _session(session: int) -> list[str]:
-    left = []
-    for proc in Path("/proc").iterdir():
-        try:
-            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] != "Z" and int(fields[3]) == session:
-            left.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode())
-    return left
-
-
 STOPS = {  # how a terminal and a service manager stop it
     "ctrl-c": lambda pid: os.killpg(pid, signal.SIGINT),
     "sigterm-to-the-leader": lambda pid: os.kill(pid, signal.SIGTERM),
@@ -123,7 +103,7 @@ STOPS = {  # how a terminal and a service manager stop it
 @pytest.mark.parametrize("stop", STOPS)
 def test_flashrsi_ui_serves_the_code_location_from_its_code_server_and_stops_it(tmp_path, stop):
     home = tmp_path / ".flashrsi"
-    port, explorer = _free_port(), _free_port()
+    port, explorer = free_port(), free_port()
     command = [sys.executable, "-m", "flashrsi_dagster.cli", "ui", "--home", str(home)]
     command += ["--port", str(port), "--explorer-port", str(explorer)]
     with open(tmp_path / "ui.log", "wb") as log:
@@ -141,7 +121,7 @@ def test_flashrsi_ui_serves_the_code_location_from_its_code_server_and_stops_it(
         assert entry["locationOrLoadError"]["__typename"] == "RepositoryLocation", entry
         workspace = (home / ".dagster" / "workspace.yaml").read_text()
         assert "grpc_server" in workspace
-        assert any("deployment.code_server" in argv for argv in _session(ui.pid))
+        assert any("deployment.code_server" in argv for argv in session_processes(ui.pid))
         # the newcomer is pointed at the experiments: last on the terminal, and on each job
         printed = lambda: landing(port, explorer) in (tmp_path / "ui.log").read_text()  # noqa: E731
         wait_until(printed, "the lines saying where the experiments are")
@@ -154,7 +134,7 @@ def test_flashrsi_ui_serves_the_code_location_from_its_code_server_and_stops_it(
         try:
             ui.wait(timeout=PATIENCE)
         except subprocess.TimeoutExpired:
-            left = "\n".join(_session(ui.pid))
+            left = "\n".join(session_processes(ui.pid))
             log = (tmp_path / "ui.log").read_text()[-3000:]
             raise AssertionError(f"`flashrsi ui` still running:\n{left}\n{log}") from None
-    wait_until(lambda: not _session(ui.pid), "every process of `flashrsi ui` gone")
+    wait_until(lambda: not session_processes(ui.pid), "every process of `flashrsi ui` gone")

@@ -24,7 +24,8 @@ from flashrsi_dagster.deployment.run_queue import RunLimits, run_queue
 from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.orchestration.resources import ExperimentsResource
 from flashrsi_dagster.rollouts.record import RolloutRecord
-from tests.deployment.test_ui import UI, _free_port, _process, _wait_for
+from tests.conftest import free_port
+from tests.deployment.test_ui import UI, _process, _wait_for
 from tests.postgres import fresh_database, needs_postgres
 from tests.run_wide import made_once
 
@@ -132,7 +133,7 @@ def test_three_experiments_of_four_candidates_at_once_on_postgres(
     (home / ".dagster" / "dagster.yaml").write_text(TELEMETRY_OFF + SETTINGS + run_queue(LIMITS))
     with fresh_database() as url:
         monkeypatch.setenv("FLASHRSI_TEST_DAGSTER_PG", url)
-        port, seen, stop = _free_port(), {}, threading.Event()
+        port, seen, stop = free_port(), {}, threading.Event()
         # the Runs page reads the instance: no code location to load beside the drivers'
         webserver = [str(Path(sys.executable).parent / "dagster-webserver"), "--empty-workspace"]
         with _process(

@@ -13,7 +13,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -29,7 +28,7 @@ import yaml
 
 from flashrsi_dagster.deployment.instance import instance_dir
 from flashrsi_dagster.orchestration.resources import ExperimentsResource
-from tests.conftest import PATIENCE, wait_until
+from tests.conftest import PATIENCE, free_port, wait_until
 from tests.deployment.chromium import CHROMIUM, Chromium
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
@@ -89,12 +88,6 @@ class UI:
             body = json.loads(response.read())
         assert "errors" not in body, body["errors"]
         return body["data"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _flashrsi_run(
@@ -171,7 +164,7 @@ def ui(tmp_path_factory):
             _flashrsi_run(root, EVOLVER, limits=EVOLVER_LIMITS),
         ]
     )
-    port = _free_port()
+    port = free_port()
     module = ["-m", "flashrsi_dagster.definitions"]
     webserver = [str(BIN / "dagster-webserver"), *module, "-h", "127.0.0.1", "-p", str(port)]
     daemon = [str(BIN / "dagster-daemon"), "run", *module]

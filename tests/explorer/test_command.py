@@ -4,19 +4,12 @@ on the home, its links pointing at the Dagster UI's port."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import time
 import urllib.request
 
 from flashrsi_dagster.deployment.instance import explorer_command
-from tests.conftest import PATIENCE
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+from tests.conftest import PATIENCE, free_port
 
 
 def _get(url: str, deadline: float, process: subprocess.Popen):
@@ -31,7 +24,7 @@ def _get(url: str, deadline: float, process: subprocess.Popen):
 
 
 def test_the_command_ui_starts_serves_the_home_on_loopback(demo_home):
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(explorer_command(demo_home, port, 3456))
     try:
         base = f"http://127.0.0.1:{port}/api/experiments"

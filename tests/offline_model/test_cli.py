@@ -1,4 +1,6 @@
-"""`python -m flashrsi_dagster.offline_model`: serves in the foreground until SIGTERM/SIGINT."""
+"""`python -m flashrsi_dagster.offline_model`: serves in the foreground until SIGINT, SIGTERM or
+SIGHUP, each sent to it alone as a service manager does, then exits with 128 + its number and
+its port free."""
 
 from __future__ import annotations
 
@@ -7,11 +9,15 @@ import subprocess
 import sys
 
 import httpx2
+import pytest
 
+from flashrsi_dagster.lifecycle import STOP_SIGNALS
 from flashrsi_dagster.offline_model.cli import main
+from tests.conftest import PATIENCE, port_is_free
 
 
-def test_it_announces_its_url_serves_scripts_and_stops_on_sigterm(tmp_path):
+@pytest.mark.parametrize("signum", STOP_SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_it_announces_its_url_serves_scripts_and_stops_on_each_stop_signal(tmp_path, signum):
     script = tmp_path / "demo.yaml"
     script.write_text("- text: scripted hello\n")
     process = subprocess.Popen(
@@ -27,6 +33,7 @@ def test_it_announces_its_url_serves_scripts_and_stops_on_sigterm(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,
     )
     try:
         line = process.stdout.readline().strip()
@@ -36,15 +43,16 @@ def test_it_announces_its_url_serves_scripts_and_stops_on_sigterm(tmp_path):
             json={"model": "simulator/script:demo", "messages": [{"role": "user", "content": "x"}]},
             timeout=60,
         )
-        process.send_signal(signal.SIGTERM)
-        code = process.wait(timeout=60)
+        process.send_signal(signum)
+        code = process.wait(timeout=PATIENCE)
     finally:
         process.kill()
 
     assert line.startswith("offline model simulator listening on http://127.0.0.1:")
     assert url.endswith("/v1")
     assert reply.json()["choices"][0]["message"]["content"] == "scripted hello"
-    assert code == 0
+    assert code == 128 + signum
+    assert port_is_free(int(url.rsplit(":", 1)[1].removesuffix("/v1")))
     assert "simulator chat model=simulator/script:demo" in process.stderr.read()
 
 

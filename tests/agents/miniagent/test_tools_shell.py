@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import sys
 import threading
 import time
@@ -17,7 +16,7 @@ import pytest
 
 from tests.agents.conftest import timed_out_while_running
 from tests.agents.miniagent.conftest import assert_group_gone, live_members
-from tests.conftest import PATIENCE, wait_until
+from tests.conftest import PATIENCE, free_port, wait_until
 
 STARTED = "sleep 100 & touch started; sleep 100"
 """A command's tail that creates `started` once its background child is running."""
@@ -72,7 +71,7 @@ def test_a_background_process_holding_the_output_does_not_block(shell, ctx):
 
 
 def test_a_background_service_keeps_serving_later_commands(shell, ctx):
-    port = _free_port()
+    port = free_port()
     command = f"{sys.executable} -m http.server {port} --bind 127.0.0.1 > server.log 2>&1 & echo $!"
     pid = int(shell.run({"command": command}, ctx).splitlines()[1])
     try:
@@ -151,12 +150,6 @@ def test_a_missing_working_dir_is_an_error_for_the_model(shell, ctx):
     ctx.working_dir = ctx.working_dir / "missing"
 
     assert shell.run({"command": "true"}, ctx).startswith("Error: ")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def once_started(working_dir: Path, action: Callable[..., object], *arguments: object) -> None:

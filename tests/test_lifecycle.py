@@ -1,0 +1,136 @@
+"""How a long-running command stops: each stop signal ends it with 128 + its number; what it
+started is asked to stop, and killed (its whole group) when the grace ends; its next start
+ends what a command killed with SIGKILL left, and refuses while one of its kind holds the key."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flashrsi_dagster import scratch
+from flashrsi_dagster.deployment.reaper import Group
+from flashrsi_dagster.lifecycle import (
+    STOP_SIGNALS,
+    CommandRunning,
+    Record,
+    Stopped,
+    raise_on_stop_signals,
+    restore,
+    stop_all,
+)
+from tests.conftest import PATIENCE
+
+STUBBORN = """
+import signal, subprocess, sys, time
+for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(stop, signal.SIG_IGN)
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+print("ready", flush=True)
+time.sleep(600)
+"""
+"""A child that ignores every stop signal and has a child of its own."""
+OBEDIENT = "import time; print('ready', flush=True); time.sleep(600)"
+
+
+@pytest.mark.parametrize("signum", STOP_SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_each_stop_signal_raises_stopped_with_128_plus_its_number(signum):
+    handlers = raise_on_stop_signals()
+    try:
+        with pytest.raises(Stopped) as stopped:
+            os.kill(os.getpid(), signum)
+            signal.sigtimedwait([], 0)  # let the handler run
+    finally:
+        restore(handlers)
+    assert stopped.value.status == 128 + signum
+    assert isinstance(stopped.value, KeyboardInterrupt)  # what cleans up on Ctrl-C does here
+
+
+def _group(script: str) -> Group:
+    group = Group([sys.executable, "-c", script], "child", stdout=subprocess.PIPE)
+    assert group.leader.stdout.readline() == b"ready\n"
+    return group
+
+
+def _members(group: int) -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[2]) == group:
+            found.append(int(proc.name))
+    return found
+
+
+def test_stop_all_asks_each_child_and_kills_the_group_of_one_that_ignores_it():
+    obedient, stubborn = _group(OBEDIENT), _group(STUBBORN)
+    stop_all([obedient, stubborn], grace=1)
+    assert obedient.leader.returncode == -signal.SIGINT  # it stopped when asked
+    assert stubborn.leader.returncode == -signal.SIGKILL  # killed at the grace's end
+    assert _members(obedient.leader.pid) == _members(stubborn.leader.pid) == []
+
+
+def _dead_command() -> tuple[dict, subprocess.Popen]:
+    """A record as a `flashrsi ui` that was SIGKILLed leaves it: its process gone, one group
+    it started still running (its reaper killed too, say)."""
+    command = subprocess.Popen([sys.executable, "-c", "pass"])
+    started = scratch.start_time(command.pid)
+    command.wait()
+    left = subprocess.Popen(["sleep", "600"], process_group=0)
+    group = {"name": "dagster dev", "pid": left.pid, "started": scratch.start_time(left.pid)}
+    return {"pid": command.pid, "started": started, "key": "port 1", "groups": [group]}, left
+
+
+def test_the_next_start_ends_what_a_killed_command_left_and_says_so(tmp_path):
+    record, left = _dead_command()
+    (tmp_path / f"ui-{scratch.process_space()}-1.json").write_text(json.dumps(record))
+    (tmp_path / "ui-another.machine-1.json").write_text(json.dumps(record))  # not read here
+    said = []
+    mine = Record(tmp_path, "ui", "port 1", say=said.append)
+    mine.claim()
+    assert left.wait(timeout=60) == -signal.SIGKILL
+    assert said == [
+        f"a previous `flashrsi ui` (port 1), pid {record['pid']}, ended without stopping: "
+        "killed what was left: dagster dev (1 processes)"
+    ]
+    mine_file = f"ui-{scratch.process_space()}-{os.getpid()}.json"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [mine_file, "ui-another.machine-1.json"]
+    )
+    mine.release()
+    assert [p.name for p in tmp_path.iterdir()] == ["ui-another.machine-1.json"]
+
+
+def test_a_start_is_refused_while_one_of_its_kind_holds_the_key_and_not_otherwise(tmp_path):
+    Record(tmp_path, "ui", "port 1").claim()  # this process: alive
+    with pytest.raises(CommandRunning, match=f"pid {os.getpid()}"):
+        Record(tmp_path, "ui", "port 1").claim()
+    Record(tmp_path, "ui", "port 2").claim()  # another port
+    Record(tmp_path, "worker", "").claim()  # workers without a name never clash
+    Record(tmp_path, "worker", "").claim()
+
+
+class _Insisting:
+    """A child whose stop request comes with a second Ctrl-C to this process."""
+
+    def __init__(self, group: Group):
+        self.group, self.name = group, group.name
+        self.stopped, self.kill = group.stopped, group.kill
+
+    def stop(self) -> None:
+        self.group.stop()
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_a_second_ctrl_c_during_the_stop_kills_what_is_left_at_once():
+    stubborn = _group(STUBBORN)
+    stop_all([_Insisting(stubborn)], grace=PATIENCE)  # would wait that long without it
+    assert stubborn.leader.returncode == -signal.SIGKILL
+    assert _members(stubborn.leader.pid) == []
