@@ -143,7 +143,7 @@ def _drive_held(instance, experiment, say, only, wait_limit):
         stopped = True
         raise
     finally:
-        driver.close()  # on a stop: its code server's run workers interrupted, then ended
+        driver.close(stopped)  # on a stop: its code server's run workers interrupted, ended
         if stopped:  # what they, or this process, left active
             for run_id in fail_dead_runs(instance, name, ending=identity(os.getpid())):
                 say(f"   run {run_id}, stopped with this driver, is marked failed")
@@ -309,8 +309,8 @@ class _Driver:
         opened = self.experiments.algorithm(self.name)
         self.say(opened.step_line(opened.read_state(), step))
 
-    def close(self) -> None:
-        self.queued.close()
+    def close(self, stopped: bool = False) -> None:
+        self.queued.close(stopped=stopped)
         self.experiments.close()
 
 

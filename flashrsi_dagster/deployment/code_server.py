@@ -14,9 +14,11 @@ changed framework needs the server (`flashrsi ui`, the driver) started again eit
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import multiprocessing
 import os
+import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from multiprocessing import forkserver
@@ -130,9 +132,17 @@ class CodeServer:
             self._group.kill()
             self._group = None
 
-    def close(self) -> None:
+    def close(self, drain: float = 0.0) -> None:
         """Stop it, and what it started, within `lifecycle.GRACE` (then killed): a caller
-        giving up leaves the runs it still executes failed, to be run again."""
+        giving up leaves the runs it still executes failed, to be run again. `drain`: seconds
+        to let the runs it executes end first (the server's own shutdown waits for them): a
+        driver whose experiment is done may be executing another driver's runs, which the
+        shared queue launched here."""
+        if drain and self._group is not None:
+            with contextlib.suppress(Exception):  # gone already: nothing to wait for
+                DagsterGrpcClient(port=self.port, host="localhost").shutdown_server(timeout=5)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._group.leader.wait(timeout=drain)
         stop_all([self])
 
 

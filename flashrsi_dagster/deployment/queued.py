@@ -43,6 +43,9 @@ from flashrsi_dagster.records.atomic import open_own
 
 (REPOSITORY_TAG,) = REPOSITORY_LABEL
 DEQUEUE_LOCK = "dequeue.lock"
+DRAIN = 600.0
+"""Seconds a driver whose experiment is done lets the runs its code server still executes end
+(another experiment's steps, which this driver dequeued) before it stops them."""
 DAEMON_GONE = 70
 """Seconds without a heartbeat (one every 30 s) after which Dagster's daemon is gone."""
 ENDED = (
@@ -135,7 +138,9 @@ class QueuedRuns:
         for run in queued:
             self.instance.run_coordinator.cancel_run(run.run_id)
 
-    def close(self) -> None:
+    def close(self, *, stopped: bool = False) -> None:
+        """Stop dequeuing and the code server; unless `stopped` (a stop signal), the runs it
+        executes are let end first (`DRAIN`)."""
         self._stop.set()
         if self._dequeuing is not None:
             self._dequeuing.join()
@@ -146,7 +151,7 @@ class QueuedRuns:
             self._workspace.__exit__(None, None, None)
             self._workspace = None
         if self._server is not None:
-            self._server.close()
+            self._server.close(drain=0.0 if stopped else DRAIN)
             self._server = None
 
     def _started(self) -> WorkspaceProcessContext:
