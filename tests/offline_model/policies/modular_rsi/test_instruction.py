@@ -27,7 +27,7 @@ def test_the_markers_of_the_real_instructions_are_read():
         None,
     )
     repair = read_instruction(
-        _conversation(repair_instruction(["CLAUDE.md"], ".branches", "- none"))
+        _conversation(repair_instruction(["CLAUDE.md"], ".branches", "- none", "(no runs)"))
     )
     assert (repair.phase, repair.module, repair.references) == (
         "repair",

@@ -124,7 +124,7 @@ def test_integration_with_unchanged_branches_changes_nothing(checkout):
 def test_repair_with_nothing_broken_says_so(checkout):
     _branches(checkout, {"context_management": "runtime/agent.py"})
     instruction = repair_instruction(
-        ALL_FILES, ".branches", "- task t1: answered benign, expected malicious"
+        ALL_FILES, ".branches", "- task t1: answered benign, expected malicious", "(no runs)"
     )
 
     text, turns = drive(modular_worker, Workspace(checkout), instruction)
@@ -136,7 +136,7 @@ def test_repair_restores_a_file_that_no_longer_compiles_from_a_branch(checkout):
     _branches(checkout, {"context_management": "runtime/agent.py"})
     (checkout / "runtime/agent.py").write_text("def broken(:\n")
     instruction = repair_instruction(
-        ALL_FILES, ".branches", "- every task: SyntaxError in runtime/agent.py"
+        ALL_FILES, ".branches", "- every task: SyntaxError in runtime/agent.py", "(no runs)"
     )
 
     text, _ = drive(modular_worker, Workspace(checkout), instruction)
