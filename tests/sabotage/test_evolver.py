@@ -24,6 +24,7 @@ import yaml
 from flashrsi_dagster.algorithms.base import Step, StepOrderError
 from flashrsi_dagster.algorithms.builders import DEFAULT_BUILDERS, Builders
 from flashrsi_dagster.algorithms.evolver.candidate import said
+from flashrsi_dagster.algorithms.evolver.config import EvolverConfig
 from flashrsi_dagster.algorithms.evolver.diagnosis_call import DiagnosisFailed
 from flashrsi_dagster.algorithms.evolver.nodes import Node
 from flashrsi_dagster.algorithms.evolver.plan import stopped
@@ -607,6 +608,11 @@ def diagnoses(*items: dict) -> dict:
     return say("```json\n" + json.dumps({"diagnoses": list(items)}) + "\n```")
 
 
+ASKED = 1 + EvolverConfig.model_fields["answer_retries"].default
+"""How often a malformed diagnosis is asked for before the round errs: a hostile judge gives
+the same one each time."""
+
+
 @pytest.fixture(scope="module")
 def judged(tmp_path_factory) -> Run:
     """A scripted judge: the cold start's diagnosis splits vanilla's failing tasks between
@@ -652,7 +658,7 @@ def judged(tmp_path_factory) -> Run:
         evolver.do(step)
     text = test.instruction.rpartition("Text: ")[2]
     evidence = {"why": "missing_cue", "where": "prompt", "evidence": text[:200]}
-    script_model(name, [diagnoses({"task": test.id, **evidence})])
+    script_model(name, [diagnoses({"task": test.id, **evidence})] * ASKED)
     evolver.do(step)
     evolver.do(evolver.next())  # round 2's decision
     parent = evolver.read_state().parent()
@@ -663,7 +669,7 @@ def judged(tmp_path_factory) -> Run:
         for t, rate in sorted(evolver.confirm_of(n).rates().items())
         if rate < 1
     )
-    script_model(name, [diagnoses({"task": still, "why": "made_up", "evidence": "x"})])
+    script_model(name, [diagnoses({"task": still, "why": "made_up", "evidence": "x"})] * ASKED)
     evolver.run()
     return Run(evolver, notes)
 
@@ -845,7 +851,7 @@ def test_a_cold_start_diagnosis_naming_an_unknown_task_stops_the_step_and_resume
     resume with an honest judge finishes the cold start without running vanilla again."""
     path = write_config(tmp_path, k=1)
     bad = diagnoses({"task": "not-a-task", "why": "missing_cue", "evidence": "x"})
-    evolver = opened(path, routed(judge=script_model(unique("evred-cold"), [bad])))
+    evolver = opened(path, routed(judge=script_model(unique("evred-cold"), [bad] * ASKED)))
     with pytest.raises(DiagnosisFailed, match="'not-a-task', which is not a failing train task"):
         evolver.run()
     layout = evolver.layout

@@ -24,6 +24,7 @@ import yaml
 
 from flashrsi_dagster import scratch
 from flashrsi_dagster.algorithms.base import StepOrderError
+from flashrsi_dagster.algorithms.modular_rsi.config import ModularRSIConfig
 from flashrsi_dagster.algorithms.modular_rsi.protocol import MAX_ANSWER_CHARS, read_findings
 from flashrsi_dagster.algorithms.modular_rsi.records import EditRecord, Layout
 from flashrsi_dagster.algorithms.modular_rsi.run import ModularRSI
@@ -366,6 +367,10 @@ def test_source_too_complex_to_compile_is_a_compile_rejection_not_a_crash(tmp_pa
 
 # -- the analysis protocol --------------------------------------------------------------------
 
+ASKED = 1 + ModularRSIConfig.model_fields["answer_retries"].default
+"""How often a malformed answer is asked for before the experiment aborts: a hostile Worker
+gives the same one each time."""
+
 
 @pytest.mark.parametrize("split", ["test", "dev"])
 def test_findings_citing_a_test_or_dev_task_abort_the_experiment(tmp_path, split):
@@ -380,7 +385,7 @@ def test_findings_citing_a_test_or_dev_task_abort_the_experiment(tmp_path, split
     finding = {"file": "runtime/agent.py", "tasks": [foreign], "reason": "r", "change": "c"}
     algo = opened(
         tmp_path,
-        [findings(finding)],
+        [findings(finding)] * ASKED,
         benchmark={"split_counts": {"train": 4, "dev": 2, "test": 3}},
     )
     state = algo.run()
@@ -429,7 +434,7 @@ def test_a_huge_findings_answer_is_a_protocol_error(tmp_path):
         {"file": "runtime/agent.py", "tasks": [task], "reason": reason, "change": reason}
         for _ in range(MAX_ANSWER_CHARS // 20_000 + 5)
     ]
-    algo = opened(tmp_path, [findings(*many)])
+    algo = opened(tmp_path, [findings(*many)] * ASKED)
     state = algo.run()
     step = state.step("agent_loop", 0)
     assert step.status == "aborted" and "characters" in step.reason, step.reason
