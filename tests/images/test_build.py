@@ -23,7 +23,7 @@ def test_an_image_is_built_only_from_a_checkout_with_a_dockerfile_and_a_lock(tmp
 def test_the_image_runs_this_interpreter_and_the_locked_code_location(code_image):
     script = (
         "import sys, ssl, sqlite3, ctypes, flashrsi_dagster.definitions as d; "
-        "print(sys.version, sys.base_prefix, type(d.defs).__name__, sep='|')"
+        "print(sys.version, sys.base_prefix, type(d.defs()).__name__, sep='|')"
     )
     command = ["docker", "run", "--rm", "--network", "none", code_image, "python", "-c", script]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
