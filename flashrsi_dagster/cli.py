@@ -24,7 +24,13 @@ from flashrsi_dagster.experiment import (
     open_experiment,
 )
 from flashrsi_dagster.experiment.identity import normalised
-from flashrsi_dagster.lifecycle import CommandRunning, Stopped, raise_on_stop_signals, restore
+from flashrsi_dagster.lifecycle import (
+    CommandRunning,
+    Stopped,
+    raise_on_stop_signals,
+    restore,
+    stop_wins,
+)
 from flashrsi_dagster.records import IntegrityError, RecordError
 from flashrsi_dagster.validation import dry_run, home_problems, one_line
 
@@ -438,7 +444,8 @@ def _drive(experiment, only: tuple[str, ...] | None = None) -> int:
 
     handlers = raise_on_stop_signals()  # its runs and code server stop with it
     try:
-        state = drive(experiment, say=lambda line: print(line, flush=True), only=only)
+        with stop_wins():
+            state = drive(experiment, say=lambda line: print(line, flush=True), only=only)
     except Stopped as stop:
         print(f"{stop}: resume to carry on", file=sys.stderr)
         return stop.status

@@ -21,7 +21,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -32,6 +32,10 @@ GRACE = 10.0
 """Seconds from the stop signal until what is left of the command's children is killed: well
 inside systemd's default `TimeoutStopSec` (90 s) and Kubernetes' default
 `terminationGracePeriodSeconds` (30 s), so the command, not the manager, ends its children."""
+
+
+_received: list[int] = []
+"""The stop signals this command received, oldest first (`raise_on_stop_signals`)."""
 
 
 class Stopped(KeyboardInterrupt):
@@ -62,14 +66,35 @@ def raise_on_stop_signals() -> dict[int, object]:
     SIGTERM or SIGHUP is let be (a manager repeating itself), a further SIGINT raises again
     (a second Ctrl-C). Returns the handlers it replaced."""
     raised = threading.Event()
+    _received.clear()
 
     def stop(signum: int, frame: object) -> None:
         if raised.is_set() and signum != signal.SIGINT:
             return
         raised.set()
+        _received.append(signum)
         raise Stopped(signum)
 
     return {signum: signal.signal(signum, stop) for signum in STOP_SIGNALS}
+
+
+def stop_received() -> int | None:
+    """The stop signal this command received, if any. Code a `Stopped` interrupted may swallow
+    it (Dagster's in-process execution turns it into a failed run), so a command asks."""
+    return _received[0] if _received else None
+
+
+@contextlib.contextmanager
+def stop_wins() -> Iterator[None]:
+    """An error raised once a stop signal was received is the stop's doing (the run it
+    interrupted failed, a write it cut short): `Stopped` is raised instead, the error chained,
+    so the command exits as stopped, not as failed."""
+    try:
+        yield
+    except Exception as exc:
+        if (signum := stop_received()) is None:
+            raise
+        raise Stopped(signum) from exc
 
 
 def restore(handlers: dict[int, object]) -> None:

@@ -23,6 +23,8 @@ from flashrsi_dagster.lifecycle import (
     raise_on_stop_signals,
     restore,
     stop_all,
+    stop_received,
+    stop_wins,
 )
 from tests.conftest import PATIENCE
 
@@ -49,6 +51,32 @@ def test_each_stop_signal_raises_stopped_with_128_plus_its_number(signum):
         restore(handlers)
     assert stopped.value.status == 128 + signum
     assert isinstance(stopped.value, KeyboardInterrupt)  # what cleans up on Ctrl-C does here
+
+
+def test_an_error_after_a_swallowed_stop_signal_is_reported_as_the_stop():
+    """Code the stop interrupted may swallow `Stopped` (Dagster's in-process execution fails
+    its run instead) and the command then meets that failure: it is the stop's doing, and the
+    command exits as stopped (143 for SIGTERM), not as failed."""
+    handlers = raise_on_stop_signals()
+    try:
+        assert stop_received() is None
+        with pytest.raises(Stopped) as stopped, stop_wins():
+            try:  # the interrupted run
+                os.kill(os.getpid(), signal.SIGTERM)
+                signal.sigtimedwait([], 0)
+            except KeyboardInterrupt:
+                pass
+            raise RuntimeError("promote failed: the run failed before any step")
+    finally:
+        restore(handlers)
+    assert stopped.value.status == 128 + signal.SIGTERM
+    assert "promote failed" in str(stopped.value.__cause__)
+    handlers = raise_on_stop_signals()  # the next command's life starts clean
+    try:
+        with pytest.raises(RuntimeError), stop_wins():
+            raise RuntimeError("a step's own failure")
+    finally:
+        restore(handlers)
 
 
 def _group(script: str) -> Group:

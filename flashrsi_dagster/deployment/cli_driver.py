@@ -38,6 +38,7 @@ from flashrsi_dagster.deployment.sensors import round_driver
 from flashrsi_dagster.deployment.waiting import WAIT_LIMIT, Watch
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.experiment.lock import DriverBusy, driving
+from flashrsi_dagster.lifecycle import stop_received
 from flashrsi_dagster.orchestration.algorithm_defs import defs_for, run_key, step_of
 from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
 from flashrsi_dagster.orchestration.dagster_internals import (
@@ -49,6 +50,7 @@ from flashrsi_dagster.orchestration.owner import fail_dead_runs, identity, this_
 from flashrsi_dagster.orchestration.ready import ACTIVE, not_active
 from flashrsi_dagster.orchestration.resources import ExperimentsResource
 from flashrsi_dagster.orchestration.tags import endpoint_tags
+from flashrsi_dagster.validation import one_line
 
 Say = Callable[[str], None]
 RERUNS = 3
@@ -143,10 +145,33 @@ def _drive_held(instance, experiment, say, only, wait_limit):
         stopped = True
         raise
     finally:
+        # a stop signal the in-process run swallowed (its run failed) stops this driver too
+        stopped = stopped or stop_received() is not None
         driver.close(stopped)  # on a stop: its code server's run workers interrupted, ended
-        if stopped:  # what they, or this process, left active
+        if stopped:
+            _fail_stopped_runs(instance, name, say)
+
+
+STOP_TRIES = 3
+"""Attempts at marking the runs a stop left active failed: SQLite refuses a write while
+another process holds its lock ("database is locked", after its 5 s busy timeout), as the
+interrupted run workers do while they record their end."""
+
+
+def _fail_stopped_runs(instance: dg.DagsterInstance, name: str, say: Say) -> None:
+    """Mark failed what this driver, or its interrupted run workers, left active, so the next
+    driver finds nothing started. Never raises: the stop is what the command reports, and a
+    run left active here is failed by the next driver (its process is gone by then)."""
+    for attempt in range(1, STOP_TRIES + 1):
+        try:
             for run_id in fail_dead_runs(instance, name, ending=identity(os.getpid())):
                 say(f"   run {run_id}, stopped with this driver, is marked failed")
+            return
+        except Exception as exc:  # said, and left for the next driver
+            if attempt == STOP_TRIES:
+                say(f"   runs stopped with this driver not marked failed: {one_line(exc)}")
+                return
+            time.sleep(0.5 * attempt)
 
 
 def _check_order(step: Step, only: tuple[str, ...] | None, name: str) -> None:

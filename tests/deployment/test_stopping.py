@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import urllib.request
@@ -19,7 +20,10 @@ from unittest import mock
 import dagster as dg
 import pytest
 
+from flashrsi_dagster.deployment.cli_driver import _fail_stopped_runs
 from flashrsi_dagster.lifecycle import STOP_SIGNALS
+from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
+from flashrsi_dagster.orchestration.owner import this_process
 from flashrsi_dagster.orchestration.ready import ACTIVE
 from tests.conftest import PATIENCE, free_port, port_is_free, session_processes, wait_until
 from tests.deployment.celery_workers import _drop_queue, celery_home, environment, needs_broker
@@ -184,14 +188,6 @@ def _driving(args: list[str], home: Path, log: Path) -> Command:
 
 @pytest.mark.slow
 @SIGNALS
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 29, open: in a whole fresh-clone run on 2026-12-04 (load ~4-6) the SIGINT case "
-    "exited 1 ('database is locked' from SQLite as the stopped driver marked its runs failed "
-    "while its run workers wrote theirs) and the SIGTERM case exited 1 ('promote failed: the "
-    "run failed before any step': the interrupted run was read as the step's failure); both "
-    "pass alone",
-)
 def test_flashrsi_run_and_resume_stop_with_their_runs(tmp_path, signum):
     home = tmp_path / ".flashrsi"
     run = _driving(["run", *_args("meta_harness", home)], home, tmp_path / "run.log")
@@ -202,3 +198,34 @@ def test_flashrsi_run_and_resume_stop_with_their_runs(tmp_path, signum):
     _driving(resume, home, tmp_path / "resume.log").stopped_by(signum)
     assert _started_runs(home) == []
     assert "resume to carry on" in (tmp_path / "resume.log").read_text()
+
+
+def test_a_stopped_driver_whose_runs_sqlite_has_locked_says_so_and_leaves_them_to_the_next(
+    tmp_path,
+):
+    """The stopping driver marks its runs failed while its interrupted run workers record
+    their own end, holding SQLite's lock: it tries again, and where the lock outlasts its
+    tries it says so and returns, so the command still exits as stopped; the next driver
+    fails the run (this process gone by then)."""
+    with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
+        run = dg.DagsterRun(
+            job_name="meta_harness",
+            status=dg.DagsterRunStatus.STARTED,
+            tags={EXPERIMENT_TAG: "exp", **this_process()},
+        )
+        run_id = instance.add_run(run).run_id
+        said: list[str] = []
+        holder = sqlite3.connect(tmp_path / "history" / "runs.db", isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")  # a run worker mid-write
+        try:
+            _fail_stopped_runs(instance, "exp", said.append)
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        (line,) = said
+        assert "not marked failed" in line and "database is locked" in line
+        assert instance.get_run_by_id(run_id).status == dg.DagsterRunStatus.STARTED
+
+        _fail_stopped_runs(instance, "exp", said.append)
+        assert said[1:] == [f"   run {run_id}, stopped with this driver, is marked failed"]
+        assert instance.get_run_by_id(run_id).status == dg.DagsterRunStatus.FAILURE
