@@ -20,7 +20,8 @@ import dagster as dg
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from flashrsi_dagster.deployment.asset_job_runs import under_own_job
+from flashrsi_dagster.config import ConfigError
+from flashrsi_dagster.deployment.asset_job_runs import as_home_runs
 from flashrsi_dagster.experiment.identity import stored_config
 from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
 from flashrsi_dagster.orchestration.dagster_internals import (
@@ -124,10 +125,16 @@ class RunQueue(QueuedRunCoordinator):
         return Path(self._instance.root_directory).parent
 
     def submit_run(self, context: SubmitRunContext) -> dg.DagsterRun:
-        run = under_own_job(self._instance, context.dagster_run, context.workspace)
+        home, run = self.home, context.dagster_run
+        try:
+            run = as_home_runs(self._instance, run, context.workspace, home)
+            refused = _refused_start(home, run)
+        except ConfigError as exc:  # the home's execution.yaml
+            # Imported here: it loads the agents and benchmarks, which the instance must not.
+            from flashrsi_dagster.validation import one_line
+
+            refused = one_line(exc)
         context = SubmitRunContext(run, context.workspace)
-        home = self.home
-        refused = _refused_start(home, run)
         if refused is not None:  # failed with its one line, before a run worker starts
             self._instance.report_run_failed(run, refused)
             return self._instance.get_run_by_id(run.run_id) or run

@@ -164,6 +164,9 @@ def ui(tmp_path_factory):
             _flashrsi_run(root, EVOLVER, limits=EVOLVER_LIMITS),
         ]
     )
+    # where the home's runs execute: what a run launched from the UI is given (in process
+    # here, as without the file)
+    (root / ".flashrsi" / "execution.yaml").write_text("in_process: {}\n")
     port = free_port()
     module = ["-m", "flashrsi_dagster.definitions"]
     webserver = [str(BIN / "dagster-webserver"), *module, "-h", "127.0.0.1", "-p", str(port)]
@@ -642,7 +645,8 @@ PARTITION_TAGS = """query($location: String!, $repository: String!, $job: String
 LAUNCH_PIPELINE = """mutation($params: ExecutionParams!) {
   launchPipelineExecution(executionParams: $params) { __typename
     ... on LaunchRunSuccess { run { runId pipelineName } } ... on PythonError { message } } }"""
-RUN_JOB = "query($id: ID!) { runOrError(runId: $id) { ... on Run { pipelineName } } }"
+RUN_JOB = """query($id: ID!) { runOrError(runId: $id) {
+  ... on Run { pipelineName runConfigYaml } } }"""
 EVENTS = """query($id: ID!) { logsForRun(runId: $id) { ... on EventConnection { events {
   __typename ... on MessageEvent { message }
   ... on ExecutionStepFailureEvent { error { message } } } } } }"""
@@ -686,7 +690,12 @@ def test_materializing_a_partition_from_the_ui_runs_under_the_algorithms_job(ui,
     assert launched["run"]["pipelineName"] == "meta_harness"
     status = _wait_for_run(ui, run_id)
     assert status == "SUCCESS", ui.gql(EVENTS, id=run_id)["logsForRun"]["events"][-12:]
-    assert ui.gql(RUN_JOB, id=run_id)["runOrError"]["pipelineName"] == "meta_harness"
+    run = ui.gql(RUN_JOB, id=run_id)["runOrError"]
+    assert run["pipelineName"] == "meta_harness"
+    config = yaml.safe_load(run["runConfigYaml"])  # the home's executor: the form held none
+    assert "execution" not in yaml.safe_load(params["runConfigData"] or "{}")
+    assert config["execution"] == {"config": {"in_process": {}}}
+    assert config["resources"]["experiments_home"]["config"]["home"] == str(ui.home.resolve())
     hidden = ui.gql(RUNS, filter={"pipelineName": job})["runsOrError"]["results"]
     assert hidden == []  # the launched run is not left behind
     assert run_id in [e["runId"] for e in _materializations(ui, "snapshot", [partition])]
