@@ -164,11 +164,11 @@ class Searching:
     def seed(self) -> Snapshot:
         """The seed snapshot: the target's harness, made into a snapshot once."""
         store = self.experiment.snapshots
+        if self.experiment.config.experiment.fork is not None:  # a candidate of another one
+            return fork_seed(store, self.experiment.config)
         made = [s for s in store.history() if s.parent_id is None]
         if made:
             return made[0]
-        if self.experiment.config.experiment.fork is not None:  # a candidate of another one
-            return fork_seed(store, self.experiment.config)
         agent = self.experiment.config.agent
         return store.create_seed(
             harness_dir(agent), harness_components(agent), metadata={"round": 0}

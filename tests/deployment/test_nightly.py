@@ -52,9 +52,7 @@ def _seed(home: Path, name: str):
 
 
 @sqlite_only
-def test_each_night_forks_the_last_nights_adopted_snapshot_onto_the_next_version(
-    tmp_path, storage
-):
+def test_each_night_forks_the_last_nights_adopted_snapshot_onto_the_next_version(tmp_path, storage):
     home = tmp_path / "home"
     first = f"{BASE}-nightly-20261201"
     _, _, adopted = origin(home, first)  # night 1 ran, and adopted its round 1
@@ -86,7 +84,8 @@ def test_the_first_night_starts_from_the_configs_seed(tmp_path, storage):
         request = _night(instance, home, 1)
 
     start = request.run_config["ops"]["create_experiment"]["config"]
-    assert start == {"config_file": str(EXAMPLE), "name": f"{BASE}-nightly-20261201", "overrides": []}
+    name = f"{BASE}-nightly-20261201"
+    assert start == {"config_file": str(EXAMPLE), "name": name, "overrides": []}
 
 
 @pytest.mark.slow

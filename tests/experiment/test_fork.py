@@ -32,7 +32,7 @@ def _seed_of(config):
 
 def test_a_forks_seed_is_the_chosen_candidates_tree_with_its_origin_recorded(tmp_path):
     home = tmp_path / "home"
-    _, seed, child = origin(home, "origin")
+    _, _, child = origin(home, "origin")
 
     config = _fork(home, "fork", *fork_overrides("origin", "r001.c0"))
     forked = _seed_of(config)
@@ -67,7 +67,7 @@ def test_baseline_names_the_origins_adopted_snapshot_and_else_its_seed(tmp_path)
 @pytest.mark.parametrize(
     ("origin_name", "candidate", "message"),
     [
-        ("elsewhere", "r001.c0", "no experiment 'elsewhere' under .* \\(experiments there: origin\\)"),
+        ("elsewhere", "r001.c0", "no experiment 'elsewhere' under .* there: origin\\)"),
         ("origin", "r007.c0", "has no candidate 'r007.c0' .* \\(its candidates: r000.c0, r001.c0"),
         ("origin", "deadbeef00", "neither a candidate key .* nor a snapshot of experiment"),
     ],
