@@ -157,6 +157,8 @@ def fork_seed(store: SnapshotStore, config: ExperimentConfig) -> Snapshot:
     home = Path(config.experiment.home or ".flashrsi")
     origin = _store(origin_folder(home, fork.experiment))
     chosen = origin.get(fork.snapshot)
+    root = lineage_root(origin, chosen)
+    store.keep_root(origin, root)  # what the fork's candidates are judged against
     with scratch_dir("fork-") as folder:
         tree = origin.check_out(chosen, folder / "tree")
         try:
@@ -164,7 +166,10 @@ def fork_seed(store: SnapshotStore, config: ExperimentConfig) -> Snapshot:
                 tree,
                 chosen.components,
                 message=f"fork of {fork.experiment} {fork.candidate}",
-                metadata={"round": 0, FORKED_FROM: {**lineage(fork), "tree": chosen.tree}},
+                metadata={
+                    "round": 0,
+                    FORKED_FROM: {**lineage(fork), "tree": chosen.tree, "root": root},
+                },
             )
         finally:
             origin.forget_checkout(tree)
@@ -184,6 +189,18 @@ def fork_evaluator(config: ExperimentConfig) -> tuple[Path, str, bool] | None:
         return None
     folder = ExperimentPaths(Path(config.experiment.home or ".flashrsi") / fork.experiment)
     return folder.records / "evaluator", fork.experiment, fork.eval_sets == "same"
+
+
+def lineage_root(store: SnapshotStore, snapshot: Snapshot) -> str:
+    """The commit a snapshot's lineage started from, across forks: its seed, or where that
+    seed is a fork's, the root that fork recorded (the user's harness, never a Worker's)."""
+    seed = store.get(store.lineage(snapshot)[-1])
+    return root_of(seed) or seed.id
+
+
+def root_of(seed: Snapshot) -> str | None:
+    """The lineage root a fork's seed recorded; None for a seed captured from a harness."""
+    return (seed.metadata.get(FORKED_FROM) or {}).get("root")
 
 
 def split_problems(config: ExperimentConfig, splits: Splits) -> list[str]:

@@ -32,10 +32,11 @@ def _seed_of(config):
 
 def test_a_forks_seed_is_the_chosen_candidates_tree_with_its_origin_recorded(tmp_path):
     home = tmp_path / "home"
-    _, _, child = origin(home, "origin")
+    _, seed, child = origin(home, "origin")
 
     config = _fork(home, "fork", *fork_overrides("origin", "r001.c0"))
     forked = _seed_of(config)
+    origin_files = open_experiment(config_at(home, "origin")).snapshots.files(seed)
 
     assert config.experiment.fork.snapshot == child.id  # pinned in the fork's identity
     meta = json.loads((home / "fork" / "run_meta.json").read_text())
@@ -47,7 +48,10 @@ def test_a_forks_seed_is_the_chosen_candidates_tree_with_its_origin_recorded(tmp
         "candidate": "r001.c0",
         "snapshot": child.id,
         "tree": child.tree,
+        "root": seed.id,  # the lineage's root, kept: the contamination check's baseline
     }
+    store = open_experiment(config).snapshots
+    assert store.root_files(seed.id) == origin_files
     shutil.rmtree(home / "origin")  # made once: the fork no longer needs its origin
     assert _seed_of(config).id == forked.id
 
