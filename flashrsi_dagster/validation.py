@@ -24,7 +24,7 @@ from flashrsi_dagster.benchmarks.loading import load_benchmark, load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.environments.jail import JailError, require_jails
-from flashrsi_dagster.experiment.fork import ForkError, pinned, split_problems
+from flashrsi_dagster.experiment.fork import ForkError, pinned, seeded, split_problems
 from flashrsi_dagster.records import RecordError
 from flashrsi_dagster.snapshots.components import COMPONENTS_FILE, Components, ComponentsError
 
@@ -82,7 +82,7 @@ def dry_run(config: ExperimentConfig, *, splits: tuple[str, ...] | None = None) 
 def _fork(config: ExperimentConfig) -> list[str]:
     """A fork's origin and candidate exist (`experiment.fork`); STOP evolves its improver,
     not the target's harness, so it has no candidate to start from."""
-    if config.experiment.fork is None:
+    if config.experiment.fork is None or seeded(config):  # its seed made: origin not needed
         return []
     if config.algorithm.name == "stop":
         return [

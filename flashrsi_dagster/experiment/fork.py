@@ -130,6 +130,8 @@ def pinned(config: ExperimentConfig) -> ExperimentConfig:
     if fork.experiment == config.experiment.name:
         raise ForkError("experiment.fork.experiment: an experiment cannot fork itself")
     home = Path(config.experiment.home or ".flashrsi")
+    if fork.snapshot is not None and seeded(config):
+        return config
     if fork.snapshot is not None:
         store = _store(origin_folder(home, fork.experiment))
         _by_id(store, fork.model_copy(update={"candidate": fork.snapshot}))
@@ -144,16 +146,34 @@ def lineage(fork: ForkSection) -> dict[str, Any]:
     return {"experiment": fork.experiment, "candidate": fork.candidate, "snapshot": fork.snapshot}
 
 
+def made_seed(store: SnapshotStore, fork: ForkSection) -> Snapshot | None:
+    """The fork's seed if it was made already (a root naming the pinned snapshot)."""
+    for known in store.history():
+        if (
+            known.parent_id is None
+            and (known.metadata.get(FORKED_FROM) or {}).get("snapshot") == fork.snapshot
+        ):
+            return known
+    return None
+
+
+def seeded(config: ExperimentConfig) -> bool:
+    """Whether the fork's seed exists: from then on the fork no longer needs its origin
+    (a resume after the origin was deleted is not refused), nothing is read from it."""
+    fork, folder = config.experiment.fork, ExperimentPaths(config.experiment.dir).snapshots
+    if fork is None or fork.snapshot is None or not SnapshotStore.made_at(folder):
+        return False
+    return made_seed(SnapshotStore(folder), fork) is not None
+
+
 def fork_seed(store: SnapshotStore, config: ExperimentConfig) -> Snapshot:
     """The fork's seed: made once as a root commit holding the origin candidate's tree (its
     bytes and modes exact), named by `forked_from`; later calls find it without the origin."""
     fork = config.experiment.fork
     assert fork is not None and fork.snapshot is not None, "a fork pinned when created"
-    for known in store.history():
-        if known.parent_id is None and known.metadata.get(FORKED_FROM, {}).get("snapshot") == (
-            fork.snapshot
-        ):
-            return known
+    made = made_seed(store, fork)
+    if made is not None:
+        return made
     home = Path(config.experiment.home or ".flashrsi")
     origin = _store(origin_folder(home, fork.experiment))
     chosen = origin.get(fork.snapshot)
@@ -207,7 +227,7 @@ def split_problems(config: ExperimentConfig, splits: Splits) -> list[str]:
     """Why the fork's splits would leak its origin's sealed test (or test on what the origin
     searched on): one line, naming the key; empty when apart or not a fork."""
     fork = config.experiment.fork
-    if fork is None:
+    if fork is None or seeded(config):  # checked when it was created; its identity is pinned
         return []
     home = Path(config.experiment.home or ".flashrsi")
     try:

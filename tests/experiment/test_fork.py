@@ -54,6 +54,7 @@ def test_a_forks_seed_is_the_chosen_candidates_tree_with_its_origin_recorded(tmp
     assert store.root_files(seed.id) == origin_files
     shutil.rmtree(home / "origin")  # made once: the fork no longer needs its origin
     assert _seed_of(config).id == forked.id
+    assert not [p for p in dry_run(config) if "fork" in p]  # a resume is not refused
 
 
 def test_baseline_names_the_origins_adopted_snapshot_and_else_its_seed(tmp_path):
