@@ -91,8 +91,16 @@ def create_experiment(context: dg.OpExecutionContext, config: StartExperiment) -
             "next": "the round_driver sensor (on by default; Automation tab) runs its rounds: "
             "if it was turned off, turn it on there, or run `flashrsi resume` on this home",
             "watch": _watch(defs, name),
+            **_forked(settings.experiment.fork),
         }
     )
+
+
+def _forked(fork) -> dict[str, str]:
+    """Where a fork's seed comes from, as the run's output says it (the lineage)."""
+    if fork is None or fork.snapshot is None:
+        return {}
+    return {"forked_from": f"{fork.experiment} {fork.candidate} ({fork.snapshot[:12]})"}
 
 
 def _watch(defs: AlgorithmDefs, name: str) -> dg.MetadataValue:
