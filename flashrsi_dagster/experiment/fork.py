@@ -128,7 +128,10 @@ def pinned(config: ExperimentConfig) -> ExperimentConfig:
     if fork is None:
         return config
     if fork.experiment == config.experiment.name:
-        raise ForkError("experiment.fork.experiment: an experiment cannot fork itself")
+        raise ForkError(
+            "experiment.fork.experiment: an experiment cannot fork itself; name the fork "
+            "(--experiment.name NEW)"
+        )
     home = Path(config.experiment.home or ".flashrsi")
     if fork.snapshot is not None and seeded(config):
         return config
