@@ -23,6 +23,7 @@ from flashrsi_dagster.experiment import (
     NoExperiment,
     open_experiment,
 )
+from flashrsi_dagster.experiment.fork import ForkError, fork_overrides, pinned
 from flashrsi_dagster.experiment.identity import normalised
 from flashrsi_dagster.lifecycle import (
     CommandRunning,
@@ -57,6 +58,25 @@ def _parser() -> argparse.ArgumentParser:
         "--force",
         action="store_true",
         help="continue despite a changed config; marks the experiment not sealed",
+    )
+    fork = _config_command(
+        commands, "fork", "start a new experiment from a candidate of another one, and run it"
+    )
+    fork.add_argument(
+        "--from", dest="origin", required=True, metavar="EXPERIMENT", help="the origin's name"
+    )
+    fork.add_argument(
+        "--candidate",
+        default="baseline",
+        help="r<NNN>.<slot> (e.g. r002.c0), a snapshot id (or prefix), `baseline` (the "
+        "origin's, else its seed; the default) or `seed`",
+    )
+    fork.add_argument(
+        "--eval-sets",
+        choices=["same", "next"],
+        default="same",
+        help="same: tasks unchanged stay on the origin's evaluation-set versions (comparable); "
+        "next: every evaluation opens the next version (dev/e2, …), never compared",
     )
     resume = commands.add_parser(
         "resume", help="continue an interrupted experiment", allow_abbrev=False
@@ -219,9 +239,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             "compare": _compare,
         }
         return commands[args.command](args)
+    if args.command == "fork":
+        problem = name_problem(args.origin)
+        if problem:  # a name, never a path: `../other-home/x` must not reach another home
+            print(f"error: --from: {problem}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        overrides = [*overrides, *fork_overrides(args.origin, args.candidate, args.eval_sets)]
     try:
-        config = load_config(args.config, overrides)
-    except ConfigError as exc:
+        config = pinned(load_config(args.config, overrides))
+    except (ConfigError, ForkError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     # eval needs only the split it scores (all: none is drawn, every task is scored)
@@ -234,6 +260,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _eval(config, args)
     if args.command == "run":
         return _run(config, force=args.force)
+    if args.command == "fork":
+        return _fork(config)
     return _init(config, force=args.force)
 
 
@@ -315,6 +343,19 @@ def _run(config: ExperimentConfig, *, force: bool) -> int:
         return EXIT_BAD_INPUT
     experiment = _open(config, force=force)
     return EXIT_BAD_INPUT if experiment is None else _drive(experiment)
+
+
+def _fork(config: ExperimentConfig) -> int:
+    """`run` of the forked config, saying where its seed comes from first. An experiment of
+    that name that exists already is reopened only with the same config (origin and commit
+    included), as `run` does."""
+    fork = config.experiment.fork
+    assert fork is not None and fork.snapshot is not None
+    print(
+        f"experiment {config.experiment.name}: forked from {fork.experiment} {fork.candidate} "
+        f"(snapshot {fork.snapshot[:12]}); evaluation sets: {fork.eval_sets}"
+    )
+    return _run(config, force=False)
 
 
 def _resume(args: argparse.Namespace) -> int:

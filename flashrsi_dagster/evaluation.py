@@ -27,6 +27,7 @@ from flashrsi_dagster.benchmarks.loading import load_benchmark, load_splits
 from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.environments.confinement import confinement_for
 from flashrsi_dagster.experiment import ExperimentPaths, redactor_for
+from flashrsi_dagster.experiment.fork import fork_seed
 from flashrsi_dagster.records import RecordStore
 from flashrsi_dagster.rollouts.engine import Progress, Settings, evaluate_snapshot
 from flashrsi_dagster.rollouts.record import RolloutRecord
@@ -82,6 +83,8 @@ def evaluate(
     store = SnapshotStore(paths.snapshots, secret_filter=redactor)
     if snapshot_id:
         snapshot = store.get(snapshot_id)
+    elif config.experiment.fork is not None:  # a fork's seed is its origin's candidate
+        snapshot = fork_seed(store, config)
     else:
         snapshot = store.create_seed(harness_dir(config.agent), harness_components(config.agent))
     name = _record_name(split, snapshot, tasks, config)

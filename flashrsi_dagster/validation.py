@@ -24,6 +24,7 @@ from flashrsi_dagster.benchmarks.loading import load_benchmark, load_splits
 from flashrsi_dagster.benchmarks.splits import Splits
 from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.environments.jail import JailError, require_jails
+from flashrsi_dagster.experiment.fork import ForkError, pinned, seeded, split_problems
 from flashrsi_dagster.records import RecordError
 from flashrsi_dagster.snapshots.components import COMPONENTS_FILE, Components, ComponentsError
 
@@ -54,7 +55,7 @@ def dry_run(config: ExperimentConfig, *, splits: tuple[str, ...] | None = None) 
         *_keys(config),
         *_harnesses(config, adapters),
     ]
-    problems += _evolution_limit(config)
+    problems += _evolution_limit(config) + _fork(config)
     problems += config.algorithm.sibling_problems(Path(config.experiment.dir).parent)
     benchmark, loading = _benchmark(config)
     problems += loading
@@ -69,12 +70,30 @@ def dry_run(config: ExperimentConfig, *, splits: tuple[str, ...] | None = None) 
             problems += _split_sizes(drawn, splits or config.algorithm.REQUIRED_SPLITS, needer)
             if not splits:  # `eval` runs no algorithm
                 problems += config.algorithm.split_problems(_sizes(drawn))
+            problems += split_problems(config, drawn)
         problems += _zero_budgets(config, benchmark, adapters)
         if EVOLVED_ROLE in adapters:
             problem = benchmark.adapter_problem(adapters[EVOLVED_ROLE])
             if problem:
                 problems.append(f"{config.role_key(EVOLVED_ROLE)}.type: {problem}")
     return problems
+
+
+def _fork(config: ExperimentConfig) -> list[str]:
+    """A fork's origin and candidate exist (`experiment.fork`); STOP evolves its improver,
+    not the target's harness, so it has no candidate to start from."""
+    if config.experiment.fork is None or seeded(config):  # its seed made: origin not needed
+        return []
+    if config.algorithm.name == "stop":
+        return [
+            "experiment.fork: stop evolves its improver program, not the target's harness; "
+            "fork an experiment of another algorithm"
+        ]
+    try:
+        pinned(config)
+    except ForkError as exc:
+        return [str(exc)]
+    return []
 
 
 def _confinement(config: ExperimentConfig) -> list[str]:

@@ -27,6 +27,7 @@ from flashrsi_dagster.decisions.ledger import Ledger
 from flashrsi_dagster.environments.attribution import work_for
 from flashrsi_dagster.evaluator import Evaluator
 from flashrsi_dagster.experiment import Experiment
+from flashrsi_dagster.experiment.fork import fork_evaluator, fork_seed
 from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.records.sealed_test import TestResult
 from flashrsi_dagster.rollouts.engine import Progress, Settings, evaluate_snapshot
@@ -81,6 +82,7 @@ class Searching:
             self.experiment.paths.records / "evaluator",
             self.experiment.config.benchmark,
             self.benchmark,
+            inherits=fork_evaluator(self.experiment.config),
         )
 
     @cached_property
@@ -162,6 +164,8 @@ class Searching:
     def seed(self) -> Snapshot:
         """The seed snapshot: the target's harness, made into a snapshot once."""
         store = self.experiment.snapshots
+        if self.experiment.config.experiment.fork is not None:  # a candidate of another one
+            return fork_seed(store, self.experiment.config)
         made = [s for s in store.history() if s.parent_id is None]
         if made:
             return made[0]

@@ -50,6 +50,26 @@ class Splits:
         refuse_overlap(self.train, held_out, "train", "dev/test", keys=SAME_TASK)
         refuse_overlap(self.dev, self._sealed(), "dev", "test", keys=SAME_TASK)
 
+    def check_apart(self, origin: Splits, name: str) -> None:
+        """Refuse (BenchmarkError) splits that would leak those of `origin`, the experiment a
+        fork starts from: a task of its sealed test in this train or dev (the search would
+        see it), or a task it searched on in this test (the fork's seed was chosen on it).
+        Compared here; the message counts the tasks, never names a test task."""
+        leaked = _shared([*self.train, *self.dev], origin._sealed())
+        if leaked:
+            raise BenchmarkError(
+                f"{leaked} task(s) of the train/dev splits are in the sealed test of experiment "
+                f"{name!r}, which this one forks: its sealed test would reach this search; "
+                "draw the splits as it did (same benchmark data, seed and counts)"
+            )
+        chosen_on = _shared(self._sealed(), [*origin.train, *origin.dev])
+        if chosen_on:
+            raise BenchmarkError(
+                f"{chosen_on} task(s) of the test split were in the train/dev splits of "
+                f"experiment {name!r}, which this one forks (its candidate was chosen on them): "
+                "the sealed test would not be held out; draw the splits as it did"
+            )
+
     @property
     def test_size(self) -> int:
         """Counted, not handed out: `unseal_test()` stays the final evaluation's call."""
@@ -154,6 +174,12 @@ SEPARATE_SOURCE: dict[str, Callable[[Task], object]] = {
 }
 """External evolution data (`replace_train`): a separate source shares not even a question
 text or a checksum with the held-out tasks (seed 001's explicit external mode)."""
+
+
+def _shared(first: Iterable[Task], second: Iterable[Task]) -> int:
+    """How many tasks of `first` are in `second`, by id or whole content (`SAME_TASK`)."""
+    seen = {kind: {key(t) for t in second} for kind, key in SAME_TASK.items()}
+    return sum(any(key(t) in seen[kind] for kind, key in SAME_TASK.items()) for t in first)
 
 
 def refuse_overlap(

@@ -350,6 +350,39 @@ class WorkerRoleConfig(RoleConfig):
     )
 
 
+class ForkSection(Section):
+    """Where a forked experiment's seed comes from: a candidate of another experiment of the
+    same home (`flashrsi fork`, the start job's `fork_from`, the nightly schedule)."""
+
+    experiment: str = Field(description=f"The origin experiment's name ({NAME_RULE}).")
+    candidate: str = Field(
+        "baseline",
+        description="The origin's candidate: `r<NNN>.<slot>` (e.g. `r002.c0`), a snapshot id "
+        "(or a prefix of 7+ characters), `baseline` (its decision ledger's baseline, else its "
+        "seed) or `seed`.",
+    )
+    snapshot: str | None = Field(
+        None,
+        description="The candidate's snapshot id, pinned when the fork is created (what the "
+        "seed's tree is taken from); None: resolved then.",
+    )
+    eval_sets: Literal["same", "next"] = Field(
+        "same",
+        description="The origin's evaluation-set versions are inherited; `same`: tasks "
+        "unchanged stay on their version (scores comparable with the origin's); `next`: every "
+        "evaluation opens the next version (`dev/e2`, …), never compared with the origin's "
+        "(the nightly schedule's).",
+    )
+
+    @field_validator("experiment")
+    @classmethod
+    def _safe_name(cls, value: str) -> str:
+        problem = name_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+
 class ExperimentSection(Section):
     name: str = Field(description=f"Unique within the home folder; {NAME_RULE}.")
     home: ResolvedPath | None = Field(
@@ -366,6 +399,12 @@ class ExperimentSection(Section):
         description="An experiment of the same home this one is measured against (a "
         "budget-matched `best_of_n`): the summary reports the lift over it, paired per task. "
         "Not part of the experiment's identity: a control may be named after it ran.",
+    )
+    fork: ForkSection | None = Field(
+        None,
+        description="Start from a candidate of another experiment instead of the target's "
+        "harness: its tree becomes the seed, the lineage is recorded, its evaluation sets are "
+        "inherited, and its sealed test may not reach this one's train or dev.",
     )
 
     @field_validator("name", "control")

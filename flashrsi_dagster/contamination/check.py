@@ -4,7 +4,9 @@ verdict per candidate written once as a record and read back after a crash or a 
 
 The candidate is judged against its seed (the root of its lineage): what the seed holds is
 the user's harness, never a Worker's doing; whatever any Worker added since is judged, so a
-table smuggled in over several rounds, a few rows each, adds up.
+table smuggled in over several rounds, a few rows each, adds up. A fork's seed is a Worker's
+candidate of another experiment: its candidates are judged against the root its lineage
+started from there (`experiment.fork.lineage_root`), kept in its store.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from flashrsi_dagster.benchmarks.base import Benchmark, Task, task_secrets
 from flashrsi_dagster.contamination.detector import Scan, judge, scan
 from flashrsi_dagster.contamination.index import SecretIndex
 from flashrsi_dagster.contamination.verdict import ContentVerdict, verdict
+from flashrsi_dagster.experiment.fork import root_of
 from flashrsi_dagster.records import read_optional
 from flashrsi_dagster.snapshots import Snapshot, SnapshotStore
 
@@ -51,7 +54,8 @@ class ContentCheck:
         """The verdict on `candidate` (computed now; `verdict_of` reads one back first)."""
         started = time.perf_counter()
         seed = store.lineage(candidate)[-1]
-        baseline = store.files(seed)
+        root = root_of(store.get(seed))  # a fork's: Worker edits before the fork count too
+        baseline = store.root_files(root) if root else store.files(seed)
         changed = {
             path: data
             for path, data in store.files(candidate).items()

@@ -25,6 +25,7 @@ from flashrsi_dagster.experiment.keys import nightly_name
 from flashrsi_dagster.experiment.lock import driven
 from flashrsi_dagster.orchestration.algorithm_defs import all_defs, defs_for
 from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
+from flashrsi_dagster.orchestration.describe import previous_night
 from flashrsi_dagster.orchestration.owner import fail_dead_runs
 from flashrsi_dagster.orchestration.ready import ACTIVE, not_active
 from flashrsi_dagster.orchestration.resources import ExperimentsResource
@@ -83,21 +84,24 @@ class NightlyConfig(dg.ConfigurableResource):
     default_status=dg.DefaultScheduleStatus.STOPPED,
 )
 def nightly_evolution(
-    context: dg.ScheduleEvaluationContext, nightly: NightlyConfig
+    context: dg.ScheduleEvaluationContext,
+    nightly: NightlyConfig,
+    experiments_home: ExperimentsResource,
 ) -> dg.RunRequest:
     """A new experiment each night from the config file, named after the date: the run it
-    requests creates it, and the driver sensor takes it from there."""
+    requests creates it, and the driver sensor takes it from there. Evolution continues: a
+    night after another forks the last night's adopted snapshot (its ledger's baseline, else
+    its seed), onto the next version of every evaluation set (`eval_sets: next`), so the
+    nights are one lineage and no score is compared across versions."""
     config_file = nightly.config_file
     stamp = context.scheduled_execution_time.strftime("%Y%m%d")
     name = nightly_name(load_config(config_file).experiment.name, stamp)
+    start: dict = {"config_file": config_file, "name": name, "overrides": []}
+    before = previous_night(name, experiments_home.names())
+    if before is not None:
+        start |= {"fork_from": before, "candidate": "baseline", "eval_sets": "next"}
     return dg.RunRequest(
         run_key=f"nightly:{name}",
-        run_config={
-            "ops": {
-                "create_experiment": {
-                    "config": {"config_file": config_file, "name": name, "overrides": []}
-                }
-            }
-        },
+        run_config={"ops": {"create_experiment": {"config": start}}},
         tags={EXPERIMENT_TAG: name, TITLE_TAG: title(name, "start (nightly)")},
     )

@@ -5,7 +5,7 @@ so previewing a schedule or a sensor tick has no side effects."""
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote
 
 import dagster as dg
@@ -14,6 +14,7 @@ from pydantic import Field, ValidationError
 from flashrsi_dagster.config import ConfigError
 from flashrsi_dagster.config.names import NAME_RULE
 from flashrsi_dagster.experiment import ConfigChangedError
+from flashrsi_dagster.experiment.fork import fork_overrides
 from flashrsi_dagster.explorer.links import WHERE_EXPERIMENTS_ARE
 from flashrsi_dagster.orchestration.algorithm_defs import AlgorithmDefs, defs_for
 from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
@@ -39,6 +40,29 @@ class StartExperiment(dg.Config):
         description="Dotted overrides as on the command line, e.g. --benchmark.limit 9 or, "
         "for Meta-Harness, --algorithm.max_steps 2.",
     )
+    fork_from: str | None = Field(
+        None,
+        description="Fork: the experiment (of this home) whose candidate becomes the seed, as "
+        "`flashrsi fork --from`; None: the seed is the target's harness.",
+    )
+    candidate: str = Field(
+        "baseline",
+        description="With fork_from: r<NNN>.<slot> (e.g. r002.c0), a snapshot id, `baseline` "
+        "(the origin's, else its seed) or `seed`.",
+    )
+
+    eval_sets: Literal["same", "next"] = Field(
+        "same",
+        description="With fork_from: `same`, tasks unchanged stay on the origin's evaluation-set "
+        "versions; `next`, every evaluation opens the next version (the nightly schedule's).",
+    )
+
+    def all_overrides(self) -> list[str]:
+        """The overrides, with the fork's when `fork_from` names an origin."""
+        fork = (
+            fork_overrides(self.fork_from, self.candidate, self.eval_sets) if self.fork_from else []
+        )
+        return [*self.overrides, *fork]
 
 
 @dg.op(required_resource_keys={"experiments_home"})
@@ -47,7 +71,7 @@ def create_experiment(context: dg.OpExecutionContext, config: StartExperiment) -
     experiments = context.resources.experiments_home
     try:
         experiment = experiments.create(
-            config.config_file, name=config.name, overrides=config.overrides
+            config.config_file, name=config.name, overrides=config.all_overrides()
         )
     except (ConfigError, InvalidExperiment, ConfigChangedError) as exc:
         # One clear message in the run's failure; nothing was written.
@@ -67,8 +91,16 @@ def create_experiment(context: dg.OpExecutionContext, config: StartExperiment) -
             "next": "the round_driver sensor (on by default; Automation tab) runs its rounds: "
             "if it was turned off, turn it on there, or run `flashrsi resume` on this home",
             "watch": _watch(defs, name),
+            **_forked(settings.experiment.fork),
         }
     )
+
+
+def _forked(fork) -> dict[str, str]:
+    """Where a fork's seed comes from, as the run's output says it (the lineage)."""
+    if fork is None or fork.snapshot is None:
+        return {}
+    return {"forked_from": f"{fork.experiment} {fork.candidate} ({fork.snapshot[:12]})"}
 
 
 def _watch(defs: AlgorithmDefs, name: str) -> dg.MetadataValue:
@@ -113,7 +145,9 @@ def launch_problem(
     default = home or ExperimentsResource.model_fields["home"].default
     experiments = ExperimentsResource.at(folder / (named or default))
     try:
-        experiments.check(folder / config.config_file, name=config.name, overrides=config.overrides)
+        experiments.check(
+            folder / config.config_file, name=config.name, overrides=config.all_overrides()
+        )
     except (ConfigError, InvalidExperiment, ConfigChangedError) as exc:
         return refusal(config, exc, folder)
     return None

@@ -40,17 +40,33 @@ from flashrsi_dagster.evaluator.sets import EvalSets, EvalSetVersion
 from flashrsi_dagster.experiment.lock import LOCKS, StepLock
 from flashrsi_dagster.records import RecordStore, read_optional
 
+Inherited = tuple[Path, str, bool]
+"""A fork's origin: its `records/evaluator` folder, its name, whether its versions are reused."""
+
 
 class Evaluator:
     """One experiment's evaluator guard and evaluation-set registry."""
 
     def __init__(
-        self, records: RecordStore, folder: Path, config: BenchmarkConfig, benchmark: Benchmark
+        self,
+        records: RecordStore,
+        folder: Path,
+        config: BenchmarkConfig,
+        benchmark: Benchmark,
+        *,
+        inherits: Inherited | None = None,
     ) -> None:
+        """`inherits`: a fork's origin, whose versions it continues from (`EvalSets.inherit`)."""
         self.records, self.folder = records, folder
         self.config, self.benchmark = config, benchmark
         self.sets = EvalSets(records, folder / "sets")
+        self.inherits = inherits
         self._lock = StepLock(records.root / LOCKS / "evaluator.lock")
+
+    def _inherit(self) -> None:
+        if self.inherits is not None:
+            origin, name, reusable = self.inherits
+            self.sets.inherit(origin / "sets", name, reusable=reusable)
 
     @property
     def manifest_path(self) -> Path:
@@ -67,6 +83,7 @@ class Evaluator:
             return self._before(name, whole, now)
 
     def _before(self, name: str, whole: tuple[Task, ...], now: dict[Path, Role]) -> EvalSetVersion:
+        self._inherit()
         manifest = self.manifest()
         changed = changed_data(manifest, now)
         version = self.sets.version_for(name, {t.id: task_digest(t) for t in whole})
@@ -89,6 +106,7 @@ class Evaluator:
             return self._before_test(tasks)
 
     def _before_test(self, tasks: Sequence[Task]) -> EvalSetVersion:
+        self._inherit()
         manifest = self.manifest()
         changed = changed_data(manifest, self._files(()))
         version = self.sets.version_for("test", {t.id: task_digest(t) for t in tasks})

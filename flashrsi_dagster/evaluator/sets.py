@@ -37,6 +37,14 @@ class EvalSetVersion(Record):
     added: list[str] = Field(default_factory=list, description="Ids new since `previous`.")
     removed: list[str] = Field(default_factory=list, description="Ids gone since `previous`.")
     reason: str
+    inherited_from: str | None = Field(
+        None, description="The experiment this version was recorded in, when a fork inherited it."
+    )
+    reusable: bool = Field(
+        True,
+        description="False: an inherited version a new night does not reuse (`experiment.fork."
+        "eval_sets: next`): the same tasks evaluated again make the next version.",
+    )
 
     @property
     def label(self) -> str:
@@ -74,10 +82,29 @@ class EvalSets:
         known = self.versions()
         _refuse_edits(name, tasks, known)
         digest = set_digest(tasks.items())
-        same = [v for v in known if v.name == name and v.digest == digest]
+        same = [v for v in known if v.name == name and v.digest == digest and v.reusable]
         if same:
             return same[0]
         return self._record(name, dict(tasks), digest, [v for v in known if v.name == name], reason)
+
+    def inherit(self, origin: Path, experiment: str, *, reusable: bool) -> list[EvalSetVersion]:
+        """Copy every version recorded in `origin` (another experiment's sets folder: the one
+        a fork starts from) under its own label, marked as inherited; numbering continues
+        from them. Done once, before this experiment records a version of its own."""
+        if any(v.inherited_from is None for v in self.versions()):
+            return []
+        found = [read_record(p, EvalSetVersion) for p in sorted(origin.glob("*-e*.json"))]
+        copied = []
+        for version in found:
+            if self.path(version.name, version.version).exists():  # copied before a crash
+                continue
+            update = {"inherited_from": version.inherited_from or experiment}
+            update["reusable"] = reusable and version.reusable
+            copy = EvalSetVersion.model_validate(
+                {**version.model_dump(exclude={"created", "kind"}), **update}
+            )
+            copied.append(self.records.write(self.path(version.name, version.version), copy))
+        return copied
 
     def extend(self, name: str, new: Mapping[str, str], reason: str) -> EvalSetVersion:
         """A new version of `name`: its latest plus `new` tasks (a failing task added

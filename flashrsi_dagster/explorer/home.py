@@ -35,3 +35,13 @@ def algorithm_of(paths: ExperimentPaths) -> str:
     """The algorithm the experiment runs, from its `run_meta.json`."""
     meta = json.loads(paths.run_meta.read_text(encoding="utf-8"))
     return str(meta["config"]["algorithm"]["name"])
+
+
+def forked_from(paths: ExperimentPaths) -> dict[str, str] | None:
+    """Where a fork started (`experiment.fork` of its `run_meta.json`: origin, candidate,
+    snapshot id), None for an experiment seeded from a harness folder."""
+    meta = json.loads(paths.run_meta.read_text(encoding="utf-8"))
+    fork = meta["config"]["experiment"].get("fork")
+    if not fork or not fork.get("snapshot"):
+        return None
+    return {key: str(fork[key]) for key in ("experiment", "candidate", "snapshot", "eval_sets")}

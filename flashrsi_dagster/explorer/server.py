@@ -32,6 +32,7 @@ from flashrsi_dagster.explorer.home import (
     algorithm_of,
     experiment_names,
     experiment_paths,
+    forked_from,
 )
 from flashrsi_dagster.explorer.links import dagster_links, experiment_runs
 from flashrsi_dagster.explorer.plots import plots
@@ -94,16 +95,21 @@ async def _refused(request: Request, exc: Exception) -> JSONResponse:
 def _experiments(experiments: Experiments, _dagster: str | None) -> list[dict[str, str]]:
     """Each experiment's name and algorithm (from its run_meta: no tree is built to list it)."""
     home = experiments.home
-    return [
-        {"name": n, "algorithm": algorithm_of(experiment_paths(home, n))}
-        for n in experiment_names(home)
-    ]
+    listed = []
+    for name in experiment_names(home):
+        paths = experiment_paths(home, name)
+        origin = forked_from(paths)
+        listed.append({"name": name, "algorithm": algorithm_of(paths)})
+        if origin is not None:
+            listed[-1]["forked_from"] = origin["experiment"]
+    return listed
 
 
 def _tree(experiments: Experiments, dagster: str | None, name: str) -> dict[str, Any]:
     tree = experiments.open(name).tree
     return {
         **tree.model_dump(mode="json"),
+        "forked_from": forked_from(experiment_paths(experiments.home, name)),
         "plots": plots(tree),
         "dagster": dagster,
         "runs": experiment_runs(dagster, tree.experiment),

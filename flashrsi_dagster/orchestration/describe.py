@@ -372,14 +372,14 @@ def chart_rows(name: str, state) -> list[RoundRow]:
 def summary(experiment: Experiment, state) -> dict[str, Any]:
     name = experiment.config.experiment.name
     seed = state.round(0)
-    same_set = [r for r in state.rounds if seed is None or r.eval_set == seed.eval_set]
-    scored = [r.dev_score for r in same_set if r.dev_score is not None]  # never across sets
     metadata: dict[str, Any] = {
         "chart": dg.MetadataValue.md(experiment_chart(chart_rows(name, state))),
         "rounds": len({r.round for r in state.rounds}),
         "rejected": sum(r.status == "rejected" for r in state.rounds),
-        **figures(best_dev_score=max(scored, default=None)),
+        **figures(best_dev_score=_best_dev(state)),
     }
+    if seed is not None and seed.eval_set:
+        metadata["eval_set"] = seed.eval_set
     if any(r.slot != ONLY_SLOT for r in state.rounds):
         metadata["candidates"] = len(state.rounds)
     if state.promotion:
@@ -411,7 +411,19 @@ def _every_summary(experiment: Experiment, metadata: dict[str, Any]) -> dict[str
     metadata.update(control(experiment))
     name = experiment.config.experiment.name
     metadata["explorer"] = dg.MetadataValue.url(experiment_url(name))
+    fork = experiment.config.experiment.fork
+    if fork is not None and fork.snapshot is not None:
+        metadata["forked_from"] = dg.MetadataValue.md(forked_from_markdown(fork))
     return metadata
+
+
+def forked_from_markdown(fork) -> str:
+    """The lineage across experiments: the origin and the candidate this one started from."""
+    link = f"[{fork.experiment}]({experiment_url(fork.experiment)})"
+    return (
+        f"{link} {fork.candidate}, snapshot `{fork.snapshot[:12]}` (evaluation sets: "
+        f"{fork.eval_sets})"
+    )
 
 
 def control(experiment: Experiment) -> dict[str, Any]:
@@ -444,21 +456,38 @@ def previous_night(name: str, names: list[str]) -> str | None:
 
 
 def night_comparison(state, previous: str, before) -> dict[str, Any]:
-    """Tonight's result beside the previous night's: best dev score and sealed test."""
-    best = max((r.dev_score for r in state.rounds if r.dev_score is not None), default=None)
-    then = max((r.dev_score for r in before.rounds if r.dev_score is not None), default=None)
+    """Tonight's result beside the previous night's: best dev score and sealed test. A change
+    is reported only between evaluations on one evaluation-set version; a night forked onto
+    the next version (`dev/e2` after `dev/e1`) shows both scores, each labelled, no change."""
+    seed, then_seed = state.round(0), before.round(0)
+    best = _best_dev(state)
+    then = _best_dev(before)
     test, then_test = state.test and state.test.test_score, before.test and before.test.test_score
-    return {
+    dev_on = basis(seed and seed.eval_set, then_seed and then_seed.eval_set)
+    test_on = basis(state.test and state.test.eval_set, before.test and before.test.eval_set)
+    unpaired = lambda a, b, on: a is None or b is None or not on.comparable  # noqa: E731
+    metadata: dict[str, Any] = {
         "previous_night": previous,
         **figures(
             previous_best_dev_score=then,
-            best_dev_change_vs_previous_night=None if best is None or then is None else best - then,
+            best_dev_change_vs_previous_night=None if unpaired(best, then, dev_on) else best - then,
             previous_test_score=then_test,
             test_change_vs_previous_night=None
-            if test is None or then_test is None
+            if unpaired(test, then_test, test_on)
             else test - then_test,
         ),
     }
+    for key, on in (("dev", dev_on), ("test", test_on)):
+        if not on.comparable and on.candidate and on.baseline:
+            metadata[f"{key}_vs_previous_night"] = on.label
+    return metadata
+
+
+def _best_dev(state) -> float | None:
+    """The best dev score on the seed round's evaluation set (never across sets)."""
+    seed = state.round(0)
+    same = [r for r in state.rounds if seed is None or r.eval_set == seed.eval_set]
+    return max((r.dev_score for r in same if r.dev_score is not None), default=None)
 
 
 def sealed_test(state, *, read_back: bool) -> dict[str, Any]:

@@ -61,6 +61,8 @@ from flashrsi_dagster.snapshots.protection import (
 )
 
 _REF_PREFIX = "refs/snapshots/"
+_ORIGIN_PREFIX = "refs/origins/"
+"""A fork's lineage root from another store: kept (nothing prunes it), never a snapshot."""
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "FlashRSI",
     "GIT_AUTHOR_EMAIL": "flashrsi@localhost",
@@ -494,6 +496,24 @@ class SnapshotStore:
         """Every file of the snapshot and its bytes (a symlink's are its target), read from
         the repository: nothing is checked out."""
         tree = git.Tree(self._repo, bytes.fromhex(self.get(snapshot).tree), path="")
+        return {
+            item.path: item.data_stream.read() for item in tree.traverse() if item.type == "blob"
+        }
+
+    def keep_root(self, other: SnapshotStore, commit: str) -> None:
+        """Fetch `commit` of `other` (its snapshot, or a root it keeps itself) into this store
+        as `refs/origins/<commit>`: a fork's lineage root, which its candidates are judged
+        against (`root_files`), though it is none of this store's snapshots."""
+        found = other._git("for-each-ref", "--format=%(refname)", _REF_PREFIX + commit)
+        source = found or _ORIGIN_PREFIX + commit
+        self._git(
+            "fetch", "--quiet", "--no-tags", str(other.root), f"{source}:{_ORIGIN_PREFIX}{commit}"
+        )
+
+    def root_files(self, commit: str) -> dict[str, bytes]:
+        """Every file of a kept lineage root (`keep_root`) and its bytes."""
+        sha = self._git("rev-parse", "--verify", "--quiet", f"{_ORIGIN_PREFIX}{commit}^{{tree}}")
+        tree = git.Tree(self._repo, bytes.fromhex(sha), path="")
         return {
             item.path: item.data_stream.read() for item in tree.traverse() if item.type == "blob"
         }

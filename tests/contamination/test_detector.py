@@ -32,6 +32,7 @@ from flashrsi_dagster.benchmarks.swe_bench import SWEBench
 from flashrsi_dagster.benchmarks.text_classification import TextClassification
 from flashrsi_dagster.contamination import ContentCheck, ContentVerdict
 from flashrsi_dagster.contamination.normalise import normalise
+from flashrsi_dagster.experiment.fork import FORKED_FROM
 from flashrsi_dagster.records import RecordStore, Redactor
 from flashrsi_dagster.snapshots import Snapshot, SnapshotStore
 
@@ -1108,3 +1109,25 @@ def test_what_a_worker_sees_of_a_verdict_says_no_task_s_split(harness):
         assert not any(word in said for word in ("train", "dev", "held", "test", "named"))
         assert not any(t.id in said for t in TASKS)
     assert "prompts/a.md" in mixed.reason and "prompts/b.md" in mixed.reason
+
+
+def test_a_forks_candidates_are_judged_against_the_root_of_the_whole_lineage(harness, tmp_path):
+    """A fork's seed is another experiment's candidate, two short texts in (no rule crossed):
+    a third added in the fork adds up against the user's harness the origin started from,
+    which the fork's store keeps, not against the fork's seed."""
+    short = [t for t in TASKS if 16 <= len(normalise(text(t))) < 40][3:6]
+    carried = harness.child(append("skills/a/SKILL.md", f"{text(short[0])}\n{text(short[1])}\n"))
+    assert not harness.check.judge(harness.store, carried).contaminated
+    fork = SnapshotStore(tmp_path / "fork")
+    fork.keep_root(harness.store, harness.seed.id)
+    tree = harness.store.check_out(carried, tmp_path / "carried")
+    root = {FORKED_FROM: {"snapshot": carried.id, "root": harness.seed.id}}
+    seed = fork.create_seed(tree, carried.components, metadata=root)
+    checkout = fork.check_out(seed, tmp_path / "fork-edit")
+    append("skills/b/SKILL.md", f"{text(short[2])}\n")(checkout)
+    third = fork.commit_child(seed, checkout, message="edit").snapshot
+
+    assert seed.tree == carried.tree and fork.root_files(harness.seed.id) == harness.store.files(
+        harness.seed
+    )
+    rejected(harness.check.judge(fork, third), "whole inputs of 3")

@@ -10,11 +10,12 @@ import pytest
 
 from flashrsi_dagster.config import ConfigError, load_config
 from flashrsi_dagster.deployment.definitions import build_definitions
-from flashrsi_dagster.deployment.start import StartExperiment
+from flashrsi_dagster.deployment.start import StartExperiment, launch_problem
 from flashrsi_dagster.orchestration.resources.experiments import (
     ExperimentsResource,
     InvalidExperiment,
 )
+from tests.experiment.origins import origin
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
 
@@ -75,3 +76,25 @@ def test_a_name_given_is_never_changed(tmp_path):
     experiments.create(EXAMPLE, name="mine", overrides=["--benchmark.limit", "3"])
     with pytest.raises(InvalidExperiment, match=r"benchmark\.limit: 3 -> 4"):
         experiments.create(EXAMPLE, name="mine", overrides=["--benchmark.limit", "4"])
+
+
+def test_the_start_job_forks_a_candidate_and_refuses_an_unknown_one_before_a_run(tmp_path):
+    """`fork_from` and `candidate`, as `flashrsi fork`: the new experiment's identity pins the
+    candidate's commit; an unknown candidate is the launch's one line, nothing created."""
+    home = tmp_path / "home"
+    _, _, child = origin(home, "origin")
+    start = {"config_file": str(EXAMPLE), "name": "forked", "fork_from": "origin"}
+    start |= {"candidate": "r001.c0", "overrides": ["--benchmark.limit", "4"]}
+    run_config = {"ops": {"create_experiment": {"config": start}}}
+    unknown = {"ops": {"create_experiment": {"config": {**start, "candidate": "r009.c0"}}}}
+
+    problem = launch_problem(unknown, tmp_path, home)
+    assert problem is not None and "has no candidate 'r009.c0'" in problem
+    assert "\n" not in problem and not (home / "forked").exists()
+    assert launch_problem(run_config, tmp_path, home) is None
+    job = build_definitions(str(home)).resolve_job_def("start_experiment")
+    with dg.instance_for_test() as instance:
+        assert job.execute_in_process(instance=instance, run_config=run_config).success
+
+    fork = ExperimentsResource.at(home).config("forked").experiment.fork
+    assert (fork.experiment, fork.candidate, fork.snapshot) == ("origin", "r001.c0", child.id)

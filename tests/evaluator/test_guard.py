@@ -211,3 +211,56 @@ def test_versions_are_ordered_by_number_not_by_file_name(tmp_path, data):
         later = first.model_copy(update={"version": number})
         evaluator.sets.records.write(evaluator.sets.path("dev", number), later)
     assert [v.version for v in evaluator.sets.versions("dev")] == [1, 999, 1000]
+
+
+def fork_guard(tmp_path: Path, origin: Evaluator, name: str, *, reusable: bool) -> Evaluator:
+    """The guard of a fork of `origin`'s experiment: its versions inherited."""
+    config = origin.config
+    records = RecordStore(tmp_path / name, Redactor([]))
+    return Evaluator(
+        records,
+        tmp_path / name / "records" / "evaluator",
+        config,
+        load_benchmark(config),
+        inherits=(origin.folder, origin.folder.parents[1].name, reusable),
+    )
+
+
+def test_a_fork_inherits_its_origins_versions_and_stays_on_them_when_unchanged(tmp_path, data):
+    origin = guard(tmp_path, name="text_classification", data_path=data)
+    origin.before("dev", dev_of(origin))
+    fork = fork_guard(tmp_path, origin, "fork", reusable=True)
+
+    version = fork.before("dev", dev_of(fork))
+
+    assert version.label == "dev/e1" and version.inherited_from == "exp"
+    assert version.tasks == origin.sets.versions("dev")[0].tasks
+    assert basis(version.label, "dev/e1").comparable  # the same tasks: the origin's scores pair
+
+
+def test_each_night_opens_the_next_version_and_a_chain_keeps_counting(tmp_path, data):
+    night1 = guard(tmp_path, name="text_classification", data_path=data)
+    night1.before("dev", dev_of(night1))
+    night2 = fork_guard(tmp_path, night1, "night2", reusable=False)
+
+    e2 = night2.before("dev", dev_of(night2))
+    night3 = fork_guard(tmp_path, night2, "night3", reusable=False)
+    e3 = night3.before("dev", dev_of(night3))
+
+    assert (e2.label, e2.previous, e2.inherited_from) == ("dev/e2", "dev/e1", None)
+    assert (e3.label, e3.previous) == ("dev/e3", "dev/e2")
+    assert [v.label for v in night3.sets.versions("dev")] == ["dev/e1", "dev/e2", "dev/e3"]
+    assert [v.inherited_from for v in night3.sets.versions("dev")] == ["exp", "night2", None]
+    assert night2.before("dev", dev_of(night2)).label == "dev/e2"  # within a night: reused
+    assert not basis(e3.label, e2.label).comparable  # never paired across nights
+
+
+def test_a_fork_whose_dev_holds_a_task_its_origin_tested_on_is_refused(tmp_path, data):
+    origin = guard(tmp_path, name="text_classification", data_path=data)
+    origin.before("dev", dev_of(origin))
+    origin.before_sealed_test(splits_now(origin).unseal_test())  # test/e1 on record
+    fork = fork_guard(tmp_path, origin, "fork", reusable=True)
+    data.write_text(rows(*BASE[:3], ("sealed-d", "malicious", "dev"), BASE[4]))
+
+    with pytest.raises(EvaluatorChanged, match="sealed-d was in test/e1 and is now in dev"):
+        fork.before("dev", dev_of(fork))

@@ -13,7 +13,10 @@ const api = (suffix) => `/api/experiments/${encodeURIComponent(state.name)}${suf
 async function start() {
   const experiments = await get("/api/experiments");
   const select = $("experiment");
-  for (const e of experiments) select.append(el("option", { value: e.name }, `${e.name} (${e.algorithm})`));
+  for (const e of experiments) {
+    const origin = e.forked_from ? `, forked from ${e.forked_from}` : "";
+    select.append(el("option", { value: e.name }, `${e.name} (${e.algorithm}${origin})`));
+  }
   $("legend").append(...Object.entries(COLOURS).flatMap(([k, c]) => [
     el("span", { class: "swatch", style: `background:${c}` }), k]));
   const wanted = new URLSearchParams(location.search).get("experiment");
@@ -30,10 +33,18 @@ async function open(name, node) {
   const sealed = t.sealed_test ? `sealed test ${fmt(t.sealed_test.score)}${t.sealed_test.tasks == null ? "" : ` on ${t.sealed_test.tasks} tasks`}` : "sealed test not run yet";
   $("summary").textContent = `${t.algorithm} · ${t.nodes.length} nodes · baseline ${short(t.baseline)} · ${sealed}`;
   $("runs").replaceChildren(...(t.runs ? [el("a", { href: t.runs, target: "_blank" }, "runs in Dagster")] : []));
+  $("forked").replaceChildren(...(t.forked_from ? forkedFrom(t.forked_from) : []));
   drawTree(t, select);
   drawPlots(t, select);
   spend().catch((error) => $("spend").replaceChildren(el("p", { class: "failed" }, `spend: ${error.message}`)));
   if (node) await select(node);
+}
+
+// The lineage across experiments: a fork names its origin and the candidate it started
+// from, linked to that node of the origin's tree.
+function forkedFrom(f) {
+  const href = `?experiment=${encodeURIComponent(f.experiment)}&node=${encodeURIComponent(f.snapshot)}`;
+  return ["forked from ", el("a", { href }, `${f.experiment} ${f.candidate}`), ` (${short(f.snapshot)}, evaluation sets: ${f.eval_sets})`];
 }
 
 // The experiment's spend per role, in all and per candidate, from the gateway's log: fetched

@@ -24,6 +24,7 @@ from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.config.models import RoleConfig
 from flashrsi_dagster.environments.confinement import Confinement
 from flashrsi_dagster.experiment import Experiment, ExperimentPaths, open_experiment
+from flashrsi_dagster.experiment.fork import ForkError, pinned
 from flashrsi_dagster.experiment.identity import (
     RunMeta,
     config_changes,
@@ -121,6 +122,10 @@ class ExperimentsResource(dg.ConfigurableResource):
         )
         if not name:
             config = self._untaken(config)
+        try:  # a fork's commit is pinned now: its identity holds what it starts from
+            config = pinned(config)
+        except ForkError as exc:
+            raise InvalidExperiment([str(exc)]) from None
         problems = self._kept_config(config)
         if problems:
             raise InvalidExperiment(problems)
