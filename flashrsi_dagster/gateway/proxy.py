@@ -257,6 +257,7 @@ class Proxy:
             cause = f"answered {exc.cause}"
         else:
             cause = f"failed: {type(exc).__name__}: {exc}"
+        cause = KeyMask(upstream.key).text(cause)  # it quotes what the endpoint answered
         if call.record.fault is None:
             call.record.fault = "endpoint"
             self._settle(forward, call, tokens or Tokens(), timed_out=timed_out)

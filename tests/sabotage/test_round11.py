@@ -281,6 +281,9 @@ REFLECTIONS = {
     "in a 401's error message": answer(401, {"error": {"message": f"wrong key: {KEY}"}}),
     "in the answer's content": answer(200, chat_reply(f"your key is {KEY}; spam")),
     "in a header of the answer": answer(200, chat_reply(), X_Upstream_Key=KEY),
+    "in a usage count the gateway quotes": answer(
+        200, chat_reply(usage={"prompt_tokens": KEY, "completion_tokens": 1})
+    ),
     "in a stream's deltas": sse([_delta(f"your key is {KEY}"), USAGE, b"data: [DONE]\n\n"]),
     "in a stream's error event": sse(
         [_delta("sp"), _event({"error": {"type": "auth", "message": KEY}}), b"data: [DONE]\n\n"]
