@@ -32,8 +32,9 @@ def test_a_stream_cut_anywhere_has_the_key_masked_and_nothing_else_changed():
     assert mask.end() == b"sk-ma"
 
 
-def test_without_a_key_nothing_is_held_or_changed():
-    mask = KeyMask(None)
-
-    assert mask.feed(b"sk-") == b"sk-" and mask.end() == b""
-    assert mask.whole(TEXT) == TEXT
+def test_without_a_key_or_with_one_too_short_to_be_real_nothing_is_held_or_changed():
+    """A key under the redactor's `MIN_SECRET_LENGTH` (a test's `"k"`) is no credential:
+    masking it would mask every `k` of the answer."""
+    for mask in (KeyMask(None), KeyMask("k")):
+        assert mask.feed(b"sk-") == b"sk-" and mask.end() == b""
+        assert mask.whole(TEXT) == TEXT

@@ -38,5 +38,6 @@ rejections (edit and round records, trajectories).
   contamination check had not been shown.
 - test_round11.py: the eleventh pass — the table in invisible-character or whitespace
   steganography, character codes as floats or joined by other separators, one-line ciphers
-  (declared), and a jailed harness looking for a planted key or the sealed test.
+  (declared), an endpoint reflecting the gateway's key, and a jailed harness hunting a planted
+  key, the sealed test or a sibling jail's `/dev/shm` and abstract sockets.
 """
