@@ -29,6 +29,7 @@ import re
 import unicodedata
 import zipfile
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from urllib.parse import unquote, unquote_to_bytes
@@ -268,20 +269,28 @@ _TWO_SYMBOLS = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u180e\u034f\u00ad \
 soft hyphen) or of spaces and tabs, long enough to hold 8 bytes as bits, one character a bit:
 zero-width steganography, whitespace steganography. The `letters` form drops such characters
 between letters; a run of them alone is read as binary."""
+_INVISIBLE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u180e\u034f\u00ad]+")
+_REVERSED_BITS = bytes(int(f"{b:08b}"[::-1], 2) for b in range(256))
 
 
 def _two_symbol_bits(text: str, span) -> Iterator[tuple[bytes, str, tuple[int, int]]]:
-    """Each run of exactly two distinct such characters read as bits, most significant first,
-    each character as 0 and as 1."""
-    for match in _TWO_SYMBOLS.finditer(text):
-        run = match.group()
-        symbols = sorted(set(run))
+    """Each such run, and every invisible character of the text end to end (a table whose
+    keys are cut into string pieces, a byte each), read as bits in its two commonest
+    characters (a third, a separator, left out), each as 0 and as 1, most or least
+    significant bit first."""
+    runs = [match.group() for match in _TWO_SYMBOLS.finditer(text)]
+    if len(hidden := "".join(_INVISIBLE.findall(text))) >= 64:
+        runs.append(hidden)
+    for run in runs:
+        symbols = [symbol for symbol, _ in Counter(run).most_common(2)]
         if len(symbols) != 2:
             continue
         for zero in symbols:
-            bits = "".join("0" if c == zero else "1" for c in run)
+            bits = "".join("0" if c == zero else "1" for c in run if c in symbols)
             bits = bits[: len(bits) // 8 * 8]
-            yield int(bits, 2).to_bytes(len(bits) // 8, "big"), "bits", span
+            data = int(bits, 2).to_bytes(len(bits) // 8, "big")
+            yield data, "bits", span
+            yield data.translate(_REVERSED_BITS), "bits", span
 
 
 def _wordy(run: bytes) -> bool:

@@ -59,9 +59,17 @@ def _judged(harness, content: str, path: str = "runtime/table.py"):
     return harness.judge(append(path, content))
 
 
-def _bits(zero: str, one: str):
-    """The text's UTF-8 bytes as bits, one character a bit (zero-width steganography)."""
-    return lambda t: "".join(one if b == "1" else zero for c in t.encode() for b in f"{c:08b}")
+def _bits(zero: str, one: str, order=lambda bits: bits):
+    """The text's UTF-8 bytes as bits, one character a bit (zero-width steganography),
+    each byte's bits in `order`."""
+    return lambda t: "".join(
+        one if b == "1" else zero for c in t.encode() for b in order(f"{c:08b}")
+    )
+
+
+def _pieces(text: str) -> str:
+    """A string literal cut into pieces of 8 characters joined by `+`: a byte a piece."""
+    return " + ".join(repr(text[at : at + 8]) for at in range(0, len(text), 8))
 
 
 def _codes(separator: str, code=str):
@@ -73,6 +81,8 @@ FIXED_FORMS = {
     "bits in zero-width space and non-joiner": (_bits("\u200b", "\u200c"), repr),
     "bits in zero-width joiner and word joiner, escaped": (_bits("\u200d", "\u2060"), ascii),
     "bits in spaces and tabs": (_bits(" ", "\t"), repr),
+    "bits, least significant first": (_bits("\u200b", "\u200c", lambda b: b[::-1]), repr),
+    "bits cut into a string piece a byte": (_bits("\u200b", "\u200c"), _pieces),
     "codes as floats": (lambda t: str([float(ord(c)) for c in t]), repr),
     "codes joined by |": (_codes("|"), repr),
     "codes joined by :": (_codes(":"), repr),
@@ -96,7 +106,8 @@ HELD_FORMS = {
 def test_a_table_in_another_code_form_is_caught(harness, form):
     """Attack: the memorised table, each text written so that no run of it reads as the text
     byte for byte, and the harness one line away from it: bits hidden in invisible characters
-    (a zero-width space for 0, a non-joiner for 1) or in spaces and tabs, character codes as a
+    (a zero-width space for 0, a non-joiner for 1; either bit order; a string piece a byte) or
+    in spaces and tabs, character codes as a
     float array lists them (`104.0`), joined by `|`, `:`, `-`, `/` or `.`, or negated. Got
     through on main: only lists of integers joined by commas, semicolons or whitespace were
     read, and a run of invisible characters alone was dropped as nothing. Stops it: such runs
