@@ -514,3 +514,51 @@ def test_a_worker_s_table_in_zero_width_characters_is_rejected_before_evaluation
     assert attacked.reason.startswith("content check: the candidate carries benchmark content")
     assert not run.layout.rollouts(1, "c0").exists()
     assert run.state.promotion.snapshot_id != run.edit(1).snapshot_id
+
+
+# -- the protected limits a process could lift itself -----------------------------------------
+
+LIFT = """
+    import ctypes, os, resource
+    lifted = []
+    for name in ("RLIMIT_FSIZE", "RLIMIT_NPROC", "RLIMIT_AS", "RLIMIT_CPU"):
+        limit = getattr(resource, name)
+        soft, hard = resource.getrlimit(limit)
+        try:
+            resource.setrlimit(limit, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+            if hard != resource.RLIM_INFINITY:
+                lifted.append(name)
+        except (ValueError, OSError):
+            pass
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, -10)
+        lifted.append("nice -10")
+    except OSError:
+        pass
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+        lifted.append("SCHED_FIFO")
+    except OSError:
+        pass
+    libc = ctypes.CDLL(None, use_errno=True)
+    import platform
+    ioprio_set = {"x86_64": 251, "aarch64": 30}[platform.machine()]
+    if libc.syscall(ioprio_set, 1, 0, 1 << 13) == 0:  # (WHO_PROCESS, itself, the RT class)
+        lifted.append("ioprio RT")
+    print("LIFTED", lifted)
+    print("SECCOMP", [l for l in open("/proc/self/status") if l.startswith("Seccomp:")])
+"""
+
+
+@needs_jails
+def test_a_jailed_process_cannot_lift_its_limits_or_its_priority(tmp_path):
+    """Attack: the evolved harness lifts what bounds it from inside: the file size limit the
+    jail sets (`RLIMIT_FSIZE`, hard), its process count or memory, or takes the CPU and the
+    disk from its siblings and the host (a negative nice value, a real-time scheduling class,
+    a real-time I/O class). Held: hard limits cannot be raised without privilege, every agent
+    process is `nobody`, and the seccomp filter is on (`Seccomp: 2`)."""
+    with jailed_run(tmp_path) as (run, work):
+        out = inside(run, work, LIFT)
+
+    assert "LIFTED []" in out, out
+    assert "Seccomp:\\t2" in out, out
