@@ -1,6 +1,7 @@
 """A file's texts as a reader of it could recover them: plain, unescaped, and every blob in
 it decoded (base64, base32 and base32hex in either case, Ascii85 and base85, uuencode, hex
-with or without separators, `\\x` escapes, lists of character codes in any of those bases, a
+with or without separators, `\\x` escapes, lists of character codes in any of those bases, bits
+in zero-width characters or in spaces and tabs, a
 whole text as one long number in decimal, octal, binary or hex, digit separators and all,
 UTF-16, EBCDIC) and decompressed (gzip, zlib, bzip2, xz, zip, raw deflate, legacy and raw
 lzma; a tar archive read as it is; a gzip or zlib stream or a zip member that fails only its
@@ -28,6 +29,7 @@ import re
 import unicodedata
 import zipfile
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from urllib.parse import unquote, unquote_to_bytes
@@ -54,11 +56,15 @@ _SEPARATED_HEX = re.compile(
 )
 """Hex with a separator between its bytes, as `bytes.hex(":")` writes it."""
 _ASCII85 = re.compile(rb"<~(.{%d,}?)~>" % MIN_BLOB, re.DOTALL)
-_NUMBER = rb"(?:0[xX][0-9a-fA-F]{1,6}|0[oO][0-7]{1,8}|0[bB][01]{1,21}|[0-9]{1,7})"
-_NUMBERS = re.compile(rb"%s(?:\s*[,;]\s*%s|\s+%s){%d,}" % (_NUMBER, _NUMBER, _NUMBER, MIN_BLOB - 1))
+_NUMBER = rb"-?(?:0[xX][0-9a-fA-F]{1,6}|0[oO][0-7]{1,8}|0[bB][01]{1,21}|[0-9]{1,7}(?:\.0+)?)"
+_CODE_SEPARATOR = rb"\s*[,;:|/.\-]\s*|\s+"
+_NUMBERS = re.compile(rb"%s(?:(?:%s)%s){%d,}" % (_NUMBER, _CODE_SEPARATOR, _NUMBER, MIN_BLOB - 1))
 """A list of character codes (`[73, 103, 110, ...]`, `0x49, 0x67`, `0o111`, `0b1001001`,
-`73 103 110` as an array prints, `073` zero-padded; each in quotes too, read squeezed):
-`chr` of each, in decimal and, when its digits allow, in octal and binary."""
+`73 103 110` as an array prints, `073` zero-padded; each in quotes too, read squeezed;
+joined by `|`, `:`, `/`, `.` or `-` as well, as floats `73.0` as a float array lists them,
+or negated): `chr` of each, in decimal and, when its digits allow, in octal and binary."""
+_CODE = re.compile(rb"0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|[0-9]+(?:\.0+(?![0-9]))?")
+"""One code of such a list, its sign and a float's `.0` left out."""
 _GROUPED = re.compile(
     rb"(?<![\w.])(0[xXoObB])?[0-9a-fA-F]{1,8}([_,'.:\- ])[0-9a-fA-F]{1,8}"
     rb"(?:\2[0-9a-fA-F]{1,8}){4,}(?![\w.])"
@@ -240,6 +246,8 @@ def _blobs(data: bytes, text: str, whole) -> Iterator[tuple[bytes, str, tuple[in
         raw = codecs.escape_decode(match.group())[0]
         yield raw, "escaped bytes", _span(data, data, match, whole, False)
     latin = unescape(text).encode("latin-1", "replace") if "\\" in text else b""
+    for reading in (text, unescape(text)) if "\\" in text else (text,):
+        yield from _two_symbol_bits(reading, whole or (1, data.count(b"\n") + 1))
     yield from _other_alphabets(data, whole)
     if latin:  # an Ascii85 run is full of backslashes a string literal escapes
         yield from _other_alphabets(latin, whole or (1, data.count(b"\n") + 1))
@@ -254,6 +262,35 @@ WORDY = 64
 to text or to a compressed stream: prose with its whitespace squeezed out is such a run, and
 what it decodes to is noise. Real encoded data of that length holds a digit or a `+`, `/`
 (base64) or `2-7` (base32) all but surely: (52/64)^64 < 2e-6."""
+
+
+_TWO_SYMBOLS = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u180e\u034f\u00ad \t]{64,}")
+"""A run of invisible characters (zero-width space, non-joiner, joiner, word joiner, marks,
+soft hyphen) or of spaces and tabs, long enough to hold 8 bytes as bits, one character a bit:
+zero-width steganography, whitespace steganography. The `letters` form drops such characters
+between letters; a run of them alone is read as binary."""
+_INVISIBLE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u180e\u034f\u00ad]+")
+_REVERSED_BITS = bytes(int(f"{b:08b}"[::-1], 2) for b in range(256))
+
+
+def _two_symbol_bits(text: str, span) -> Iterator[tuple[bytes, str, tuple[int, int]]]:
+    """Each such run, and every invisible character of the text end to end (a table whose
+    keys are cut into string pieces, a byte each), read as bits in its two commonest
+    characters (a third, a separator, left out), each as 0 and as 1, most or least
+    significant bit first."""
+    runs = [match.group() for match in _TWO_SYMBOLS.finditer(text)]
+    if len(hidden := "".join(_INVISIBLE.findall(text))) >= 64:
+        runs.append(hidden)
+    for run in runs:
+        symbols = [symbol for symbol, _ in Counter(run).most_common(2)]
+        if len(symbols) != 2:
+            continue
+        for zero in symbols:
+            bits = "".join("0" if c == zero else "1" for c in run if c in symbols)
+            bits = bits[: len(bits) // 8 * 8]
+            data = int(bits, 2).to_bytes(len(bits) // 8, "big")
+            yield data, "bits", span
+            yield data.translate(_REVERSED_BITS), "bits", span
 
 
 def _wordy(run: bytes) -> bool:
@@ -463,7 +500,7 @@ def _char_codes(run: bytes) -> list[bytes]:
     """`chr` of each code, read in decimal and in each base all the unprefixed codes allow
     (`0x`, `0o`, `0b` codes keep theirs); one past Unicode is a stray character, not a
     reason to read none."""
-    codes = re.split(rb"\s*[,;]\s*|\s+", run.strip())
+    codes = [code.split(b".")[0] for code in _CODE.findall(run)]
     plain = b"".join(c for c in codes if not c[1:2].isalpha())
     found = []
     for base in [10, *(b for b in _bases(plain) if b != 10)]:

@@ -36,6 +36,7 @@ from flashrsi_dagster.gateway.grants import digest, token_id
 from flashrsi_dagster.gateway.handler import Handler, Headers
 from flashrsi_dagster.gateway.listeners import Listener
 from flashrsi_dagster.gateway.log import CallLog, CallRecord
+from flashrsi_dagster.gateway.masking import KeyMask
 from flashrsi_dagster.gateway.metering import Tokens
 from flashrsi_dagster.gateway.routes import Route, dialect_of, route_of
 from flashrsi_dagster.gateway.streams import StreamMeter
@@ -256,6 +257,7 @@ class Proxy:
             cause = f"answered {exc.cause}"
         else:
             cause = f"failed: {type(exc).__name__}: {exc}"
+        cause = KeyMask(upstream.key).text(cause)  # it quotes what the endpoint answered
         if call.record.fault is None:
             call.record.fault = "endpoint"
             self._settle(forward, call, tokens or Tokens(), timed_out=timed_out)
@@ -298,7 +300,8 @@ class Proxy:
                 cause = f"the upstream answered HTTP {response.status}"
                 call.record.fault, call.record.error = "endpoint", cause
                 self._accounts.fail(forward.run, cause)
-            out = response_headers(response)
+            mask = KeyMask(upstream.key)
+            out = mask.headers(response_headers(response))
             streamed = "text/event-stream" in (response.getheader("Content-Type") or "").lower()
             answer = forward.route.kind is not None and 200 <= response.status < 300
             if answer and streamed != call.record.stream:
@@ -306,9 +309,9 @@ class Proxy:
                 given, asked = ("a stream", "a whole answer")[:: 1 if streamed else -1]
                 raise EndpointFault(f"{given} to a request for {asked}")
             if streamed:
-                self._relay_stream(h, forward, response, out, call)
+                self._relay_stream(h, forward, response, out, call, mask)
             else:
-                self._relay_whole(h, forward, response, out, call)
+                self._relay_whole(h, forward, response, out, call, mask)
             reusable = not response.will_close
         except (EndpointFault, OSError, http.client.HTTPException) as exc:
             if self._pool.expired(conn):  # cut at its deadline: whatever broke, it is that
@@ -320,7 +323,7 @@ class Proxy:
 
     def _relay_whole(
         self, h: Handler, forward: _Forward, response: http.client.HTTPResponse, out: Headers,
-        call: _Call,
+        call: _Call, mask: KeyMask,
     ) -> None:  # fmt: skip
         body = self._read_whole(response, forward)
         tokens = Tokens()
@@ -341,7 +344,7 @@ class Proxy:
         else:
             check_depth(body)  # relayed as it is: the client will parse it
         self._settle(forward, call, tokens, answered=True)
-        _Client(h).send_whole(response.status, out, body)
+        _Client(h).send_whole(response.status, out, mask.whole(body))
 
     def _read_whole(self, response: http.client.HTTPResponse, forward: _Forward) -> bytes:
         """The answer's body, at most `max_answer` bytes, whole (a short one is a fault)."""
@@ -362,14 +365,14 @@ class Proxy:
 
     def _relay_stream(
         self, h: Handler, forward: _Forward, response: http.client.HTTPResponse, out: Headers,
-        call: _Call,
+        call: _Call, mask: KeyMask,
     ) -> None:  # fmt: skip
         kind = forward.route.kind
         meter = StreamMeter(kind, drop_usage_chunk=forward.drop_usage_chunk) if kind else None
         client = _Client(h)
         client.start_stream(response.status, out)
         try:
-            self._relay_events(response, forward, client, meter, call)
+            self._relay_events(response, forward, client, meter, call, mask)
         except (TimeoutError, EndpointFault, OSError, http.client.HTTPException) as exc:
             # Cut mid-stream: what was used so far still counts.
             expired = forward.conn is not None and self._pool.expired(forward.conn)
@@ -379,15 +382,15 @@ class Proxy:
             # The client learns why in its own dialect, then the cut (no clean end).
             reason = f"gateway: the upstream's stream was cut: it {cause}"
             event = errors.error_event(dialect_of(h.path, h.headers), reason)
-            client.write(event if meter else b"\n\n" + event)
+            client.write(mask.end() + (event if meter else b"\n\n" + event))
             raise exc from None
         self._settle(forward, call, meter.tokens if meter else Tokens(), answered=True)
-        client.write(meter.end() if meter else b"")
+        client.write(mask.end() + (meter.end() if meter else b""))
         client.end_stream()
 
     def _relay_events(
         self, response: http.client.HTTPResponse, forward: _Forward, client: _Client,
-        meter: StreamMeter | None, call: _Call,
+        meter: StreamMeter | None, call: _Call, mask: KeyMask,
     ) -> None:  # fmt: skip
         """Relay the stream to its end; its faults raise (`EndpointFault`, TimeoutError). An
         error the endpoint reports in an event is in the accounts before the client sees it."""
@@ -399,9 +402,10 @@ class Proxy:
                 raise EndpointFault(f"a stream over the bound of {limit} bytes")
             events = meter.feed(data) if meter else data
             if meter is not None and meter.reported is not None and call.record.fault is None:
-                call.record.fault, call.record.error = "endpoint", f"the upstream {meter.reported}"
-                self._accounts.fail(forward.run, call.record.error)
-            client.write(events)
+                cause = mask.text(f"the upstream {meter.reported}")
+                call.record.fault, call.record.error = "endpoint", cause
+                self._accounts.fail(forward.run, cause)
+            client.write(mask.feed(events))
         if forward.conn is not None and self._pool.expired(forward.conn):
             raise TimeoutError
         if response.length:

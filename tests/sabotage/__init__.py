@@ -36,4 +36,8 @@ rejections (edit and round records, trajectories).
   run workers' fork server and MiniAgent's, the explorer's HTML sinks and symlinks, Harbor's
   docker environment (a reward rewritten by an agent's process), and forms of the answers the
   contamination check had not been shown.
+- test_round11.py: the eleventh pass — the table in invisible-character or whitespace
+  steganography, character codes as floats or joined by other separators, one-line ciphers
+  (declared), an endpoint reflecting the gateway's key, and a jailed harness hunting a planted
+  key, the sealed test or a sibling jail's `/dev/shm` and abstract sockets.
 """

@@ -1,0 +1,57 @@
+"""The upstream key masked in everything an endpoint answers, before a client sees it.
+
+The gateway sends the real key upstream and never gives it to an agent; but an endpoint can
+put it in what it answers (a server that quotes the key it refused in an error's message, a
+proxy that reflects request headers, a model answer that echoes them), and the gateway
+relays answers. So every relayed header, whole body and stream has the key replaced by
+`REDACTED`, and so has every fault cause built from an endpoint's words (it reaches the run's
+accounts, hence the records).
+"""
+
+from __future__ import annotations
+
+from flashrsi_dagster.records.redaction import MIN_SECRET_LENGTH, REDACTED
+
+_MARK = REDACTED.encode()
+
+
+class KeyMask:
+    """Masks one key in a whole text or in a stream cut anywhere (a key split across two
+    reads is held back until it is known whole or not)."""
+
+    def __init__(self, key: str | None) -> None:
+        # a key shorter than any real credential (a test's "k") would mask ordinary text
+        self._key = key.encode() if key and len(key) >= MIN_SECRET_LENGTH else b""
+        self._held = b""
+
+    def whole(self, data: bytes) -> bytes:
+        return data.replace(self._key, _MARK) if self._key else data
+
+    def text(self, text: str) -> str:
+        return text.replace(self._key.decode(), REDACTED) if self._key else text
+
+    def headers(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        return [(name, self.text(value)) for name, value in headers]
+
+    def feed(self, data: bytes) -> bytes:
+        """What of the stream so far can be sent: masked, less a tail that may be the start
+        of a key the next read completes."""
+        if not self._key:
+            return data
+        data = (self._held + data).replace(self._key, _MARK)
+        keep = _partial_tail(data, self._key)
+        self._held = data[len(data) - keep :] if keep else b""
+        return data[: len(data) - keep]
+
+    def end(self) -> bytes:
+        """The tail held back, at the stream's end (it was no key)."""
+        held, self._held = self._held, b""
+        return held
+
+
+def _partial_tail(data: bytes, key: bytes) -> int:
+    """The length of the longest end of `data` that is a proper start of `key`."""
+    for size in range(min(len(key) - 1, len(data)), 0, -1):
+        if data.endswith(key[:size]):
+            return size
+    return 0
