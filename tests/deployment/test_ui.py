@@ -604,6 +604,55 @@ def test_the_modular_rsi_branch_grid_and_a_rejected_edits_review(ui, screens):
     screens.shot("6-modular-rsi-rejected-edit")
 
 
+CHECK_CELLS = """{ assetNodeOrError(assetKey: {path: ["modular_rsi", "gates"]}) { ... on AssetNode {
+  assetCheckOrError(checkName: "edit_adopted") { ... on AssetCheck {
+    partitionKeysByDimension { name partitionKeys }
+    partitionStatuses { ... on AssetCheckMultiPartitionStatuses { primaryDimensionName ranges {
+      primaryDimStartKey primaryDimEndKey secondaryDim {
+        ... on AssetCheckDefaultPartitionStatuses { succeededPartitions failedPartitions } } } } }
+  } } } } }"""
+OUTCOMES = """{ assetOrError(assetKey: {path: ["modular_rsi", "gates"]}) { ... on Asset {
+  assetMaterializations { partition metadataEntries { label ... on TextMetadataEntry { text } } }
+  } } }"""
+
+
+def _check_cells(ui: UI) -> dict[str, str]:
+    """Each partition's cell in the `edit_adopted` check's own grid: passed or failed."""
+    check = ui.gql(CHECK_CELLS)["assetNodeOrError"]["assetCheckOrError"]
+    keys = {d["name"]: d["partitionKeys"] for d in check["partitionKeysByDimension"]}
+    statuses = check["partitionStatuses"]
+    primary = keys[statuses["primaryDimensionName"]]
+    cells = {}
+    for r in statuses["ranges"]:  # runs of primary keys with the same secondary statuses
+        span = primary[
+            primary.index(r["primaryDimStartKey"]) : primary.index(r["primaryDimEndKey"]) + 1
+        ]
+        for status in ("succeeded", "failed"):
+            for other in r["secondaryDim"][f"{status}Partitions"]:
+                cells.update({f"{key}|{other}": status for key in span})
+    return cells
+
+
+def test_the_modular_rsi_check_grid_tells_a_rejected_step_from_an_adopted_one(ui, screens):
+    """`edit_adopted` is partitioned: its grid has a cell per step, failed (a warning) where
+    the step's edit was rejected or empty and passed where it was adopted, where the asset's
+    own grid is green for every step that ran."""
+    outcomes = {
+        m["partition"]: _metadata(m)["outcome"]
+        for m in ui.gql(OUTCOMES)["assetOrError"]["assetMaterializations"]
+        if m["partition"].endswith(f"|{MODULAR_DEMO}")
+    }
+    cells = {p: c for p, c in _check_cells(ui).items() if p.endswith(f"|{MODULAR_DEMO}")}
+    assert cells == {p: "succeeded" if o == "accepted" else "failed" for p, o in outcomes.items()}
+    assert cells[f"r000.agent_loop|{MODULAR_DEMO}"] == "failed"  # its review gate rejected it
+    assert "succeeded" in cells.values()
+    text = screens.open(
+        "/assets/modular_rsi/gates?view=checks", "edit_adopted", "partitions failed"
+    )
+    assert f"{list(cells.values()).count('failed')} of " in text
+    screens.shot("6-modular-rsi-edit-adopted-by-partition")
+
+
 def test_the_evolver_candidate_grid_its_gates_and_the_retention_report(ui, screens):
     grid = screens.open("/assets/evolver/gates?view=partitions", "r001.w1c1", "r001.w1c2")
     screens.shot("7-evolver-candidate-grid")

@@ -73,11 +73,7 @@ def _open(context: dg.AssetExecutionContext) -> tuple[MetaHarness, str, int, str
     kinds={"git"},
     required_resource_keys=RESOURCES,
     check_specs=[
-        dg.AssetCheckSpec(
-            "edit_within_declared_paths",
-            asset=key("snapshot"),
-            description="Every path the committed edit changed is declared in components.yaml.",
-        ),
+        describe.check_spec(describe.host.EDIT_PATHS, key("snapshot")),
         describe.content_check_spec(key("snapshot")),
     ],
 )
@@ -96,7 +92,7 @@ def snapshot(context: dg.AssetExecutionContext) -> Iterator:
         metadata.update(describe.worker(algorithm.layout.worker(k, slot)))
     yield dg.Output(info, metadata=metadata)
     where = str(context.partition_key)
-    yield describe.edit_check(store, info, "edit_within_declared_paths", where)
+    yield describe.edit_check(store, info, where)
     verdict = None if k == 0 else algorithm.content(k, slot)
     unchecked = "the seed" if k == 0 else f"nothing committed ({info['status']})"
     yield describe.content_check(verdict, key("snapshot"), where, unchecked)
@@ -135,12 +131,7 @@ def snapshot(context: dg.AssetExecutionContext) -> Iterator:
     can_subset=False,
     required_resource_keys=RESOURCES,
     check_specs=[
-        dg.AssetCheckSpec(
-            "score_in_unit_interval",
-            asset=key("scores"),
-            description="The dev score lies in [0, 1] over tasks x attempts, every rollout "
-            "counted (infrastructure failures as 0).",
-        ),
+        describe.check_spec(describe.host.SCORE_RANGE, key("scores")),
         describe.behaviour_check_spec(key("scores")),
     ],
 )
@@ -174,9 +165,7 @@ def evaluation(context: dg.AssetExecutionContext, snapshot: dict) -> Iterator:
     )
     yield _paired(algorithm, state, k, slot, frame)
     where = str(context.partition_key)
-    yield describe.score_check(
-        table, tasks * attempts, "score_in_unit_interval", key("scores"), where
-    )
+    yield describe.score_check(table, tasks * attempts, key("scores"), where)
     yield describe.behaviour_check(
         _behaviour(algorithm, state, k, slot, rollouts), key("scores"), where
     )

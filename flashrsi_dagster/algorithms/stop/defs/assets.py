@@ -125,7 +125,7 @@ def promotion(context: dg.AssetExecutionContext) -> dg.Output:
         dg.AssetCheckSpec(
             "splits_disjoint",
             asset=key("sealed_test_score"),
-            description=describe.SEALED_CHECKS["splits_disjoint"],
+            description=describe.host.DESCRIPTIONS[describe.host.SPLITS],
         ),
     ],
 )
