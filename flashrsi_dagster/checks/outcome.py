@@ -37,4 +37,4 @@ class CheckOutcome(BaseModel):
     def result(self) -> str:
         """The status and the summary in words, first in what the UI shows: Dagster labels a
         failed check "Failed" whatever its severity, so a warning says so here."""
-        return f"{self.status}: {self.summary}"
+        return f"{self.status}: {self.summary}" if self.summary else self.status

@@ -122,29 +122,42 @@ def worker(path: Path) -> dict[str, Any]:
     }
 
 
-def check_result(where: str, metadata: dict[str, Any], **fields: Any) -> dg.AssetCheckResult:
-    """A check's result naming the partition it judged: the UI's Checks tab shows the latest
-    result of an asset's check without its partition (partitioned checks are a preview)."""
-    return dg.AssetCheckResult(metadata={"partition": where, **metadata}, **fields)
-
-
 SEVERITY = {"error": dg.AssetCheckSeverity.ERROR, "warn": dg.AssetCheckSeverity.WARN}
 
 
 def check(outcome: CheckOutcome, where: str, asset: dg.AssetKey | None = None):
-    """An engine check's outcome (`checks.host`) as Dagster's result. Its `result` comes first
+    """A check's outcome (`checks.host`) as Dagster's result, naming the partition it judged
+    (the UI's Checks tab shows an asset's latest result without it). Its `result` comes first
     and its description says the same: Dagster labels a failed check "Failed" whatever its
     severity, so a warning is named a warning in words."""
     markdown = {k: dg.MetadataValue.md(v) for k, v in outcome.markdown.items()}
-    return check_result(
-        where,
-        {"result": outcome.result, **outcome.metadata, **markdown},
+    return dg.AssetCheckResult(
         check_name=outcome.name,
         asset_key=asset,
         passed=outcome.passed,
         severity=SEVERITY[outcome.severity],
         description=outcome.result,
+        metadata={"partition": where, "result": outcome.result, **outcome.metadata, **markdown},
     )
+
+
+def check_result(
+    where: str,
+    metadata: dict[str, Any],
+    *,
+    check_name: str,
+    passed: bool,
+    asset_key: dg.AssetKey | None = None,
+    severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR,
+    summary: str = "",
+) -> dg.AssetCheckResult:
+    """A check an algorithm's own definitions evaluate (its figures in `metadata`, why in
+    `summary`), reported as `check` reports the host's."""
+    level = "warn" if severity == dg.AssetCheckSeverity.WARN else "error"
+    outcome = CheckOutcome(
+        name=check_name, passed=passed, severity=level, summary=summary, metadata=metadata
+    )
+    return check(outcome, where, asset_key)
 
 
 def check_spec(name: str, asset: dg.AssetKey, **fields: Any) -> dg.AssetCheckSpec:

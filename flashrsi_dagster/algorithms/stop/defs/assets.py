@@ -85,6 +85,7 @@ def round_(context: dg.AssetExecutionContext) -> Iterator:
         asset_key=key("round"),
         passed=not attempts,
         severity=dg.AssetCheckSeverity.WARN,
+        summary=f"{len(attempts)} circumvention attempt(s)",
     )
     verdict = None
     if improver is not None and k > 0:
