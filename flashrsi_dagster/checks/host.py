@@ -210,6 +210,16 @@ def adopted(outcome: str, reason: str | None, was_adopted: bool) -> CheckOutcome
     )
 
 
+KEPT = ("promoted", "adopted", "archived")
+"""The ledger outcomes that keep an edit (`explorer.candidates.outcome`'s words)."""
+
+
+def decided(outcome: str, reason: str) -> CheckOutcome:
+    """`adopted` for a candidate the ledger judged, its outcome in the explorer's words:
+    kept (promoted, adopted, archived) passes, rejected or pruned is a warning."""
+    return adopted(outcome, reason, outcome in KEPT)
+
+
 def once(name: str, passed: bool, recorded: int, expected: int) -> CheckOutcome:
     """The sealed test evaluated once, after what ends the search (`name` says which)."""
     summary = (

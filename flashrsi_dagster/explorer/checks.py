@@ -20,8 +20,6 @@ from flashrsi_dagster.explorer.candidates import Node
 from flashrsi_dagster.snapshots import SnapshotStore
 from flashrsi_dagster.stats.behaviour import BehaviourSignal
 
-ADOPTED_OUTCOMES = ("promoted", "adopted", "archived")
-"""Outcomes that kept the edit; `rejected` and `pruned` did not."""
 EDIT_PATHS_CHECKED = ("meta_harness",)
 """The algorithms whose snapshot asset carries `edit_within_declared_paths`."""
 
@@ -40,8 +38,7 @@ def node_checks(
     found += [
         (host.behaviour(signal), f"ledger entry {e.id}") for e, signal in _behaviour(decisions)
     ]
-    kept = node.outcome in ADOPTED_OUTCOMES
-    found.append((host.adopted(node.outcome, node.reason, kept), "its outcome in the ledger"))
+    found.append((host.decided(node.outcome, node.reason), "its outcome in the ledger"))
     if algorithm in EDIT_PATHS_CHECKED and store is not None:
         info = {"snapshot_id": node.snapshot_id, "parent_id": node.parent, "status": node.outcome}
         found.append((host.edit_within_declared_paths(store, info), "its snapshot and parent"))

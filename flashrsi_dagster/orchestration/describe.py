@@ -19,11 +19,14 @@ from flashrsi_dagster.checks import CheckOutcome, host
 from flashrsi_dagster.contamination import ContentVerdict
 from flashrsi_dagster.controls.lift import control_lines
 from flashrsi_dagster.decisions import Ledger
+from flashrsi_dagster.decisions.ledger import Decision
 from flashrsi_dagster.decisions.report import ledger_figures
 from flashrsi_dagster.evaluator.compare import basis
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.experiment.keys import NIGHTLY
+from flashrsi_dagster.explorer.candidates import outcome as candidate_outcome
 from flashrsi_dagster.explorer.links import experiment_url, node_url
+from flashrsi_dagster.orchestration.dagster_internals import TargetMaterialization
 from flashrsi_dagster.orchestration.partitions import AlgorithmPartitions
 from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import final_trajectories
@@ -271,6 +274,49 @@ def adopted_check(
 ) -> dg.AssetCheckResult:
     """`adopted_check_spec`'s result for a step whose outcome is `outcome`."""
     return check(host.adopted(outcome, reason, adopted), where, asset)
+
+
+def decided_checks(
+    instance: dg.DagsterInstance,
+    entries: list[Decision],
+    partitions: AlgorithmPartitions,
+    name: str,
+    asset: dg.AssetKey,
+) -> list[dg.AssetCheckEvaluation]:
+    """`edit_adopted` for each candidate the ledger judged, from a run of another partition
+    (the promotion): Dagster 1.13 counts a result for a partition only when it targets that
+    partition's latest materialization of `asset`, so each names it. The latest entry on a
+    candidate decides; candidates without a materialization yet are left out."""
+    latest = {(e.candidate.round, e.candidate.slot): e for e in entries}
+    found = []
+    for (k, slot), entry in latest.items():
+        if k is None or slot is None:
+            continue
+        partition = str(partitions.key(name, k, slot))
+        made = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=asset, asset_partitions=[partition]), limit=1
+        ).records
+        if not made:
+            continue
+        outcome = host.decided(candidate_outcome(entry), entry.reason)
+        result = check(outcome, partition, asset)
+        found.append(
+            dg.AssetCheckEvaluation(
+                asset_key=asset,
+                check_name=outcome.name,
+                passed=outcome.passed,
+                severity=result.severity,
+                description=result.description,
+                metadata=result.metadata,
+                partition=partition,
+                target_materialization_data=TargetMaterialization(
+                    storage_id=made[0].storage_id,
+                    run_id=made[0].run_id,
+                    timestamp=made[0].timestamp,
+                ),
+            )
+        )
+    return found
 
 
 def behaviour_check_spec(asset: dg.AssetKey) -> dg.AssetCheckSpec:
