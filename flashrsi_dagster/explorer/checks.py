@@ -46,11 +46,11 @@ def node_checks(
 
 
 def _content(node: Node, files: list[Path]) -> CheckOutcome:
+    """The verdict among the node's records (`…-content.json`), else why there is none."""
     for path in files:
-        if path.suffix == ".json" and '"content_verdict"' in path.read_text(encoding="utf-8"):
-            value = json.loads(path.read_text(encoding="utf-8"))
-            if value.get("kind") == "content_verdict":
-                return host.content(ContentVerdict.model_validate(value), "")
+        text = path.read_text(encoding="utf-8") if path.suffix == ".json" else ""
+        if '"content_verdict"' in text and json.loads(text).get("kind") == "content_verdict":
+            return host.content(ContentVerdict.model_validate_json(text), "")
     return host.content(None, f"no verdict on record ({node.outcome}: {node.reason})")
 
 
