@@ -27,6 +27,7 @@ from flashrsi_dagster.experiment.keys import candidate_key
 from flashrsi_dagster.explorer import records
 from flashrsi_dagster.explorer.cache import Experiments, Opened
 from flashrsi_dagster.explorer.candidates import Node
+from flashrsi_dagster.explorer.checks import node_checks
 from flashrsi_dagster.explorer.home import (
     NotAnExperiment,
     algorithm_of,
@@ -148,6 +149,7 @@ def _node(experiments: Experiments, dagster: str | None, name: str, node: str) -
         "decisions": [d.model_dump(mode="json") for d in decisions],
         **records.trajectories(opened.paths, files, public_test),
         "records": records.other_records(opened.paths, files),
+        "checks": node_checks(found, decisions, files, opened.store, tree.algorithm),
         "spend": {} if where is None else candidate_spend(opened.paths.gateway_log, where),
         "links": dagster_links(dagster, tree.algorithm, tree.experiment, found.round, found.slot),
     }

@@ -12,11 +12,17 @@ here, not in nine files). Why each is needed:
 - config: validating a run config before launch (`deployment/execution.py`, `workers.py`);
 - code server: Dagster's own server and command line, its run workers forked warm
   (`deployment/code_server.py`);
+- checks: a check's result on a partition reported from another run (the promotion's)
+  names the materialization it judged, or Dagster does not count it for that partition
+  (`orchestration/describe.py`);
 - asset job: a run the UI launched under the hidden asset job, made again under its assets'
   job as it is submitted (`deployment/asset_job_runs.py`).
 """
 
 from dagster._config import StringSource, post_process_config, validate_config
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData as TargetMaterialization,
+)
 from dagster._core.definitions.assets.job.asset_job import IMPLICIT_ASSET_JOB_NAME
 from dagster._core.definitions.reconstruct import ReconstructableRepository
 from dagster._core.definitions.selector import JobSubsetSelector
@@ -103,6 +109,7 @@ __all__ = [
     "SqliteScheduleStorage",
     "StringSource",
     "SubmitRunContext",
+    "TargetMaterialization",
     "WorkspaceProcessContext",
     "dagster_cli",
     "find_free_port",

@@ -6,6 +6,7 @@ The renderings themselves (diffs, transcripts, charts, rounding) are engine code
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -14,27 +15,30 @@ import dagster as dg
 import pandas as pd
 
 from flashrsi_dagster.algorithms.base import ONLY_SLOT
+from flashrsi_dagster.checks import CheckOutcome, host
 from flashrsi_dagster.contamination import ContentVerdict
 from flashrsi_dagster.controls.lift import control_lines
 from flashrsi_dagster.decisions import Ledger
+from flashrsi_dagster.decisions.ledger import Decision
 from flashrsi_dagster.decisions.report import ledger_figures
 from flashrsi_dagster.evaluator.compare import basis
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.experiment.keys import NIGHTLY
+from flashrsi_dagster.explorer.candidates import outcome as candidate_outcome
 from flashrsi_dagster.explorer.links import experiment_url, node_url
+from flashrsi_dagster.orchestration.dagster_internals import TargetMaterialization
 from flashrsi_dagster.orchestration.partitions import AlgorithmPartitions
 from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import final_trajectories
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.snapshots import SnapshotStore
-from flashrsi_dagster.stats.behaviour import BehaviourSignal, line
+from flashrsi_dagster.stats.behaviour import BehaviourSignal
 from flashrsi_dagster.views import (
     RoundRow,
     cost_text,
     diff_markdown,
     experiment_chart,
     pick_examples,
-    round_figures,
     trajectory_markdown,
     worker_activity_markdown,
 )
@@ -42,9 +46,8 @@ from flashrsi_dagster.views import (
 TRANSCRIPT_CHARS = 12_000
 
 
-def figures(**values: float | int | None) -> dict[str, Any]:
-    """Numbers for metadata, rounded as every view rounds them (None shows as "-")."""
-    return {name: "-" if v is None else v for name, v in round_figures(values).items()}
+figures = host.figures
+"""Numbers for metadata, rounded as every view rounds them (None shows as "-")."""
 
 
 def snapshot_link(
@@ -122,37 +125,59 @@ def worker(path: Path) -> dict[str, Any]:
     }
 
 
-def check_result(where: str, metadata: dict[str, Any], **fields: Any) -> dg.AssetCheckResult:
-    """A check's result naming the partition it judged: the UI's Checks tab shows the latest
-    result of an asset's check without its partition (partitioned checks are a preview)."""
-    return dg.AssetCheckResult(metadata={"partition": where, **metadata}, **fields)
+SEVERITY = {"error": dg.AssetCheckSeverity.ERROR, "warn": dg.AssetCheckSeverity.WARN}
 
 
-def edit_check(store: SnapshotStore, info: dict, check: str, where: str) -> dg.AssetCheckResult:
+def check(outcome: CheckOutcome, where: str, asset: dg.AssetKey | None = None):
+    """A check's outcome (`checks.host`) as Dagster's result, naming the partition it judged
+    (the UI's Checks tab shows an asset's latest result without it). Its `result` comes first
+    and its description says the same: Dagster labels a failed check "Failed" whatever its
+    severity, so a warning is named a warning in words."""
+    markdown = {k: dg.MetadataValue.md(v) for k, v in outcome.markdown.items()}
+    return dg.AssetCheckResult(
+        check_name=outcome.name,
+        asset_key=asset,
+        passed=outcome.passed,
+        severity=SEVERITY[outcome.severity],
+        description=outcome.result,
+        metadata={"partition": where, "result": outcome.result, **outcome.metadata, **markdown},
+    )
+
+
+def check_result(
+    where: str,
+    metadata: dict[str, Any],
+    *,
+    check_name: str,
+    passed: bool,
+    asset_key: dg.AssetKey | None = None,
+    severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR,
+    summary: str = "",
+) -> dg.AssetCheckResult:
+    """A check an algorithm's own definitions evaluate (its figures in `metadata`, why in
+    `summary`), reported as `check` reports the host's."""
+    level = "warn" if severity == dg.AssetCheckSeverity.WARN else "error"
+    outcome = CheckOutcome(
+        name=check_name, passed=passed, severity=level, summary=summary, metadata=metadata
+    )
+    return check(outcome, where, asset_key)
+
+
+def check_spec(name: str, asset: dg.AssetKey, **fields: Any) -> dg.AssetCheckSpec:
+    """The spec of a host check (`checks.host`), described as the explorer describes it."""
+    return dg.AssetCheckSpec(name, asset=asset, description=host.DESCRIPTIONS[name], **fields)
+
+
+def edit_check(store: SnapshotStore, info: dict, where: str) -> dg.AssetCheckResult:
     """Every path a committed edit changed is declared by its parent's components."""
-    child, parent = info.get("snapshot_id"), info.get("parent_id")
-    if not (child and parent):
-        return check_result(
-            where, {"edit": f"none ({info['status']})"}, check_name=check, passed=True
-        )
-    declared = store.get(parent).components
-    changed = [c.path for c in store.changed_paths(parent, child)]
-    outside = [p for p in changed if not declared.declares(p)]
-    found = {"changed": len(changed), "outside_declared_paths": ", ".join(outside) or "-"}
-    return check_result(where, found, check_name=check, passed=not outside)
+    return check(host.edit_within_declared_paths(store, info), where)
 
 
-CONTENT_CHECK = "content_not_contaminated"
+CONTENT_CHECK = host.CONTENT
 
 
 def content_check_spec(asset: dg.AssetKey) -> dg.AssetCheckSpec:
-    return dg.AssetCheckSpec(
-        CONTENT_CHECK,
-        asset=asset,
-        description="The candidate's files carry none of the benchmark's tasks or answers "
-        "(every split; plain, escaped, base64, hex, compressed, hashed): the contamination "
-        "check made before it was scored. Fails with the evidence when it rejected it.",
-    )
+    return check_spec(CONTENT_CHECK, asset)
 
 
 def content_check(
@@ -160,45 +185,7 @@ def content_check(
 ) -> dg.AssetCheckResult:
     """The candidate's contamination verdict as a check (`unchecked`: why it has none, e.g.
     the seed, or an edit refused before it)."""
-    if verdict is None:
-        metadata: dict[str, Any] = {"checked": f"no: {unchecked}"}
-        return check_result(where, metadata, check_name=CONTENT_CHECK, asset_key=asset, passed=True)
-    metadata = {
-        "snapshot_id": verdict.snapshot_id,
-        "judged_against": verdict.baseline_id,
-        "changed_files": verdict.files,
-        "rules": "; ".join(verdict.rules) or "-",
-        "hits": verdict.hit_count,
-        **{f"tasks_{split}": n for split, n in verdict.tasks.items()},
-        **{f"{split}_task_ids": ", ".join(ids) for split, ids in verdict.named.items()},
-        "evidence": dg.MetadataValue.md(content_hits_markdown(verdict)),
-    }
-    return check_result(
-        where,
-        metadata,
-        check_name=CONTENT_CHECK,
-        asset_key=asset,
-        passed=not verdict.contaminated,
-        severity=dg.AssetCheckSeverity.ERROR,
-    )
-
-
-def content_hits_markdown(verdict: ContentVerdict, limit: int = 50) -> str:
-    if not verdict.hits:
-        return "_no benchmark content in the changed files_"
-    rows = [
-        "| rule | task | split | secret | file | lines | encoding |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for h in verdict.hits[:limit]:
-        task = h.task_id or "_held out, not named_"
-        lines = f"{h.lines[0]}-{h.lines[1]}" if h.lines[1] != h.lines[0] else str(h.lines[0])
-        rows.append(
-            f"| {h.rule} | {task} | {h.split} | {h.secret} | {h.file} | {lines} | {h.encoding} |"
-        )
-    if verdict.hit_count > limit:
-        rows.append(f"\n_{verdict.hit_count - limit} more hit(s) in the verdict record_")
-    return "\n".join(rows)
+    return check(host.content(verdict, unchecked), where, asset)
 
 
 def trajectories(record, frame: pd.DataFrame, rollouts: list[Trajectory]) -> dict[str, Any]:
@@ -261,96 +248,86 @@ def scores(state, k: int, table: dict, slot: str = ONLY_SLOT) -> dict[str, Any]:
     return metadata
 
 
-def score_check(table: dict, denominator: int, check: str, asset: dg.AssetKey, where: str):
-    if not table:
-        return check_result(where, {"rollouts": 0}, check_name=check, asset_key=asset, passed=True)
-    score, missing = table["score"], table["missing"]
-    return check_result(
-        where,
-        {**figures(score=score), "denominator": denominator, "missing": missing},
-        check_name=check,
-        asset_key=asset,
-        passed=score is not None and 0.0 <= score <= 1.0 and missing == 0,
-    )
+def score_check(table: dict, denominator: int, asset: dg.AssetKey, where: str):
+    return check(host.score_in_unit_interval(table, denominator), where, asset)
 
 
-BEHAVIOUR_CHECK = "behaviour_consistent_with_parent"
+BEHAVIOUR_CHECK = host.BEHAVIOUR
+ADOPTED_CHECK = host.ADOPTED
 
 
-ADOPTED_CHECK = "edit_adopted"
-
-
-def adopted_check_spec(asset: dg.AssetKey) -> dg.AssetCheckSpec:
-    return dg.AssetCheckSpec(
-        ADOPTED_CHECK,
-        asset=asset,
-        description="The step's outcome where the partition grid's green says only that it "
-        "ran: passes when its edit was adopted, warns (with the reason) when it was rejected "
-        "or changed nothing. A search rejects most edits: a warning, not an error.",
-    )
+def adopted_check_spec(
+    asset: dg.AssetKey, partitions_def: dg.PartitionsDefinition
+) -> dg.AssetCheckSpec:
+    """Partitioned as its asset is: the check's page then has a grid of its own, each
+    partition passed (adopted) or failed (rejected: a warning, though Dagster's grid labels
+    it "Failed"), where the asset's grid shows every step that ran alike. A result counts
+    for its partition only when reported in the run that materialized it, as the step's is.
+    Dagster 1.13 calls a partitioned check a preview; its warning about that is left out."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        return check_spec(ADOPTED_CHECK, asset, partitions_def=partitions_def)
 
 
 def adopted_check(
     outcome: str, reason: str | None, adopted: bool, asset: dg.AssetKey, where: str
 ) -> dg.AssetCheckResult:
     """`adopted_check_spec`'s result for a step whose outcome is `outcome`."""
-    return check_result(
-        where,
-        {"outcome": outcome, "reason": reason or "-"},
-        check_name=ADOPTED_CHECK,
-        asset_key=asset,
-        passed=adopted,
-        severity=dg.AssetCheckSeverity.WARN,
-    )
+    return check(host.adopted(outcome, reason, adopted), where, asset)
+
+
+def decided_checks(
+    instance: dg.DagsterInstance,
+    entries: list[Decision],
+    partitions: AlgorithmPartitions,
+    name: str,
+    asset: dg.AssetKey,
+) -> list[dg.AssetCheckEvaluation]:
+    """`edit_adopted` for each candidate the ledger judged, from a run of another partition
+    (the promotion): Dagster 1.13 counts a result for a partition only when it targets that
+    partition's latest materialization of `asset`, so each names it. The latest entry on a
+    candidate decides; candidates without a materialization yet are left out."""
+    latest = {(e.candidate.round, e.candidate.slot): e for e in entries}
+    found = []
+    for (k, slot), entry in latest.items():
+        if k is None or slot is None:
+            continue
+        partition = str(partitions.key(name, k, slot))
+        made = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=asset, asset_partitions=[partition]), limit=1
+        ).records
+        if not made:
+            continue
+        outcome = host.decided(candidate_outcome(entry), entry.reason)
+        result = check(outcome, partition, asset)
+        found.append(
+            dg.AssetCheckEvaluation(
+                asset_key=asset,
+                check_name=outcome.name,
+                passed=outcome.passed,
+                severity=result.severity,
+                description=result.description,
+                metadata=result.metadata,
+                partition=partition,
+                target_materialization_data=TargetMaterialization(
+                    storage_id=made[0].storage_id,
+                    run_id=made[0].run_id,
+                    timestamp=made[0].timestamp,
+                ),
+            )
+        )
+    return found
 
 
 def behaviour_check_spec(asset: dg.AssetKey) -> dg.AssetCheckSpec:
-    return dg.AssetCheckSpec(
-        BEHAVIOUR_CHECK,
-        asset=asset,
-        description="Warns when the candidate scores higher than its parent on the same tasks "
-        "with far fewer model calls or tokens (the gateway's count), or answered a task with "
-        "no model call where the parent made some (thresholds: the experiment's `behaviour` "
-        "section). A warning, never a rejection.",
-    )
+    return check_spec(BEHAVIOUR_CHECK, asset)
 
 
 def behaviour_check(
     signal: BehaviourSignal | str, asset: dg.AssetKey, where: str
 ) -> dg.AssetCheckResult:
-    """The behaviour check's result: a warning (severity WARN, not passed) when `signal` is
-    flagged, with its figures; passed with a note when there was nothing to compare (`signal`
-    is then the reason: no parent, no rollouts, no metered usage)."""
-    fields = {"check_name": BEHAVIOUR_CHECK, "asset_key": asset}
-    if isinstance(signal, str) or signal.verdict == "not_compared":
-        note = signal if isinstance(signal, str) else line(signal)
-        return check_result(where, {"compared": note}, passed=True, **fields)
-    s, limits = signal, signal.thresholds
-    metadata = {
-        "verdict": s.verdict,
-        "summary": line(s),
-        **figures(
-            calls_per_task_candidate=s.calls_candidate,
-            calls_per_task_parent=s.calls_parent,
-            calls_ratio=s.calls_ratio,
-            tokens_per_task_candidate=s.tokens_candidate,
-            tokens_per_task_parent=s.tokens_parent,
-            tokens_ratio=s.tokens_ratio,
-            calls_ratio_median_task=s.calls_ratio_median,
-            tokens_ratio_median_task=s.tokens_ratio_median,
-            score_candidate=s.score_candidate,
-            score_parent=s.score_parent,
-            score_delta=s.score_delta,
-            max_calls_ratio=limits.max_calls_ratio,
-            max_tokens_ratio=limits.max_tokens_ratio,
-        ),
-        "tasks": s.tasks,
-        "unmetered_tasks": s.unmetered,
-        "zero_call_tasks": ", ".join(s.zero_call_tasks) or "-",
-    }
-    return check_result(
-        where, metadata, passed=not s.flagged, severity=dg.AssetCheckSeverity.WARN, **fields
-    )
+    """The behaviour check's result (`checks.host.behaviour`): a warning when flagged."""
+    return check(host.behaviour(signal), where, asset)
 
 
 def chart_rows(name: str, state) -> list[RoundRow]:
@@ -513,17 +490,7 @@ def sealed_test(state, *, read_back: bool) -> dict[str, Any]:
     }
 
 
-SEALED_CHECKS = {
-    "evaluated_once_after_promotion": "One sealed-test record, of the promoted snapshot, "
-    "written after the promotion, with exactly tasks x attempts rollouts.",
-    "evaluated_once_after_termination": "One retention report, written after the search "
-    "terminated: the baseline and each delivered version scored on test, each with exactly "
-    "tasks x K rollouts.",
-    "splits_disjoint": "Train, dev and test share no task id, instruction or checksum.",
-    "dev_test_gap": "Warns when the promoted dev score exceeds the test score by more than "
-    "the configured threshold (`experiments_home.dev_test_gap_warning`).",
-}
-ONCE_AFTER_PROMOTION = "evaluated_once_after_promotion"
+ONCE_AFTER_PROMOTION = host.ONCE_AFTER_PROMOTION
 
 
 def sealed_check_specs(
@@ -531,8 +498,8 @@ def sealed_check_specs(
 ) -> list[dg.AssetCheckSpec]:
     """The sealed test's check specs: `once` (evaluated once, after what ends the search),
     disjoint splits, and with `gap` (an algorithm that promotes on a dev score) the gap."""
-    names = [once, "splits_disjoint", *(["dev_test_gap"] if gap else [])]
-    return [dg.AssetCheckSpec(n, asset=asset, description=SEALED_CHECKS[n]) for n in names]
+    names = [once, host.SPLITS, *([host.GAP] if gap else [])]
+    return [check_spec(n, asset) for n in names]
 
 
 def sealed_checks(algorithm, state, threshold: float | None, asset: dg.AssetKey, where: str):
@@ -543,27 +510,15 @@ def sealed_checks(algorithm, state, threshold: float | None, asset: dg.AssetKey,
     recorded = final_trajectories(
         RolloutRecord(algorithm.layout.test_rollouts), algorithm.settings.max_infra_reruns
     )
-    yield check_result(
-        where,
-        {"rollouts": len(recorded), "expected": expected},
-        check_name=ONCE_AFTER_PROMOTION,
-        asset_key=asset,
-        passed=test.snapshot_id == chosen.snapshot_id
+    passed = (
+        test.snapshot_id == chosen.snapshot_id
         and test.created >= chosen.created
-        and len(recorded) == expected,
+        and len(recorded) == expected
     )
+    yield check(host.once(ONCE_AFTER_PROMOTION, passed, len(recorded), expected), where, asset)
     yield splits_check(algorithm, asset, where)
-    if threshold is None:
-        return
-    gap = chosen.dev_score - test.test_score
-    yield check_result(
-        where,
-        figures(dev_test_gap=gap, threshold=threshold),
-        check_name="dev_test_gap",
-        asset_key=asset,
-        passed=gap <= threshold,
-        severity=dg.AssetCheckSeverity.WARN,
-    )
+    if threshold is not None:
+        yield check(host.dev_test_gap(chosen.dev_score, test.test_score, threshold), where, asset)
 
 
 def splits_check(algorithm, asset: dg.AssetKey, where: str) -> dg.AssetCheckResult:
@@ -576,10 +531,4 @@ def splits_check(algorithm, asset: dg.AssetKey, where: str) -> dg.AssetCheckResu
         overlap = None
     except ValueError as exc:
         overlap = str(exc)
-    return check_result(
-        where,
-        {"overlap": overlap or "-"},
-        check_name="splits_disjoint",
-        asset_key=asset,
-        passed=overlap is None,
-    )
+    return check(host.splits_disjoint(overlap), where, asset)

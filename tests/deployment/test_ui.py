@@ -46,7 +46,7 @@ DEMO, OTHER, FROM_UI = "meta-harness-demo", "other", "from-ui"
 GROUP_ASSETS = ["snapshot", "trajectories", "scores", "failure_map", "paired_stats", "promotion"]
 CHECKS = {
     "snapshot": {"edit_within_declared_paths", "content_not_contaminated"},
-    "scores": {"score_in_unit_interval", "behaviour_consistent_with_parent"},
+    "scores": {"score_in_unit_interval", "behaviour_consistent_with_parent", "edit_adopted"},
     "sealed_test_score": {"evaluated_once_after_promotion", "splits_disjoint", "dev_test_gap"},
 }
 TICK = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
@@ -379,7 +379,7 @@ def test_the_asset_checks_pass_and_the_gap_check_says_what_the_records_say(ui, s
         node = ui.gql(CHECKS_OF, key=key)["assetNodeOrError"]
         assert {c["name"] for c in node["assetChecksOrError"]["checks"]} == checks
         shown = {}
-        for check in checks:
+        for check in checks - {"edit_adopted"}:  # a candidate's outcome: its own test
             runs = ui.gql(CHECK_EXECUTIONS, key=key, check=check)["assetCheckExecutions"]
             assert len(runs) == (2 if asset == "sealed_test_score" else 4)  # a run per step
             if check == "dev_test_gap":
@@ -607,6 +607,70 @@ def test_the_modular_rsi_branch_grid_and_a_rejected_edits_review(ui, screens):
     screens.shot("6-modular-rsi-rejected-edit")
 
 
+CHECK_CELLS = """query($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) { ... on AssetNode {
+  assetCheckOrError(checkName: "edit_adopted") { ... on AssetCheck {
+    partitionKeysByDimension { name partitionKeys }
+    partitionStatuses { ... on AssetCheckMultiPartitionStatuses { primaryDimensionName ranges {
+      primaryDimStartKey primaryDimEndKey secondaryDim {
+        ... on AssetCheckDefaultPartitionStatuses { succeededPartitions failedPartitions } } } } }
+  } } } } }"""
+OUTCOMES = """{ assetOrError(assetKey: {path: ["modular_rsi", "gates"]}) { ... on Asset {
+  assetMaterializations { partition metadataEntries { label ... on TextMetadataEntry { text } } }
+  } } }"""
+
+
+def _check_cells(ui: UI, asset: list[str], experiment: str) -> dict[str, str]:
+    """Each of `experiment`'s cells in the `edit_adopted` check's own grid on `asset`:
+    succeeded or failed."""
+    check = ui.gql(CHECK_CELLS, key={"path": asset})["assetNodeOrError"]["assetCheckOrError"]
+    keys = {d["name"]: d["partitionKeys"] for d in check["partitionKeysByDimension"]}
+    statuses = check["partitionStatuses"]
+    primary = keys[statuses["primaryDimensionName"]]
+    cells = {}
+    for r in statuses["ranges"]:  # runs of primary keys with the same secondary statuses
+        span = primary[
+            primary.index(r["primaryDimStartKey"]) : primary.index(r["primaryDimEndKey"]) + 1
+        ]
+        for status in ("succeeded", "failed"):
+            for other in r["secondaryDim"][f"{status}Partitions"]:
+                cells.update({f"{key}|{other}": status for key in span})
+    return {p: c for p, c in cells.items() if p.endswith(f"|{experiment}")}
+
+
+def test_the_modular_rsi_check_grid_tells_a_rejected_step_from_an_adopted_one(ui, screens):
+    """`edit_adopted` is partitioned: its grid has a cell per step, failed (a warning) where
+    the step's edit was rejected or empty and passed where it was adopted, where the asset's
+    own grid is green for every step that ran."""
+    outcomes = {
+        m["partition"]: _metadata(m)["outcome"]
+        for m in ui.gql(OUTCOMES)["assetOrError"]["assetMaterializations"]
+        if m["partition"].endswith(f"|{MODULAR_DEMO}")
+    }
+    cells = _check_cells(ui, ["modular_rsi", "gates"], MODULAR_DEMO)
+    assert cells == {p: "succeeded" if o == "accepted" else "failed" for p, o in outcomes.items()}
+    assert cells[f"r000.agent_loop|{MODULAR_DEMO}"] == "failed"  # its review gate rejected it
+    assert "succeeded" in cells.values()
+    _check_partitions(screens, "modular_rsi/gates", "Passed", "Failed")
+    screens.shot("6-modular-rsi-edit-adopted-by-partition")
+
+
+def _check_partitions(screens: Screens, asset: str, *shows: str) -> str:
+    """The `edit_adopted` check's page, its Partitions tab open (a partitioned check's)."""
+    screens.open(f"/assets/{asset}?view=checks&checkDetail=edit_adopted", "Execution history")
+    clicked = screens.browser.evaluate(TAB.replace("LABEL", "Partitions"))
+    assert clicked, "no Partitions tab on the check's page"
+    return screens.browser.wait(*shows)
+
+
+TAB = """(() => {  // the check detail's own tab, not the asset's tab of the same name
+  const tabs = [...document.querySelectorAll('[role="tab"]')]
+    .filter((t) => t.innerText.trim() === "LABEL");
+  if (!tabs.length) return false;
+  tabs[tabs.length - 1].click();
+  return true;
+})()"""
+
+
 def test_the_evolver_candidate_grid_its_gates_and_the_retention_report(ui, screens):
     grid = screens.open("/assets/evolver/gates?view=partitions", "r001.w1c1", "r001.w1c2")
     screens.shot("7-evolver-candidate-grid")
@@ -706,3 +770,24 @@ def test_materializing_a_partition_from_the_ui_runs_under_the_algorithms_job(ui,
     assert re.search(r"\bJob\s+meta_harness\b", page), page[-2000:]
     runs = screens.open(f"{ui.code}/jobs/meta_harness/runs", run_id[:8])
     assert run_id[:8] in runs
+
+
+def test_the_meta_harness_check_grid_tells_the_promoted_candidate_from_the_others(ui, screens):
+    """Meta-Harness ranks its candidates at the promotion, a run of its own, which reports
+    each one's outcome on its partition of `edit_adopted` on `scores`: the seed and the
+    promoted candidate pass, the others fail (a warning: not promoted, with the ranking)."""
+    query = """query($partitions: [String!]) {
+      assetOrError(assetKey: {path: ["meta_harness", "promotion"]}) { ... on Asset {
+        assetMaterializations(partitions: $partitions) { metadataEntries {
+          label ... on IntMetadataEntry { intValue } } } } } }"""
+    latest = ui.gql(query, partitions=[DEMO])["assetOrError"]["assetMaterializations"][0]
+    promoted = next(e["intValue"] for e in latest["metadataEntries"] if e["label"] == "round")
+    cells = _check_cells(ui, ["meta_harness", "scores"], DEMO)
+    rounds = {int(p.split(".")[0][1:]) for p in cells}
+    assert len(rounds) >= 2  # the seed and a candidate at least
+    assert cells == {
+        f"r{k:03d}.c0|{DEMO}": "succeeded" if k in (0, promoted) else "failed" for k in rounds
+    }
+    shows = ("Passed", "Failed") if "failed" in cells.values() else ("Passed",)
+    _check_partitions(screens, "meta_harness/scores", *shows)
+    screens.shot("3-meta-harness-edit-adopted-by-partition")

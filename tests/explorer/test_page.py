@@ -204,3 +204,29 @@ def test_a_link_from_dagster_opens_its_node(page, explorer):
         f"document.querySelector('.node[data-id=\"{node['id']}\"]').classList.contains('selected')"
     )
     _shot(page, "deep-link-evolver")
+
+
+def test_a_node_s_checks_show_passed_warning_or_failed_with_the_reason(page, explorer):
+    """A rejected ModularRSI step's `edit_adopted` is a warning with the review's reason,
+    an adopted one's passes: the same evaluation as the Dagster asset check's."""
+    name = "modular-rsi-demo"
+    nodes = _tree(explorer, name)["nodes"]
+    rejected = next(n for n in nodes if n["outcome"] == "rejected")
+    adopted = next(n for n in nodes if n["outcome"] == "adopted")
+    page.open(f"{explorer}/?experiment={name}&node={rejected['id']}", f"node {rejected['id']}")
+    assert "1 warning" in page.wait("Checks: ")
+    _tab(page, "Checks", "⚠ warning edit_adopted", "content_not_contaminated")
+    shown = page.evaluate(
+        "(() => { const c = document.querySelector('.check[data-check=\"edit_adopted\"]');"
+        " return [c.className, c.querySelector('.reason').innerText]; })()"
+    )
+    assert shown[0] == "check check-warning"
+    assert shown[1] == f"rejected: {rejected['reason']}"
+    colour = page.evaluate(
+        "getComputedStyle(document.querySelector('.check-warning')).borderLeftColor"
+    )
+    assert colour == "rgb(202, 138, 4)"  # yellow, not the failure's red
+    _shot(page, "node-checks-warning")
+    page.open(f"{explorer}/?experiment={name}&node={adopted['id']}", f"node {adopted['id']}")
+    _tab(page, "Checks", "✓ passed edit_adopted")
+    assert page.evaluate("document.querySelectorAll('.check-warning, .check-failed').length") == 0

@@ -171,3 +171,33 @@ def test_a_request_naming_another_host_is_refused_dns_rebinding(demo_home):
     assert attacker.get("/api/experiments").status_code == 400
     assert attacker.get("/").status_code == 400
     assert local.get("/api/experiments").status_code == 200
+
+
+def test_a_node_s_checks_are_the_dagster_checks_evaluated_on_its_records(client):
+    """Meta-Harness's promoted round passes its checks; the round not promoted warns in
+    `edit_adopted` (a warning, not a failure) with the ranking's reason; the seed has none."""
+    tree = client.get("/api/experiments/meta-harness-demo/tree").json()
+    by_outcome = {n["outcome"]: n for n in tree["nodes"]}
+    checks = {
+        outcome: {
+            c["name"]: c
+            for c in client.get(f"/api/experiments/meta-harness-demo/nodes/{n['id']}").json()[
+                "checks"
+            ]
+        }
+        for outcome, n in by_outcome.items()
+    }
+    assert checks["seed"] == {}
+    assert set(checks["promoted"]) == {
+        "content_not_contaminated",
+        "behaviour_consistent_with_parent",
+        "edit_adopted",
+        "edit_within_declared_paths",
+    }
+    assert {c["status"] for c in checks["promoted"].values()} == {"passed"}
+    warned = checks["rejected"]["edit_adopted"]
+    assert (warned["status"], warned["severity"]) == ("warning", "warn")
+    assert warned["summary"] == f"rejected: {by_outcome['rejected']['reason']}"
+    content = checks["rejected"]["content_not_contaminated"]
+    assert content["metadata"]["snapshot_id"] == by_outcome["rejected"]["snapshot_id"]
+    assert content["source"] == "its contamination verdict"

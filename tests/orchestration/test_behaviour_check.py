@@ -64,6 +64,9 @@ def test_a_candidate_that_answers_without_its_model_is_flagged_not_rejected(tmp_
     assert not flagged.passed and flagged.severity == dg.AssetCheckSeverity.WARN
     figures = {k: v.value for k, v in flagged.metadata.items()}
     assert figures["verdict"] == "flagged"
+    # a warning in words, where Dagster's UI labels every failed check "Failed"
+    assert figures["result"].startswith("warning: behaviour FLAGGED: score +")
+    assert flagged.description == figures["result"]
     assert figures["calls_per_task_candidate"] == 0 and figures["calls_per_task_parent"] >= 1
     assert figures["calls_ratio"] == 0 and figures["tokens_ratio"] == 0
     assert figures["tokens_per_task_parent"] > 0

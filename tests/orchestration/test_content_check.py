@@ -11,11 +11,12 @@ import dagster as dg
 
 from flashrsi_dagster.algorithms.meta_harness.defs.assets import PARTITIONS, key
 from flashrsi_dagster.algorithms.registry import open_algorithm
+from flashrsi_dagster.checks.host import content_hits_markdown
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.contamination import ContentVerdict, Hit
 from flashrsi_dagster.deployment.cli_driver import drive_on
 from flashrsi_dagster.experiment import open_experiment
-from flashrsi_dagster.orchestration.describe import CONTENT_CHECK, content_hits_markdown
+from flashrsi_dagster.orchestration.describe import CONTENT_CHECK
 from tests.conftest import needs_jails
 from tests.dagster_instances import instance_on, sqlite_only
 from tests.sabotage.helpers import say, script_model, shell, unique

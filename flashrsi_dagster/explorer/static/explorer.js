@@ -1,6 +1,8 @@
 // The explorer page: pick an experiment, draw its candidate tree (tree.js) and its plots
-// (plots.js), and a node's panel from the JSON API, tab by tab (diff.js, trajectories.js).
+// (plots.js), and a node's panel from the JSON API, tab by tab (checks.js, diff.js,
+// trajectories.js).
 
+import { checksLine, checksView } from "./checks.js";
 import { diffView } from "./diff.js";
 import { drawPlots } from "./plots.js";
 import { targetsView, workerView } from "./trajectories.js";
@@ -77,7 +79,7 @@ async function select(id) {
   const n = detail.node;
   const tabs = el("div", { class: "tabs" });
   const body = el("div", { id: "tab" });
-  const views = { Evidence: () => evidence(detail), Code: () => code(n), Diff: () => diffView(api, n),
+  const views = { Evidence: () => evidence(detail), Checks: () => checksView(detail.checks), Code: () => code(n), Diff: () => diffView(api, n),
     Worker: () => workerView(detail), Targets: () => targetsView(detail), Records: () => rawRecords(detail) };
   for (const [name, view] of Object.entries(views)) {
     tabs.append(el("button", { onclick: async (e) => {
@@ -87,7 +89,7 @@ async function select(id) {
   }
   panel.replaceChildren(
     el("h2", {}, `${n.round == null ? "" : "round " + n.round + " " + (n.slot || "")} · ${n.outcome}`),
-    el("p", {}, `node ${n.id}`), el("p", {}, n.reason), dagsterLinks(detail.links), tabs, body);
+    el("p", {}, `node ${n.id}`), el("p", {}, n.reason), checksLine(detail.checks), dagsterLinks(detail.links), tabs, body);
   tabs.children[0].click();
 }
 

@@ -36,11 +36,7 @@ def key(name: str) -> dg.AssetKey:
     group_name=PREFIX,
     required_resource_keys=RESOURCES,
     check_specs=[
-        dg.AssetCheckSpec(
-            "score_in_unit_interval",
-            asset=key("sample"),
-            description="The dev score lies in [0, 1] over tasks x attempts, none missing.",
-        ),
+        describe.check_spec(describe.host.SCORE_RANGE, key("sample")),
         describe.content_check_spec(key("sample")),
     ],
 )
@@ -69,9 +65,7 @@ def sample(context: dg.AssetExecutionContext) -> Iterator:
         metadata.update(describe.worker(search.layout.worker(k, slot)))
     yield dg.Output(record.model_dump(mode="json"), metadata=metadata)
     where = str(context.partition_key)
-    yield describe.score_check(
-        table, tasks * attempts, "score_in_unit_interval", key("sample"), where
-    )
+    yield describe.score_check(table, tasks * attempts, key("sample"), where)
     verdict = read_optional(search.layout.content(k, slot), ContentVerdict)
     unchecked = "the seed" if k == 0 else f"no snapshot to check ({record.reason})"
     yield describe.content_check(verdict, key("sample"), where, unchecked)

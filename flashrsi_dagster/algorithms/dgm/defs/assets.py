@@ -85,6 +85,7 @@ def candidate(context: dg.AssetExecutionContext) -> Iterator:
         check_name=ADMISSION,
         passed=record.admitted,
         severity=dg.AssetCheckSeverity.WARN,
+        summary="admitted" if record.admitted else f"refused: {'; '.join(record.reasons) or '-'}",
     )
     yield describe.check_result(
         where,

@@ -139,6 +139,7 @@ OUTS = {
     check_specs=[
         describe.content_check_spec(key("snapshot")),
         describe.behaviour_check_spec(key("confirm")),
+        describe.adopted_check_spec(key("gates"), PARTITIONS.grid),
     ],
 )
 def step(context: dg.AssetExecutionContext) -> Iterator:
@@ -157,6 +158,8 @@ def step(context: dg.AssetExecutionContext) -> Iterator:
     if todo.action in BEHAVIOUR_JUDGED and check in context.selected_asset_check_keys:
         where = str(context.partition_key)
         yield describe.behaviour_check(_behaviour(algorithm, todo), key("confirm"), where)
+    if todo.action == "candidate" and ADOPTED in context.selected_asset_check_keys:
+        yield _adopted_check(algorithm, todo, str(context.partition_key))
     context.log_event(_summary(algorithm))
 
 
@@ -173,6 +176,19 @@ def _content_check(e: Evolver, step: Step, where: str) -> dg.AssetCheckResult:
     unchecked = f"{node.state}: {node.reason}" if node else "no node"
     verdict = read_optional(path, ContentVerdict)
     return describe.content_check(verdict, key("snapshot"), where, unchecked)
+
+
+ADOPTED = dg.AssetCheckKey(key("gates"), describe.ADOPTED_CHECK)
+KEPT = ("in_library", "promoted_to_baseline")
+"""A candidate's states that keep its edit: it passed every gate."""
+
+
+def _adopted_check(e: Evolver, step: Step, where: str) -> dg.AssetCheckResult:
+    """A candidate's outcome on its partition: kept, or a warning saying where it stopped."""
+    assert step.round is not None and step.slot is not None
+    node = read_optional(e.layout.node(node_id(step.round, step.slot)), Node)
+    state, reason = (node.state, node.reason) if node else ("no node", None)
+    return describe.adopted_check(state, reason, state in KEPT, key("gates"), where)
 
 
 BEHAVIOUR_JUDGED = ("cold_start", "candidate")

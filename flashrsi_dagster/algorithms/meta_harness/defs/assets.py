@@ -24,8 +24,11 @@ import pandas as pd
 from flashrsi_dagster.algorithms.base import ONLY_SLOT
 from flashrsi_dagster.algorithms.meta_harness.plan import SLOT, candidate_name, rank, stale
 from flashrsi_dagster.algorithms.meta_harness.run import MetaHarness
+from flashrsi_dagster.checks import CheckOutcome, host
+from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.evaluator.compare import basis
 from flashrsi_dagster.experiment.keys import NIGHTLY
+from flashrsi_dagster.explorer.candidates import outcome as candidate_outcome
 from flashrsi_dagster.orchestration import describe
 from flashrsi_dagster.orchestration.context import (
     DRIVER_TAG,
@@ -73,11 +76,7 @@ def _open(context: dg.AssetExecutionContext) -> tuple[MetaHarness, str, int, str
     kinds={"git"},
     required_resource_keys=RESOURCES,
     check_specs=[
-        dg.AssetCheckSpec(
-            "edit_within_declared_paths",
-            asset=key("snapshot"),
-            description="Every path the committed edit changed is declared in components.yaml.",
-        ),
+        describe.check_spec(describe.host.EDIT_PATHS, key("snapshot")),
         describe.content_check_spec(key("snapshot")),
     ],
 )
@@ -96,7 +95,7 @@ def snapshot(context: dg.AssetExecutionContext) -> Iterator:
         metadata.update(describe.worker(algorithm.layout.worker(k, slot)))
     yield dg.Output(info, metadata=metadata)
     where = str(context.partition_key)
-    yield describe.edit_check(store, info, "edit_within_declared_paths", where)
+    yield describe.edit_check(store, info, where)
     verdict = None if k == 0 else algorithm.content(k, slot)
     unchecked = "the seed" if k == 0 else f"nothing committed ({info['status']})"
     yield describe.content_check(verdict, key("snapshot"), where, unchecked)
@@ -135,13 +134,9 @@ def snapshot(context: dg.AssetExecutionContext) -> Iterator:
     can_subset=False,
     required_resource_keys=RESOURCES,
     check_specs=[
-        dg.AssetCheckSpec(
-            "score_in_unit_interval",
-            asset=key("scores"),
-            description="The dev score lies in [0, 1] over tasks x attempts, every rollout "
-            "counted (infrastructure failures as 0).",
-        ),
+        describe.check_spec(describe.host.SCORE_RANGE, key("scores")),
         describe.behaviour_check_spec(key("scores")),
+        describe.adopted_check_spec(key("scores"), PARTITIONS.grid),
     ],
 )
 def evaluation(context: dg.AssetExecutionContext, snapshot: dict) -> Iterator:
@@ -174,13 +169,27 @@ def evaluation(context: dg.AssetExecutionContext, snapshot: dict) -> Iterator:
     )
     yield _paired(algorithm, state, k, slot, frame)
     where = str(context.partition_key)
-    yield describe.score_check(
-        table, tasks * attempts, "score_in_unit_interval", key("scores"), where
-    )
+    yield describe.score_check(table, tasks * attempts, key("scores"), where)
     yield describe.behaviour_check(
         _behaviour(algorithm, state, k, slot, rollouts), key("scores"), where
     )
+    yield describe.check(_adopted(algorithm, k, slot, record), where, key("scores"))
     context.log_event(_summary(context, algorithm, name, state))
+
+
+def _adopted(algorithm: MetaHarness, k: int, slot: str, record) -> CheckOutcome:
+    """The candidate's outcome so far: the ledger's once it judged it, else a refused edit's
+    rejection, the seed, or an evaluated candidate waiting for the promotion's ranking (which
+    reports the ranking on this partition: `describe.decided_checks`)."""
+    mine = [e for e in Ledger.of(algorithm.experiment).entries() if e.candidate.round == k]
+    mine = [e for e in mine if e.candidate.slot == slot]
+    if mine:
+        return host.decided(candidate_outcome(mine[-1]), mine[-1].reason)
+    if record.status != "evaluated":
+        return host.adopted(record.status, record.reason, was_adopted=False)
+    if k == 0:
+        return host.adopted("seed", "the baseline the candidates are ranked against", True)
+    return host.adopted("evaluated", "not ranked yet: the promotion ranks it", True)
 
 
 def _paired(algorithm: MetaHarness, state, k: int, slot: str, frame: pd.DataFrame) -> dg.Output:
@@ -269,6 +278,11 @@ def promotion(context: dg.AssetExecutionContext) -> Iterator:
         chosen = algorithm.promote()
     state = algorithm.read_state()
     yield dg.Output(chosen.model_dump(mode="json"), metadata=_promotion(name, state))
+    entries = Ledger.of(algorithm.experiment).entries()
+    for judged in describe.decided_checks(
+        context.instance, entries, PARTITIONS, name, key("scores")
+    ):
+        context.log_event(judged)
     context.log_event(_summary(context, algorithm, name, state))
 
 

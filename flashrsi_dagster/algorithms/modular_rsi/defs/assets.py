@@ -107,7 +107,7 @@ SUMMARY = dg.AssetSpec(
     check_specs=[
         describe.content_check_spec(key("snapshot")),
         describe.behaviour_check_spec(key("gates")),
-        describe.adopted_check_spec(key("gates")),
+        describe.adopted_check_spec(key("gates"), PARTITIONS.grid),
     ],
 )
 def step(context: dg.AssetExecutionContext) -> Iterator:

@@ -85,6 +85,7 @@ def round_(context: dg.AssetExecutionContext) -> Iterator:
         asset_key=key("round"),
         passed=not attempts,
         severity=dg.AssetCheckSeverity.WARN,
+        summary=f"{len(attempts)} circumvention attempt(s)",
     )
     verdict = None
     if improver is not None and k > 0:
@@ -125,7 +126,7 @@ def promotion(context: dg.AssetExecutionContext) -> dg.Output:
         dg.AssetCheckSpec(
             "splits_disjoint",
             asset=key("sealed_test_score"),
-            description=describe.SEALED_CHECKS["splits_disjoint"],
+            description=describe.host.DESCRIPTIONS[describe.host.SPLITS],
         ),
     ],
 )

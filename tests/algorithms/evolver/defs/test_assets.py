@@ -213,6 +213,9 @@ def test_the_offline_demo_runs_through_dagster_one_step_per_partition(tmp_path, 
         behaviour = instance.event_log_storage.get_asset_check_execution_history(
             dg.AssetCheckKey(key("confirm"), BEHAVIOUR_CHECK), limit=50
         )
+        adopted = instance.event_log_storage.get_asset_check_execution_history(
+            dg.AssetCheckKey(key("gates"), "edit_adopted"), limit=50
+        )
         # the UI rematerializes one asset of a candidate: the step is read back, nothing redone
         before = _materialized(instance)
         gates_only = build_definitions(str(tmp_path / "home")).resolve_job_def("evolver")
@@ -253,5 +256,16 @@ def test_the_offline_demo_runs_through_dagster_one_step_per_partition(tmp_path, 
         at(*n) for n in nodes
     }
     assert all(j.passed for j in judged)
+    # each candidate's outcome on its own partition of the `edit_adopted` check (partitioned):
+    # passed where it passed every gate, else a warning naming the state it stopped in
+    outcomes = {
+        e.partition: (e.passed, e.severity)
+        for r in adopted
+        if isinstance(e := r.event.dagster_event.event_specific_data, dg.AssetCheckEvaluation)
+    }
+    kept = ("in_library", "promoted_to_baseline")
+    assert outcomes == {
+        at(*n): (node.state in kept, dg.AssetCheckSeverity.WARN) for n, node in nodes.items()
+    }
     assert again.success and after == before
     assert len(rematerialized) == len(nodes) + 1 and len(screens) == len(made["screen"])

@@ -199,6 +199,9 @@ def test_the_driver_runs_the_experiment_as_runs_of_its_jobs(tmp_path, storage):
             [dg.AssetCheckKey(key("sealed_test_score"), "evaluated_once_after_promotion")]
         )
         assert checks and all(c.status.value == "SUCCEEDED" for c in checks.values())
+        adopted = instance.event_log_storage.get_asset_check_execution_history(
+            dg.AssetCheckKey(key("scores"), "edit_adopted"), limit=50
+        )
         first = _latest(instance, "sealed_test_score", name)["evaluated"].value
         tested = (experiment.paths.records / "meta_harness" / "test.jsonl").read_bytes()
         again = _materialize(
@@ -212,6 +215,20 @@ def test_the_driver_runs_the_experiment_as_runs_of_its_jobs(tmp_path, storage):
         assert (experiment.paths.records / "meta_harness" / "test.jsonl").read_bytes() == tested
     value = tmp_path / "home" / name / "dagster" / "meta_harness-trajectories" / "round-001-c0"
     assert value.with_suffix(".parquet").exists()
+    # each candidate's outcome on its partition of the partitioned `edit_adopted` check: the
+    # round's own result, then the promotion's ranking, which names the materialization it
+    # judged so that Dagster counts it for that partition
+    latest: dict[str, dg.AssetCheckEvaluation] = {}
+    for record in reversed(adopted):  # oldest first: a later one replaces an earlier
+        event = record.event.dagster_event.event_specific_data if record.event else None
+        if isinstance(event, dg.AssetCheckEvaluation):
+            latest[event.partition] = event
+    promoted = state.promotion.round
+    assert {p: e.passed for p, e in latest.items()} == {
+        str(PARTITIONS.key(name, k, "c0")): k in (0, promoted) for k in (0, 1)
+    }
+    judged = [e for e in latest.values() if e.target_materialization_data is not None]
+    assert judged and all(e.severity == dg.AssetCheckSeverity.WARN for e in latest.values())
 
 
 def test_the_sensor_requests_the_next_step_with_an_idempotent_run_key(tmp_path, storage):

@@ -120,6 +120,17 @@ def test_the_whole_job_runs_through_dagster_and_its_grid_shows_each_branch(tmp_p
         p: (status == "accepted", dg.AssetCheckSeverity.WARN, status) for p, status in steps.items()
     }
     assert {"accepted", "rejected"} <= set(steps.values())  # both kinds shown
+    # a partitioned check: each result is its partition's (the check's own grid), and a
+    # rejection says "warning" in words, where Dagster's label for it is "Failed"
+    evaluations = [
+        e
+        for r in adopted
+        if isinstance(e := r.event.dagster_event.event_specific_data, dg.AssetCheckEvaluation)
+    ]
+    assert {e.partition for e in evaluations} == set(steps)
+    for e in evaluations:
+        said = "passed: " if e.passed else "warning: "
+        assert e.metadata["result"].value.startswith(said) and e.description.startswith(said)
 
 
 @sqlite_only

@@ -61,9 +61,7 @@ def round_(context: dg.AssetExecutionContext) -> Iterator:
     table = summary(frame, tasks, attempts) if len(frame) else {}
     yield dg.Output(record.model_dump(mode="json"), metadata={"status": record.status, **table})
     where = str(context.partition_key)
-    yield describe.score_check(
-        table, tasks * attempts, "score_in_unit_interval", key("round"), where
-    )
+    yield describe.score_check(table, tasks * attempts, key("round"), where)
     verdict = read_optional(search.layout.content(k), ContentVerdict)
     unchecked = "the seed" if k == 0 else f"no snapshot to check ({record.reason})"
     yield describe.content_check(verdict, key("round"), where, unchecked)
