@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -152,10 +153,14 @@ Evolver(open_experiment(load_config(sys.argv[1])), log=lambda _: None).run()
 
 @pytest.mark.slow
 def test_a_run_killed_mid_candidate_resumes_to_the_uninterrupted_result(tmp_path):
-    reference = opened(write_config(tmp_path / "reference", k=2))
+    # Two rounds: the kill falls in round 1, and round 2 diagnoses the children it confirmed.
+    shape = {"k": 2, "max_rounds": 2}
+    reference = opened(write_config(tmp_path / "reference", **shape))
+    reference.run(until="candidate")  # the cold start and round 1's diagnosis, shared:
+    shutil.copytree(tmp_path / "reference" / "home", tmp_path / "killed" / "home")
+    path = write_config(tmp_path / "killed", **shape)  # the same experiment, moved
     reference.run()
 
-    path = write_config(tmp_path / "killed", k=2)
     killed = opened(path)
     marker = killed.layout.candidate(1, "w1c1", "confirm.jsonl")
     process = subprocess.Popen(
