@@ -1,10 +1,10 @@
 """One home holding five finished experiments made on the offline simulator, each cut down
 like its algorithm's own tests: the three demos of `flashrsi ui` — Meta-Harness (two Worker
 steps), ModularRSI (two epochs of its five branches on batches of three tasks, one rollout
-each, and the integration), the Evolver (one WHY, two candidates, one round) — and Best-of-N
-(three samples) and DGM (one generation of two candidates). Made once per run (about three
-minutes on two loaded cores), read by every explorer test on whichever xdist worker it runs
-(`tests/run_wide.py`)."""
+each, and the integration), the Evolver (one WHY, two candidates, one round, each task run
+twice) — and Best-of-N (three samples) and DGM (one generation of two candidates). Made once
+per run (about three minutes on two loaded cores), read by every explorer test on whichever
+xdist worker it runs (`tests/run_wide.py`)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ DEMOS = {
         *("evolver.yaml", "--benchmark.split_counts.train", "12"),
         *("--benchmark.split_counts.test", "6", "--algorithm.max_why_per_round", "1"),
         *("--algorithm.candidates_per_why", "2", "--algorithm.max_rounds", "1"),
-        *("--algorithm.patience", "1"),
+        *("--algorithm.patience", "1", "--algorithm.k", "2"),
     ),
     "best-of-n-demo": ("best_of_n.yaml", "--algorithm.samples", "3", "--benchmark.limit", "4"),
     "dgm-demo": (

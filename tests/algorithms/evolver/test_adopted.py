@@ -17,9 +17,11 @@ from tests.conftest import needs_jails
 pytestmark = needs_jails
 
 EXAMPLE = Path(__file__).parents[3] / "examples" / "evolver.yaml"
-SMALL = [
+SMALL = [  # two rounds of one WHY x two candidates, on 12 train tasks x 2 (6 test tasks)
     *("--algorithm.max_rounds", "2", "--algorithm.max_why_per_round", "1"),
     *("--algorithm.candidates_per_why", "2", "--algorithm.recombinations_per_round", "0"),
+    *("--algorithm.k", "2", "--benchmark.split_counts.train", "12"),
+    *("--benchmark.split_counts.test", "6"),
 ]
 
 
