@@ -59,7 +59,8 @@ class State:
         return [m for m in self.promotion.frontier if m[2] not in tested]
 
     def round(self, k: int, slot: str = SLOT) -> RoundRecord | None:
-        """Round k's candidate in `slot` (the seed round has only c0)."""
+        """Round k's candidate in `slot` (the seed round has c0, and c1… for each of
+        `initial_harnesses`)."""
         return next((r for r in self.rounds if r.round == k and r.slot == slot), None)
 
     def candidate_of(self, snapshot_id: str) -> RoundRecord | None:

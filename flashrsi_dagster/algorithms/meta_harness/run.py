@@ -1,14 +1,18 @@
 """Meta-Harness (seed 000): Worker candidates round by round, best-on-dev promotion, test once.
 
-Round 0 evaluates the seed on dev. Each round k after it has `candidates_per_round` candidate
-slots (c0, c1, …; the seed leaves out what the paper allows, several per round: default 1).
+Round 0 evaluates the seed on dev (and each of `initial_harnesses`, slots c1, …: the best
+of them is the checkout every later candidate is written in). Each round k after it has
+`candidates_per_round` candidate slots (c0, c1, …; the seed leaves out what the paper allows,
+several per round: default 1).
 Each candidate gives a Worker a fresh seed checkout with the history folder inside (every
 candidate of the rounds before k, and nothing of round k: the candidates of a round do not see
 each other, so they run side by side and their order does not matter), removes the history,
 commits the edit as a child of the seed and evaluates it on the whole dev split; a no-op or
 illegal edit uses up its slot and is recorded as a rejection. A Worker failure aborts. After
 `max_steps` rounds, the best dev score is promoted (ties keep the earlier round, then the
-lower slot) and only then is the sealed test split evaluated, once.
+lower slot) and only then is the sealed test split evaluated, once (with
+`sealed_test_frontier`, then once more for each other member of the frontier the promotion
+froze, each once, never a selection).
 
 A candidate's steps (`propose`, `edit`, `finish_round`) are `side_by_side`: they hold the step
 lock shared and their candidate's own lock, and write only that candidate's records; so they

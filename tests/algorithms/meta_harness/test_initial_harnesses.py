@@ -82,15 +82,16 @@ def test_one_seed_by_default(tmp_path):
 
 @pytest.mark.parametrize(
     ("folder", "expected"),
-    [
-        ("missing", "algorithm.initial_harnesses.1 (line 26): folder does not exist"),
-        ("empty", "algorithm.initial_harnesses.1 (line 26): harness folder has no components"),
-    ],
+    [("missing", "folder does not exist"), ("empty", "harness folder has no components.yaml")],
 )
 def test_a_bad_initial_harness_folder_is_refused_naming_its_key(tmp_path, folder, expected):
     (tmp_path / "empty").mkdir()
     good = _harness(tmp_path, "good")
     folders = json.dumps([str(good), str(tmp_path / folder)])
 
-    with pytest.raises(ConfigError, match=expected.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ConfigError) as refused:
         load_config(EXAMPLE, ["--algorithm.initial_harnesses", folders])
+    problems = [line for line in str(refused.value).splitlines() if "initial_harnesses" in line]
+    assert len(problems) == 1  # the good folder passes; the bad one is named by its key path
+    assert problems[0].strip().startswith("algorithm.initial_harnesses.1 ")
+    assert problems[0].endswith(f"{expected}: {tmp_path / folder}")

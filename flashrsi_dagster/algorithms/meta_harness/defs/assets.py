@@ -4,10 +4,10 @@ Per candidate (round x slot): `snapshot` (the seed, or the Worker's edit committ
 of the seed) -> the candidate's `evaluation`: `trajectories` (its dev rollouts), `scores`,
 `failure_map` and `paired_stats` (against its parent's round), made together, so
 rematerializing a candidate's trajectories brings the rest of it up to date. Round 0 has one
-candidate (c0, the seed); each later round has `candidates_per_round` (c0, c1, …), whose runs
-may go side by side. Per experiment: `promotion` (depends on every candidate's scores: a
-changed one marks it stale) -> `sealed_test_score`, set apart in its own group; `summary`
-is reported by every step.
+candidate per initial harness (c0, the seed; c1, … `initial_harnesses`); each later round has
+`candidates_per_round` (c0, c1, …), whose runs may go side by side. Per experiment:
+`promotion` (depends on every candidate's scores: a changed one marks it stale) ->
+`sealed_test_score`, set apart in its own group; `summary` is reported by every step.
 
 The algorithm lives in `flashrsi_dagster.algorithms.meta_harness`; these functions only open
 the experiment named by the partition, call one step, and describe the result. Records stay
