@@ -401,7 +401,8 @@ class MetaHarness(Searching):
         candidate)."""
         if slot not in self.seeds:
             raise StepOrderError(
-                f"round 0's slots are {', '.join(self.seeds)} (the seed and initial_harnesses)"
+                f"the evaluation of {candidate_name(0, slot)} refused: round 0's slots are "
+                f"{', '.join(self.seeds)} (the seed, then initial_harnesses)"
             )
         snapshot = self.initial(slot)
         done = read_optional(self.layout.round(0, slot), RoundRecord)
