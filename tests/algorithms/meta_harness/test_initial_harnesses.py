@@ -15,6 +15,7 @@ from flashrsi_dagster.algorithms.meta_harness.history import HistoryView
 from flashrsi_dagster.algorithms.meta_harness.run import MetaHarness
 from flashrsi_dagster.config import load_config
 from flashrsi_dagster.config.errors import ConfigError
+from flashrsi_dagster.decisions.ledger import Ledger
 from flashrsi_dagster.experiment import open_experiment
 from tests.algorithms.meta_harness.test_run import DRIVERS, EXAMPLE, Driven, _config
 
@@ -58,6 +59,14 @@ def test_every_initial_harness_is_a_round_0_candidate_and_the_best_is_built_on(t
     listed = json.dumps(index)
     assert seed.snapshot_id in listed and other.snapshot_id in listed
     assert "round 0 c1: evaluated" in "\n".join(driven.harness.summary(state))
+    # In the ledger, the other initial harness is a candidate like any other: adopted, or
+    # rejected as not promoted, compared with the seed; the seed is the baseline.
+    entries = Ledger.of(driven.experiment).entries()
+    about = [e for e in entries if (e.candidate.round, e.candidate.slot) == (0, "c1")]
+    promoted = state.promotion.snapshot_id == other.snapshot_id
+    assert [e.decision for e in about] == ["adopt" if promoted else "reject"]
+    assert about[0].baseline.snapshot_id == seed.snapshot_id
+    assert not any("no candidate beat the seed" in e.reason for e in entries)
 
 
 def test_an_initial_harness_with_the_seeds_files_is_rejected_unevaluated(tmp_path):
@@ -72,6 +81,9 @@ def test_an_initial_harness_with_the_seeds_files_is_rejected_unevaluated(tmp_pat
     assert (twin.status, twin.reason) == ("rejected", "the same harness as round 0")
     assert not driven.layout.rollouts(0, "c1").exists()  # nothing evaluated
     assert driven.state.round(1).parent_id == driven.state.round(0).snapshot_id
+    entry = next(e for e in Ledger.of(driven.experiment).entries() if e.id.endswith("r000.c1"))
+    assert entry.decision == "reject"
+    assert entry.reason == "the initial harness was not evaluated: the same harness as round 0"
 
 
 def test_one_seed_by_default(tmp_path):
