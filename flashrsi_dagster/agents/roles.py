@@ -54,10 +54,11 @@ def harness_dir(config: RoleConfig) -> Path:
     return config.source_dir or adapter_class(config.type).builtin_harness()
 
 
-def harness_components(config: RoleConfig) -> Components:
-    """The components a role's seed snapshot is captured with: its harness's
-    `components.yaml`, protecting the adapter's entries unless the file names its own."""
-    declared = Components.from_file(harness_dir(config) / COMPONENTS_FILE)
+def harness_components(config: RoleConfig, folder: Path | None = None) -> Components:
+    """The components a role's seed snapshot is captured with: its harness's (or `folder`'s,
+    another harness the same adapter runs) `components.yaml`, protecting the adapter's
+    entries unless the file names its own."""
+    declared = Components.from_file((folder or harness_dir(config)) / COMPONENTS_FILE)
     return declared.with_protection(adapter_class(config.type).protected)
 
 

@@ -227,15 +227,22 @@ class Searching:
             raise StepOrderError(f"the test split stays sealed: {due.describe()} comes first")
         return load_splits(self.experiment.config.benchmark, self.benchmark).unseal_test()
 
-    def test_once(self, snapshot_id: str, rollouts: Path, result: Path) -> TestResult:
-        """The sealed test of the promoted snapshot: the test split drawn now, the evaluator
-        shown to be the recorded one, the score written once (`result`)."""
+    def test_once(
+        self, snapshot_id: str, rollouts: Path, result: Path, tested_as: str = "promoted"
+    ) -> TestResult:
+        """The sealed test of the promoted snapshot (or, `tested_as="frontier"`, of another
+        Meta-Harness frontier member): the test split drawn now, the evaluator shown to be the
+        recorded one, the score written once (`result`)."""
         tasks = self.unseal_test()
         snapshot = self.experiment.snapshots.get(snapshot_id)
         version = self.evaluator.before_sealed_test(tasks)
         score = self.score(snapshot, tasks, rollouts, "test")
         record = TestResult(
-            snapshot_id=snapshot.id, test_score=score, test_tasks=len(tasks), eval_set=version.label
+            snapshot_id=snapshot.id,
+            test_score=score,
+            test_tasks=len(tasks),
+            eval_set=version.label,
+            tested_as=tested_as,
         )
         self.write(result, record)
         self.log(f"sealed test of {snapshot.short_id}: {score:.3f} over {len(tasks)} tasks")

@@ -42,7 +42,8 @@ class SealedTest(BaseModel):
     tasks: int | None
     record: str = Field(description="The record, relative to the experiment folder.")
     by_snapshot: dict[str, float | None] = Field(
-        default_factory=dict, description="Every tested version's score (the Evolver's)."
+        default_factory=dict,
+        description="Every tested version's score (the Evolver's; Meta-Harness's frontier).",
     )
 
 
@@ -249,28 +250,39 @@ def _link_parents(nodes: dict[str, Node], store: SnapshotStore) -> None:
 
 SEALED_RECORDS = ("test*.json", "retention.json")
 """Where an algorithm's folder keeps its test results: `test.json` (`sealed_test`, the shared
-record; STOP's `stop_test`), DGM's `test-<rank>.json`, the Evolver's `retention.json`."""
+record; STOP's `stop_test`), DGM's `test-<rank>.json`, Meta-Harness's frontier tests
+`test-round-<k>[-<slot>].json`, the Evolver's `retention.json`."""
 
 
 def sealed_test(paths: ExperimentPaths) -> SealedTest | None:
     """The sealed test's result once an algorithm has written it: None before the experiment
     is finalised. Where several versions were tested (the Evolver's retention), the last
-    delivered one, with every version's score in `by_snapshot`."""
+    delivered one, with every version's score in `by_snapshot`; Meta-Harness's frontier
+    tests (`tested_as: frontier`) only add their scores there: the promoted one's is the
+    result."""
+    chosen, frontier = None, {}
     for pattern in SEALED_RECORDS:
         for record in sorted(paths.records.glob(f"*/{pattern}")):
-            found = _test_result(record, record.relative_to(paths.root).as_posix())
-            if found is not None:
-                return found
-    return None
+            value = _read(record)
+            found = _test_result(value, record.relative_to(paths.root).as_posix())
+            if found is not None and value.get("tested_as") == "frontier":
+                frontier.update(found.by_snapshot)
+            elif found is not None and chosen is None:
+                chosen = found
+    if chosen is not None:
+        chosen.by_snapshot = {**frontier, **chosen.by_snapshot}
+    return chosen
 
 
-def _test_result(path: Path, record: str) -> SealedTest | None:
+def _read(path: Path) -> dict:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
-    if not isinstance(value, dict):
-        return None
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _test_result(value: dict, record: str) -> SealedTest | None:
     if value.get("kind") in {"sealed_test", "stop_test"}:
         score = value.get("test_score")
         return SealedTest(

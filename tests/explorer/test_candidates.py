@@ -123,3 +123,24 @@ def test_the_sealed_test_is_not_shown_before_it_has_run(tmp_path):
         files = node_records(paths, node_decisions(entries, node.id))
         found = trajectories(paths, files, public_test=tree.sealed_test is not None)
         assert all(t["split"] != "test" for t in found["target"])
+
+
+def test_meta_harness_frontier_tests_label_their_nodes_and_the_promoted_test_stays_the_result(
+    tmp_path,
+):
+    overrides = ("--algorithm.max_steps", "2", "--benchmark.limit", "9")
+    made = make_experiment(
+        tmp_path / "home",
+        "meta_harness.yaml",
+        *overrides,
+        "--algorithm.sealed_test_frontier",
+        "true",
+    )
+    state = made.read_state()
+    _, tree = _tree(tmp_path / "home", made.experiment.config.experiment.name)
+
+    assert state.frontier_tests  # there are frontier members besides the promoted one
+    assert tree.sealed_test.snapshot_id == state.test.snapshot_id == tree.baseline
+    assert tree.sealed_test.score == state.test.test_score
+    scores = {n.id: n.sealed_test for n in tree.nodes}
+    assert all(scores[t.snapshot_id] == t.test_score for t in state.frontier_tests)

@@ -5,7 +5,8 @@
 - At each promotion: `adopt` of the promoted snapshot as the experiment's baseline, and
   `reject` of every other evaluated candidate ("not promoted", with its rank). Each carries
   its dev scores, the paired statistics and the multi-metric comparison against the seed
-  (round 0, the baseline every candidate is a child of) on the same dev tasks.
+  (round 0's c0, the experiment's first baseline) on the same dev tasks; another initial
+  harness (`initial_harnesses`) is a candidate like any other.
 
 Every entry names its candidate (round and slot); ids are per candidate, so the candidates of
 a round, syncing side by side, each add their own once.
@@ -78,6 +79,9 @@ def _rejected_edit(h: MetaHarness, r: RoundRecord, seed: RoundRecord) -> Decisio
         gate, why = "content", "rejected before any evaluation"
         reason = f"the Worker's edit was {why}: {r.reason}"
         contamination = content.model_dump(mode="json")
+    elif r.round == 0:  # an initial harness (`initial_harnesses`), no Worker's edit
+        gate, why, contamination = "initial", "it repeats an earlier initial harness", None
+        reason = f"the initial harness was not evaluated: {r.reason}"
     elif r.improver_failed:
         gate, why, contamination = "improver", "its adopted harness failed as the Worker", None
         reason = (
@@ -117,7 +121,7 @@ def _promotion(h: MetaHarness, state: State, seed: RoundRecord) -> list[Decision
     made = []
     for place, (k, sid, score) in enumerate(promotion.ranking, start=1):
         r = _round(state, sid)
-        if r.round == 0 or sid == promotion.snapshot_id:
+        if sid in (seed.snapshot_id, promotion.snapshot_id):  # the baseline, the chosen one
             continue
         earlier = "round" if k != promotion.round else "slot of the round"
         why = f"ties keep the earlier {earlier}" if score == promotion.dev_score else "lower"
@@ -129,7 +133,7 @@ def _promotion(h: MetaHarness, state: State, seed: RoundRecord) -> list[Decision
         key = f"{basis}/{candidate_key(k, r.slot)}"
         made.append(_entry(h, key, "reject", r, sid, seed, reason, evidence, eval_set))
     promoted = _round(state, promotion.snapshot_id)
-    if promoted.round == 0:
+    if promoted.snapshot_id == seed.snapshot_id:
         reason = (
             f"no candidate beat the seed's dev score {promotion.dev_score:.3f} over "
             f"{count} evaluated candidate(s): the seed stays the baseline"

@@ -18,7 +18,10 @@ from flashrsi_dagster.evaluator.compare import basis
 from flashrsi_dagster.records import read_optional
 
 SLOT = ONLY_SLOT
-"""The seed round's one slot, and every later round's first."""
+"""The seed round's first slot (the target's own harness), and every later round's first."""
+SEEDS = (SLOT,)
+"""The seed round's slots by default: one initial harness (`algorithm.initial_harnesses`
+adds c1, c2, …)."""
 
 
 def slots_of(candidates: int) -> tuple[str, ...]:
@@ -42,9 +45,22 @@ class State:
     """One record per candidate that has a result (round x slot), by round then slot."""
     promotion: Promotion | None
     test: TestResult | None
+    frontier_tests: tuple[TestResult, ...] = ()
+    """The sealed tests of the promotion's other frontier members made so far
+    (`algorithm.sealed_test_frontier`), in the promotion's frontier order."""
+
+    def untested_frontier(self) -> list[tuple[int, str, str]]:
+        """The promotion's frontier members (round, slot, snapshot id) still owed their one
+        sealed test after the promoted snapshot's: none before that test, the promoted
+        snapshot never (its test is `test`)."""
+        if self.promotion is None or self.test is None:
+            return []
+        tested = {t.snapshot_id for t in self.frontier_tests} | {self.test.snapshot_id}
+        return [m for m in self.promotion.frontier if m[2] not in tested]
 
     def round(self, k: int, slot: str = SLOT) -> RoundRecord | None:
-        """Round k's candidate in `slot` (the seed round has only c0)."""
+        """Round k's candidate in `slot` (the seed round has c0, and c1… for each of
+        `initial_harnesses`)."""
         return next((r for r in self.rounds if r.round == k and r.slot == slot), None)
 
     def candidate_of(self, snapshot_id: str) -> RoundRecord | None:
@@ -60,55 +76,83 @@ class State:
         return self.candidate_of(this.parent_id)
 
 
-def read_state(layout: Layout, max_steps: int, slots: tuple[str, ...] = (SLOT,)) -> State:
+def read_state(
+    layout: Layout, max_steps: int, slots: tuple[str, ...] = (SLOT,), seeds: tuple[str, ...] = SEEDS
+) -> State:
     """The records so far (the one side effect of planning: reading them)."""
     rounds = [
-        read_optional(layout.round(k, slot), RoundRecord) for k, slot in grid(max_steps, slots)
+        read_optional(layout.round(k, slot), RoundRecord)
+        for k, slot in grid(max_steps, slots, seeds)
     ]
+    promotion = read_optional(layout.promotion, Promotion)
+    members = promotion.frontier if promotion is not None else []
+    tests = [read_optional(layout.frontier_test(k, slot), TestResult) for k, slot, _ in members]
     return State(
         rounds=tuple(r for r in rounds if r is not None),
-        promotion=read_optional(layout.promotion, Promotion),
+        promotion=promotion,
         test=read_optional(layout.test, TestResult),
+        frontier_tests=tuple(t for t in tests if t is not None),
     )
 
 
-def grid(max_steps: int, slots: tuple[str, ...]) -> list[tuple[int, str]]:
-    """Every candidate of the search, in order: the seed, then each round's slots."""
-    return [(0, SLOT)] + [(k, slot) for k in range(1, max_steps + 1) for slot in slots]
+def grid(
+    max_steps: int, slots: tuple[str, ...], seeds: tuple[str, ...] = SEEDS
+) -> list[tuple[int, str]]:
+    """Every candidate of the search, in order: the initial harnesses (round 0), then each
+    round's slots."""
+    return [(0, s) for s in seeds] + [(k, slot) for k in range(1, max_steps + 1) for slot in slots]
 
 
-def next_step(state: State, max_steps: int, slots: tuple[str, ...] = (SLOT,)) -> Step:
+def next_step(
+    state: State,
+    max_steps: int,
+    slots: tuple[str, ...] = (SLOT,),
+    seeds: tuple[str, ...] = SEEDS,
+    *,
+    frontier: bool = False,
+) -> Step:
+    """`frontier`: the promotion's other frontier members are sealed-tested too
+    (`algorithm.sealed_test_frontier`), within the `sealed_test` step."""
     done = {(r.round, r.slot) for r in state.rounds}
     if any(r.aborts for r in state.rounds):
         return Step("aborted")
-    for k, slot in grid(max_steps, slots):
+    for k, slot in grid(max_steps, slots, seeds):
         if (k, slot) not in done:
             return Step("evaluate_seed" if k == 0 else "propose", k, slot)
     if state.test is None and (state.promotion is None or stale(state)):
         # again whenever a round's score changed before the test
         return Step("promote", basis=promotion_basis(state))
-    if state.test is None:
+    if state.test is None or (frontier and state.untested_frontier()):
         return Step("sealed_test")
     return Step("done")
 
 
-def ready_steps(state: State, max_steps: int, slots: tuple[str, ...] = (SLOT,)) -> tuple[Step, ...]:
+def ready_steps(
+    state: State,
+    max_steps: int,
+    slots: tuple[str, ...] = (SLOT,),
+    seeds: tuple[str, ...] = SEEDS,
+    *,
+    frontier: bool = False,
+) -> tuple[Step, ...]:
     """The next step and, when it is a candidate, every other candidate of its round that has
     no result yet: all of them propose from the same history (the rounds before), so they may
     run side by side, in any order."""
-    step = next_step(state, max_steps, slots)
+    step = next_step(state, max_steps, slots, seeds, frontier=frontier)
     if step.action != "propose":
         return (step,)
     k = step.round
     return tuple(Step("propose", k, slot) for slot in slots if state.round(k, slot) is None)  # type: ignore[arg-type]
 
 
-def unfinished_rounds(state: State, rounds: range, slots: tuple[str, ...]) -> list[int]:
+def unfinished_rounds(
+    state: State, rounds: range, slots: tuple[str, ...], seeds: tuple[str, ...] = SEEDS
+) -> list[int]:
     """The rounds among `rounds` with a candidate that has no result yet."""
     return [
         k
         for k in rounds
-        if any(state.round(k, slot) is None for slot in ((SLOT,) if k == 0 else slots))
+        if any(state.round(k, slot) is None for slot in (seeds if k == 0 else slots))
     ]
 
 
@@ -120,11 +164,15 @@ def stale(state: State) -> bool:
 
 
 def still_missing(
-    state: State, max_steps: int, action: str, slots: tuple[str, ...] = (SLOT,)
+    state: State,
+    max_steps: int,
+    action: str,
+    slots: tuple[str, ...] = (SLOT,),
+    seeds: tuple[str, ...] = SEEDS,
 ) -> str | None:
     """Why `action` cannot run yet, or None when it is the search's turn (or already done,
     which the step itself reads back)."""
-    step = next_step(state, max_steps, slots)
+    step = next_step(state, max_steps, slots, seeds)
     # A promotion on record is read back (frozen after the test), never re-ranked while a
     # round has no result (one set aside for re-evaluation, say): that ranking would miss it.
     settled = state.promotion is not None and (state.test is not None or step.round is None)
@@ -134,7 +182,7 @@ def still_missing(
         return None
     if step.action == "aborted":
         return "the search was aborted (a Worker failed); nothing is promoted or tested"
-    missing = unfinished_rounds(state, range(max_steps + 1), slots)
+    missing = unfinished_rounds(state, range(max_steps + 1), slots, seeds)
     if missing:
         rounds = ", ".join(str(k) for k in missing)
         return f"the search is not finished: round(s) {rounds} of 0..{max_steps} have no result yet"
@@ -155,6 +203,15 @@ def promotion_basis(state: State) -> str:
 def ranking_digest(rounds: tuple[RoundRecord, ...]) -> str:
     """A short name for the ranking the rounds give (for telling promotions apart)."""
     return hashlib.sha256(json.dumps(rank(rounds)).encode()).hexdigest()[:10]
+
+
+def start_of(state: State) -> str:
+    """The snapshot each candidate is written in: the best initial harness on dev (round 0;
+    a tie keeps the lower slot, so the target's own harness, c0, is the default's)."""
+    ranked = rank([r for r in state.rounds if r.round == 0])
+    if ranked:
+        return ranked[0][1]
+    return state.round(0).snapshot_id  # type: ignore[union-attr,return-value]
 
 
 def improver_of(state: State, k: int) -> str | None:

@@ -17,6 +17,8 @@ records/meta_harness/
   round-001-c1-dev.jsonl    round can run side by side
   promotion.json            Promotion
   test.jsonl, test.json     the sealed test evaluation of the promoted snapshot
+  test-round-002-c1.json    (`sealed_test_frontier`) the sealed test of another member of the
+  test-round-002-c1.jsonl   frontier frozen in the promotion, once each, after the promoted's
 """
 
 from __future__ import annotations
@@ -117,6 +119,12 @@ class Promotion(Record):
         "round, then the lower slot (the snapshot id names the candidate: every candidate "
         "commits a snapshot of its own)."
     )
+    frontier: list[tuple[int, str, str]] = Field(
+        default_factory=list,
+        description="(round, slot, snapshot id) of each member of the dev score x context "
+        "tokens Pareto frontier when it was made (`frontier.py`), best dev score first: the "
+        "members `sealed_test_frontier` tests, frozen with the promotion.",
+    )
 
 
 class Layout:
@@ -157,6 +165,13 @@ class Layout:
     @property
     def test(self) -> Path:
         return self.folder / "test.json"
+
+    def frontier_test(self, k: int, slot: str = ONLY_SLOT) -> Path:
+        """A frontier member's sealed test (`sealed_test_frontier`), not the promoted one's."""
+        return self.folder / f"test-{candidate_stem(k, slot)}.json"
+
+    def frontier_test_rollouts(self, k: int, slot: str = ONLY_SLOT) -> Path:
+        return self.folder / f"test-{candidate_stem(k, slot)}.jsonl"
 
 
 def candidate_stem(k: int, slot: str = ONLY_SLOT) -> str:

@@ -35,6 +35,7 @@ def summary(state: State) -> list[str]:
         lines.append(f"promoted: {name}, {p.snapshot_id[:12]}, dev {p.dev_score:.3f}")
     if state.test:
         lines.append(f"sealed test: {state.test.test_score:.3f} over {state.test.test_tasks} tasks")
+    lines += frontier_test_lines(state)
     if any(r.aborts for r in state.rounds):
         lines.append("aborted: the Worker failed (its trajectory is kept in the records)")
     return lines
@@ -47,6 +48,22 @@ def frontier_lines(state: State) -> list[str]:
         for p in frontier(state.rounds)
     ]
     return [f"frontier (dev x context tokens): {', '.join(members)}"] if members else []
+
+
+def frontier_test_lines(state: State) -> list[str]:
+    """Each other frontier member's one sealed test (`sealed_test_frontier`): reported, never
+    chosen by (the promotion stands)."""
+    members = {
+        sid: (k, slot) for k, slot, sid in (state.promotion.frontier if state.promotion else [])
+    }
+    lines = []
+    for t in state.frontier_tests:
+        name = candidate_name(*members[t.snapshot_id])
+        lines.append(
+            f"sealed test of frontier member {name} (not promoted): {t.test_score:.3f} "
+            f"over {t.test_tasks} tasks"
+        )
+    return lines
 
 
 def _maker(state: State, snapshot_id: str) -> str:

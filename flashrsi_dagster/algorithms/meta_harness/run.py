@@ -1,14 +1,18 @@
 """Meta-Harness (seed 000): Worker candidates round by round, best-on-dev promotion, test once.
 
-Round 0 evaluates the seed on dev. Each round k after it has `candidates_per_round` candidate
-slots (c0, c1, …; the seed leaves out what the paper allows, several per round: default 1).
+Round 0 evaluates the seed on dev (and each of `initial_harnesses`, slots c1, …: the best
+of them is the checkout every later candidate is written in). Each round k after it has
+`candidates_per_round` candidate slots (c0, c1, …; the seed leaves out what the paper allows,
+several per round: default 1).
 Each candidate gives a Worker a fresh seed checkout with the history folder inside (every
 candidate of the rounds before k, and nothing of round k: the candidates of a round do not see
 each other, so they run side by side and their order does not matter), removes the history,
 commits the edit as a child of the seed and evaluates it on the whole dev split; a no-op or
 illegal edit uses up its slot and is recorded as a rejection. A Worker failure aborts. After
 `max_steps` rounds, the best dev score is promoted (ties keep the earlier round, then the
-lower slot) and only then is the sealed test split evaluated, once.
+lower slot) and only then is the sealed test split evaluated, once (with
+`sealed_test_frontier`, then once more for each other member of the frontier the promotion
+froze, each once, never a selection).
 
 A candidate's steps (`propose`, `edit`, `finish_round`) are `side_by_side`: they hold the step
 lock shared and their candidate's own lock, and write only that candidate's records; so they
@@ -24,6 +28,7 @@ from typing import ClassVar
 
 import pandas as pd
 
+from flashrsi_dagster.agents import harness_components
 from flashrsi_dagster.algorithms.base import Step, StepOrderError
 from flashrsi_dagster.algorithms.improver import improver_note
 from flashrsi_dagster.algorithms.meta_harness import ledger_entries, report
@@ -32,6 +37,7 @@ from flashrsi_dagster.algorithms.meta_harness.coordinated import (
     folder_problem,
     twin_reason,
 )
+from flashrsi_dagster.algorithms.meta_harness.frontier import frontier
 from flashrsi_dagster.algorithms.meta_harness.history import HISTORY, HistoryView
 from flashrsi_dagster.algorithms.meta_harness.plan import (
     SLOT,
@@ -43,8 +49,10 @@ from flashrsi_dagster.algorithms.meta_harness.plan import (
     rank,
     read_state,
     ready_steps,
+    slot_number,
     slots_of,
     stale,
+    start_of,
     still_missing,
     unfinished_rounds,
 )
@@ -117,8 +125,18 @@ class MetaHarness(Searching):
         """Slot c0's history view (each slot has its own: `view`)."""
         return HistoryView.for_experiment(self.experiment.snapshots, self.layout)
 
-    def slots(self) -> tuple[str, ...]:
+    @cached_property
+    def seeds(self) -> tuple[str, ...]:
+        """Round 0's slots: the target's own harness (c0), then `initial_harnesses`."""
+        return slots_of(1 + len(self.config.initial_harnesses))
+
+    def proposals(self) -> tuple[str, ...]:
+        """The candidate slots of each round after the seed round's."""
         return slots_of(self.candidates)
+
+    def slots(self) -> tuple[str, ...]:
+        """Every slot any round has (the seed round's may be more than a later one's)."""
+        return max(self.seeds, self.proposals(), key=len)
 
     def view(self, slot: str = SLOT) -> HistoryView:
         """The history view the Worker of candidate `slot` reads."""
@@ -128,26 +146,29 @@ class MetaHarness(Searching):
 
     def discard_history(self) -> None:
         """Every slot's history view (the search is over, or left)."""
-        for slot in self.slots():
+        for slot in self.proposals():
             self.view(slot).discard()
 
     def rounds(self) -> int:
         return self.max_steps + 1
 
     def round_slots(self) -> tuple[tuple[int, str], ...]:
-        return tuple(grid(self.max_steps, self.slots()))  # the seed's round: one slot
+        return tuple(grid(self.max_steps, self.proposals(), self.seeds))
 
     # -- state ----------------------------------------------------------------------------
 
     def read_state(self) -> State:
-        return read_state(self.layout, self.max_steps, self.slots())
+        return read_state(self.layout, self.max_steps, self.proposals(), self.seeds)
 
     def next_step(self, state: State) -> Step:
-        return next_step(state, self.max_steps, self.slots())
+        return next_step(state, *self._shape(), frontier=self.config.sealed_test_frontier)
 
     def ready_steps(self, state: State) -> tuple[Step, ...]:
         """The next step; with it, every candidate of its round that has no result yet."""
-        return ready_steps(state, self.max_steps, self.slots())
+        return ready_steps(state, *self._shape(), frontier=self.config.sealed_test_frontier)
+
+    def _shape(self) -> tuple[int, tuple[str, ...], tuple[str, ...]]:
+        return self.max_steps, self.proposals(), self.seeds
 
     def step_line(self, state: State, step: Step) -> str:
         return report.step_line(state, step)
@@ -162,7 +183,7 @@ class MetaHarness(Searching):
     def _require_turn(self, action: str) -> State:
         """The state, if `action` may run now; else StepOrderError, nothing changed."""
         state = self.read_state()
-        missing = still_missing(state, self.max_steps, action, self.slots())
+        missing = still_missing(state, self.max_steps, action, self.proposals(), self.seeds)
         if missing is not None:
             what = {"promote": "promotion", "sealed_test": "the sealed test"}[action]
             raise StepOrderError(f"{what} refused: {missing}")
@@ -170,7 +191,7 @@ class MetaHarness(Searching):
 
     def do(self, step: Step) -> None:
         actions = {
-            "evaluate_seed": lambda: self.evaluate_seed(),
+            "evaluate_seed": lambda: self.evaluate_seed(step.slot or SLOT),
             "propose": lambda: self.propose(step.round or 0, step.slot or SLOT),
             "promote": self.promote,
             "sealed_test": self.sealed_test,
@@ -191,9 +212,25 @@ class MetaHarness(Searching):
             return store.get(evaluated.snapshot_id)
         return super().seed()
 
-    def evaluate_seed(self) -> RoundRecord:
-        """Round 0: the seed on dev."""
-        return self.evaluate_round(0)
+    def initial(self, slot: str = SLOT) -> Snapshot:
+        """Round 0's harness in `slot`: the seed (c0), else the `initial_harnesses` folder
+        made into a root snapshot once (then always that one, as the seed). It waits for
+        the seed's evaluation: the seed is the experiment's first root snapshot."""
+        if slot == SLOT:
+            return self.seed()
+        if read_optional(self.layout.round(0), RoundRecord) is None:
+            raise StepOrderError(f"{candidate_name(0, slot)} refused: the seed is evaluated first")
+        evaluated = read_optional(self.layout.round(0, slot), RoundRecord)
+        if evaluated is not None and evaluated.snapshot_id:
+            return self.experiment.snapshots.get(evaluated.snapshot_id)
+        folder = self.config.initial_harnesses[slot_number(slot) - 1]
+        components = harness_components(self.experiment.config.agent, folder)
+        metadata = {"round": 0, "slot": slot, "initial_harness": str(folder)}
+        return self.experiment.snapshots.create_seed(folder, components, metadata=metadata)
+
+    def evaluate_seed(self, slot: str = SLOT) -> RoundRecord:
+        """Round 0: an initial harness (the seed, by default the only one) on dev."""
+        return self.evaluate_round(0, slot)
 
     def round_rollouts(self, k: int, slot: str = SLOT) -> list[Trajectory]:
         """The final rollout of every dev task of a candidate (none for a rejected one)."""
@@ -226,15 +263,15 @@ class MetaHarness(Searching):
         return self._edit(state, k, slot)
 
     def _edit_refused(self, state: State, k: int, slot: str) -> str | None:
-        missing = unfinished_rounds(state, range(k), self.slots())
+        missing = unfinished_rounds(state, range(k), self.proposals(), self.seeds)
         if missing:
             return f"round(s) {', '.join(map(str, missing))} have no result yet"
         if state.test is not None:
             return "the search is over (the sealed test has run)"
         if not 1 <= k <= self.max_steps:
             return f"rounds are 1..{self.max_steps}"
-        if slot not in self.slots():
-            return f"a round's slots are {', '.join(self.slots())} (candidates_per_round)"
+        if slot not in self.proposals():
+            return f"a round's slots are {', '.join(self.proposals())} (candidates_per_round)"
         if _aborted(state):
             return "the search was aborted (a Worker failed)"
         return None
@@ -321,7 +358,12 @@ class MetaHarness(Searching):
         best = state.candidate_of(best_id)
         slot = best.slot if best else SLOT
         promotion = Promotion(
-            snapshot_id=best_id, round=best_round, slot=slot, dev_score=best_score, ranking=ranking
+            snapshot_id=best_id,
+            round=best_round,
+            slot=slot,
+            dev_score=best_score,
+            ranking=ranking,
+            frontier=[(p.round, p.slot, p.snapshot_id) for p in frontier(state.rounds)],
         )
         self.write(self.layout.promotion, promotion)
         self.record_decisions()
@@ -336,13 +378,12 @@ class MetaHarness(Searching):
         sequential step; a later round's candidate's runs beside its round's others, but
         its evaluation again is sequential: it moves records that the later rounds'
         candidates read (their Workers' history, their order check)."""
-        seed = k == 0 and slot == SLOT
-        beside = None if seed or again else candidate_key(k, slot)
+        beside = None if k == 0 or again else candidate_key(k, slot)
         with turn(self, "evaluate_round", beside=beside):
-            if seed:
+            if k == 0:
                 if again:
-                    self.restart_round(0)
-                return self._evaluate(0, self.seed(), parent_id=None)
+                    self.restart_round(0, slot)
+                return self._evaluate_initial(slot)
             if read_optional(self.layout.edit(k, slot), EditRecord) is None:
                 refused = self._edit_refused(self.read_state(), k, slot) or (
                     "its Worker's edit is not made yet (its snapshot comes first)"
@@ -352,6 +393,40 @@ class MetaHarness(Searching):
             if again:
                 self.restart_round(k, slot)
             return self.finish_round(k, slot)
+
+    def _evaluate_initial(self, slot: str) -> RoundRecord:
+        """Round 0's harness in `slot` on dev. Another initial harness waits for the seed's
+        record (the seed is the experiment's first root snapshot); one that captures the same
+        files as an earlier initial harness is rejected unevaluated (one snapshot, one
+        candidate)."""
+        if slot not in self.seeds:
+            raise StepOrderError(
+                f"the evaluation of {candidate_name(0, slot)} refused: round 0's slots are "
+                f"{', '.join(self.seeds)} (the seed, then initial_harnesses)"
+            )
+        snapshot = self.initial(slot)
+        done = read_optional(self.layout.round(0, slot), RoundRecord)
+        if done is not None and done.status != "evaluated":
+            return done
+        state = self.read_state()
+        twin = next(
+            (
+                r
+                for r in state.rounds
+                if r.round == 0 and r.slot != slot and r.snapshot_id == snapshot.id
+            ),
+            None,
+        )
+        if twin is None:
+            return self._evaluate(0, snapshot, parent_id=None, slot=slot)
+        reason = f"the same harness as {candidate_name(0, twin.slot)}"
+        record = self.write(
+            self.layout.round(0, slot),
+            RoundRecord(round=0, slot=slot, status="rejected", reason=reason),
+        )
+        self.record_decisions()
+        self.log(f"{candidate_name(0, slot)}: rejected — {reason}")
+        return record
 
     def restart_round(self, k: int, slot: str = SLOT) -> None:
         """Evaluate a candidate again from scratch (a rematerialization): the same snapshot,
@@ -374,8 +449,28 @@ class MetaHarness(Searching):
                     f"the sealed test was already evaluated, on {done.snapshot_id[:12]}; it is "
                     f"evaluated once per experiment, so {promotion.snapshot_id[:12]} is not"
                 )
-            return done
-        return self.test_once(promotion.snapshot_id, self.layout.test_rollouts, self.layout.test)
+        else:
+            done = self.test_once(
+                promotion.snapshot_id, self.layout.test_rollouts, self.layout.test
+            )
+        if self.config.sealed_test_frontier:
+            self._test_frontier()
+        return done
+
+    def _test_frontier(self) -> None:
+        """Every other member of the frontier the promotion froze, sealed-tested once each
+        after the promoted snapshot (`sealed_test_frontier`, the reference's practice): each
+        result is written once and read back (a resumed step tests only those it lacks, and
+        picks up a member's cut-off rollouts where they stopped). Nothing reads these results
+        to choose: the promotion is already frozen, and the history has none of them."""
+        for k, slot, snapshot_id in self.read_state().untested_frontier():
+            self.log(f"sealed test of {candidate_name(k, slot)}: on the frontier, not promoted")
+            self.test_once(
+                snapshot_id,
+                self.layout.frontier_test_rollouts(k, slot),
+                self.layout.frontier_test(k, slot),
+                tested_as="frontier",
+            )
 
     # -- parts ----------------------------------------------------------------------------
 
@@ -419,7 +514,7 @@ class MetaHarness(Searching):
         if self.config.proposer == "coordinated":
             return self._coordinated_edit(state, k, slot)
         store = self.experiment.snapshots
-        seed = store.get(state.round(0).snapshot_id)  # type: ignore[union-attr,arg-type]
+        seed = store.get(start_of(state))
         with scratch_dir("edit-") as tmp:
             edit_dir = store.check_out(seed, tmp / "edit")
             files = [p.relative_to(edit_dir).as_posix() for p in edit_dir.rglob("*") if p.is_file()]
@@ -454,7 +549,7 @@ class MetaHarness(Searching):
         """One Worker session writes every candidate of round k, one folder each (a fresh
         seed checkout); each folder is committed on its own, a twin of a sibling rejected."""
         store = self.experiment.snapshots
-        seed = store.get(state.round(0).snapshot_id)  # type: ignore[union-attr,arg-type]
+        seed = store.get(start_of(state))
         edits: dict[str, EditRecord] = {}
         with scratch_dir("edit-") as tmp:
             folders = {s: store.check_out(seed, tmp / "edit" / s) for s in self.slots()}

@@ -175,7 +175,9 @@ def test_candidates_of_a_round_in_separate_processes_match_one_after_another(tmp
         )
     with pytest.raises(StepOrderError, match=r"edit of round 1 c2 refused: a round's slots"):
         parallel.edit(1, "c2")
-    with pytest.raises(StepOrderError, match=r"evaluation of round 0 c1 refused: rounds are 1"):
+    with pytest.raises(
+        StepOrderError, match=r"evaluation of round 0 c1 refused: round 0's slots are c0 "
+    ):
         parallel.evaluate_round(0, "c1")
 
     spans = _side_by_side(tmp_path / "parallel", tmp_path / "gate")

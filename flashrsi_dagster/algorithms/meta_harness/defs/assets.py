@@ -4,10 +4,10 @@ Per candidate (round x slot): `snapshot` (the seed, or the Worker's edit committ
 of the seed) -> the candidate's `evaluation`: `trajectories` (its dev rollouts), `scores`,
 `failure_map` and `paired_stats` (against its parent's round), made together, so
 rematerializing a candidate's trajectories brings the rest of it up to date. Round 0 has one
-candidate (c0, the seed); each later round has `candidates_per_round` (c0, c1, …), whose runs
-may go side by side. Per experiment: `promotion` (depends on every candidate's scores: a
-changed one marks it stale) -> `sealed_test_score`, set apart in its own group; `summary`
-is reported by every step.
+candidate per initial harness (c0, the seed; c1, … `initial_harnesses`); each later round has
+`candidates_per_round` (c0, c1, …), whose runs may go side by side. Per experiment:
+`promotion` (depends on every candidate's scores: a changed one marks it stale) ->
+`sealed_test_score`, set apart in its own group; `summary` is reported by every step.
 
 The algorithm lives in `flashrsi_dagster.algorithms.meta_harness`; these functions only open
 the experiment named by the partition, call one step, and describe the result. Records stay
@@ -22,7 +22,8 @@ import dagster as dg
 import pandas as pd
 
 from flashrsi_dagster.algorithms.base import ONLY_SLOT
-from flashrsi_dagster.algorithms.meta_harness.plan import SLOT, candidate_name, rank, stale
+from flashrsi_dagster.algorithms.meta_harness import report
+from flashrsi_dagster.algorithms.meta_harness.plan import candidate_name, rank, stale
 from flashrsi_dagster.algorithms.meta_harness.run import MetaHarness
 from flashrsi_dagster.checks import CheckOutcome, host
 from flashrsi_dagster.decisions import Ledger
@@ -84,8 +85,10 @@ def snapshot(context: dg.AssetExecutionContext) -> Iterator:
     """The candidate's harness snapshot: the seed at round 0, else the Worker's edit in this
     slot, with its diff against the parent and what the Worker did."""
     algorithm, name, k, slot = _open(context)
-    if k == 0 and slot == SLOT:
-        info = {"round": 0, "status": "seed", "snapshot_id": algorithm.seed().id, "parent_id": None}
+    if k == 0:
+        with refusing_out_of_turn():
+            made = algorithm.initial(slot).id
+        info = {"round": 0, "status": "seed", "snapshot_id": made, "parent_id": None}
     else:
         with refusing_out_of_turn():
             info = algorithm.edit(k, slot).model_dump(mode="json")
@@ -297,7 +300,8 @@ def promotion(context: dg.AssetExecutionContext) -> Iterator:
 )
 def sealed_test_score(context: dg.AssetExecutionContext) -> Iterator:
     """The promoted snapshot on the sealed test split: evaluated once, after the search; a
-    later materialization reads that one result back."""
+    later materialization reads that one result back. With `sealed_test_frontier`, the
+    frontier's other members are then tested once each (shown as `frontier_tests`)."""
     name = experiment_of(context)
     algorithm: MetaHarness = algorithm_of(context, name)  # type: ignore[assignment]
     read_back = algorithm.read_state().test is not None
@@ -305,6 +309,10 @@ def sealed_test_score(context: dg.AssetExecutionContext) -> Iterator:
         result = algorithm.sealed_test()
     state = algorithm.read_state()
     metadata = describe.sealed_test(state, read_back=read_back)
+    if state.frontier_tests:  # `sealed_test_frontier`: the other members, tested once each
+        metadata["frontier_tests"] = dg.MetadataValue.md(
+            "\n".join(f"- {line}" for line in report.frontier_test_lines(state))
+        )
     yield dg.Output(result.model_dump(mode="json"), metadata=metadata)
     threshold = context.resources.experiments_home.dev_test_gap_warning
     yield from describe.sealed_checks(algorithm, state, threshold, key("sealed_test_score"), name)
