@@ -149,8 +149,16 @@ class Ledger:
             return added
 
     def baseline(self) -> Decision | None:
-        """The entry that set the experiment's baseline last (None: no promotion yet)."""
-        return next((d for d in reversed(self.entries()) if d.scope == EXPERIMENT), None)
+        """The entry that set the experiment's baseline last (None: no promotion yet); a
+        refused adoption (`reject`, `decisions.adoption`) set nothing."""
+        return next(
+            (
+                d
+                for d in reversed(self.entries())
+                if d.scope == EXPERIMENT and d.decision != "reject"
+            ),
+            None,
+        )
 
 
 def raw_paths(root: Path, *paths: Path) -> list[str]:

@@ -51,7 +51,10 @@ _ADDED_LATER = {
 """Sections added after experiments had run: left at their default they are left out of the
 identity, so an experiment started before the section existed (it ran under the default)
 reopens unchanged; any declared value is part of it."""
-_KEYS_ADDED_LATER: dict[tuple[str, ...], Any] = {("algorithm", "candidates_per_round"): 1}
+_KEYS_ADDED_LATER: dict[tuple[str, ...], Any] = {
+    ("algorithm", "candidates_per_round"): 1,
+    ("comparison", "on_violation"): "refuse",
+}
 """Keys added after experiments had run, with their default: as `_ADDED_LATER`, a key left at
 it is left out of the identity (an older experiment ran under it); any other value is in."""
 _SEED_KEYS = tuple(f"{role_key('target')}.{key}" for key in ("source_dir", "type"))

@@ -27,6 +27,7 @@ from typing import Literal
 from pydantic import Field
 
 from flashrsi_dagster.algorithms.base import ONLY_SLOT
+from flashrsi_dagster.decisions.adoption import Refusal
 from flashrsi_dagster.records import Record
 from flashrsi_dagster.records.sealed_test import TestResult as TestResult  # shared
 
@@ -116,6 +117,11 @@ class Promotion(Record):
         description="(round, snapshot id, dev score), best first; ties keep the earlier "
         "round, then the lower slot (the snapshot id names the candidate: every candidate "
         "commits a snapshot of its own)."
+    )
+    refused: list[Refusal] = Field(
+        default_factory=list,
+        description="Candidates ranked above the promoted one whose adoption the host "
+        "refused (`decisions.adoption`: they violate the declared trade-off rule).",
     )
 
 
