@@ -36,7 +36,8 @@ def decide_round(e: Evolver, state: State, r: int) -> RoundDecision:
     everything = e.nodes(state)
     parent = next((n for n in everything if n.library and n.snapshot_id == plan.parent_id), None)
     vanilla = e.cold_start_record().vanilla_id
-    decision = decide(r, nodes, [n for n in everything if n.library], parent, vanilla)
+    library = [n for n in everything if n.library and n.snapshot_id not in state.set_aside]
+    decision = decide(r, nodes, library, parent, vanilla)
     if plan.error is not None:
         decision = decision.model_copy(
             update={"outcome": "errored", "reason": f"{plan.error}; the parent is kept"}
