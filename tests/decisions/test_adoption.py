@@ -87,3 +87,52 @@ def test_the_first_choice_not_refused_is_adopted_and_the_baseline_must_end_the_l
     assert first_admitted(["bad1", "bad2", "ok", "seed"], vet) == ("ok", ["refused"] * 2)
     with pytest.raises(ValueError, match="the baseline must end the list"):
         first_admitted(["bad1"], vet)
+
+
+def _ranked_above(ranking, promoted: str) -> set[str]:
+    ids = [row[-2] for row in ranking]
+    return set(ids[: ids.index(promoted)])
+
+
+@pytest.mark.slow
+def test_best_of_n_refuses_samples_that_violate_the_rule(tmp_path):
+    from flashrsi_dagster.algorithms.registry import open_algorithm
+    from flashrsi_dagster.experiment import open_experiment
+
+    args = ["--experiment.home", str(tmp_path), "--benchmark.limit", "4"]
+    args += ["--algorithm.samples", "3", "--comparison.min_lift", "1"]
+    search = open_algorithm(
+        open_experiment(load_config(EXAMPLES / "best_of_n.yaml", args)), log=lambda _: None
+    )
+    state = search.run()
+    promotion, seed = state.promotion, state.round(0)
+
+    assert promotion.snapshot_id == seed.snapshot_id  # no sample lifts the score by 1
+    refused = {f.candidate.snapshot_id for f in promotion.refused}
+    assert refused == _ranked_above(promotion.ranking, seed.snapshot_id)
+    entries = {e.candidate.snapshot_id: e for e in Ledger.of(search.experiment).entries()}
+    for sid in refused:
+        assert entries[sid].decision == "reject" and entries[sid].scope == "experiment"
+        assert entries[sid].evidence.comparison.verdict == "violates"
+
+
+@pytest.mark.slow
+def test_dgm_refuses_members_that_violate_the_rule_when_the_seed_ran_on_dev(tmp_path):
+    from flashrsi_dagster.algorithms.dgm.run import Dgm
+    from flashrsi_dagster.experiment import open_experiment
+    from tests.algorithms.dgm.test_run import SMALL
+
+    args = ["--experiment.home", str(tmp_path), *SMALL, "--algorithm.dev_candidates", "3"]
+    config = load_config(EXAMPLES / "dgm.yaml", [*args, "--comparison.min_lift", "1"])
+    dgm = Dgm(open_experiment(config), log=lambda _: None)
+    state = dgm.run()
+    promotion, seed = state.promotion, state.candidate(0)
+
+    assert seed.snapshot_id in {row[2] for row in promotion.ranking}  # the seed ran on dev
+    assert promotion.snapshot_id == seed.snapshot_id
+    refused = {f.candidate.snapshot_id for f in promotion.refused}
+    assert refused == _ranked_above(promotion.ranking, seed.snapshot_id)
+    for entry in Ledger.of(dgm.experiment).entries():
+        if entry.candidate.snapshot_id in refused and entry.id.startswith("dgm/promotion/"):
+            assert entry.decision == "reject" and entry.scope == "experiment"
+            assert entry.reason.startswith("adoption of round")

@@ -52,6 +52,7 @@ from flashrsi_dagster.algorithms.turns import one_step_at_a_time, side_by_side
 from flashrsi_dagster.answers import ask_until_read, attempt_name
 from flashrsi_dagster.benchmarks.loading import load_splits
 from flashrsi_dagster.decisions import Decision, Ledger, baseline
+from flashrsi_dagster.decisions.adoption import Refusal, refusal
 from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import (
     final_trajectories,
@@ -323,6 +324,20 @@ class Evolver(Searching):
 
     def confirm_of(self, node: Node) -> Confirmed | None:
         return confirmed(self.confirm_runs(node)) if node.confirm_mean is not None else None
+
+    def adoption_refusal(self, node: Node) -> Refusal | None:
+        """The host's vetting of promoting `node`: its confirm runs against vanilla's on the
+        whole train set (`decisions.adoption`); None when it may be promoted, or when the two
+        ran on different versions of train (nothing to judge)."""
+        if node.confirm_mean is None or not ledger_entries.comparable_with_vanilla(self, node):
+            return None
+        return refusal(
+            self.experiment.config.comparison,
+            ledger_entries.ref(node),
+            self.confirm_runs(node),
+            self.vanilla_runs(),
+            eval_set=node.eval_set or "",
+        )
 
     def confirm_runs(self, node: Node) -> list[Trajectory]:
         """A candidate's final confirm rollouts (train x K; none before its confirm)."""
