@@ -1,6 +1,7 @@
-"""After a roll-back of the baseline mid-search, the Evolver's next round starts from the
-restored baseline, and no later round promotes the node the roll-back set aside (the offline
-demo, real MiniAgent runs through the simulator)."""
+"""The host's decisions act on the Evolver's search: after a roll-back of the baseline
+mid-search the next round starts from the restored baseline, and no later round promotes the
+node the roll-back set aside; a node that violates the declared trade-off rule is not promoted
+(the offline demo, real MiniAgent runs through the simulator)."""
 
 from __future__ import annotations
 
@@ -41,3 +42,20 @@ def test_the_round_after_a_roll_back_starts_from_the_restored_baseline(tmp_path)
     assert all(d.promoted != first.decision.promoted for d in later)
     assert all(d.parent_after != promoted for d in later)
     assert Ledger.of(evolver.experiment).baseline().candidate.snapshot_id != promoted
+
+
+def test_a_node_that_violates_the_trade_off_rule_is_not_promoted(tmp_path):
+    args = ["--experiment.home", str(tmp_path), "--algorithm.max_rounds", "2"]
+    config = load_config(EXAMPLE, [*args, "--comparison.min_lift", "1"])
+    evolver = Evolver(open_experiment(config), log=lambda _: None)
+    state = evolver.run()
+
+    first = state.round(1).decision
+    assert first.promoted is None and first.refused  # the demo's round 1 promotes otherwise
+    assert state.parent() == state.cold_start.vanilla_id
+    entries = {e.id: e for e in Ledger.of(evolver.experiment).entries()}
+    for found in first.refused:
+        entry = entries[f"evolver/promotion/r001/refused/1.{found.candidate.slot}"]
+        assert entry.decision == "reject" and entry.scope == "experiment"
+        assert entry.evidence.comparison.verdict == "violates"
+        assert "score lift >= +1" in entry.reason
