@@ -22,8 +22,8 @@ EXAMPLE = Path(__file__).parents[3] / "examples" / "evolver.yaml"
 
 
 def test_the_round_after_a_roll_back_starts_from_the_restored_baseline(tmp_path):
-    config = load_config(EXAMPLE, ["--experiment.home", str(tmp_path)])
-    evolver = Evolver(open_experiment(config), log=lambda _: None)
+    args = ["--experiment.home", str(tmp_path), "--algorithm.max_rounds", "2"]
+    evolver = Evolver(open_experiment(load_config(EXAMPLE, args)), log=lambda _: None)
     while (first := evolver.read_state().round(1)) is None or first.decision is None:
         step = evolver.next()
         work_for(step.candidate)
@@ -36,7 +36,7 @@ def test_the_round_after_a_roll_back_starts_from_the_restored_baseline(tmp_path)
 
     assert entry.baseline.snapshot_id == promoted
     assert evolver.read_state().parent() == vanilla
-    state = evolver.run()
+    state = evolver.run(until="sealed_test")  # the search; its test split is not the point
     assert state.round(2).plan.parent_id == vanilla  # the next round, from the baseline
     later = [rd.decision for rd in state.rounds[1:]]
     assert all(d.promoted != first.decision.promoted for d in later)
@@ -48,7 +48,7 @@ def test_a_node_that_violates_the_trade_off_rule_is_not_promoted(tmp_path):
     args = ["--experiment.home", str(tmp_path), "--algorithm.max_rounds", "2"]
     config = load_config(EXAMPLE, [*args, "--comparison.min_lift", "1"])
     evolver = Evolver(open_experiment(config), log=lambda _: None)
-    state = evolver.run()
+    state = evolver.run(until="sealed_test")
 
     first = state.round(1).decision
     assert first.promoted is None and first.refused  # the demo's round 1 promotes otherwise
