@@ -98,6 +98,14 @@ def _parser() -> argparse.ArgumentParser:
     back.add_argument("--experiment", required=True, help="experiment name")
     back.add_argument("--to", required=True, metavar="SNAPSHOT", help="snapshot id (or prefix)")
     back.add_argument("--reason", help="why (recorded in the decision ledger)")
+    back.add_argument(
+        "--wait",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how long to wait for the experiment's runs in flight, once cancelled, to end "
+        "(default 120); still running then, nothing is restored",
+    )
     _home_argument(back)
     archive = commands.add_parser(
         "archive-node",
@@ -379,12 +387,19 @@ def _stored_algorithm(args: argparse.Namespace):
 
 def _rollback(args: argparse.Namespace) -> int:
     from flashrsi_dagster.decisions import RollbackError, rollback
+    from flashrsi_dagster.decisions.rollback import WAIT
+    from flashrsi_dagster.deployment.halting import experiment_runs
 
+    if args.wait is not None and not args.wait >= 0:
+        print(f"error: --wait: expected seconds >= 0, got {args.wait:g}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     algorithm = _stored_algorithm(args)
     if algorithm is None:
         return EXIT_BAD_INPUT
     try:
-        entry = rollback(algorithm, args.to, args.reason)
+        runs = experiment_runs(args.home.resolve(), args.experiment)
+        wait = WAIT if args.wait is None else args.wait
+        entry = rollback(algorithm, args.to, args.reason, runs=runs, wait=wait)
     except RollbackError as exc:
         print(f"error: experiment {args.experiment!r}: roll-back refused: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -394,6 +409,8 @@ def _rollback(args: argparse.Namespace) -> int:
     finally:
         algorithm.close()
     restored, replaced = entry.candidate.snapshot_id or "", entry.baseline.snapshot_id or ""
+    for line in entry.evidence.runs:
+        print(f"cancelled run {line}")
     print(
         f"experiment {args.experiment}: baseline rolled back to {restored[:12]} (was "
         f"{replaced[:12]}); ledger entry {entry.id}: {entry.reason}\n"

@@ -9,11 +9,14 @@ experiment has run rollouts).
         tool_calls: {max_increase: 0.2}   # at most +20% tool calls over the same tasks
         cost: {max_increase: 0.5}
         success_rate: {max_decrease: 0.05}
+      on_violation: refuse        # or warn: what a candidate that violates the rule may become
 
 The rule judges every comparison the decision ledger records (`decisions.compare`): "meets",
 "violates" (naming each broken clause) or "indecisive" (a figure it needs is undefined, such as
-the cost of an unpriced model). It is evidence beside each algorithm's own selection rule
-(seeds 000, 001), which it does not replace.
+the cost of an unpriced model). Each algorithm chooses its candidate by its own selection rule
+(seeds 000, 001); the host then vets the adoption (`decisions.adoption`): under `refuse` (the
+default) a candidate that violates the rule is not adopted, under `warn` it is, the violation
+said in its ledger entry.
 """
 
 from __future__ import annotations
@@ -73,6 +76,15 @@ class ComparisonConfig(Section):
         description="Per metric, the worst it may get: `max_increase` (relative) for "
         "tool_calls, tokens, cost, wall_time; `max_decrease` (absolute) for score, "
         "success_rate. Empty: nothing but the primary is judged.",
+    )
+
+    on_violation: Literal["refuse", "warn"] = Field(
+        "refuse",
+        description="What a candidate whose comparison with the baseline violates the rule "
+        "may become. `refuse` (the default): it is not adopted; the algorithm's next choice "
+        "is vetted in turn, the baseline last, and the refusal is a ledger entry with the "
+        "comparison. `warn`: it is adopted, the violation named in the adoption's reason. "
+        "An `indecisive` verdict (a figure undefined) or no comparison refuses nothing.",
     )
 
     @model_validator(mode="after")

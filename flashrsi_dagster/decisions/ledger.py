@@ -81,6 +81,15 @@ class Evidence(BaseModel):
     entries: list[str] = Field(
         default_factory=list, description="Ledger entries this one rests on (a roll-back's)."
     )
+    runs: list[str] = Field(
+        default_factory=list,
+        description="A roll-back's: each run of the experiment in flight it cancelled and "
+        "waited for, and what was done to stop it.",
+    )
+    verified: list[str] = Field(
+        default_factory=list,
+        description="A roll-back's: what was checked before the baseline was restored.",
+    )
     contamination: dict[str, Any] | None = Field(
         None,
         description="The content check's verdict on a candidate it rejected: the rules "
@@ -149,8 +158,15 @@ class Ledger:
             return added
 
     def baseline(self) -> Decision | None:
-        """The entry that set the experiment's baseline last (None: no promotion yet)."""
-        return next((d for d in reversed(self.entries()) if d.scope == EXPERIMENT), None)
+        """The entry that set the experiment's baseline last (None: no promotion yet); a
+        refused adoption (`reject`, `decisions.adoption`) set nothing."""
+        return latest_baseline(self.entries())
+
+
+def latest_baseline(entries: list[Decision]) -> Decision | None:
+    """Of `entries`, the last that set the experiment's baseline (adopted or restored it)."""
+    made = (d for d in reversed(entries) if d.decision != "reject")
+    return next((d for d in made if d.scope == EXPERIMENT), None)
 
 
 def raw_paths(root: Path, *paths: Path) -> list[str]:

@@ -54,6 +54,7 @@ reopens unchanged; any declared value is part of it."""
 _KEYS_ADDED_LATER: dict[tuple[str, ...], Any] = {
     ("algorithm", "candidates_per_round"): 1,
     ("experiment", "fork"): None,
+    ("comparison", "on_violation"): "refuse",
 }
 """Keys added after experiments had run, with their default: as `_ADDED_LATER`, a key left at
 it is left out of the identity (an older experiment ran under it); any other value is in."""

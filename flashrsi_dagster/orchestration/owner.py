@@ -96,6 +96,16 @@ def why_dead(
     return None
 
 
+def running_here(run: dg.DagsterRun) -> int | None:
+    """The pid of the process executing `run` when it is a live process of this process
+    space (its start time matches: not a pid reused since); None otherwise."""
+    space, _, process = run.tags.get(PROCESS_TAG, "").partition(":")
+    pid, _, started = process.partition(":")
+    if space != scratch.process_space() or not pid.isdigit():
+        return None
+    return int(pid) if scratch.start_time(int(pid)) == started else None
+
+
 @contextlib.contextmanager
 def beating(instance: dg.DagsterInstance, run_id: str, tag: bool = True) -> Iterator[None]:
     """Tag the run with this process (`tag`: not yet done) and its heartbeat, renewed every

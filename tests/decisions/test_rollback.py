@@ -4,13 +4,23 @@ roll-back (not a rejection), every record kept, the chain intact, resume unchang
 from __future__ import annotations
 
 import hashlib
+import signal
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
+import dagster as dg
 import pytest
+from dagster._core.remote_origin import RegisteredCodeLocationOrigin, RemoteRepositoryOrigin
 
 from flashrsi_dagster.cli import main
 from flashrsi_dagster.decisions import Ledger
 from flashrsi_dagster.decisions.report import ledger_figures
+from flashrsi_dagster.deployment.instance import persistent_instance
+from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
+from flashrsi_dagster.orchestration.owner import HEARTBEAT_TAG, PROCESS_TAG, identity
 from flashrsi_dagster.records.chain import CHAIN, HEAD
 from flashrsi_dagster.records.verify import problems_of
 from tests.decisions.test_ledger import copy_experiment, finished_demo
@@ -132,3 +142,99 @@ def test_unknown_experiments_and_snapshots_and_non_baselines_are_refused(home, c
 
     assert ledger.path.read_bytes() == before
     assert problems_of(home / NAME) == []
+
+
+# -- the runs in flight: cancelled, waited for, verified, then restored -------------------------
+
+
+@pytest.fixture
+def instance(home, monkeypatch):
+    """The home's own Dagster instance, as `flashrsi run` makes it (DAGSTER_HOME restored)."""
+    monkeypatch.setenv("DAGSTER_HOME", str(home / ".dagster"))
+    made = persistent_instance(home)
+    yield made
+    made.dispose()
+
+
+def _run(instance: dg.DagsterInstance, status, experiment: str = NAME, **tags: str) -> str:
+    location = RegisteredCodeLocationOrigin("flashrsi")  # a queued run names its code
+    origin = RemoteRepositoryOrigin(location, "__repository__").get_job_origin("meta_harness")
+    run = dg.DagsterRun(
+        job_name="meta_harness",
+        status=status,
+        tags={EXPERIMENT_TAG: experiment, **tags},
+        remote_job_origin=origin,
+    )
+    return instance.add_run(run).run_id
+
+
+def test_a_roll_back_cancels_the_runs_in_flight_and_waits_for_them_before_restoring(
+    home, instance, capsys
+):
+    seed = Ledger(home / NAME).baseline().baseline.snapshot_id
+    step = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    ended: list[int] = []  # reaped as its parent would, or its pid would look alive
+    reaper = threading.Thread(target=lambda: ended.append(step.wait()), daemon=True)
+    reaper.start()
+    try:
+        queued = _run(instance, dg.DagsterRunStatus.QUEUED)
+        started = _run(instance, dg.DagsterRunStatus.STARTED, **{PROCESS_TAG: identity(step.pid)})
+        other = _run(instance, dg.DagsterRunStatus.QUEUED, experiment="another")
+
+        code = rollback(home, "--to", seed, "--reason", "regressed")
+
+        assert code == 0, capsys.readouterr().err
+        reaper.join(timeout=60)
+        assert ended == [-signal.SIGTERM]  # its process got the stop signal
+    finally:
+        step.kill()
+    status = {r.run_id: r.status for r in instance.get_runs()}
+    assert status[queued] == dg.DagsterRunStatus.CANCELED
+    assert status[started] == dg.DagsterRunStatus.FAILURE  # its process ended mid-run
+    assert status[other] == dg.DagsterRunStatus.QUEUED  # another experiment's: left alone
+    entry = Ledger(home / NAME).entries()[-1]
+    assert entry.decision == "rollback" and entry.candidate.snapshot_id == seed
+    assert sorted(entry.evidence.runs) == sorted(
+        [
+            f"{queued}: queued: cancelled before it started",
+            f"{started}: stop signal sent to its process (pid {step.pid})",
+        ]
+    )
+    assert entry.evidence.verified[0] == "records: integrity chain intact"
+    assert "snapshots: the 3 the ledger names are in the store" in entry.evidence.verified[1]
+    assert f"cancelled run {queued}: queued" in capsys.readouterr().out
+    assert problems_of(home / NAME) == []
+
+
+def test_a_run_still_in_flight_after_the_wait_refuses_the_roll_back(home, instance, capsys):
+    ledger = Ledger(home / NAME)
+    seed, before = ledger.baseline().baseline.snapshot_id, ledger.path.read_bytes()
+    # a run of another host that still beats: nothing here can stop it, it is waited for
+    beats = {PROCESS_TAG: "another-host.0:4242:1", HEARTBEAT_TAG: f"{time.time() + 3600:.0f}"}
+    elsewhere = _run(instance, dg.DagsterRunStatus.STARTED, **beats)
+
+    code = rollback(home, "--to", seed, "--wait", "0")
+
+    err = capsys.readouterr().err
+    assert code == 2 and "roll-back refused: 1 run(s) still in flight" in err
+    assert elsewhere in err and "nothing was restored" in err
+    assert ledger.path.read_bytes() == before and ledger.baseline().decision == "adopt"
+    assert rollback(home, "--to", seed, "--wait", "-1") == 2
+    assert "--wait: expected seconds >= 0" in capsys.readouterr().err
+
+
+def test_a_snapshot_the_ledger_names_missing_from_the_store_refuses_the_roll_back(home, capsys):
+    ledger = Ledger(home / NAME)
+    rejected = ledger.entries()[0].candidate.snapshot_id
+    seed, before = ledger.baseline().baseline.snapshot_id, ledger.path.read_bytes()
+    store = home / NAME / "snapshots"
+    subprocess.run(
+        ["git", "--git-dir", str(store), "update-ref", "-d", f"refs/snapshots/{rejected}"],
+        check=True,
+    )
+
+    code = rollback(home, "--to", seed)
+
+    err = capsys.readouterr().err
+    assert code == 2 and "missing from" in err and rejected[:12] in err
+    assert ledger.path.read_bytes() == before

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from flashrsi_dagster.algorithms.best_of_n.plan import State, candidate_name
 from flashrsi_dagster.algorithms.best_of_n.records import SampleRecord
+from flashrsi_dagster.decisions.adoption import refused_entry
 from flashrsi_dagster.decisions.ledger import EXPERIMENT, Decision, Evidence, Ref, raw_paths
 from flashrsi_dagster.rollouts.scores import scores_frame
 from flashrsi_dagster.stats.paired import paired
@@ -33,8 +34,13 @@ def decisions(search: BestOfN, state: State) -> list[Decision]:
         return made
     promoted = state.round(promotion.round, promotion.slot)
     assert promoted is not None, "the promotion names a candidate with no record"
+    refused = {f.candidate.snapshot_id: f for f in promotion.refused}
     for r in state.samples:
-        if r.status == "evaluated" and (r.round, r.slot) != (promoted.round, promoted.slot):
+        if r.snapshot_id in refused:
+            key = f"{NAME}/promotion/{_id(r)}"
+            base = Ref(snapshot_id=seed.snapshot_id, round=0, slot=seed.slot)
+            made.append(refused_entry(NAME, key, refused[r.snapshot_id], base, _raw(search, r)))
+        elif r.status == "evaluated" and (r.round, r.slot) != (promoted.round, promoted.slot):
             why = (
                 f"not promoted: dev score {r.dev_score:.3f} vs {promotion.dev_score:.3f}"
                 f" ({r.changed_lines} vs {promoted.changed_lines} lines changed)"
@@ -44,6 +50,7 @@ def decisions(search: BestOfN, state: State) -> list[Decision]:
     why = (
         f"promoted {name}: the best dev score of {len(state.samples)} sample(s) and the seed, "
         f"{promotion.dev_score:.3f} (seed {seed.dev_score:.3f}); ties keep fewer changes"
+        + (f"; {len(refused)} ranked above it refused by the trade-off rule" if refused else "")
     )
     made.append(_entry(search, f"{NAME}/promotion", "adopt", promoted, seed, why, EXPERIMENT))
     return made
@@ -64,12 +71,14 @@ def _entry(search, id_, decision, r: SampleRecord, seed: SampleRecord, reason, s
         reason=reason,
         evidence=_evidence(search, r, seed),
         eval_set=r.eval_set,
-        raw=raw_paths(
-            search.experiment.paths.root,
-            search.layout.round(r.round, r.slot),
-            search.layout.rollouts(r.round, r.slot),
-        ),
+        raw=_raw(search, r),
     )
+
+
+def _raw(search: BestOfN, r: SampleRecord) -> list[str]:
+    layout = search.layout
+    paths = (layout.round(r.round, r.slot), layout.rollouts(r.round, r.slot))
+    return raw_paths(search.experiment.paths.root, *paths)
 
 
 def _evidence(search: BestOfN, r: SampleRecord, seed: SampleRecord) -> Evidence:

@@ -24,6 +24,7 @@ from pydantic import Field
 
 from flashrsi_dagster.algorithms.base import ONLY_SLOT
 from flashrsi_dagster.controls.spend import Spend
+from flashrsi_dagster.decisions.adoption import Refusal
 from flashrsi_dagster.records import Record
 from flashrsi_dagster.records.sealed_test import TestResult as TestResult  # shared
 
@@ -83,6 +84,11 @@ class Promotion(Record):
     ranking: list[tuple[int, str, float]] = Field(
         description="(round, snapshot id, dev score), best first; ties keep fewer changed "
         "lines, then the earlier sample (the seed, with none, first)."
+    )
+    refused: list[Refusal] = Field(
+        default_factory=list,
+        description="Samples ranked above the promoted one whose adoption the host refused "
+        "(`decisions.adoption`: they violate the declared trade-off rule against the seed).",
     )
 
 

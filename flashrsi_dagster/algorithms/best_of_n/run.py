@@ -41,7 +41,8 @@ from flashrsi_dagster.algorithms.best_of_n.records import (
 from flashrsi_dagster.algorithms.searching import Searching
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time, side_by_side
 from flashrsi_dagster.controls.spend import Spend
-from flashrsi_dagster.decisions import Decision
+from flashrsi_dagster.decisions import Decision, Ref, eval_set_version
+from flashrsi_dagster.decisions.adoption import Refusal, first_admitted, refusal
 from flashrsi_dagster.environments.jail import Mount
 from flashrsi_dagster.experiment.keys import candidate_key
 from flashrsi_dagster.records import Status, Trajectory, read_optional
@@ -272,7 +273,8 @@ class BestOfN(Searching):
             return state.promotion
         self.experiment.records.verify()  # the ranking rests on what the samples recorded
         ranking = rank(state.rounds)
-        best_round, best_id, best_score = ranking[0]
+        chosen, refused = first_admitted(ranking, lambda row: self._vet(state, row[1]))
+        best_round, best_id, best_score = chosen
         best = state.candidate_of(best_id)
         promotion = Promotion(
             snapshot_id=best_id,
@@ -280,12 +282,28 @@ class BestOfN(Searching):
             slot=best.slot if best else SLOT,
             dev_score=best_score,
             ranking=ranking,
+            refused=refused,
         )
         promotion = self.write(self.layout.promotion, promotion)
         self.record_decisions()
         name = candidate_name(best_round, promotion.slot, self.width)
         self.log(f"promoted {name} ({best_id[:12]}), dev score {best_score:.3f}")
         return promotion
+
+    def _vet(self, state: State, snapshot_id: str) -> Refusal | None:
+        """The host's vetting of the ranked sample's adoption against the seed, on the same
+        dev tasks (`decisions.adoption`); the seed itself is the baseline."""
+        sample, seed = state.candidate_of(snapshot_id), state.round(0)
+        if sample is None or seed is None or sample.round == 0:
+            return None
+        baseline = self.round_rollouts(0)
+        return refusal(
+            self.experiment.config.comparison,
+            Ref(snapshot_id=snapshot_id, round=sample.round, slot=sample.slot),
+            self.round_rollouts(sample.round, sample.slot),
+            baseline,
+            eval_set=seed.eval_set or eval_set_version("dev", (t.task_id for t in baseline)),
+        )
 
     @one_step_at_a_time
     def sealed_test(self) -> TestResult:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from flashrsi_dagster.algorithms.dgm.plan import State
 from flashrsi_dagster.algorithms.dgm.records import CandidateRecord, stem
+from flashrsi_dagster.decisions.adoption import refused_entry
 from flashrsi_dagster.decisions.ledger import EXPERIMENT, Decision, Evidence, Ref, raw_paths
 from flashrsi_dagster.rollouts.engine import final_trajectories
 from flashrsi_dagster.rollouts.record import RolloutRecord
@@ -30,11 +31,19 @@ def decisions(dgm: Dgm, state: State) -> list[Decision]:
     if state.promotion is None:
         return made
     best = state.promotion
+    refused = {f.candidate.snapshot_id: f for f in best.refused}
     for d in state.devs:
         c = state.candidate(d.generation, d.slot)
         assert c is not None
-        if d.snapshot_id == best.snapshot_id:
-            why = f"promoted: the best dev score, {d.dev_score:.3f}"
+        if d.snapshot_id in refused:
+            key = f"{NAME}/promotion/{stem(c.generation, c.slot)}"
+            raw = raw_paths(dgm.experiment.paths.root, dgm.layout.candidate(c.generation, c.slot))
+            base = Ref(snapshot_id=seed.snapshot_id, round=0)
+            evidence = _dev(dgm, c, seed)
+            made.append(refused_entry(NAME, key, refused[d.snapshot_id], base, raw, evidence))
+        elif d.snapshot_id == best.snapshot_id:
+            by_rule = f"; {len(refused)} ranked above it refused by the trade-off rule"
+            why = f"promoted: the best dev score, {d.dev_score:.3f}" + (by_rule if refused else "")
             made.append(
                 _entry(
                     dgm, f"{NAME}/promotion", "adopt", c, seed, why, _dev(dgm, c, seed), EXPERIMENT

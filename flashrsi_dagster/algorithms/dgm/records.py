@@ -24,6 +24,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from flashrsi_dagster.decisions.adoption import Refusal
 from flashrsi_dagster.records import Record
 from flashrsi_dagster.records.sealed_test import TestResult as TestResult  # shared
 
@@ -88,6 +89,12 @@ class Promotion(Record):
     ranking: list[tuple[int, str, str, float]] = Field(
         description="(generation, slot, snapshot id, dev score), best first; ties keep the "
         "earlier admission."
+    )
+    refused: list[Refusal] = Field(
+        default_factory=list,
+        description="Members ranked above the promoted one whose adoption the host refused "
+        "(`decisions.adoption`: they violate the declared trade-off rule against the seed on "
+        "dev; only when the seed was evaluated on dev).",
     )
 
 

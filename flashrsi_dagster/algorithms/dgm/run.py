@@ -44,7 +44,8 @@ from flashrsi_dagster.algorithms.dgm.records import (
 from flashrsi_dagster.algorithms.editing_check.check import EditingVerdict
 from flashrsi_dagster.algorithms.searching import Searching
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time
-from flashrsi_dagster.decisions import Decision
+from flashrsi_dagster.decisions import Decision, Ref
+from flashrsi_dagster.decisions.adoption import Refusal, first_admitted, refusal
 from flashrsi_dagster.environments.jail import Mount
 from flashrsi_dagster.records import Status, Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import final_trajectories
@@ -290,14 +291,40 @@ class Dgm(Searching):
             )
             self.write(self.layout.dev(g, slot), dev)
         ranking = rank(self.read_state())
-        g, slot, best, score = ranking[0]
+        (g, slot, best, score), refused = first_admitted(ranking, lambda row: self._vet(*row))
         promotion = self.write(
             self.layout.promotion,
-            Promotion(snapshot_id=best, generation=g, slot=slot, dev_score=score, ranking=ranking),
+            Promotion(
+                snapshot_id=best,
+                generation=g,
+                slot=slot,
+                dev_score=score,
+                ranking=ranking,
+                refused=refused,
+            ),
         )
         self.record_decisions()
         self.log(f"promoted generation {g} {slot} ({best[:12]}), dev score {score:.3f}")
         return promotion
+
+    def _vet(self, g: int, slot: str, snapshot_id: str, _score: float) -> Refusal | None:
+        """The host's vetting of a ranked member's adoption against the seed on dev
+        (`decisions.adoption`); nothing to judge when the seed was not evaluated on dev."""
+        seed = read_optional(self.layout.dev(0, ONLY_SLOT), DevRecord)
+        if g == 0 or seed is None:
+            return None
+        return refusal(
+            self.experiment.config.comparison,
+            Ref(snapshot_id=snapshot_id, round=g, slot=slot),
+            self.dev_rollouts(g, slot),
+            self.dev_rollouts(0, ONLY_SLOT),
+            eval_set=seed.eval_set or "dev",
+        )
+
+    def dev_rollouts(self, g: int, slot: str) -> list[Trajectory]:
+        """A member's final dev rollouts."""
+        record = RolloutRecord(self.layout.dev_rollouts(g, slot))
+        return final_trajectories(record, self.settings.max_infra_reruns)
 
     @one_step_at_a_time
     def sealed_test(self) -> list[TestResult]:

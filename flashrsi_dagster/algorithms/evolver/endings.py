@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING
 
 from flashrsi_dagster.algorithms.evolver.archive import elites
 from flashrsi_dagster.algorithms.evolver.history import findings_section, why_history
-from flashrsi_dagster.algorithms.evolver.next_parent import decide
+from flashrsi_dagster.algorithms.evolver.next_parent import decide, rank_key
 from flashrsi_dagster.algorithms.evolver.nodes import Node
 from flashrsi_dagster.algorithms.evolver.plan import State
 from flashrsi_dagster.algorithms.evolver.records import RetentionReport, RoundDecision
 from flashrsi_dagster.algorithms.evolver.sealed import Delivered, retention
+from flashrsi_dagster.decisions.adoption import Refusal, first_admitted
 
 if TYPE_CHECKING:
     from flashrsi_dagster.algorithms.evolver.run import Evolver
@@ -36,7 +37,10 @@ def decide_round(e: Evolver, state: State, r: int) -> RoundDecision:
     everything = e.nodes(state)
     parent = next((n for n in everything if n.library and n.snapshot_id == plan.parent_id), None)
     vanilla = e.cold_start_record().vanilla_id
-    decision = decide(r, nodes, [n for n in everything if n.library], parent, vanilla)
+    library = [n for n in everything if n.library and n.snapshot_id not in state.set_aside]
+    library, refused = vetted(e, state, library, parent)
+    decision = decide(r, nodes, library, parent, vanilla)
+    decision = decision.model_copy(update={"refused": refused})
     if plan.error is not None:
         decision = decision.model_copy(
             update={"outcome": "errored", "reason": f"{plan.error}; the parent is kept"}
@@ -49,6 +53,28 @@ def decide_round(e: Evolver, state: State, r: int) -> RoundDecision:
         )
     write_logs(e, e.read_state(), (r, decision))
     return e.write(e.layout.decision(r), decision)
+
+
+def vetted(
+    e: Evolver, state: State, library: list[Node], parent: Node | None
+) -> tuple[list[Node], list[Refusal]]:
+    """The library without the nodes whose adoption the host refuses (`decisions.adoption`):
+    best first, each is vetted against vanilla until one may be adopted or the parent (the
+    baseline already) comes; a node refused by an earlier round stays out unvetted."""
+    earlier = {
+        f.candidate.snapshot_id for rd in state.rounds if rd.decision for f in rd.decision.refused
+    }
+    library = [n for n in library if n.snapshot_id not in earlier]
+    ranked = sorted(library, key=rank_key)
+
+    def vet(node: Node | None) -> Refusal | None:
+        if node is None or (parent is not None and node.id == parent.id):
+            return None
+        return e.adoption_refusal(node)
+
+    _, refused = first_admitted([*ranked, None], vet)
+    out = {f.candidate.snapshot_id for f in refused}
+    return [n for n in library if n.snapshot_id not in out], refused
 
 
 def write_logs(e: Evolver, state: State, pending: tuple[int, RoundDecision]) -> None:

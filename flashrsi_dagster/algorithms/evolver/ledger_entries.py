@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from flashrsi_dagster.algorithms.evolver.nodes import Node
 from flashrsi_dagster.algorithms.evolver.plan import Round, State
 from flashrsi_dagster.contamination import ContentVerdict
+from flashrsi_dagster.decisions.adoption import Refusal, refused_entry
 from flashrsi_dagster.decisions.compare import ComparisonError, compare
 from flashrsi_dagster.decisions.ledger import (
     EXPERIMENT,
@@ -48,11 +49,30 @@ def decisions(e: Evolver, state: State) -> list[Decision]:
             for s in rd.plan.slots
             if s in rd.nodes and rd.nodes[s].state == "archived-methodology-failure"
         ]
+        if rd.decision is not None:
+            made += [_refused(e, found, rd.plan.round) for found in rd.decision.refused]
         if rd.decision is not None and rd.decision.promoted is not None:
             made.append(
                 _promotion(e, nodes[rd.decision.promoted], rd.decision.reason, rd.plan.round)
             )
     return made
+
+
+def _refused(e: Evolver, found: Refusal, r: int) -> Decision:
+    """A library node the host refused to promote in round r (`decisions.adoption`)."""
+    node = found.candidate
+    return refused_entry(
+        NAME,
+        refusal_entry(r, node),
+        found,
+        Ref(snapshot_id=e.cold_start_record().vanilla_id, round=0),
+        raw_paths(
+            e.experiment.paths.root,
+            e.layout.decision(r),
+            e.layout.candidate(node.round or 0, node.slot or "", "confirm.jsonl"),
+            e.layout.cold_start_rollouts,
+        ),
+    )
 
 
 def node_entry(node_id: str) -> str:
@@ -63,17 +83,26 @@ def promotion_entry(r: int) -> str:
     return f"{NAME}/promotion/r{r:03d}"
 
 
+def refusal_entry(r: int, node: Ref) -> str:
+    return f"{promotion_entry(r)}/refused/{node.round}.{node.slot}"
+
+
 def round_entries(rd: Round) -> list[str]:
     """The ledger ids a round's records imply: its nodes' (in slot order), its promotion's."""
     if rd.plan is None:
         return []
     ids = [node_entry(rd.nodes[s].id) for s in rd.plan.slots if s in rd.nodes]
+    if rd.decision is not None:
+        r, refused = rd.plan.round, rd.decision.refused
+        ids += [
+            f"{promotion_entry(r)}/refused/{f.candidate.round}.{f.candidate.slot}" for f in refused
+        ]
     if rd.decision is not None and rd.decision.promoted is not None:
         ids.append(promotion_entry(rd.plan.round))
     return ids
 
 
-def _ref(node: Node) -> Ref:
+def ref(node: Node) -> Ref:
     return Ref(
         snapshot_id=node.snapshot_id, round=node.round, slot=node.slot, produced_by=node.produced_by
     )
@@ -95,9 +124,8 @@ def _evidence(e: Evolver, node: Node) -> Evidence:
         evidence.not_compared = f"no confirm on the whole train set: {node.state}"
         return evidence
     evidence.scores.update(confirm_mean=node.confirm_mean, vanilla_mean=node.vanilla_mean)
-    against = basis(node.eval_set, e.cold_start_record().eval_set)
-    if not against.comparable:
-        evidence.not_compared = against.label
+    if not comparable_with_vanilla(e, node):
+        evidence.not_compared = basis(node.eval_set, e.cold_start_record().eval_set).label
         return evidence
     confirmed, vanilla = e.confirm_runs(node), e.vanilla_runs()
     signal = behaviour(confirmed, vanilla, e.experiment.config.behaviour)
@@ -109,6 +137,11 @@ def _evidence(e: Evolver, node: Node) -> Evidence:
     except ComparisonError as exc:
         evidence.not_compared = f"not comparable with vanilla: {exc}"
     return evidence
+
+
+def comparable_with_vanilla(e: Evolver, node: Node) -> bool:
+    """Whether the node's confirm ran on vanilla's version of train (`evaluator.compare`)."""
+    return basis(node.eval_set, e.cold_start_record().eval_set).comparable
 
 
 def _eval_set(node: Node) -> str | None:
@@ -129,7 +162,7 @@ def _node(e: Evolver, node: Node) -> Decision:
         decision="adopt" if node.library else "reject",
         algorithm=NAME,
         scope="library" if node.library else "search",
-        candidate=_ref(node),
+        candidate=ref(node),
         baseline=Ref(snapshot_id=node.parent_id),
         reason=f"{made}: {node.reason}",
         evidence=_evidence(e, node),
@@ -145,7 +178,7 @@ def _archived(e: Evolver, node: Node) -> Decision:
         decision="reject",
         algorithm=NAME,
         scope="library",
-        candidate=_ref(node),
+        candidate=ref(node),
         baseline=Ref(snapshot_id=node.parent_id),
         reason=f"archived-methodology-failure: {node.reason}",
         evidence=Evidence(gates=node.gates, paired=node.paired),
@@ -160,7 +193,7 @@ def _promotion(e: Evolver, node: Node, reason: str, r: int) -> Decision:
         decision="adopt",
         algorithm=NAME,
         scope=EXPERIMENT,
-        candidate=_ref(node),
+        candidate=ref(node),
         baseline=Ref(snapshot_id=e.cold_start_record().vanilla_id, round=0),
         reason=f"round {r}: {reason}",
         evidence=_evidence(e, node),

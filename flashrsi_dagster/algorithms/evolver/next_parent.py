@@ -25,9 +25,14 @@ def outcome(nodes: Sequence[Node]) -> RoundOutcome:
     return "beat_vanilla" if any(n.library for n in nodes) else "no_gain"
 
 
+def rank_key(node: Node) -> tuple[float, int, str]:
+    """The library's order: highest confirm mean first; a tie keeps the earlier node."""
+    return (-(node.confirm_mean or 0.0), node.round, node.slot)
+
+
 def best(library: Sequence[Node]) -> Node | None:
     ranked = [n for n in library if n.library and n.confirm_mean is not None]
-    return min(ranked, key=lambda n: (-(n.confirm_mean or 0.0), n.round, n.slot), default=None)
+    return min(ranked, key=rank_key, default=None)
 
 
 def decide(

@@ -14,7 +14,7 @@ Termination reads the rounds' outcomes only; it never looks at test.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from flashrsi_dagster.algorithms.base import Step
 from flashrsi_dagster.algorithms.evolver.choose import Budget
@@ -78,6 +78,12 @@ class State:
     rounds: tuple[Round, ...]
     """Rounds 1, 2, … that have at least a plan."""
     retention: bool
+    restored: str | None = None
+    """The baseline a roll-back restored, while no round has promoted since
+    (`decisions.baseline.restored`): the parent from then on."""
+    set_aside: frozenset[str] = frozenset()
+    """Snapshots a roll-back replaced (`decisions.baseline.set_aside`): never promoted again
+    by a round."""
 
     def round(self, r: int) -> Round | None:
         return self.rounds[r - 1] if 1 <= r <= len(self.rounds) else None
@@ -91,10 +97,14 @@ class State:
         see the same thing."""
         current = self.round(r)
         assert current is not None and current.plan is not None
-        return State(self.cold_start, (*self.rounds[: r - 1], Round(current.plan, {}, None)), False)
+        rounds = (*self.rounds[: r - 1], Round(current.plan, {}, None))
+        return replace(self, rounds=rounds, retention=False)
 
     def parent(self) -> str | None:
-        """The current parent: the last decided round's, else vanilla."""
+        """The current parent: the baseline a roll-back restored, else the last decided
+        round's, else vanilla."""
+        if self.restored is not None:
+            return self.restored
         decided = [rd.decision for rd in self.rounds if rd.decision is not None]
         if decided:
             return decided[-1].parent_after

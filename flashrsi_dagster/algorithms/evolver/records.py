@@ -28,6 +28,7 @@ from typing import Literal
 from pydantic import Field
 
 from flashrsi_dagster.algorithms.evolver.termination import RoundOutcome
+from flashrsi_dagster.decisions.adoption import Refusal
 from flashrsi_dagster.records import Record
 
 
@@ -88,6 +89,12 @@ class RoundDecision(Record):
     parent_after: str
     promoted: str | None = Field(None, description="The node promoted to baseline, if any.")
     reason: str
+    refused: list[Refusal] = Field(
+        default_factory=list,
+        description="Library nodes ranked above the promoted one (or the kept parent) whose "
+        "adoption the host refused (`decisions.adoption`: they violate the declared trade-off "
+        "rule against vanilla).",
+    )
 
 
 class RetentionReport(Record):

@@ -13,6 +13,7 @@ for the retention report. Everything the search reads is train; dev takes no par
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import ClassVar
@@ -50,7 +51,8 @@ from flashrsi_dagster.algorithms.searching import Searching
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time, side_by_side
 from flashrsi_dagster.answers import ask_until_read, attempt_name
 from flashrsi_dagster.benchmarks.loading import load_splits
-from flashrsi_dagster.decisions import Decision
+from flashrsi_dagster.decisions import Decision, Ledger, baseline
+from flashrsi_dagster.decisions.adoption import Refusal, refusal
 from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import (
     final_trajectories,
@@ -94,7 +96,14 @@ class Evolver(Searching):
         return tuple((r, s) for r in range(shape.rounds) for s in slots if shape.step_at(r, s))
 
     def read_state(self) -> State:
-        return read_state(self.layout, self.shape)
+        """The records' state, and what a roll-back changed for the rounds to come: the
+        parent it restored, the snapshots it set aside (`decisions.baseline`)."""
+        ledger = Ledger.of(self.experiment)
+        return replace(
+            read_state(self.layout, self.shape),
+            restored=baseline.restored(ledger),
+            set_aside=baseline.set_aside(ledger),
+        )
 
     def next_step(self, state: State) -> Step:
         return next_step(state, self.shape)
@@ -315,6 +324,20 @@ class Evolver(Searching):
 
     def confirm_of(self, node: Node) -> Confirmed | None:
         return confirmed(self.confirm_runs(node)) if node.confirm_mean is not None else None
+
+    def adoption_refusal(self, node: Node) -> Refusal | None:
+        """The host's vetting of promoting `node`: its confirm runs against vanilla's on the
+        whole train set (`decisions.adoption`); None when it may be promoted, or when the two
+        ran on different versions of train (nothing to judge)."""
+        if node.confirm_mean is None or not ledger_entries.comparable_with_vanilla(self, node):
+            return None
+        return refusal(
+            self.experiment.config.comparison,
+            ledger_entries.ref(node),
+            self.confirm_runs(node),
+            self.vanilla_runs(),
+            eval_set=node.eval_set or "",
+        )
 
     def confirm_runs(self, node: Node) -> list[Trajectory]:
         """A candidate's final confirm rollouts (train x K; none before its confirm)."""

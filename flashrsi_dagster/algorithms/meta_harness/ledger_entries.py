@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from flashrsi_dagster.algorithms.meta_harness.plan import State, candidate_name
 from flashrsi_dagster.algorithms.meta_harness.records import EditRecord, RoundRecord
 from flashrsi_dagster.contamination import ContentVerdict
+from flashrsi_dagster.decisions.adoption import refused_entry
 from flashrsi_dagster.decisions.compare import Comparison, ComparisonError, compare
 from flashrsi_dagster.decisions.ledger import (
     EXPERIMENT,
@@ -55,7 +56,12 @@ def decisions(h: MetaHarness, state: State) -> list[Decision]:
     return made
 
 
-def _ref(r: RoundRecord, snapshot_id: str | None = None) -> Ref:
+def seed_eval_set(seed: RoundRecord, baseline) -> str:
+    """The versioned set the seed round ran (`dev/e1`), else a digest of its task ids."""
+    return seed.eval_set or eval_set_version("dev", (t.task_id for t in baseline))
+
+
+def ref(r: RoundRecord, snapshot_id: str | None = None) -> Ref:
     return Ref(
         snapshot_id=snapshot_id or r.snapshot_id,
         round=r.round,
@@ -96,8 +102,8 @@ def _rejected_edit(h: MetaHarness, r: RoundRecord, seed: RoundRecord) -> Decisio
         decision="reject",
         algorithm=NAME,
         scope="search",
-        candidate=_ref(r, edit.snapshot_id if edit else None),
-        baseline=_ref(seed),
+        candidate=ref(r, edit.snapshot_id if edit else None),
+        baseline=ref(seed),
         reason=reason,
         evidence=Evidence(
             gates=[{"name": gate, "passed": False, "reason": r.reason or status}],
@@ -114,14 +120,19 @@ def _promotion(h: MetaHarness, state: State, seed: RoundRecord) -> list[Decision
     assert promotion is not None
     basis = f"{NAME}/promotion@{promotion.created.isoformat()}"
     baseline = h.round_rollouts(0)
-    # the versioned set the seed round ran (`dev/e1`), else a digest of its task ids
-    eval_set = seed.eval_set or eval_set_version("dev", (t.task_id for t in baseline))
+    eval_set = seed_eval_set(seed, baseline)
     count = len(promotion.ranking)
     chosen = candidate_name(promotion.round, promotion.slot)
+    refused = {f.candidate.snapshot_id: f for f in promotion.refused}
     made = []
     for place, (k, sid, score) in enumerate(promotion.ranking, start=1):
         r = _round(state, sid)
         if sid in (seed.snapshot_id, promotion.snapshot_id):  # the baseline, the chosen one
+            continue
+        key = f"{basis}/{candidate_key(k, r.slot)}"
+        if sid in refused:
+            evidence = _evidence(h, r, baseline, seed, eval_set)
+            made.append(refused_entry(NAME, key, refused[sid], ref(seed), _raw(h, r), evidence))
             continue
         earlier = "round" if k != promotion.round else "slot of the round"
         why = f"ties keep the earlier {earlier}" if score == promotion.dev_score else "lower"
@@ -130,14 +141,17 @@ def _promotion(h: MetaHarness, state: State, seed: RoundRecord) -> list[Decision
             f"promoted {chosen}'s {promotion.dev_score:.3f} ({why})"
         )
         evidence = _evidence(h, r, baseline, seed, eval_set)
-        key = f"{basis}/{candidate_key(k, r.slot)}"
         made.append(_entry(h, key, "reject", r, sid, seed, reason, evidence, eval_set))
     promoted = _round(state, promotion.snapshot_id)
+    by_rule = f"; {len(refused)} ranked above it refused by the trade-off rule" if refused else ""
     if promoted.snapshot_id == seed.snapshot_id:
-        reason = (
-            f"no candidate beat the seed's dev score {promotion.dev_score:.3f} over "
-            f"{count} evaluated candidate(s): the seed stays the baseline"
+        beaten = (
+            f"the {len(refused)} candidate(s) ranked above the seed were refused by the "
+            "trade-off rule"
+            if refused
+            else f"no candidate beat the seed's dev score {promotion.dev_score:.3f}"
         )
+        reason = f"{beaten} over {count} evaluated candidate(s): the seed stays the baseline"
         evidence = Evidence(
             scores={"dev_score": promotion.dev_score},
             not_compared="the promoted snapshot is the baseline itself",
@@ -147,7 +161,7 @@ def _promotion(h: MetaHarness, state: State, seed: RoundRecord) -> list[Decision
         judged = evidence.comparison.line() if evidence.comparison else evidence.not_compared
         reason = (
             f"promoted: the best dev score, {promotion.dev_score:.3f} (seed "
-            f"{seed.dev_score or 0.0:.3f}), of {count} evaluated candidate(s); "
+            f"{seed.dev_score or 0.0:.3f}), of {count} evaluated candidate(s){by_rule}; "
             f"trade-off rule: {judged}"
         )
     sid = promotion.snapshot_id
@@ -168,8 +182,8 @@ def _entry(h, id_, decision, r, sid, seed, reason, evidence, eval_set, scope="se
         decision=decision,
         algorithm=NAME,
         scope=scope,
-        candidate=_ref(r, sid),
-        baseline=_ref(seed),
+        candidate=ref(r, sid),
+        baseline=ref(seed),
         reason=reason,
         evidence=evidence,
         eval_set=eval_set,

@@ -29,6 +29,7 @@ from typing import Literal
 from pydantic import Field
 
 from flashrsi_dagster.algorithms.base import ONLY_SLOT
+from flashrsi_dagster.decisions.adoption import Refusal
 from flashrsi_dagster.records import Record
 from flashrsi_dagster.records.sealed_test import TestResult as TestResult  # shared
 
@@ -124,6 +125,11 @@ class Promotion(Record):
         description="(round, slot, snapshot id) of each member of the dev score x context "
         "tokens Pareto frontier when it was made (`frontier.py`), best dev score first: the "
         "members `sealed_test_frontier` tests, frozen with the promotion.",
+    )
+    refused: list[Refusal] = Field(
+        default_factory=list,
+        description="Candidates ranked above the promoted one whose adoption the host "
+        "refused (`decisions.adoption`: they violate the declared trade-off rule).",
     )
 
 

@@ -69,6 +69,7 @@ from flashrsi_dagster.algorithms.searching import Searching
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time, side_by_side, turn
 from flashrsi_dagster.contamination import ContentVerdict
 from flashrsi_dagster.decisions import Decision
+from flashrsi_dagster.decisions.adoption import Refusal, first_admitted, refusal
 from flashrsi_dagster.environments.jail import Mount
 from flashrsi_dagster.experiment.keys import candidate_key
 from flashrsi_dagster.records import Status, Trajectory, Usage, read_optional
@@ -354,7 +355,8 @@ class MetaHarness(Searching):
                 )
             return state.promotion
         ranking = rank(list(state.rounds))
-        best_round, best_id, best_score = ranking[0]
+        chosen, refused = first_admitted(ranking, lambda row: self._vet(state, row[1]))
+        best_round, best_id, best_score = chosen
         best = state.candidate_of(best_id)
         slot = best.slot if best else SLOT
         promotion = Promotion(
@@ -364,6 +366,7 @@ class MetaHarness(Searching):
             dev_score=best_score,
             ranking=ranking,
             frontier=[(p.round, p.slot, p.snapshot_id) for p in frontier(state.rounds)],
+            refused=refused,
         )
         self.write(self.layout.promotion, promotion)
         self.record_decisions()
@@ -371,6 +374,21 @@ class MetaHarness(Searching):
         name = candidate_name(best_round, slot)
         self.log(f"promoted {name} ({best_id[:12]}), dev score {best_score:.3f}")
         return promotion
+
+    def _vet(self, state: State, snapshot_id: str) -> Refusal | None:
+        """The host's vetting of the ranked candidate's adoption against the seed, on the same
+        dev tasks (`decisions.adoption`); the seed itself is the baseline."""
+        candidate, seed = state.candidate_of(snapshot_id), state.round(0)
+        if candidate is None or seed is None or candidate.snapshot_id == seed.snapshot_id:
+            return None  # another initial harness is vetted as any candidate
+        baseline = self.round_rollouts(0)
+        return refusal(
+            self.experiment.config.comparison,
+            ledger_entries.ref(candidate),
+            self.round_rollouts(candidate.round, candidate.slot),
+            baseline,
+            eval_set=ledger_entries.seed_eval_set(seed, baseline),
+        )
 
     def evaluate_round(self, k: int, slot: str = SLOT, *, again: bool = False) -> RoundRecord:
         """A candidate's evaluation, read back if it was made; `again`: from scratch, as a

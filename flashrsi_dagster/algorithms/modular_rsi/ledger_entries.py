@@ -23,6 +23,7 @@ from flashrsi_dagster.algorithms.modular_rsi.modules import INTEGRATION
 from flashrsi_dagster.algorithms.modular_rsi.plan import State
 from flashrsi_dagster.algorithms.modular_rsi.records import StepRecord
 from flashrsi_dagster.contamination import ContentVerdict
+from flashrsi_dagster.decisions.adoption import refused_entry
 from flashrsi_dagster.decisions.compare import ComparisonError, compare
 from flashrsi_dagster.decisions.ledger import (
     EXPERIMENT,
@@ -52,7 +53,40 @@ def decisions(a: ModularRSI, state: State) -> list[Decision]:
             if record.status in ("accepted", "rejected"):
                 made.append(_step(a, state, record))
     if state.promotion is not None:
-        made.append(_promotion(a, state))
+        made += [*_refused(a, state), _promotion(a, state)]
+    return made
+
+
+def promoted_from(state: State, snapshot_id: str) -> StepRecord | None:
+    """The integration round whose full check ran the version `snapshot_id`, if any."""
+    rounds = state.branch(INTEGRATION)
+    return next((r for r in rounds if r.check and r.current_id == snapshot_id), None)
+
+
+def checked_eval_set(a: ModularRSI, source: StepRecord | None) -> str:
+    """The evaluation set a version's full check ran (the whole evolution set)."""
+    checked = source.check.eval_set if source is not None and source.check else None
+    return checked or eval_set_version("train", (t.id for t in a.splits.train))
+
+
+def _refused(a: ModularRSI, state: State) -> list[Decision]:
+    """The adoptions the host refused at the promotion (`decisions.adoption`)."""
+    assert state.promotion is not None
+    made = []
+    for n, found in enumerate(state.promotion.refused, start=1):
+        raw = [a.layout.promotion, a.layout.baseline_check]
+        source = promoted_from(state, found.candidate.snapshot_id or "")
+        if source is not None:
+            raw.insert(1, a.layout.check(source.round))
+        made.append(
+            refused_entry(
+                NAME,
+                f"{NAME}/promotion/refused/{n}",
+                found,
+                Ref(snapshot_id=a.seed().id, round=0),
+                raw_paths(a.experiment.paths.root, *raw),
+            )
+        )
     return made
 
 
@@ -147,12 +181,8 @@ def _promotion(a: ModularRSI, state: State) -> Decision:
     promotion = state.promotion
     assert promotion is not None
     seed = a.seed().id
-    source = next(
-        (r for r in state.branch(INTEGRATION) if r.check and r.current_id == promotion.snapshot_id),
-        None,
-    )
-    checked = source.check.eval_set if source is not None and source.check else None
-    eval_set = checked or eval_set_version("train", (t.id for t in a.splits.train))
+    source = promoted_from(state, promotion.snapshot_id)
+    eval_set = checked_eval_set(a, source)
     evidence = Evidence()
     raw = [a.layout.promotion]
     if promotion.snapshot_id == seed:

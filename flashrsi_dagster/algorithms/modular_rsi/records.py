@@ -32,6 +32,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from flashrsi_dagster.algorithms.modular_rsi.protocol import Finding
+from flashrsi_dagster.decisions.adoption import Refusal
 from flashrsi_dagster.records import Record
 from flashrsi_dagster.records.sealed_test import TestResult as TestResult  # shared
 
@@ -141,6 +142,11 @@ class Promotion(Record):
     )
     reason: str
     branches: dict[str, str] = Field(description="Each module's final branch version.")
+    refused: list[Refusal] = Field(
+        default_factory=list,
+        description="The version the integration left, when the host refused its adoption "
+        "(`decisions.adoption`: it violates the declared trade-off rule against the seed).",
+    )
 
 
 class Layout:

@@ -45,7 +45,8 @@ from flashrsi_dagster.algorithms.modular_rsi.steps import BranchStep, Integratio
 from flashrsi_dagster.algorithms.searching import Searching
 from flashrsi_dagster.algorithms.turns import one_step_at_a_time, side_by_side
 from flashrsi_dagster.benchmarks.base import Task
-from flashrsi_dagster.decisions import Decision
+from flashrsi_dagster.decisions import Decision, Ref
+from flashrsi_dagster.decisions.adoption import refusal
 from flashrsi_dagster.evaluator import basis
 from flashrsi_dagster.records import Trajectory, read_optional
 from flashrsi_dagster.rollouts.engine import (
@@ -232,11 +233,35 @@ class ModularRSI(Searching):
         self.experiment.records.verify()
         chosen = choose(state, self.modules, self.seed().id)
         if chosen.snapshot_id != self.seed().id:
-            self.baseline_check()
+            chosen = self._vetted(state, chosen, self.baseline_check())
         promotion = self.write(self.layout.promotion, chosen)
         self.record_decisions()
         self.log(f"promoted {promotion.snapshot_id[:12]} ({promotion.source}): {promotion.reason}")
         return promotion
+
+    def _vetted(self, state: State, chosen: Promotion, baseline: list[Trajectory]) -> Promotion:
+        """The host's vetting of the chosen version's adoption against the seed on every
+        evolution task (`decisions.adoption`): refused, the seed stays the baseline."""
+        source = ledger_entries.promoted_from(state, chosen.snapshot_id)
+        if source is None:
+            return chosen
+        found = refusal(
+            self.experiment.config.comparison,
+            Ref(snapshot_id=chosen.snapshot_id, round=source.round, slot=INTEGRATION),
+            self.step_rollouts(INTEGRATION, source.round),
+            baseline,
+            eval_set=ledger_entries.checked_eval_set(self, source),
+        )
+        if found is None:
+            return chosen
+        return Promotion(
+            snapshot_id=self.seed().id,
+            source="seed",
+            reason=f"the {chosen.source.replace('_', ' ')} (integration round {source.round}) "
+            "was refused by the trade-off rule against the seed; the seed stays the baseline",
+            branches=chosen.branches,
+            refused=[found],
+        )
 
     def baseline_check(self) -> list[Trajectory]:
         """The seed on every evolution task, once per task as the full check runs the merge:
