@@ -94,6 +94,23 @@ def _started_from_the_queue(url: str, name: str) -> list[tuple]:
     )
 
 
+def _statuses(
+    url: str, name: str, among: tuple[str, ...] = (), run_ids: dict | None = None
+) -> dict[str, str]:
+    """Run id -> status of experiment `name`'s runs (with a status `among`; of `run_ids`)."""
+    found = rows(
+        url,
+        "select r.run_id, r.status from runs r"
+        " join run_tags e on e.run_id = r.run_id and e.key = 'flashrsi/experiment'"
+        f" where e.value = '{name}'",
+    )
+    return {
+        run_id: status
+        for run_id, status in found
+        if (not among or status in among) and (run_ids is None or run_id in run_ids)
+    }
+
+
 def _twice_succeeded(url: str, name: str) -> list[tuple]:
     """Run keys of experiment `name` with more than one successful run."""
     return rows(
@@ -132,6 +149,10 @@ def test_each_host_launches_its_own_runs_and_a_killed_hosts_experiment_ends_as_u
             b.kill()  # mid-round: a candidate's run worker on b, the others started or queued
             printed_right = right.communicate()[0]
             assert _spaces(url, "right") == {space_b}, printed_right
+            # a candidate's run makes many model calls after it starts (load only lengthens
+            # them): it was killed in progress, and nothing of b changes its record any more
+            stranded = _statuses(url, "right", ("STARTING", "STARTED"))
+            assert stranded, printed_right
 
             printed_left = left.communicate(timeout=900)[0]
             assert left.returncode == 0, printed_left
@@ -140,6 +161,8 @@ def test_each_host_launches_its_own_runs_and_a_killed_hosts_experiment_ends_as_u
             code, resumed = a.run(FLASHRSI, "resume", "--experiment", "right", "--home", str(home))
             assert code == 0, printed_right + resumed
             assert "marked failed" in resumed, resumed  # b's runs, once their heartbeat stopped
+            assert set(_statuses(url, "right", run_ids=stranded).values()) == {"FAILURE"}
+            assert _statuses(url, "right", ("QUEUED", "STARTING", "STARTED")) == {}, resumed
             assert _spaces(url, "right", "SUCCESS") <= {space_a, space_b}
             assert _twice_succeeded(url, "right") == [], resumed
             assert _outcome(home, "right") == _outcome(reference, "right"), resumed
