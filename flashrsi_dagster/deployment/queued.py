@@ -141,15 +141,13 @@ class QueuedRuns:
         """Make this host the launcher of `runs` still queued that another host's driver
         submitted (this driver took their experiment over: that one has ended, and its host
         may be gone), between two dequeue iterations, so no host is launching one of them."""
-        theirs = [r.run_id for r in runs if r.status == dg.DagsterRunStatus.QUEUED]
-        theirs = [r for r in theirs if not this_hosts(self.instance.get_run_by_id(r))]
+        queued = dg.DagsterRunStatus.QUEUED
+        theirs = [r.run_id for r in runs if r.status == queued and not this_hosts(r)]
         if not theirs:
             return
         with self._dequeue_lock(wait=True):
-            queued = self.instance.get_runs(
-                filters=dg.RunsFilter(run_ids=theirs, statuses=[dg.DagsterRunStatus.QUEUED])
-            )
-            for run in queued:
+            still = self.instance.get_runs(filters=dg.RunsFilter(run_ids=theirs, statuses=[queued]))
+            for run in still:
                 self.instance.add_run_tags(run.run_id, {LAUNCHER_TAG: identity(os.getpid())})
 
     def cancel_queued(self, run_ids: set[str]) -> None:
