@@ -64,33 +64,38 @@ class Host:
 
 
 def _spaces(url: str, name: str, status: str | None = None) -> set[str]:
-    """The process spaces the runs of experiment `name` ran in (`status`: only those)."""
+    """The process spaces the runs of experiment `name` ran in (`status`: only those): their
+    worker's, or where it has not tagged the run yet, the space of the process that launched
+    it (its worker runs there: the launcher's code server forks it)."""
     where = f"and r.status = '{status}'" if status else ""
     found = rows(
         url,
-        "select p.value from runs r"
+        "select coalesce(p.value, l.value) from runs r"
         " join run_tags e on e.run_id = r.run_id and e.key = 'flashrsi/experiment'"
-        " join run_tags p on p.run_id = r.run_id and p.key = 'flashrsi/process'"
+        " left join run_tags p on p.run_id = r.run_id and p.key = 'flashrsi/process'"
+        " left join run_tags l on l.run_id = r.run_id and l.key = 'flashrsi/launcher'"
         f" where e.value = '{name}' {where}",
     )
-    return {value.partition(":")[0] for (value,) in found}
+    return {value.partition(":")[0] for (value,) in found if value}
 
 
-def _queued_run_started(url: str, name: str) -> bool:
-    """Whether a run of `name` that went through the queue (a round's candidate) runs now."""
+def _candidate_runs(url: str, name: str) -> bool:
+    """Whether the second candidate of a round of `name` runs now, its worker started (so the
+    round's candidates are in flight together)."""
     try:
-        return bool(_started_from_the_queue(url, name))
+        return bool(_second_candidate_started(url, name))
     except psycopg2.errors.UndefinedTable:  # the instance not made yet
         return False
 
 
-def _started_from_the_queue(url: str, name: str) -> list[tuple]:
+def _second_candidate_started(url: str, name: str) -> list[tuple]:
     return rows(
         url,
         "select r.run_id from runs r"
         " join run_tags e on e.run_id = r.run_id and e.key = 'flashrsi/experiment'"
-        " join run_tags l on l.run_id = r.run_id and l.key = 'flashrsi/launcher'"
-        f" where e.value = '{name}' and r.status = 'STARTED'",
+        " join run_tags p on p.run_id = r.run_id and p.key = 'flashrsi/process'"
+        " join run_tags k on k.run_id = r.run_id and k.key = 'dagster/run_key'"
+        f" where e.value = '{name}' and r.status = 'STARTED' and k.value like '%.1'",
     )
 
 
@@ -145,7 +150,7 @@ def test_each_host_launches_its_own_runs_and_a_killed_hosts_experiment_ends_as_u
             assert space_a != space_b
             run = [FLASHRSI, "run", *_args("meta_harness", home), "--experiment.name"]
             left, right = a.popen(*run, "left"), b.popen(*run, "right")
-            wait_until(lambda: _queued_run_started(url, "right"), "a candidate of right runs")
+            wait_until(lambda: _candidate_runs(url, "right"), "right's candidates run", 1800)
             b.kill()  # mid-round: a candidate's run worker on b, the others started or queued
             printed_right = right.communicate()[0]
             assert _spaces(url, "right") == {space_b}, printed_right
