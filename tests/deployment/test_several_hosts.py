@@ -95,7 +95,7 @@ def _second_candidate_started(url: str, name: str) -> list[tuple]:
         " join run_tags e on e.run_id = r.run_id and e.key = 'flashrsi/experiment'"
         " join run_tags p on p.run_id = r.run_id and p.key = 'flashrsi/process'"
         " join run_tags k on k.run_id = r.run_id and k.key = 'dagster/run_key'"
-        f" where e.value = '{name}' and r.status = 'STARTED' and k.value like '%.1'",
+        f" where e.value = '{name}' and r.status = 'STARTED' and k.value like '%.c1'",
     )
 
 
