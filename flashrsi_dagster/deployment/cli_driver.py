@@ -247,12 +247,14 @@ class _Driver:
 
     def _adopt(self, active: list[dg.DagsterRun], steps: dict[str | None, Step]) -> None:
         """Another process's runs of ready steps are waited for as this driver's own (their
-        end reported, a failure stopping it); queued ones need a dequeuer: this process."""
+        end reported, a failure stopping it); queued ones need a dequeuer: this process,
+        which becomes their launcher where a driver on another host submitted them."""
         for run in active:
             step = steps.get(run.tags.get(RUN_KEY_TAG))
             if step is not None and run.run_id not in self.submitted:
                 self.submitted[run.run_id] = step
         if any(r.status == dg.DagsterRunStatus.QUEUED for r in active) and self.queued.available:
+            self.queued.rehome(active)
             self.queued.serve()
 
     def _describe(self, run_id: str) -> str:

@@ -9,6 +9,13 @@ forked warm: `code_server.py`, started as a child in the folder holding the home
 queue's dequeue loop (`QueuedRunCoordinatorDaemon`, one iteration a second in a thread).
 Nothing here schedules: Dagster's queue does.
 
+Several hosts on one instance and one home: each driver launches only the queued runs that
+a process of its own host submitted (the space of their `LAUNCHER_TAG`), or that no driver
+did (the UI's, with no Dagster daemon), so each host's runs use its own cores. One iteration
+at a time over the whole instance (the home's `dequeue.lock`, held for an iteration and its
+launches): the limits are counted from the runs in progress, and two hosts counting at once
+could both take the last place.
+
 The code server and what it starts (run workers at any stage, their resource trackers) die
 with this process, even on SIGKILL, at once: the server leads a process group that a reaper
 kills when this process ends (`reaper.Group`). A killed driver leaves no process behind, and
@@ -17,15 +24,18 @@ again (a step resumes from its records)."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
 
+from flashrsi_dagster import scratch
 from flashrsi_dagster.deployment.code_server import LOCATION, CodeServer
 from flashrsi_dagster.deployment.execution import home_resources, home_run_config
 from flashrsi_dagster.deployment.in_process import QUIET, REPOSITORY_LABEL
@@ -38,7 +48,7 @@ from flashrsi_dagster.orchestration.dagster_internals import (
     QueuedRunCoordinatorDaemon,
     WorkspaceProcessContext,
 )
-from flashrsi_dagster.orchestration.owner import DRIVER_ENV, LAUNCHER_TAG, identity
+from flashrsi_dagster.orchestration.owner import DRIVER_ENV, LAUNCHER_TAG, identity, space_of
 from flashrsi_dagster.records.atomic import open_own
 
 (REPOSITORY_TAG,) = REPOSITORY_LABEL
@@ -64,7 +74,6 @@ class QueuedRuns:
         self._workspace: WorkspaceProcessContext | None = None
         self._stop = threading.Event()
         self._dequeuing: threading.Thread | None = None
-        self._lock: int | None = None
         self._server: CodeServer | None = None
 
     @property
@@ -128,6 +137,19 @@ class QueuedRuns:
         """Host the code server and the dequeue loop (queued runs another driver left)."""
         self._started()
 
+    def rehome(self, runs: list[dg.DagsterRun]) -> None:
+        """Make this host the launcher of `runs` still queued that another host's driver
+        submitted (this driver took their experiment over: that one has ended, and its host
+        may be gone), between two dequeue iterations, so no host is launching one of them."""
+        queued = dg.DagsterRunStatus.QUEUED
+        theirs = [r.run_id for r in runs if r.status == queued and not this_hosts(r)]
+        if not theirs:
+            return
+        with self._dequeue_lock(wait=True):
+            still = self.instance.get_runs(filters=dg.RunsFilter(run_ids=theirs, statuses=[queued]))
+            for run in still:
+                self.instance.add_run_tags(run.run_id, {LAUNCHER_TAG: identity(os.getpid())})
+
     def cancel_queued(self, run_ids: set[str]) -> None:
         """Take the runs that have not started yet out of the queue."""
         if not run_ids:
@@ -144,9 +166,6 @@ class QueuedRuns:
         self._stop.set()
         if self._dequeuing is not None:
             self._dequeuing.join()
-        if self._lock is not None:
-            os.close(self._lock)  # releases the flock: another driver may dequeue now
-            self._lock = None
         if self._workspace is not None:  # it manages no server: the one below is ours
             self._workspace.__exit__(None, None, None)
             self._workspace = None
@@ -177,37 +196,51 @@ class QueuedRuns:
             daemon._logger.setLevel(logging.WARNING)  # its every look at the queue, at INFO
             while not self._stop.wait(interval):
                 try:
-                    if self._may_dequeue(daemon.daemon_type()):
-                        for _ in daemon.run_iteration(self._workspace):
-                            pass
+                    if self._daemon_gone(daemon.daemon_type()):
+                        with self._dequeue_lock() as held:
+                            for _ in daemon.run_iteration(self._workspace) if held else ():
+                                pass
                 except Exception as exc:
                     if database_fault(exc) is None:
                         raise
                     # the next look at the queue tries again; the driver's own polling
                     # reports a database lost for good
 
-    def _may_dequeue(self, daemon_type: str) -> bool:
-        """One dequeuer per instance, or a run could be launched twice: Dagster's daemon
-        where one runs (`flashrsi ui`, `dagster dev`), else the `flashrsi run` of the home
-        that holds its dequeue lock (kept until it closes; another takes over then)."""
-        if self._lock is None:
-            path = self.home / ".dagster" / DEQUEUE_LOCK
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = open_own(path, os.O_RDWR | os.O_CREAT)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                return False
-            self._lock = fd
+    def _daemon_gone(self, daemon_type: str) -> bool:
+        """Where Dagster's daemon runs (`flashrsi ui`, `dagster dev`), it dequeues every run
+        on its own host; the drivers leave it alone, or a run could be launched twice."""
         beat = self.instance.get_daemon_heartbeats().get(daemon_type)
         return beat is None or time.time() - beat.timestamp > DAEMON_GONE
 
+    @contextlib.contextmanager
+    def _dequeue_lock(self, wait: bool = False) -> Iterator[bool]:
+        """The home's dequeue lock for one iteration: yields whether it was taken (another
+        driver, of any host sharing the home, may hold it: unless `wait`, the next look
+        tries again)."""
+        path = self.home / ".dagster" / DEQUEUE_LOCK
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = open_own(path, os.O_RDWR | os.O_CREAT)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+        finally:
+            os.close(fd)  # releases the flock
+
 
 class _Dequeuer(QueuedRunCoordinatorDaemon):
-    """Dagster's dequeue loop, tagging each run it launches with this process (whose code
-    server will host the run's worker), so a later driver can tell a run whose launcher
-    died before its worker started (`owner.why_dead`)."""
+    """Dagster's dequeue loop over this host's queued runs (`_ThisHostsQueue`), tagging each
+    run it launches with this process (whose code server will host the run's worker), so a
+    later driver can tell a run whose launcher died before its worker started
+    (`owner.why_dead`)."""
+
+    def _get_runs_to_dequeue(self, instance, concurrency_config, fixed_iteration_time):
+        return super()._get_runs_to_dequeue(
+            _ThisHostsQueue(instance), concurrency_config, fixed_iteration_time
+        )
 
     def _dequeue_run(self, instance, workspace, run, concurrency_config, fixed_iteration_time):
         current = instance.get_run_by_id(run.run_id)
@@ -216,3 +249,29 @@ class _Dequeuer(QueuedRunCoordinatorDaemon):
         return super()._dequeue_run(
             instance, workspace, run, concurrency_config, fixed_iteration_time
         )
+
+
+class _ThisHostsQueue:
+    """The instance as Dagster's dequeue loop sees it: every run in progress counts against
+    the limits, but the queue holds only the runs this host may launch (`this_hosts`)."""
+
+    def __init__(self, instance: dg.DagsterInstance) -> None:
+        self._instance = instance
+
+    def __getattr__(self, name: str):
+        return getattr(self._instance, name)
+
+    def get_runs(self, filters=None, cursor=None, limit=None, **kwargs):
+        if filters is None or list(filters.statuses) != [dg.DagsterRunStatus.QUEUED]:
+            return self._instance.get_runs(filters, cursor, limit, **kwargs)
+        # every page at once: a page with none of this host's would end Dagster's paging
+        queued = self._instance.get_runs(filters, cursor, None, **kwargs)
+        return [run for run in queued if this_hosts(run)]
+
+
+def this_hosts(run: dg.DagsterRun) -> bool:
+    """Whether a queued run is this host's to launch: submitted (or last re-homed, by the
+    driver that took its experiment over) by a process of this process space, or by none
+    (the UI's, a sensor's)."""
+    launcher = run.tags.get(LAUNCHER_TAG)
+    return launcher is None or space_of(launcher) == scratch.process_space()

@@ -20,6 +20,8 @@ import contextlib
 import logging
 from pathlib import Path
 
+from flashrsi_dagster.scratch import process_space
+
 MAX_PIDS = 512
 MAX_MEMORY_BYTES = 4 << 30
 """Per jail: an agent CLI and its commands need well under 1 GiB; a run's `/tmp` (512 MiB of
@@ -55,7 +57,10 @@ class JailGroup:
 
     @classmethod
     def create(cls, name: str) -> JailGroup | None:
+        """The groups `<name>@<process space>` (`name`: `jail-<pid>-…`), made under each
+        controller's folder after sweeping it; None where no `pids` group could be made."""
         folders: dict[str, Path] = {}
+        name = f"{name}@{process_space()}"  # its pid means something in this space only
         for controller, (parent, limit_file) in _parents().items():
             _sweep(parent)
             folder = parent / name
@@ -124,7 +129,10 @@ def _sweep(parent: Path) -> None:
             folder.rmdir()
             _leftover.remove(folder)
     for folder in parent.glob("jail-*-*"):
-        pid = int(folder.name.split("-")[1])
+        jail, _, space = folder.name.partition("@")
+        if space not in ("", process_space()):  # another pid namespace's, sharing the cgroupfs
+            continue
+        pid = int(jail.split("-")[1])
         if not Path(f"/proc/{pid}").exists():
             with contextlib.suppress(OSError):
                 folder.rmdir()

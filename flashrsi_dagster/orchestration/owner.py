@@ -58,22 +58,29 @@ def fail_dead_runs(
     """Mark failed the active runs of experiment `name` (None: of every experiment) whose
     process has ended: judged by pid in this process space, by its heartbeat (none for
     `silent_for` seconds) elsewhere, or being `ending` (the `identity` of a process that is
-    stopping); returns their run ids. A queued run is left alone: whichever process dequeues
-    next launches it."""
+    stopping); returns their run ids. Failed, a run frees its places in the run queue's
+    limits. A queued run is left alone: whichever process dequeues next launches it."""
     dead = []
     tags = {} if name is None else {EXPERIMENT_TAG: name}
-    for run in instance.get_runs(filters=dg.RunsFilter(tags=tags, statuses=ACTIVE)):
-        why = why_dead(run, silent_for, ending)
+    for record in instance.get_run_records(filters=dg.RunsFilter(tags=tags, statuses=ACTIVE)):
+        changed = record.update_timestamp.timestamp()
+        why = why_dead(record.dagster_run, silent_for, ending, changed)
         if why is not None:
-            instance.report_run_failed(run, why)
-            dead.append(run.run_id)
+            instance.report_run_failed(record.dagster_run, why)
+            dead.append(record.dagster_run.run_id)
     return dead
 
 
 def why_dead(
-    run: dg.DagsterRun, silent_for: float = SILENT_FOR, ending: str | None = None
+    run: dg.DagsterRun,
+    silent_for: float = SILENT_FOR,
+    ending: str | None = None,
+    changed: float | None = None,
 ) -> str | None:
-    """Why `run` cannot be running any more, or None while it may be."""
+    """Why `run` cannot be running any more, or None while it may be. Of another process
+    space, a run that never beat (launched there, its worker not started or not yet beating)
+    is judged by when its record last `changed` (its launch, a tag): a host that died
+    between launching a run and its worker's first beat leaves it STARTING for ever else."""
     if run.status == dg.DagsterRunStatus.QUEUED:
         return None
     owner = run.tags.get(PROCESS_TAG)
@@ -90,7 +97,8 @@ def why_dead(
             return f"its process ({space}, pid {pid}) ended mid-run"
         return None
     beat = run.tags.get(HEARTBEAT_TAG, "")
-    silent = time.time() - float(beat) if beat.replace(".", "", 1).isdigit() else None
+    last = float(beat) if beat.replace(".", "", 1).isdigit() else changed
+    silent = time.time() - last if last is not None else None
     if silent is not None and silent > silent_for:
         return f"its process ({space}, pid {pid}) sent no heartbeat for {silent:.0f} s"
     return None
@@ -104,6 +112,11 @@ def running_here(run: dg.DagsterRun) -> int | None:
     if space != scratch.process_space() or not pid.isdigit():
         return None
     return int(pid) if scratch.start_time(int(pid)) == started else None
+
+
+def space_of(owner: str) -> str:
+    """The process space of an `identity` (`<space>:<pid>:<start>`)."""
+    return owner.partition(":")[0]
 
 
 @contextlib.contextmanager

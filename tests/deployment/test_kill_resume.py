@@ -51,11 +51,14 @@ def _args(algorithm: str, home: Path) -> list[str]:
     return ["--config", str(config), "--experiment.home", str(home), *SMALL[algorithm].split()]
 
 
-def _outcome(home: Path) -> tuple[list[str], list[tuple]]:
+def _outcome(home: Path, name: str | None = None) -> tuple[list[str], list[tuple]]:
     """What must not differ: the summary (scores, promotions, decisions, the sealed test),
-    snapshot ids masked (their commits differ in time); and the ledger's decisions."""
-    (root,) = [p for p in home.iterdir() if p.is_dir() and not p.name.startswith(".")]
-    experiment = open_experiment(stored_config(home, root.name))
+    snapshot ids masked (their commits differ in time); and the ledger's decisions. Of
+    experiment `name`, or of the home's only one."""
+    if name is None:
+        (root,) = [p for p in home.iterdir() if p.is_dir() and not p.name.startswith(".")]
+        name = root.name
+    experiment = open_experiment(stored_config(home, name))
     experiment.records.verify()
     opened = open_algorithm(experiment, log=lambda _: None)
     lines = sorted(HEX.sub("<id>", line) for line in opened.summary(opened.read_state()))

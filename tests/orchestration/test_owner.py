@@ -139,6 +139,18 @@ def test_a_run_of_another_host_is_failed_once_its_heartbeat_stops():
         assert {r.run_id for r in instance.get_runs() if not r.is_finished} == alive
 
 
+def test_a_run_another_host_launched_is_failed_if_it_never_beat_since_its_launch():
+    """A host that died between launching a run and its worker's first beat: the run is
+    STARTING, named only by its launcher, with no heartbeat; it is judged by when its record
+    last changed (here: any time ago is too long), or it would hold its places for ever."""
+    with dg.instance_for_test() as instance:
+        starting = _run(
+            instance, dg.DagsterRunStatus.STARTING, **{LAUNCHER_TAG: "other-host.1:42:7"}
+        )
+        assert fail_dead_runs(instance, "exp") == []  # just launched: it may start yet
+        assert fail_dead_runs(instance, "exp", silent_for=-1) == [starting]
+
+
 def test_the_executor_tags_the_run_with_its_process_and_a_heartbeat(tmp_path):
     """What lets a later driver judge a queued run: its worker's process and heartbeat."""
     with dg.instance_for_test() as instance:
