@@ -48,11 +48,14 @@ TARGET_SPEEDUP = 6.0
 
 def measure(level: int, latency: float, tasks: int) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="flashrsi-parallel-"))
+    before = os.getloadavg()[0]
     try:
         with OfflineModelServer(ServerConfig(latency_ms=latency * 1000)) as server:
-            return _measure(level, latency, tasks, server, tmp / ".flashrsi")
+            figures = _measure(level, latency, tasks, server, tmp / ".flashrsi")
     finally:
         _remove(tmp)
+    # the machine's 1-minute load average as the level began and ended: the figures move with it
+    return {**figures, "load_before": round(before, 2), "load_after": round(os.getloadavg()[0], 2)}
 
 
 def _remove(folder: Path, attempts: int = 20) -> None:
