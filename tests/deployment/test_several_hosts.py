@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import psycopg2
@@ -31,9 +32,11 @@ class Host:
     the host is killed; commands are entered into it (`nsenter`). Killing that first process
     makes the kernel kill every process of the namespace at once."""
 
-    def __init__(self, tmp: Path, env: dict[str, str]) -> None:
-        tmp.mkdir(parents=True)
-        self.env = {**env, "TMPDIR": str(tmp)}  # a host's /tmp is its own
+    def __init__(self, env: dict[str, str]) -> None:
+        # a host's /tmp is its own; short, as a host's is: a forkserver's socket lives there,
+        # and a UNIX socket's path is at most 107 bytes (pytest's tmp_path can exceed it)
+        self.tmp = Path(tempfile.mkdtemp(prefix="host-", dir="/tmp"))
+        self.env = {**env, "TMPDIR": str(self.tmp)}
         argv = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child=SIGKILL"]
         self.leader = subprocess.Popen([*argv, "sleep", "infinity"], start_new_session=True)
         children = Path(f"/proc/{self.leader.pid}/task/{self.leader.pid}/children")
@@ -61,6 +64,7 @@ class Host:
         if self.leader.poll() is None:
             os.kill(self.init, signal.SIGKILL)
             self.leader.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def _spaces(url: str, name: str, status: str | None = None) -> set[str]:
@@ -144,13 +148,18 @@ def test_each_host_launches_its_own_runs_and_a_killed_hosts_experiment_ends_as_u
     home = tmp_path / "shared" / "home"
     with fresh_database() as url:
         env = {**os.environ, "FLASHRSI_POSTGRES_URL": url}
-        a, b = Host(tmp_path / "a-tmp", env), Host(tmp_path / "b-tmp", env)
+        a, b = Host(env), Host(env)
         try:
             space_a, space_b = a.space(), b.space()
             assert space_a != space_b
             run = [FLASHRSI, "run", *_args("meta_harness", home), "--experiment.name"]
             left, right = a.popen(*run, "left"), b.popen(*run, "right")
-            wait_until(lambda: _candidate_runs(url, "right"), "right's candidates run", 1800)
+            wait_until(
+                lambda: right.poll() is not None or _candidate_runs(url, "right"),
+                "right's candidates run",
+                1800,
+            )
+            assert right.poll() is None, right.communicate()[0]  # not ended before its round
             b.kill()  # mid-round: a candidate's run worker on b, the others started or queued
             printed_right = right.communicate()[0]
             assert _spaces(url, "right") == {space_b}, printed_right
