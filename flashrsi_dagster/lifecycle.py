@@ -37,6 +37,12 @@ inside systemd's default `TimeoutStopSec` (90 s) and Kubernetes' default
 _received: list[int] = []
 """The stop signals this command received, oldest first (`raise_on_stop_signals`)."""
 
+_wakeup: dict[str, int] = {}
+"""The pipe every signal is written to (`signal.set_wakeup_fd`) while a command listens: the
+interpreter writes a signal's number there whichever Python handler takes it, so a stop that
+another handler swallowed (Dagster's in-process execution installs its own for SIGINT and
+SIGTERM, and turns them into a failed run) is still known (`stop_received`)."""
+
 
 class Stopped(KeyboardInterrupt):
     """Raised in the main thread at a stop signal. A `KeyboardInterrupt`, so what already
@@ -75,13 +81,54 @@ def raise_on_stop_signals() -> dict[int, object]:
         _received.append(signum)
         raise Stopped(signum)
 
+    _listen()
     return {signum: signal.signal(signum, stop) for signum in STOP_SIGNALS}
+
+
+def _listen() -> None:
+    if "read" in _wakeup or threading.current_thread() is not threading.main_thread():
+        return
+    read, write = os.pipe()
+    os.set_blocking(read, False)
+    os.set_blocking(write, False)
+    previous = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    _wakeup.update(read=read, write=write, previous=previous)
+
+
+def _unlisten() -> None:
+    if "read" not in _wakeup:
+        return
+    if threading.current_thread() is threading.main_thread():
+        signal.set_wakeup_fd(_wakeup["previous"])
+    os.close(_wakeup.pop("read"))
+    os.close(_wakeup.pop("write"))
+    _wakeup.clear()
+
+
+def _drain() -> None:
+    """Note the stop signals written to the wakeup pipe since it was last read."""
+    while "read" in _wakeup:
+        try:
+            numbers = os.read(_wakeup["read"], 512)
+        except BlockingIOError:
+            return
+        _received.extend(n for n in numbers if n in STOP_SIGNALS and n not in _received)
+        if len(numbers) < 512:
+            return
 
 
 def stop_received() -> int | None:
     """The stop signal this command received, if any. Code a `Stopped` interrupted may swallow
     it (Dagster's in-process execution turns it into a failed run), so a command asks."""
+    _drain()
     return _received[0] if _received else None
+
+
+def raise_if_stopped() -> None:
+    """`Stopped` when a stop signal was received, even one another handler swallowed: a
+    command checks between its units of work, so that a swallowed stop still ends it."""
+    if (signum := stop_received()) is not None:
+        raise Stopped(signum)
 
 
 @contextlib.contextmanager
@@ -98,6 +145,13 @@ def stop_wins() -> Iterator[None]:
 
 
 def restore(handlers: dict[int, object]) -> None:
+    """Put back the handlers `raise_on_stop_signals` replaced, and stop listening."""
+    _put_back(handlers)
+    if handlers:
+        _unlisten()
+
+
+def _put_back(handlers: dict[int, object]) -> None:
     for signum, handler in handlers.items():
         signal.signal(signum, handler)  # type: ignore[arg-type]
 
@@ -141,7 +195,7 @@ def stop_all(children: Sequence[Stoppable], grace: float = GRACE) -> None:
         for child in reversed(children):
             child.kill()
     finally:
-        restore(handlers)
+        _put_back(handlers)
 
 
 def supervise(record: Record, start: Callable[[list[Stoppable]], int]) -> int:

@@ -20,6 +20,7 @@ from flashrsi_dagster.lifecycle import (
     CommandRunning,
     Record,
     Stopped,
+    raise_if_stopped,
     raise_on_stop_signals,
     restore,
     stop_all,
@@ -51,6 +52,42 @@ def test_each_stop_signal_raises_stopped_with_128_plus_its_number(signum):
         restore(handlers)
     assert stopped.value.status == 128 + signum
     assert isinstance(stopped.value, KeyboardInterrupt)  # what cleans up on Ctrl-C does here
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("dagster_handler", ["captures", "raises"])
+def test_a_stop_signal_another_handler_took_is_still_the_command_s_stop(signum, dagster_handler):
+    """While a run executes in process, Dagster replaces the SIGINT and SIGTERM handlers with
+    its own, which note the signal or raise its interruption and fail the run; the command's
+    handler never runs. The command still learns of the stop, and ends at its next check."""
+    from dagster._core.errors import DagsterExecutionInterruptedError
+    from dagster._utils.interrupts import capture_interrupts, raise_interrupts_as
+
+    handlers = raise_on_stop_signals()
+    try:
+        with capture_interrupts():
+            try:
+                with raise_interrupts_as(DagsterExecutionInterruptedError):
+                    if dagster_handler == "raises":
+                        os.kill(os.getpid(), signum)
+                        signal.sigtimedwait([], 0)
+                if dagster_handler == "captures":
+                    os.kill(os.getpid(), signum)
+                    signal.sigtimedwait([], 0)
+            except DagsterExecutionInterruptedError:
+                pass  # the run fails with it
+        assert stop_received() == signum
+        with pytest.raises(Stopped) as stopped:
+            raise_if_stopped()
+        assert stopped.value.status == 128 + signum
+    finally:
+        restore(handlers)
+    handlers = raise_on_stop_signals()  # the next command's life starts clean
+    try:
+        assert stop_received() is None
+        raise_if_stopped()
+    finally:
+        restore(handlers)
 
 
 def test_an_error_after_a_swallowed_stop_signal_is_reported_as_the_stop():

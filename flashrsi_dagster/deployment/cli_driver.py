@@ -38,7 +38,7 @@ from flashrsi_dagster.deployment.sensors import round_driver
 from flashrsi_dagster.deployment.waiting import WAIT_LIMIT, Watch
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.experiment.lock import DriverBusy, driving
-from flashrsi_dagster.lifecycle import stop_received
+from flashrsi_dagster.lifecycle import raise_if_stopped, stop_received
 from flashrsi_dagster.orchestration.algorithm_defs import defs_for, run_key, step_of
 from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
 from flashrsi_dagster.orchestration.dagster_internals import (
@@ -138,6 +138,7 @@ def _drive_held(instance, experiment, say, only, wait_limit):
         for run_id in fail_dead_runs(instance, name):
             say(f"   run {run_id} of a process that ended is marked failed")
         while not driver.complete(ready := driver.experiments.ready_steps(name)):
+            raise_if_stopped()  # one an in-process run swallowed: no further step
             _check_order(ready[0], only, name)
             driver.advance(ready)
         return driver.experiments.algorithm(name).read_state()
@@ -279,6 +280,7 @@ class _Driver:
         return len(wanted) == 1 and not busy
 
     def _in_process(self, step: Step) -> None:
+        raise_if_stopped()
         self.say(f"== {step.describe()}")
         try:
             if self.runs.execute(self.algorithm, self.name, step, self.tags):

@@ -188,17 +188,7 @@ def _driving(args: list[str], home: Path, log: Path) -> Command:
 
 @pytest.mark.slow
 @SIGNALS
-def test_flashrsi_run_and_resume_stop_with_their_runs(tmp_path, signum, request):
-    if signum == signal.SIGINT:
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=False,
-                reason="issue 29, open: in a fresh-clone run on 2026-12-04 (night) `resume` "
-                "stopped by SIGINT exited 1 ('promote failed: the run failed before any "
-                "step'): Dagster's in-process execution installs its own SIGINT handler "
-                "(capture_interrupts), so the driver never learns of the stop",
-            )
-        )
+def test_flashrsi_run_and_resume_stop_with_their_runs(tmp_path, signum):
     home = tmp_path / ".flashrsi"
     run = _driving(["run", *_args("meta_harness", home)], home, tmp_path / "run.log")
     run.stopped_by(signum)
