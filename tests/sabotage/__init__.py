@@ -43,7 +43,9 @@ rejections (edit and round records, trajectories).
 - test_round12.py: the twelfth pass — every call the seccomp filter refuses, with high bits,
   through the 32-bit and x32 entry points and `quotactl_fd`; the behaviour signal gamed (a
   table behind the parent's unchanged model calls: declared), an encrypted table and a whole
-  corpus's table end to end (declared), a Worker's commit messages read back at run time.
+  corpus's table end to end (declared; with private dev and test data it wins nothing), a
+  Worker's commit messages read back at run time, an answer naming every label, and a
+  Worker walking its jail for a sealed-test task or its key.
 - conftest.py: the contamination check over the built-in corpus, shared by the rounds; the
   answer tables they write are `helpers.answer_table`.
 """
