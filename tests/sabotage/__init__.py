@@ -45,7 +45,8 @@ rejections (edit and round records, trajectories).
   table behind the parent's unchanged model calls: declared), an encrypted table and a whole
   corpus's table end to end (declared; with private dev and test data it wins nothing), a
   Worker's commit messages read back at run time, an answer naming every label, and a
-  Worker walking its jail for a sealed-test task or its key.
+  Worker walking its jail for a sealed-test task or its key, `agent.yaml#limits` loosened
+  through YAML's corners.
 - conftest.py: the contamination check over the built-in corpus, shared by the rounds; the
   answer tables they write are `helpers.answer_table`.
 """
