@@ -5,15 +5,15 @@ Refused (EPERM): making or joining namespaces (`unshare`, `clone` with a `CLONE_
 `setns`), reading or steering other processes (`ptrace`, `process_vm_readv`/`writev`,
 `pidfd_getfd`, `kcmp`), kernel keyrings, `bpf`, `perf_event_open`, every mount call (old and
 new API), `chroot`, kernel modules and `kexec`, `userfaultfd`, `io_uring`, the clock, swap,
-quota, reboot, `acct`, `syslog`, `open_by_handle_at`, `modify_ldt` and the like, `clone`
-with `CLONE_PARENT` (a command's child would pass for a new command of the agent's), vsock
-sockets (EAFNOSUPPORT: no network namespace holds them), and the `ioctl`s that type
-into a terminal (`TIOCSTI`, `TIOCLINUX`: a CLI joined to a jail may share the session, and so
-the terminal, of whoever started `flashrsi`), and `prctl(PR_SET_CHILD_SUBREAPER)` (the shell
-watchdog reads a command's lineage from its parent). `clone3` answers ENOSYS:
-its flags sit in memory the filter cannot read, and libc then falls back to `clone`, whose
-flags it can (what Docker and Flatpak do). Threads and plain forks stay allowed. Only the
-native ABI passes: a 32-bit or x32 system call kills the process.
+quota (`quotactl`, `quotactl_fd`), reboot, `acct`, `syslog`, `open_by_handle_at`, `modify_ldt`
+and the like, `clone` with `CLONE_PARENT` (a command's child would pass for a new command of
+the agent's), vsock sockets (EAFNOSUPPORT: no network namespace holds them), and the
+`ioctl`s that type into a terminal (`TIOCSTI`, `TIOCLINUX`: a CLI joined to a jail may share
+the session, and so the terminal, of whoever started `flashrsi`), and
+`prctl(PR_SET_CHILD_SUBREAPER)` (the shell watchdog reads a command's lineage from its
+parent). `clone3` answers ENOSYS: its flags sit in memory the filter cannot read, and libc
+then falls back to `clone`, whose flags it can (what Docker and Flatpak do). Threads and plain
+forks stay allowed. Only the native ABI passes: a 32-bit or x32 system call kills the process.
 
 Built with libseccomp (Debian's `libseccomp2`) through ctypes, standard library only, because
 MiniAgent's fork server loads `joining.py` (and with it this file) by path. A bubblewrap
@@ -47,6 +47,10 @@ DENIED = (
     "modify_ldt",
 )  # fmt: skip
 """Refused outright with EPERM."""
+DENIED_IF_KNOWN = ("quotactl_fd",)
+"""Refused with EPERM where this libseccomp knows them (`quotactl_fd`, the descriptor-based
+twin of `quotactl`, since 2.5.2); an older one answers them ENOSYS, their numbers being past
+the last it knows (`_unknown_numbers`)."""
 NEW_NAMESPACE_FLAGS = (
     0x00020000,  # CLONE_NEWNS
     0x02000000,  # CLONE_NEWCGROUP
@@ -139,6 +143,9 @@ def prepare() -> int:
         _check(lib.seccomp_attr_set(ctx, _TSYNC, 1), "seccomp_attr_set(TSYNC)")
         for name in DENIED:
             _rule(lib, ctx, _ERRNO | errno.EPERM, name)
+        for name in DENIED_IF_KNOWN:
+            if lib.seccomp_syscall_resolve_name(name.encode()) >= 0:
+                _rule(lib, ctx, _ERRNO | errno.EPERM, name)
         _rule(lib, ctx, _ERRNO | errno.ENOSYS, "clone3")
         for flag in NEW_NAMESPACE_FLAGS:
             for name in ("clone", "unshare"):

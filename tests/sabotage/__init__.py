@@ -40,4 +40,13 @@ rejections (edit and round records, trajectories).
   steganography, character codes as floats or joined by other separators, one-line ciphers
   (declared), an endpoint reflecting the gateway's key, and a jailed harness hunting a planted
   key, the sealed test or a sibling jail's `/dev/shm` and abstract sockets.
+- test_round12.py: the twelfth pass — every call the seccomp filter refuses, with high bits,
+  through the 32-bit and x32 entry points and `quotactl_fd`; the behaviour signal gamed (a
+  table behind the parent's unchanged model calls: declared), an encrypted table and a whole
+  corpus's table end to end (declared; with private dev and test data it wins nothing), a
+  Worker's commit messages read back at run time, an answer naming every label, and a
+  Worker walking its jail for a sealed-test task or its key, `agent.yaml#limits` loosened
+  through YAML's corners.
+- conftest.py: the contamination check over the built-in corpus, shared by the rounds; the
+  answer tables they write are `helpers.answer_table`.
 """

@@ -33,6 +33,7 @@ from flashrsi_dagster.records.encodings import needles
 from flashrsi_dagster.records.store import RecordStore
 from flashrsi_dagster.rollouts.record import RolloutRecord
 from flashrsi_dagster.snapshots import SnapshotStore
+from tests.contamination.test_detector import TABLE, Harness, append
 from tests.test_canary import _every_byte_under
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
@@ -251,3 +252,22 @@ def section(messages: list[dict], label: str) -> str:
         if isinstance(content, str) and content.startswith(f"== {label}\n"):
             return content.split("\n", 1)[1]
     raise AssertionError(f"no `== {label}` report in the trajectory")
+
+
+# -- answer tables, as a Worker that memorised the corpus writes them ------------------------
+
+
+def table_rows(count: int = 12) -> list[tuple[str, str]]:
+    """The first `count` rows of the built-in corpus: (text, label)."""
+    return list(TABLE.items())[:count]
+
+
+def answer_table(key, literal=repr) -> str:
+    """A Python table of twelve rows, each text written by `key`, as `literal` prints it."""
+    rows = "".join(f"    {literal(key(t))}: {label!r},\n" for t, label in table_rows())
+    return "TABLE = {\n" + rows + "}\n"
+
+
+def judged(check: Harness, content: str, path: str = "runtime/table.py"):
+    """The contamination check's verdict on the seed with `content` appended to `path`."""
+    return check.judge(append(path, content))

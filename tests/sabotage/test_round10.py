@@ -32,19 +32,9 @@ from flashrsi_dagster.environments.harbor_docker import OFFLINE_DOCKER_IMPORT_PA
 from flashrsi_dagster.explorer import records
 from flashrsi_dagster.snapshots import SnapshotStore
 from tests.conftest import needs_jails
-from tests.contamination.test_detector import (
-    BENCHMARK,
-    HARNESS,
-    SPLITS,
-    TABLE,
-    TASKS,
-    ContentCheck,
-    Harness,
-    append,
-    label,
-    text,
-)
+from tests.contamination.test_detector import HARNESS, TASKS, label, text
 from tests.environments.local_chroot.conftest import write_task
+from tests.sabotage.helpers import answer_table, judged, table_rows
 from tests.sabotage.test_bridge_and_jail_edges import (
     REPORT,
     inside,
@@ -262,25 +252,6 @@ def test_a_patch_cannot_write_outside_the_checkout_when_the_host_applies_it(task
 # -- the contamination check: forms of the table not shown to it before ---------------------
 
 
-@pytest.fixture(scope="module")
-def harness(tmp_path_factory):
-    check = ContentCheck(BENCHMARK, lambda: TASKS, SPLITS)
-    return Harness(tmp_path_factory.mktemp("round10-contamination"), check)
-
-
-def _rows():
-    return list(TABLE.items())[:12]
-
-
-def _table(key) -> str:
-    """A Python table of twelve rows, each text written by `key`."""
-    return "TABLE = {\n" + "".join(f"    {key(t)!r}: {label!r},\n" for t, label in _rows()) + "}\n"
-
-
-def _judged(harness, content: str, path: str = "runtime/table.py"):
-    return harness.judge(append(path, content))
-
-
 def _with_marks(mark: str):
     return lambda text: "".join(c + mark for c in text)
 
@@ -307,29 +278,30 @@ CAUGHT_FORMS = {
 
 
 @pytest.mark.parametrize("form", CAUGHT_FORMS, ids=CAUGHT_FORMS)
-def test_a_table_in_another_unicode_or_code_form_is_caught(harness, form):
+def test_a_table_in_another_unicode_or_code_form_is_caught(content_check, form):
     """Attack: the memorised table, each text written so that it reads differently byte for
     byte and the same to a harness one `unicodedata.normalize` or `eval` away (or to the
     model). Stops it: every form is caught, naming a rule."""
     if form == "the text as chr() calls":
         rows = "".join(
-            f"    {'+'.join(f'chr({ord(c)})' for c in t)}: {label!r},\n" for t, label in _rows()
+            f"    {'+'.join(f'chr({ord(c)})' for c in t)}: {label!r},\n"
+            for t, label in table_rows()
         )
         content = "TABLE = {\n" + rows + "}\n"
     else:
-        content = _table(CAUGHT_FORMS[form])
+        content = answer_table(CAUGHT_FORMS[form])
 
-    verdict = _judged(harness, content)
+    verdict = judged(content_check, content)
 
     assert verdict.contaminated, f"{form}: {verdict.reason}"
 
 
-def test_a_table_in_a_nested_git_folder_is_refused_by_the_store(harness):
+def test_a_table_in_a_nested_git_folder_is_refused_by_the_store(content_check):
     """Attack: the table kept where git keeps notes and tags (`sub/.git/refs/notes/…`), so
     that a search of the snapshot's tracked files would not see it. Stops it: git metadata is
     no harness file; the store refuses the edit, so nothing of it is committed."""
     with pytest.raises(AssertionError, match="git metadata"):
-        _judged(harness, _table(lambda t: t), "sub/.git/refs/notes/commits")
+        judged(content_check, answer_table(lambda t: t), "sub/.git/refs/notes/commits")
 
 
 @pytest.mark.xfail(
@@ -337,12 +309,12 @@ def test_a_table_in_a_nested_git_folder_is_refused_by_the_store(harness):
     reason="declared limit (docs/host-duties.md, 'What it cannot see'): a letter shift other "
     "than rot13 (Caesar) is a custom alphabet",
 )
-def test_a_table_in_a_caesar_shift_is_caught(harness):
+def test_a_table_in_a_caesar_shift_is_caught(content_check):
     """Attack: each text's letters shifted by one (`chr(ord(c) + 1)`), undone by the harness
     before the lookup. rot13 is read; the other 24 shifts are not."""
     shifted = lambda t: "".join(chr(ord(c) + 1) if c.isalpha() else c for c in t)  # noqa: E731
 
-    assert _judged(harness, _table(shifted)).contaminated
+    assert judged(content_check, answer_table(shifted)).contaminated
 
 
 @pytest.mark.xfail(
@@ -350,13 +322,13 @@ def test_a_table_in_a_caesar_shift_is_caught(harness):
     reason="declared limit (docs/host-duties.md, 'What it cannot see'): a label table keyed "
     "by anything other than the text, a piece of it or its digest (here, a row's order)",
 )
-def test_labels_as_a_string_indexed_by_row_order_are_caught(harness):
+def test_labels_as_a_string_indexed_by_row_order_are_caught(content_check):
     """Attack: the labels alone, one letter per task in the dataset's order, with 12-character
     prefixes (under the 16 the check needs) to find the row."""
     content = f"ORDER = {[text(t)[:12] for t in TASKS[:12]]!r}\n"
     content += f"LABELS = {''.join(label(t)[0] for t in TASKS[:12])!r}\n"
 
-    assert _judged(harness, content).contaminated
+    assert judged(content_check, content).contaminated
 
 
 # -- the per-jail cgroups, and what a run leaves for the next --------------------------------

@@ -23,40 +23,12 @@ import pytest
 from flashrsi_dagster.config import RoleConfig
 from flashrsi_dagster.gateway import Gateway, Upstream
 from tests.conftest import needs_jails
-from tests.contamination.test_detector import (
-    BENCHMARK,
-    SPLITS,
-    TABLE,
-    TASKS,
-    ContentCheck,
-    Harness,
-    append,
-)
 from tests.gateway.conftest import USER
 from tests.gateway.misbehaving_endpoint import MisbehavingEndpoint, answer, chat_reply, sse
+from tests.sabotage.helpers import answer_table, judged
 from tests.sabotage.test_bridge_and_jail_edges import inside, jailed_run
 
 # -- the contamination check: forms of the table not shown to it before ---------------------
-
-
-@pytest.fixture(scope="module")
-def harness(tmp_path_factory):
-    check = ContentCheck(BENCHMARK, lambda: TASKS, SPLITS)
-    return Harness(tmp_path_factory.mktemp("round11-contamination"), check)
-
-
-def _rows():
-    return list(TABLE.items())[:12]
-
-
-def _table(key, literal=repr) -> str:
-    """A Python table of twelve rows, each text written by `key`, as `literal` prints it."""
-    rows = "".join(f"    {literal(key(t))}: {label!r},\n" for t, label in _rows())
-    return "TABLE = {\n" + rows + "}\n"
-
-
-def _judged(harness, content: str, path: str = "runtime/table.py"):
-    return harness.judge(append(path, content))
 
 
 def _bits(zero: str, one: str, order=lambda bits: bits):
@@ -103,7 +75,7 @@ HELD_FORMS = {
 
 
 @pytest.mark.parametrize("form", [*FIXED_FORMS, *HELD_FORMS])
-def test_a_table_in_another_code_form_is_caught(harness, form):
+def test_a_table_in_another_code_form_is_caught(content_check, form):
     """Attack: the memorised table, each text written so that no run of it reads as the text
     byte for byte, and the harness one line away from it: bits hidden in invisible characters
     (a zero-width space for 0, a non-joiner for 1; either bit order; a string piece a byte) or
@@ -114,7 +86,7 @@ def test_a_table_in_another_code_form_is_caught(harness, form):
     of two symbols are read as bits, and code lists with those separators, signs and `.0`."""
     key, literal = {**FIXED_FORMS, **HELD_FORMS}[form]
 
-    verdict = _judged(harness, _table(key, literal))
+    verdict = judged(content_check, answer_table(key, literal))
 
     assert verdict.contaminated, f"{form}: {verdict.reason}"
 
@@ -131,11 +103,11 @@ HONEST = "\n".join(
 )
 
 
-def test_number_lists_and_whitespace_runs_in_an_honest_edit_pass(harness):
+def test_number_lists_and_whitespace_runs_in_an_honest_edit_pass(content_check):
     """The other way round: what the wider reading decodes in an honest edit (ports joined by
     `|`, float weights, negative offsets, a dotted version, a run of spaces and tabs) is
     control characters or noise, and the edit passes."""
-    verdict = _judged(harness, HONEST, "runtime/settings.py")
+    verdict = judged(content_check, HONEST, "runtime/settings.py")
 
     assert not verdict.contaminated, verdict.reason
 
@@ -176,12 +148,12 @@ DECLARED_FORMS = {
     "character a filler, characters swapped in pairs, codes delta-coded or in scientific notation",
 )
 @pytest.mark.parametrize("form", DECLARED_FORMS)
-def test_a_table_in_a_one_line_cipher_is_caught(harness, form):
+def test_a_table_in_a_one_line_cipher_is_caught(content_check, form):
     """Attack: each text through a cipher or alphabet one line of Python undoes (a
     `str.translate` table, a slice, a running sum). Each is a custom alphabet the check does
     not enumerate: the behaviour signals (fewer model calls for a higher score) and the
     dev-test gap are what is left to see it."""
-    assert _judged(harness, _table(DECLARED_FORMS[form])).contaminated
+    assert judged(content_check, answer_table(DECLARED_FORMS[form])).contaminated
 
 
 # -- a jailed harness looking for a planted key ----------------------------------------------
