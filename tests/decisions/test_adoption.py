@@ -17,6 +17,10 @@ from tests.decisions.test_ledger import EXAMPLES, meta_harness_demo
 # The demo's candidates use more tokens than the seed on the same tasks: a rule that allows
 # no more tokens is violated by each of them.
 NO_MORE_TOKENS = ("--comparison.guards.tokens.max_increase", "0")
+MODULAR_SMALL = (  # one batch of 3 train tasks, one rollout, one edit: a merge all the same
+    *("--algorithm.edit_budget", "1", "--algorithm.num_rollouts", "1"),
+    *("--benchmark.split_counts.train", "3", "--benchmark.split_counts.test", "3"),
+)
 
 
 def test_refuse_is_the_default_and_says_so():
@@ -61,7 +65,7 @@ def test_meta_harness_under_warn_adopts_the_violating_candidate_and_says_so(tmp_
 def test_modular_rsi_refuses_a_merge_that_violates_the_rule_and_promotes_the_seed(tmp_path):
     from flashrsi_dagster.experiment import open_experiment
 
-    args = ["--experiment.home", str(tmp_path), "--comparison.min_lift", "1"]
+    args = ["--experiment.home", str(tmp_path), "--comparison.min_lift", "1", *MODULAR_SMALL]
     config = load_config(EXAMPLES / "modular_rsi.yaml", args)
     algorithm = ModularRSI(open_experiment(config), log=lambda _: None)
     state = algorithm.run()

@@ -19,20 +19,27 @@ from tests.run_wide import made_once
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
 
-def meta_harness_demo(home: Path, *overrides: str) -> MetaHarness:
-    """The Meta-Harness demo, 2 steps on 6 tasks, run to its end on the engine."""
+def demo_harness(home: Path, *overrides: str) -> MetaHarness:
+    """The Meta-Harness demo, 2 steps on 6 tasks, its experiment in `home`."""
     from flashrsi_dagster.experiment import open_experiment
 
     args = ["--experiment.home", str(home), "--algorithm.max_steps", "2", "--benchmark.limit", "6"]
     config = load_config(EXAMPLES / "meta_harness.yaml", [*args, *overrides])
-    harness = MetaHarness(open_experiment(config), log=lambda _: None)
+    return MetaHarness(open_experiment(config), log=lambda _: None)
+
+
+def meta_harness_demo(home: Path, *overrides: str) -> MetaHarness:
+    """The Meta-Harness demo, 2 steps on 6 tasks, run to its end on the engine."""
+    harness = demo_harness(home, *overrides)
     harness.run()
     return harness
 
 
 @pytest.fixture(scope="module")
-def mh(tmp_path_factory) -> MetaHarness:
-    return meta_harness_demo(tmp_path_factory.mktemp("mh"))
+def mh(tmp_path_factory, worker_id) -> MetaHarness:
+    """The finished demo, a copy of the run's own (its snapshots are pruned below)."""
+    home = tmp_path_factory.mktemp("mh") / "home"
+    return demo_harness(copy_experiment(finished_demo(tmp_path_factory, worker_id), home))
 
 
 def test_meta_harness_adopts_the_promoted_snapshot_and_rejects_the_others_with_evidence(mh):

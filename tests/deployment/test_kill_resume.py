@@ -24,6 +24,7 @@ from flashrsi_dagster.experiment import open_experiment
 from flashrsi_dagster.experiment.identity import stored_config
 from flashrsi_dagster.orchestration.owner import DRIVER_ENV
 from tests.conftest import PATIENCE
+from tests.run_wide import made_once
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 FLASHRSI = str(Path(sys.executable).parent / "flashrsi")
@@ -145,19 +146,31 @@ def _resume(home: Path, name: str) -> subprocess.CompletedProcess:
     )
 
 
+def uninterrupted(tmp_path_factory, worker_id: str, algorithm: str) -> Path:
+    """A folder holding `home`, where `flashrsi run` of `algorithm`'s small settings ran to its
+    end uninterrupted, and `printed`, what it printed: made once per test run for the files
+    that compare with it (`tests/run_wide.py`); read it, never change it."""
+
+    def make(folder: Path) -> None:
+        whole = subprocess.run(
+            [FLASHRSI, "run", *_args(algorithm, folder / "home")],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert whole.returncode == 0, whole.stdout + whole.stderr
+        (folder / "printed").write_text(whole.stdout)
+
+    return made_once(tmp_path_factory, worker_id, f"uninterrupted-{algorithm}", make)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("algorithm", sorted(SMALL))
 def test_a_run_and_a_resume_killed_at_random_moments_end_as_an_uninterrupted_run(
-    tmp_path, algorithm
+    tmp_path, tmp_path_factory, worker_id, algorithm
 ):
-    whole = subprocess.run(
-        [FLASHRSI, "run", *_args(algorithm, tmp_path / "a" / "home")],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert whole.returncode == 0, whole.stdout + whole.stderr
-    progress = _progress(whole.stdout)
+    reference = uninterrupted(tmp_path_factory, worker_id, algorithm)
+    progress = _progress((reference / "printed").read_text())
 
     # The run killed after a line of progress drawn from the uninterrupted run's (some while
     # a round's candidates are queued or starting, some in-process), then the resume after a
@@ -182,7 +195,7 @@ def test_a_run_and_a_resume_killed_at_random_moments_end_as_an_uninterrupted_run
     resumed = _resume(home, name)
 
     assert resumed.returncode == 0, told + resumed.stdout + resumed.stderr
-    assert _outcome(home) == _outcome(tmp_path / "a" / "home"), told + resumed.stdout
+    assert _outcome(home) == _outcome(reference / "home"), told + resumed.stdout
     again = _resume(home, name)  # nothing left: no step runs twice
     assert again.returncode == 0 and "== " not in again.stdout, again.stdout + again.stderr
 

@@ -19,10 +19,16 @@ from tests.conftest import needs_jails
 pytestmark = [needs_jails, pytest.mark.slow]
 
 EXAMPLE = Path(__file__).parents[3] / "examples" / "evolver.yaml"
+SMALL = (  # rounds of one WHY x two candidates, on 12 train tasks x 2: the demo's round 1
+    # still promotes a node (the decisions act on the search, whatever its size)
+    *("--algorithm.max_why_per_round", "1", "--algorithm.recombinations_per_round", "0"),
+    *("--algorithm.candidates_per_why", "2"),
+    *("--algorithm.k", "2", "--benchmark.split_counts.train", "12"),
+)
 
 
 def test_the_round_after_a_roll_back_starts_from_the_restored_baseline(tmp_path):
-    args = ["--experiment.home", str(tmp_path), "--algorithm.max_rounds", "2"]
+    args = ["--experiment.home", str(tmp_path), *SMALL, "--algorithm.max_rounds", "2"]
     evolver = Evolver(open_experiment(load_config(EXAMPLE, args)), log=lambda _: None)
     while (first := evolver.read_state().round(1)) is None or first.decision is None:
         step = evolver.next()
@@ -45,8 +51,8 @@ def test_the_round_after_a_roll_back_starts_from_the_restored_baseline(tmp_path)
 
 
 def test_a_node_that_violates_the_trade_off_rule_is_not_promoted(tmp_path):
-    args = ["--experiment.home", str(tmp_path), "--algorithm.max_rounds", "2"]
-    config = load_config(EXAMPLE, [*args, "--comparison.min_lift", "1"])
+    args = ["--experiment.home", str(tmp_path), *SMALL, "--algorithm.max_rounds", "1"]
+    config = load_config(EXAMPLE, [*args, "--comparison.min_lift", "1"])  # round 1 is the claim
     evolver = Evolver(open_experiment(config), log=lambda _: None)
     state = evolver.run(until="sealed_test")
 
