@@ -19,15 +19,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import multiprocessing
-import multiprocessing.util
 import os
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from multiprocessing import forkserver
 from pathlib import Path
 
+from flashrsi_dagster import scratch
 from flashrsi_dagster.deployment.reaper import Group
 from flashrsi_dagster.deployment.run_queue import STARTUP_TIMEOUT
 from flashrsi_dagster.lifecycle import stop_all
@@ -46,37 +45,6 @@ HOME_ENV = "FLASHRSI_HOME"
 that loads it: `flashrsi ui`, `flashrsi run`'s code server, a run's container, a pod."""
 PRELOAD = (LOCATION,)
 """What every run worker needs before it reconstructs its job: the code location."""
-
-
-SOCKET_PATH_MAX = 107
-"""Bytes of an AF_UNIX socket's path (Linux's `sun_path`, less its terminating NUL)."""
-SOCKET_SUFFIX = len("/pymp-12345678/listener-12345678")
-"""What multiprocessing adds to the temporary folder for the fork server's socket."""
-SHORT_TEMP_DIRS = ("/tmp", "/var/tmp")
-
-
-def short_socket_folder() -> None:
-    """Have multiprocessing make the folder of its sockets (the fork server's) in a short
-    temporary folder where the user's (`TMPDIR`) is too long for an AF_UNIX path: Python
-    3.12.1 has no such fallback, and the fork server then fails to bind its socket. Only
-    that folder moves: everything else, the run workers' `TMPDIR` included, keeps the user's.
-    Exits with one line naming `TMPDIR` where no short folder can be written."""
-    default = tempfile.gettempdir()
-    if len(os.fsencode(default)) + SOCKET_SUFFIX <= SOCKET_PATH_MAX:
-        return
-    for folder in SHORT_TEMP_DIRS:
-        if os.access(folder, os.W_OK | os.X_OK):
-            tempfile.tempdir = folder
-            try:  # made now, kept for this process's sockets, removed at its exit
-                multiprocessing.util.get_temp_dir()
-            finally:
-                tempfile.tempdir = None  # gettempdir() finds TMPDIR again
-            return
-    raise SystemExit(
-        f"TMPDIR ({default}) is too long for the code server's sockets (AF_UNIX paths: "
-        f"{SOCKET_PATH_MAX} bytes) and none of {', '.join(SHORT_TEMP_DIRS)} is writable: "
-        f"set a TMPDIR of at most {SOCKET_PATH_MAX - SOCKET_SUFFIX} bytes"
-    )
 
 
 def warm_context(preload: Sequence[str] = PRELOAD) -> multiprocessing.context.BaseContext:
@@ -182,7 +150,7 @@ class CodeServer:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    short_socket_folder()
+    scratch.short_socket_folder()  # before the fork server makes its socket
     _warm_servers()
     dagster_cli().main(
         args=["api", "grpc", *(sys.argv[1:] if argv is None else argv)], prog_name="dagster"
