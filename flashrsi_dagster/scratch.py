@@ -24,6 +24,7 @@ import contextlib
 import functools
 import hashlib
 import logging
+import multiprocessing.util
 import os
 import re
 import shutil
@@ -92,6 +93,38 @@ def clean_stale() -> list[Path]:
     if removed:
         logger.info("removed %d temp folder(s) of dead processes", len(removed))
     return removed
+
+
+SOCKET_PATH_MAX = 107
+"""Bytes of an AF_UNIX socket's path (Linux's `sun_path`, less its terminating NUL)."""
+SOCKET_SUFFIX = len("/pymp-12345678/listener-12345678")
+"""What multiprocessing adds to the temporary folder for a socket (a fork server's)."""
+SHORT_TEMP_DIRS = ("/tmp", "/var/tmp")
+
+
+def short_socket_folder() -> None:
+    """Have multiprocessing make the folder of this process's sockets (a fork server's) in a
+    short temporary folder where the user's (`TMPDIR`) is too long for an AF_UNIX path:
+    Python 3.12.1 has no such fallback, and a fork server then fails to bind its socket.
+    Only that folder moves (multiprocessing removes it at exit): everything else, the
+    children's `TMPDIR` included, keeps the user's. Exits with one line naming `TMPDIR` where
+    no short folder can be written."""
+    default = tempfile.gettempdir()
+    if len(os.fsencode(default)) + SOCKET_SUFFIX <= SOCKET_PATH_MAX:
+        return
+    for folder in SHORT_TEMP_DIRS:
+        if os.access(folder, os.W_OK | os.X_OK):
+            tempfile.tempdir = folder
+            try:  # made now, and kept for this process's sockets
+                multiprocessing.util.get_temp_dir()
+            finally:
+                tempfile.tempdir = default
+            return
+    raise SystemExit(
+        f"TMPDIR ({default}) is too long for a socket's path (AF_UNIX: {SOCKET_PATH_MAX} "
+        f"bytes) and none of {', '.join(SHORT_TEMP_DIRS)} is writable: set a TMPDIR of at "
+        f"most {SOCKET_PATH_MAX - SOCKET_SUFFIX} bytes"
+    )
 
 
 def start_time(pid: int) -> str | None:

@@ -117,3 +117,30 @@ def test_a_root_that_is_not_this_users_folder_is_refused(temp):
 
     with pytest.raises(RuntimeError, match="not a folder of this user"):
         scratch.root()
+
+
+def test_a_fork_server_starts_under_a_temp_folder_too_long_for_a_socket(tmp_path: Path):
+    """Its socket goes in a short folder of multiprocessing's; everything else in TMPDIR."""
+    long_tmp = tmp_path / ("x" * 100)
+    long_tmp.mkdir()
+    code = textwrap.dedent(
+        """
+        import tempfile
+        from multiprocessing import forkserver, util
+        from flashrsi_dagster import scratch
+        scratch.short_socket_folder()
+        forkserver.ensure_running()
+        print(tempfile.gettempdir(), util.get_temp_dir(), sep="\\n")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "TMPDIR": str(long_tmp)},
+        capture_output=True,
+        text=True,
+    )
+
+    assert done.returncode == 0, done.stderr
+    kept, sockets = done.stdout.split()
+    assert kept == str(long_tmp)
+    assert sockets.startswith("/tmp/pymp-") and not Path(sockets).exists()  # removed at exit

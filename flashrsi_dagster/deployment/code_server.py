@@ -6,8 +6,10 @@ several times that on a loaded one, for every round of every experiment. Here th
 its run workers from a `forkserver` that imported the code location once (`PRELOAD`): each
 worker starts with the modules already loaded and only reconstructs the job. The fork server
 starts with the server, so that it imports while the server waits for its first run.
-Everything else is the server Dagster ships, with its command line (`python -m
-flashrsi_dagster.deployment.code_server --port N --module-name …`, `dagster api grpc`'s).
+Everything else is the server Dagster ships, with its command line (`command()`: `main()` run
+with `dagster api grpc`'s options). `main()` is called by `python -c`, not run as a module
+with `-m`: multiprocessing runs a main module again in every worker it starts, and this one,
+imported already with the code location, would run twice there, with a RuntimeWarning each time.
 
 A forkserver holds the code as it was when the server started, as the server itself does: a
 changed framework needs the server (`flashrsi ui`, the driver) started again either way."""
@@ -24,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from multiprocessing import forkserver
 from pathlib import Path
 
+from flashrsi_dagster import scratch
 from flashrsi_dagster.deployment.reaper import Group
 from flashrsi_dagster.deployment.run_queue import STARTUP_TIMEOUT
 from flashrsi_dagster.lifecycle import stop_all
@@ -68,7 +71,7 @@ def _warm_servers() -> None:
 
 def command(*options: str) -> list[str]:
     """The command that starts this server with `dagster api grpc`'s `options`."""
-    return [sys.executable, "-m", __name__, *options]
+    return [sys.executable, "-c", f"from {__name__} import main; main()", *options]
 
 
 class CodeServer:
@@ -147,11 +150,8 @@ class CodeServer:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    scratch.short_socket_folder()  # before the fork server makes its socket
     _warm_servers()
     dagster_cli().main(
         args=["api", "grpc", *(sys.argv[1:] if argv is None else argv)], prog_name="dagster"
     )
-
-
-if __name__ == "__main__":
-    main()

@@ -52,6 +52,8 @@ JAIL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SYSTEM_READ_ONLY = ("/usr", "/etc")
 SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 START_TIMEOUT = 10.0
+CLOSE_TIMEOUT = 5.0
+"""Seconds a closed jail's bubblewrap has to end once its sandbox is killed."""
 TMP_BYTES = 512 << 20
 _ids = itertools.count()
 
@@ -107,7 +109,7 @@ def require_jails() -> None:
 
 
 class Jail:
-    """One running sandbox. `close()` (or the framework's death) kills everything in it."""
+    """One running sandbox. `close()` (or the framework's death) ends everything in it."""
 
     def __init__(self, spec: JailSpec) -> None:
         self.spec = spec
@@ -127,8 +129,11 @@ class Jail:
         finally:
             os.close(info_w)
             os.close(rules)
+        self.pid: int | None = None
+        self._first: int | None = None
         try:
             self.pid = self._wait_ready(info_r)
+            self._first = _pidfd(self.pid)
         except BaseException:
             self.close()
             raise
@@ -176,13 +181,24 @@ class Jail:
         ]  # fmt: skip
 
     def close(self) -> None:
-        """Kill the jail: its first process dies, and the kernel kills the rest of its PID
-        namespace with it. Idempotent."""
+        """End the jail: SIGKILL to the sandbox's first process, and the kernel ends every
+        process of its PID namespace with it; bubblewrap reaps it and exits. Killed first,
+        bubblewrap would leave that process an orphan whose zombie waits for PID 1 to reap
+        it: never, where PID 1 reaps nothing (a container's `dagster api grpc` or `flashrsi
+        worker`). bubblewrap itself is killed if it has not ended after `CLOSE_TIMEOUT`.
+        Idempotent."""
         process = self._process
         if process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+            self._kill_first()
+            try:
+                process.wait(timeout=CLOSE_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        if self._first is not None:
+            os.close(self._first)
+            self._first = None
         for stream in (process.stdin, process.stdout, process.stderr):
             if stream is not None:
                 with contextlib.suppress(OSError):
@@ -190,11 +206,28 @@ class Jail:
         if self.group is not None:
             self.group.remove()
 
+    def _kill_first(self) -> None:
+        """SIGKILL to the sandbox's first process, by its pidfd (its pid could be another
+        process's once it is reaped), or by pid while bubblewrap, its parent, lives."""
+        with contextlib.suppress(ProcessLookupError):
+            if self._first is not None:
+                signal.pidfd_send_signal(self._first, signal.SIGKILL)
+            elif self.pid is not None:
+                os.kill(self.pid, signal.SIGKILL)
+
     def __enter__(self) -> Jail:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor of process `pid` (None without pidfds: a kernel before 5.3)."""
+    try:
+        return os.pidfd_open(pid)
+    except OSError:
+        return None
 
 
 def read_from_jail(path: Path, limit: int) -> bytes | None:

@@ -66,6 +66,37 @@ def test_run_workers_are_forked_from_one_warm_process_not_started_cold(tmp_path,
     assert sorted(p.name.split("-")[0] for p in starts.iterdir()) == ["forkserver"]
 
 
+@pytest.mark.slow
+def test_a_run_worker_starts_quietly_under_a_temp_folder_too_long_for_a_socket(
+    tmp_path, monkeypatch, capfd
+):
+    """The fork server's socket lives in multiprocessing's temporary folder, made under
+    TMPDIR: past AF_UNIX's 107 bytes its bind failed and the code server died. And each
+    forked worker ran the server's module again, warning that it was already imported."""
+    long_tmp = tmp_path / ("x" * 100)
+    long_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(long_tmp))
+    home = tmp_path / ".flashrsi"
+    instance = persistent_instance(home)
+    defs = defs_for("meta_harness")
+    instance.add_dynamic_partitions(defs.partitions.experiments.name, ["exp"])
+    queue = QueuedRuns(instance, home, build_definitions(str(home)))
+    try:  # the run fails in its step (no experiment 'exp'), once its worker has started
+        request = dg.RunRequest(
+            job_name=defs.finalize_job.name, partition_key="exp", tags={EXPERIMENT_TAG: "exp"}
+        )
+        run_id = queue.submit(request)
+        wait_until(lambda: instance.get_run_by_id(run_id).is_finished, f"run {run_id}")
+    finally:
+        queue.close()
+
+    events = {r.dagster_event.event_type for r in instance.all_logs(run_id) if r.dagster_event}
+    assert DagsterEventType.RUN_START in events
+    printed = capfd.readouterr().err
+    assert "AF_UNIX path too long" not in printed
+    assert "found in sys.modules" not in printed
+
+
 def _graphql(url: str, query: str) -> dict:
     request = urllib.request.Request(
         f"{url}/graphql",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import subprocess
 import sys
@@ -145,34 +147,113 @@ def test_closing_the_jail_kills_what_escaped_with_nohup_setsid_and_double_fork(w
     wait_until(lambda: _sleepers() == set(), "the sleepers killed", timeout=60)
 
 
-def test_the_jail_dies_with_the_framework_even_by_sigkill(tmp_path: Path, work: Path):
+FRAMEWORK = """
+import json, subprocess, sys, threading, time
+from pathlib import Path
+from flashrsi_dagster.environments.jail import Jail, Mount
+from flashrsi_dagster.environments.runtime import python_runtime
+work = Path(sys.argv[1])
+started = {}
+
+def rollout():  # as the rollouts do: in a thread of their own, which lives on
+    jail = Jail(python_runtime().with_mounts(Mount(work, writable=True)))
+    agent = subprocess.Popen(jail.enter_argv(
+        ["/bin/sh", "-c", "setsid nohup sleep 904 >/dev/null 2>&1 & exec sleep 905"],
+        {"PATH": "/usr/bin:/bin"}, work))
+    started.update(bwrap=jail._process.pid, first=jail.pid, agent=agent.pid)
+    time.sleep(300)
+
+threading.Thread(target=rollout, daemon=True).start()
+while len(started) < 3:
+    time.sleep(0.05)
+print(json.dumps(started), flush=True)
+time.sleep(300)
+"""
+"""A framework process running a jailed agent that sleeps (in the foreground and, escaped
+with `setsid nohup`, in the background), its jail made in a rollout's thread; it prints the
+host pids of bubblewrap, the sandbox's first process and the agent's launcher."""
+
+
+def test_the_jail_dies_with_the_framework_even_by_sigkill(work: Path):
     framework = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            textwrap.dedent(f"""
-            import subprocess, sys, time
-            from pathlib import Path
-            from flashrsi_dagster.environments.jail import Jail, Mount
-            from flashrsi_dagster.environments.runtime import python_runtime
-            jail = Jail(python_runtime().with_mounts(Mount(Path({str(work)!r}), writable=True)))
-            subprocess.run(jail.enter_argv(
-                ["/bin/sh", "-c", "setsid nohup sleep 904 >/dev/null 2>&1 & sleep 0.1"],
-                {{"PATH": "/usr/bin:/bin"}}, Path({str(work)!r})))
-            print("ready", flush=True)
-            time.sleep(300)
-            """),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
+        [sys.executable, "-c", FRAMEWORK, str(work)], stdout=subprocess.PIPE, text=True
     )
-    assert framework.stdout is not None and framework.stdout.readline().strip() == "ready"
-    wait_until(lambda: _sleepers() == {"904"}, "the sleeper started")
+    assert framework.stdout is not None
+    pids = json.loads(framework.stdout.readline())
+    namespace = os.readlink(f"/proc/{pids['first']}/ns/pid")
+    wait_until(lambda: _sleepers() == {"904", "905"}, "the sleepers started")
+    started = {pid: _start_time(pid) for pid in pids.values()}
 
     framework.send_signal(signal.SIGKILL)
     framework.wait()
 
-    wait_until(lambda: _sleepers() == set(), "the sleeper killed", timeout=60)
+    def jail_left() -> list[int]:  # bubblewrap, the launcher, anything in the namespace
+        outside = [pid for pid, start in started.items() if _alive(pid, start)]
+        return outside + [pid for pid in _in_namespace(namespace) if _alive(pid)]
+
+    wait_until(lambda: not jail_left(), "every process of the jail ended", timeout=60)
+    assert _sleepers() == set()
+
+
+def test_a_closed_jail_leaves_no_orphan_for_pid_1_to_reap(work: Path):
+    """Its first process is reaped by bubblewrap, not left a zombie for PID 1, which in a
+    container running Dagster's code server or a `flashrsi worker` reaps nothing. A parent
+    that is a subreaper adopts what would go to PID 1, so it sees such an orphan."""
+    code = f"""
+    import ctypes, os, subprocess
+    from pathlib import Path
+    from flashrsi_dagster.environments.jail import Jail, Mount
+    from flashrsi_dagster.environments.runtime import python_runtime
+    ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    work = Path({str(work)!r})
+    jail = Jail(python_runtime().with_mounts(Mount(work, writable=True)))
+    argv = jail.enter_argv(["/bin/sh", "-c", "echo up; exec sleep 906"], {{"PATH": "/bin"}}, work)
+    agent = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    assert agent.stdout.readline().strip() == "up"  # in the jail, sleeping
+    jail.close()
+    agent.wait()
+    try:
+        os.waitpid(jail.pid, 0)
+        print("adopted")
+    except ChildProcessError:
+        print("reaped by bubblewrap")
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True
+    )
+
+    assert done.stdout.strip() == "reaped by bubblewrap", done.stderr
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _alive(pid: int, start: str | None = None) -> bool:
+    """Whether `pid` runs (a zombie has ended), and is the one started at `start`."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[0] not in ("Z", "X") and start in (None, fields[19])
+
+
+def _in_namespace(namespace: str) -> list[int]:
+    """The host pids of the processes in PID namespace `namespace` (`pid:[inode]`)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.readlink(entry / "ns" / "pid") == namespace:
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
 
 
 def test_a_bad_mount_is_a_clear_error(tmp_path: Path):

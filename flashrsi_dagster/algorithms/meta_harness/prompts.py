@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from flashrsi_dagster import instruction_markers as markers
 from flashrsi_dagster.algorithms.meta_harness import markers as meta_harness_markers
-from flashrsi_dagster.algorithms.meta_harness.plan import slots_of
+from flashrsi_dagster.algorithms.meta_harness.plan import SLOT, slots_of
 from flashrsi_dagster.snapshots import Components
 
 INSTRUCTION = """\
-You are improving an agent harness. The folder you are in is a fresh copy of the seed
-harness: edit it in place so that the agent scores better on its tasks.
+You are improving an agent harness. The folder you are in is a fresh copy of {start}:
+edit it in place so that the agent scores better on its tasks.
 
 {history_marker} {history}
 {prompt_file_marker} {prompt_file}
@@ -54,8 +54,8 @@ other candidates of earlier rounds are under `{history}/trajectories/round-<k>-c
 
 COORDINATED = """
 This round has {count} candidates and they are all yours: {candidates_marker} {folders}
-Each of these folders is a fresh copy of the seed harness (the paths above are relative to
-each); write one candidate into each, deliberately different from the others: a different
+Each of these folders is a fresh copy of {start} (the paths above are relative
+to each); write one candidate into each, deliberately different from the others: a different
 hypothesis, a different mechanism (mix exploiting what worked with exploring what was not
 tried). Each folder is committed and evaluated on its own; one left unchanged, or identical to
 another, is rejected and wastes its evaluation. Nothing outside these folders is kept. End your
@@ -64,19 +64,37 @@ holding that candidate's `{hypothesis_marker}` and `{axis_marker}` lines.
 """
 
 
+SEED = "the seed harness"
+"""What the Worker's folder is a copy of unless `initial_harnesses` gave a better start."""
+
+
+def start_words(slot: str, snapshot_id: str, history: str) -> str:
+    """What the Worker's folder is a copy of: the seed (slot c0 of round 0), or the initial
+    harness that scored best on dev (`plan.start_of`), named as the history lists it."""
+    if slot == SLOT:
+        return SEED
+    return (
+        f"the initial harness that scored best on dev, not the seed: round 0's candidate "
+        f"{slot}, snapshot {snapshot_id} in `{history}/index.json`"
+    )
+
+
 def worker_instruction(
     components: Components,
     history: str,
     prompt_file: str,
     *,
-    slot: str = "c0",
+    slot: str = SLOT,
     candidates: int = 1,
     coordinated: bool = False,
+    start: str = SEED,
 ) -> str:
     """The instruction; with several candidates a round, also which one this is (one a
     round: word for word as before `candidates_per_round`), or, `coordinated`, the folders
-    the one session writes them all into."""
+    the one session writes them all into. `start`: what the checkout is a copy of
+    (`start_words`)."""
     text = INSTRUCTION.format(
+        start=start,
         history_marker=meta_harness_markers.HISTORY,
         history=history,
         prompt_file_marker=markers.PROMPT_FILE,
@@ -87,6 +105,7 @@ def worker_instruction(
     )
     if coordinated:
         text += COORDINATED.format(
+            start=start,
             count=candidates,
             candidates_marker=meta_harness_markers.CANDIDATES,
             folders=" ".join(slots_of(candidates)),

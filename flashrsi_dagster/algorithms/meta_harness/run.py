@@ -1,13 +1,14 @@
 """Meta-Harness (seed 000): Worker candidates round by round, best-on-dev promotion, test once.
 
-Round 0 evaluates the seed on dev (and each of `initial_harnesses`, slots c1, …: the best
-of them is the checkout every later candidate is written in). Each round k after it has
-`candidates_per_round` candidate slots (c0, c1, …; the seed leaves out what the paper allows,
-several per round: default 1).
-Each candidate gives a Worker a fresh seed checkout with the history folder inside (every
-candidate of the rounds before k, and nothing of round k: the candidates of a round do not see
-each other, so they run side by side and their order does not matter), removes the history,
-commits the edit as a child of the seed and evaluates it on the whole dev split; a no-op or
+Round 0 evaluates the seed on dev (and each of `initial_harnesses`, slots c1, …: the best of
+them is the start, the checkout every later candidate is written in). Each round k after it
+has `candidates_per_round` candidate slots (c0, c1, …; the seed leaves out what the paper
+allows, several per round: default 1).
+Each candidate gives a Worker a fresh checkout of the start (the seed by default) with the
+history folder inside (every candidate of the rounds before k, and nothing of round k: the
+candidates of a round do not see each other, so they run side by side and their order does not
+matter), removes the history, commits the edit as a child of the start and evaluates it on the
+whole dev split; a no-op or
 illegal edit uses up its slot and is recorded as a rejection. A Worker failure aborts. After
 `max_steps` rounds, the best dev score is promoted (ties keep the earlier round, then the
 lower slot) and only then is the sealed test split evaluated, once (with
@@ -56,7 +57,7 @@ from flashrsi_dagster.algorithms.meta_harness.plan import (
     still_missing,
     unfinished_rounds,
 )
-from flashrsi_dagster.algorithms.meta_harness.prompts import worker_instruction
+from flashrsi_dagster.algorithms.meta_harness.prompts import start_words, worker_instruction
 from flashrsi_dagster.algorithms.meta_harness.records import (
     EditRecord,
     Layout,
@@ -532,7 +533,7 @@ class MetaHarness(Searching):
         if self.config.proposer == "coordinated":
             return self._coordinated_edit(state, k, slot)
         store = self.experiment.snapshots
-        seed = store.get(start_of(state))
+        seed, start = self._start(state)
         with scratch_dir("edit-") as tmp:
             edit_dir = store.check_out(seed, tmp / "edit")
             files = [p.relative_to(edit_dir).as_posix() for p in edit_dir.rglob("*") if p.is_file()]
@@ -542,6 +543,7 @@ class MetaHarness(Searching):
                 seed.components.prompt_file(files),
                 slot=slot,
                 candidates=self.candidates,
+                start=start,
             )
             produced_by = improver_of(state, k) if self.config.adopted_improver() else None
             if produced_by is not None:
@@ -551,6 +553,13 @@ class MetaHarness(Searching):
             edit = self._commit(k, slot, seed, edit_dir, trajectory, produced_by)
             store.forget_checkout(edit_dir)
         return self.write(self.layout.edit(k, slot), edit)
+
+    def _start(self, state: State) -> tuple[Snapshot, str]:
+        """The snapshot every candidate is written in (`start_of`: the seed, or the best
+        initial harness on dev), and what the Worker's instruction calls it."""
+        start = start_of(state)
+        slot = next((r.slot for r in state.rounds if r.round == 0 and r.snapshot_id == start), SLOT)
+        return self.experiment.snapshots.get(start), start_words(slot, start, HISTORY)
 
     def _coordinated_edit(self, state: State, k: int, slot: str) -> EditRecord:
         """Candidate (k, slot)'s edit under `proposer: coordinated`: the round's one Worker
@@ -567,7 +576,7 @@ class MetaHarness(Searching):
         """One Worker session writes every candidate of round k, one folder each (a fresh
         seed checkout); each folder is committed on its own, a twin of a sibling rejected."""
         store = self.experiment.snapshots
-        seed = store.get(start_of(state))
+        seed, start = self._start(state)
         edits: dict[str, EditRecord] = {}
         with scratch_dir("edit-") as tmp:
             folders = {s: store.check_out(seed, tmp / "edit" / s) for s in self.slots()}
@@ -579,6 +588,7 @@ class MetaHarness(Searching):
                 seed.components.prompt_file(files),
                 candidates=self.candidates,
                 coordinated=True,
+                start=start,
             )
             produced_by = improver_of(state, k) if self.config.adopted_improver() else None
             if produced_by is not None:

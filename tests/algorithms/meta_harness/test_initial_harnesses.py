@@ -31,6 +31,13 @@ def _harness(tmp_path: Path, name: str, rule: str = RULE) -> Path:
     return folder
 
 
+def _worker_told(driven: Driven, k: int = 1) -> str:
+    """The instruction round k's Worker was given, as one line."""
+    trajectory = json.loads(driven.layout.worker(k, "c0").read_text())
+    said = next(m["content"] for m in trajectory["messages"] if m["role"] == "user")
+    return " ".join(said.split())
+
+
 @DRIVERS
 def test_every_initial_harness_is_a_round_0_candidate_and_the_best_is_built_on(tmp_path, how):
     better = _harness(tmp_path, "better")
@@ -49,6 +56,13 @@ def test_every_initial_harness_is_a_round_0_candidate_and_the_best_is_built_on(t
     child = state.round(1)
     assert child.parent_id == other.snapshot_id  # written in the best initial harness's checkout
     assert RULE.strip() in store.read_file_at(child.snapshot_id, "prompts/system.md").decode()
+    told = _worker_told(driven)  # what the Worker is told it edits is what it edits
+    assert "fresh copy of the seed" not in told
+    start = f"round 0's candidate c1, snapshot {other.snapshot_id}"
+    assert (
+        f"a fresh copy of the initial harness that scored best on dev, not the seed: {start}"
+        in told
+    )
     assert state.promotion is not None and state.test is not None
     # The Worker's history has both initial harnesses, with their scores.
     view = HistoryView.for_experiment(store, driven.layout, "c0")
@@ -81,6 +95,7 @@ def test_an_initial_harness_with_the_seeds_files_is_rejected_unevaluated(tmp_pat
     assert (twin.status, twin.reason) == ("rejected", "the same harness as round 0")
     assert not driven.layout.rollouts(0, "c1").exists()  # nothing evaluated
     assert driven.state.round(1).parent_id == driven.state.round(0).snapshot_id
+    assert "is a fresh copy of the seed harness: edit it in place" in _worker_told(driven)
     entry = next(e for e in Ledger.of(driven.experiment).entries() if e.id.endswith("r000.c1"))
     assert entry.decision == "reject"
     assert entry.reason == "the initial harness was not evaluated: the same harness as round 0"
