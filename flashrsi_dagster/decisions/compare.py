@@ -16,6 +16,7 @@ Cost is None when no rollout was priced; a rule that guards an undefined figure 
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
@@ -99,7 +100,7 @@ def metrics(trajectories: Sequence[Trajectory]) -> Metrics:
     return Metrics(
         tasks=len(per_task),
         attempts=attempts.pop(),
-        score=float(frame["score"].sum() / n),
+        score=math.fsum(frame["score"]) / n,  # exact: the same in any order of the rollouts
         success_rate=float((frame["status"] == str(Status.SUCCESS)).sum() / n),
         tool_calls=int(frame["tool_calls"].sum()),
         tokens=int(frame["input_tokens"].sum() + frame["output_tokens"].sum()),

@@ -212,8 +212,11 @@ def _one(benchmark: Benchmark, agent: Agent, task: Task, attempt: int, split: st
 
 
 def final_trajectories(record: RolloutRecord, reruns: int) -> list[Trajectory]:
-    """The final rollout of every (task, attempt) the record holds, in record order."""
-    return list(_final_by_key(record.load(), reruns).values())
+    """The final rollout of every (task, attempt) the record holds, by task id then attempt:
+    the record's order is the order the rollouts finished in (concurrent, resumed after a
+    kill), which no reader may depend on."""
+    final = _final_by_key(record.load(), reruns)
+    return [final[key] for key in sorted(final)]
 
 
 def _final_by_key(trajectories: list[Trajectory], reruns: int) -> dict:

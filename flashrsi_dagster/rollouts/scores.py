@@ -7,6 +7,7 @@ denominator: a rollout lost to infrastructure counts 0, it is never dropped.
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -59,7 +60,8 @@ def summary(frame: pd.DataFrame, n_tasks: int, attempts: int = 1) -> dict[str, A
     denominator = n_tasks * attempts
     failures = frame[frame["status"] != str(Status.SUCCESS)]
     return {
-        "score": float(frame["score"].sum() / denominator) if denominator else None,
+        # fsum: exact, so the figure is the same in whatever order the rollouts finished
+        "score": math.fsum(frame["score"]) / denominator if denominator else None,
         "tasks": n_tasks,
         "rollouts": len(frame),
         "missing": denominator - len(frame),

@@ -13,6 +13,7 @@ Scores are always over the full task set with a fixed denominator: tasks x K.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -39,11 +40,13 @@ class Confirmed:
     """Tasks with at least one attempt that ended as an infrastructure failure."""
 
     def rates(self) -> dict[str, float]:
-        return {task: sum(s) / len(s) for task, s in self.scores.items()}
+        return {task: math.fsum(s) / len(s) for task, s in self.scores.items()}
 
     def mean(self, tasks: Collection[str], k: int) -> float:
-        """The score over `tasks` x `k` attempts: the fixed denominator."""
-        total = sum(sum(self.scores.get(task, ())) for task in tasks)
+        """The score over `tasks` x `k` attempts: the fixed denominator. Summed exactly
+        (`fsum`): two versions with the same scores tie exactly, whatever the order of
+        `tasks` or of the runs, and the tie is broken by `next_parent.rank_key`."""
+        total = math.fsum(s for task in tasks for s in self.scores.get(task, ()))
         return total / (len(tasks) * k)
 
 

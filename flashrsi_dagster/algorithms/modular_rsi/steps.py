@@ -9,6 +9,7 @@ candidate only keeps the previous version.
 from __future__ import annotations
 
 import functools
+import math
 import random
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -481,7 +482,7 @@ class IntegrationStep(_Step):
         wrong = [
             t.task_id for t in final if t.status not in (*gates.RUNTIME_FAULTS, Status.SUCCESS)
         ]
-        score = sum(t.score or 0.0 for t in final) / len(tasks)
+        score = math.fsum(t.score or 0.0 for t in final) / len(tasks)  # exact: any order
         return Check(
             snapshot_id=candidate.id,
             score=score,
