@@ -33,9 +33,10 @@ class StreamMeter:
     `drop_usage_chunk`: the gateway asked a chat stream for usage the client did not ask for
     (`stream_options.include_usage`), so the final usage-only chunk is taken out again.
 
-    Every event's data must be a JSON object (or `[DONE]`) of bounded depth, and its usage
-    counts: anything else raises `EndpointFault` before the event is relayed. An error the
-    endpoint reports in the stream itself is relayed and kept in `reported`.
+    Every event must be UTF-8 text, its data a JSON object (or `[DONE]`) that every client
+    reads alike (`endpoint_json`), and its usage counts: anything else raises `EndpointFault`
+    before the event is relayed. An error the endpoint reports in the stream itself is relayed
+    and kept in `reported`.
     """
 
     def __init__(self, kind: Kind, *, drop_usage_chunk: bool = False) -> None:
@@ -98,6 +99,10 @@ class StreamMeter:
         return b"".join(held)
 
     def _keep(self, event: bytes) -> bool:
+        try:  # any line of it: the SDKs decode every line (a comment too) as strict UTF-8
+            event.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise EndpointFault(f"a stream event that is not UTF-8 text ({exc.reason})") from None
         data = self._data_of(event)
         if not isinstance(data, dict):
             self.closed = self.closed or _is_last(event)
