@@ -9,11 +9,13 @@ as UTF-8), status codes every client retries. Each fault must be the infrastruct
 cause in the run's accounts (`RunUsage.last_fault`: a run that did not succeed after it is an
 infrastructure fault, rerun by the ladder and counted in the fixed denominator), and the
 gateway keeps serving. The operator gives booleans at numbers' keys, request fields that are
-not JSON, an empty home, paths for names, homes on /proc.
+not JSON, an empty home, paths for names, homes on /proc. The home's PostgreSQL fails over to
+a node that only reads, or ends idle sessions; a driver is frozen (SIGSTOP) and resumed beside.
 
 Each attack is one test. One that got through on main was written here first, failing, then
-closed in the gateway (`gateway/answers.py`, `streams.py`, `proxy.py`) or the config
-(`config/models.py`, `config/overrides.py`); the others held on main and stay as tests.
+closed in the gateway (`gateway/answers.py`, `streams.py`, `proxy.py`), the config
+(`config/models.py`, `config/overrides.py`) or the database connections
+(`deployment/reconnect.py`); the others held on main and stay as tests.
 """
 
 from __future__ import annotations
