@@ -113,6 +113,12 @@ class StreamMeter:
         self.closed = self.closed or str(data.get("type")).encode() in _LAST or _finished(data)
         if self.reported is None and (data.get("type") == "error" or "error" in data):
             self.reported = f"reported an error in its stream: {_error_of(data)}"
+        elif self.reported is None and data.get("type") == "response.failed":
+            # A Responses stream's failure carries its error in the response, as a whole
+            # answer does (which is refused as "an error object in a 2xx answer").
+            failed = data.get("response")
+            error = _error_of(failed) if isinstance(failed, dict) else "no error object"
+            self.reported = f"reported a failed response in its stream: {error}"
         usage = usage_of_event(self._kind, data) if b'"usage"' in event else None
         if usage is None:
             return True

@@ -441,6 +441,28 @@ def test_a_stream_line_not_utf_8_is_a_fault_on_the_other_paths(api, gateway, end
     assert used.failed == 1 and used.answered == 0
 
 
+def test_a_responses_stream_that_ends_failed_is_the_endpoints_fault(gateway, endpoint):
+    """Attack: a Responses stream that ends with `response.failed` and a `server_error` (the
+    whole answer's counterpart, a 200 holding an error object, was already a fault). Got
+    through on main: the closing event ended the stream cleanly, the call counted answered,
+    and Codex's failed call was the candidate's. Stops it: `StreamMeter` reports a
+    `response.failed` event with its response's error."""
+    created = {"type": "response.created", "response": {"id": "r", "output": []}}
+    error = {"code": "server_error", "message": "boom"}
+    response = {"id": "r", "status": "failed", "output": [], "error": error}
+    failed = {"type": "response.failed", "response": response}
+    endpoint.behaviour = sse([_event(created, created["type"]), _event(failed, failed["type"])])
+    token = _grant(gateway, endpoint, "responses")
+
+    _post(gateway, token, "responses", stream=True)
+
+    used = gateway.revoke(token)
+    assert used.last_fault == (
+        "the upstream reported a failed response in its stream: server_error: boom"
+    ), used
+    assert used.failed == 1 and used.answered == 0
+
+
 @pytest.mark.parametrize("api", OTHER_APIS)
 def test_a_clean_answer_still_passes_on_the_other_paths(api, gateway, endpoint):
     """The other way round: the stricter reading refuses nothing a real endpoint sends (a
