@@ -108,6 +108,18 @@ def _then(data: bytes, ending: str):
     return write
 
 
+def _continues(conn: socket.socket) -> bool:
+    """`100 Continue` after `100 Continue`, never an answer (until the peer goes away)."""
+    deadline = time.monotonic() + TIMEOUT * 5
+    try:
+        while time.monotonic() < deadline:
+            conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n" * 100)
+            time.sleep(0.01)
+    except OSError:
+        pass
+    return False
+
+
 JSON_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 STREAM_HEAD = head(200, {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"})
 
@@ -207,6 +219,13 @@ HELD_WHOLE = {
     ),
     "http-204": (answer(204, b""), "not valid JSON"),
     "status-600": (answer(600, {"error": {"message": "x"}}), "answered HTTP 600"),
+    "endless-100-continue": (_continues, f"did not answer within {TIMEOUT:g} s"),
+    "status-099": (_raw(b"HTTP/1.1 099 X\r\nContent-Length: 0\r\n\r\n"), "BadStatusLine"),
+    "a-reason-phrase-of-70-kb": (
+        _raw(b"HTTP/1.1 200 " + b"x" * 70_000 + b"\r\nContent-Length: 0\r\n\r\n"),
+        "LineTooLong",
+    ),
+    "a-body-without-a-head": (_raw(GOOD), "BadStatusLine"),
     "429-retry-after-a-billion-seconds": (
         answer(429, {"error": {"message": "slow down"}}, Retry_After="999999999"),
         "answered HTTP 429",
