@@ -6,10 +6,11 @@ Relative paths resolve against the YAML file's folder (passed as validation cont
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -18,7 +19,6 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationInfo,
-    field_serializer,
     field_validator,
     model_validator,
 )
@@ -26,7 +26,6 @@ from pydantic import (
 from flashrsi_dagster.config.names import NAME_RULE, name_problem
 from flashrsi_dagster.config.request_fields import owned_field_problems
 from flashrsi_dagster.config.secrets import SecretRef
-from flashrsi_dagster.records.json_values import to_json_value
 
 _ADAPTER_TYPE = re.compile(r"[a-z][a-z0-9_-]*|[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
@@ -95,9 +94,37 @@ ExistingDir = Annotated[Path, AfterValidator(_resolve), AfterValidator(_must_be_
 ExistingPath = Annotated[Path, AfterValidator(_resolve), AfterValidator(_must_exist)]
 
 
+def _leaf_types(annotation: Any) -> set[Any]:
+    """The types an annotation is made of (`int | None` -> {int, NoneType})."""
+    args = get_args(annotation)
+    if not args:
+        return {annotation}
+    return {leaf for arg in args for leaf in _leaf_types(arg)}
+
+
+def _numeric(model: type[BaseModel], name: str) -> bool:
+    """Whether the field takes a number and not a boolean."""
+    kinds = _leaf_types(model.model_fields[name].annotation)
+    return bool(kinds & {int, float}) and bool not in kinds
+
+
 class Section(BaseModel):
     # Floats must be finite: an `.inf` timeout is no timeout, and `nan` compares false to all.
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_boolean_number(cls, data: Any) -> Any:
+        # YAML reads `true`, `yes`, `on` as booleans, and pydantic would take one for 1 at a
+        # number's key (`max_steps: yes` ran one step): given as the word, it fails there.
+        if not isinstance(data, dict):
+            return data
+        words = {
+            key: str(value).lower()
+            for key, value in data.items()
+            if isinstance(value, bool) and key in cls.model_fields and _numeric(cls, key)
+        }
+        return {**data, **words} if words else data
 
 
 class ReasoningConfig(Section):
@@ -168,11 +195,13 @@ class LLMConfig(Section):
         problems = owned_field_problems(value)
         if problems:
             raise ValueError("; ".join(problems))
+        try:  # it goes into every request as JSON: a date, a set or `.nan` failed every call
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"every request carries it as JSON, and it is not JSON: {exc}"
+            ) from None
         return value
-
-    @field_serializer("extra_body")
-    def _json_safe(self, value: dict[str, Any]) -> Any:
-        return to_json_value(value)
 
     @model_validator(mode="after")
     def _one_credential(self) -> LLMConfig:
@@ -419,6 +448,8 @@ class ExperimentSection(Section):
     @classmethod
     def _default_home(cls, value: Any) -> Any:
         # The default lives where the user runs the command, not beside the YAML file.
+        if isinstance(value, str) and not value.strip():  # it would be the config's folder
+            raise ValueError("an empty path; leave the key out for ./.flashrsi")
         return Path.cwd() / ".flashrsi" if value is None else value
 
     @property

@@ -90,8 +90,9 @@ def _annotation_at(
 
 
 def _coerce(raw: str, annotation: Any) -> Any:
-    if schema.is_path(annotation):
-        # A path typed on the command line is relative to where the user typed it.
+    if schema.is_path(annotation) and raw.strip():
+        # A path typed on the command line is relative to where the user typed it (an empty
+        # one is left to the schema, which refuses it: it would be that folder).
         return str(Path(raw).expanduser().resolve())
     if schema.is_textual(annotation):
         return raw

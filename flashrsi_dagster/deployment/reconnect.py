@@ -11,6 +11,9 @@ to the database is lost, and the one line that says so when it gives up.
   often: every statement of these storages runs in autocommit, so it was applied whole or not
   at all (SQLAlchemy's "reconnect and retry" recipe for autocommit). A statement inside a
   transaction (Dagster's asset index writes) is not: what the transaction did before it is gone.
+- A write refused as read-only (`cannot execute INSERT in a read-only transaction`: a
+  failover's standby, or the old primary demoted, still answering) is a connection to
+  replace as well, with the same waits.
 - A cause that no wait mends (the database does not exist, the credentials are refused) is not
   retried.
 
@@ -26,6 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import psycopg2
+import psycopg2.errors
 import sqlalchemy as db
 import sqlalchemy.exc as db_exc
 from sqlalchemy.engine import Connection, Engine
@@ -149,6 +153,10 @@ def _reconnected(connection: Connection):
 
 
 def _is_lost(engine: Engine, connection: Connection, error, cursor) -> bool:
+    if isinstance(error, psycopg2.errors.ReadOnlySqlTransaction):
+        # A failover's standby or demoted primary kept the address or the connection: a new
+        # connection may reach the new primary, and the statement was not applied.
+        return True
     if cursor is None:  # reconnecting failed
         return isinstance(error, psycopg2.OperationalError)
     raw = None if connection.invalidated else connection.connection.dbapi_connection

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -37,17 +38,22 @@ class TooDeep(ValueError):
         super().__init__(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
 
 
-def loads(data: bytes, object_pairs_hook: Callable[[list], Any] | None = None) -> Any:
+def loads(
+    data: bytes | str,
+    object_pairs_hook: Callable[[list], Any] | None = None,
+    parse_constant: Callable[[str], Any] | None = None,
+) -> Any:
     """JSON nested at most `MAX_JSON_DEPTH` deep; ValueError otherwise, `TooDeep` for the
     nesting (never a RecursionError: the C parser's own guard is caught, and the depth is
     walked after, when the text has enough brackets to nest that deep)."""
     try:
-        value = json.loads(data, object_pairs_hook=object_pairs_hook)
+        value = json.loads(data, object_pairs_hook=object_pairs_hook, parse_constant=parse_constant)
     except RecursionError:
         raise TooDeep() from None
     except UnicodeDecodeError as exc:
         raise ValueError(f"not UTF-8 text: {exc.reason}") from None
-    brackets = data.count(b"[") + data.count(b"{")
+    opening = ("[", "{") if isinstance(data, str) else (b"[", b"{")
+    brackets = data.count(opening[0]) + data.count(opening[1])  # type: ignore[arg-type]
     if brackets > MAX_JSON_DEPTH and depth_over(value, MAX_JSON_DEPTH):
         raise TooDeep()
     return value
@@ -69,13 +75,36 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 def endpoint_json(data: bytes) -> Any:
-    """An endpoint's JSON (`loads`), refused (ValueError) when a string in it holds a lone
-    surrogate (`"\\ud800"`): valid JSON, but not Unicode text, which an agent cannot write
-    out as UTF-8 (the seed MiniAgent and the plain-LLM target crashed on one)."""
-    value = loads(data)
+    """An endpoint's JSON (`loads`), refused (ValueError) unless every client reads it as
+    Python's parser does: UTF-8 without a BOM (Python also reads UTF-16 and UTF-32, and
+    UTF-8 encoded surrogates, which a harness cannot write out again), no `NaN` or
+    `Infinity` (Python reads them; JavaScript's and Rust's parsers, Claude Code's and
+    Codex's, refuse the whole answer), no key twice in an object (Python and JavaScript keep
+    the last, serde refuses, others keep the first: what the gateway checked would not be
+    what such a client reads), and no string holding a lone surrogate (`"\\ud800"`: valid
+    JSON, not Unicode text; the seed MiniAgent and the plain-LLM target crashed on one)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 text: {exc.reason}") from None
+    if text.startswith("\ufeff"):
+        raise ValueError("UTF-8 text that starts with a byte order mark")
+    value = loads(text, _unique_keys, _no_constant)
     if _SURROGATE_ESCAPE.search(data) and _lone_surrogate(value):
         raise ValueError("a string with a lone surrogate, not Unicode text")
     return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) < len(pairs):
+        twice = next(k for k, n in Counter(k for k, _ in pairs).items() if n > 1)
+        raise ValueError(f"an object with the key {_short(twice, 40)!r} twice")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name}, which is not JSON (JavaScript's and Rust's parsers refuse it)")
 
 
 def _lone_surrogate(value: Any) -> bool:

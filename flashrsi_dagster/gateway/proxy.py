@@ -46,6 +46,10 @@ from flashrsi_dagster.gateway.web import fetch_page, search_page
 logger = logging.getLogger("flashrsi.gateway")
 
 _JSON = [("Content-Type", "application/json")]
+FAULT_STATUSES = frozenset({408, 409, 429})
+"""4xx answers that are the endpoint's state, not the request's fault (a request timeout, a
+conflict, a rate limit): every client the project runs retries them (`llm/client.py`, the
+Claude Code and Codex adapters), so they are infrastructure faults, as 5xx are."""
 _READ = 65536
 
 
@@ -296,7 +300,7 @@ class Proxy:
         try:
             call.record.status = response.status
             check_head(response.status, response.getheader("Content-Encoding"))
-            if response.status == 429 or response.status >= 500:
+            if response.status in FAULT_STATUSES or response.status >= 500:
                 cause = f"the upstream answered HTTP {response.status}"
                 call.record.fault, call.record.error = "endpoint", cause
                 self._accounts.fail(forward.run, cause)

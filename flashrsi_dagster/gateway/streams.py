@@ -33,9 +33,10 @@ class StreamMeter:
     `drop_usage_chunk`: the gateway asked a chat stream for usage the client did not ask for
     (`stream_options.include_usage`), so the final usage-only chunk is taken out again.
 
-    Every event's data must be a JSON object (or `[DONE]`) of bounded depth, and its usage
-    counts: anything else raises `EndpointFault` before the event is relayed. An error the
-    endpoint reports in the stream itself is relayed and kept in `reported`.
+    Every event must be UTF-8 text, its data a JSON object (or `[DONE]`) that every client
+    reads alike (`endpoint_json`), and its usage counts: anything else raises `EndpointFault`
+    before the event is relayed. An error the endpoint reports in the stream itself is relayed
+    and kept in `reported`.
     """
 
     def __init__(self, kind: Kind, *, drop_usage_chunk: bool = False) -> None:
@@ -98,6 +99,10 @@ class StreamMeter:
         return b"".join(held)
 
     def _keep(self, event: bytes) -> bool:
+        try:  # any line of it: the SDKs decode every line (a comment too) as strict UTF-8
+            event.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise EndpointFault(f"a stream event that is not UTF-8 text ({exc.reason})") from None
         data = self._data_of(event)
         if not isinstance(data, dict):
             self.closed = self.closed or _is_last(event)
@@ -108,6 +113,12 @@ class StreamMeter:
         self.closed = self.closed or str(data.get("type")).encode() in _LAST or _finished(data)
         if self.reported is None and (data.get("type") == "error" or "error" in data):
             self.reported = f"reported an error in its stream: {_error_of(data)}"
+        elif self.reported is None and data.get("type") == "response.failed":
+            # A Responses stream's failure carries its error in the response, as a whole
+            # answer does (which is refused as "an error object in a 2xx answer").
+            failed = data.get("response")
+            error = _error_of(failed) if isinstance(failed, dict) else "no error object"
+            self.reported = f"reported a failed response in its stream: {error}"
         usage = usage_of_event(self._kind, data) if b'"usage"' in event else None
         if usage is None:
             return True
