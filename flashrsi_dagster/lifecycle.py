@@ -15,12 +15,14 @@ killed with SIGKILL left behind, and says so."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import signal
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -142,6 +144,23 @@ def stop_wins() -> Iterator[None]:
         if (signum := stop_received()) is None:
             raise
         raise Stopped(signum) from exc
+
+
+def release_interrupted(exc: BaseException | None) -> None:
+    """Let go of what the code a stop interrupted still holds. The stop is raised at any
+    bytecode, also where a context manager's `__exit__` has begun but not yet resumed its
+    generator: a database transaction opened in a `with` (Dagster's SQLite storages open
+    each as a generator) then stays open, its write lock held by a suspended generator that
+    only the interrupted frames, kept by the traceback, refer to, and every later write of
+    this process and of every other (marking the stopped runs failed) waits on it in vain.
+    Clearing those frames (not the ones still executing) and collecting lets each such
+    generator close, which ends its transaction."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        traceback.clear_frames(exc.__traceback__)
+        exc = exc.__cause__ or exc.__context__
+    gc.collect()
 
 
 def restore(handlers: dict[int, object]) -> None:

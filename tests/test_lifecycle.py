@@ -4,9 +4,11 @@ ends what a command killed with SIGKILL left, and refuses while one of its kind 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +24,7 @@ from flashrsi_dagster.lifecycle import (
     Stopped,
     raise_if_stopped,
     raise_on_stop_signals,
+    release_interrupted,
     restore,
     stop_all,
     stop_received,
@@ -88,6 +91,44 @@ def test_a_stop_signal_another_handler_took_is_still_the_command_s_stop(signum, 
         raise_if_stopped()
     finally:
         restore(handlers)
+
+
+@contextlib.contextmanager
+def _transaction(database: Path):
+    """As Dagster's SQLite storages write: a transaction opened in a generator."""
+    connection = sqlite3.connect(database, timeout=0.1)
+    try:
+        with connection:  # commits, or rolls back on an error
+            yield connection
+    finally:
+        connection.close()
+
+
+def _write_cut_short_by_a_stop(database: Path) -> None:
+    writing = _transaction(database)
+    writing.__enter__().execute("INSERT INTO runs VALUES ('started')")
+    raise Stopped(signal.SIGTERM)  # landed as `__exit__` began: the generator never resumed
+
+
+def test_a_transaction_a_stop_cut_short_is_let_go_so_the_stopped_runs_can_be_failed(tmp_path):
+    """A stop can land where a `with` block's exit has begun but not yet resumed the
+    generator holding a database transaction: the write lock stays held by a suspended
+    generator that only the interrupted frames refer to, and marking the stopped runs failed
+    would find the database locked. Letting go of those frames ends the transaction."""
+    database = tmp_path / "runs.db"
+    with sqlite3.connect(database) as setup:
+        setup.execute("PRAGMA journal_mode=WAL")
+        setup.execute("CREATE TABLE runs (status TEXT)")
+    try:
+        _write_cut_short_by_a_stop(database)
+    except Stopped as stop:  # while the stop is handled, as a driver's last writes are
+        with pytest.raises(sqlite3.OperationalError, match="locked"), _transaction(database) as c:
+            c.execute("UPDATE runs SET status = 'failed'")
+        release_interrupted(stop)
+        with _transaction(database) as failing:
+            failing.execute("INSERT INTO runs VALUES ('failed')")
+    with sqlite3.connect(database) as reading:
+        assert reading.execute("SELECT status FROM runs").fetchall() == [("failed",)]
 
 
 def test_an_error_after_a_swallowed_stop_signal_is_reported_as_the_stop():

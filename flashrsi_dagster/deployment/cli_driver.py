@@ -6,6 +6,7 @@ step does where the instance's run launcher puts runs elsewhere: a container, sa
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -38,7 +39,7 @@ from flashrsi_dagster.deployment.sensors import round_driver
 from flashrsi_dagster.deployment.waiting import WAIT_LIMIT, Watch
 from flashrsi_dagster.experiment import Experiment
 from flashrsi_dagster.experiment.lock import DriverBusy, driving
-from flashrsi_dagster.lifecycle import raise_if_stopped, stop_received
+from flashrsi_dagster.lifecycle import raise_if_stopped, release_interrupted, stop_received
 from flashrsi_dagster.orchestration.algorithm_defs import defs_for, run_key, step_of
 from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
 from flashrsi_dagster.orchestration.dagster_internals import (
@@ -148,6 +149,8 @@ def _drive_held(instance, experiment, say, only, wait_limit):
     finally:
         # a stop signal the in-process run swallowed (its run failed) stops this driver too
         stopped = stopped or stop_received() is not None
+        if stopped:
+            release_interrupted(sys.exc_info()[1])
         driver.close(stopped)  # on a stop: its code server's run workers interrupted, ended
         if stopped:
             _fail_stopped_runs(instance, name, say)
