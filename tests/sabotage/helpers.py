@@ -152,6 +152,23 @@ def start(config: ExperimentConfig) -> MetaHarness:
     return harness
 
 
+def one_step(home: Path, worker: str, *overrides: str) -> MetaHarness:
+    """An experiment of one round of one candidate, written by the scripted Worker `worker`
+    (`script_model`), opened (`start`); `overrides`: more command-line settings."""
+    return start(
+        config(
+            home,
+            "--algorithm.max_steps",
+            "1",
+            "--algorithm.candidates_per_round",
+            "1",
+            "--algorithm.worker.llm.model",
+            script_model(worker),
+            *overrides,
+        )
+    )
+
+
 def finish(harness: MetaHarness) -> Finished:
     return Finished(harness, harness.run())
 

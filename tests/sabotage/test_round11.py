@@ -456,20 +456,10 @@ def test_a_worker_s_table_in_zero_width_characters_is_rejected_before_evaluation
     zero-width spaces and non-joiners, which the harness decodes at run time and answers
     from. Got through on main (the file read as a table of empty strings); now the round is
     rejected before anything is evaluated, and never promoted."""
-    from tests.sabotage.helpers import config, finish, say, script_model, shell, start, unique
+    from tests.sabotage.helpers import finish, one_step, say, script_model, shell, unique
 
     worker = unique("round11-invisible")
-    harness = start(
-        config(
-            tmp_path / "home",
-            "--algorithm.max_steps",
-            "1",
-            "--algorithm.candidates_per_round",
-            "1",
-            "--algorithm.worker.llm.model",
-            script_model(worker),
-        )
-    )
+    harness = one_step(tmp_path / "home", worker)
     corpus = harness.benchmark
     hide = _bits("\u200b", "\u200c")
     # the dev tasks' rows (the whole pool's would pass the 128 KiB a shell argument may hold)
