@@ -21,17 +21,27 @@ from tests.conftest import needs_jails
 from tests.run_wide import made_once
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
-SMALL = {  # each cut down to one round (batch, generation) past the seed's
-    "meta_harness": ("--algorithm.max_steps", "1", "--benchmark.limit", "6"),
-    "best_of_n": ("--benchmark.limit", "6"),
-    "dgm": ("--algorithm.generations", "1", "--benchmark.limit", "6"),
-    "evolver": ("--algorithm.max_rounds", "1", "--benchmark.limit", "6"),
+SMALL = {  # each cut down to one round (batch, generation) past the seed's, a few candidates
+    "meta_harness": ("--algorithm.max_steps", "1", "--benchmark.limit", "3"),
+    "best_of_n": ("--benchmark.limit", "6", "--algorithm.samples", "2"),  # at 3: no edit
+    "dgm": (
+        *("--algorithm.generations", "1", "--algorithm.children_per_generation", "1"),
+        *("--algorithm.dev_candidates", "2", "--algorithm.staged.first_tasks", "2"),
+        *("--benchmark.split_counts.train", "4", "--benchmark.split_counts.dev", "2"),
+        *("--benchmark.split_counts.test", "2"),
+    ),
+    "evolver": (
+        *("--algorithm.max_rounds", "1", "--benchmark.limit", "6", "--algorithm.k", "1"),
+        *("--algorithm.max_why_per_round", "1", "--algorithm.candidates_per_why", "2"),
+        *("--algorithm.recombinations_per_round", "0"),
+    ),
     "stop": (
         *("--algorithm.rounds", "1", "--algorithm.groups", "1", "--algorithm.group_size", "4"),
+        *("--algorithm.budget", "2", "--algorithm.meta_budget", "1"),
         *("--benchmark.split_counts.train", "4", "--benchmark.split_counts.dev", "4"),
         *("--benchmark.split_counts.test", "4"),
     ),
-    "modular_rsi": (
+    "modular_rsi": (  # the five modules the config requires: one batch, one edit each
         *("--algorithm.edit_budget", "1", "--algorithm.num_rollouts", "1"),
         *("--benchmark.split_counts.train", "3", "--benchmark.split_counts.test", "3"),
     ),

@@ -35,7 +35,7 @@ SMALL = {  # the example's small settings (a round of several candidates in each
     " --benchmark.split_counts.train 3 --benchmark.split_counts.test 3",
     "evolver": "--algorithm.max_rounds 1 --algorithm.max_why_per_round 1"
     " --algorithm.candidates_per_why 2 --algorithm.recombinations_per_round 0"
-    " --benchmark.split_counts.train 9 --benchmark.split_counts.test 6",
+    " --algorithm.k 1 --benchmark.split_counts.train 9 --benchmark.split_counts.test 6",
 }
 SEED = int(os.environ.get("FLASHRSI_KILL_SEED", "22"))
 """Draws the kill moments. Set it to replay a moment `bench/kill_bench.py` reported, or to try
