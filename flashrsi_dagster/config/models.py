@@ -187,8 +187,12 @@ class LLMConfig(Section):
     @classmethod
     def _model_id(cls, value: str) -> str:
         # No endpoint has such an id: every call would be refused (404), each task an error.
-        if re.search(r"\s", value) or not value.isprintable():
-            raise ValueError(f"a model id has no whitespace or control characters, got {value!r}")
+        # A space inside is kept: a local server (and the simulator's scripts) may name one so.
+        if value != value.strip() or not value.isprintable():
+            raise ValueError(
+                "a model id has no leading or trailing whitespace and no control characters, "
+                f"got {value!r}"
+            )
         return value
 
     @field_validator("base_url")

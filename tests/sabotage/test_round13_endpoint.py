@@ -490,6 +490,7 @@ FIXED_INPUT = {
         "greater than 0",
     ),
     "a-model-id-of-a-space": (["--agent.llm.model", " "], "agent.llm.model", "whitespace"),
+    "a-model-id-ending-in-a-space": (["--agent.llm.model", "gpt-4 "], "agent.llm.model", "space"),
     "a-model-id-with-a-tab": (["--agent.llm.model", "gpt\t4"], "agent.llm.model", "whitespace"),
     "a-model-id-with-a-newline": (
         ["--algorithm.worker.llm.model", "a\nb"],
@@ -626,12 +627,14 @@ def test_bad_input_is_one_line_naming_the_key(attack, tmp_path, monkeypatch, cap
     """Attack: values a user would not mean, at every kind of key. Got through on main: a
     spend cap of 0 (the gateway refuses the role's first call: an editing role can make no
     edit, a target answer nothing, the whole experiment spent for nothing), a model id with
-    whitespace (no endpoint has one: every call a 404, each task the agent's error), an
+    whitespace around it or a control character in it (no endpoint has one: every call a
+    404, each task the agent's error), an
     endpoint URL without a host or with a port that is not a number (every call a
     connection error), `extra_body` holding a lone surrogate (JSON Python writes, as
     `\\ud800`, and endpoints refuse: every call a 400). Stops it: `SpendCap` takes caps
-    above 0 (none: no cap), `LLMConfig` refuses whitespace in a model id, an endpoint
-    without a host or port, and `extra_body` that is not Unicode text. The rest held."""
+    above 0 (none: no cap), `LLMConfig` refuses such a model id (a space inside is kept: a
+    local server may name a model so), an endpoint without a host or port, and `extra_body`
+    that is not Unicode text. The rest held."""
     monkeypatch.setenv("FLASHRSI_TEST_CANARY_API_KEY", "sk-test-canary")
     folder = tmp_path / "configs"
     (folder / "harness").mkdir(parents=True)
