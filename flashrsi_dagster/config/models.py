@@ -11,6 +11,7 @@ import math
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
+from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -182,12 +183,34 @@ class LLMConfig(Section):
         "credentials, read from where they live and only then (adapters that have one).",
     )
 
+    @field_validator("model")
+    @classmethod
+    def _model_id(cls, value: str) -> str:
+        # No endpoint has such an id: every call would be refused (404), each task an error.
+        # A space inside is kept: a local server (and the simulator's scripts) may name one so.
+        if value != value.strip() or not value.isprintable():
+            raise ValueError(
+                "a model id has no leading or trailing whitespace and no control characters, "
+                f"got {value!r}"
+            )
+        return value
+
     @field_validator("base_url")
     @classmethod
     def _endpoint(cls, value: str | None) -> str | None:
-        if value is None or value == "offline" or re.match(r"https?://", value):
+        if value is None or value == "offline":
             return value
-        raise ValueError("expected an http(s):// URL, `offline`, or nothing for the SDK default")
+        if not re.match(r"https?://", value):
+            raise ValueError(
+                "expected an http(s):// URL, `offline`, or nothing for the SDK default"
+            )
+        try:  # every call would fail to connect: refused here, not task by task
+            host, _ = urlsplit(value).hostname, urlsplit(value).port
+        except ValueError as exc:
+            raise ValueError(f"{value!r}: a port that is not a number ({exc})") from None
+        if not host:
+            raise ValueError(f"{value!r}: an http(s):// URL with no host")
+        return value
 
     @field_validator("extra_body")
     @classmethod
@@ -196,7 +219,14 @@ class LLMConfig(Section):
         if problems:
             raise ValueError("; ".join(problems))
         try:  # it goes into every request as JSON: a date, a set or `.nan` failed every call
-            json.dumps(value, allow_nan=False)
+            # UTF-8 too: a lone surrogate (YAML's "\ud800") is written as an escape that
+            # endpoints refuse as not Unicode
+            json.dumps(value, allow_nan=False, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"every request carries it as JSON, and it is not Unicode text: {exc.reason} "
+                f"({exc.object[exc.start : exc.end]!r})"
+            ) from None
         except (TypeError, ValueError) as exc:
             raise ValueError(
                 f"every request carries it as JSON, and it is not JSON: {exc}"
@@ -217,9 +247,11 @@ class SpendCap(Section):
     """A role's spending cap, enforced by the model gateway per experiment: once reached,
     further calls are refused (an infrastructure fault with the cap in its message)."""
 
-    usd: float | None = Field(None, ge=0, description="USD the role may spend; None: no cap.")
+    # Above 0: at 0 the gateway refuses the role's first call (an editing role makes no
+    # edit, a target answers nothing), a whole experiment spent for nothing.
+    usd: float | None = Field(None, gt=0, description="USD the role may spend; None: no cap.")
     tokens: int | None = Field(
-        None, ge=0, description="Input + output tokens the role may use; None: no cap."
+        None, gt=0, description="Input + output tokens the role may use; None: no cap."
     )
 
 

@@ -10,6 +10,7 @@ usage; the byte bounds of answers are the gateway's (`server.py`).
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -42,12 +43,20 @@ def loads(
     data: bytes | str,
     object_pairs_hook: Callable[[list], Any] | None = None,
     parse_constant: Callable[[str], Any] | None = None,
+    parse_float: Callable[[str], Any] | None = None,
+    parse_int: Callable[[str], Any] | None = None,
 ) -> Any:
     """JSON nested at most `MAX_JSON_DEPTH` deep; ValueError otherwise, `TooDeep` for the
     nesting (never a RecursionError: the C parser's own guard is caught, and the depth is
     walked after, when the text has enough brackets to nest that deep)."""
     try:
-        value = json.loads(data, object_pairs_hook=object_pairs_hook, parse_constant=parse_constant)
+        value = json.loads(
+            data,
+            object_pairs_hook=object_pairs_hook,
+            parse_constant=parse_constant,
+            parse_float=parse_float,
+            parse_int=parse_int,
+        )
     except RecursionError:
         raise TooDeep() from None
     except UnicodeDecodeError as exc:
@@ -81,15 +90,18 @@ def endpoint_json(data: bytes) -> Any:
     `Infinity` (Python reads them; JavaScript's and Rust's parsers, Claude Code's and
     Codex's, refuse the whole answer), no key twice in an object (Python and JavaScript keep
     the last, serde refuses, others keep the first: what the gateway checked would not be
-    what such a client reads), and no string holding a lone surrogate (`"\\ud800"`: valid
-    JSON, not Unicode text; the seed MiniAgent and the plain-LLM target crashed on one)."""
+    what such a client reads), no string holding a lone surrogate (`"\\ud800"`: valid
+    JSON, not Unicode text; the seed MiniAgent and the plain-LLM target crashed on one), and
+    no number past a float's range (`1e999`, 400 digits: Python reads `inf`, serde refuses
+    the whole answer as "number out of range", and a harness writing it out again writes
+    `Infinity`)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValueError(f"not UTF-8 text: {exc.reason}") from None
     if text.startswith("\ufeff"):
         raise ValueError("UTF-8 text that starts with a byte order mark")
-    value = loads(text, _unique_keys, _no_constant)
+    value = loads(text, _unique_keys, _no_constant, _finite, _finite_int)
     if _SURROGATE_ESCAPE.search(data) and _lone_surrogate(value):
         raise ValueError("a string with a lone surrogate, not Unicode text")
     return value
@@ -105,6 +117,21 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name}, which is not JSON (JavaScript's and Rust's parsers refuse it)")
+
+
+def _finite(text: str) -> float:
+    """A JSON number as a float, refused past a float's range."""
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {_short(text, 40)}, out of a float's range")
+    return value
+
+
+def _finite_int(text: str) -> int:
+    """A JSON integer as an int, refused past a float's range (as serde reads it: a float)."""
+    if len(text) > 300:  # shorter ones are within it; 4300 digits and more int() refuses
+        _finite(text)
+    return int(text)
 
 
 def _lone_surrogate(value: Any) -> bool:

@@ -111,7 +111,8 @@ class StreamMeter:
             raise EndpointFault(f"a stream event of the wrong shape for its API ({problem})")
         self.answering += _ANSWERING[self._kind](data)
         self.closed = self.closed or str(data.get("type")).encode() in _LAST or _finished(data)
-        if self.reported is None and (data.get("type") == "error" or "error" in data):
+        # `"error": null` is no error (a whole answer holding one is an answer too)
+        if self.reported is None and (data.get("type") == "error" or data.get("error") is not None):
             self.reported = f"reported an error in its stream: {_error_of(data)}"
         elif self.reported is None and data.get("type") == "response.failed":
             # A Responses stream's failure carries its error in the response, as a whole
