@@ -113,9 +113,10 @@ def scan(files: Mapping[str, bytes], index: SecretIndex) -> Scan:
         for view in views(path, files[path], budget):
             _search(found, view, index)
         # a file's name is content too: a harness can list its folder and read a table there
-        for view in views(path, path.encode(), budget):
+        for view in _name_views(path, budget):
             _search(found, replace(view, encoding=_join(NAME, view.encoding)), index)
-        found.digests += _digests(View(path, NAME, [(1, " ".join(_joined_names(path)))]), index)
+        names = " ".join([*path.split("/"), *_joined_names(path)])
+        found.digests += _digests(View(path, NAME, [(1, names)]), index)
         found.digests += _raw_digests(path, files[path], index)
     if len(files) > 1:
         found.matches += _joined(files, index, budget, _coverage(found.matches))
@@ -173,9 +174,21 @@ NAME = "file name"
 """The encoding of a view of a file's path (its folders and name), not of its bytes."""
 
 
+def _name_views(path: str, budget: Budget) -> Iterator[View]:
+    """The views of a file's path whole, then the decoded views of its names one a line:
+    base64's alphabet holds `/`, so in the whole path an encoded name runs on from its
+    folders' names, and a stream's magic (`H4sI`, gzip's) is no longer at a quantum's start."""
+    yield from views(path, path.encode(), budget)
+    for view in views(path, path.replace("/", "\n").encode(), budget):
+        if view.encoding not in ("plain", *CIPHERS):  # the plain names: read in the path
+            yield view
+
+
 def _joined_names(path: str, most: int = 4) -> list[str]:
     """Runs of up to `most` consecutive names of `path` joined with nothing between them: a
-    digest cut by a path separator, as git names a loose object (`ab/cdef…`), read whole."""
+    digest cut by a path separator, as git names a loose object (`ab/cdef…`), read whole.
+    (Each name is read alone beside them: base64's alphabet holds `/`, so in the whole path a
+    digest's base64 as a file's name is one token with its folders, and matches nothing.)"""
     names = path.split("/")
     return [
         "".join(names[at : at + n]) for n in range(2, most + 1) for at in range(len(names) - n + 1)
