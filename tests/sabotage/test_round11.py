@@ -246,12 +246,6 @@ def test_a_jailed_harness_finds_no_planted_key(tmp_path, monkeypatch):
 # -- a misbehaving endpoint that reflects the key it was sent ---------------------------------
 
 
-@pytest.fixture(scope="module")
-def endpoint() -> Iterator[MisbehavingEndpoint]:
-    with MisbehavingEndpoint() as running:
-        yield running
-
-
 @pytest.fixture
 def relay(tmp_path) -> Iterator[Gateway]:
     with Gateway(log_path=tmp_path / "gateway.jsonl") as running:

@@ -27,7 +27,6 @@ import socket
 import struct
 import subprocess
 import time
-from collections.abc import Iterator
 from contextlib import closing
 
 import dagster as dg
@@ -56,18 +55,6 @@ from tests.postgres import connect, fresh_database, needs_postgres, terminate
 TIMEOUT = 2.0
 """The upstream's deadline (`llm.timeout`) for the attacks that stall."""
 GOOD = json.dumps(chat_reply()).encode()
-
-
-@pytest.fixture(scope="module")
-def endpoint() -> Iterator[MisbehavingEndpoint]:
-    with MisbehavingEndpoint() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def gateway() -> Iterator[Gateway]:
-    with Gateway() as running:
-        yield running
 
 
 def _grant(gateway: Gateway, endpoint: MisbehavingEndpoint, api: str = "chat") -> str:

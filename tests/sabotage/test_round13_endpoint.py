@@ -26,52 +26,27 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
 
 import openai
 import pytest
 
 from flashrsi_dagster.cli import main
-from flashrsi_dagster.gateway import Gateway, Upstream
 from flashrsi_dagster.gateway.streams import StreamMeter
 from tests.conftest import VALID
 from tests.gateway.conftest import USER, openai_client
 from tests.gateway.misbehaving_endpoint import (
-    MisbehavingEndpoint,
     answer,
-    chat_reply,
     head,
     sse,
 )
-from tests.sabotage.test_round12_endpoint import MESSAGE, OTHER_APIS, _post
-
-TIMEOUT = 2.0
-GOOD = json.dumps(chat_reply()).encode()
-
-
-@pytest.fixture(scope="module")
-def endpoint() -> Iterator[MisbehavingEndpoint]:
-    with MisbehavingEndpoint() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def gateway() -> Iterator[Gateway]:
-    with Gateway() as running:
-        yield running
-
-
-def _grant(gateway: Gateway, endpoint: MisbehavingEndpoint, api: str = "chat") -> str:
-    upstream = Upstream(endpoint.url, api, None, timeout=TIMEOUT)  # type: ignore[arg-type]
-    return gateway.grant(experiment="x", role="target", run_id="r", upstream=upstream)
-
-
-def _still_serves(gateway: Gateway, endpoint: MisbehavingEndpoint) -> None:
-    endpoint.behaviour = answer()
-    token = _grant(gateway, endpoint)
-    reply = openai_client(gateway, token).chat.completions.create(model="m", messages=USER)
-    assert reply.choices[0].message.content == "spam"
-    assert gateway.revoke(token).last_fault is None
+from tests.sabotage.test_round12_endpoint import (
+    GOOD,
+    MESSAGE,
+    OTHER_APIS,
+    _grant,
+    _post,
+    _still_serves,
+)
 
 
 def _with(old: bytes, new: bytes) -> bytes:
