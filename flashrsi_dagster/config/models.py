@@ -200,14 +200,16 @@ class LLMConfig(Section):
     def _endpoint(cls, value: str | None) -> str | None:
         if value is None or value == "offline":
             return value
-        if not re.match(r"https?://", value):
+        if not re.match(r"https?://", value, re.IGNORECASE):  # httpx reads `HTTPS://` too
             raise ValueError(
                 "expected an http(s):// URL, `offline`, or nothing for the SDK default"
             )
         try:  # every call would fail to connect: refused here, not task by task
-            host, _ = urlsplit(value).hostname, urlsplit(value).port
+            host, port = urlsplit(value).hostname, urlsplit(value).port
         except ValueError as exc:
             raise ValueError(f"{value!r}: a port that is not a number ({exc})") from None
+        if port == 0:
+            raise ValueError(f"{value!r}: port 0, which no server listens on")
         if not host:
             raise ValueError(f"{value!r}: an http(s):// URL with no host")
         return value
