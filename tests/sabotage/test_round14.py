@@ -25,13 +25,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
+from flashrsi_dagster.cli import main
 from flashrsi_dagster.config.models import LLMConfig
 from flashrsi_dagster.gateway.answers import MAX_JSON_DEPTH, endpoint_json
 from flashrsi_dagster.snapshots import SnapshotStore
 from flashrsi_dagster.snapshots.guard import MAX_ENTRIES, MAX_FILES, MAX_PATH_BYTES, scan
+from tests.conftest import VALID
 from tests.contamination.test_detector import append
 
 # -- the store's guard: links followed part by part, and the file bound ---------------------
@@ -331,14 +332,6 @@ def test_an_endpoint_url_as_a_client_takes_it_is_accepted(url):
     assert LLMConfig(model="m", base_url=url).base_url == url
 
 
-def test_an_endpoint_on_port_0_is_refused():
-    """Attack: an endpoint URL on port 0, which no server listens on: every call fails to
-    connect, each task an infrastructure fault. Got through on main: validated. Stops it:
-    a port must be 1..65535."""
-    with pytest.raises(ValidationError, match="port"):
-        LLMConfig(model="m", base_url="http://localhost:0/v1")
-
-
 # -- names the store and the content check read: bytes that are not text -------------------
 
 
@@ -386,3 +379,34 @@ def test_a_skipped_name_that_is_a_link_out_is_not_committed(tmp_path: Path):
 
     outcome = _commit(tmp_path / "again", _links(("runtime/__pycache__", "/")))
     assert "runtime/__pycache__: symlink to an absolute path" in (outcome.reason or "")
+
+
+NO_CALL_URLS = {
+    "port 0": ("http://localhost:0/v1", "port 0"),
+    "a user and password": ("https://user:sk-secret123@host.example/v1", "user or password"),
+    "a space in the host": ("http://exa mple.com/v1", "whitespace"),
+}
+
+
+@pytest.mark.parametrize("url", NO_CALL_URLS)
+def test_an_endpoint_url_no_call_can_use_is_refused(url, tmp_path, monkeypatch, capsys):
+    """Attack: endpoint URLs that validate and fail every call of the role (each task an
+    infrastructure fault, rerun for nothing): port 0, which no server listens on; a user and
+    password in the URL, which the gateway never sends (it connects by scheme, host and
+    port) while the config holding the password is written with the experiment (secrets go
+    in `api_key` as `${ENV_VAR}`); a host with a space, which no resolver finds.
+    Got through on main: all three validated. Stops it: `LLMConfig._endpoint` refuses a
+    port 0, a user or password, and a host holding whitespace: one line naming the key, the
+    password not repeated."""
+    monkeypatch.setenv("FLASHRSI_TEST_CANARY_API_KEY", "sk-test-canary")
+    (tmp_path / "harness").mkdir()
+    (tmp_path / "exp.yaml").write_text(VALID)
+    monkeypatch.chdir(tmp_path)
+    given, reason = NO_CALL_URLS[url]
+
+    code = main(["validate", "--config", "exp.yaml", "--agent.llm.base_url", given])
+
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "agent.llm.base_url" in line]
+    assert code == 2 and len(lines) == 1 and reason in lines[0], err
+    assert "sk-secret123" not in err
