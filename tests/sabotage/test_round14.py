@@ -8,12 +8,18 @@ one more, and folders or skipped files (`.pyc`) in their tens of thousands, whic
 files; the content check's names read alone, given honest names that are a label's digest or
 as long as a name can be; the strict endpoint JSON given correct answers at a float's edges
 (`1.7976931348623157e308`, `1E308`, `-0`, a 309-digit integer below the largest float, ids
-as big integers, nesting at the bound); and the config's model ids and endpoint URLs as
-providers write them (`llama3:8b`, `org/model@rev`, Bedrock's `...-v1:0`, an upper-case
-scheme, an IPv6 host) beside one that validates and fails every call (port 0).
+as big integers, nesting at the bound); file names that are not UTF-8 or hold a newline; and
+the config's model ids and endpoint URLs as providers write them (`llama3:8b`,
+`org/model@rev`, Bedrock's `...-v1:0`, an upper-case scheme, an IPv6 host) beside ones that
+validate and fail every call (port 0, a space in the host, a user and password the gateway
+never sends).
 
 Each attack is one test. One that got through on main was written here first, failing, then
-closed by the smallest fix; the others held on main and stay as tests.
+closed by the smallest fix; the others held on main and stay as tests. Of 55 attacks, 11 got
+through on main (7 holes): links through a file or a missing folder (3), folders and skipped
+files past any bound (2), a folder nested past PATH_MAX (1), a file name that is not UTF-8
+(1), an upper-case scheme refused (1), URLs no call can use (2), a password in the URL
+written in clear (1).
 """
 
 from __future__ import annotations
@@ -393,8 +399,8 @@ def test_an_endpoint_url_no_call_can_use_is_refused(url, tmp_path, monkeypatch, 
     """Attack: endpoint URLs that validate and fail every call of the role (each task an
     infrastructure fault, rerun for nothing): port 0, which no server listens on; a user and
     password in the URL, which the gateway never sends (it connects by scheme, host and
-    port) while the config holding the password is written with the experiment (secrets go
-    in `api_key` as `${ENV_VAR}`); a host with a space, which no resolver finds.
+    port), while the password was written in clear into the experiment's `run_meta.json`
+    (secrets go in `api_key` as `${ENV_VAR}`); a host with a space, which no resolver finds.
     Got through on main: all three validated. Stops it: `LLMConfig._endpoint` refuses a
     port 0, a user or password, and a host holding whitespace: one line naming the key, the
     password not repeated."""
