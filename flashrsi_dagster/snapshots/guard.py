@@ -96,7 +96,7 @@ def scan(
     """
     entries: list[Entry] = []
     refusals: list[Refusal] = []
-    for rel, item in _walk(root):
+    for rel, item in _walk(root, bounded=strict):
         if len(entries) + len(refusals) >= MAX_FILES or item is None:
             limit = f"more than {MAX_FILES} files" if item else f"more than {MAX_ENTRIES} entries"
             return entries, [Refusal(".", f"the harness holds {limit}, over the snapshot limit")]
@@ -129,22 +129,27 @@ def scan(
     return entries, sorted(shown, key=lambda r: r.path)
 
 
-def _walk(root: Path) -> Iterator[tuple[str, os.DirEntry[str] | str | None]]:
-    """Every non-folder entry under `root` (git metadata folders included, not entered); for
-    a folder that cannot be walked (too long a path, unreadable), why; None once past
-    `MAX_ENTRIES` entries of any kind met, and the walk stops."""
+def _walk(root: Path, *, bounded: bool) -> Iterator[tuple[str, os.DirEntry[str] | str | None]]:
+    """Every non-folder entry under `root` (git metadata folders included, not entered).
+    `bounded` (an edited checkout): for a folder that cannot be walked (too long a path,
+    unreadable), why; None once past `MAX_ENTRIES` entries of any kind met, and the walk
+    stops. Unbounded (a seed's source folder, the operator's): such folders are left out,
+    as undeclared files are."""
     stack, met = [""], 0
     while stack:
         prefix = stack.pop()
         try:
             listing = os.scandir(root / prefix if prefix else root)
         except OSError as exc:
-            yield prefix, f"a folder the store cannot read ({exc.strerror})"
+            if not (bounded or prefix):
+                raise
+            if bounded:
+                yield prefix, f"a folder the store cannot read ({exc.strerror})"
             continue
         with listing:
             for item in listing:
                 met += 1
-                if met > MAX_ENTRIES:
+                if bounded and met > MAX_ENTRIES:
                     yield prefix, None
                     return
                 rel = f"{prefix}/{item.name}" if prefix else item.name
@@ -153,7 +158,8 @@ def _walk(root: Path) -> Iterator[tuple[str, os.DirEntry[str] | str | None]]:
                     if item.name in GIT_METADATA:
                         yield rel, item
                     elif len(rel.encode(errors="surrogateescape")) > MAX_PATH_BYTES:
-                        yield rel, f"a path longer than {MAX_PATH_BYTES} bytes"
+                        if bounded:
+                            yield rel, f"a path longer than {MAX_PATH_BYTES} bytes"
                     elif item.name not in IGNORED_DIRS:
                         stack.append(rel)
                 elif not item.name.endswith(IGNORED_SUFFIXES):

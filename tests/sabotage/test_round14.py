@@ -15,7 +15,7 @@ validate and fail every call (port 0, a space in the host, a user and password t
 never sends).
 
 Each attack is one test. One that got through on main was written here first, failing, then
-closed by the smallest fix; the others held on main and stay as tests. Of 55 attacks, 11 got
+closed by the smallest fix; the others held on main and stay as tests. Of 56 cases, 11 got
 through on main (7 holes): links through a file or a missing folder (3), folders and skipped
 files past any bound (2), a folder nested past PATH_MAX (1), a file name that is not UTF-8
 (1), an upper-case scheme refused (1), URLs no call can use (2), a password in the URL
@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -227,6 +228,19 @@ def test_what_the_file_bound_does_not_count_is_bounded_too(tmp_path: Path, shape
 
     assert outcome.status == "refused", (shape, outcome.status)
     assert reason in (outcome.reason or ""), outcome.reason
+
+
+def test_a_seed_folder_with_a_deep_undeclared_folder_is_still_a_seed(tmp_path: Path):
+    """The operator's side of the bounds: a seed's source folder holding an undeclared folder
+    nested past PATH_MAX (a tool's cache) is captured as before, the folder left out as
+    undeclared files are; the bounds are for an edited checkout."""
+    source = tmp_path / "source"
+    shutil.copytree(HARNESS, source, ignore=shutil.ignore_patterns("__pycache__"))
+    _deep(source)
+
+    seed = SnapshotStore(tmp_path / "store").create_seed(source)
+
+    assert seed.id
 
 
 # -- the content check's names, read alone: honest names ------------------------------------
