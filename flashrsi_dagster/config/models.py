@@ -200,16 +200,26 @@ class LLMConfig(Section):
     def _endpoint(cls, value: str | None) -> str | None:
         if value is None or value == "offline":
             return value
-        if not re.match(r"https?://", value):
+        if not re.match(r"https?://", value, re.IGNORECASE):  # httpx reads `HTTPS://` too
             raise ValueError(
                 "expected an http(s):// URL, `offline`, or nothing for the SDK default"
             )
         try:  # every call would fail to connect: refused here, not task by task
-            host, _ = urlsplit(value).hostname, urlsplit(value).port
+            host, port = urlsplit(value).hostname, urlsplit(value).port
         except ValueError as exc:
             raise ValueError(f"{value!r}: a port that is not a number ({exc})") from None
-        if not host:
-            raise ValueError(f"{value!r}: an http(s):// URL with no host")
+        parts = urlsplit(value)
+        if parts.username is not None or parts.password is not None:
+            # the gateway connects by scheme, host and port and never sends them, and the
+            # config is written with the experiment: the URL is not repeated here
+            raise ValueError(
+                "an endpoint URL with a user or password, which the gateway never sends; "
+                "give the key as api_key: ${ENV_VAR}"
+            )
+        if port == 0:
+            raise ValueError(f"{value!r}: port 0, which no server listens on")
+        if not host or not host.isprintable() or any(c.isspace() for c in host):
+            raise ValueError(f"{value!r}: an http(s):// URL with no host, or whitespace in it")
         return value
 
     @field_validator("extra_body")

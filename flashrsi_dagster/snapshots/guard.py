@@ -27,8 +27,18 @@ MAX_FILES = 10_000
 store's commit and the content check a fixed time whatever its size, which `max_total_bytes`
 does not bound: 200,000 empty files took 30 s to commit and 53 s to judge on a loaded 2-core
 machine, so a Worker making millions would stall the host's checks of every candidate."""
+MAX_ENTRIES = 2 * MAX_FILES
+"""Entries of any kind the walk meets (folders and skipped `*.pyc` files too, which
+`MAX_FILES` does not count): each costs the walk and `git add` a directory read or a match, so
+a million empty folders would stall the host's checks as a million files would."""
+MAX_PATH_BYTES = 1024
+"""A path's length inside the snapshot: a folder nested past the kernel's 4096-byte path
+(made one `cd` at a time) cannot be walked, nor checked out under a longer root."""
 # Symlinks followed through each other before a chain counts as a loop (Linux allows 40).
 _MAX_LINK_HOPS = 40
+# What `_follow` returns for a path that steps through a file or a missing folder (ENOTDIR,
+# ENOENT): never a relative path.
+_NOT_A_FOLDER = "/"
 
 
 @dataclass(frozen=True)
@@ -86,11 +96,13 @@ def scan(
     """
     entries: list[Entry] = []
     refusals: list[Refusal] = []
-    for rel, item in _walk(root):
-        if len(entries) + len(refusals) >= MAX_FILES:
-            limit = f"the harness holds more than {MAX_FILES} files, over the snapshot limit"
-            return entries, [Refusal(".", limit)]
-        if item.name in GIT_METADATA:
+    for rel, item in _walk(root, bounded=strict):
+        if len(entries) + len(refusals) >= MAX_FILES or item is None:
+            limit = f"more than {MAX_FILES} files" if item else f"more than {MAX_ENTRIES} entries"
+            return entries, [Refusal(".", f"the harness holds {limit}, over the snapshot limit")]
+        if isinstance(item, str):
+            refusals.append(Refusal(rel, item))
+        elif item.name in GIT_METADATA:
             if strict:
                 refusals.append(Refusal(rel, path_problem(rel) or "git metadata"))
         elif not declared(rel):
@@ -113,21 +125,41 @@ def scan(
                 f"{max_total_bytes} (max_total_bytes)",
             )
         )
-    return entries, sorted(refusals, key=lambda r: r.path)
+    shown = [Refusal(_as_text(r.path), _as_text(r.reason), r.kind) for r in refusals]
+    return entries, sorted(shown, key=lambda r: r.path)
 
 
-def _walk(root: Path) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    """Every non-folder entry under `root` (git metadata folders included, not entered)."""
-    stack = [""]
+def _walk(root: Path, *, bounded: bool) -> Iterator[tuple[str, os.DirEntry[str] | str | None]]:
+    """Every non-folder entry under `root` (git metadata folders included, not entered).
+    `bounded` (an edited checkout): for a folder that cannot be walked (too long a path,
+    unreadable), why; None once past `MAX_ENTRIES` entries of any kind met, and the walk
+    stops. Unbounded (a seed's source folder, the operator's): such folders are left out,
+    as undeclared files are."""
+    stack, met = [""], 0
     while stack:
         prefix = stack.pop()
-        with os.scandir(root / prefix if prefix else root) as listing:
+        try:
+            listing = os.scandir(root / prefix if prefix else root)
+        except OSError as exc:
+            if not (bounded or prefix):
+                raise
+            if bounded:
+                yield prefix, f"a folder the store cannot read ({exc.strerror})"
+            continue
+        with listing:
             for item in listing:
+                met += 1
+                if bounded and met > MAX_ENTRIES:
+                    yield prefix, None
+                    return
                 rel = f"{prefix}/{item.name}" if prefix else item.name
                 # DirEntry type checks use the directory listing itself: no stat call.
                 if item.is_dir(follow_symlinks=False):
                     if item.name in GIT_METADATA:
                         yield rel, item
+                    elif len(rel.encode(errors="surrogateescape")) > MAX_PATH_BYTES:
+                        if bounded:
+                            yield rel, f"a path longer than {MAX_PATH_BYTES} bytes"
                     elif item.name not in IGNORED_DIRS:
                         stack.append(rel)
                 elif not item.name.endswith(IGNORED_SUFFIXES):
@@ -135,6 +167,8 @@ def _walk(root: Path) -> Iterator[tuple[str, os.DirEntry[str]]]:
 
 
 def _entry_problem(rel: str, item: os.DirEntry[str], max_file_bytes: int) -> str | None:
+    if not _is_text(rel):  # the content check reads every name as text
+        return "a path that is not UTF-8 text"
     if item.is_symlink():
         return _symlink_problem(rel, os.readlink(item.path))
     if not item.is_file(follow_symlinks=False):
@@ -143,6 +177,20 @@ def _entry_problem(rel: str, item: os.DirEntry[str], max_file_bytes: int) -> str
     if size > max_file_bytes:
         return f"file is {size} bytes, over the limit of {max_file_bytes} (max_file_bytes)"
     return None
+
+
+def _is_text(name: str) -> bool:
+    """Whether a name read from the disk is UTF-8 (Python reads other bytes as surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _as_text(name: str) -> str:
+    """A name for a message and the ledger: bytes that are not UTF-8 as `\\xff` escapes."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _lexical_target(rel: str, target: str) -> str:
@@ -172,19 +220,20 @@ def _dangling_links(entries: list[Entry]) -> list[Refusal]:
     links = {entry.path: entry.target for entry in entries if entry.target is not None}
     if not links:
         return []  # the common case: no set of every path to build
-    present = {".", *(entry.path for entry in entries)}
+    folders = {"."}
     for entry in entries:
         folder = entry.path
         while "/" in folder:
             folder = folder.rpartition("/")[0]
-            present.add(folder)
+            folders.add(folder)
+    present = folders | {entry.path for entry in entries}
     refusals = []
     for path, target in links.items():
-        problem = _followed_problem(_follow(target, links), present)
+        problem = _followed_problem(_follow(target, links, folders), present)
         if problem:
             folder = posixpath.dirname(path)
             written = target[len(folder) + 1 :] if folder else target
-            shown = written if "through another" in problem else posixpath.normpath(target)
+            shown = written if "through" in problem else posixpath.normpath(target)
             refusals.append(Refusal(path, problem.format(shown)))
     return refusals
 
@@ -193,6 +242,8 @@ def _followed_problem(resolved: str | None, present: set[str]) -> str | None:
     """What is wrong with a followed target, its written target left as `{}`."""
     if resolved is None:
         return "symlink loop ({})"
+    if resolved == _NOT_A_FOLDER:
+        return "dangling symlink: its target {} goes through what is no folder of the harness"
     if resolved == "..":
         return "symlink points outside the harness through another symlink ({})"
     if RESERVED_NAMES.intersection(resolved.split("/")):
@@ -202,11 +253,13 @@ def _followed_problem(resolved: str | None, present: set[str]) -> str | None:
     return None
 
 
-def _follow(path: str, links: dict[str, str]) -> str | None:
+def _follow(path: str, links: dict[str, str], folders: set[str]) -> str | None:
     """`path` followed part by part as the kernel does: a symlinked prefix is replaced by its
     target before the `..` after it is taken (`runtime/l/..` with `runtime/l -> ..` is the
-    checkout's parent, where folding `l/..` first stays in `runtime`). `..` for a path that
-    leaves the checkout, None for a loop."""
+    checkout's parent, where folding `l/..` first stays in `runtime`), and a part with more
+    after it (even a trailing `/`) must be a folder (`file/..`, `missing/..` fail there).
+    `..` for a path that leaves the checkout, None for a loop, `_NOT_A_FOLDER` for a step
+    through a file or a missing folder."""
     pending, resolved, hops = path.split("/"), [], 0
     while pending:
         part = pending.pop(0)
@@ -224,4 +277,6 @@ def _follow(path: str, links: dict[str, str]) -> str | None:
             if hops > _MAX_LINK_HOPS:
                 return None
             pending, resolved = links[joined].split("/") + pending, []
+        elif pending and joined not in folders:
+            return _NOT_A_FOLDER
     return "/".join(resolved) or "."
