@@ -23,6 +23,7 @@ from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
 from flashrsi_dagster.orchestration.owner import HEARTBEAT_TAG, PROCESS_TAG, identity
 from flashrsi_dagster.records.chain import CHAIN, HEAD
 from flashrsi_dagster.records.verify import problems_of
+from tests.conftest import PATIENCE
 from tests.decisions.test_ledger import copy_experiment, finished_demo
 
 NAME = "meta-harness-demo"
@@ -181,7 +182,10 @@ def test_a_roll_back_cancels_the_runs_in_flight_and_waits_for_them_before_restor
         started = _run(instance, dg.DagsterRunStatus.STARTED, **{PROCESS_TAG: identity(step.pid)})
         other = _run(instance, dg.DagsterRunStatus.QUEUED, experiment="another")
 
-        code = rollback(home, "--to", seed, "--reason", "regressed")
+        # waits as long as a loaded machine may take to end them (the default, 120 s, is a
+        # person's; in a busy test run the stopped process's end was seen later than that)
+        wait = str(int(PATIENCE))
+        code = rollback(home, "--to", seed, "--reason", "regressed", "--wait", wait)
 
         assert code == 0, capsys.readouterr().err
         reaper.join(timeout=60)
