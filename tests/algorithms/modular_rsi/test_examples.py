@@ -77,6 +77,11 @@ def test_the_claude_code_harness_has_the_adapters_layout_and_a_native_plugin_man
     }
 
 
+def _broken(runs: list) -> str:
+    """What a broken run of the check said: its status and error, for the failure message."""
+    return "; ".join(f"{t.task_id}: {t.status.value} {t.error!r}" for t in runs if t.error)
+
+
 @needs_claude_code
 def test_the_claude_code_example_runs_end_to_end_on_the_real_cli(tmp_path):
     """The target's requests go to a recording simulator: CLAUDE.md is appended to the native
@@ -117,7 +122,8 @@ def test_the_claude_code_example_runs_end_to_end_on_the_real_cli(tmp_path):
     assert target and all(claude_md in r.body["system"][-1]["text"] for r in target[:6])
     # the merge made the rules the prompt branch wrote part of what the model reads
     merge = state.step("integration", 0)
-    assert merge.status == "accepted" and merge.check is not None and merge.check.passed
+    assert merge.status == "accepted" and merge.check is not None
+    assert merge.check.passed, _broken(RolloutRecord(algo.layout.check(0)).load())
     merged = store.read_file_at(merge.current_id, "CLAUDE.md").decode()
     assert "when the text mentions:" in merged
     assert any("when the text mentions:" in r.body["system"][-1]["text"] for r in target)
