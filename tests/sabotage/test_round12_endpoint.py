@@ -70,6 +70,26 @@ def _still_serves(gateway: Gateway, endpoint: MisbehavingEndpoint) -> None:
     assert gateway.revoke(token).last_fault is None
 
 
+def _charged_to_the_endpoint(
+    gateway: Gateway, endpoint: MisbehavingEndpoint, behaviour, cause: str, stream: bool = False
+) -> None:
+    """A chat call (`stream`: streamed) meeting `behaviour` fails; the gateway records it as
+    one fault of the endpoint naming `cause`, no answer, and serves the next call."""
+    endpoint.behaviour = behaviour
+    chat = openai_client(gateway, token := _grant(gateway, endpoint)).chat.completions
+
+    with pytest.raises(openai.APIError if stream else openai.APIStatusError):
+        if stream:
+            list(chat.create(model="m", messages=USER, stream=True))
+        else:
+            chat.create(model="m", messages=USER)
+
+    used = gateway.revoke(token)
+    assert used.failed == 1 and cause in (used.last_fault or ""), used
+    assert used.answered == 0
+    _still_serves(gateway, endpoint)
+
+
 def _raw(data: bytes, *, keep: bool = False):
     """Writes `data` as it is (a head and a body the test wrote byte by byte)."""
 
@@ -232,16 +252,7 @@ def test_a_whole_answer_the_endpoint_breaks_is_the_infrastructures_fault(attack,
     reads an answer as strict UTF-8 without a BOM, with no constant and no key twice, and 408,
     409 join 429 and 5xx as faults."""
     behaviour, cause = {**FIXED_WHOLE, **HELD_WHOLE}[attack]
-    endpoint.behaviour = behaviour
-    token = _grant(gateway, endpoint)
-
-    with pytest.raises(openai.APIStatusError):
-        openai_client(gateway, token).chat.completions.create(model="m", messages=USER)
-
-    used = gateway.revoke(token)
-    assert used.failed == 1 and cause in (used.last_fault or ""), used
-    assert used.answered == 0
-    _still_serves(gateway, endpoint)
+    _charged_to_the_endpoint(gateway, endpoint, behaviour, cause)
 
 
 CALL = {"id": "c", "type": "function", "function": {"name": "bash", "arguments": "{not json"}}
@@ -333,20 +344,7 @@ def test_a_stream_the_endpoint_breaks_is_the_infrastructures_fault(attack, gatew
     that only Python reads (as for whole answers) was relayed. Stops it: `StreamMeter` checks
     each whole event is UTF-8 text, and reads its data with `endpoint_json`."""
     behaviour, cause = {**FIXED_STREAMS, **HELD_STREAMS}[attack]
-    endpoint.behaviour = behaviour
-    token = _grant(gateway, endpoint)
-
-    with pytest.raises(openai.APIError):
-        list(
-            openai_client(gateway, token).chat.completions.create(
-                model="m", messages=USER, stream=True
-            )
-        )
-
-    used = gateway.revoke(token)
-    assert used.failed == 1 and cause in (used.last_fault or ""), used
-    assert used.answered == 0
-    _still_serves(gateway, endpoint)
+    _charged_to_the_endpoint(gateway, endpoint, behaviour, cause, stream=True)
 
 
 def test_a_tool_call_streamed_with_arguments_not_json_is_relayed(gateway, endpoint):

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import socket
 
-import openai
 import pytest
 
 from flashrsi_dagster.cli import main
@@ -43,9 +42,9 @@ from tests.sabotage.test_round12_endpoint import (
     GOOD,
     MESSAGE,
     OTHER_APIS,
+    _charged_to_the_endpoint,
     _grant,
     _post,
-    _still_serves,
 )
 
 
@@ -133,16 +132,7 @@ def test_a_whole_answer_at_the_parsers_edges_is_the_infrastructures_fault(
     nesting past the bound, control characters, trailing data, overlong UTF-8, 529, a 5xx
     whatever its body, and an error object in a 200."""
     behaviour, cause = {**FIXED_WHOLE, **HELD_WHOLE}[attack]
-    endpoint.behaviour = behaviour
-    token = _grant(gateway, endpoint)
-
-    with pytest.raises(openai.APIStatusError):
-        openai_client(gateway, token).chat.completions.create(model="m", messages=USER)
-
-    used = gateway.revoke(token)
-    assert used.failed == 1 and cause in (used.last_fault or ""), used
-    assert used.answered == 0
-    _still_serves(gateway, endpoint)
+    _charged_to_the_endpoint(gateway, endpoint, behaviour, cause)
 
 
 CORRECT_WHOLE = {
@@ -226,20 +216,7 @@ def test_a_stream_at_the_parsers_edges_is_the_infrastructures_fault(attack, gate
     """Attack: the whole answers' edges inside a chat stream's events. Got through on main:
     a number past a float's range (as for whole answers). Held: the rest."""
     behaviour, cause = {**FIXED_STREAMS, **HELD_STREAMS}[attack]
-    endpoint.behaviour = behaviour
-    token = _grant(gateway, endpoint)
-
-    with pytest.raises(openai.APIError):
-        list(
-            openai_client(gateway, token).chat.completions.create(
-                model="m", messages=USER, stream=True
-            )
-        )
-
-    used = gateway.revoke(token)
-    assert used.failed == 1 and cause in (used.last_fault or ""), used
-    assert used.answered == 0
-    _still_serves(gateway, endpoint)
+    _charged_to_the_endpoint(gateway, endpoint, behaviour, cause, stream=True)
 
 
 def _pieces(stream: bytes, size: int) -> list[bytes]:
