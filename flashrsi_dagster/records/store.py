@@ -52,13 +52,15 @@ def read_record[R: BaseModel](path: Path, model: type[R]) -> R:
 
 
 def read_optional[R: BaseModel](path: Path, model: type[R]) -> R | None:
-    """The record at `path`, or None when there is none yet (a damaged one still raises)."""
+    """The record at `path`, or None when there is none yet (a damaged one still raises).
+    "None yet" is the failed read's own answer, not a second look: a record another process
+    writes between the two would otherwise read as unreadable."""
     try:
         return read_record(path, model)
-    except RecordError:
-        if path.exists():
-            raise
-        return None
+    except RecordError as exc:
+        if isinstance(exc.__cause__, FileNotFoundError):
+            return None
+        raise
 
 
 class Record(BaseModel):
