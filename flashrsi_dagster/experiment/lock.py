@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -107,11 +108,38 @@ def driving(root: Path, patience: float = 5.0) -> Iterator[None]:
         deadline = time.monotonic() + patience
         while not _took(fd, fcntl.LOCK_EX):
             if time.monotonic() > deadline:
-                raise DriverBusy(f"{path} is held: another process drives this experiment")
+                raise DriverBusy(
+                    f"{path} is held: another process drives this experiment{_holder(fd)}"
+                )
             time.sleep(0.1)
+        _sign(fd)
         yield
     finally:
         os.close(fd)
+
+
+def _sign(fd: int) -> None:
+    """Write who drives into the lock file, so a refused driver can name it: the lock is the
+    truth, the file's words only what its last holder said (read only while one holds it)."""
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()} {_command_line()}\n".encode(), 0)
+
+
+def _command_line() -> str:
+    """The program and its subcommand only (`flashrsi resume`): the rest of a command line
+    may hold a key (`--agent.llm.api_key`), and nothing writes a key."""
+    if not sys.argv:
+        return ""
+    words = [Path(sys.argv[0]).name, *sys.argv[1:2]]
+    return " ".join(w for w in words if w.isidentifier() or w == words[0])
+
+
+def _holder(fd: int) -> str:
+    said = os.pread(fd, 200, 0).decode(errors="replace").strip()
+    pid, _, command = said.partition(" ")
+    if not pid.isdigit():
+        return ""
+    return f" (process {pid}" + (f": {command}" if command else "") + ")"
 
 
 def driven(root: Path) -> bool:

@@ -4,6 +4,8 @@ launches a step."""
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from pathlib import Path
 
@@ -39,8 +41,11 @@ def _experiment(home: Path):
 def test_a_second_driver_of_one_experiment_is_refused(tmp_path):
     experiment = _experiment(tmp_path)
     with dg.instance_for_test() as instance, driving(experiment.paths.root):
-        with pytest.raises(DriverBusy, match="another process drives this experiment"):
+        with pytest.raises(DriverBusy, match="another process drives this experiment") as busy:
             drive_on(instance, experiment, say=lambda _: None)
+        assert f"this experiment (process {os.getpid()}: {Path(sys.argv[0]).name}" in str(
+            busy.value
+        )
         assert instance.get_runs() == []
 
 

@@ -721,5 +721,8 @@ def test_resume_beside_a_frozen_driver_refuses_in_one_line_and_nothing_outlives_
 
     assert resumed.returncode != 0
     [error] = resumed.stderr.strip().splitlines()
-    assert error.endswith("driver.lock is held: another process drives this experiment")
+    assert error.endswith(
+        "driver.lock is held: another process drives this experiment"
+        f" (process {command.pid}: flashrsi run)"
+    )
     assert _wait_until_gone(command.pid, home) == []
