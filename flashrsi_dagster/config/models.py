@@ -73,6 +73,14 @@ AnswerRetries = Annotated[
 """The retry budget of structured answers, the same key in every algorithm that reads them."""
 
 
+def _not_blank(value: Any) -> Any:
+    """An empty path would read as `.`, the config's own folder, without a word: a key left
+    empty by mistake (an unset variable in a template) must not pick a folder."""
+    if isinstance(value, str) and not value.strip():
+        raise ValueError("an empty path: give a path, or leave the key out")
+    return value
+
+
 def _resolve(path: Path, info: ValidationInfo) -> Path:
     base = (info.context or {}).get("base_dir") or Path.cwd()
     return (Path(base) / path.expanduser()).resolve()
@@ -90,9 +98,9 @@ def _must_exist(path: Path) -> Path:
     return path
 
 
-ResolvedPath = Annotated[Path, AfterValidator(_resolve)]
-ExistingDir = Annotated[Path, AfterValidator(_resolve), AfterValidator(_must_be_dir)]
-ExistingPath = Annotated[Path, AfterValidator(_resolve), AfterValidator(_must_exist)]
+ResolvedPath = Annotated[Path, BeforeValidator(_not_blank), AfterValidator(_resolve)]
+ExistingDir = Annotated[ResolvedPath, AfterValidator(_must_be_dir)]
+ExistingPath = Annotated[ResolvedPath, AfterValidator(_must_exist)]
 
 
 def _leaf_types(annotation: Any) -> set[Any]:

@@ -63,6 +63,18 @@ CASES = [
         ["agent.source_dir (line 6)", "folder does not exist"],
     ),
     (
+        "empty-source-dir",  # it read as `.`: the config's own folder, without a word
+        _edit("source_dir: harness", 'source_dir: ""'),
+        [],
+        ["agent.source_dir (line 6)", "an empty path"],
+    ),
+    (
+        "blank-home-override",
+        None,
+        ["--experiment.home", " "],
+        ["experiment.home (set by --experiment.home)", "an empty path"],
+    ),
+    (
         "literal-secret",
         _edit("${FLASHRSI_TEST_CANARY_API_KEY}", "sk-live0123456789abcdefXYZ"),
         [],
