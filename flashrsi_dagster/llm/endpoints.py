@@ -4,10 +4,32 @@ from __future__ import annotations
 
 import atexit
 import threading
+import urllib.request
 
 from flashrsi_dagster.config.models import LLMConfig
 
 OFFLINE = "offline"
+PROXY_VARIABLES = frozenset({"http_proxy", "https_proxy", "all_proxy", "no_proxy", "ftp_proxy"})
+"""The environment's proxy settings (any case), which no call of the framework follows: the
+gateway connects to each role's `base_url` itself (`http.client`, no proxy), and an agent's
+calls go to the gateway on loopback, where a proxy would only take them away (with the run's
+token) and fail them. An endpoint reached through a proxy is one whose URL is the proxy's."""
+
+
+def is_proxy_variable(name: str) -> bool:
+    return name.lower() in PROXY_VARIABLES
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None  # urllib then raises HTTPError with the 3xx
+
+
+def direct_opener() -> urllib.request.OpenerDirector:
+    """urllib as the gateway connects: no proxy from the environment, no redirect followed
+    (urllib's own handler sends every header, the key too, to wherever a 3xx points)."""
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
+
 
 _lock = threading.Lock()
 _server = None
