@@ -10,14 +10,16 @@ usage and tool arguments, and the config: `llm.timeout` of `1e-300`, credentials
 endpoint URL's query or fragment (round 14 left `?key=` accepted and written in clear).
 
 Each attack is one test. One that got through on main was written here first, failing, then
-closed by the smallest fix; the others held on main and stay as tests. Of 58 cases, 30 got
-through on main (8 holes): a key holding a line break crashed the gateway's call with the
-key in the logged traceback (3) and validated (4); Gate0's ping followed a redirect to
+closed by the smallest fix; the others held on main and stay as tests. Of 67 cases, 32 got
+through on main (9 holes): a key holding a line break failed the call in the gateway with
+the key in the logged traceback (3) and validated (4); Gate0's ping followed a redirect to
 another host with the key (3) and went through the environment's proxy (1); the plain-LLM
 target's client sent its calls (and the run's token) to the environment's proxy (2), and the
-unconfined MiniAgent and Claude Code inherited the proxy (2); a stream whose blank lines
-end in LF then CRLF, or LF then CR, was refused as a fault (2); `llm.timeout: 1e-300`
-validated (3); a credential in the endpoint URL's query or a fragment validated (7).
+unconfined MiniAgent and Claude Code inherited the proxy (1); a stream whose blank lines end
+in LF then CRLF, or LF then CR, was refused as a fault (2, and 6 cuts of it at the meter);
+`llm.timeout: 1e-300` validated (3); a credential in the endpoint URL's query, or a
+fragment, validated (7; a key of a known shape, `sk-...`, was already refused as a literal
+secret).
 """
 
 from __future__ import annotations
