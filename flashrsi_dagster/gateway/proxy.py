@@ -210,7 +210,8 @@ class Proxy:
         if route.kind is not None and (reason := self._accounts.over_calls(run)) is not None:
             raise errors.run_budget_exceeded(reason)
         target = upstream.path_prefix + url.path.removeprefix("/v1")
-        target += f"?{url.query}" if url.query else ""
+        query = "&".join(q for q in (upstream.query, url.query) if q)  # the endpoint's first
+        target += f"?{query}" if query else ""
         if route.kind is not None and request is not None:
             body = self._clip(run, route.kind, request, body)
             if held := hold_ceilings(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import threading
 import urllib.request
+from urllib.parse import urlsplit, urlunsplit
 
 from flashrsi_dagster.config.models import LLMConfig
 
@@ -72,7 +73,16 @@ def openai_base_url(llm: LLMConfig) -> str | None:
 
 
 def anthropic_base_url(llm: LLMConfig) -> str:
-    """The Anthropic-style root URL (without /v1) for the role."""
+    """The Anthropic-style root URL (without /v1, nor the URL's query: `with_path` puts it
+    back after a path) for the role."""
     if llm.base_url == OFFLINE:
         return offline_server().root_url
-    return (llm.base_url or "https://api.anthropic.com").rstrip("/").removesuffix("/v1")
+    url = urlsplit(llm.base_url or "https://api.anthropic.com")
+    return urlunsplit((url.scheme, url.netloc, url.path.rstrip("/").removesuffix("/v1"), "", ""))
+
+
+def with_path(base: str, path: str, query_of: str | None = None) -> str:
+    """`base` with `path` appended to its path, keeping the query of `query_of` (default:
+    `base`'s own): `https://h/v1?api-version=1` + `/models` is `https://h/v1/models?api-version=1`."""
+    url, query = urlsplit(base), urlsplit(query_of or base).query
+    return urlunsplit((url.scheme, url.netloc, url.path.rstrip("/") + path, query, ""))

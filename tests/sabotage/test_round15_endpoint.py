@@ -10,8 +10,8 @@ usage and tool arguments, and the config: `llm.timeout` of `1e-300`, credentials
 endpoint URL's query or fragment (round 14 left `?key=` accepted and written in clear).
 
 Each attack is one test. One that got through on main was written here first, failing, then
-closed by the smallest fix; the others held on main and stay as tests. Of 67 cases, 32 got
-through on main (9 holes): a key holding a line break failed the call in the gateway with
+closed by the smallest fix; the others held on main and stay as tests. Of 72 cases, 37 got
+through on main (11 holes): a key holding a line break failed the call in the gateway with
 the key in the logged traceback (3) and validated (4); Gate0's ping followed a redirect to
 another host with the key (3) and went through the environment's proxy (1); the plain-LLM
 target's client sent its calls (and the run's token) to the environment's proxy (2), and the
@@ -19,7 +19,8 @@ unconfined MiniAgent and Claude Code inherited the proxy (1); a stream whose bla
 in LF then CRLF, or LF then CR, was refused as a fault (2, and 6 cuts of it at the meter);
 `llm.timeout: 1e-300` validated (3); a credential in the endpoint URL's query, or a
 fragment, validated (7; a key of a known shape, `sk-...`, was already refused as a literal
-secret).
+secret); the query an endpoint URL may keep (Azure's `api-version`) was dropped from every
+call by the gateway (3) and put before Gate0's `/models` (2).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
+import httpx2
 import openai
 import pytest
 
@@ -41,6 +43,7 @@ from flashrsi_dagster.agents.miniagent.adapter import _server_env
 from flashrsi_dagster.algorithms.evolver.health import endpoint_problem
 from flashrsi_dagster.cli import main
 from flashrsi_dagster.config.models import LLMConfig
+from flashrsi_dagster.environments.confinement import upstream_of
 from flashrsi_dagster.gateway import Gateway, Upstream
 from flashrsi_dagster.gateway.streams import StreamMeter
 from flashrsi_dagster.llm.client import LLMClient
@@ -636,3 +639,48 @@ def test_a_one_second_llm_timeout_is_accepted(tmp_path, monkeypatch, capsys):
     _validate(tmp_path, monkeypatch, ["--agent.llm.timeout", "1"])
 
     assert "llm.timeout" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("api", ["chat", "responses", "anthropic"])
+def test_the_endpoint_urls_query_goes_with_every_call(api, tmp_path):
+    """Attack (an operator's honest config): Azure OpenAI's `base_url:
+    https://NAME.openai.azure.com/openai/deployments/DEP?api-version=2024-10-21`, which
+    validates (its query is no credential). Got through on main: the gateway forwarded the
+    URL's path only, so every call went out without `api-version` (Azure answers 404 or
+    400: a 4xx, each task the agent's error); an Anthropic URL with a query was cut into a
+    broken path. Stops it: the gateway sends the URL's query with every call, before the
+    client's own (`Upstream.query`)."""
+    with _recording_host() as (endpoint, seen), Gateway() as gateway:
+        url = f"{endpoint}/openai/v1?api-version=2024-10-21"
+        upstream = upstream_of(LLMConfig(model="m", base_url=url, api=api))
+        token = gateway.grant(experiment="x", role="target", run_id="r", upstream=upstream)
+
+        path, field = {
+            "chat": ("chat/completions", "messages"),
+            "responses": ("responses", "input"),
+            "anthropic": ("messages", "messages"),
+        }[api]
+        headers = {"Authorization": f"Bearer {token}", "x-api-key": token}
+        body = {"model": "m", "max_tokens": 9, field: USER}
+        httpx2.post(f"{gateway.url}/v1/{path}?x=1", json=body, headers=headers, timeout=60)
+        gateway.revoke(token)
+
+    assert seen and seen[0].startswith(f"POST /openai/v1/{path}?api-version=2024-10-21&x=1 ")
+
+
+@pytest.mark.parametrize("api", ["chat", "anthropic"])
+def test_gate0_pings_the_model_list_with_the_urls_query(api, monkeypatch):
+    """Attack: the same Azure-style URL, and the Evolver's Gate0. Got through on main: the
+    ping appended `/models` after the query (`...?api-version=2024-10-21/models`), a model
+    list no endpoint serves: a healthy endpoint called unhealthy, the round stopped. Stops
+    it: `endpoints.with_path` puts the path before the query."""
+    monkeypatch.setenv("R15_KEY", HEX_CANARY)
+    with _recording_host() as (endpoint, seen):
+        url = f"{endpoint}/openai/v1?api-version=2024-10-21"
+
+        problem = endpoint_problem(
+            LLMConfig(model="m", base_url=url, api_key="${R15_KEY}", api=api)
+        )
+
+    assert problem is None
+    assert seen and seen[0].startswith("GET /openai/v1/models?api-version=2024-10-21 ")

@@ -18,7 +18,12 @@ from flashrsi_dagster.benchmarks.base import SystemicFault
 from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.config.models import LLMConfig
 from flashrsi_dagster.llm.client import resolve_key
-from flashrsi_dagster.llm.endpoints import anthropic_base_url, direct_opener, openai_base_url
+from flashrsi_dagster.llm.endpoints import (
+    anthropic_base_url,
+    direct_opener,
+    openai_base_url,
+    with_path,
+)
 from flashrsi_dagster.validation import dry_run
 
 PING_TIMEOUT = 15.0
@@ -37,10 +42,10 @@ def endpoint_problem(llm: LLMConfig) -> str | None:
     except Exception:
         return None
     if llm.api == "anthropic":
-        url = f"{anthropic_base_url(llm)}/v1/models"
+        url = with_path(anthropic_base_url(llm), "/v1/models", query_of=llm.base_url)
         headers = {"x-api-key": key, "anthropic-version": "2023-06-01"}
     else:
-        url = f"{(openai_base_url(llm) or DEFAULT_OPENAI).rstrip('/')}/models"
+        url = with_path(openai_base_url(llm) or DEFAULT_OPENAI, "/models")
         headers = {"Authorization": f"Bearer {key}"}
     request = urllib.request.Request(url, headers=headers, method="GET")
     try:
