@@ -46,6 +46,8 @@ MAX_PROMPT_CHARS = 4 * MAX_TOKENS
 """Characters of one prompt: about a million tokens' worth."""
 MAX_TIMEOUT = 7 * 24 * 3600.0
 """Seconds: a week, for any timeout."""
+MAX_PRICE = 100_000.0
+"""USD per million tokens: far above any model's list price; the cost of a call stays finite."""
 MIN_CALL_TIMEOUT = 1.0
 """Seconds: the least `llm.timeout` (and web fetch timeout). No endpoint answers a call in
 less (`1e-300` validated, then every call of the role timed out)."""
@@ -149,8 +151,9 @@ class ReasoningConfig(Section):
 class PriceConfig(Section):
     """USD per million tokens; with it, usage records carry a cost."""
 
-    input_per_mtok: float = Field(ge=0, description="USD per million input tokens.")
-    output_per_mtok: float = Field(ge=0, description="USD per million output tokens.")
+    # Bounded: at 1e308 one call cost `inf`, written as `Infinity` (not JSON) in the log.
+    input_per_mtok: float = Field(ge=0, le=MAX_PRICE, description="USD per million input tokens.")
+    output_per_mtok: float = Field(ge=0, le=MAX_PRICE, description="USD per million output tokens.")
 
 
 class LLMConfig(Section):

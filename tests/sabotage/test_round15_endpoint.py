@@ -10,8 +10,8 @@ usage and tool arguments, and the config: `llm.timeout` of `1e-300`, credentials
 endpoint URL's query or fragment (round 14 left `?key=` accepted and written in clear).
 
 Each attack is one test. One that got through on main was written here first, failing, then
-closed by the smallest fix; the others held on main and stay as tests. Of 72 cases, 37 got
-through on main (11 holes): a key holding a line break failed the call in the gateway with
+closed by the smallest fix; the others held on main and stay as tests. Of 73 cases, 38 got
+through on main (12 holes): a key holding a line break failed the call in the gateway with
 the key in the logged traceback (3) and validated (4); Gate0's ping followed a redirect to
 another host with the key (3) and went through the environment's proxy (1); the plain-LLM
 target's client sent its calls (and the run's token) to the environment's proxy (2), and the
@@ -20,7 +20,8 @@ in LF then CRLF, or LF then CR, was refused as a fault (2, and 6 cuts of it at t
 `llm.timeout: 1e-300` validated (3); a credential in the endpoint URL's query, or a
 fragment, validated (7; a key of a known shape, `sk-...`, was already refused as a literal
 secret); the query an endpoint URL may keep (Azure's `api-version`) was dropped from every
-call by the gateway (3) and put before Gate0's `/models` (2).
+call by the gateway (3) and put before Gate0's `/models` (2); a price of `1e308` validated,
+and a call's cost was logged as `Infinity` (1).
 """
 
 from __future__ import annotations
@@ -564,6 +565,20 @@ FIXED_TIMEOUTS = {
 HELD_TIMEOUTS = {
     "llm-timeout-1e300": (["--agent.llm.timeout", "1e300"], "agent.llm.timeout"),
 }
+
+
+def test_a_price_whose_cost_is_no_number_is_one_line(tmp_path, monkeypatch, capsys):
+    """Attack: `llm.price.input_per_mtok: 1e308` (finite, so it validated). Got through on
+    main: the first call cost `inf`, and the gateway's log took `"cost_usd": Infinity`, which
+    is not JSON (every reader but Python's refuses the line). Stops it: a price is at most
+    `MAX_PRICE` (100,000 USD per million tokens)."""
+    args = ["--agent.llm.price", "{input_per_mtok: 1.0e+308, output_per_mtok: 1}"]
+
+    code, _ = _validate(tmp_path, monkeypatch, args)
+
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "agent.llm.price.input_per_mtok" in line]
+    assert code == 2 and len(lines) == 1 and "less than or equal" in lines[0], err
 
 
 @pytest.mark.parametrize("attack", [*FIXED_TIMEOUTS, *HELD_TIMEOUTS])
