@@ -229,6 +229,8 @@ def key_problem(value: str) -> str | None:
             "holds whitespace at its ends or a control character (a key file's trailing "
             "newline?): no endpoint takes it as it is; export it stripped"
         )
+    if not value.isascii():  # a quote pasted with it: HTTP headers carry Latin-1 at most
+        return "holds a character that is not ASCII (a quote pasted with it?): no key does"
     return None
 
 

@@ -10,18 +10,18 @@ usage and tool arguments, and the config: `llm.timeout` of `1e-300`, credentials
 endpoint URL's query or fragment (round 14 left `?key=` accepted and written in clear).
 
 Each attack is one test. One that got through on main was written here first, failing, then
-closed by the smallest fix; the others held on main and stay as tests. Of 73 cases, 38 got
+closed by the smallest fix; the others held on main and stay as tests. Of 74 cases, 39 got
 through on main (12 holes): a key holding a line break failed the call in the gateway with
-the key in the logged traceback (3) and validated (4); Gate0's ping followed a redirect to
-another host with the key (3) and went through the environment's proxy (1); the plain-LLM
-target's client sent its calls (and the run's token) to the environment's proxy (2), and the
-unconfined MiniAgent and Claude Code inherited the proxy (1); a stream whose blank lines end
-in LF then CRLF, or LF then CR, was refused as a fault (2, and 6 cuts of it at the meter);
-`llm.timeout: 1e-300` validated (3); a credential in the endpoint URL's query, or a
-fragment, validated (7; a key of a known shape, `sk-...`, was already refused as a literal
-secret); the query an endpoint URL may keep (Azure's `api-version`) was dropped from every
-call by the gateway (3) and put before Gate0's `/models` (2); a price of `1e308` validated,
-and a call's cost was logged as `Infinity` (1).
+the key in the logged traceback (3), and it or a pasted quote validated (5); Gate0's ping
+followed a redirect to another host with the key (3) and went through the environment's
+proxy (1); the plain-LLM target's client sent its calls (and the run's token) to the
+environment's proxy (2), and the unconfined MiniAgent and Claude Code inherited the proxy
+(1); a stream whose blank lines end in LF then CRLF, or LF then CR, was refused as a fault
+(2, and 6 cuts of it at the meter); `llm.timeout: 1e-300` validated (3); a credential in the
+endpoint URL's query, or a fragment, validated (7; a key of a known shape, `sk-...`, was
+already refused as a literal secret); the query an endpoint URL may keep (Azure's
+`api-version`) was dropped from every call by the gateway (3) and put before Gate0's
+`/models` (2); a price of `1e308` validated, and a call's cost was logged as `Infinity` (1).
 """
 
 from __future__ import annotations
@@ -284,6 +284,7 @@ KEY_VALUES = {
     "a-trailing-cr": (CANARY + "\r", "whitespace at its ends"),
     "a-leading-space": (" " + CANARY, "whitespace at its ends"),
     "empty": ("", "is empty"),
+    "a-pasted-closing-quote": (CANARY + "\u201d", "not ASCII"),
 }
 
 
@@ -291,8 +292,9 @@ KEY_VALUES = {
 def test_a_key_no_header_can_carry_is_refused_at_validate(value, tmp_path, monkeypatch, capsys):
     """Attack: the same key, and `flashrsi validate`. Got through on main: it validated, and
     every call of the role then failed (a line break: the gateway's error) or was refused
-    (a space: 401), the whole budget spent on nothing. Stops it: the dry run refuses such a
-    key in one line naming the key's path, never quoting it."""
+    (a space, a pasted `\u201d`: 401 or the gateway's error), the whole budget spent on
+    nothing. Stops it: the dry run refuses such a key in one line naming the key's path,
+    never quoting it."""
     key, fragment = KEY_VALUES[value]
     monkeypatch.setenv("FLASHRSI_TEST_CANARY_API_KEY", key)
     folder = tmp_path / "configs"
