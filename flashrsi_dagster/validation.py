@@ -213,7 +213,25 @@ def _keys(config: ExperimentConfig) -> list[str]:
                 f"{config.role_key(name)}.llm.api_key: {key} is not set; export {key.env_var} "
                 "in the shell that runs flashrsi"
             )
+        elif key is not None and (problem := key_problem(os.environ[key.env_var])):
+            problems.append(f"{config.role_key(name)}.llm.api_key: {key} {problem}")
     return problems
+
+
+def key_problem(value: str) -> str | None:
+    """Why a key's value cannot go in a request header as it is (never quoting it), or None.
+    A key file read with its newline, or a `.env` file's CR, made every call of the role fail
+    in the gateway (no header holds a line break), or be refused (401) for a space."""
+    if not value:
+        return "is empty"
+    if value != value.strip() or not value.isprintable():
+        return (
+            "holds whitespace at its ends or a control character (a key file's trailing "
+            "newline?): no endpoint takes it as it is; export it stripped"
+        )
+    if not value.isascii():  # a quote pasted with it: HTTP headers carry Latin-1 at most
+        return "holds a character that is not ASCII (a quote pasted with it?): no key does"
+    return None
 
 
 def _harnesses(config: ExperimentConfig, adapters: dict[str, type[Agent]]) -> list[str]:

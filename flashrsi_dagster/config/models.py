@@ -11,7 +11,7 @@ import math
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -46,6 +46,17 @@ MAX_PROMPT_CHARS = 4 * MAX_TOKENS
 """Characters of one prompt: about a million tokens' worth."""
 MAX_TIMEOUT = 7 * 24 * 3600.0
 """Seconds: a week, for any timeout."""
+MAX_PRICE = 100_000.0
+"""USD per million tokens: far above any model's list price; the cost of a call stays finite."""
+MIN_CALL_TIMEOUT = 1.0
+"""Seconds: the least `llm.timeout` (and web fetch timeout). No endpoint answers a call in
+less (`1e-300` validated, then every call of the role timed out)."""
+SECRET_QUERY_WORDS = frozenset(
+    {"key", "apikey", "token", "secret", "password", "passwd", "pwd", "sig", "signature",
+     "auth", "authorization", "credential", "credentials", "session"}
+)  # fmt: skip
+"""Words of a URL query parameter's name that mark it a credential (`key`, `api_key`,
+`access_token`, `x-goog-api-key`, `apiKey`); `api-version` and the like are kept."""
 
 
 def _integral(value: Any) -> Any:
@@ -148,8 +159,9 @@ class ReasoningConfig(Section):
 class PriceConfig(Section):
     """USD per million tokens; with it, usage records carry a cost."""
 
-    input_per_mtok: float = Field(ge=0, description="USD per million input tokens.")
-    output_per_mtok: float = Field(ge=0, description="USD per million output tokens.")
+    # Bounded: at 1e308 one call cost `inf`, written as `Infinity` (not JSON) in the log.
+    input_per_mtok: float = Field(ge=0, le=MAX_PRICE, description="USD per million input tokens.")
+    output_per_mtok: float = Field(ge=0, le=MAX_PRICE, description="USD per million output tokens.")
 
 
 class LLMConfig(Section):
@@ -179,7 +191,10 @@ class LLMConfig(Section):
         "`config/request_fields.py`).",
     )
     timeout: float = Field(
-        120.0, gt=0, le=MAX_TIMEOUT, description="Seconds allowed for one model call."
+        120.0,
+        ge=MIN_CALL_TIMEOUT,
+        le=MAX_TIMEOUT,
+        description="Seconds allowed for one model call.",
     )
     max_retries: Count = Field(
         2, ge=0, le=MAX_RETRIES, description="Retries of a failed call (429, 5xx, timeout)."
@@ -212,6 +227,10 @@ class LLMConfig(Section):
             raise ValueError(
                 "expected an http(s):// URL, `offline`, or nothing for the SDK default"
             )
+        # Before anything echoes the URL: a credential in it would be printed, and written
+        # with the config into the experiment's run_meta.json.
+        if (problem := _credential_in_url(value)) is not None:
+            raise ValueError(problem)
         try:  # every call would fail to connect: refused here, not task by task
             host, port = urlsplit(value).hostname, urlsplit(value).port
         except ValueError as exc:
@@ -261,6 +280,23 @@ class LLMConfig(Section):
         return self
 
 
+def _credential_in_url(url: str) -> str | None:
+    """Why `url` may not name an endpoint because it carries a credential (never quoting
+    it), or None. A query parameter named as a key or token is sent with every call, and
+    the URL is written with the config; a fragment is never sent at all."""
+    parts = urlsplit(url)
+    for name, _ in parse_qsl(parts.query, keep_blank_values=True):
+        words = {w for w in re.split(r"[^a-z0-9]+", name.lower()) if w}
+        if words & SECRET_QUERY_WORDS or name.lower().endswith(("key", "token")):
+            return (
+                f"an endpoint URL whose query parameter {name[:40]!r} holds a credential, "
+                "which would be written with the config; give the key as api_key: ${ENV_VAR}"
+            )
+    if parts.fragment or url.endswith("#"):
+        return "an endpoint URL with a #fragment, which no HTTP client sends"
+    return None
+
+
 class SpendCap(Section):
     """A role's spending cap, enforced by the model gateway per experiment: once reached,
     further calls are refused (an infrastructure fault with the cap in its message)."""
@@ -308,7 +344,9 @@ class WebConfig(Section):
     max_bytes: Count = Field(
         1 << 20, gt=0, le=MAX_WEB_BYTES, description="Bytes of one page read at most."
     )
-    timeout: float = Field(20.0, gt=0, le=MAX_TIMEOUT, description="Seconds for one fetch.")
+    timeout: float = Field(
+        20.0, ge=MIN_CALL_TIMEOUT, le=MAX_TIMEOUT, description="Seconds for one fetch."
+    )
     search_url: str | None = Field(
         None,
         description="`direct`: the search results page fetched for a search, `{query}` "

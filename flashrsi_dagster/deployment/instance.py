@@ -7,7 +7,6 @@ import os
 import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import dagster as dg
@@ -22,6 +21,7 @@ from flashrsi_dagster.deployment.run_queue import STARTUP_TIMEOUT, RunLimits, ru
 from flashrsi_dagster.deployment.storage import CONFIG as STORAGE
 from flashrsi_dagster.explorer.links import EXPLORER_URL_ENV
 from flashrsi_dagster.lifecycle import Record, Stoppable, say, supervise
+from flashrsi_dagster.llm.endpoints import direct_opener
 from flashrsi_dagster.orchestration.owner import fail_dead_runs
 
 TELEMETRY_OFF = "telemetry:\n  enabled: false\n"
@@ -207,7 +207,8 @@ def _announce_when_up(port: int, explorer_port: int | None) -> None:
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while time.monotonic() < deadline:
             try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=5).close()
+                # loopback: never through the environment's proxy (`endpoints.direct_opener`)
+                direct_opener().open(f"http://127.0.0.1:{port}/server_info", timeout=5).close()
             except OSError:
                 time.sleep(1)
                 continue

@@ -37,7 +37,7 @@ from flashrsi_dagster.environments.jail import (
 from flashrsi_dagster.environments.watchdog import Kill, ShellWatchdog
 from flashrsi_dagster.gateway import Caps, Gateway, RunUsage, Upstream, WebAccess
 from flashrsi_dagster.llm.client import resolve_key
-from flashrsi_dagster.llm.endpoints import anthropic_base_url, openai_base_url
+from flashrsi_dagster.llm.endpoints import anthropic_base_url, openai_base_url, with_path
 from flashrsi_dagster.records import ErrorInfo, Redactor, Status, Trajectory, Usage
 
 JAIL_GATEWAY_PORT = 8086
@@ -394,7 +394,7 @@ def caps_of(roles: dict[str, RoleConfig]) -> dict[str, Caps]:
 def upstream_of(llm: LLMConfig) -> Upstream:
     """The real endpoint behind the gateway for a role: its URL prefix for `/v1` and key."""
     if llm.api == "anthropic":
-        base = f"{anthropic_base_url(llm)}/v1"
+        base = with_path(anthropic_base_url(llm), "/v1", query_of=llm.base_url)
     else:
         base = (openai_base_url(llm) or "https://api.openai.com/v1").rstrip("/")
     # Only the role's model: a harness that switches models would be evaluated on another

@@ -76,6 +76,11 @@ class Upstream:
     def path_prefix(self) -> str:
         return urlsplit(self.base_url).path.rstrip("/")
 
+    @cached_property
+    def query(self) -> str:
+        """The URL's query (Azure's `api-version=...`), sent with every call."""
+        return urlsplit(self.base_url).query
+
 
 @dataclass(frozen=True)
 class Caps:

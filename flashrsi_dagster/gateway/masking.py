@@ -28,7 +28,14 @@ class KeyMask:
         return data.replace(self._key, _MARK) if self._key else data
 
     def text(self, text: str) -> str:
-        return text.replace(self._key.decode(), REDACTED) if self._key else text
+        """`text` with the key masked, also as Python quotes it (`repr`: a key holding a
+        line break or a non-ASCII character is written escaped in an exception's words)."""
+        if not self._key:
+            return text
+        key = self._key.decode()
+        for form in dict.fromkeys((key, repr(key)[1:-1], repr(self._key)[2:-1])):
+            text = text.replace(form, REDACTED)
+        return text
 
     def headers(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
         return [(name, self.text(value)) for name, value in headers]

@@ -7,6 +7,7 @@ import http.client
 import json
 import logging
 import time
+import traceback
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -120,9 +121,12 @@ class Proxy:
             self._log_once(call)
             self._answer(h, refusal)
         except Exception as exc:
-            record.status, record.error = 500, f"gateway bug: {type(exc).__name__}: {exc}"
-            record.fault = "gateway"
-            logger.exception("gateway: failed on %s %s", h.command, url.path)
+            # Its words may quote the key (http.client's "Invalid header value b'Bearer ...'")
+            mask = KeyMask(run.grant.upstream.key if run is not None else None)
+            record.status, record.fault = 500, "gateway"
+            record.error = mask.text(f"gateway bug: {type(exc).__name__}: {exc}")
+            trace = mask.text("".join(traceback.format_exception(exc)))
+            logger.error("gateway: failed on %s %s\n%s", h.command, url.path, trace)
             if run is not None:  # the infrastructure's fault, not the run's
                 self._accounts.fail(run, f"the gateway's own error ({type(exc).__name__})")
             self._log_once(call)
@@ -206,7 +210,8 @@ class Proxy:
         if route.kind is not None and (reason := self._accounts.over_calls(run)) is not None:
             raise errors.run_budget_exceeded(reason)
         target = upstream.path_prefix + url.path.removeprefix("/v1")
-        target += f"?{url.query}" if url.query else ""
+        query = "&".join(q for q in (upstream.query, url.query) if q)  # the endpoint's first
+        target += f"?{query}" if query else ""
         if route.kind is not None and request is not None:
             body = self._clip(run, route.kind, request, body)
             if held := hold_ceilings(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from flashrsi_dagster.gateway.answers import (
@@ -15,7 +16,8 @@ from flashrsi_dagster.gateway.metering import Kind, Tokens, tokens_of, usage_of_
 MAX_EVENT = 4 << 20
 """Bytes of one event at most: a longer one (or a stream that never ends an event) is the
 endpoint's fault."""
-_ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")
+# A line's end then an empty line's; a CR with nothing after it yet may be a CRLF's start.
+_BLANK_LINE = re.compile(rb"\r\n\r\n|\r\n\n|\n\r\n|\n\n|\r\r|\n\r(?=[^\n])")
 # The events that close a stream (the usage has been seen by then).
 _LAST = frozenset(
     {b"message_stop", b"response.completed", b"response.incomplete", b"response.failed"}
@@ -148,24 +150,18 @@ class StreamMeter:
 
 
 class _EventEnds:
-    """Where events end in one buffer. Each terminator's next position is remembered, so a
-    style the stream does not use is searched for once per buffer, not once per event."""
+    """Where events end in one buffer: at a blank line, whatever ends its lines (SSE takes
+    CRLF, LF and CR, mixed: `\n\r\n` is a line ended by LF, then an empty line ended by
+    CRLF, which the OpenAI SDK reads as an event's end)."""
 
     def __init__(self, buffer: bytes, skip: int = 0) -> None:
         self._buffer = buffer
         self._skip = skip
-        self._next: dict[bytes, int | None] = dict.fromkeys(_ENDS)  # None: not searched yet
 
     def after(self, start: int) -> int | None:
         """The index just past the blank line ending the event that starts at `start`."""
-        best = None
-        for terminator, found in self._next.items():
-            if found is None or 0 <= found < start:
-                found = self._buffer.find(terminator, max(start, self._skip))
-                self._next[terminator] = found  # -1: absent from here on
-            if found >= 0 and (best is None or found + len(terminator) < best):
-                best = found + len(terminator)
-        return best
+        found = _BLANK_LINE.search(self._buffer, max(start, self._skip))
+        return found.end() if found else None
 
 
 _ANSWERING = {

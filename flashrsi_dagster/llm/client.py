@@ -13,7 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from flashrsi_dagster.config.models import LLMConfig
 from flashrsi_dagster.llm import translate
-from flashrsi_dagster.llm.endpoints import OFFLINE, anthropic_base_url, openai_base_url
+from flashrsi_dagster.llm.endpoints import (
+    OFFLINE,
+    anthropic_base_url,
+    direct_opener,
+    openai_base_url,
+)
 from flashrsi_dagster.llm.usage import UsageMeter
 
 if TYPE_CHECKING:
@@ -112,6 +117,8 @@ class LLMClient:
                 timeout=self.config.timeout,
                 max_retries=self.config.max_retries,
                 default_headers={ROLE_HEADER: self.role},
+                # the environment's proxies and redirects are not followed (`endpoints.py`)
+                http_client=openai.DefaultHttpxClient(trust_env=False, follow_redirects=False),
             )
         return self._openai
 
@@ -207,7 +214,7 @@ class LLMClient:
         )
         for attempt in range(self.config.max_retries + 1):
             try:
-                with urllib.request.urlopen(request, timeout=self.config.timeout) as response:
+                with direct_opener().open(request, timeout=self.config.timeout) as response:
                     return json.loads(response.read())
             except urllib.error.HTTPError as exc:
                 if exc.code not in _RETRY_STATUS or attempt == self.config.max_retries:

@@ -4,10 +4,33 @@ from __future__ import annotations
 
 import atexit
 import threading
+import urllib.request
+from urllib.parse import urlsplit, urlunsplit
 
 from flashrsi_dagster.config.models import LLMConfig
 
 OFFLINE = "offline"
+PROXY_VARIABLES = frozenset({"http_proxy", "https_proxy", "all_proxy", "no_proxy", "ftp_proxy"})
+"""The environment's proxy settings (any case), which no call of the framework follows: the
+gateway connects to each role's `base_url` itself (`http.client`, no proxy), and an agent's
+calls go to the gateway on loopback, where a proxy would only take them away (with the run's
+token) and fail them. An endpoint reached through a proxy is one whose URL is the proxy's."""
+
+
+def is_proxy_variable(name: str) -> bool:
+    return name.lower() in PROXY_VARIABLES
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None  # urllib then raises HTTPError with the 3xx
+
+
+def direct_opener() -> urllib.request.OpenerDirector:
+    """urllib as the gateway connects: no proxy from the environment, no redirect followed
+    (urllib's own handler sends every header, the key too, to wherever a 3xx points)."""
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
+
 
 _lock = threading.Lock()
 _server = None
@@ -50,7 +73,16 @@ def openai_base_url(llm: LLMConfig) -> str | None:
 
 
 def anthropic_base_url(llm: LLMConfig) -> str:
-    """The Anthropic-style root URL (without /v1) for the role."""
+    """The Anthropic-style root URL (without /v1, nor the URL's query: `with_path` puts it
+    back after a path) for the role."""
     if llm.base_url == OFFLINE:
         return offline_server().root_url
-    return (llm.base_url or "https://api.anthropic.com").rstrip("/").removesuffix("/v1")
+    url = urlsplit(llm.base_url or "https://api.anthropic.com")
+    return urlunsplit((url.scheme, url.netloc, url.path.rstrip("/").removesuffix("/v1"), "", ""))
+
+
+def with_path(base: str, path: str, query_of: str | None = None) -> str:
+    """`base` with `path` appended to its path, keeping the query of `query_of` (default:
+    `base`'s own): `https://h/v1?api-version=1` + `/models` is `https://h/v1/models?api-version=1`."""
+    url, query = urlsplit(base), urlsplit(query_of or base).query
+    return urlunsplit((url.scheme, url.netloc, url.path.rstrip("/") + path, query, ""))

@@ -89,7 +89,7 @@ def test_every_call_is_bounded_by_the_role_timeout():
     config = ServerConfig(failure_rate=1.0, failure_kinds=("hang",), hang_seconds=30)
     with OfflineModelServer(config) as hanging:
         client = LLMClient(
-            LLMConfig(model="simulator/echo", base_url=hanging.url, timeout=0.5, max_retries=0),
+            LLMConfig(model="simulator/echo", base_url=hanging.url, timeout=1, max_retries=0),
             role="target",
         )
         with pytest.raises(openai.APITimeoutError):  # not the answer after the 30 s hang

@@ -22,6 +22,7 @@ from flashrsi_dagster.agents.claude_code.run_dir import RunDir
 from flashrsi_dagster.config.models import LLMConfig, RoleConfig
 from flashrsi_dagster.environments.confinement import AgentRun
 from flashrsi_dagster.llm.client import ROLE_HEADER
+from flashrsi_dagster.llm.endpoints import is_proxy_variable
 from flashrsi_dagster.records.redaction import is_secret_env_name
 
 # Variables that choose the CLI's provider, endpoint, model or credentials. The SDK passes the
@@ -122,7 +123,9 @@ def cli_env(
     blanked = {
         name: ""
         for name in parent
-        if is_secret_env_name(name) or name.startswith(_ROUTING_PREFIXES)
+        if is_secret_env_name(name)
+        or name.startswith(_ROUTING_PREFIXES)
+        or is_proxy_variable(name)  # its calls go to the gateway on loopback
     }
     limits = {
         "CLAUDE_CODE_MAX_RETRIES": str(llm.max_retries),

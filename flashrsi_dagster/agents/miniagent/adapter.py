@@ -26,6 +26,7 @@ from flashrsi_dagster.environments.runtime import (
 )
 from flashrsi_dagster.gateway import RunUsage
 from flashrsi_dagster.llm.client import ROLE_HEADER
+from flashrsi_dagster.llm.endpoints import is_proxy_variable
 from flashrsi_dagster.llm.usage import cost_of
 from flashrsi_dagster.records import ErrorInfo, Status, Trajectory, Usage
 from flashrsi_dagster.records.redaction import is_secret_env_name
@@ -277,7 +278,9 @@ def _server_env(confined: AgentRun) -> dict[str, str]:
     return {
         k: v
         for k, v in os.environ.items()
-        if not is_secret_env_name(k) and not k.startswith(("OPENAI_", "FLASHRSI_"))
+        if not is_secret_env_name(k)
+        and not k.startswith(("OPENAI_", "FLASHRSI_"))
+        and not is_proxy_variable(k)  # its calls go to the gateway on loopback
     }
 
 

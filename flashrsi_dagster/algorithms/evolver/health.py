@@ -18,7 +18,12 @@ from flashrsi_dagster.benchmarks.base import SystemicFault
 from flashrsi_dagster.config.experiment import ExperimentConfig
 from flashrsi_dagster.config.models import LLMConfig
 from flashrsi_dagster.llm.client import resolve_key
-from flashrsi_dagster.llm.endpoints import anthropic_base_url, openai_base_url
+from flashrsi_dagster.llm.endpoints import (
+    anthropic_base_url,
+    direct_opener,
+    openai_base_url,
+    with_path,
+)
 from flashrsi_dagster.validation import dry_run
 
 PING_TIMEOUT = 15.0
@@ -37,18 +42,21 @@ def endpoint_problem(llm: LLMConfig) -> str | None:
     except Exception:
         return None
     if llm.api == "anthropic":
-        url = f"{anthropic_base_url(llm)}/v1/models"
+        url = with_path(anthropic_base_url(llm), "/v1/models", query_of=llm.base_url)
         headers = {"x-api-key": key, "anthropic-version": "2023-06-01"}
     else:
-        url = f"{(openai_base_url(llm) or DEFAULT_OPENAI).rstrip('/')}/models"
+        url = with_path(openai_base_url(llm) or DEFAULT_OPENAI, "/models")
         headers = {"Authorization": f"Bearer {key}"}
     request = urllib.request.Request(url, headers=headers, method="GET")
     try:
-        with urllib.request.urlopen(request, timeout=PING_TIMEOUT) as response:
+        # with the key, to base_url only: not through the environment's proxy, not on to
+        # wherever a redirect points (urllib would send the key there)
+        with direct_opener().open(request, timeout=PING_TIMEOUT) as response:
             response.read(1 << 16)
         return None
     except urllib.error.HTTPError as exc:
         refused = " (the key is refused)" if exc.code in (401, 403) else ""
+        refused = " (a redirect, not followed)" if 300 <= exc.code < 400 else refused
         return f"{url} answered HTTP {exc.code}{refused}"
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
