@@ -9,7 +9,7 @@ flight as it ends (counted as the endpoint hanging).
 
 Each attack is one test. One that got through on main was written here first, failing, then
 closed in the host (`snapshots/store.py`, `gateway/clipping.py`, `gateway/accounts.py`,
-`environments/confinement.py`); the others held on main and stay as tests. Of 30 cases, 16 got
+`environments/confinement.py`); the others held on main and stay as tests. Of 28 cases, 16 got
 through on main (3 holes): paths git refuses ended the Worker's step in an exception (9), a
 tool result without content crashed the gateway (3 APIs), a call left in flight was the
 endpoint's fault (4: whole and streamed, the run ended with an error or cut at its timeout).
@@ -17,10 +17,13 @@ endpoint's fault (4: whole and streamed, the run ended with an error or cut at i
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import os
 import threading
 import time
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -33,7 +36,9 @@ from flashrsi_dagster.environments.confinement import Confinement, RunSpec, gate
 from flashrsi_dagster.gateway import Gateway, Upstream
 from flashrsi_dagster.records import Status, Trajectory
 from flashrsi_dagster.snapshots import SnapshotStore
+from tests.contamination.test_detector import append
 from tests.gateway.misbehaving_endpoint import MisbehavingEndpoint, answer, chat_reply
+from tests.sabotage.helpers import table_rows
 
 # -- the store: paths git itself refuses -----------------------------------------------------
 
@@ -111,6 +116,62 @@ def test_git_files_git_does_not_read_here_are_plain_harness_files(tmp_path: Path
     files = store.files(outcome.snapshot)
     assert files["skills/kept.md"] == b"kept\r\n"
     assert {"skills/.GITATTRIBUTES", "skills/.gitignore"} <= files.keys()
+
+
+# -- the content check: an archive zipfile will not open -------------------------------------
+
+
+def _versioned_zip(version: int) -> bytes:
+    """The first rows of the corpus as a zip (one member, deflated), its central directory
+    asking for `version` to extract it (zipfile reads up to 6.3; `unzip` and a raw inflate of
+    the member read any)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("table.json", json.dumps(dict(table_rows())))
+    data = bytearray(buffer.getvalue())
+    data[data.rindex(b"PK\x01\x02") + 6] = version
+    return bytes(data)
+
+
+def _binary(path: str, data: bytes) -> Callable[[Path], None]:
+    def edit(folder: Path) -> None:
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_bytes(data)
+
+    return edit
+
+
+ZIPS = {
+    "as a binary file": _binary("skills/table.zip", _versioned_zip(166)),
+    "base64'd in code": append(
+        "runtime/table.py", f"BLOB = {base64.b64encode(_versioned_zip(166)).decode()!r}\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("form", ZIPS)
+def test_a_zip_zipfile_will_not_open_is_no_crash_of_the_check(content_check, form):
+    """Attack: the table in a zip whose central directory asks for a version zipfile does
+    not read (16.6), as a binary file or base64'd in code; a harness reads its member with a
+    raw inflate (the local header says where it starts).
+    Got through on main: `zipfile.ZipFile` raised `NotImplementedError`, which the decoder
+    did not catch, so the content check ended in an exception (no verdict: the candidate's
+    evaluation, and with it the experiment's step, failed; a resume met it again). Stops it:
+    an archive zipfile refuses for its version is unsearched data (`decode._zip_members`),
+    the `undecoded` rule: rejected with the evidence, not a crash."""
+    verdict = content_check.judge(ZIPS[form])
+
+    assert verdict.contaminated, verdict
+    assert any("unsearched" in rule for rule in verdict.rules), verdict.rules
+
+
+def test_a_zip_of_a_readable_version_is_still_read(content_check):
+    """The honest side: the same table in a zip of the version zipfile writes (2.0) is
+    read, and caught by what it holds (not as undecoded)."""
+    verdict = content_check.judge(_binary("skills/table.zip", _versioned_zip(20)))
+
+    assert verdict.contaminated, verdict
+    assert not any("unsearched" in rule for rule in verdict.rules), verdict.rules
 
 
 # -- the gateway: a request it crashed on ----------------------------------------------------
@@ -286,13 +347,13 @@ def test_a_call_the_harness_leaves_in_flight_buys_no_rerun(shape, gateway, endpo
 def test_a_call_that_outlives_its_deadline_is_still_the_endpoints(gateway, endpoint):
     """The defence's other side: the run ends while its call waits on an endpoint that never
     answers within the upstream's deadline (0.5 s here). Held: the call times out at the
-    gateway, and the run's error is an infrastructure fault naming the deadline."""
+    gateway (on main: it was still in flight), and the run's error is an infrastructure
+    fault."""
     used = _abandoned(gateway, endpoint, stream=False, timeout=0.5)
 
-    assert used is not None and used.timed_out == 1, used
     verdict = gateway_verdict(_failed(), used, timed_out=False)
     assert verdict.status == Status.INFRA_ERROR, verdict
-    assert "did not answer within" in (verdict.error.message if verdict.error else ""), verdict
+    assert verdict.error is not None and verdict.error.type in ("EndpointFault", "EndpointHung")
 
 
 @pytest.fixture(autouse=True)
