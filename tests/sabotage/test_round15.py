@@ -18,6 +18,7 @@ endpoint's fault (4: whole and streamed, the run ended with an error or cut at i
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
 import os
@@ -32,6 +33,7 @@ import pytest
 
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.config.models import LLMConfig
+from flashrsi_dagster.contamination.detector import MAX_JUDGED_BYTES, RULES
 from flashrsi_dagster.environments.confinement import Confinement, RunSpec, gateway_verdict
 from flashrsi_dagster.gateway import Gateway, Upstream
 from flashrsi_dagster.records import Status, Trajectory
@@ -174,6 +176,25 @@ def test_a_zip_of_a_readable_version_is_still_read(content_check):
     assert not any("unsearched" in rule for rule in verdict.rules), verdict.rules
 
 
+# -- the content check: as many bytes as a snapshot may hold --------------------------------
+
+
+def test_more_changed_bytes_than_the_check_reads_are_rejected_unsearched(content_check):
+    """Attack: the Worker adds a file of digits just past 4 MB (a snapshot may hold 10 MB a
+    file, 100 MB in all): the search reads every run of 30+ digits as a number in three bases
+    and every token as a digest, about 17 s a megabyte on a loaded 2-core machine, so 100 MB
+    would hold up the host's check of one candidate for half an hour, and of every later one
+    that keeps the file.
+    Got through on main: the file was searched whatever its size (round 13 bounded the count
+    of files, not their bytes). Stops it: a verdict searches at most `MAX_JUDGED_BYTES` of
+    changed files; past that the candidate is rejected as unsearched (`unread`), at once."""
+    digits = b"1234567890" * ((MAX_JUDGED_BYTES >> 3) // 10 + 1)
+
+    verdict = content_check.judge(_binary("skills/numbers.txt", digits * 8))
+
+    assert verdict.contaminated and verdict.rules == [RULES["unread"]], verdict
+
+
 # -- the gateway: a request it crashed on ----------------------------------------------------
 
 WITHOUT_CONTENT = {
@@ -308,10 +329,8 @@ def _abandoned(gateway: Gateway, endpoint: MisbehavingEndpoint, stream: bool, ti
 
 def _call_quietly(url: str, opening, body: dict) -> None:
     headers = {"Authorization": f"Bearer {opening.token}"}
-    try:
+    with contextlib.suppress(httpx2.HTTPError):  # the run that made it has ended
         httpx2.post(url, json=body, headers=headers, timeout=60)
-    except httpx2.HTTPError:
-        pass  # the run that made it has ended
 
 
 ABANDONED = {
