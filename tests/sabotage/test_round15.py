@@ -35,7 +35,7 @@ from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.config.models import LLMConfig
 from flashrsi_dagster.contamination.detector import MAX_JUDGED_BYTES, RULES
 from flashrsi_dagster.environments.confinement import Confinement, RunSpec, gateway_verdict
-from flashrsi_dagster.gateway import Gateway, Upstream
+from flashrsi_dagster.gateway import Gateway, Upstream, WebAccess
 from flashrsi_dagster.records import Status, Trajectory
 from flashrsi_dagster.snapshots import SnapshotStore
 from tests.contamination.test_detector import append
@@ -284,6 +284,34 @@ def test_an_odd_request_is_never_the_gateways_fault(shape, gateway, endpoint):
 
     used = gateway.revoke(token)
     assert response.status_code < 500 and used.last_fault is None, (response.text, used)
+
+
+BAD_HOSTS = {
+    "a label of 70 characters": f"http://{'a' * 70}.example.com/",
+    "an empty label": "http://a..example.com/",
+    "a line separator in the host": "http://a\u2028b.example.com/",
+}
+
+
+@pytest.mark.parametrize("host", BAD_HOSTS)
+def test_a_web_fetch_of_a_host_no_resolver_takes_is_the_runs_error(host, gateway, endpoint):
+    """Attack: a harness granted the web (`web.enabled`, fetched by the gateway itself) asks
+    for a URL whose host name IDNA cannot encode (a label past 63 characters, an empty one, a
+    character no host name holds), then ends its run with an error.
+    Got through on main: `getaddrinfo` raised `UnicodeError`, which is no `OSError`: a
+    gateway bug (HTTP 500) booked as the run's last fault, so its error became an
+    infrastructure fault the ladder reruns. Stops it: such a host is the run's bad request
+    (HTTP 400), as a URL that does not parse already was."""
+    upstream = Upstream(endpoint.url, "chat", None, timeout=30)  # type: ignore[arg-type]
+    token = gateway.grant(
+        experiment="r15", role="target", run_id="r", upstream=upstream, web=WebAccess()
+    )
+
+    response = _post(gateway, token, "/v1/web/fetch", {"url": BAD_HOSTS[host]})
+
+    used = gateway.revoke(token)
+    assert response.status_code == 400 and used.last_fault is None, (response.text, used)
+    assert gateway_verdict(_failed(), used, timed_out=False).status == Status.ERROR
 
 
 # -- the gateway: a call the run leaves in flight --------------------------------------------
