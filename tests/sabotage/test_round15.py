@@ -1,18 +1,23 @@
 """Sabotage, fifteenth red-team pass (issue 22), as a hostile Worker and a hostile evolved
 harness: round 14's guard attacked where git's own rules are wider than its name list (`.git`
 in another case, with trailing dots or spaces, as its NTFS short name `git~1`, a `.gitmodules`
-link in any spelling), and the two ways left for a harness to turn its own failure into an
+link in any spelling); the content check given an archive zipfile will not open and as many
+bytes as a snapshot may hold; and the ways left for a harness to turn its own failure into an
 infrastructure fault, which the ladder reruns (a fresh draw of the model, while
 `UnbackedInfraClaim` says a harness buys no rerun): a request the gateway crashed on (a tool
-result without content: the gateway's own error), and a model call the harness leaves in
-flight as it ends (counted as the endpoint hanging).
+result without content, a web fetch of a host name IDNA cannot encode: the gateway's own
+error), and a model call the harness leaves in flight as it ends (counted as the endpoint
+hanging).
 
 Each attack is one test. One that got through on main was written here first, failing, then
-closed in the host (`snapshots/store.py`, `gateway/clipping.py`, `gateway/accounts.py`,
-`environments/confinement.py`); the others held on main and stay as tests. Of 28 cases, 16 got
-through on main (3 holes): paths git refuses ended the Worker's step in an exception (9), a
-tool result without content crashed the gateway (3 APIs), a call left in flight was the
-endpoint's fault (4: whole and streamed, the run ended with an error or cut at its timeout).
+closed in the host (`snapshots/store.py`, `contamination/decode.py`, `contamination/check.py`,
+`gateway/clipping.py`, `gateway/web.py`, `gateway/accounts.py`,
+`environments/confinement.py`); the others held on main and stay as tests. Of 35 cases, 22
+got through on main (6 holes): paths git refuses ended the Worker's step in an exception (9),
+a zip of a version zipfile does not read crashed the content check (2), more changed bytes
+than the check can search in a minute were searched (1), a tool result without content
+crashed the gateway (3), so did a web fetch of a host IDNA cannot encode (3), and a call left
+in flight was the endpoint's fault (4).
 """
 
 from __future__ import annotations
