@@ -21,7 +21,7 @@ import json
 import socket
 import ssl
 from typing import Any
-from urllib.parse import quote_plus, urlsplit
+from urllib.parse import quote, quote_plus, urlsplit
 
 from flashrsi_dagster.gateway import errors
 from flashrsi_dagster.gateway.grants import Grant, WebAccess
@@ -82,7 +82,7 @@ def _direct(url: str, access: WebAccess) -> dict[str, Any]:
             sock = _TLS.wrap_socket(sock, server_hostname=host)
         conn = http.client.HTTPConnection(host, port, timeout=access.timeout)
         conn.sock = sock  # connected to the checked address; Host still names `host`
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        target = _ascii((parts.path or "/") + (f"?{parts.query}" if parts.query else ""))
         conn.request("GET", target, headers={"User-Agent": "FlashRSI-gateway", "Accept": "*/*"})
         response = conn.getresponse()
         data = response.read(access.max_bytes + 1)
@@ -94,6 +94,13 @@ def _direct(url: str, access: WebAccess) -> dict[str, Any]:
     if location := response.getheader("Location"):
         page["location"] = location
     return page
+
+
+def _ascii(target: str) -> str:
+    """`target` with each character past ASCII percent-encoded as UTF-8, as a browser sends
+    it: http.client writes the request line in ASCII, and raised on `/wiki/Köln` (a gateway
+    bug, so an infrastructure fault any run could stage with one fetch)."""
+    return "".join(c if c.isascii() else quote(c, safe="", errors="replace") for c in target)
 
 
 def _public_address(host: str, port: int) -> str:

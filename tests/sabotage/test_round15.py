@@ -5,33 +5,37 @@ link in any spelling); the content check given an archive zipfile will not open 
 bytes as a snapshot may hold; and the ways left for a harness to turn its own failure into an
 infrastructure fault, which the ladder reruns (a fresh draw of the model, while
 `UnbackedInfraClaim` says a harness buys no rerun): a request the gateway crashed on (a tool
-result without content, a web fetch of a host name IDNA cannot encode: the gateway's own
-error), and a model call the harness leaves in flight as it ends (counted as the endpoint
+result without content, a web fetch of a host name IDNA cannot encode or of a path past
+ASCII: the gateway's own error), and a model call the harness leaves in flight as it ends (counted as the endpoint
 hanging).
 
 Each attack is one test. One that got through on main was written here first, failing, then
 closed in the host (`snapshots/store.py`, `contamination/decode.py`, `contamination/check.py`,
 `gateway/clipping.py`, `gateway/web.py`, `gateway/accounts.py`,
-`environments/confinement.py`); the others held on main and stay as tests. Of 35 cases, 22
-got through on main (6 holes): paths git refuses ended the Worker's step in an exception (9),
+`environments/confinement.py`); the others held on main and stay as tests. Of 38 cases, 25
+got through on main (7 holes): paths git refuses ended the Worker's step in an exception (9),
 a zip of a version zipfile does not read crashed the content check (2), more changed bytes
 than the check can search in a minute were searched (1), a tool result without content
-crashed the gateway (3), so did a web fetch of a host IDNA cannot encode (3), and a call left
-in flight was the endpoint's fault (4).
+crashed the gateway (3), so did a web fetch of a host IDNA cannot encode (3) and one of a
+path past ASCII (3, an honest fetch among them), and a call left in flight was the
+endpoint's fault (4).
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import http.server
 import io
 import json
 import os
+import socketserver
 import threading
 import time
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx2
 import pytest
@@ -40,7 +44,7 @@ from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.config.models import LLMConfig
 from flashrsi_dagster.contamination.detector import MAX_JUDGED_BYTES, RULES
 from flashrsi_dagster.environments.confinement import Confinement, RunSpec, gateway_verdict
-from flashrsi_dagster.gateway import Gateway, Upstream, WebAccess
+from flashrsi_dagster.gateway import Gateway, Upstream, WebAccess, web
 from flashrsi_dagster.records import Status, Trajectory
 from flashrsi_dagster.snapshots import SnapshotStore
 from tests.contamination.test_detector import append
@@ -317,6 +321,60 @@ def test_a_web_fetch_of_a_host_no_resolver_takes_is_the_runs_error(host, gateway
     used = gateway.revoke(token)
     assert response.status_code == 400 and used.last_fault is None, (response.text, used)
     assert gateway_verdict(_failed(), used, timed_out=False).status == Status.ERROR
+
+
+class _Echo(http.server.BaseHTTPRequestHandler):
+    """A web page that says which path it was asked for."""
+
+    def do_GET(self) -> None:
+        body = f"asked for {self.path}".encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def web_page(monkeypatch) -> Iterator[int]:
+    """A page server on loopback, which the gateway reaches as a public host: name
+    resolution, the machine's edge, answers with loopback for any host (the gateway refuses
+    loopback otherwise). Its port."""
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Echo)
+    server.daemon_threads = True  # a request the gateway never finished holds no shutdown
+    server.block_on_close = False
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setattr(web, "_public_address", lambda host, port: "127.0.0.1")
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("path", ["/wiki/Köln", "/search?q=%C3%BC+ü", "/路径"])
+def test_a_web_fetch_of_a_path_past_ascii_is_fetched(path, web_page, gateway, endpoint):
+    """Attack (and an honest fetch: Wikipedia's `/wiki/Köln`): a URL whose path or query
+    holds characters past ASCII, then the run ends with an error.
+    Got through on main: http.client writes the request line in ASCII and raised
+    `UnicodeEncodeError`, a gateway bug (HTTP 500) booked as the run's last fault: the
+    harness's error became an infrastructure fault the ladder reruns, and an honest fetch
+    failed. Stops it: the gateway percent-encodes such characters as UTF-8, as a browser
+    does (`web._ascii`); the page is fetched."""
+    upstream = Upstream(endpoint.url, "chat", None, timeout=30)  # type: ignore[arg-type]
+    token = gateway.grant(
+        experiment="r15", role="target", run_id="r", upstream=upstream, web=WebAccess()
+    )
+    url = f"http://example.com:{web_page}{path}"
+
+    response = _post(gateway, token, "/v1/web/fetch", {"url": url})
+
+    used = gateway.revoke(token)
+    assert response.status_code == 200 and used.last_fault is None, (response.text, used)
+    assert quote(path, safe="/?=%+") in response.text, response.text
 
 
 # -- the gateway: a call the run leaves in flight --------------------------------------------
