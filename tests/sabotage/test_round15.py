@@ -6,13 +6,13 @@ bytes as a snapshot may hold; and the ways left for a harness to turn its own fa
 infrastructure fault, which the ladder reruns (a fresh draw of the model, while
 `UnbackedInfraClaim` says a harness buys no rerun): a request the gateway crashed on (a tool
 result without content, a web fetch of a host name IDNA cannot encode or of a path past
-ASCII: the gateway's own error), and a model call the harness leaves in flight as it ends (counted as the endpoint
-hanging).
+ASCII: the gateway's own error), and a model call the harness leaves in flight as it ends
+(counted as the endpoint hanging).
 
 Each attack is one test. One that got through on main was written here first, failing, then
 closed in the host (`snapshots/store.py`, `contamination/decode.py`, `contamination/check.py`,
 `gateway/clipping.py`, `gateway/web.py`, `gateway/accounts.py`,
-`environments/confinement.py`); the others held on main and stay as tests. Of 38 cases, 25
+`environments/confinement.py`); the others held on main and stay as tests. Of 42 cases, 25
 got through on main (7 holes): paths git refuses ended the Worker's step in an exception (9),
 a zip of a version zipfile does not read crashed the content check (2), more changed bytes
 than the check can search in a minute were searched (1), a tool result without content
@@ -29,13 +29,14 @@ import http.server
 import io
 import json
 import os
+import socket
 import socketserver
 import threading
 import time
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import httpx2
 import pytest
@@ -375,6 +376,39 @@ def test_a_web_fetch_of_a_path_past_ascii_is_fetched(path, web_page, gateway, en
     used = gateway.revoke(token)
     assert response.status_code == 200 and used.last_fault is None, (response.text, used)
     assert quote(path, safe="/?=%+") in response.text, response.text
+
+
+HEADER_LINES = {
+    "a NUL in a value": b"X-A: v\x00w",
+    "a value folded over two lines": b"X-A: a\r\n b",
+    "a space inside a name": b"X A: v",
+    "a value of bytes past ASCII": b"X-A: \xff\xfe",
+}
+
+
+@pytest.mark.parametrize("line", HEADER_LINES)
+def test_an_odd_request_header_is_never_the_gateways_fault(line, gateway, endpoint):
+    """Attack: a header the gateway forwards upstream, written as no client writes one (a NUL
+    or bytes past ASCII in its value, a value folded over two lines, a name with a space),
+    looking for http.client to refuse it on the gateway's side. Held: answered, no fault."""
+    endpoint.behaviour = answer()
+    token = _limited(gateway, endpoint, "chat")
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
+    head = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer "
+        + token.encode()
+        + b"\r\n"
+        + HEADER_LINES[line]
+        + b"\r\nContent-Type: application/json\r\nConnection: close\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+    )
+    address = urlsplit(gateway.url)
+    with socket.create_connection((address.hostname, address.port), timeout=60) as conn:
+        conn.sendall(head + body)
+        status = conn.makefile("rb").readline()
+
+    used = gateway.revoke(token)
+    assert status.startswith(b"HTTP/1.1 200") and used.last_fault is None, (status, used)
 
 
 # -- the gateway: a call the run leaves in flight --------------------------------------------
