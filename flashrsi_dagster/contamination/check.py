@@ -17,7 +17,7 @@ from functools import cached_property
 from pathlib import Path
 
 from flashrsi_dagster.benchmarks.base import Benchmark, Task, task_secrets
-from flashrsi_dagster.contamination.detector import Scan, judge, scan
+from flashrsi_dagster.contamination.detector import Found, Scan, judge, scan, unread
 from flashrsi_dagster.contamination.index import SecretIndex
 from flashrsi_dagster.contamination.verdict import ContentVerdict, verdict
 from flashrsi_dagster.experiment.fork import root_of
@@ -61,9 +61,12 @@ class ContentCheck:
             for path, data in store.files(candidate).items()
             if baseline.get(path) != data
         }
-        if seed not in self._baselines:
-            self._baselines[seed] = scan(baseline, self.index)
-        found, rules = judge(scan(changed, self.index), self._baselines[seed], self.index)
+        found: list[Found] = []
+        rules = unread(changed)  # a search of 100 MB of digits would take half an hour
+        if not rules:
+            if seed not in self._baselines:
+                self._baselines[seed] = scan(baseline, self.index)
+            found, rules = judge(scan(changed, self.index), self._baselines[seed], self.index)
         made = verdict(candidate.id, seed, found, rules, self.index, len(changed))
         seconds = time.perf_counter() - started
         self.log(

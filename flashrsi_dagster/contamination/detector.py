@@ -17,6 +17,10 @@ What is evidence (each rule names a way a harness can carry answers; none is a w
 - `undecoded`: encoded or compressed data past the decoding budget (a stream that inflates to
   more, a blob too large, a layer below the third): what it holds cannot be searched, so it
   is not let through.
+- `unread`: more changed bytes than the check reads (`MAX_JUDGED_BYTES`): a search costs
+  seconds per megabyte (tens of seconds for a megabyte of digits, each run read as a number in
+  three bases), so a candidate of 100 MB would stall the host for half an hour; not searched,
+  and so not let through.
 
 A label alone, or a word of a text (`injection`, `benign`, a keyword rule), is never evidence.
 Only what the candidate added is judged: a match the baseline (the seed) already holds is
@@ -50,6 +54,8 @@ from flashrsi_dagster.contamination.index import (
 from flashrsi_dagster.contamination.normalise import FORMS, Stream
 
 LONG = 48
+MAX_JUDGED_BYTES = 4 << 20
+"""Bytes of a candidate's changed files one verdict searches, at most (`unread` past it)."""
 MANY = 3
 FEW = 5
 """Tasks whose own fragments (shared with no other task) make a `fragments` hit."""
@@ -64,6 +70,7 @@ RULES = {
     "digest": "a digest of a task's input",
     "undecoded": f"more encoded or compressed data than the check decodes "
     f"({MAX_DECODED_BYTES >> 20} MB, {MAX_DEPTH} layers deep): unsearched",
+    "unread": f"more changed bytes than the check reads ({MAX_JUDGED_BYTES >> 20} MB): unsearched",
 }
 _HEX_TOKEN = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{8,160}(?![0-9a-fA-F])")
 """A digest in hex, or in decimal (a crc32 has up to 10 digits, a sha512 up to 155)."""
@@ -293,6 +300,11 @@ def _other_digests(line: str) -> list[str]:
                     if 16 <= len(raw := decode(run)) <= 64:
                         found.append(raw.hex())
     return found
+
+
+def unread(files: Mapping[str, bytes]) -> list[str]:
+    """The rule `files` break by their size alone (none when the check reads them)."""
+    return [RULES["unread"]] if sum(map(len, files.values())) > MAX_JUDGED_BYTES else []
 
 
 def judge(candidate: Scan, baseline: Scan, index: SecretIndex) -> tuple[list[Found], list[str]]:

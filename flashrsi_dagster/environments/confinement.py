@@ -44,6 +44,8 @@ JAIL_GATEWAY_PORT = 8086
 """Where the gateway answers inside every jail (its own network namespace: no clash)."""
 JAIL_BRIDGE_PORT = 8087
 """Where a jailed run's commands for its task environment go (see `bridge.py`)."""
+SETTLE_GRACE = 5.0
+"""Seconds past its upstream's deadline a run's last call in flight is waited for."""
 BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "TERM": "dumb"}
 """The allow-list: a jailed process gets these and the run's own variables, nothing else."""
 
@@ -188,11 +190,12 @@ class Confinement:
         (jailed here, or inside a task's environment: `integrations/inside.py`). Revoked on
         exit, the run's usage then in `opening.usage`."""
         assert self.gateway is not None
+        upstream = spec.upstream or upstream_of(spec.llm)
         token = self.gateway.grant(
             experiment=self.experiment,
             role=spec.role,
             run_id=uuid.uuid4().hex[:12],
-            upstream=spec.upstream or upstream_of(spec.llm),
+            upstream=upstream,
             max_calls=spec.max_model_calls,
             web=web_access(spec.web),
             deny_tools=frozenset(spec.deny_tools),
@@ -204,6 +207,10 @@ class Confinement:
             yield run
         finally:
             run.usage = self.gateway.revoke(token)
+            if run.usage.in_flight:
+                # A call the run left in flight: abandoned by the harness (a fault it could
+                # stage at will to buy a rerun) unless the endpoint then fails or times out.
+                run.usage = self.gateway.settle(token, upstream.timeout + SETTLE_GRACE)
 
     @contextlib.contextmanager
     def _jail(self, spec: RunSpec, run: AgentRun) -> Iterator[Jail]:

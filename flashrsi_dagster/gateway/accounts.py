@@ -59,6 +59,7 @@ class Accounts:
         """`log`: the call log the gateway writes, shared with other gateways (or None)."""
         self._log = log
         self._lock = threading.Lock()
+        self._ended = threading.Condition(self._lock)  # notified as each call ends
         self._runs: dict[str, Run] = {}  # token digest -> run, revoked ones included
         self._roles: dict[tuple[str, str], Usage] = {}
         self._caps: dict[tuple[str, str], Caps] = {}
@@ -88,6 +89,16 @@ class Accounts:
             if run is None:
                 raise GatewayError("revoke: unknown token")
             run.revoked = True
+            return run.report()
+
+    def settle(self, token_digest: str, within: float) -> RunUsage:
+        """The run's usage once its calls in flight have ended (each ends by its upstream's
+        deadline), waiting at most `within` seconds for them."""
+        with self._lock:
+            run = self._runs.get(token_digest)
+            if run is None:
+                raise GatewayError("settle: unknown token")
+            self._ended.wait_for(lambda: run.in_flight <= 0, timeout=within)
             return run.report()
 
     def _over_cap(self, g: Grant, reserve: int, shared: SharedSpend | None) -> str | None:
@@ -207,6 +218,7 @@ class Accounts:
         g = run.grant
         with self._lock:
             run.in_flight -= 1
+            self._ended.notify_all()
             self._reserved[g.experiment, g.role] = (
                 self._reserved.get((g.experiment, g.role), 0) - reserved
             )

@@ -42,6 +42,15 @@ def clip_tool_results(request: dict[str, Any], kind: str, limit: int) -> int:
 def _results(request: dict[str, Any], kind: str) -> list[tuple[dict, str]]:
     """(object, key) pairs whose value is a tool result's content (a string or a list)."""
     found: list[tuple[dict, str]] = []
+    _find(request, kind, found)
+    # A result with no content (Anthropic's `tool_result` may omit it) has nothing to cut:
+    # looked up anyway, it was a gateway crash, and so an infrastructure fault a harness
+    # could cause at will to buy its rollout a rerun.
+    return [(holder, key) for holder, key in found if key in holder]
+
+
+def _find(request: dict[str, Any], kind: str, found: list[tuple[dict, str]]) -> None:
+    """The tool results of `request` as each API shapes them, added to `found`."""
     if kind == "chat":
         for message in _dicts(request.get("messages")):
             if message.get("role") in ("tool", "function"):
@@ -56,7 +65,6 @@ def _results(request: dict[str, Any], kind: str) -> list[tuple[dict, str]]:
             for block in _dicts(message.get("content")):
                 if block.get("type") == "tool_result":
                     found.append((block, "content"))
-    return found
 
 
 def _clip_value(holder: dict, key: str, allowed: int) -> int:

@@ -180,6 +180,13 @@ class Gateway:
         let finish (and still counted in `usage`); revoking twice returns the usage again."""
         return self._accounts.revoke(digest(token))
 
+    def settle(self, token: str, within: float) -> RunUsage:
+        """What a revoked token's run used once its calls in flight have ended, waiting at
+        most `within` seconds (each call ends by its upstream's deadline): whether such a call
+        was the endpoint's fault (it timed out, or failed) or abandoned by its run (answered
+        after the run ended) is known only then."""
+        return self._accounts.settle(digest(token), within)
+
     def usage(
         self, *, experiment: str | None = None, role: str | None = None, run_id: str | None = None
     ) -> Usage:

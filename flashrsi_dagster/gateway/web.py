@@ -21,7 +21,7 @@ import json
 import socket
 import ssl
 from typing import Any
-from urllib.parse import quote_plus, urlsplit
+from urllib.parse import quote, quote_plus, urlsplit
 
 from flashrsi_dagster.gateway import errors
 from flashrsi_dagster.gateway.grants import Grant, WebAccess
@@ -82,7 +82,7 @@ def _direct(url: str, access: WebAccess) -> dict[str, Any]:
             sock = _TLS.wrap_socket(sock, server_hostname=host)
         conn = http.client.HTTPConnection(host, port, timeout=access.timeout)
         conn.sock = sock  # connected to the checked address; Host still names `host`
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        target = _ascii((parts.path or "/") + (f"?{parts.query}" if parts.query else ""))
         conn.request("GET", target, headers={"User-Agent": "FlashRSI-gateway", "Accept": "*/*"})
         response = conn.getresponse()
         data = response.read(access.max_bytes + 1)
@@ -96,12 +96,23 @@ def _direct(url: str, access: WebAccess) -> dict[str, Any]:
     return page
 
 
+def _ascii(target: str) -> str:
+    """`target` with each character past ASCII percent-encoded as UTF-8, as a browser sends
+    it: http.client writes the request line in ASCII, and raised on `/wiki/Köln` (a gateway
+    bug, so an infrastructure fault any run could stage with one fetch)."""
+    return "".join(c if c.isascii() else quote(c, safe="", errors="replace") for c in target)
+
+
 def _public_address(host: str, port: int) -> str:
     """The address to connect to, when every address `host` has is public."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError as exc:
         raise errors.bad_gateway(f"gateway: cannot resolve {host!r}: {exc}") from None
+    except UnicodeError as exc:  # IDNA: a label empty or past 63 characters, a bad character
+        # The run's own bad input: raised on, a gateway bug, the infrastructure's fault (a
+        # rerun a harness could buy with one fetch).
+        raise errors.bad_request(f"gateway: not a valid host name: {host!r}: {exc}") from None
     addresses = [info[4][0] for info in infos]
     private = [a for a in addresses if not _is_public(a) or _is_local(a)]
     if not addresses or private:

@@ -26,6 +26,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import tempfile
@@ -76,6 +77,9 @@ _DIFF_OPTIONS = ("--no-color", "--no-renames", "--no-ext-diff", "--no-textconv")
 _EXCLUDES = [f":(exclude,glob)**/{name}/**" for name in sorted(IGNORED_DIRS)] + [
     f":(exclude,glob)**/*{suffix}" for suffix in IGNORED_SUFFIXES
 ]
+
+_INVALID_PATH = re.compile(r"error: invalid path '(.*)'$", re.MULTILINE)
+"""How `git add` names a path it refuses (`verify_path`)."""
 
 
 class SnapshotError(RuntimeError):
@@ -268,9 +272,9 @@ class SnapshotStore:
             leaks = self._leaks(checkout, self._edited_paths(index, checkout))
             if leaks:
                 return EditOutcome("refused", parent.id, refusals=tuple(leaks))
-            self._git(
-                "add", "--all", "--force", "--", ".", *_EXCLUDES, index=index, work_tree=checkout
-            )
+            refused = self._add_all(checkout, index)
+            if refused:
+                return EditOutcome("refused", parent.id, refusals=self._safe(refused))
             tree = self._git("write-tree", index=index)
             if tree == parent.tree:
                 return EditOutcome("noop", parent.id)
@@ -280,6 +284,24 @@ class SnapshotStore:
             child = self._commit(tree, parent.id, message, metadata, components)
             self._remember_checkout(checkout, index, child.id)
         return EditOutcome("committed", parent.id, child, tuple(self.changed_paths(parent, child)))
+
+    def _add_all(self, checkout: Path, index: Path) -> list[Refusal]:
+        """`git add` of the whole checkout; the paths git itself refuses as invalid, as
+        refusals. Git's rules are wider than the guard's name list: `.git` in another case
+        or with trailing dots or spaces, `git~1` (its NTFS short name), a `.gitmodules`
+        link in any spelling; a Worker writing one must not end the experiment's step in
+        an exception."""
+        try:
+            self._git(
+                "add", "--all", "--force", "--", ".", *_EXCLUDES, index=index, work_tree=checkout
+            )
+        except SnapshotError as failed:
+            paths = _INVALID_PATH.findall(str(failed))
+            if not paths:
+                raise
+            reason = "a path git refuses (its own metadata in another spelling, or unsafe)"
+            return [Refusal(path, reason) for path in dict.fromkeys(paths)]
+        return []
 
     def _protected_touched(self, protected: tuple[str, ...], old: str, new: str) -> list[Refusal]:
         """The refusals for changes between two trees that touch a protected entry."""

@@ -2,9 +2,10 @@
 
 A run cut at its timeout while waiting on the model says nothing about the harness, so it must
 be an infrastructure fault (rerun by the ladder, then scored 0 with the denominator kept), not
-the harness's verdict `timeout`: at the cut, the gateway still has the call in flight
-(`environments.confinement.gateway_verdict`). Each test serves the target from a simulator
-of its own whose seeded fault plan decides which requests hang.
+the harness's verdict `timeout`: at the cut, the gateway still has the call in flight, and
+it times out there once waited for (`environments.confinement.gateway_verdict`). Each test
+serves the target from a simulator of its own whose seeded fault plan decides which requests
+hang.
 """
 
 from __future__ import annotations
@@ -61,8 +62,10 @@ def test_a_run_cut_while_the_model_hangs_is_an_infrastructure_fault(tmp_path: Pa
     command), then hangs on the second; the run is cut at its timeout (2.5 s, doubled until
     a loaded machine gets both tries to the hung call) while that call is in flight (the
     gateway would give up on it only `llm.timeout`, 0.5 s less, after it began). What stops it
-    counting as the harness's failure: the gateway's in-flight count turns the `timeout` into
-    `infra_error`, which the ladder reruns (the rerun meets the same fate)."""
+    counting as the harness's failure: the call, still in flight at the cut, is waited for
+    until it times out at the gateway's deadline (a call the harness abandoned would be
+    answered: round 15), and that turns the `timeout` into `infra_error`, which the ladder
+    reruns (the rerun meets the same fate)."""
 
     def run(timeout: float, attempt: int) -> tuple[MetaHarness, list[RequestRecord]]:
         with _hanging_server(seed=3) as server:  # requests: ok, hang, ok, hang
@@ -82,7 +85,7 @@ def test_a_run_cut_while_the_model_hangs_is_an_infrastructure_fault(tmp_path: Pa
     for trajectory in tries:
         assert trajectory.status == Status.INFRA_ERROR, trajectory.error
         assert trajectory.error is not None and trajectory.error.type == "EndpointHung"
-        assert "(1 call(s) in flight, 0 timed out)" in trajectory.error.message
+        assert "(0 call(s) in flight, 1 timed out)" in trajectory.error.message
         assert trajectory.duration >= timeout
     round_zero = harness.read_state().rounds[0]
     assert (round_zero.dev_score, round_zero.dev_tasks) == (0.0, 1)  # kept, scored 0
