@@ -150,8 +150,13 @@ def worker_home(tmp_path):
         _drop_queue(queue)
 
 
+WORKER = f"w1-{os.getpid()}@%h"
+"""One name per test process: Celery workers of one name on one broker (two suites at once
+on a machine) answer each other's remote control."""
+
+
 def _worker(home: Path, env: dict[str, str], log: Path) -> Command:
-    worker = Command(["worker", "--home", str(home), "--name", "w1@%h"], log, env)
+    worker = Command(["worker", "--home", str(home), "--name", WORKER], log, env)
     worker.wait_for(lambda: " ready." in log.read_text(), "the Celery worker ready")
     return worker
 
@@ -173,7 +178,7 @@ def test_a_killed_flashrsi_worker_leaves_nothing_and_its_next_start_says_so(tmp_
     _worker(*worker_home, tmp_path / "worker.log").killed()
     again = _worker(*worker_home, tmp_path / "again.log")
     said = again.log.read_text()
-    assert "a previous `flashrsi worker` (w1@%h)" in said
+    assert f"a previous `flashrsi worker` ({WORKER})" in said
     assert "ended without stopping: nothing of it was running" in said
     again.stopped_by(signal.SIGTERM)
 

@@ -8,7 +8,6 @@ asserted on the page's rendered text, since a picture alone cannot fail."""
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import re
@@ -192,6 +191,24 @@ def ui(tmp_path_factory):
 def _shows(screens: Screens, check: str, status: str) -> bool:
     """Whether the open checks page shows `status` on `check`'s row."""
     return screens.browser.evaluate(f"{CHECK_STATUS}({json.dumps(check)})") == status
+
+
+def _shows_on_a_fresh_look(screens: Screens, page: str, check: str, status: str, every=30.0):
+    """`_shows`, the page opened again every `every` seconds it does not: under load, a page
+    can render a row from the UI's cache before the check's last execution is in it, and then
+    keep it (seen once: GraphQL said SUCCEEDED, the open page never did)."""
+    looked = time.monotonic()
+
+    def shows() -> bool:
+        nonlocal looked
+        if _shows(screens, check, status):
+            return True
+        if time.monotonic() - looked > every:
+            screens.open(page, "Checks (", hides=("Loading",))
+            looked = time.monotonic()
+        return False
+
+    return shows
 
 
 class Screens:
@@ -392,7 +409,7 @@ def test_the_asset_checks_pass_and_the_gap_check_says_what_the_records_say(ui, s
         screens.open(page, f"Checks ({len(checks)})", hides=("Loading",))
         screens.shot(f"3-checks-{asset}")
         for check, status in shown.items():  # each row's status, once the page has it
-            shows = functools.partial(_shows, screens, check, status.capitalize())
+            shows = _shows_on_a_fresh_look(screens, page, check, status.capitalize())
             wait_until(shows, f"{asset}: {check} shown as {status.capitalize()}")
 
 
