@@ -122,11 +122,16 @@ class Budget:
     cut: bool = False
     """Something was left undecoded for want of budget: what it holds was not searched."""
 
-    def take(self, data: bytes, cost: int | None = None) -> bool:
+    def take(self, data: bytes, cost: int | None = None, *, unpacking: bool = False) -> bool:
         """Whether `data` is new (known by the digest of all its bytes: a decoy of the same
-        start and length is not the same), charging `cost` (its length) to what is left."""
+        start and length is not the same), charging `cost` (its length) to what is left.
+        A stream taken to be unpacked (`unpacking`) is known apart from the same bytes taken
+        as what an outer stream held: one digest for both read a zip in a zip, or a gzip
+        stream in bzip2, as unpacked already, and its table went unsearched."""
         cost = len(data) if cost is None else cost
-        digest = hashlib.sha1(data).digest()
+        hashed = hashlib.sha1(b"unpack:" if unpacking else b"")
+        hashed.update(data)
+        digest = hashed.digest()
         if digest in self.seen:
             return False
         if cost > self.left:
@@ -671,7 +676,7 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
     if limit <= 0:  # spent (and zlib reads a limit of 0 as none)
         budget.cut = True
         return
-    if not budget.take(blob, cost=min(len(blob), 4096)):
+    if not budget.take(blob, cost=min(len(blob), 4096), unpacking=True):
         return  # this stream was read (what it inflates to is charged below)
     try:
         if kind == "zip":
@@ -694,8 +699,12 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
         yield data
 
 
+MAX_ZIP_MEMBERS = 64
+"""Members of one zip read, at most; an archive of more is unsearched (`cut`)."""
+
+
 def _zip_members(blob: bytes, budget: Budget) -> Iterator[bytes]:
-    """A zip archive's members (64 at most), each within the budget."""
+    """A zip archive's members (`MAX_ZIP_MEMBERS` at most), each within the budget."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(blob))
     except NotImplementedError:
@@ -705,7 +714,10 @@ def _zip_members(blob: bytes, budget: Budget) -> Iterator[bytes]:
         budget.cut = True
         return
     with archive:
-        for info in archive.infolist()[:64]:
+        members = archive.infolist()
+        if len(members) > MAX_ZIP_MEMBERS:  # the rest unread: the table in the 65th passed
+            budget.cut = True
+        for info in members[:MAX_ZIP_MEMBERS]:
             if info.file_size > budget.left:
                 budget.cut = True
                 continue

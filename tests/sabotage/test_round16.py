@@ -1,0 +1,182 @@
+"""Sabotage, sixteenth red-team pass (issue 22), as a hostile Worker and a hostile evolved
+harness: round 15's fixes attacked first (the store's refusal of paths git calls invalid, the
+content check's zip reading and its byte bound, the gateway's clipping of tool results, its web
+fetch, and its wait for the calls a run leaves in flight)."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import json
+import lzma
+import subprocess
+import tarfile
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from flashrsi_dagster.contamination.detector import MAX_JUDGED_BYTES, RULES
+from tests.contamination.test_detector import both
+from tests.sabotage.helpers import table_rows
+from tests.sabotage.test_round15 import _binary, _commit, _file
+
+TABLE_JSON = json.dumps(dict(table_rows())).encode()
+"""The first twelve rows of the corpus, text → label: the table each attack hides."""
+
+
+# -- the store: names git on Linux takes and GitPython will not read -------------------------
+
+HFS_IGNORABLES = {
+    "`.git` and a zero-width non-joiner": "skills/.git\u200c/x",
+    "`.g`, a zero-width non-joiner, `it`": "skills/.g\u200cit/x",
+    "`.GIT` and a zero-width non-joiner": "skills/.GIT\u200c/x",
+    "`.git` and a byte order mark": "skills/.git\ufeff/notes.md",
+}
+
+
+@pytest.mark.parametrize("shape", HFS_IGNORABLES)
+def test_git_with_a_character_hfs_ignores_is_a_refusal(tmp_path: Path, shape):
+    """Attack: a folder named `.git` with a character HFS+ ignores in it (a zero-width joiner
+    or non-joiner, a byte order mark): `.git` itself on a Mac, a distinct name on Linux.
+    Got through on main: git on Linux checks these names only with `core.protectHFS`
+    (off but on macOS), so `git add` took the folder and the store committed it; the
+    snapshot was then unreadable: GitPython refuses such a tree ("Repository path aliases
+    Git metadata"), so `store.files` (the content check, the archive, every later read of
+    the candidate and its children) raised, and the experiment's step with it. Stops it: the
+    store runs git with `core.protectHFS` and `core.protectNTFS` on (`store._PROTECT`), so
+    `git add` calls such a path invalid: a refusal naming it."""
+    path = HFS_IGNORABLES[shape]
+
+    _, outcome = _commit(tmp_path, _file(path))
+
+    assert outcome.status == "refused", outcome
+    assert f"{path}: a path git refuses" in (outcome.reason or ""), outcome.reason
+
+
+PLAIN_ODD_NAMES = {
+    "a tab": "skills/a\tb.md",
+    "a backslash": "skills/a\\b.md",
+    "`.gitmodules` and a zero-width joiner, a file": "skills/.gitmodules\u200d",
+    "a zero-width space before `.git`": "skills/\u200b.git/x",
+}
+
+
+@pytest.mark.parametrize("shape", PLAIN_ODD_NAMES)
+def test_odd_names_that_are_no_git_metadata_are_plain_files(tmp_path: Path, shape):
+    """Attack: names git treats as plain (a tab, a backslash, a `.gitmodules` that is a file
+    and not a link, a zero-width space in front of `.git`, which HFS+ would not fold to
+    `.git` either), to find a second name GitPython refuses to read. Held: each is committed,
+    and read back byte for byte."""
+    path = PLAIN_ODD_NAMES[shape]
+
+    store, outcome = _commit(tmp_path, _file(path))
+
+    assert outcome.snapshot is not None, outcome.reason
+    assert store.files(outcome.snapshot)[path] == b"notes\n"
+
+
+# -- the content check: archives -----------------------------------------------------------
+
+
+def _zip(members: list[tuple[str, bytes]], method: int = zipfile.ZIP_DEFLATED) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", method) as archive:
+        for name, data in members:
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def _tar_xz(name: str, data: bytes) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:xz") as archive:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _encrypted_flag(data: bytes) -> bytes:
+    """`data` (a zip) with every member flagged encrypted, its bytes left as they are (a
+    harness reads them raw)."""
+    out = bytearray(data)
+    for magic, at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        start = out.find(magic)
+        while start >= 0:
+            out[start + at] |= 1
+            start = out.find(magic, start + 1)
+    return bytes(out)
+
+
+def _noise(size: int, seed: int) -> bytes:
+    """Bytes no compressor shrinks and no decoder reads (a harness's icons, weights)."""
+    import random
+
+    return random.Random(seed).randbytes(size)
+
+
+NESTED = {
+    "a zip in a zip": _binary("skills/nested.zip", _zip([("inner.zip", _zip([("t", TABLE_JSON)]))])),
+    "a zip in a zip, stored": _binary(
+        "skills/nested0.zip", _zip([("in.zip", _zip([("t", TABLE_JSON)]))], zipfile.ZIP_STORED)
+    ),
+    "a gzip stream in bzip2": _binary("skills/t.gz.bz2", bz2.compress(gzip.compress(TABLE_JSON))),
+}
+
+
+@pytest.mark.parametrize("form", NESTED)
+def test_an_archive_in_an_archive_is_unpacked(content_check, form):
+    """Attack: the table in an archive inside another (a zip in a zip, deflated or stored; a
+    gzip stream compressed with bzip2), two calls of the standard library to read.
+    Got through on main: the outer archive's member was remembered as read (the digest the
+    check keeps so that no blob is decoded twice), and the same bytes met again as a stream
+    to unpack were skipped as that blob: the inner archive was never opened, the candidate
+    clean. Stops it: a stream taken to be unpacked is known apart from the same bytes
+    taken as what another held (`Budget.take(..., unpacking=True)`)."""
+    verdict = content_check.judge(NESTED[form])
+
+    assert verdict.contaminated, verdict
+
+
+def test_a_table_past_the_members_the_check_opens_is_unsearched(content_check):
+    """Attack: a zip of 64 members of filler, the table the 65th (the check opens the first
+    64 of an archive; a harness reads them all).
+    Got through on main: the members past the 64th were dropped without a word, the
+    candidate judged clean. Stops it: an archive of more members than the check opens
+    (`decode.MAX_ZIP_MEMBERS`) is unsearched data, the `undecoded` rule."""
+    members = [(f"m{i}.txt", f"filler {i}\n".encode()) for i in range(64)]
+
+    verdict = content_check.judge(_binary("skills/many.zip", _zip([*members, ("t", TABLE_JSON)])))
+
+    assert verdict.contaminated and verdict.rules == [RULES["undecoded"]], verdict
+
+
+ARCHIVES: dict[str, Callable[[Path], None]] = {
+    "a bzip2 member": _binary("skills/b.zip", _zip([("t", TABLE_JSON)], zipfile.ZIP_BZIP2)),
+    "an lzma member": _binary("skills/l.zip", _zip([("t", TABLE_JSON)], zipfile.ZIP_LZMA)),
+    "a member flagged encrypted": _binary(
+        "skills/e.zip", _encrypted_flag(_zip([("t", TABLE_JSON)]))
+    ),
+    "a tar.xz": _binary("skills/t.tar.xz", _tar_xz("t.json", TABLE_JSON)),
+    "a zip after a bomb of ratio 1000": _binary(
+        "skills/bomb.zip", _zip([("zeros", bytes(3 << 20)), ("t", TABLE_JSON)])
+    ),
+    "an xz stream in a zip": _binary("skills/x.zip", _zip([("t.xz", lzma.compress(TABLE_JSON))])),
+    "a gzip stream in a gzip stream": _binary(
+        "skills/t.gz.gz", gzip.compress(gzip.compress(TABLE_JSON))
+    ),
+}
+
+
+@pytest.mark.parametrize("form", ARCHIVES)
+def test_an_archive_of_another_shape_is_searched_or_rejected(content_check, form):
+    """Attack: the table in archives of shapes round 15 did not try (bzip2 and lzma members,
+    a member flagged encrypted and stored plain, a tar.xz, a bomb of 3 MB of zeros in front
+    of it, an xz stream as a member, gzip twice), each of which a harness unpacks with the
+    standard library. Held: each candidate is rejected, by what the archive holds or as
+    unsearched."""
+    verdict = content_check.judge(ARCHIVES[form])
+
+    assert verdict.contaminated, verdict
