@@ -8,8 +8,13 @@ from __future__ import annotations
 import bz2
 import gzip
 import io
+import ipaddress
 import json
 import lzma
+import random
+import shutil
+import socket
+import subprocess
 import tarfile
 import threading
 import zipfile
@@ -22,7 +27,7 @@ import pytest
 from flashrsi_dagster.config.models import LLMConfig
 from flashrsi_dagster.contamination.detector import MAX_JUDGED_BYTES, RULES
 from flashrsi_dagster.environments.confinement import Confinement, RunSpec, gateway_verdict
-from flashrsi_dagster.gateway import Gateway, Upstream, WebAccess
+from flashrsi_dagster.gateway import Gateway, Upstream, WebAccess, web
 from flashrsi_dagster.records import Status
 from tests.gateway.misbehaving_endpoint import answer
 from tests.contamination.test_detector import both
@@ -127,8 +132,6 @@ def _encrypted_flag(data: bytes) -> bytes:
 
 def _noise(size: int, seed: int) -> bytes:
     """Bytes no compressor shrinks and no decoder reads (a harness's icons, weights)."""
-    import random
-
     return random.Random(seed).randbytes(size)
 
 
@@ -193,6 +196,45 @@ def test_an_archive_of_another_shape_is_searched_or_rejected(content_check, form
     standard library. Held: each candidate is rejected, by what the archive holds or as
     unsearched."""
     verdict = content_check.judge(ARCHIVES[form])
+
+    assert verdict.contaminated, verdict
+
+
+def test_changed_bytes_split_into_files_under_the_bound_are_still_counted(content_check):
+    """Attack: bytes no decoder reads (a harness's "weights") split into five files of 900 KB
+    each, every one under the 4 MB the check searches, 4.5 MB together, the table beside
+    them: the check's bound read per file would search them all (half a minute of digits
+    each), or skip each as too large alone. Held: the bound is on the changed files together
+    (`detector.unread`), so the candidate is rejected as unsearched, at once."""
+    edits = [_binary(f"skills/w{i}.bin", _noise(900 << 10, i)) for i in range(5)]
+    table = _binary("skills/t.json", TABLE_JSON)
+
+    verdict = content_check.judge(both(*edits, table))
+
+    assert 5 * (900 << 10) > MAX_JUDGED_BYTES > 900 << 10
+    assert verdict.contaminated and verdict.rules == [RULES["unread"]], verdict
+
+
+def _zstd(data: bytes) -> bytes:
+    zstd = shutil.which("zstd")
+    if zstd is None:
+        pytest.skip("no zstd here")
+    return subprocess.run([zstd, "-q", "-c"], input=data, capture_output=True, check=True).stdout
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="declared limit (docs/host-duties.md, 'What no check here can tell'): a table "
+    "written in a form the content check does not read (... a compressor the check does not "
+    "know, such as zstd, lz4 or brotli, whose command-line tool the jail may show)",
+)
+def test_a_table_in_a_compressor_the_check_does_not_know(content_check):
+    """Attack: the table compressed with zstd (the jail shows the host's `/usr`, and with it
+    `/usr/bin/zstd` where the host has it; a harness pipes the file through `zstd -d`). Not
+    closable by adding formats: a compressor is a cipher the check has not heard of, as a
+    one-byte XOR is (round 12); what closes it is data the Worker's model cannot have seen
+    (private dev and test). The candidate is judged clean: strict xfail."""
+    verdict = content_check.judge(_binary("skills/table.zst", _zstd(TABLE_JSON)))
 
     assert verdict.contaminated, verdict
 
@@ -298,6 +340,41 @@ def test_a_web_fetch_never_reaches_the_hosts_own_services(target, gateway, endpo
     used = gateway.revoke(token)
     refused = response.status_code in (400, 403)  # or a name no resolver takes (no connection)
     assert refused or "cannot resolve" in response.text, response.text
+    assert used.last_fault is None, used
+
+
+REBOUND = {
+    "public first, loopback second": ["93.184.216.34", "127.0.0.1"],
+    "loopback first, public second": ["127.0.0.1", "93.184.216.34"],
+    "public, then IPv4-mapped loopback": ["93.184.216.34", "::ffff:127.0.0.1"],
+}
+
+
+@pytest.mark.parametrize("answers", REBOUND)
+def test_a_name_that_also_resolves_to_loopback_is_refused(answers, gateway, endpoint, monkeypatch):
+    """Attack (DNS rebinding, from the harness's own domain): a name whose resolver answers
+    a public address and loopback together, so that a check of one address and a connection
+    to another reach the host's services. The resolver is the machine's edge, replaced here.
+    Held: every address the name has must be public, and the connection goes to the one
+    checked; the fetch is refused (403) and nothing is connected to."""
+    families = {4: socket.AF_INET, 6: socket.AF_INET6}
+
+    def resolver(host, port, *args, **kwargs):
+        return [
+            (families[ipaddress.ip_address(a).version], socket.SOCK_STREAM, 6, "", (a, port))
+            for a in REBOUND[answers]
+        ]
+
+    monkeypatch.setattr(web.socket, "getaddrinfo", resolver)
+    upstream = Upstream(endpoint.url, "chat", None, timeout=30)  # type: ignore[arg-type]
+    token = gateway.grant(
+        experiment="r16", role="target", run_id="r", upstream=upstream, web=WebAccess()
+    )
+
+    response = _post(gateway, token, "/v1/web/fetch", {"url": "http://rebind.example/"})
+
+    used = gateway.revoke(token)
+    assert response.status_code == 403 and "non-public" in response.text, response.text
     assert used.last_fault is None, used
 
 
