@@ -11,6 +11,7 @@ import io
 import ipaddress
 import json
 import lzma
+import os
 import random
 import shutil
 import socket
@@ -29,8 +30,8 @@ from flashrsi_dagster.contamination.detector import MAX_JUDGED_BYTES, RULES
 from flashrsi_dagster.environments.confinement import Confinement, RunSpec, gateway_verdict
 from flashrsi_dagster.gateway import Gateway, Upstream, WebAccess, web
 from flashrsi_dagster.records import Status
-from tests.gateway.misbehaving_endpoint import answer
 from tests.contamination.test_detector import both
+from tests.gateway.misbehaving_endpoint import answer
 from tests.sabotage.helpers import table_rows
 from tests.sabotage.test_round15 import (
     _binary,
@@ -98,6 +99,32 @@ def test_odd_names_that_are_no_git_metadata_are_plain_files(tmp_path: Path, shap
     assert store.files(outcome.snapshot)[path] == b"notes\n"
 
 
+def _deep(folder: Path) -> None:
+    """A file 21 folders of 200 characters down: past PATH_MAX (4,096 bytes) from the
+    checkout, made as a Worker makes it, one `cd` at a time (one `mkdir -p` cannot)."""
+    (folder / "skills").mkdir(exist_ok=True)
+    descend = os.open(folder / "skills", os.O_RDONLY)
+    for _ in range(21):
+        os.mkdir("d" * 200, dir_fd=descend)
+        inner = os.open("d" * 200, os.O_RDONLY, dir_fd=descend)
+        os.close(descend)
+        descend = inner
+    with open(os.open("x", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=descend), "w") as handle:
+        handle.write("notes\n")
+    os.close(descend)
+
+
+def test_a_path_past_path_max_is_a_refusal_not_a_crash(tmp_path: Path):
+    """Attack: a file deeper than PATH_MAX allows to name from the checkout's root, where
+    `git add` (and every open by full path) fails with "File name too long", a failure
+    round 15's refusal does not read (it reads only git's "invalid path"). Held: the guard
+    refuses the path first, naming it; the step goes on."""
+    _, outcome = _commit(tmp_path, _deep)
+
+    assert outcome.status == "refused" and "skills/ddd" in (outcome.reason or ""), outcome
+    shutil.rmtree(tmp_path / "edit", ignore_errors=True)
+
+
 # -- the content check: archives -----------------------------------------------------------
 
 
@@ -136,7 +163,7 @@ def _noise(size: int, seed: int) -> bytes:
 
 
 NESTED = {
-    "a zip in a zip": _binary("skills/nested.zip", _zip([("inner.zip", _zip([("t", TABLE_JSON)]))])),
+    "a zip in a zip": _binary("skills/nested.zip", _zip([("in.zip", _zip([("t", TABLE_JSON)]))])),
     "a zip in a zip, stored": _binary(
         "skills/nested0.zip", _zip([("in.zip", _zip([("t", TABLE_JSON)]))], zipfile.ZIP_STORED)
     ),
@@ -289,7 +316,7 @@ def _loopback_urls(gateway: Gateway) -> dict[str, str]:
         "userinfo with a password": "https://user:pass@127.0.0.1:5432/",
         "IPv4-mapped IPv6": "http://[::ffff:127.0.0.1]:6379/",
         "an IPv6 zone on loopback": "http://[::1%25lo]:5432/",
-        "full-width digits IDNA maps to `127.0.0.1`": "http://１２７.０.０.１:6379/",
+        "full-width digits IDNA maps to `127.0.0.1`": "http://\uff11\uff12\uff17.\uff10.\uff10.\uff11:6379/",
         "an ideographic full stop": "http://127。0。0。1:6379/",
         "the unspecified IPv6 address": "http://[::]:5432/",
         "a link-local metadata address": "http://169.254.169.254/latest/meta-data/",
