@@ -704,7 +704,8 @@ MAX_ZIP_MEMBERS = 64
 
 
 def _zip_members(blob: bytes, budget: Budget) -> Iterator[bytes]:
-    """A zip archive's members (`MAX_ZIP_MEMBERS` at most), each within the budget."""
+    """A zip archive's members (`MAX_ZIP_MEMBERS` at most), each within the budget, read
+    from their bodies as a harness inflates them (`_zip_member`)."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(blob))
     except NotImplementedError:
@@ -718,16 +719,12 @@ def _zip_members(blob: bytes, budget: Budget) -> Iterator[bytes]:
         if len(members) > MAX_ZIP_MEMBERS:  # the rest unread: the table in the 65th passed
             budget.cut = True
         for info in members[:MAX_ZIP_MEMBERS]:
-            if info.file_size > budget.left:
-                budget.cut = True
-                continue
             try:
-                data = archive.read(info)
-            except zipfile.BadZipFile:  # its CRC-32 broken: a harness inflates it
-                data = _zip_member_raw(blob, info, budget.left)
-            except (RuntimeError, NotImplementedError):
-                # encrypted, or a method zipfile lacks: what it holds is unsearched
-                budget.cut = True
+                data = _zip_member(blob, info, budget.left + 1)
+            except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError):
+                data = None  # a body that does not inflate: what follows it may
+            if data is None or len(data) > budget.left:
+                budget.cut = True  # encrypted, another method, broken, or past the budget
                 continue
             if budget.take(data):
                 yield data
@@ -796,18 +793,30 @@ def _gzip_body(stream: bytes) -> int:
     return at + (2 if flags & 2 else 0)
 
 
-def _zip_member_raw(blob: bytes, info: zipfile.ZipInfo, limit: int) -> bytes:
-    """A zip member's bytes read past its CRC-32 check: stored, or deflated and inflated raw
-    (its local header says where they start)."""
+def _zip_member(blob: bytes, info: zipfile.ZipInfo, limit: int) -> bytes | None:
+    """A zip member's bytes, at most `limit`, as a harness reads them: its body (the local
+    header says where it starts) inflated raw to its end, whatever size and CRC-32 the
+    headers claim. zipfile stops at the claimed size and checks the CRC-32 of that much: a
+    member claiming its first 2 bytes (their CRC-32 given) hid the rest, and a bomb claiming
+    2 bytes was inflated whole in memory. None for an encrypted member or another method."""
+    if info.flag_bits & 1:
+        return None
     at = info.header_offset
     names = int.from_bytes(blob[at + 26 : at + 28], "little")
     extra = int.from_bytes(blob[at + 28 : at + 30], "little")
     body = blob[at + 30 + names + extra :][: info.compress_size]
     if info.compress_type == zipfile.ZIP_STORED:
-        return body
-    if info.compress_type != zipfile.ZIP_DEFLATED:
-        raise zipfile.BadZipFile("a member with a broken check in a method not read raw")
-    return zlib.decompressobj(-zlib.MAX_WBITS).decompress(body, limit)
+        return body[:limit]
+    if info.compress_type == zipfile.ZIP_DEFLATED:
+        return zlib.decompressobj(-zlib.MAX_WBITS).decompress(body, limit)
+    if info.compress_type == zipfile.ZIP_BZIP2:
+        return bz2.BZ2Decompressor().decompress(body, limit)
+    if info.compress_type == zipfile.ZIP_LZMA:  # a version, the properties' size, them
+        size = int.from_bytes(body[2:4], "little")
+        lzma1 = lzma._decode_filter_properties(lzma.FILTER_LZMA1, body[4 : 4 + size])  # type: ignore[attr-defined]
+        engine = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[lzma1])
+        return engine.decompress(body[4 + size :], limit)
+    return None
 
 
 __all__ = ["CIPHERS", "Budget", "View", "unescape", "views"]

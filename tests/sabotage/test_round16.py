@@ -19,6 +19,7 @@ import subprocess
 import tarfile
 import threading
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -449,3 +450,51 @@ def _behaving(endpoint) -> Iterator[None]:
     """The module's endpoint answers well again after each attack."""
     yield
     endpoint.behaviour = answer()
+
+
+def _short_claim(data: bytes, claimed: int) -> bytes:
+    """A zip of one deflated member holding `data`, its headers claiming its first `claimed`
+    bytes alone (their size and CRC-32): zipfile stops there and finds the check good; a
+    harness inflates the member's body raw (`zlib.decompressobj(-15)`) and reads all."""
+    out = bytearray(_zip([("t.json", data)]))
+    crc = zlib.crc32(data[:claimed]).to_bytes(4, "little")
+    size = claimed.to_bytes(4, "little")
+    for magic, at in ((b"PK\x03\x04", 14), (b"PK\x01\x02", 16)):
+        start = out.find(magic)
+        out[start + at : start + at + 4] = crc
+        out[start + at + 8 : start + at + 12] = size
+    return bytes(out)
+
+
+def _broken_first(data: bytes) -> bytes:
+    """A zip of two deflated members, the first's body broken (no deflate stream), `data`
+    the second's: zipfile raises on the first; a harness reads the second by its name."""
+    out = bytearray(_zip([("a.txt", b"filler " * 50), ("t.json", data)]))
+    start = out.find(b"PK\x03\x04")
+    body = start + 30 + 5
+    out[body : body + 8] = b"\xff" * 8
+    return bytes(out)
+
+
+LYING = {
+    "a member claiming its first 2 bytes": _short_claim(TABLE_JSON, 2),
+    "5 MB of zeros and the table, claiming 2 bytes": _short_claim(bytes(5 << 20) + TABLE_JSON, 2),
+    "a broken member before the table's": _broken_first(TABLE_JSON),
+}
+
+
+@pytest.mark.parametrize("form", LYING)
+def test_a_zip_member_is_read_as_a_harness_reads_it(content_check, form):
+    """Attack: a zip member whose headers claim less than its body holds (its size, and the
+    CRC-32 of that much, so zipfile's check passes), with the table past the claim, alone or
+    after 5 MB of zeros (a bomb zipfile inflates whole in memory before cutting it to the
+    claim); and a member whose body does not inflate, in front of the table's.
+    Got through on main: zipfile read the claimed 2 bytes and nothing more, the candidate
+    judged clean (and the bomb was inflated whole, whatever the budget); the broken member
+    ended the archive's reading, the table's member unread, no word said. Stops it: the
+    check reads each member as a harness does, its body inflated raw to its end within the
+    budget whatever its headers claim (`decode._zip_member`), and a member past the budget
+    or that does not inflate is unsearched data, the `undecoded` rule."""
+    verdict = content_check.judge(_binary("skills/t.zip", LYING[form]))
+
+    assert verdict.contaminated, verdict
