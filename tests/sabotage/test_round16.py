@@ -1,7 +1,22 @@
 """Sabotage, sixteenth red-team pass (issue 22), as a hostile Worker and a hostile evolved
-harness: round 15's fixes attacked first (the store's refusal of paths git calls invalid, the
-content check's zip reading and its byte bound, the gateway's clipping of tool results, its web
-fetch, and its wait for the calls a run leaves in flight)."""
+harness: round 15's fixes attacked first, and the code they touched. The store's refusal of
+the paths git calls invalid (names git on Linux takes and GitPython will not read, names git
+treats as plain, a path past PATH_MAX); the content check's archives (an archive in an
+archive, a zip of more members than it opens, members whose headers claim less than their
+bodies hold, a broken member in front of the table's, other methods and formats, a bomb) and
+its byte bound split over files; the gateway's clipping given tool results of other shapes;
+its web fetch aimed at the host's own services every way a URL names loopback, and a name
+that resolves to loopback beside a public address; and many calls left in flight at a run's
+end.
+
+Each attack is one test. One that got through on main was written here first, failing, then
+closed in the host (`snapshots/store.py`, `contamination/decode.py`); the others held on main
+and stay as tests. Of 52 cases, 11 got through on main (4 holes): `.git` with a character
+HFS+ ignores was committed and left the snapshot unreadable (4), an archive in an archive
+was never opened (3), a zip's members past the 64th were dropped unread (1), and a zip
+member was read only as far as its headers claimed (3). One more is a declared limit, a
+strict xfail: a table compressed by a compressor the check does not know (zstd).
+"""
 
 from __future__ import annotations
 
