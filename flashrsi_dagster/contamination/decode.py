@@ -699,8 +699,9 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
         yield data
 
 
-MAX_ZIP_MEMBERS = 64
-"""Members of one zip read, at most; an archive of more is unsearched (`cut`)."""
+MAX_ZIP_MEMBERS = 1024
+"""Members of one zip read, at most (a vendored wheel holds hundreds; their bytes are bounded
+by the budget anyway); an archive of more is unsearched (`cut`)."""
 
 
 def _zip_members(blob: bytes, budget: Budget) -> Iterator[bytes]:
@@ -716,7 +717,7 @@ def _zip_members(blob: bytes, budget: Budget) -> Iterator[bytes]:
         return
     with archive:
         members = archive.infolist()
-        if len(members) > MAX_ZIP_MEMBERS:  # the rest unread: the table in the 65th passed
+        if len(members) > MAX_ZIP_MEMBERS:  # the rest unread: the table in the 65th passed (at 64)
             budget.cut = True
         for info in members[:MAX_ZIP_MEMBERS]:
             try:

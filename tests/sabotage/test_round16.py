@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from flashrsi_dagster.config.models import LLMConfig
+from flashrsi_dagster.contamination.decode import MAX_ZIP_MEMBERS
 from flashrsi_dagster.contamination.detector import MAX_JUDGED_BYTES, RULES
 from flashrsi_dagster.environments.confinement import Confinement, RunSpec, gateway_verdict
 from flashrsi_dagster.gateway import Gateway, Upstream, WebAccess, web
@@ -202,12 +203,13 @@ def test_an_archive_in_an_archive_is_unpacked(content_check, form):
 
 
 def test_a_table_past_the_members_the_check_opens_is_unsearched(content_check):
-    """Attack: a zip of 64 members of filler, the table the 65th (the check opens the first
-    64 of an archive; a harness reads them all).
+    """Attack: a zip of as many members of filler as the check opens, the table one more
+    (on main the check opened the first 64 of an archive; a harness reads them all).
     Got through on main: the members past the 64th were dropped without a word, the
-    candidate judged clean. Stops it: an archive of more members than the check opens
-    (`decode.MAX_ZIP_MEMBERS`) is unsearched data, the `undecoded` rule."""
-    members = [(f"m{i}.txt", f"filler {i}\n".encode()) for i in range(64)]
+    candidate judged clean. Stops it: the check opens up to `decode.MAX_ZIP_MEMBERS` (now
+    1,024: a vendored wheel holds hundreds, their bytes bounded by the budget anyway), and
+    an archive of more is unsearched data, the `undecoded` rule."""
+    members = [(f"m{i}.txt", f"filler {i}\n".encode()) for i in range(MAX_ZIP_MEMBERS)]
 
     verdict = content_check.judge(_binary("skills/many.zip", _zip([*members, ("t", TABLE_JSON)])))
 
