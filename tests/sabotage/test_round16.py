@@ -80,7 +80,7 @@ def test_git_with_a_character_hfs_ignores_is_a_refusal(tmp_path: Path, shape):
     """Attack: a folder named `.git` with a character HFS+ ignores in it (a zero-width joiner
     or non-joiner, a byte order mark): `.git` itself on a Mac, a distinct name on Linux.
     Got through on main: git on Linux checks these names only with `core.protectHFS`
-    (off but on macOS), so `git add` took the folder and the store committed it; the
+    (off except on macOS), so `git add` took the folder and the store committed it; the
     snapshot was then unreadable: GitPython refuses such a tree ("Repository path aliases
     Git metadata"), so `store.files` (the content check, the archive, every later read of
     the candidate and its children) raised, and the experiment's step with it. Stops it: the
