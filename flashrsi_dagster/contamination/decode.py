@@ -725,8 +725,11 @@ def _zip_members(blob: bytes, budget: Budget) -> Iterator[bytes]:
             except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError):
                 data = None  # a body that does not inflate: what follows it may
             if data is None or len(data) > budget.left:
-                budget.cut = True  # encrypted, another method, broken, or past the budget
-                continue
+                # encrypted, another method, broken, or past the budget: the candidate is
+                # rejected as unsearched already, and members sharing one body (a bomb of
+                # overlapping entries) would each be inflated to the budget again
+                budget.cut = True
+                return
             if budget.take(data):
                 yield data
 
