@@ -122,11 +122,16 @@ class Budget:
     cut: bool = False
     """Something was left undecoded for want of budget: what it holds was not searched."""
 
-    def take(self, data: bytes, cost: int | None = None) -> bool:
+    def take(self, data: bytes, cost: int | None = None, *, unpacking: bool = False) -> bool:
         """Whether `data` is new (known by the digest of all its bytes: a decoy of the same
-        start and length is not the same), charging `cost` (its length) to what is left."""
+        start and length is not the same), charging `cost` (its length) to what is left.
+        A stream taken to be unpacked (`unpacking`) is known apart from the same bytes taken
+        as what an outer stream held: one digest for both read a zip in a zip, or a gzip
+        stream in bzip2, as unpacked already, and its table went unsearched."""
         cost = len(data) if cost is None else cost
-        digest = hashlib.sha1(data).digest()
+        hashed = hashlib.sha1(b"unpack:" if unpacking else b"")
+        hashed.update(data)
+        digest = hashed.digest()
         if digest in self.seen:
             return False
         if cost > self.left:
@@ -671,7 +676,7 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
     if limit <= 0:  # spent (and zlib reads a limit of 0 as none)
         budget.cut = True
         return
-    if not budget.take(blob, cost=min(len(blob), 4096)):
+    if not budget.take(blob, cost=min(len(blob), 4096), unpacking=True):
         return  # this stream was read (what it inflates to is charged below)
     try:
         if kind == "zip":
@@ -694,8 +699,14 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
         yield data
 
 
+MAX_ZIP_MEMBERS = 1024
+"""Members of one zip read, at most (a vendored wheel holds hundreds; their bytes are bounded
+by the budget anyway); an archive of more is unsearched (`cut`)."""
+
+
 def _zip_members(blob: bytes, budget: Budget) -> Iterator[bytes]:
-    """A zip archive's members (64 at most), each within the budget."""
+    """A zip archive's members (`MAX_ZIP_MEMBERS` at most), each within the budget, read
+    from their bodies as a harness inflates them (`_zip_member`)."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(blob))
     except NotImplementedError:
@@ -705,18 +716,20 @@ def _zip_members(blob: bytes, budget: Budget) -> Iterator[bytes]:
         budget.cut = True
         return
     with archive:
-        for info in archive.infolist()[:64]:
-            if info.file_size > budget.left:
-                budget.cut = True
-                continue
+        members = archive.infolist()
+        if len(members) > MAX_ZIP_MEMBERS:  # the rest unread: the table in the 65th passed (at 64)
+            budget.cut = True
+        for info in members[:MAX_ZIP_MEMBERS]:
             try:
-                data = archive.read(info)
-            except zipfile.BadZipFile:  # its CRC-32 broken: a harness inflates it
-                data = _zip_member_raw(blob, info, budget.left)
-            except (RuntimeError, NotImplementedError):
-                # encrypted, or a method zipfile lacks: what it holds is unsearched
+                data = _zip_member(blob, info, budget.left + 1)
+            except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError):
+                data = None  # a body that does not inflate: what follows it may
+            if data is None or len(data) > budget.left:
+                # encrypted, another method, broken, or past the budget: the candidate is
+                # rejected as unsearched already, and members sharing one body (a bomb of
+                # overlapping entries) would each be inflated to the budget again
                 budget.cut = True
-                continue
+                return
             if budget.take(data):
                 yield data
 
@@ -784,18 +797,30 @@ def _gzip_body(stream: bytes) -> int:
     return at + (2 if flags & 2 else 0)
 
 
-def _zip_member_raw(blob: bytes, info: zipfile.ZipInfo, limit: int) -> bytes:
-    """A zip member's bytes read past its CRC-32 check: stored, or deflated and inflated raw
-    (its local header says where they start)."""
+def _zip_member(blob: bytes, info: zipfile.ZipInfo, limit: int) -> bytes | None:
+    """A zip member's bytes, at most `limit`, as a harness reads them: its body (the local
+    header says where it starts) inflated raw to its end, whatever size and CRC-32 the
+    headers claim. zipfile stops at the claimed size and checks the CRC-32 of that much: a
+    member claiming its first 2 bytes (their CRC-32 given) hid the rest, and a bomb claiming
+    2 bytes was inflated whole in memory. None for an encrypted member or another method."""
+    if info.flag_bits & 1:
+        return None
     at = info.header_offset
     names = int.from_bytes(blob[at + 26 : at + 28], "little")
     extra = int.from_bytes(blob[at + 28 : at + 30], "little")
     body = blob[at + 30 + names + extra :][: info.compress_size]
     if info.compress_type == zipfile.ZIP_STORED:
-        return body
-    if info.compress_type != zipfile.ZIP_DEFLATED:
-        raise zipfile.BadZipFile("a member with a broken check in a method not read raw")
-    return zlib.decompressobj(-zlib.MAX_WBITS).decompress(body, limit)
+        return body[:limit]
+    if info.compress_type == zipfile.ZIP_DEFLATED:
+        return zlib.decompressobj(-zlib.MAX_WBITS).decompress(body, limit)
+    if info.compress_type == zipfile.ZIP_BZIP2:
+        return bz2.BZ2Decompressor().decompress(body, limit)
+    if info.compress_type == zipfile.ZIP_LZMA:  # a version, the properties' size, them
+        size = int.from_bytes(body[2:4], "little")
+        lzma1 = lzma._decode_filter_properties(lzma.FILTER_LZMA1, body[4 : 4 + size])  # type: ignore[attr-defined]
+        engine = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[lzma1])
+        return engine.decompress(body[4 + size :], limit)
+    return None
 
 
 __all__ = ["CIPHERS", "Budget", "View", "unescape", "views"]

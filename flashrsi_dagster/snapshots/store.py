@@ -78,6 +78,8 @@ _EXCLUDES = [f":(exclude,glob)**/{name}/**" for name in sorted(IGNORED_DIRS)] + 
     f":(exclude,glob)**/*{suffix}" for suffix in IGNORED_SUFFIXES
 ]
 
+_PROTECT = ("-c", "core.protectHFS=true", "-c", "core.protectNTFS=true")
+"""The path checks git makes on macOS and Windows, made here too (`_git`)."""
 _INVALID_PATH = re.compile(r"error: invalid path '(.*)'$", re.MULTILINE)
 """How `git add` names a path it refuses (`verify_path`)."""
 
@@ -635,7 +637,10 @@ class SnapshotStore:
         env = dict(_IDENTITY)
         if index is not None:
             env["GIT_INDEX_FILE"] = str(index)
-        command = ["git", f"--git-dir={self.root}"]
+        # Git protects `.git` from HFS+'s ignored characters (`.git\u200c` is `.git` there)
+        # only on macOS by default: on Linux it committed such a tree, which GitPython then
+        # refuses to read (every later read of the snapshot raised). Both protections, always.
+        command = ["git", *_PROTECT, f"--git-dir={self.root}"]
         if work_tree is not None:
             command.append(f"--work-tree={work_tree}")
         # git reads stdin from a real file descriptor, so input goes through a temp file.
