@@ -1,0 +1,160 @@
+"""Sabotage, sixteenth red-team pass (issue 22): a misbehaving endpoint and a careless or
+hostile operator, aimed at round 15's fixes (`test_round15_endpoint.py`): the key masking
+(`gateway/masking.py`) against an endpoint that echoes the key in another spelling (JSON's
+`\\/`, percent-encoded), the credential refusal in an endpoint URL (other names, other
+spellings, a path's `;key=`), `validation.key_problem`, the proxy variables dropped from
+unconfined agents, `endpoints.direct_opener` (a 303, HTTPS to HTTP), the SDK's own
+environment variables, and other numbers of the config.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import urllib.parse
+
+import openai
+import pytest
+
+from flashrsi_dagster.gateway import Gateway, Upstream
+from flashrsi_dagster.gateway.masking import KeyMask
+from tests.gateway.conftest import USER, openai_client
+from tests.gateway.misbehaving_endpoint import answer, chat_reply, sse
+from tests.sabotage.test_round12_endpoint import TIMEOUT
+from tests.sabotage.test_round13_endpoint import DONE
+from tests.sabotage.test_round15_endpoint import _validate
+
+SLASH_CANARY = "r16/Canary+Key=" + "Wq9" * 8
+"""A key as base64 writes one (`/`, `+`, `=`), as some providers issue them."""
+
+
+_ENCODED = urllib.parse.quote(SLASH_CANARY, safe="")
+ECHOES = {
+    # (the key as the answer's text quotes it, what the endpoint's encoder does to the JSON)
+    "json-escaped-slash": (SLASH_CANARY, lambda data: data.replace(b"/", b"\\/")),
+    "percent-encoded": (_ENCODED, lambda data: data),
+    "percent-encoded-lower": (
+        re.sub("%[0-9A-F]{2}", lambda hexa: hexa.group().lower(), _ENCODED),
+        lambda data: data,
+    ),
+    "form-encoded": (urllib.parse.quote_plus(SLASH_CANARY), lambda data: data),
+}
+"""How an endpoint may write the key back: PHP's `json_encode` escapes `/` as `\\/` (the
+client reads the key whole), a proxy percent-encodes it in a URL it quotes."""
+
+
+def _echoed(body: dict, spelling: str) -> bytes:
+    text, encoder = ECHOES[spelling]
+    return encoder(json.dumps(body).replace("@KEY", text).encode())
+
+
+@pytest.mark.parametrize("spelling", ECHOES)
+def test_an_endpoint_refusing_the_key_in_another_spelling_never_shows_it(
+    spelling, endpoint, caplog, tmp_path
+):
+    """Attack: the endpoint refuses the key (401) and quotes it in its error, spelt as its
+    encoder writes it: PHP's `json_encode` escapes `/` as `\\/`, a proxy percent-encodes it
+    in a URL of its message. The key is one with `/`, `+`, `=` (base64). Held on main: the
+    gateway answers a refused key with its own words, never the endpoint's."""
+    caplog.set_level(logging.DEBUG)
+    log = tmp_path / "calls.jsonl"
+    echoed = ECHOES[spelling][0]
+    body = _echoed({"error": {"message": "Incorrect API key provided: @KEY"}}, spelling)
+    endpoint.behaviour = answer(401, body)
+    with Gateway(log_path=log) as gateway:
+        upstream = Upstream(endpoint.url, "chat", SLASH_CANARY, timeout=TIMEOUT)
+        token = gateway.grant(experiment="x", role="target", run_id="r", upstream=upstream)
+
+        with pytest.raises(openai.APIStatusError) as refused:
+            openai_client(gateway, token).chat.completions.create(model="m", messages=USER)
+
+        used = gateway.revoke(token)
+    seen = refused.value.response.text + caplog.text + log.read_text() + (used.last_fault or "")
+    assert used.key_refused == 1 and used.answered == 0
+    assert echoed not in seen and "Wq9Wq9Wq9" not in seen, seen
+
+
+@pytest.mark.parametrize("spelling", ECHOES)
+def test_an_answer_echoing_the_key_in_another_spelling_never_shows_it(spelling, endpoint):
+    """Attack: a 200 answer whose content quotes the key, escaped by the endpoint's JSON
+    encoder or percent-encoded. Got through on main (round 11 declared "written otherwise
+    than as it is" a limit, docs/confinement.md): the gateway masked the key only as it is,
+    and the agent read it. Stops it: `KeyMask` masks the key in each spelling an endpoint
+    writes it back in (`masking.spellings`)."""
+    echoed = ECHOES[spelling][0]
+    endpoint.behaviour = answer(200, _echoed(chat_reply("your key: @KEY"), spelling))
+    with Gateway() as gateway:
+        upstream = Upstream(endpoint.url, "chat", SLASH_CANARY, timeout=TIMEOUT)
+        token = gateway.grant(experiment="x", role="target", run_id="r", upstream=upstream)
+        reply = openai_client(gateway, token).chat.completions.create(model="m", messages=USER)
+        gateway.revoke(token)
+    got = reply.choices[0].message.content or ""
+    assert echoed not in got and "Wq9Wq9Wq9" not in got, got
+
+
+@pytest.mark.parametrize("spelling", ECHOES)
+def test_a_stream_echoing_the_key_in_another_spelling_never_shows_it(spelling, endpoint):
+    """Attack: the same in a streamed answer's event (a model made to repeat its request's
+    headers, its JSON encoder escaping `/`), the event cut in two chunks inside the key
+    (round 11 declared the key cut across two deltas a limit; this is one delta)."""
+    echoed = ECHOES[spelling][0]
+    delta = {"choices": [{"index": 0, "delta": {"content": "your key: @KEY"}}]}
+    event = b"data: " + _echoed(delta, spelling) + b"\n\n"
+    cut = event.index(b"Canary") + 3
+    endpoint.behaviour = sse([event[:cut], event[cut:], DONE])
+    with Gateway() as gateway:
+        upstream = Upstream(endpoint.url, "chat", SLASH_CANARY, timeout=TIMEOUT)
+        token = gateway.grant(experiment="x", role="target", run_id="r", upstream=upstream)
+        chunks = openai_client(gateway, token).chat.completions.create(
+            model="m", messages=USER, stream=True
+        )
+        got = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        gateway.revoke(token)
+    assert echoed not in got and "Wq9Wq9Wq9" not in got, got
+
+
+def test_a_key_masked_in_every_spelling_leaves_other_text_alone():
+    """The other way round: a text without the key, with `%2F` and `\\/` of its own, is
+    relayed as it is."""
+    text = b'{"path": "a\\/b", "url": "x%2Fy%2B", "note": "Wq9Wq"}'
+    assert KeyMask(SLASH_CANARY).whole(text) == text
+
+
+# -- the credential in the endpoint URL ---------------------------------------------------------
+
+HEX = "e6f2c1a8" * 4
+
+HELD_URLS = {
+    "capitalised-key": "https://llm.example.com/v1?Key=@",
+    "upper-api-key": "https://llm.example.com/v1?API_KEY=@",
+    "percent-encoded-name": "https://llm.example.com/v1?%6Bey=@",
+    "sas-sig": "https://llm.example.com/v1?sv=2022-11-02&sig=@",
+    "signature": "https://llm.example.com/v1?X-Amz-Signature=@",
+    "password": "https://llm.example.com/v1?password=@",
+    "secret": "https://llm.example.com/v1?client_secret=@",
+    "auth": "https://llm.example.com/v1?auth=@",
+    "userinfo": "https://user:@KEY@llm.example.com/v1",
+}
+FIXED_URLS = {
+    "azure-functions-code": "https://llm.example.com/api/v1?code=@",
+    "path-parameter": "https://llm.example.com/v1;key=@",
+    "semicolon-separated": "https://llm.example.com/v1?api-version=1;key=@",
+    "userinfo-and-a-port-typo": "https://user:@KEY@llm.example.com:44x/v1",
+    "a-password-with-a-slash": "https://user:a/@KEY@llm.example.com/v1",
+}
+
+
+@pytest.mark.parametrize("url", [*HELD_URLS, *FIXED_URLS])
+def test_a_credential_elsewhere_in_the_endpoint_url_is_refused_without_quoting_it(
+    url, tmp_path, monkeypatch, capsys
+):
+    """Attack: the key in the endpoint URL under a name or in a place round 15 did not try."""
+    base_url = {**HELD_URLS, **FIXED_URLS}[url].replace("@KEY", HEX).replace("=@", "=" + HEX)
+
+    code, _ = _validate(tmp_path, monkeypatch, ["--agent.llm.base_url", base_url])
+
+    out, err = capsys.readouterr()
+    lines = [line for line in err.splitlines() if "agent.llm.base_url" in line]
+    assert code == 2 and len(lines) == 1, err
+    assert HEX not in out + err
