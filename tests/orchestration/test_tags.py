@@ -27,7 +27,7 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
     ("base_url", "api", "endpoint"),
     [
         (
-            "https://api.example.com/v1?key=s3cret",  # a user or password is refused
+            "https://api.example.com/v1?api-version=1",  # the query is no part of it
             "chat",
             "https://api.example.com:443",
         ),
