@@ -25,6 +25,8 @@ from tests.sabotage.test_round12_endpoint import TIMEOUT
 from tests.sabotage.test_round13_endpoint import DONE
 from tests.sabotage.test_round15_endpoint import _validate
 
+CANARY = "sk-r16-canary-" + "Vx4" * 8
+"""A key no other test uses, looked for in every output."""
 SLASH_CANARY = "r16/Canary+Key=" + "Wq9" * 8
 """A key as base64 writes one (`/`, `+`, `=`), as some providers issue them."""
 
@@ -158,3 +160,83 @@ def test_a_credential_elsewhere_in_the_endpoint_url_is_refused_without_quoting_i
     lines = [line for line in err.splitlines() if "agent.llm.base_url" in line]
     assert code == 2 and len(lines) == 1, err
     assert HEX not in out + err
+
+
+def test_an_endpoint_url_with_an_at_sign_in_its_query_is_accepted(tmp_path, monkeypatch, capsys):
+    """The other way round: an `@` after the `?` is a query's (a deployment named by an
+    email-like id), no user or password."""
+    args = ["--agent.llm.base_url", "https://llm.example.com/v1?deployment=team@eu"]
+
+    _validate(tmp_path, monkeypatch, args)
+
+    assert "base_url" not in capsys.readouterr().err
+
+
+# -- the key's value --------------------------------------------------------------------------
+
+FIXED_KEYS = {
+    "a-bearer-prefix-pasted": "Bearer " + CANARY,
+    "two-keys-pasted": CANARY + " " + CANARY,
+}
+HELD_KEYS = {
+    "a-cyrillic-lookalike": CANARY.replace("a", "\u0430"),
+    "only-whitespace": "   ",
+    "a-zero-width-space": CANARY[:10] + "\u200b" + CANARY[10:],
+    "a-no-break-space": CANARY[:10] + "\u00a0" + CANARY[10:],
+}
+
+
+@pytest.mark.parametrize("value", [*FIXED_KEYS, *HELD_KEYS])
+def test_a_key_no_endpoint_takes_is_refused_at_validate(value, tmp_path, monkeypatch, capsys):
+    """Attack: the key's variable holds `Bearer <key>` (copied from a curl line: the gateway
+    then sends `Bearer Bearer <key>`) or two keys with a space. Got through on main (a space
+    inside is printable, and round 15 refused whitespace at the ends only): validated, and
+    every call of the role was refused (401). Stops it: `key_problem` refuses any whitespace.
+    Held on main: a lookalike letter, only spaces, a zero-width or no-break space."""
+    monkeypatch.setenv("R16_KEY", {**FIXED_KEYS, **HELD_KEYS}[value])
+
+    _, _ = _validate(tmp_path, monkeypatch, ["--agent.llm.api_key", "${R16_KEY}"])
+
+    out, err = capsys.readouterr()
+    lines = [line for line in err.splitlines() if "agent.llm.api_key" in line]
+    assert len(lines) == 1, err
+    assert CANARY[4:20] not in out + err
+
+
+def test_a_key_of_punctuation_is_accepted(tmp_path, monkeypatch, capsys):
+    """The other way round: a base64 key (`/`, `+`, `=`) and one with `.`, `_`, `~`."""
+    monkeypatch.setenv("R16_KEY", SLASH_CANARY + "._~-")
+
+    _validate(tmp_path, monkeypatch, ["--agent.llm.api_key", "${R16_KEY}"])
+
+    assert "api_key" not in capsys.readouterr().err
+
+
+# -- the config's other numbers ---------------------------------------------------------------
+
+HELD_NUMBERS = {
+    "timeout-nan": (["--agent.llm.timeout", ".nan"], "agent.llm.timeout"),
+    "price-nan": (
+        ["--agent.llm.price", "{input_per_mtok: .nan, output_per_mtok: 1}"],
+        "agent.llm.price.input_per_mtok",
+    ),
+    "spend-cap-infinite": (["--agent.spend_cap", "{usd: .inf}"], "agent.spend_cap.usd"),
+    "spend-cap-nan": (["--agent.spend_cap", "{usd: .nan}"], "agent.spend_cap.usd"),
+    "spend-cap-1e30-tokens": (["--agent.spend_cap", "{tokens: 1.0e+30}"], "agent.spend_cap"),
+    "temperature-nan": (["--agent.llm.temperature", ".nan"], "agent.llm.temperature"),
+    "retries-1e18": (["--agent.llm.max_retries", "1.0e+18"], "agent.llm.max_retries"),
+    "max-tokens-1e18": (["--agent.llm.max_tokens", "1.0e+18"], "agent.llm.max_tokens"),
+    "concurrency-1e18": (["--benchmark.concurrency", "1.0e+18"], "benchmark.concurrency"),
+}
+
+
+@pytest.mark.parametrize("attack", HELD_NUMBERS)
+def test_a_number_of_no_sane_size_is_one_line(attack, tmp_path, monkeypatch, capsys):
+    """Held on main: `.nan` for a timeout, a price, a temperature, a spending cap; an
+    infinite cap; 1e18 retries, output tokens, rollouts at once; 1e30 tokens of cap."""
+    args, key = HELD_NUMBERS[attack]
+
+    _validate(tmp_path, monkeypatch, args)
+
+    err = capsys.readouterr().err
+    assert len([line for line in err.splitlines() if key in line]) == 1, err
