@@ -9,19 +9,24 @@ environment variables, and other numbers of the config.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import re
+import threading
+import time
 import urllib.parse
 
 import openai
 import pytest
 
+from flashrsi_dagster.algorithms.evolver import health
+from flashrsi_dagster.config.models import LLMConfig
 from flashrsi_dagster.gateway import Gateway, Upstream
 from flashrsi_dagster.gateway.masking import KeyMask
 from tests.gateway.conftest import USER, openai_client
 from tests.gateway.misbehaving_endpoint import answer, chat_reply, sse
-from tests.sabotage.test_round12_endpoint import TIMEOUT
+from tests.sabotage.test_round12_endpoint import TIMEOUT, _raw
 from tests.sabotage.test_round13_endpoint import DONE
 from tests.sabotage.test_round15_endpoint import _validate
 
@@ -240,3 +245,85 @@ def test_a_number_of_no_sane_size_is_one_line(attack, tmp_path, monkeypatch, cap
 
     err = capsys.readouterr().err
     assert len([line for line in err.splitlines() if key in line]) == 1, err
+
+
+# -- Gate0's ping: a trickle, a redirect of another code ----------------------------------------
+
+
+def _trickled(head_too: bool):
+    """A 200 of a megabyte, one byte every 0.2 s (each read gets a byte in time); the head
+    too when `head_too`."""
+
+    def write(conn) -> bool:
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n"
+        pieces = [head[i : i + 1] for i in range(len(head))] if head_too else [head]
+        for piece in itertools.chain(pieces, itertools.repeat(b"x")):
+            try:
+                conn.sendall(piece)
+            except OSError:
+                return False
+            time.sleep(0.2)
+        return False
+
+    return write
+
+
+@pytest.mark.parametrize("head_too", [False, True], ids=["a-body", "a-head"])
+def test_gate0_does_not_wait_on_a_trickled_answer(head_too, endpoint, monkeypatch):
+    """Attack: the endpoint answers the Evolver's health ping with a megabyte (or its head)
+    trickled one byte every 0.2 s. Got through on main: the ping's socket timeout bounds each
+    read only, and it read up to 64 KB: about 3.6 hours of a round waiting on Gate0 (the
+    whole experiment stopped, nothing printed). Stops it: the ping has one deadline
+    (`PING_TIMEOUT`) from connecting to its last byte; past it the connection is shut and
+    the ping says so."""
+    monkeypatch.setattr(health, "PING_TIMEOUT", 1.0)
+    monkeypatch.setenv("R16_KEY", CANARY)
+    endpoint.behaviour = _trickled(head_too)
+    found: list[str | None] = []
+    llm = LLMConfig(model="m", base_url=endpoint.url, api_key="${R16_KEY}")
+    ping = threading.Thread(target=lambda: found.append(health.endpoint_problem(llm)), daemon=True)
+
+    ping.start()
+    ping.join(120)  # a bound for a hang only: the ping's own deadline is 1 s
+
+    assert found and found[0] and "did not answer within 1 s" in found[0], found
+
+
+@pytest.mark.parametrize("code", [302, 303])
+def test_gate0_follows_no_redirect_of_another_code(code, endpoint, monkeypatch):
+    """Held on main: a 302 or a 303 (which turn the method into GET, the key kept by urllib's
+    own handler) is not followed either (round 15 tried 301, 307, 308)."""
+    monkeypatch.setenv("R16_KEY", CANARY)
+    endpoint.behaviour = answer(code, b"", Location="http://127.0.0.2:9/steal")
+
+    problem = health.endpoint_problem(
+        LLMConfig(model="m", base_url=endpoint.url, api_key="${R16_KEY}")
+    )
+
+    assert problem and f"answered HTTP {code} (a redirect, not followed)" in problem
+    assert CANARY not in problem
+
+
+BROKEN_PINGS = {
+    "a-status-line-not-http": (b"HELLO\r\n\r\n", "did not answer"),
+    "closed-at-once": (b"", "did not answer"),
+}
+
+
+@pytest.mark.parametrize("attack", BROKEN_PINGS)
+def test_gate0_calls_a_broken_answer_unhealthy_in_one_line(attack, endpoint, monkeypatch):
+    """Attack: the endpoint answers the health ping with a status line that is not HTTP, or
+    closes the connection at once. Got through on main for the first: `http.client`'s
+    `BadStatusLine` (no `OSError`, so urllib leaves it unwrapped) escaped the ping: Gate0,
+    and the Evolver's round with it, stopped with a traceback instead of a line saying which
+    endpoint is unhealthy. Stops it: the ping takes it as "did not answer". The second held
+    (`RemoteDisconnected` is an `OSError`)."""
+    data, cause = BROKEN_PINGS[attack]
+    monkeypatch.setenv("R16_KEY", CANARY)
+    endpoint.behaviour = _raw(data)
+
+    problem = health.endpoint_problem(
+        LLMConfig(model="m", base_url=endpoint.url, api_key="${R16_KEY}")
+    )
+
+    assert problem and cause in problem and CANARY not in problem
