@@ -9,6 +9,7 @@ environment variables, and other numbers of the config.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
@@ -16,19 +17,23 @@ import re
 import threading
 import time
 import urllib.parse
+from types import SimpleNamespace
 
 import openai
 import pytest
 
+from flashrsi_dagster.agents.miniagent.adapter import _server_env
 from flashrsi_dagster.algorithms.evolver import health
 from flashrsi_dagster.config.models import LLMConfig
+from flashrsi_dagster.environments.confinement import upstream_of
 from flashrsi_dagster.gateway import Gateway, Upstream
 from flashrsi_dagster.gateway.masking import KeyMask
+from flashrsi_dagster.llm.client import LLMClient
 from tests.gateway.conftest import USER, openai_client
 from tests.gateway.misbehaving_endpoint import answer, chat_reply, sse
 from tests.sabotage.test_round12_endpoint import TIMEOUT, _raw
 from tests.sabotage.test_round13_endpoint import DONE
-from tests.sabotage.test_round15_endpoint import _validate
+from tests.sabotage.test_round15_endpoint import _recording_host, _validate
 
 CANARY = "sk-r16-canary-" + "Vx4" * 8
 """A key no other test uses, looked for in every output."""
@@ -255,7 +260,9 @@ def _trickled(head_too: bool):
     too when `head_too`."""
 
     def write(conn) -> bool:
-        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n"
+        head = (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n"
+        )
         pieces = [head[i : i + 1] for i in range(len(head))] if head_too else [head]
         for piece in itertools.chain(pieces, itertools.repeat(b"x")):
             try:
@@ -327,3 +334,47 @@ def test_gate0_calls_a_broken_answer_unhealthy_in_one_line(attack, endpoint, mon
     )
 
     assert problem and cause in problem and CANARY not in problem
+
+
+# -- the operator's environment and the endpoint URL's query: held ------------------------------
+
+
+def test_an_unconfined_miniagent_drops_a_proxy_variable_in_any_case(monkeypatch):
+    """Held on main: `Https_Proxy` and `All_Proxy` (Python's urllib, hence httpx and the
+    OpenAI SDK, read a proxy variable in any case) are dropped as their upper and lower
+    case twins are."""
+    for name in ("Https_Proxy", "All_Proxy", "hTTP_pROXY"):
+        monkeypatch.setenv(name, "http://127.0.0.3:9")
+
+    env = _server_env(SimpleNamespace(jail=None, env={}))  # type: ignore[arg-type]
+
+    assert not [n for n in env if n.lower().endswith("_proxy")]
+
+
+@pytest.mark.parametrize(
+    ("suffix", "sent"),
+    [
+        ("?", "/openai/v1/chat/completions "),
+        ("?tag=a%26b%20c", "/openai/v1/chat/completions?tag=a%26b%20c "),
+    ],
+    ids=["an-empty-query", "a-percent-encoded-query"],
+)
+def test_the_endpoint_urls_query_is_sent_as_written(suffix, sent, monkeypatch):
+    """Held on main: a URL ending in a bare `?` adds no `?` to the call; a percent-encoded
+    query goes as written (not decoded, not encoded twice). The operator's `OPENAI_BASE_URL`,
+    `OPENAI_ORG_ID` and `OPENAI_PROJECT_ID` change nothing: the plain-LLM target's client
+    calls its gateway, and the gateway sends no organisation the client names."""
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.3:9/v1")
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-r16")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-r16")
+    with _recording_host() as (endpoint, seen), Gateway() as gateway:
+        upstream = upstream_of(LLMConfig(model="m", base_url=f"{endpoint}/openai/v1{suffix}"))
+        token = gateway.grant(experiment="x", role="target", run_id="r", upstream=upstream)
+        client = LLMClient(LLMConfig(model="m", max_retries=0), "target", via=(gateway.url, token))
+        with contextlib.suppress(Exception):  # the host answers `{}`: what it saw matters
+            client.complete([{"role": "user", "content": "hi"}])
+        client.close()
+        gateway.revoke(token)
+
+    assert len(seen) == 1 and seen[0].startswith(f"POST {sent}"), seen
+    assert "org-r16" not in seen[0] and "proj-r16" not in seen[0]

@@ -21,8 +21,8 @@ from flashrsi_dagster.config.models import LLMConfig
 from flashrsi_dagster.llm.client import resolve_key
 from flashrsi_dagster.llm.endpoints import (
     anthropic_base_url,
-    opener_within,
     openai_base_url,
+    opener_within,
     with_path,
 )
 from flashrsi_dagster.validation import dry_run
