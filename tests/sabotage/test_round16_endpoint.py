@@ -1,10 +1,23 @@
 """Sabotage, sixteenth red-team pass (issue 22): a misbehaving endpoint and a careless or
 hostile operator, aimed at round 15's fixes (`test_round15_endpoint.py`): the key masking
-(`gateway/masking.py`) against an endpoint that echoes the key in another spelling (JSON's
-`\\/`, percent-encoded), the credential refusal in an endpoint URL (other names, other
-spellings, a path's `;key=`), `validation.key_problem`, the proxy variables dropped from
-unconfined agents, `endpoints.direct_opener` (a 303, HTTPS to HTTP), the SDK's own
-environment variables, and other numbers of the config.
+(`gateway/masking.py`) against an endpoint that writes the key back in another spelling
+(JSON's `\\/`, percent-encoded), the credential refusal in an endpoint URL (other names,
+`;` parameters, a password the port's error quoted), `validation.key_problem`, Gate0's ping
+(`endpoints.direct_opener`: a trickle, a status line not HTTP, a 302/303), the proxy
+variables in any case, the endpoint URL's query (`Upstream.query`), the SDK's `OPENAI_*`
+variables, and other numbers of the config.
+
+Each attack is one test. One that got through on main was written here first, failing, then
+closed by the smallest fix; the others held on main and stay as tests. Of 53 cases, 18 got
+through on main: 5 new holes, and one declared limit narrowed. The holes: a credential in
+the endpoint URL under Azure Functions' `code`, as a path parameter (`;key=`) or after a `;`
+in the query validated and was written with the config (3); a password in the URL's user
+part was quoted by the port's error (a `/` in it, or a port typo) (2); a key holding a space
+(`Bearer <key>` pasted) validated, every call then refused (2); Gate0's ping waited hours on
+an answer trickled a byte at a time (2); a status line that is not HTTP escaped the ping as a
+traceback (1). The limit narrowed (round 11's, docs/confinement.md "What leaves an agent is
+redacted": "written otherwise than as it is"): the key written back JSON-escaped with `\\/` or
+percent-encoded reached the agent, in an answer and in a stream (8).
 """
 
 from __future__ import annotations
