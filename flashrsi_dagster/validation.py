@@ -231,6 +231,11 @@ def key_problem(value: str) -> str | None:
         )
     if not value.isascii():  # a quote pasted with it: HTTP headers carry Latin-1 at most
         return "holds a character that is not ASCII (a quote pasted with it?): no key does"
+    if " " in value:  # `Bearer <key>` copied from a curl line: the gateway writes its own
+        return (
+            "holds a space (a `Bearer ` prefix or two keys pasted?): no key does; export the "
+            "key alone"
+        )
     return None
 
 

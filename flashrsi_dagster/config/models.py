@@ -53,10 +53,11 @@ MIN_CALL_TIMEOUT = 1.0
 less (`1e-300` validated, then every call of the role timed out)."""
 SECRET_QUERY_WORDS = frozenset(
     {"key", "apikey", "token", "secret", "password", "passwd", "pwd", "sig", "signature",
-     "auth", "authorization", "credential", "credentials", "session"}
+     "auth", "authorization", "credential", "credentials", "session", "code"}
 )  # fmt: skip
 """Words of a URL query parameter's name that mark it a credential (`key`, `api_key`,
-`access_token`, `x-goog-api-key`, `apiKey`); `api-version` and the like are kept."""
+`access_token`, `x-goog-api-key`, `apiKey`, Azure Functions' `code`); `api-version` and the
+like are kept."""
 
 
 def _integral(value: Any) -> Any:
@@ -231,18 +232,19 @@ class LLMConfig(Section):
         # with the config into the experiment's run_meta.json.
         if (problem := _credential_in_url(value)) is not None:
             raise ValueError(problem)
+        if "@" in value.partition("?")[0]:
+            # a user or password, which the gateway never sends (it connects by scheme, host
+            # and port), and the config is written with the experiment: the URL is not
+            # repeated. Before the port is read: a password holding `/` or a port typo
+            # failed there, and that message quoted the URL, the password in it.
+            raise ValueError(
+                "an endpoint URL with a user or password (an `@`), which the gateway never "
+                "sends; give the key as api_key: ${ENV_VAR}"
+            )
         try:  # every call would fail to connect: refused here, not task by task
             host, port = urlsplit(value).hostname, urlsplit(value).port
         except ValueError as exc:
-            raise ValueError(f"{value!r}: a port that is not a number ({exc})") from None
-        parts = urlsplit(value)
-        if parts.username is not None or parts.password is not None:
-            # the gateway connects by scheme, host and port and never sends them, and the
-            # config is written with the experiment: the URL is not repeated here
-            raise ValueError(
-                "an endpoint URL with a user or password, which the gateway never sends; "
-                "give the key as api_key: ${ENV_VAR}"
-            )
+            raise ValueError(f"an endpoint URL whose port is not a number ({exc})") from None
         if port == 0:
             raise ValueError(f"{value!r}: port 0, which no server listens on")
         if not host or not host.isprintable() or any(c.isspace() for c in host):
@@ -285,7 +287,10 @@ def _credential_in_url(url: str) -> str | None:
     it), or None. A query parameter named as a key or token is sent with every call, and
     the URL is written with the config; a fragment is never sent at all."""
     parts = urlsplit(url)
-    for name, _ in parse_qsl(parts.query, keep_blank_values=True):
+    # `;` separates parameters too, for many servers: in the query (`?v=1;key=...`) and in
+    # the path (`/v1;key=...`, RFC 3986's path parameters)
+    params = [*parts.query.split(";"), *parts.path.split(";")[1:]]
+    for name, _ in parse_qsl("&".join(params), keep_blank_values=True):
         words = {w for w in re.split(r"[^a-z0-9]+", name.lower()) if w}
         if words & SECRET_QUERY_WORDS or name.lower().endswith(("key", "token")):
             return (

@@ -10,22 +10,41 @@ accounts, hence the records).
 
 from __future__ import annotations
 
+import json
+import re
+from urllib.parse import quote, quote_plus
+
 from flashrsi_dagster.records.redaction import MIN_SECRET_LENGTH, REDACTED
 
 _MARK = REDACTED.encode()
 
 
+def spellings(key: str) -> list[str]:
+    """`key` as an endpoint may write it back: as it is, JSON-escaped (PHP's `json_encode`
+    writes `/` as `\\/`), percent-encoded (upper or lower hex, `+` for a space) in a URL it
+    quotes. A base64 key (`/`, `+`, `=`) differs in each; longest first, so that no shorter
+    spelling is masked inside a longer one."""
+    escaped = json.dumps(key)[1:-1]
+    encoded = quote(key, safe="")
+    lower = re.sub("%[0-9A-F]{2}", lambda hexa: hexa.group().lower(), encoded)
+    forms = [key, escaped, escaped.replace("/", "\\/"), encoded, lower, quote_plus(key)]
+    return sorted(dict.fromkeys(forms), key=len, reverse=True)
+
+
 class KeyMask:
-    """Masks one key in a whole text or in a stream cut anywhere (a key split across two
-    reads is held back until it is known whole or not)."""
+    """Masks one key, in each of its `spellings`, in a whole text or in a stream cut
+    anywhere (a key split across two reads is held back until it is known whole or not)."""
 
     def __init__(self, key: str | None) -> None:
         # a key shorter than any real credential (a test's "k") would mask ordinary text
         self._key = key.encode() if key and len(key) >= MIN_SECRET_LENGTH else b""
+        self._forms = [form.encode() for form in spellings(key)] if self._key else []
         self._held = b""
 
     def whole(self, data: bytes) -> bytes:
-        return data.replace(self._key, _MARK) if self._key else data
+        for form in self._forms:
+            data = data.replace(form, _MARK)
+        return data
 
     def text(self, text: str) -> str:
         """`text` with the key masked, also as Python quotes it (`repr`: a key holding a
@@ -33,7 +52,7 @@ class KeyMask:
         if not self._key:
             return text
         key = self._key.decode()
-        for form in dict.fromkeys((key, repr(key)[1:-1], repr(self._key)[2:-1])):
+        for form in dict.fromkeys((*spellings(key), repr(key)[1:-1], repr(self._key)[2:-1])):
             text = text.replace(form, REDACTED)
         return text
 
@@ -45,8 +64,8 @@ class KeyMask:
         of a key the next read completes."""
         if not self._key:
             return data
-        data = (self._held + data).replace(self._key, _MARK)
-        keep = _partial_tail(data, self._key)
+        data = self.whole(self._held + data)
+        keep = max(_partial_tail(data, form) for form in self._forms)
         self._held = data[len(data) - keep :] if keep else b""
         return data[: len(data) - keep]
 

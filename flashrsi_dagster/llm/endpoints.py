@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
+import http.client
+import socket
 import threading
 import urllib.request
+from collections.abc import Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 from flashrsi_dagster.config.models import LLMConfig
@@ -26,10 +30,83 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None  # urllib then raises HTTPError with the 3xx
 
 
-def direct_opener() -> urllib.request.OpenerDirector:
+def direct_opener(*handlers: urllib.request.BaseHandler) -> urllib.request.OpenerDirector:
     """urllib as the gateway connects: no proxy from the environment, no redirect followed
     (urllib's own handler sends every header, the key too, to wherever a 3xx points)."""
-    return urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect(), *handlers)
+
+
+class _Shutter:
+    """The sockets an opener's connections open, shut down at once when `expire` is called
+    (and any connected after). The socket, not the connection: urllib drops the
+    connection's hold on it once the answer's head is read, the body read through it still."""
+
+    def __init__(self) -> None:
+        self.expired = False
+        self._socks: list[socket.socket] = []
+        self._lock = threading.Lock()
+
+    def making(self, cls: type[http.client.HTTPConnection]):
+        def make(*args, **kwargs) -> http.client.HTTPConnection:
+            conn = cls(*args, **kwargs)
+            connect = conn.connect
+
+            def connect_then_check() -> None:
+                connect()
+                with self._lock:
+                    self._socks.append(conn.sock)
+                    if self.expired:
+                        _shut(conn.sock)
+
+            conn.connect = connect_then_check  # type: ignore[method-assign]
+            return conn
+
+        return make
+
+    def expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._socks:
+                _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+class _HTTP(urllib.request.HTTPHandler):
+    def __init__(self, shutter: _Shutter) -> None:
+        super().__init__()
+        self._shutter = shutter
+
+    def http_open(self, req):
+        return self.do_open(self._shutter.making(http.client.HTTPConnection), req)
+
+
+class _HTTPS(urllib.request.HTTPSHandler):
+    def __init__(self, shutter: _Shutter) -> None:
+        super().__init__()
+        self._shutter = shutter
+
+    def https_open(self, req):
+        conn = self._shutter.making(http.client.HTTPSConnection)
+        return self.do_open(conn, req, context=self._context)
+
+
+@contextlib.contextmanager
+def opener_within(seconds: float) -> Iterator[tuple[urllib.request.OpenerDirector, _Shutter]]:
+    """A `direct_opener` whose exchanges end `seconds` from now, wherever they block: a
+    socket timeout bounds each read only, and an endpoint that trickles a byte now and then
+    holds a reader for hours. `shutter.expired` tells a cut from the endpoint's own close."""
+    shutter = _Shutter()
+    timer = threading.Timer(seconds, shutter.expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield direct_opener(_HTTP(shutter), _HTTPS(shutter)), shutter
+    finally:
+        timer.cancel()
 
 
 _lock = threading.Lock()

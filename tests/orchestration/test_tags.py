@@ -27,7 +27,7 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "meta_harness.yaml"
     ("base_url", "api", "endpoint"),
     [
         (
-            "https://api.example.com/v1?key=s3cret",  # a user or password is refused
+            "https://api.example.com/v1?api-version=1",  # the query is no part of it
             "chat",
             "https://api.example.com:443",
         ),
@@ -51,7 +51,7 @@ def _config(home: Path, worker: str, target: str = "offline"):
 
 def test_each_endpoint_of_a_home_has_one_key_whatever_role_calls_it(tmp_path):
     both = endpoint_tags(_config(tmp_path, "offline"), tmp_path)
-    split = endpoint_tags(_config(tmp_path, "https://w.example.com/v1?key=p"), tmp_path)
+    split = endpoint_tags(_config(tmp_path, "https://w.example.com/v1?api-version=p"), tmp_path)
     swapped = endpoint_tags(_config(tmp_path, "offline", "https://w.example.com"), tmp_path)
 
     assert both == {"flashrsi/endpoint.1": "offline"}  # one endpoint, counted once
@@ -60,7 +60,7 @@ def test_each_endpoint_of_a_home_has_one_key_whatever_role_calls_it(tmp_path):
         "flashrsi/endpoint.2": "https://w.example.com:443",
     }
     assert swapped == split  # the Worker's endpoint as the target's: the same counter
-    assert "key=p" not in (tmp_path / ".dagster" / "endpoints.json").read_text()
+    assert "api-version=p" not in (tmp_path / ".dagster" / "endpoints.json").read_text()
 
 
 NUMBER = """

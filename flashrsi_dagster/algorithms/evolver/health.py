@@ -11,6 +11,7 @@ and would use patience it did not earn. Fix the environment and resume.
 
 from __future__ import annotations
 
+import http.client
 import urllib.error
 import urllib.request
 
@@ -20,8 +21,8 @@ from flashrsi_dagster.config.models import LLMConfig
 from flashrsi_dagster.llm.client import resolve_key
 from flashrsi_dagster.llm.endpoints import (
     anthropic_base_url,
-    direct_opener,
     openai_base_url,
+    opener_within,
     with_path,
 )
 from flashrsi_dagster.validation import dry_run
@@ -48,19 +49,22 @@ def endpoint_problem(llm: LLMConfig) -> str | None:
         url = with_path(openai_base_url(llm) or DEFAULT_OPENAI, "/models")
         headers = {"Authorization": f"Bearer {key}"}
     request = urllib.request.Request(url, headers=headers, method="GET")
-    try:
-        # with the key, to base_url only: not through the environment's proxy, not on to
-        # wherever a redirect points (urllib would send the key there)
-        with direct_opener().open(request, timeout=PING_TIMEOUT) as response:
-            response.read(1 << 16)
-        return None
-    except urllib.error.HTTPError as exc:
-        refused = " (the key is refused)" if exc.code in (401, 403) else ""
-        refused = " (a redirect, not followed)" if 300 <= exc.code < 400 else refused
-        return f"{url} answered HTTP {exc.code}{refused}"
-    except (urllib.error.URLError, TimeoutError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return f"{url} did not answer: {reason}"
+    # with the key, to base_url only: not through the environment's proxy, not on to
+    # wherever a redirect points (urllib would send the key there); within one deadline
+    with opener_within(PING_TIMEOUT) as (opener, shutter):
+        try:
+            with opener.open(request, timeout=PING_TIMEOUT) as response:
+                response.read(1 << 16)
+            problem = None
+        except urllib.error.HTTPError as exc:
+            refused = " (the key is refused)" if exc.code in (401, 403) else ""
+            refused = " (a redirect, not followed)" if 300 <= exc.code < 400 else refused
+            problem = f"{url} answered HTTP {exc.code}{refused}"
+        except (urllib.error.URLError, TimeoutError, OSError, http.client.HTTPException) as exc:
+            problem = f"{url} did not answer: {getattr(exc, 'reason', exc)}"
+        if shutter.expired:  # whatever the cut raised, or a short body read as whole
+            return f"{url} did not answer within {PING_TIMEOUT:g} s"
+        return problem
 
 
 def health_problems(config: ExperimentConfig) -> list[str]:
