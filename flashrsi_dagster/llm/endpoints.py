@@ -38,8 +38,10 @@ def direct_opener(*handlers: urllib.request.BaseHandler) -> urllib.request.Opene
 
 class _Shutter:
     """The sockets an opener's connections open, shut down at once when `expire` is called
-    (and any connected after). The socket, not the connection: urllib drops the
-    connection's hold on it once the answer's head is read, the body read through it still."""
+    (and any opened after). Held as a duplicate taken as the socket is made, before TLS's
+    handshake (an endpoint trickling it held `connect` for hours) and past urllib dropping
+    the connection's hold on it once the answer's head is read (the body read through it
+    still); a shutdown through the duplicate ends the connection itself."""
 
     def __init__(self) -> None:
         self.expired = False
@@ -49,16 +51,17 @@ class _Shutter:
     def making(self, cls: type[http.client.HTTPConnection]):
         def make(*args, **kwargs) -> http.client.HTTPConnection:
             conn = cls(*args, **kwargs)
-            connect = conn.connect
+            create = conn._create_connection
 
-            def connect_then_check() -> None:
-                connect()
+            def create_then_hold(*args, **kwargs) -> socket.socket:
+                sock = create(*args, **kwargs)
                 with self._lock:
-                    self._socks.append(conn.sock)
+                    self._socks.append(sock.dup())
                     if self.expired:
-                        _shut(conn.sock)
+                        _shut(sock)
+                return sock
 
-            conn.connect = connect_then_check  # type: ignore[method-assign]
+            conn._create_connection = create_then_hold  # type: ignore[method-assign]
             return conn
 
         return make
@@ -68,6 +71,12 @@ class _Shutter:
             self.expired = True
             for sock in self._socks:
                 _shut(sock)
+
+    def close(self) -> None:
+        with self._lock:
+            for sock in self._socks:
+                sock.close()
+            self._socks.clear()
 
 
 def _shut(sock: socket.socket) -> None:
@@ -107,6 +116,7 @@ def opener_within(seconds: float) -> Iterator[tuple[urllib.request.OpenerDirecto
         yield direct_opener(_HTTP(shutter), _HTTPS(shutter)), shutter
     finally:
         timer.cancel()
+        shutter.close()
 
 
 _lock = threading.Lock()
