@@ -38,10 +38,8 @@ def direct_opener(*handlers: urllib.request.BaseHandler) -> urllib.request.Opene
 
 class _Shutter:
     """The sockets an opener's connections open, shut down at once when `expire` is called
-    (and any opened after). Held as a duplicate taken as the socket is made, before TLS's
-    handshake (an endpoint trickling it held `connect` for hours) and past urllib dropping
-    the connection's hold on it once the answer's head is read (the body read through it
-    still); a shutdown through the duplicate ends the connection itself."""
+    (and any connected after). The socket, not the connection: urllib drops the
+    connection's hold on it once the answer's head is read, the body read through it still."""
 
     def __init__(self) -> None:
         self.expired = False
@@ -51,17 +49,16 @@ class _Shutter:
     def making(self, cls: type[http.client.HTTPConnection]):
         def make(*args, **kwargs) -> http.client.HTTPConnection:
             conn = cls(*args, **kwargs)
-            create = conn._create_connection
+            connect = conn.connect
 
-            def create_then_hold(*args, **kwargs) -> socket.socket:
-                sock = create(*args, **kwargs)
+            def connect_then_check() -> None:
+                connect()
                 with self._lock:
-                    self._socks.append(sock.dup())
+                    self._socks.append(conn.sock)
                     if self.expired:
-                        _shut(sock)
-                return sock
+                        _shut(conn.sock)
 
-            conn._create_connection = create_then_hold  # type: ignore[method-assign]
+            conn.connect = connect_then_check  # type: ignore[method-assign]
             return conn
 
         return make
@@ -71,12 +68,6 @@ class _Shutter:
             self.expired = True
             for sock in self._socks:
                 _shut(sock)
-
-    def close(self) -> None:
-        with self._lock:
-            for sock in self._socks:
-                sock.close()
-            self._socks.clear()
 
 
 def _shut(sock: socket.socket) -> None:
@@ -116,7 +107,6 @@ def opener_within(seconds: float) -> Iterator[tuple[urllib.request.OpenerDirecto
         yield direct_opener(_HTTP(shutter), _HTTPS(shutter)), shutter
     finally:
         timer.cancel()
-        shutter.close()
 
 
 _lock = threading.Lock()

@@ -2,11 +2,11 @@
 operator, aimed at round 16's fixes (`test_round16_endpoint.py`): the endpoint URL's checks
 (`LLMConfig._endpoint`: the `@` refusal, the port's error that no longer quotes the URL, the
 other errors that still did), `_credential_in_url`'s message, `masking.spellings`, and
-Gate0's one deadline (`endpoints.opener_within`) against a TLS handshake trickled and other
-broken answers.
+Gate0's one deadline (`endpoints.opener_within`) against a resolver that never answers, a
+TLS handshake trickled and other broken answers.
 
 Each attack is one test. One that got through on main was written here first, failing, then
-closed by the smallest fix; the others held on main and stay as tests. Of 25 cases, 10 got
+closed by the smallest fix; the others held on main and stay as tests. Of 26 cases, 11 got
 through on main: 5 new holes. (1) urllib's own words, kept in the port's and the `[host]`'s
 errors, quoted what they could not read: a password holding `?` (`user:pa?ss@`), a key
 pasted as the port (also after `[::1]`) or in brackets as a host (4). (2) The errors of a
@@ -208,11 +208,9 @@ def _tls_trickler():
 
 
 def test_gate0_does_not_wait_on_a_trickled_tls_handshake(monkeypatch):
-    """Attack: an `https://` endpoint trickles its TLS handshake a byte every 0.2 s. Got
-    through on main: round 16's deadline shut the socket a connection made only once
-    `connect` returned, the handshake done: the ping waited ~55 minutes on one 16 KB
-    record (hours on more), the round with it. Stops it: the deadline holds a duplicate of
-    the socket from the moment it is made, before TLS."""
+    """Attack: an `https://` endpoint trickles its TLS handshake a byte every 0.2 s, before
+    round 16's deadline holds the socket (it does once `connect` returns). Held on main:
+    Python's `ssl` bounds the whole handshake by the socket's timeout, not each read."""
     monkeypatch.setattr(health, "PING_TIMEOUT", 1.0)
     monkeypatch.setenv("R17_KEY", CANARY)
     found: list[str | None] = []
@@ -223,6 +221,36 @@ def test_gate0_does_not_wait_on_a_trickled_tls_handshake(monkeypatch):
         )
         ping.start()
         ping.join(90)  # a bound for a hang only: the ping's own deadline is 1 s
+
+    assert found and found[0] and "did not answer" in found[0], found
+    assert CANARY not in found[0]
+
+
+def test_gate0_does_not_wait_on_a_resolver_that_never_answers(monkeypatch):
+    """Attack: the endpoint's name never resolves (a resolver that takes the query and never
+    answers; the machine's edge, `socket.getaddrinfo`, stands in for it). Got through on
+    main: round 16's deadline shuts sockets, and there is none while the name resolves: the
+    ping, Gate0 and the Evolver's round waited as long as the resolver did, without a word.
+    Stops it: the ping runs in a thread of its own, which Gate0 stops waiting on at its
+    deadline (and a grace): "did not answer within 1 s"."""
+    monkeypatch.setattr(health, "PING_TIMEOUT", 1.0)
+    monkeypatch.setattr(health, "PING_GRACE", 0.5, raising=False)  # absent on main
+    monkeypatch.setenv("R17_KEY", CANARY)
+    answered = threading.Event()
+
+    def never(*args, **kwargs):
+        answered.wait(120)
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(socket, "getaddrinfo", never)
+    found: list[str | None] = []
+    llm = LLMConfig(model="m", base_url="https://llm.r17.invalid/v1", api_key="${R17_KEY}")
+    ping = threading.Thread(target=lambda: found.append(health.endpoint_problem(llm)), daemon=True)
+    try:
+        ping.start()
+        ping.join(30)  # a bound for a hang only: the ping's own deadline is 1 s
+    finally:
+        answered.set()  # the resolver answers at last: no thread outlives the test
 
     assert found and found[0] and "did not answer within 1 s" in found[0], found
     assert CANARY not in found[0]
