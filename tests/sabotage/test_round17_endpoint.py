@@ -71,7 +71,10 @@ FIXED_URLS = {
     "a-key-as-the-port-of-an-ipv6-host": (f"https://[::1]:{SECRET}/v1", "port"),
     "a-key-in-brackets-as-a-host": (f"https://[{SECRET}]/v1", "IP address"),
     "no-host-and-a-password-after-the-query": (f"https://?u:{SECRET}@llm.example.com", "no host"),
-    "a-space-in-the-host-and-a-key-in-the-path": (f"https://llm example.com/{SECRET}", "whitespace"),
+    "a-space-in-the-host-and-a-key-in-the-path": (
+        f"https://llm example.com/{SECRET}",
+        "whitespace",
+    ),
     "port-0-and-a-key-in-the-path": (f"https://llm.example.com:0/bot{SECRET}/v1", "port 0"),
     "a-credential-name-with-its-equals-encoded": (
         f"https://llm.example.com/v1?key%3D{SECRET}",
@@ -271,9 +274,9 @@ BROKEN_PINGS = {
 
 @pytest.mark.parametrize("attack", BROKEN_PINGS)
 def test_gate0_calls_a_malformed_answer_unhealthy_in_one_line(attack, endpoint, monkeypatch):
-    """Held on main: a header line past 64 KB, 150 headers, a chunk size that is no number, 2000 `100 Continue` heads then a close, a status of four
-    digits: each is "did not answer" (an `http.client.HTTPException` or `OSError`), the
-    key not repeated."""
+    """Held on main: a header line past 64 KB, 150 headers, a chunk size that is no number,
+    2000 `100 Continue` heads then a close, a status of four digits: each is "did not
+    answer" (an `http.client.HTTPException` or `OSError`), the key not repeated."""
     monkeypatch.setenv("R17_KEY", CANARY)
     endpoint.behaviour = _raw(BROKEN_PINGS[attack])
 
