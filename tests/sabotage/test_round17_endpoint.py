@@ -6,7 +6,7 @@ Gate0's one deadline (`endpoints.opener_within`) against a resolver that never a
 TLS handshake trickled and other broken answers.
 
 Each attack is one test. One that got through on main was written here first, failing, then
-closed by the smallest fix; the others held on main and stay as tests. Of 26 cases, 11 got
+closed by the smallest fix; the others held on main and stay as tests. Of 28 cases, 11 got
 through on main: 5 new holes. (1) urllib's own words, kept in the port's and the `[host]`'s
 errors, quoted what they could not read: a password holding `?` (`user:pa?ss@`), a key
 pasted as the port (also after `[::1]`) or in brackets as a host (4). (2) The errors of a
