@@ -241,14 +241,19 @@ class LLMConfig(Section):
                 "an endpoint URL with a user or password (an `@`), which the gateway never "
                 "sends; give the key as api_key: ${ENV_VAR}"
             )
-        try:  # every call would fail to connect: refused here, not task by task
+        # Every call would fail to connect: refused here, not task by task. Neither the URL
+        # nor urllib's words are quoted: they repeat the part they could not read, a password
+        # holding `?` (`user:pa?ss@`), a key pasted as the port or as a `[host]`.
+        try:
             host, port = urlsplit(value).hostname, urlsplit(value).port
-        except ValueError as exc:
-            raise ValueError(f"an endpoint URL whose port is not a number ({exc})") from None
+        except ValueError:
+            raise ValueError(
+                "an endpoint URL whose port is not a number or whose [host] is no IP address"
+            ) from None
         if port == 0:
-            raise ValueError(f"{value!r}: port 0, which no server listens on")
+            raise ValueError("an endpoint URL with port 0, which no server listens on")
         if not host or not host.isprintable() or any(c.isspace() for c in host):
-            raise ValueError(f"{value!r}: an http(s):// URL with no host, or whitespace in it")
+            raise ValueError("an http(s):// URL with no host, or whitespace in it")
         return value
 
     @field_validator("extra_body")
@@ -286,15 +291,20 @@ def _credential_in_url(url: str) -> str | None:
     """Why `url` may not name an endpoint because it carries a credential (never quoting
     it), or None. A query parameter named as a key or token is sent with every call, and
     the URL is written with the config; a fragment is never sent at all."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # read again, and refused without its words, by the caller
+        return None
     # `;` separates parameters too, for many servers: in the query (`?v=1;key=...`) and in
     # the path (`/v1;key=...`, RFC 3986's path parameters)
     params = [*parts.query.split(";"), *parts.path.split(";")[1:]]
     for name, _ in parse_qsl("&".join(params), keep_blank_values=True):
         words = {w for w in re.split(r"[^a-z0-9]+", name.lower()) if w}
         if words & SECRET_QUERY_WORDS or name.lower().endswith(("key", "token")):
+            # the word only: a name decoded from `key%3D<secret>` holds the secret itself
+            word = min(words & SECRET_QUERY_WORDS or {"key" if "key" in name.lower() else "token"})
             return (
-                f"an endpoint URL whose query parameter {name[:40]!r} holds a credential, "
+                f"an endpoint URL whose query parameter named with {word!r} holds a credential, "
                 "which would be written with the config; give the key as api_key: ${ENV_VAR}"
             )
     if parts.fragment or url.endswith("#"):

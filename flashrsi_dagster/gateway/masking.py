@@ -25,9 +25,11 @@ def spellings(key: str) -> list[str]:
     quotes. A base64 key (`/`, `+`, `=`) differs in each; longest first, so that no shorter
     spelling is masked inside a longer one."""
     escaped = json.dumps(key)[1:-1]
-    encoded = quote(key, safe="")
-    lower = re.sub("%[0-9A-F]{2}", lambda hexa: hexa.group().lower(), encoded)
-    forms = [key, escaped, escaped.replace("/", "\\/"), encoded, lower, quote_plus(key)]
+    # each with `/` encoded or kept: `quote`'s default and a path's encoders keep it
+    encoded = [quote(key, safe=safe) for safe in ("", "/")]
+    encoded += [quote_plus(key, safe=safe) for safe in ("", "/")]
+    lower = [re.sub("%[0-9A-F]{2}", lambda hexa: hexa.group().lower(), form) for form in encoded]
+    forms = [key, escaped, escaped.replace("/", "\\/"), *encoded, *lower]
     return sorted(dict.fromkeys(forms), key=len, reverse=True)
 
 

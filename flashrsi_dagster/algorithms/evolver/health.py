@@ -12,6 +12,7 @@ and would use patience it did not earn. Fix the environment and resume.
 from __future__ import annotations
 
 import http.client
+import threading
 import urllib.error
 import urllib.request
 
@@ -28,6 +29,9 @@ from flashrsi_dagster.llm.endpoints import (
 from flashrsi_dagster.validation import dry_run
 
 PING_TIMEOUT = 15.0
+PING_GRACE = 5.0
+"""Seconds past the ping's deadline for its cut to end it (a loaded machine), after which
+Gate0 stops waiting on it."""
 DEFAULT_OPENAI = "https://api.openai.com/v1"
 
 
@@ -49,6 +53,18 @@ def endpoint_problem(llm: LLMConfig) -> str | None:
         url = with_path(openai_base_url(llm) or DEFAULT_OPENAI, "/models")
         headers = {"Authorization": f"Bearer {key}"}
     request = urllib.request.Request(url, headers=headers, method="GET")
+    found: list[str | None] = []
+    # In a thread of its own: the deadline shuts sockets, and name resolution has none (a
+    # resolver that never answers held Gate0, the round with it, without a word). The
+    # thread ends with the resolver; its socket, if any, is shut by then.
+    ping = threading.Thread(target=lambda: found.append(_ping(request)), daemon=True)
+    ping.start()
+    ping.join(PING_TIMEOUT + PING_GRACE)
+    return found[0] if found else f"{url} did not answer within {PING_TIMEOUT:g} s"
+
+
+def _ping(request: urllib.request.Request) -> str | None:
+    url = request.full_url
     # with the key, to base_url only: not through the environment's proxy, not on to
     # wherever a redirect points (urllib would send the key there); within one deadline
     with opener_within(PING_TIMEOUT) as (opener, shutter):
