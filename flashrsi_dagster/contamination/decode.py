@@ -175,11 +175,12 @@ def _views(file, data: bytes, encoding: str, span, depth: int, budget: Budget) -
         yield View(file, _join("url/html", encoding), _numbered(web, whole))
     if depth >= MAX_DEPTH:
         # a fourth layer is not read, nor let through: it would hide anything
-        if any(any(_unpacked(blob, budget)) for blob, _, _ in _blobs(data, text, whole)):
+        blobs = _blobs(data, text, whole)
+        if any(any(_unpacked(blob, budget, kind == "bytes")) for blob, kind, _ in blobs):
             budget.cut = True
         return
     for blob, kind, blob_span in _blobs(data, text, whole):
-        for inner, inner_kind in _unpacked(blob, budget):
+        for inner, inner_kind in _unpacked(blob, budget, viewed=kind == "bytes"):
             name = _join(inner_kind, _join(kind, encoding))
             yield from _views(file, inner, name, blob_span, depth + 1, budget)
 
@@ -552,16 +553,20 @@ def _magic_offsets(blob: bytes) -> list[int]:
     return sorted(set(offsets))
 
 
-def _unpacked(blob: bytes, budget: Budget) -> Iterator[tuple[bytes, str]]:
+def _unpacked(blob: bytes, budget: Budget, viewed: bool = False) -> Iterator[tuple[bytes, str]]:
     """The blob decompressed (by its magic), or as it is when it reads as text; what a
     stream decompresses to is kept only when it is text or compressed again (a bomb of
-    zeros is neither)."""
+    zeros is neither). A decoded blob led by a magic is read as bytes too, unless its bytes
+    are the file's own (`viewed`): a harness slices a table from behind a magic that starts
+    no stream, from past a stream's end, from a zip's comment (round 17)."""
     for magic, kind in _MAGIC:
         if blob.startswith(magic):
             for inner in _decompress(blob, kind, budget):
                 readable = inner if _packed(inner) else _readable(inner)
                 if readable:
                     yield readable, kind
+            if not viewed and (readable := _readable(blob)) and budget.take(readable):
+                yield readable, ""
             return
     if _as_text(blob) is None and (inflated := _headerless(blob, budget)) is not None:
         yield inflated
