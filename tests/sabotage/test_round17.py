@@ -5,14 +5,17 @@ harness: round 16's fixes attacked first, and the code they touched. The store's
 of `.git` refuse, not crash?); the content check's archives: a blob that begins with a
 compressor's magic and is no such stream (or holds more than its stream), a zip whose
 central directory points many entries at one body, a stored member holding more than it
-claims, a zip comment, malformed LZMA properties, a zip appended to a script (a zipapp).
+claims, a zip comment, malformed LZMA properties, a zip appended to a script (a zipapp); and
+the gateway's clipping given a tool result's part whose `type` is no string.
 
 Each attack is one test. One that got through on main was written here first, failing, then
-closed in the host (`contamination/decode.py`); the others held on main and stay as tests.
-Of 26 cases, 7 got through on main (1 hole): a decoded blob (base64'd in code) that starts
-with a compressor's magic was read only as the stream that magic names, never as the bytes it
-is: a harness drops a magic that starts no stream and reads the table, or reads it past a
-zip's end, from its comment, from a stored member past its claim.
+closed in the host (`contamination/decode.py`, `gateway/clipping.py`); the others held on main
+and stay as tests. Of 29 cases, 10 got through on main (2 holes): a decoded blob (base64'd in
+code) that starts with a compressor's magic was read only as the stream that magic names,
+never as the bytes it is: a harness drops a magic that starts no stream and reads the table,
+or reads it past a zip's end, from its comment, from a stored member past its claim (7); and
+a tool result's part whose `type` is a list or an object crashed the gateway's clipping, an
+infrastructure fault the harness caused at will (3).
 """
 
 from __future__ import annotations
@@ -25,8 +28,11 @@ from pathlib import Path
 import pytest
 
 from flashrsi_dagster.contamination.detector import RULES
+from flashrsi_dagster.environments.confinement import gateway_verdict
+from flashrsi_dagster.records import Status
 from tests.contamination.test_detector import append, both
-from tests.sabotage.test_round15 import _binary, _commit, _file
+from tests.gateway.misbehaving_endpoint import answer
+from tests.sabotage.test_round15 import _binary, _commit, _failed, _file, _limited, _post
 from tests.sabotage.test_round16 import TABLE_JSON, _zip
 
 # -- the store: names protectNTFS and protectHFS might refuse ------------------------------
@@ -204,3 +210,35 @@ def test_a_zip_appended_to_a_script_is_read(content_check):
     verdict = content_check.judge(_binary("skills/app.pyz", script + _zip([("t", TABLE_JSON)])))
 
     assert verdict.contaminated, verdict
+
+
+# -- the gateway: a tool result's part of an unhashable type ---------------------------------
+
+UNHASHABLE = {
+    "a part whose type is a list": [{"type": ["text"], "text": "y" * 400}],
+    "a part whose type is an object": [{"type": {"image": 1}, "text": "y" * 400}],
+    "a nested part whose type is a list": [{"type": "text", "source": {"type": [], "data": "z"}}],
+}
+
+
+@pytest.mark.parametrize("shape", UNHASHABLE)
+def test_a_tool_result_part_of_an_unhashable_type_is_no_gateway_fault(shape, gateway, endpoint):
+    """Attack: a tool result whose part has a `type` that is a list or an object, where the
+    gateway's clipping asks whether the part is an image (`type in IMAGES`, a frozenset);
+    the run then ends with an error, hoping the gateway's crash is booked as an
+    infrastructure fault (a rerun, a fresh draw of its model).
+    Got through on main: `type not in IMAGES` raised `TypeError` (unhashable), the gateway
+    answered 500 and booked "the gateway's own error" as the run's last fault, an
+    infrastructure fault the harness caused at will. Stops it: a part is an image only when
+    its `type` is a string naming one (`clipping._image`); the call is relayed, its strings
+    cut, no fault booked."""
+    endpoint.behaviour = answer()
+    token = _limited(gateway, endpoint, "chat")
+    message = {"role": "tool", "tool_call_id": "c", "content": UNHASHABLE[shape]}
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}, message]}
+
+    response = _post(gateway, token, "/v1/chat/completions", body)
+
+    used = gateway.revoke(token)
+    assert response.status_code == 200 and used.last_fault is None, (response.text, used)
+    assert gateway_verdict(_failed(), used, timed_out=False).status == Status.ERROR
