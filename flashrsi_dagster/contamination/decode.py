@@ -805,7 +805,8 @@ def _gzip_body(stream: bytes) -> int:
 def _zip_member(blob: bytes, info: zipfile.ZipInfo, limit: int) -> bytes | None:
     """A zip member's bytes, at most `limit`, as a harness reads them: its body (the local
     header says where it starts) inflated raw to its end, whatever size and CRC-32 the
-    headers claim. zipfile stops at the claimed size and checks the CRC-32 of that much: a
+    headers claim (a deflate or bzip2 body to its stream's end, past the claimed compressed
+    size). zipfile stops at the claimed size and checks the CRC-32 of that much: a
     member claiming its first 2 bytes (their CRC-32 given) hid the rest, and a bomb claiming
     2 bytes was inflated whole in memory. None for an encrypted member or another method."""
     if info.flag_bits & 1:
@@ -813,13 +814,16 @@ def _zip_member(blob: bytes, info: zipfile.ZipInfo, limit: int) -> bytes | None:
     at = info.header_offset
     names = int.from_bytes(blob[at + 26 : at + 28], "little")
     extra = int.from_bytes(blob[at + 28 : at + 30], "little")
-    body = blob[at + 30 + names + extra :][: info.compress_size]
+    rest = memoryview(blob)[at + 30 + names + extra :]
+    body = bytes(rest[: info.compress_size])
     if info.compress_type == zipfile.ZIP_STORED:
         return body[:limit]
+    # deflate and bzip2 streams mark their own end: read to it, not to the claimed compressed
+    # size (a member claiming 12 bytes of its body hid the rest; round 17)
     if info.compress_type == zipfile.ZIP_DEFLATED:
-        return zlib.decompressobj(-zlib.MAX_WBITS).decompress(body, limit)
+        return zlib.decompressobj(-zlib.MAX_WBITS).decompress(rest, limit)
     if info.compress_type == zipfile.ZIP_BZIP2:
-        return bz2.BZ2Decompressor().decompress(body, limit)
+        return bz2.BZ2Decompressor().decompress(rest, limit)
     if info.compress_type == zipfile.ZIP_LZMA:  # a version, the properties' size, them
         size = int.from_bytes(body[2:4], "little")
         lzma1 = lzma._decode_filter_properties(lzma.FILTER_LZMA1, body[4 : 4 + size])  # type: ignore[attr-defined]

@@ -5,17 +5,19 @@ harness: round 16's fixes attacked first, and the code they touched. The store's
 of `.git` refuse, not crash?); the content check's archives: a blob that begins with a
 compressor's magic and is no such stream (or holds more than its stream), a zip whose
 central directory points many entries at one body, a stored member holding more than it
-claims, a zip comment, malformed LZMA properties, a zip appended to a script (a zipapp); and
+claims, a deflated member claiming less compressed body, a zip comment, malformed LZMA
+properties, a zip appended to a script (a zipapp); and
 the gateway's clipping given a tool result's part whose `type` is no string.
 
 Each attack is one test. One that got through on main was written here first, failing, then
 closed in the host (`contamination/decode.py`, `gateway/clipping.py`); the others held on main
-and stay as tests. Of 29 cases, 10 got through on main (2 holes): a decoded blob (base64'd in
+and stay as tests. Of 30 cases, 11 got through on main (3 holes): a decoded blob (base64'd in
 code) that starts with a compressor's magic was read only as the stream that magic names,
 never as the bytes it is: a harness drops a magic that starts no stream and reads the table,
-or reads it past a zip's end, from its comment, from a stored member past its claim (7); and
-a tool result's part whose `type` is a list or an object crashed the gateway's clipping, an
-infrastructure fault the harness caused at will (3).
+or reads it past a zip's end, from its comment, from a stored member past its claim (7); a
+deflated zip member claiming less compressed body than it has was inflated only that far (1);
+and a tool result's part whose `type` is a list or an object crashed the gateway's clipping,
+an infrastructure fault the harness caused at will (3).
 """
 
 from __future__ import annotations
@@ -198,6 +200,32 @@ def test_malformed_lzma_properties_are_no_crash(content_check, form):
     Held: the check decodes the member when liblzma does (the dictionary is allocated as it
     fills), and calls it unsearched when not; no exception, a verdict either way."""
     verdict = content_check.judge(_binary("skills/l.zip", LZMA_PROPERTIES[form]))
+
+    assert verdict.contaminated, verdict
+
+
+def _short_body(data: bytes) -> bytes:
+    """A zip of two deflated members, `data` the second's, every header claiming 12 bytes
+    of compressed body: zipfile's reader stops there (and fails its check); a harness
+    inflates the body raw from the local header to the deflate stream's end."""
+    out = bytearray(_zip([("a.txt", b"filler " * 40), ("t.json", data)]))
+    for magic, at in ((b"PK\x03\x04", 18), (b"PK\x01\x02", 20)):
+        start = out.find(magic)
+        while start >= 0:
+            out[start + at : start + at + 4] = (12).to_bytes(4, "little")
+            start = out.find(magic, start + 1)
+    return bytes(out)
+
+
+def test_a_deflated_member_claiming_less_body_is_read_to_its_end(content_check):
+    """Attack: round 16's "whatever its headers claim" taken at its word: a deflated member
+    whose headers claim 12 bytes of compressed body (round 16 tried only a short claimed
+    size of what it inflates to). Got through on main: `_zip_member` cut the body to the
+    claimed compressed size before inflating it raw, so it inflated a few bytes, ended
+    without an error and without `cut`, the table unread and the candidate judged clean.
+    Stops it: a deflate or bzip2 body is inflated to its stream's own end, whatever size its
+    headers claim (`decode._zip_member`)."""
+    verdict = content_check.judge(_binary("skills/short.zip", _short_body(TABLE_JSON)))
 
     assert verdict.contaminated, verdict
 
