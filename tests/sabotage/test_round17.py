@@ -5,19 +5,21 @@ harness: round 16's fixes attacked first, and the code they touched. The store's
 of `.git` refuse, not crash?); the content check's archives: a blob that begins with a
 compressor's magic and is no such stream (or holds more than its stream), a zip whose
 central directory points many entries at one body, a stored member holding more than it
-claims, a deflated member claiming less compressed body, a zip comment, malformed LZMA
+claims, a deflated member claiming less compressed body, a central entry pointing at no
+local header, a zip comment, malformed LZMA
 properties, a zip appended to a script (a zipapp); and
 the gateway's clipping given a tool result's part whose `type` is no string.
 
 Each attack is one test. One that got through on main was written here first, failing, then
 closed in the host (`contamination/decode.py`, `gateway/clipping.py`); the others held on main
-and stay as tests. Of 30 cases, 11 got through on main (3 holes): a decoded blob (base64'd in
+and stay as tests. Of 33 cases, 14 got through on main (4 holes): a decoded blob (base64'd in
 code) that starts with a compressor's magic was read only as the stream that magic names,
 never as the bytes it is: a harness drops a magic that starts no stream and reads the table,
 or reads it past a zip's end, from its comment, from a stored member past its claim (7); a
 deflated zip member claiming less compressed body than it has was inflated only that far (1);
-and a tool result's part whose `type` is a list or an object crashed the gateway's clipping,
-an infrastructure fault the harness caused at will (3).
+a zip member whose central entry points at no local header was read from wherever it pointed,
+silently (3); and a tool result's part whose `type` is a list or an object crashed the
+gateway's clipping, an infrastructure fault the harness caused at will (3).
 """
 
 from __future__ import annotations
@@ -226,6 +228,33 @@ def test_a_deflated_member_claiming_less_body_is_read_to_its_end(content_check):
     Stops it: a deflate or bzip2 body is inflated to its stream's own end, whatever size its
     headers claim (`decode._zip_member`)."""
     verdict = content_check.judge(_binary("skills/short.zip", _short_body(TABLE_JSON)))
+
+    assert verdict.contaminated, verdict
+
+
+def _misplaced(offset: int) -> bytes:
+    """A zip of the table, deflated, its central directory giving its local header's place
+    as `offset`: a harness reads the member from its local header (at 0), the central
+    directory ignored."""
+    out = bytearray(_zip([("t.json", TABLE_JSON)]))
+    start = out.find(b"PK\x01\x02")
+    out[start + 42 : start + 46] = offset.to_bytes(4, "little")
+    return bytes(out)
+
+
+MISPLACED = {"at 0xFFFFFFFF": 0xFFFFFFFF, "just past the end": 800, "inside the body": 40}
+
+
+@pytest.mark.parametrize("form", MISPLACED)
+def test_a_central_entry_pointing_at_no_local_header_is_unsearched(content_check, form):
+    """Attack: a zip whose central directory says the table's member starts where no local
+    header is (past the end, inside another body): zipfile opens the archive, and a harness
+    inflates the member from its local header at the front. Got through on main: the check
+    inflated whatever bytes the central entry pointed at (none, or no deflate stream that
+    fails), found nothing and said nothing, the candidate judged clean. Stops it: a member
+    whose central entry points at no local header is unsearched data (`decode._zip_member`),
+    the `undecoded` rule."""
+    verdict = content_check.judge(_binary("skills/m.zip", _misplaced(MISPLACED[form])))
 
     assert verdict.contaminated, verdict
 
