@@ -808,8 +808,8 @@ def _zip_member(blob: bytes, info: zipfile.ZipInfo, limit: int) -> bytes | None:
     headers claim (a deflate or bzip2 body to its stream's end, past the claimed compressed
     size). zipfile stops at the claimed size and checks the CRC-32 of that much: a
     member claiming its first 2 bytes (their CRC-32 given) hid the rest, and a bomb claiming
-    2 bytes was inflated whole in memory. None for an encrypted member, another method, or one whose central entry points at no
-    local header."""
+    2 bytes was inflated whole in memory. None for an encrypted member, another method, or
+    one whose central entry points at no local header."""
     if info.flag_bits & 1:
         return None
     at = info.header_offset
