@@ -175,11 +175,12 @@ def _views(file, data: bytes, encoding: str, span, depth: int, budget: Budget) -
         yield View(file, _join("url/html", encoding), _numbered(web, whole))
     if depth >= MAX_DEPTH:
         # a fourth layer is not read, nor let through: it would hide anything
-        if any(any(_unpacked(blob, budget)) for blob, _, _ in _blobs(data, text, whole)):
+        blobs = _blobs(data, text, whole)
+        if any(any(_unpacked(blob, budget, kind == "bytes")) for blob, kind, _ in blobs):
             budget.cut = True
         return
     for blob, kind, blob_span in _blobs(data, text, whole):
-        for inner, inner_kind in _unpacked(blob, budget):
+        for inner, inner_kind in _unpacked(blob, budget, viewed=kind == "bytes"):
             name = _join(inner_kind, _join(kind, encoding))
             yield from _views(file, inner, name, blob_span, depth + 1, budget)
 
@@ -552,16 +553,20 @@ def _magic_offsets(blob: bytes) -> list[int]:
     return sorted(set(offsets))
 
 
-def _unpacked(blob: bytes, budget: Budget) -> Iterator[tuple[bytes, str]]:
+def _unpacked(blob: bytes, budget: Budget, viewed: bool = False) -> Iterator[tuple[bytes, str]]:
     """The blob decompressed (by its magic), or as it is when it reads as text; what a
     stream decompresses to is kept only when it is text or compressed again (a bomb of
-    zeros is neither)."""
+    zeros is neither). A decoded blob led by a magic is read as bytes too, unless its bytes
+    are the file's own (`viewed`): a harness slices a table from behind a magic that starts
+    no stream, from past a stream's end, from a zip's comment (round 17)."""
     for magic, kind in _MAGIC:
         if blob.startswith(magic):
             for inner in _decompress(blob, kind, budget):
                 readable = inner if _packed(inner) else _readable(inner)
                 if readable:
                     yield readable, kind
+            if not viewed and (readable := _readable(blob)) and budget.take(readable):
+                yield readable, ""
             return
     if _as_text(blob) is None and (inflated := _headerless(blob, budget)) is not None:
         yield inflated
@@ -800,7 +805,8 @@ def _gzip_body(stream: bytes) -> int:
 def _zip_member(blob: bytes, info: zipfile.ZipInfo, limit: int) -> bytes | None:
     """A zip member's bytes, at most `limit`, as a harness reads them: its body (the local
     header says where it starts) inflated raw to its end, whatever size and CRC-32 the
-    headers claim. zipfile stops at the claimed size and checks the CRC-32 of that much: a
+    headers claim (a deflate or bzip2 body to its stream's end, past the claimed compressed
+    size). zipfile stops at the claimed size and checks the CRC-32 of that much: a
     member claiming its first 2 bytes (their CRC-32 given) hid the rest, and a bomb claiming
     2 bytes was inflated whole in memory. None for an encrypted member or another method."""
     if info.flag_bits & 1:
@@ -808,13 +814,16 @@ def _zip_member(blob: bytes, info: zipfile.ZipInfo, limit: int) -> bytes | None:
     at = info.header_offset
     names = int.from_bytes(blob[at + 26 : at + 28], "little")
     extra = int.from_bytes(blob[at + 28 : at + 30], "little")
-    body = blob[at + 30 + names + extra :][: info.compress_size]
+    rest = memoryview(blob)[at + 30 + names + extra :]
+    body = bytes(rest[: info.compress_size])
     if info.compress_type == zipfile.ZIP_STORED:
         return body[:limit]
+    # deflate and bzip2 streams mark their own end: read to it, not to the claimed compressed
+    # size (a member claiming 12 bytes of its body hid the rest; round 17)
     if info.compress_type == zipfile.ZIP_DEFLATED:
-        return zlib.decompressobj(-zlib.MAX_WBITS).decompress(body, limit)
+        return zlib.decompressobj(-zlib.MAX_WBITS).decompress(rest, limit)
     if info.compress_type == zipfile.ZIP_BZIP2:
-        return bz2.BZ2Decompressor().decompress(body, limit)
+        return bz2.BZ2Decompressor().decompress(rest, limit)
     if info.compress_type == zipfile.ZIP_LZMA:  # a version, the properties' size, them
         size = int.from_bytes(body[2:4], "little")
         lzma1 = lzma._decode_filter_properties(lzma.FILTER_LZMA1, body[4 : 4 + size])  # type: ignore[attr-defined]
