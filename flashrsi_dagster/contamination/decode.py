@@ -711,7 +711,8 @@ by the budget anyway); an archive of more is unsearched (`cut`)."""
 
 def _zip_members(blob: bytes, budget: Budget) -> Iterator[bytes]:
     """A zip archive's members (`MAX_ZIP_MEMBERS` at most), each within the budget, read
-    from their bodies as a harness inflates them (`_zip_member`)."""
+    from their bodies as a harness inflates them (`_zip_member`): those its central directory
+    lists, then those only a streaming reader finds, from their local headers (`_local`)."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(blob))
     except NotImplementedError:
@@ -720,23 +721,70 @@ def _zip_members(blob: bytes, budget: Budget) -> Iterator[bytes]:
         # hold is unsearched, not absent (it was an exception: no verdict at all).
         budget.cut = True
         return
-    with archive:
-        members = archive.infolist()
-        if len(members) > MAX_ZIP_MEMBERS:  # the rest unread: the table in the 65th passed (at 64)
+    except zipfile.BadZipFile:  # no central directory: a streaming reader still reads it
+        archive = None
+    members = []
+    if archive is not None:
+        with archive:
+            members = [_Member.of(info) for info in archive.infolist()]
+    listed = {m.at for m in members}
+    members += [m for m in _local(blob) if m.at not in listed]
+    if len(members) > MAX_ZIP_MEMBERS:  # the rest unread: the table in the 65th passed (at 64)
+        budget.cut = True
+    for member in members[:MAX_ZIP_MEMBERS]:
+        try:
+            data = _zip_member(blob, member, budget.left + 1)
+        except (OSError, EOFError, ValueError, IndexError, zlib.error, lzma.LZMAError):
+            data = None  # a body that does not inflate: what follows it may
+        if data is None and not member.listed:
+            continue  # a stray signature in a body, most likely: no member a reader finds
+        if data is None or len(data) > budget.left:
+            # encrypted, another method, broken, or past the budget: the candidate is
+            # rejected as unsearched already, and members sharing one body (a bomb of
+            # overlapping entries) would each be inflated to the budget again
             budget.cut = True
-        for info in members[:MAX_ZIP_MEMBERS]:
-            try:
-                data = _zip_member(blob, info, budget.left + 1)
-            except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError):
-                data = None  # a body that does not inflate: what follows it may
-            if data is None or len(data) > budget.left:
-                # encrypted, another method, broken, or past the budget: the candidate is
-                # rejected as unsearched already, and members sharing one body (a bomb of
-                # overlapping entries) would each be inflated to the budget again
-                budget.cut = True
-                return
-            if budget.take(data):
-                yield data
+            return
+        if budget.take(data):
+            yield data
+
+
+@dataclass(frozen=True)
+class _Member:
+    """Where a zip member's local header is, and what a reader takes from its headers."""
+
+    at: int
+    flags: int
+    method: int
+    size: int
+    """The compressed size its headers claim (a stored body's length)."""
+    listed: bool
+    """Named by the central directory (else found by its local header's signature)."""
+
+    @classmethod
+    def of(cls, info: zipfile.ZipInfo) -> _Member:
+        return cls(info.header_offset, info.flag_bits, info.compress_type, info.compress_size, True)
+
+
+_LOCAL = b"PK\x03\x04"
+
+
+def _local(blob: bytes) -> Iterator[_Member]:
+    """The members a streaming reader (`unzip -`, Java's ZipInputStream, a harness's own
+    loop) finds from their local headers, whatever the central directory says: one whose
+    central entry points nowhere (past the end, inside another body) hid the table from a
+    check that followed the central directory alone (round 17). `MAX_ZIP_MEMBERS` + 1 at
+    most (more makes the archive unsearched)."""
+    at = blob.find(_LOCAL)
+    for _ in range(MAX_ZIP_MEMBERS + 1):
+        if at < 0 or at + 30 > len(blob):
+            return
+        flags, method = _le(blob, at + 6, 2), _le(blob, at + 8, 2)
+        yield _Member(at, flags, method, size=_le(blob, at + 18, 4), listed=False)
+        at = blob.find(_LOCAL, at + 4)
+
+
+def _le(blob: bytes, at: int, width: int) -> int:
+    return int.from_bytes(blob[at : at + width], "little")
 
 
 _ENGINES: dict[str, Callable] = {
@@ -802,29 +850,29 @@ def _gzip_body(stream: bytes) -> int:
     return at + (2 if flags & 2 else 0)
 
 
-def _zip_member(blob: bytes, info: zipfile.ZipInfo, limit: int) -> bytes | None:
+def _zip_member(blob: bytes, info: _Member, limit: int) -> bytes | None:
     """A zip member's bytes, at most `limit`, as a harness reads them: its body (the local
     header says where it starts) inflated raw to its end, whatever size and CRC-32 the
     headers claim (a deflate or bzip2 body to its stream's end, past the claimed compressed
     size). zipfile stops at the claimed size and checks the CRC-32 of that much: a
     member claiming its first 2 bytes (their CRC-32 given) hid the rest, and a bomb claiming
     2 bytes was inflated whole in memory. None for an encrypted member or another method."""
-    if info.flag_bits & 1:
+    if info.flags & 1:
         return None
-    at = info.header_offset
+    at = info.at
     names = int.from_bytes(blob[at + 26 : at + 28], "little")
     extra = int.from_bytes(blob[at + 28 : at + 30], "little")
     rest = memoryview(blob)[at + 30 + names + extra :]
-    body = bytes(rest[: info.compress_size])
-    if info.compress_type == zipfile.ZIP_STORED:
+    body = bytes(rest[: info.size])
+    if info.method == zipfile.ZIP_STORED:
         return body[:limit]
     # deflate and bzip2 streams mark their own end: read to it, not to the claimed compressed
     # size (a member claiming 12 bytes of its body hid the rest; round 17)
-    if info.compress_type == zipfile.ZIP_DEFLATED:
+    if info.method == zipfile.ZIP_DEFLATED:
         return zlib.decompressobj(-zlib.MAX_WBITS).decompress(rest, limit)
-    if info.compress_type == zipfile.ZIP_BZIP2:
+    if info.method == zipfile.ZIP_BZIP2:
         return bz2.BZ2Decompressor().decompress(rest, limit)
-    if info.compress_type == zipfile.ZIP_LZMA:  # a version, the properties' size, them
+    if info.method == zipfile.ZIP_LZMA:  # a version, the properties' size, them
         size = int.from_bytes(body[2:4], "little")
         lzma1 = lzma._decode_filter_properties(lzma.FILTER_LZMA1, body[4 : 4 + size])  # type: ignore[attr-defined]
         engine = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[lzma1])

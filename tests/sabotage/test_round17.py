@@ -12,15 +12,15 @@ the gateway's clipping given a tool result's part whose `type` is no string.
 
 Each attack is one test. One that got through on main was written here first, failing, then
 closed in the host (`contamination/decode.py`, `gateway/clipping.py`); the others held on main
-and stay as tests. Of 33 cases, 14 got through on main (4 holes, 3 closed): a decoded blob
+and stay as tests. Of 33 cases, 14 got through on main (4 holes, all closed): a decoded blob
 (base64'd in code) that starts with a compressor's magic was read only as the stream that
 magic names, never as the bytes it is: a harness drops a magic that starts no stream and reads
 the table, or reads it past a zip's end, from its comment, from a stored member past its claim
 (7); a deflated zip member claiming less compressed body than it has was inflated only that
 far (1); a tool result's part whose `type` is a list or an object crashed the gateway's
-clipping, an infrastructure fault the harness caused at will (3). Open, a strict xfail
-declared in docs/host-duties.md: a zip member whose central entry points at no local header
-is read from wherever it points, silently (3).
+clipping, an infrastructure fault the harness caused at will (3). Closed after the round (its
+members a streaming reader finds are read too): a zip member whose central entry points at no
+local header was read from wherever it pointed, silently (3).
 """
 
 from __future__ import annotations
@@ -246,25 +246,31 @@ def _misplaced(offset: int) -> bytes:
 MISPLACED = {"at 0xFFFFFFFF": 0xFFFFFFFF, "just past the end": 800, "inside the body": 40}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="declared limit, an open hole (docs/host-duties.md, 'What no check here can tell'): "
-    "a zip whose central directory points the table's member at no local header, which a "
-    "harness reads from its local header",
-)
 @pytest.mark.parametrize("form", MISPLACED)
 def test_a_central_entry_pointing_at_no_local_header_is_unsearched(content_check, form):
     """Attack: a zip whose central directory says the table's member starts where no local
     header is (past the end, inside another body): zipfile opens the archive, and a harness
     inflates the member from its local header at the front. Got through on main: the check
     inflated whatever bytes the central entry pointed at (none, or no deflate stream that
-    fails), found nothing and said nothing, the candidate judged clean. Not closed: calling
-    such a member unsearched (round 17's first try) also rejected an honest zip, since the
-    check's other readings of a binary file (as latin-1, unescaped) shift its offsets; what
-    closes it is reading members from their local headers too. Strict xfail."""
+    fails), found nothing and said nothing, the candidate judged clean. Calling such a
+    member unsearched (round 17's first try) also rejected an honest zip, since the check's
+    other readings of a binary file (as latin-1, unescaped) shift its offsets. Stops it: the
+    members a streaming reader finds from their local headers are read too
+    (`decode._local`)."""
     verdict = content_check.judge(_binary("skills/m.zip", _misplaced(MISPLACED[form])))
 
     assert verdict.contaminated, verdict
+
+
+def test_a_zip_holding_a_stray_local_signature_is_honest(content_check):
+    """The honest side of reading local headers: a stored member whose bytes hold a local
+    header's signature followed by nothing a reader inflates (a test fixture of a zip tool)
+    is no member and no reason to call the archive unsearched."""
+    stray = b"fixture: PK\x03\x04" + bytes(range(40)) + b" end of fixture\n" * 20
+    verdict = content_check.judge(_binary("skills/f.zip", _zip([("f", stray)], zipfile.ZIP_STORED)))
+
+    assert not verdict.contaminated, verdict
+    assert not verdict.rules, verdict.rules
 
 
 def test_a_zip_appended_to_a_script_is_read(content_check):
