@@ -41,12 +41,12 @@ class KeyMask:
         # a key shorter than any real credential (a test's "k") would mask ordinary text
         self._key = key.encode() if key and len(key) >= MIN_SECRET_LENGTH else b""
         self._forms = [form.encode() for form in spellings(key)] if self._key else []
+        # hex in either case, even mixed within one key (`%2f…%2B`): an endpoint's choice
+        self._pattern = re.compile(b"|".join(_hex_either(form) for form in self._forms))
         self._held = b""
 
     def whole(self, data: bytes) -> bytes:
-        for form in self._forms:
-            data = data.replace(form, _MARK)
-        return data
+        return self._pattern.sub(_MARK, data) if self._forms else data
 
     def text(self, text: str) -> str:
         """`text` with the key masked, also as Python quotes it (`repr`: a key holding a
@@ -77,9 +77,22 @@ class KeyMask:
         return held
 
 
+def _hex_either(form: bytes) -> bytes:
+    """A pattern of `form` whose `%XX` escapes (or a start of one, cut) match in upper or
+    lower hex."""
+    parts = re.split(rb"(%[0-9A-Fa-f]{1,2})", form)
+    return b"".join(
+        b"%" + b"".join(b"[%c%c]" % (c, c ^ 0x20) if c > 0x40 else bytes([c]) for c in part[1:])
+        if index % 2
+        else re.escape(part)
+        for index, part in enumerate(parts)
+    )
+
+
 def _partial_tail(data: bytes, key: bytes) -> int:
-    """The length of the longest end of `data` that is a proper start of `key`."""
+    """The length of the longest end of `data` that is a proper start of `key` (its hex
+    escapes in either case: a tail's case is the endpoint's choice)."""
     for size in range(min(len(key) - 1, len(data)), 0, -1):
-        if data.endswith(key[:size]):
+        if re.fullmatch(_hex_either(key[:size]), data[len(data) - size :]):
             return size
     return 0
