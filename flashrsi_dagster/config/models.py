@@ -323,7 +323,7 @@ def _credential_in_url(url: str) -> str | None:
     # the path (`/v1;key=...`, RFC 3986's path parameters)
     params = [*parts.query.split(";"), *parts.path.split(";")[1:]]
     for name, _ in parse_qsl("&".join(params), keep_blank_values=True):
-        name = unicodedata.normalize("NFKC", name)  # a full-width `ＫＥＹ` is `KEY` to a reader
+        name = unicodedata.normalize("NFKC", name)  # a full-width KEY reads as KEY
         words = {w for w in re.split(r"[^a-z0-9]+", name.lower()) if w}
         if words & SECRET_QUERY_WORDS or name.lower().endswith(("key", "token")):
             # the word only: a name decoded from `key%3D<secret>` holds the secret itself

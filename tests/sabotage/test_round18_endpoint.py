@@ -63,7 +63,10 @@ FIXED_URLS = {
     "a-jwt-parameter": (f"https://llm.example.com/v1?jwt={SECRET}", "credential"),
     "a-pass-parameter": (f"https://llm.example.com/v1?pass={SECRET}", "credential"),
     "an-sk-parameter": (f"https://llm.example.com/v1?sk={SECRET}", "credential"),
-    "a-full-width-key-parameter": (f"https://llm.example.com/v1?ＫＥＹ={SECRET}", "credential"),
+    "a-full-width-key-parameter": (
+        f"https://llm.example.com/v1?\uff2b\uff25\uff39={SECRET}",
+        "credential",
+    ),
     "a-google-key-in-the-path": (f"https://llm.example.com/AIza{SECRET}{SECRET}/v1", "key"),
     "a-telegram-bot-token-in-the-path": (
         f"https://llm.example.com/bot123456789:{SECRET}/v1",
@@ -81,7 +84,7 @@ HELD_URLS = {
     ),
     "an-openai-key-in-the-path": (f"https://llm.example.com/sk-proj-{SECRET}/v1", "secret"),
     "a-full-width-at-in-the-host": (
-        f"https://u:{SECRET}＠llm.example.com/v1",
+        f"https://u:{SECRET}\uff20llm.example.com/v1",
         "agent.llm.base_url",
     ),
 }
@@ -93,14 +96,15 @@ def test_an_endpoint_url_carrying_a_credential_is_refused_quietly(
 ):
     """Attack: a credential in the endpoint URL where round 17 did not look. Got through on
     main (`FIXED_URLS`): a password after a `?` (`user:?PASS@host`, `user?PASS@host`,
-    `user:?a=PASS@host`: urllib reads the host `user`, the `@` in the query), parameters named `bearer`, `jwt`, `pass`, `sk` or a
-    full-width `ＫＥＹ`, and a key of a known form in the path (Google's `/AIza…/`, a Telegram
-    `/bot<id>:<token>/`) validated and were written with the config into run_meta.json.
-    Stops it: an `@` in a query parameter's name or after an empty port is refused; those words are credential words (the
-    name read NFKC-normalised); a path segment of a known key form is refused. Held
-    (`HELD_URLS`): a URL urllib cannot read (`https://[host…`) is refused for it, without
-    its words, though `_credential_in_url` could not look; a full-width `＠` is refused; an
-    OpenAI `sk-…` key in the path is a literal secret to the config's own check."""
+    `user:?a=PASS@host`: urllib reads the host `user`, the `@` in the query), parameters
+    named `bearer`, `jwt`, `pass`, `sk` or a full-width KEY, and a key of a known form in
+    the path (Google's `/AIza…/`, a Telegram `/bot<id>:<token>/`) validated and were written
+    with the config into run_meta.json. Stops it: an `@` in a query parameter's name or
+    after an empty port is refused; those words are credential words (the name read
+    NFKC-normalised); a path segment of a known key form is refused. Held (`HELD_URLS`): a
+    URL urllib cannot read (`https://[host…`) is refused for it, without its words, though
+    `_credential_in_url` could not look; a full-width at sign is refused (urllib's NFKC
+    check); an OpenAI `sk-…` key in the path is a literal secret to the config's own check."""
     url, reason = {**FIXED_URLS, **HELD_URLS}[attack]
 
     code, err = _validated_quietly(url, tmp_path, monkeypatch, capsys)
@@ -122,7 +126,7 @@ def test_an_endpoint_url_carrying_a_credential_is_refused_quietly(
 def test_an_honest_endpoint_url_is_accepted(url, tmp_path, monkeypatch, capsys):
     """Held: the new words and forms refuse no honest URL (a word inside a longer one, a
     `bots` or `skills` path)."""
-    code, err = _validated_quietly(url, tmp_path, monkeypatch, capsys)
+    _, err = _validated_quietly(url, tmp_path, monkeypatch, capsys)
     assert "agent.llm.base_url" not in err, err
 
 
