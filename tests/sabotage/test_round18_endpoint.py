@@ -5,7 +5,14 @@ operator, aimed at round 17's fixes (`test_round17_endpoint.py`): the endpoint U
 
 Each attack is one test. One that got through on main was written here first, failing, then
 closed by the smallest fix; the others held on main and stay as tests; what cannot be told
-apart is a strict xfail naming the docs' words. The count is in the CHANGELOG.
+apart is a strict xfail naming the docs' words. Of 25 cases, 12 got through on main: 4 new
+holes. (1) A password cut from its host by a `?` (`user:?PASS@host`, `user?PASS@host`,
+`user:?a=PASS@host`) validated and was written with the config (3). (2) Query parameters
+named `bearer`, `jwt`, `pass`, `sk` or a full-width KEY validated (5). (3) A key of a known
+form in the path (Google's `AIza…`, a Telegram `bot<id>:<token>`) validated (2). (4) The key
+percent-encoded in mixed-case hex reached the agent, whole and fed a byte per read (2, one
+hole). Declared (strict xfails): a token of no known form in the path; a key written as HTML
+character references or JSON `\\u` escapes.
 """
 
 from __future__ import annotations
@@ -132,8 +139,8 @@ def test_an_honest_endpoint_url_is_accepted(url, tmp_path, monkeypatch, capsys):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="docs/configuration.md `base_url`: a secret in the path with no known key form "
-    "cannot be told apart from a deployment name",
+    reason="docs/configuration.md, `llm` (inside each role), `base_url`: a secret in the "
+    "path with no known key form cannot be told apart from a deployment name",
 )
 def test_a_bare_token_in_the_path_is_refused(tmp_path, monkeypatch, capsys):
     """Declared limit: a token of no known form as a path segment (a proxy's `/<token>/v1`)
@@ -189,8 +196,8 @@ def test_a_form_encoded_key_with_a_space_cannot_be_configured(monkeypatch):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="docs/confinement.md (the gateway's masking): a key written otherwise (JSON `\\u` "
-    "escapes, HTML character references) is not masked",
+    reason="docs/confinement.md, What leaves an agent is redacted: a key written otherwise "
+    "(JSON `\\u` escapes, HTML character references) is not masked",
 )
 @pytest.mark.parametrize(
     "spelling",
