@@ -42,7 +42,8 @@ class KeyMask:
         self._key = key.encode() if key and len(key) >= MIN_SECRET_LENGTH else b""
         self._forms = [form.encode() for form in spellings(key)] if self._key else []
         # hex in either case, even mixed within one key (`%2f…%2B`): an endpoint's choice
-        self._pattern = re.compile(b"|".join(_hex_either(form) for form in self._forms))
+        either = b"|".join(_hex_either(form) for form in self._forms)
+        self._pattern, self._text_pattern = re.compile(either), re.compile(either.decode())
         self._held = b""
 
     def whole(self, data: bytes) -> bytes:
@@ -56,7 +57,7 @@ class KeyMask:
         key = self._key.decode()
         for form in dict.fromkeys((*spellings(key), repr(key)[1:-1], repr(self._key)[2:-1])):
             text = text.replace(form, REDACTED)
-        return text
+        return self._text_pattern.sub(REDACTED, text)  # the hex escapes in either case
 
     def headers(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
         return [(name, self.text(value)) for name, value in headers]
@@ -67,7 +68,10 @@ class KeyMask:
         if not self._key:
             return data
         data = self.whole(self._held + data)
-        keep = max(_partial_tail(data, form) for form in self._forms)
+        # compared in lower case (hex escapes in either case): a tail that only looks like a
+        # key's start is held one read longer, never lost (`whole` masks exactly)
+        tail = data[max(0, len(data) - len(self._forms[0])) :].lower()
+        keep = max(_partial_tail(tail, form.lower()) for form in self._forms)
         self._held = data[len(data) - keep :] if keep else b""
         return data[: len(data) - keep]
 
@@ -78,9 +82,8 @@ class KeyMask:
 
 
 def _hex_either(form: bytes) -> bytes:
-    """A pattern of `form` whose `%XX` escapes (or a start of one, cut) match in upper or
-    lower hex."""
-    parts = re.split(rb"(%[0-9A-Fa-f]{1,2})", form)
+    """A pattern of `form` whose `%XX` escapes match in upper or lower hex."""
+    parts = re.split(rb"(%[0-9A-Fa-f]{2})", form)
     return b"".join(
         b"%" + b"".join(b"[%c%c]" % (c, c ^ 0x20) if c > 0x40 else bytes([c]) for c in part[1:])
         if index % 2
@@ -90,9 +93,8 @@ def _hex_either(form: bytes) -> bytes:
 
 
 def _partial_tail(data: bytes, key: bytes) -> int:
-    """The length of the longest end of `data` that is a proper start of `key` (its hex
-    escapes in either case: a tail's case is the endpoint's choice)."""
+    """The length of the longest end of `data` that is a proper start of `key`."""
     for size in range(min(len(key) - 1, len(data)), 0, -1):
-        if re.fullmatch(_hex_either(key[:size]), data[len(data) - size :]):
+        if data.endswith(key[:size]):
             return size
     return 0

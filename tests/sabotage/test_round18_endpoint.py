@@ -5,14 +5,14 @@ operator, aimed at round 17's fixes (`test_round17_endpoint.py`): the endpoint U
 
 Each attack is one test. One that got through on main was written here first, failing, then
 closed by the smallest fix; the others held on main and stay as tests; what cannot be told
-apart is a strict xfail naming the docs' words. Of 25 cases, 12 got through on main: 4 new
+apart is a strict xfail naming the docs' words. Of 26 cases, 13 got through on main: 4 new
 holes. (1) A password cut from its host by a `?` (`user:?PASS@host`, `user?PASS@host`,
 `user:?a=PASS@host`) validated and was written with the config (3). (2) Query parameters
 named `bearer`, `jwt`, `pass`, `sk` or a full-width KEY validated (5). (3) A key of a known
 form in the path (Google's `AIza…`, a Telegram `bot<id>:<token>`) validated (2). (4) The key
-percent-encoded in mixed-case hex reached the agent, whole and fed a byte per read (2, one
-hole). Declared (strict xfails): a token of no known form in the path; a key written as HTML
-character references or JSON `\\u` escapes.
+percent-encoded in mixed-case hex reached the agent, in an answer, fed a byte per read and in
+a relayed header (3, one hole). Declared (strict xfails): a token of no known form in the
+path; a key written as HTML character references or JSON `\\u` escapes.
 """
 
 from __future__ import annotations
@@ -184,6 +184,22 @@ def test_a_stream_of_the_key_in_mixed_hex_fed_a_byte_at_a_time_is_masked():
     text = ("before " + MIXED_HEX + " after").encode()
     out = b"".join(mask.feed(text[i : i + 1]) for i in range(len(text))) + mask.end()
     assert out == b"before [REDACTED] after", out
+
+
+def test_a_header_echoing_the_key_in_mixed_hex_never_shows_it(endpoint):
+    """Attack: the same in a relayed header (a proxy reflecting a `Location`-like URL). Got
+    through on main, and with the whole-body fix alone: headers and fault causes are masked
+    as text (`KeyMask.text`), which now matches the escapes in either case too."""
+    endpoint.behaviour = answer(200, json.dumps(chat_reply("hi")).encode(), X_Echo=MIXED_HEX)
+    with Gateway() as gateway:
+        upstream = Upstream(endpoint.url, "chat", SLASH_CANARY, timeout=TIMEOUT)
+        token = gateway.grant(experiment="x", role="target", run_id="r", upstream=upstream)
+        raw = openai_client(gateway, token).chat.completions.with_raw_response.create(
+            model="m", messages=USER
+        )
+        gateway.revoke(token)
+    echoed = raw.headers.get("x-echo", "")
+    assert MIXED_HEX not in echoed and "Tb6Tb6Tb6" not in echoed, raw.headers
 
 
 def test_a_form_encoded_key_with_a_space_cannot_be_configured(monkeypatch):
