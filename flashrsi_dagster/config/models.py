@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 from urllib.parse import parse_qsl, urlsplit
@@ -53,11 +54,19 @@ MIN_CALL_TIMEOUT = 1.0
 less (`1e-300` validated, then every call of the role timed out)."""
 SECRET_QUERY_WORDS = frozenset(
     {"key", "apikey", "token", "secret", "password", "passwd", "pwd", "sig", "signature",
-     "auth", "authorization", "credential", "credentials", "session", "code"}
+     "auth", "authorization", "credential", "credentials", "session", "code", "bearer", "jwt",
+     "pass", "sk"}
 )  # fmt: skip
 """Words of a URL query parameter's name that mark it a credential (`key`, `api_key`,
-`access_token`, `x-goog-api-key`, `apiKey`, Azure Functions' `code`); `api-version` and the
-like are kept."""
+`access_token`, `x-goog-api-key`, `apiKey`, Azure Functions' `code`, `bearer`, `jwt`);
+`api-version` and the like are kept."""
+KEY_IN_PATH = re.compile(
+    r"AIza[\w-]{30,}|(hf|gsk|ghp|gho|r8)_[A-Za-z0-9]{16,}|github_pat_|xai-[A-Za-z0-9]{16,}"
+    r"|bot\d+:[\w-]{16,}"
+)
+"""A URL path segment of a known key form (Google's `AIza…`, Hugging Face's `hf_…`, Groq's
+`gsk_…`, GitHub's, xAI's, Replicate's, a Telegram bot's `bot<id>:<token>`): a secret in the
+path, written with the config (`sk-…` is a literal secret to the config's own check)."""
 
 
 def _integral(value: Any) -> Any:
@@ -237,10 +246,7 @@ class LLMConfig(Section):
             # and port), and the config is written with the experiment: the URL is not
             # repeated. Before the port is read: a password holding `/` or a port typo
             # failed there, and that message quoted the URL, the password in it.
-            raise ValueError(
-                "an endpoint URL with a user or password (an `@`), which the gateway never "
-                "sends; give the key as api_key: ${ENV_VAR}"
-            )
+            raise ValueError(_USERINFO)
         # Every call would fail to connect: refused here, not task by task. Neither the URL
         # nor urllib's words are quoted: they repeat the part they could not read, a password
         # holding `?` (`user:pa?ss@`), a key pasted as the port or as a `[host]`.
@@ -254,6 +260,8 @@ class LLMConfig(Section):
             raise ValueError("an endpoint URL with port 0, which no server listens on")
         if not host or not host.isprintable() or any(c.isspace() for c in host):
             raise ValueError("an http(s):// URL with no host, or whitespace in it")
+        if _userinfo_after_query(value):
+            raise ValueError(_USERINFO)
         return value
 
     @field_validator("extra_body")
@@ -287,6 +295,22 @@ class LLMConfig(Section):
         return self
 
 
+_USERINFO = (
+    "an endpoint URL with a user or password (an `@`), which the gateway never sends; give "
+    "the key as api_key: ${ENV_VAR}"
+)
+
+
+def _userinfo_after_query(url: str) -> bool:
+    """Whether `url` reads as a user and password cut by a `?` (`user:?PASS@host`,
+    `user?PASS@host`: urllib's host is `user`, the password in the query): an `@` in a query
+    parameter's name, or after an empty port. An `@` in a value (`?deployment=team@eu`) is
+    a query's own."""
+    parts = urlsplit(url)
+    names = [name for name, _ in parse_qsl(parts.query, keep_blank_values=True)]
+    return any("@" in name for name in names) or ("@" in parts.query and parts.netloc.endswith(":"))
+
+
 def _credential_in_url(url: str) -> str | None:
     """Why `url` may not name an endpoint because it carries a credential (never quoting
     it), or None. A query parameter named as a key or token is sent with every call, and
@@ -299,6 +323,7 @@ def _credential_in_url(url: str) -> str | None:
     # the path (`/v1;key=...`, RFC 3986's path parameters)
     params = [*parts.query.split(";"), *parts.path.split(";")[1:]]
     for name, _ in parse_qsl("&".join(params), keep_blank_values=True):
+        name = unicodedata.normalize("NFKC", name)  # a full-width KEY reads as KEY
         words = {w for w in re.split(r"[^a-z0-9]+", name.lower()) if w}
         if words & SECRET_QUERY_WORDS or name.lower().endswith(("key", "token")):
             # the word only: a name decoded from `key%3D<secret>` holds the secret itself
@@ -307,6 +332,11 @@ def _credential_in_url(url: str) -> str | None:
                 f"an endpoint URL whose query parameter named with {word!r} holds a credential, "
                 "which would be written with the config; give the key as api_key: ${ENV_VAR}"
             )
+    if any(KEY_IN_PATH.match(segment) for segment in parts.path.split("/")):
+        return (
+            "an endpoint URL whose path holds a segment of a known key form, which would be "
+            "written with the config; give the key as api_key: ${ENV_VAR}"
+        )
     if parts.fragment or url.endswith("#"):
         return "an endpoint URL with a #fragment, which no HTTP client sends"
     return None

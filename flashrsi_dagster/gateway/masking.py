@@ -41,12 +41,13 @@ class KeyMask:
         # a key shorter than any real credential (a test's "k") would mask ordinary text
         self._key = key.encode() if key and len(key) >= MIN_SECRET_LENGTH else b""
         self._forms = [form.encode() for form in spellings(key)] if self._key else []
+        # hex in either case, even mixed within one key (`%2f…%2B`): an endpoint's choice
+        either = b"|".join(_hex_either(form) for form in self._forms)
+        self._pattern, self._text_pattern = re.compile(either), re.compile(either.decode())
         self._held = b""
 
     def whole(self, data: bytes) -> bytes:
-        for form in self._forms:
-            data = data.replace(form, _MARK)
-        return data
+        return self._pattern.sub(_MARK, data) if self._forms else data
 
     def text(self, text: str) -> str:
         """`text` with the key masked, also as Python quotes it (`repr`: a key holding a
@@ -56,7 +57,7 @@ class KeyMask:
         key = self._key.decode()
         for form in dict.fromkeys((*spellings(key), repr(key)[1:-1], repr(self._key)[2:-1])):
             text = text.replace(form, REDACTED)
-        return text
+        return self._text_pattern.sub(REDACTED, text)  # the hex escapes in either case
 
     def headers(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
         return [(name, self.text(value)) for name, value in headers]
@@ -67,7 +68,10 @@ class KeyMask:
         if not self._key:
             return data
         data = self.whole(self._held + data)
-        keep = max(_partial_tail(data, form) for form in self._forms)
+        # compared in lower case (hex escapes in either case): a tail that only looks like a
+        # key's start is held one read longer, never lost (`whole` masks exactly)
+        tail = data[max(0, len(data) - len(self._forms[0])) :].lower()
+        keep = max(_partial_tail(tail, form.lower()) for form in self._forms)
         self._held = data[len(data) - keep :] if keep else b""
         return data[: len(data) - keep]
 
@@ -75,6 +79,17 @@ class KeyMask:
         """The tail held back, at the stream's end (it was no key)."""
         held, self._held = self._held, b""
         return held
+
+
+def _hex_either(form: bytes) -> bytes:
+    """A pattern of `form` whose `%XX` escapes match in upper or lower hex."""
+    parts = re.split(rb"(%[0-9A-Fa-f]{2})", form)
+    return b"".join(
+        b"%" + b"".join(b"[%c%c]" % (c, c ^ 0x20) if c > 0x40 else bytes([c]) for c in part[1:])
+        if index % 2
+        else re.escape(part)
+        for index, part in enumerate(parts)
+    )
 
 
 def _partial_tail(data: bytes, key: bytes) -> int:
