@@ -175,11 +175,11 @@ def _views(file, data: bytes, encoding: str, span, depth: int, budget: Budget) -
         yield View(file, _join("url/html", encoding), _numbered(web, whole))
     if depth >= MAX_DEPTH:
         # a fourth layer is not read, nor let through: it would hide anything
-        blobs = _blobs(data, text, whole)
+        blobs = _blobs(data, text, whole, budget)
         if any(any(_unpacked(blob, budget, kind == "bytes")) for blob, kind, _ in blobs):
             budget.cut = True
         return
-    for blob, kind, blob_span in _blobs(data, text, whole):
+    for blob, kind, blob_span in _blobs(data, text, whole, budget):
         for inner, inner_kind in _unpacked(blob, budget, viewed=kind == "bytes"):
             name = _join(inner_kind, _join(kind, encoding))
             yield from _views(file, inner, name, blob_span, depth + 1, budget)
@@ -223,7 +223,7 @@ def unescape(text: str) -> str:
     return decoded.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def _blobs(data: bytes, text: str, whole) -> Iterator[tuple[bytes, str, tuple[int, int]]]:
+def _blobs(data: bytes, text: str, whole, budget: Budget) -> Iterator[tuple[bytes, str, tuple[int, int]]]:
     """Encoded runs in the file, each decoded, with the lines it spans. Runs are looked for in
     the bytes as they are and squeezed (quotes, whitespace and `+` dropped), so that a blob
     split over lines or string pieces is found whole."""
@@ -258,7 +258,7 @@ def _blobs(data: bytes, text: str, whole) -> Iterator[tuple[bytes, str, tuple[in
     if latin:  # an Ascii85 run is full of backslashes a string literal escapes
         yield from _other_alphabets(latin, whole or (1, data.count(b"\n") + 1))
     for blob in (data, latin, *_latin_readings(data, text), *_web_bytes(data, text)):
-        for offset in _magic_offsets(blob):
+        for offset in _magic_offsets(blob, budget):
             yield blob[offset:], "bytes", whole or (1, data.count(b"\n") + 1)
 
 
@@ -543,14 +543,23 @@ def _span(data: bytes, source: bytes, match: re.Match, whole, squeezed: bool):
     return (first, first + source.count(b"\n", match.start(), match.end()))
 
 
-def _magic_offsets(blob: bytes) -> list[int]:
-    offsets = []
+MAX_MAGIC_OFFSETS = 1024
+"""Places in one reading of a file where a compressor's magic starts that are tried as a
+stream, at most (random bytes hold a two-byte magic once in 16 K places: a 4 MB binary about
+330); a reading of more is unsearched (`cut`). The first 16 alone were tried: sixteen decoy
+magics hid the stream behind them (round 18)."""
+
+
+def _magic_offsets(blob: bytes, budget: Budget) -> list[int]:
+    offsets: set[int] = set()
     for magic, _ in _MAGIC:
         at = blob.find(magic)
-        while at >= 0 and len(offsets) < 16:
-            offsets.append(at)
+        while at >= 0 and len(offsets) <= MAX_MAGIC_OFFSETS:
+            offsets.add(at)
             at = blob.find(magic, at + 1)
-    return sorted(set(offsets))
+    if len(offsets) > MAX_MAGIC_OFFSETS:
+        budget.cut = True  # a harness finds the stream after any number of decoys
+    return sorted(offsets)[:MAX_MAGIC_OFFSETS]
 
 
 def _unpacked(blob: bytes, budget: Budget, viewed: bool = False) -> Iterator[tuple[bytes, str]]:
