@@ -223,7 +223,9 @@ def unescape(text: str) -> str:
     return decoded.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def _blobs(data: bytes, text: str, whole, budget: Budget) -> Iterator[tuple[bytes, str, tuple[int, int]]]:
+def _blobs(
+    data: bytes, text: str, whole, budget: Budget
+) -> Iterator[tuple[bytes, str, tuple[int, int]]]:
     """Encoded runs in the file, each decoded, with the lines it spans. Runs are looked for in
     the bytes as they are and squeezed (quotes, whitespace and `+` dropped), so that a blob
     split over lines or string pieces is found whole."""

@@ -1,22 +1,25 @@
 """Sabotage, eighteenth red-team pass (issue 22), as a hostile Worker and a hostile evolved
 harness: round 17's fixes attacked first (the content check reading zip members from their
-local headers, a blob led by a compressor's magic read as bytes too, the gateway's clipping of
-a part's `type`), and the check's search for compressed streams inside a file's bytes.
+local headers: stray signatures, data descriptors, a stored body claimed past the member
+after it), and the check's search for compressed streams inside a file's bytes.
+
+Of 11 cases, 7 got through on main (2 holes, both closed in `contamination/decode.py`):
+sixteen decoy magics hid the stream behind them (5); an honest zip storing a jar (a fat jar)
+was rejected as unsearched (2).
 """
 
 from __future__ import annotations
 
 import bz2
 import gzip
-import zipfile
 import random
+import zipfile
 import zlib
 
 import pytest
 
 from flashrsi_dagster.contamination.decode import MAX_MAGIC_OFFSETS
 from flashrsi_dagster.contamination.detector import RULES
-from tests.contamination.test_detector import both
 from tests.sabotage.test_round15 import _binary
 from tests.sabotage.test_round16 import TABLE_JSON, _zip
 from tests.sabotage.test_round17 import _in_code
@@ -33,13 +36,20 @@ DECOYED = {
 
 @pytest.mark.parametrize("form", DECOYED)
 def test_a_stream_behind_many_decoy_magics_is_read(content_check, form):
+    """Attack: sixteen decoy magics (two bytes each, in a binary file) before the table's
+    gzip, bzip2 or zlib stream or zip: a harness seeks to its stream at a known offset.
+    Got through on main: the check tried the first 16 places a magic starts in a file's
+    bytes and no more, the 17th never decompressed, the candidate judged clean (4 forms).
+    Stops it: up to `decode.MAX_MAGIC_OFFSETS` (1,024) places are tried, a reading of more
+    is unsearched."""
     verdict = content_check.judge(_binary("skills/t.bin", DECOYED[form]))
 
     assert verdict.contaminated, verdict
 
 
 def test_a_file_of_more_decoy_magics_than_the_check_tries_is_unsearched(content_check):
-    """Past `MAX_MAGIC_OFFSETS` places a magic starts, the stream behind them unread: the
+    """Attack: the same past the new bound. Got through on main (clean). Past
+    `MAX_MAGIC_OFFSETS` places a magic starts, the stream behind them unread: the
     candidate is rejected as unsearched, never judged clean."""
     data = b"\x1f\x8b\x08" * (MAX_MAGIC_OFFSETS + 1) + gzip.compress(TABLE_JSON)
 
@@ -50,7 +60,8 @@ def test_a_file_of_more_decoy_magics_than_the_check_tries_is_unsearched(content_
 
 def test_an_honest_binary_holding_magics_at_random_is_searched(content_check):
     """The honest side: 512 KB of random bytes (an image, a model's weights) hold a two-byte
-    magic in about 37 places (more than the 16 tried before), under the bound: the file is searched, not called unsearched."""
+    magic in about 37 places (more than the 16 tried before), under the bound: the file is
+    searched, not called unsearched."""
     data = random.Random(18).randbytes(512 << 10)
 
     verdict = content_check.judge(_binary("skills/weights.bin", data))
@@ -66,16 +77,25 @@ def _fat_jar(jars: int, classes: int) -> bytes:
     uncompressed in the outer one (as `BOOT-INF/lib/*.jar` are, so that they are read in
     place): every nested member's local header sits in the outer archive's bytes."""
     inner = [
-        _zip([(f"p{j}/C{i}.class", b"\xca\xfe\xba\xbe class %d of jar %d" % (i, j)) for i in range(classes)])
+        _zip(
+            [
+                (f"p{j}/C{i}.class", b"\xca\xfe\xba\xbe class %d of jar %d" % (i, j))
+                for i in range(classes)
+            ]
+        )
         for j in range(jars)
     ]
-    return _zip([(f"BOOT-INF/lib/l{j}.jar", jar) for j, jar in enumerate(inner)], zipfile.ZIP_STORED)
+    return _zip(
+        [(f"BOOT-INF/lib/l{j}.jar", jar) for j, jar in enumerate(inner)], zipfile.ZIP_STORED
+    )
 
 
 def test_a_fat_jar_of_stored_jars_is_searched(content_check):
     """Attack (on the honest side): a vendored fat jar whose stored nested jars hold 1,200
     members between them (each jar under `MAX_ZIP_MEMBERS`), every one a local header's
-    signature in the outer archive's bytes."""
+    signature in the outer archive's bytes. Got through on main (rejected as unsearched, an
+    honest harness refused): round 17's `_local` counted every signature as a member, more
+    than `MAX_ZIP_MEMBERS` (and see the next test)."""
     verdict = content_check.judge(_binary("skills/app.jar", _fat_jar(6, 200)))
 
     assert not verdict.contaminated and not verdict.rules, verdict
