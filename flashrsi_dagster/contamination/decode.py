@@ -175,11 +175,11 @@ def _views(file, data: bytes, encoding: str, span, depth: int, budget: Budget) -
         yield View(file, _join("url/html", encoding), _numbered(web, whole))
     if depth >= MAX_DEPTH:
         # a fourth layer is not read, nor let through: it would hide anything
-        blobs = _blobs(data, text, whole)
+        blobs = _blobs(data, text, whole, budget)
         if any(any(_unpacked(blob, budget, kind == "bytes")) for blob, kind, _ in blobs):
             budget.cut = True
         return
-    for blob, kind, blob_span in _blobs(data, text, whole):
+    for blob, kind, blob_span in _blobs(data, text, whole, budget):
         for inner, inner_kind in _unpacked(blob, budget, viewed=kind == "bytes"):
             name = _join(inner_kind, _join(kind, encoding))
             yield from _views(file, inner, name, blob_span, depth + 1, budget)
@@ -223,7 +223,9 @@ def unescape(text: str) -> str:
     return decoded.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def _blobs(data: bytes, text: str, whole) -> Iterator[tuple[bytes, str, tuple[int, int]]]:
+def _blobs(
+    data: bytes, text: str, whole, budget: Budget
+) -> Iterator[tuple[bytes, str, tuple[int, int]]]:
     """Encoded runs in the file, each decoded, with the lines it spans. Runs are looked for in
     the bytes as they are and squeezed (quotes, whitespace and `+` dropped), so that a blob
     split over lines or string pieces is found whole."""
@@ -258,7 +260,7 @@ def _blobs(data: bytes, text: str, whole) -> Iterator[tuple[bytes, str, tuple[in
     if latin:  # an Ascii85 run is full of backslashes a string literal escapes
         yield from _other_alphabets(latin, whole or (1, data.count(b"\n") + 1))
     for blob in (data, latin, *_latin_readings(data, text), *_web_bytes(data, text)):
-        for offset in _magic_offsets(blob):
+        for offset in _magic_offsets(blob, budget):
             yield blob[offset:], "bytes", whole or (1, data.count(b"\n") + 1)
 
 
@@ -543,14 +545,30 @@ def _span(data: bytes, source: bytes, match: re.Match, whole, squeezed: bool):
     return (first, first + source.count(b"\n", match.start(), match.end()))
 
 
-def _magic_offsets(blob: bytes) -> list[int]:
-    offsets = []
-    for magic, _ in _MAGIC:
-        at = blob.find(magic)
-        while at >= 0 and len(offsets) < 16:
-            offsets.append(at)
+MAX_MAGIC_OFFSETS = 1024
+"""Places in one reading of a file where a compressor's magic starts that are tried as a
+stream, at most (random bytes hold a two-byte magic once in 16 K places: a 4 MB binary about
+330); a reading of more is unsearched (`cut`). The first 16 alone were tried: sixteen decoy
+magics hid the stream behind them (round 18). A zip is read from its first local header
+alone: that reading finds every later one (`_local`), and a reading from inside a stored
+member met its outer archive's central directory, every offset shifted (a fat jar's nested
+jars made it unsearched; round 18)."""
+_ZIP_OFFSETS = 1
+
+
+def _magic_offsets(blob: bytes, budget: Budget) -> list[int]:
+    offsets: set[int] = set()
+    for magic, kind in _MAGIC:
+        at, found = blob.find(magic), 0
+        while at >= 0 and len(offsets) <= MAX_MAGIC_OFFSETS:
+            if kind == "zip" and found == _ZIP_OFFSETS:
+                break
+            offsets.add(at)
+            found += 1
             at = blob.find(magic, at + 1)
-    return sorted(set(offsets))
+    if len(offsets) > MAX_MAGIC_OFFSETS:
+        budget.cut = True  # a harness finds the stream after any number of decoys
+    return sorted(offsets)[:MAX_MAGIC_OFFSETS]
 
 
 def _unpacked(blob: bytes, budget: Budget, viewed: bool = False) -> Iterator[tuple[bytes, str]]:
@@ -728,7 +746,9 @@ def _zip_members(blob: bytes, budget: Budget) -> Iterator[bytes]:
         with archive:
             members = [_Member.of(info) for info in archive.infolist()]
     listed = {m.at for m in members}
-    members += [m for m in _local(blob) if m.at not in listed]
+    stored = [m for m in members[: MAX_ZIP_MEMBERS + 1] if m.method == zipfile.ZIP_STORED]
+    inside = [_stored_body(blob, m) for m in stored]
+    members += _local(blob, listed, inside)
     if len(members) > MAX_ZIP_MEMBERS:  # the rest unread: the table in the 65th passed (at 64)
         budget.cut = True
     for member in members[:MAX_ZIP_MEMBERS]:
@@ -736,8 +756,12 @@ def _zip_members(blob: bytes, budget: Budget) -> Iterator[bytes]:
             data = _zip_member(blob, member, budget.left + 1)
         except (OSError, EOFError, ValueError, IndexError, zlib.error, lzma.LZMAError):
             data = None  # a body that does not inflate: what follows it may
-        if data is None and not member.listed:
-            continue  # a stray signature in a body, most likely: no member a reader finds
+        if data is None and (not member.listed or blob[member.at : member.at + 4] != _LOCAL):
+            # a stray signature in a body, most likely: no member a reader finds; or a
+            # central entry at no local header, which zipfile refuses too (the central
+            # directory of a zip read from inside another's stored member, its offsets
+            # shifted, made every honest zip holding a stored jar unsearched; round 18)
+            continue
         if data is None or len(data) > budget.left:
             # encrypted, another method, broken, or past the budget: the candidate is
             # rejected as unsearched already, and members sharing one body (a bomb of
@@ -768,18 +792,38 @@ class _Member:
 _LOCAL = b"PK\x03\x04"
 
 
-def _local(blob: bytes) -> Iterator[_Member]:
+def _stored_body(blob: bytes, member: _Member) -> tuple[int, int]:
+    """Where a listed stored member's body lies: a local header's signature inside it is
+    that member's bytes (a nested jar's, in a fat jar), read as its data and unpacked from
+    there, no member of this archive (1,200 such made an honest fat jar unsearched; round
+    18)."""
+    at = member.at
+    start = at + 30 + _le(blob, at + 26, 2) + _le(blob, at + 28, 2)
+    return start, start + member.size
+
+
+def _local(blob: bytes, listed: set[int], skipped: list[tuple[int, int]]) -> Iterator[_Member]:
     """The members a streaming reader (`unzip -`, Java's ZipInputStream, a harness's own
     loop) finds from their local headers, whatever the central directory says: one whose
     central entry points nowhere (past the end, inside another body) hid the table from a
     check that followed the central directory alone (round 17). `MAX_ZIP_MEMBERS` + 1 at
-    most (more makes the archive unsearched)."""
-    at = blob.find(_LOCAL)
-    for _ in range(MAX_ZIP_MEMBERS + 1):
+    most (more makes the archive unsearched). A signature in a stored body (`skipped`: the
+    listed ones', then each found's) is that member's bytes, read as its data: not counted."""
+    at, found = blob.find(_LOCAL), 0
+    while found <= MAX_ZIP_MEMBERS:
         if at < 0 or at + 30 > len(blob):
             return
-        flags, method = _le(blob, at + 6, 2), _le(blob, at + 8, 2)
-        yield _Member(at, flags, method, size=_le(blob, at + 18, 4), listed=False)
+        past = max((end for start, end in skipped if start <= at < end), default=None)
+        if past is not None:  # a stored body's bytes: jump over them, as a reader does
+            at = blob.find(_LOCAL, past)
+            continue
+        if at not in listed:  # a listed one's body is where its central entry says
+            flags, method = _le(blob, at + 6, 2), _le(blob, at + 8, 2)
+            member = _Member(at, flags, method, size=_le(blob, at + 18, 4), listed=False)
+            if method == zipfile.ZIP_STORED:  # what is skipped is what is read as its data
+                skipped.append(_stored_body(blob, member))
+            yield member
+            found += 1
         at = blob.find(_LOCAL, at + 4)
 
 
