@@ -151,6 +151,20 @@ def test_a_bare_token_in_the_path_is_refused(tmp_path, monkeypatch, capsys):
     assert "agent.llm.base_url" in capsys.readouterr().err
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="docs/configuration.md, `llm` (inside each role), `base_url`: a password given as "
+    "a query value before an `@` (`user?a=PASS@host`) reads as `?deployment=team@eu` does",
+)
+def test_a_password_as_a_query_value_before_an_at_is_refused(tmp_path, monkeypatch, capsys):
+    """Declared limit: `https://user?a=PASS@host` (no colon) is, to urllib and every client,
+    the host `user` with the query `a=PASS@host`: the same shape as an honest
+    `?deployment=team@eu`. It validates, and is written with the config."""
+    url = f"https://user?a={SECRET}@llm.example.com/v1"
+    _validate(tmp_path, monkeypatch, ["--agent.llm.base_url", url])
+    assert "agent.llm.base_url" in capsys.readouterr().err
+
+
 # -- the key written back in another spelling ---------------------------------------------------
 
 
