@@ -50,7 +50,11 @@ SECRET = "r17Passw0rd" + "Hx3" * 4
 """A password or key an operator put in the endpoint URL."""
 
 
-def _validated_quietly(url: str, tmp_path, monkeypatch, capsys) -> tuple[int, str]:
+def _validated_quietly(
+    url: str, tmp_path, monkeypatch, capsys, secret: str = SECRET
+) -> tuple[int, str]:
+    """Validates with `url` as the target's endpoint; nothing printed or written holds
+    `secret` (`run_meta.json` and every other file under the run's folder included)."""
     code, _ = _validate(tmp_path, monkeypatch, ["--agent.llm.base_url", url])
     out = capsys.readouterr()
     files = "".join(
@@ -59,7 +63,7 @@ def _validated_quietly(url: str, tmp_path, monkeypatch, capsys) -> tuple[int, st
         if p.is_file() and p.name != "exp.yaml"
     )
     seen = out.out + out.err + files
-    assert SECRET not in seen and SECRET[:11] not in seen, seen
+    assert secret not in seen and secret[:11] not in seen, seen
     return code, out.err
 
 

@@ -18,7 +18,6 @@ path; a key written as HTML character references or JSON `\\u` escapes.
 from __future__ import annotations
 
 import json
-import pathlib
 import socket
 import threading
 import urllib.parse
@@ -33,6 +32,7 @@ from tests.gateway.conftest import USER, openai_client
 from tests.gateway.misbehaving_endpoint import answer, chat_reply
 from tests.sabotage.test_round12_endpoint import TIMEOUT
 from tests.sabotage.test_round15_endpoint import _validate
+from tests.sabotage.test_round17_endpoint import _validated_quietly
 
 CANARY = "sk-r18-canary-" + "Wv4" * 8
 """A key no other test uses, looked for in every output."""
@@ -40,21 +40,6 @@ SLASH_CANARY = "r18/Canary+Key=" + "Tb6" * 8
 """A key as base64 writes one (`/`, `+`, `=`)."""
 SECRET = "r18Passw0rd" + "Nk8" * 4
 """A password or key an operator put in the endpoint URL."""
-
-
-def _validated_quietly(url: str, tmp_path, monkeypatch, capsys) -> tuple[int, str]:
-    """Validates with `url` as the target's endpoint; nothing printed or written holds the
-    secret (`run_meta.json` and every other file under the run's folder included)."""
-    code, _ = _validate(tmp_path, monkeypatch, ["--agent.llm.base_url", url])
-    out = capsys.readouterr()
-    files = "".join(
-        p.read_text(errors="replace")
-        for p in pathlib.Path(tmp_path).rglob("*")
-        if p.is_file() and p.name != "exp.yaml"
-    )
-    seen = out.out + out.err + files
-    assert SECRET not in seen and SECRET[:11] not in seen, seen
-    return code, out.err
 
 
 # -- the endpoint URL: credentials round 17 let through -----------------------------------------
@@ -114,7 +99,7 @@ def test_an_endpoint_url_carrying_a_credential_is_refused_quietly(
     check); an OpenAI `sk-…` key in the path is a literal secret to the config's own check."""
     url, reason = {**FIXED_URLS, **HELD_URLS}[attack]
 
-    code, err = _validated_quietly(url, tmp_path, monkeypatch, capsys)
+    code, err = _validated_quietly(url, tmp_path, monkeypatch, capsys, SECRET)
 
     lines = [line for line in err.splitlines() if "agent.llm.base_url" in line]
     assert code != 0 and len(lines) == 1 and reason in lines[0], err
@@ -133,7 +118,7 @@ def test_an_endpoint_url_carrying_a_credential_is_refused_quietly(
 def test_an_honest_endpoint_url_is_accepted(url, tmp_path, monkeypatch, capsys):
     """Held: the new words and forms refuse no honest URL (a word inside a longer one, a
     `bots` or `skills` path)."""
-    _, err = _validated_quietly(url, tmp_path, monkeypatch, capsys)
+    _, err = _validated_quietly(url, tmp_path, monkeypatch, capsys, SECRET)
     assert "agent.llm.base_url" not in err, err
 
 
