@@ -149,19 +149,18 @@ def _baselines(algorithm, ledger: Ledger, *, derived: bool = False):
 def _halt(runs: InFlight, wait: float) -> list[str]:
     """Cancel the runs in flight (and any started meanwhile) and wait for them, at most
     `wait` seconds; what was done to each."""
-    deadline = time.monotonic() + wait
-    while True:
-        cancelled = runs.cancel()
-        still = runs.active()
-        if not still:
-            return cancelled
+    cancelled = runs.cancel()
+    deadline = time.monotonic() + wait  # from when they were asked: asking can be slow
+    while still := runs.active():
         if time.monotonic() >= deadline:
             raise RollbackError(
                 f"{len(still)} run(s) still in flight after waiting {wait:g} s, so nothing "
-                f"was restored: {'; '.join(still)} (wait for them, or fail them, and roll "
-                "back again)"
+                f"was restored: {'; '.join(still)} (asked: {'; '.join(cancelled)}; wait for "
+                "them, or fail them, and roll back again)"
             )
         time.sleep(POLL)
+        cancelled = runs.cancel()
+    return cancelled
 
 
 def _verify(experiment, target: str) -> list[str]:

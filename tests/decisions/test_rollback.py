@@ -169,11 +169,23 @@ def _run(instance: dg.DagsterInstance, status, experiment: str = NAME, **tags: s
     return instance.add_run(run).run_id
 
 
+STEP = """
+import signal, time
+# a step's process stops on SIGTERM whatever this test process was left with by the tests
+# before it in one pytest worker (an ignored disposition and a blocked mask are inherited)
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
 def test_a_roll_back_cancels_the_runs_in_flight_and_waits_for_them_before_restoring(
     home, instance, capsys
 ):
     seed = Ledger(home / NAME).baseline().baseline.snapshot_id
-    step = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    step = subprocess.Popen([sys.executable, "-c", STEP], stdout=subprocess.PIPE, text=True)
+    assert step.stdout is not None and step.stdout.readline() == "ready\n"
     ended: list[int] = []  # reaped as its parent would, or its pid would look alive
     reaper = threading.Thread(target=lambda: ended.append(step.wait()), daemon=True)
     reaper.start()
@@ -192,6 +204,7 @@ def test_a_roll_back_cancels_the_runs_in_flight_and_waits_for_them_before_restor
         assert ended == [-signal.SIGTERM]  # its process got the stop signal
     finally:
         step.kill()
+        step.stdout.close()
     status = {r.run_id: r.status for r in instance.get_runs()}
     assert status[queued] == dg.DagsterRunStatus.CANCELED
     assert status[started] == dg.DagsterRunStatus.FAILURE  # its process ended mid-run

@@ -32,7 +32,12 @@ def test_an_interrupt_is_an_error_during_execution(server, work):
     with target_agent(role(server, "interrupt")) as agent:
         trajectory = agent.run(work, "wait", task_id="t")
 
-    assert trajectory.status == Status.ERROR
+    assert trajectory.status == Status.ERROR  # the agent's own ending, never a success
+    if trajectory.error.type == "SessionError":
+        # Under load the CLI was seen to exit on the interrupt before writing its result
+        # (its own race, once in a fresh-clone run at load ~8): no result is an error too.
+        assert trajectory.error.message == "the Claude Code session gave no result"
+        return
     assert trajectory.error.type == "ResultError"
     assert trajectory.error.message.startswith("error_during_execution")
     assert trajectory.metadata["terminal_reason"] == "aborted_tools"
