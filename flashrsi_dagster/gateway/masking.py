@@ -44,18 +44,20 @@ class KeyMask:
         # hex in either case, even mixed within one key (`%2f…%2B`): an endpoint's choice
         either = b"|".join(_hex_either(form) for form in self._forms)
         self._pattern, self._text_pattern = re.compile(either), re.compile(either.decode())
+        # as text, also as Python quotes it (`repr`: a key holding a line break or a
+        # non-ASCII character is written escaped in an exception's words)
+        quoted = (repr(key)[1:-1], repr(self._key)[2:-1]) if self._key else ()
+        self._text_forms = list(dict.fromkeys((*(f.decode() for f in self._forms), *quoted)))
         self._held = b""
 
     def whole(self, data: bytes) -> bytes:
         return self._pattern.sub(_MARK, data) if self._forms else data
 
     def text(self, text: str) -> str:
-        """`text` with the key masked, also as Python quotes it (`repr`: a key holding a
-        line break or a non-ASCII character is written escaped in an exception's words)."""
+        """`text` with the key masked in each of its spellings, also as Python quotes it."""
         if not self._key:
             return text
-        key = self._key.decode()
-        for form in dict.fromkeys((*spellings(key), repr(key)[1:-1], repr(self._key)[2:-1])):
+        for form in self._text_forms:
             text = text.replace(form, REDACTED)
         return self._text_pattern.sub(REDACTED, text)  # the hex escapes in either case
 

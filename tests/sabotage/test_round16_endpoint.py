@@ -128,15 +128,22 @@ def test_a_stream_echoing_the_key_in_another_spelling_never_shows_it(spelling, e
     event = b"data: " + _echoed(delta, spelling) + b"\n\n"
     cut = event.index(b"Canary") + 3
     endpoint.behaviour = sse([event[:cut], event[cut:], DONE])
+    got = streamed_with_the_key(endpoint)
+    assert echoed not in got and "Wq9Wq9Wq9" not in got, got
+
+
+def streamed_with_the_key(endpoint, key: str = SLASH_CANARY) -> str:
+    """What a client reads of a chat stream the endpoint answers, relayed by a gateway whose
+    role's key is `key` (a base64 key: `/`, `+`, `=` differ in each spelling)."""
     with Gateway() as gateway:
-        upstream = Upstream(endpoint.url, "chat", SLASH_CANARY, timeout=TIMEOUT)
+        upstream = Upstream(endpoint.url, "chat", key, timeout=TIMEOUT)
         token = gateway.grant(experiment="x", role="target", run_id="r", upstream=upstream)
         chunks = openai_client(gateway, token).chat.completions.create(
             model="m", messages=USER, stream=True
         )
         got = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
         gateway.revoke(token)
-    assert echoed not in got and "Wq9Wq9Wq9" not in got, got
+    return got
 
 
 def test_a_key_masked_in_every_spelling_leaves_other_text_alone():

@@ -41,6 +41,7 @@ from tests.gateway.misbehaving_endpoint import answer, chat_reply, sse
 from tests.sabotage.test_round12_endpoint import TIMEOUT, _raw
 from tests.sabotage.test_round13_endpoint import DONE
 from tests.sabotage.test_round15_endpoint import _validate
+from tests.sabotage.test_round16_endpoint import streamed_with_the_key
 
 CANARY = "sk-r17-canary-" + "Qz7" * 8
 """A key no other test uses, looked for in every output."""
@@ -149,14 +150,7 @@ def test_a_stream_echoing_the_key_encoded_as_a_path_in_three_reads_never_shows_i
     start = event.index(b"Canary")
     cuts = [event[: start + 2], event[start + 2 : start + 12], event[start + 12 :]]
     endpoint.behaviour = sse([*cuts, DONE])
-    with Gateway() as gateway:
-        upstream = Upstream(endpoint.url, "chat", SLASH_CANARY, timeout=TIMEOUT)
-        token = gateway.grant(experiment="x", role="target", run_id="r", upstream=upstream)
-        chunks = openai_client(gateway, token).chat.completions.create(
-            model="m", messages=USER, stream=True
-        )
-        got = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
-        gateway.revoke(token)
+    got = streamed_with_the_key(endpoint, SLASH_CANARY)
     assert PATH_ENCODED not in got and "Jm5Jm5Jm5" not in got, got
 
 
