@@ -1,0 +1,105 @@
+"""Sabotage, nineteenth red-team pass (issue 22): a misbehaving endpoint and a careless
+operator, aimed at round 18's fixes (`test_round18_endpoint.py`): `masking` (the key's
+spellings), the credential words and `KEY_IN_PATH`, Gate0's ping in its own thread; then
+the faults' causes (their size, the key in them) and endpoint URLs no client can reach.
+
+SUMMARY
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.parse
+
+import openai
+import pytest
+
+from flashrsi_dagster.algorithms.evolver import health
+from flashrsi_dagster.config.models import LLMConfig
+from flashrsi_dagster.gateway import Gateway, Upstream
+from flashrsi_dagster.gateway.masking import KeyMask
+from tests.gateway.conftest import USER, openai_client
+from tests.gateway.misbehaving_endpoint import answer, chat_reply, sse
+from tests.sabotage.test_round12_endpoint import TIMEOUT, _raw
+from tests.sabotage.test_round13_endpoint import DONE
+from tests.sabotage.test_round16_endpoint import streamed_with_the_key
+from tests.sabotage.test_round17_endpoint import _validated_quietly
+
+CANARY = "sk-r19-canary-" + "Hd8" * 12
+"""A key no other test uses, looked for in every output (50 characters: longer than the
+gateway's 40-character quotes of an endpoint's words)."""
+SLASH_CANARY = "r19/Canary+Key=" + "Gx2" * 8
+"""A key as base64 writes one (`/`, `+`, `=`)."""
+SECRET = "r19Passw0rd" + "Mk2" * 4
+"""A password or key an operator put in the endpoint URL."""
+
+
+# -- the key written back with some of its characters encoded ------------------------------------
+
+PARTLY_ENCODED = {
+    # Go's `url.PathEscape`: `/` encoded, `+` and `=` kept (a path segment's rules)
+    "go-path-escape": SLASH_CANARY.replace("/", "%2F"),
+    # PHP's `json_encode` of a URL whose path was encoded: `\/` beside `%2B`, `%3D`
+    "json-escaped-path-encoding": urllib.parse.quote(SLASH_CANARY).replace("/", "\\/"),
+    "only-the-plus-encoded": SLASH_CANARY.replace("+", "%2B"),
+    "a-letter-encoded-too": SLASH_CANARY.replace("C", "%43"),
+}
+
+
+def _relayed(endpoint, text: str) -> str:
+    """What a client reads of a whole answer quoting `text` as it is on the wire (a JSON
+    string's escapes kept), with `SLASH_CANARY` the key."""
+    body = json.dumps(chat_reply("your key: KEY")).replace("KEY", text)
+    endpoint.behaviour = answer(200, body.encode())
+    with Gateway() as gateway:
+        upstream = Upstream(endpoint.url, "chat", SLASH_CANARY, timeout=TIMEOUT)
+        token = gateway.grant(experiment="x", role="target", run_id="r", upstream=upstream)
+        reply = openai_client(gateway, token).chat.completions.create(model="m", messages=USER)
+        gateway.revoke(token)
+    return reply.choices[0].message.content or ""
+
+
+@pytest.mark.parametrize("spelling", PARTLY_ENCODED.values(), ids=PARTLY_ENCODED)
+def test_an_answer_echoing_the_key_partly_encoded_never_shows_it(spelling, endpoint):
+    """Attack: a 200 answer quoting the key with only some of its characters
+    percent-encoded (Go's `url.PathEscape` keeps `+` and `=`; PHP's `json_encode` writes a
+    path-encoded URL's `/` as `\\/`; an encoder of `+` alone; a letter encoded, as any
+    encoder may). Got through on main: `spellings` listed whole encodings, each character
+    encoded by one rule. Stops it: the key is matched character by character, each as
+    itself, its `%XX` escape (either case) or its JSON escape (`\\/`)."""
+    got = _relayed(endpoint, spelling)
+    assert "Gx2Gx2Gx2" not in got, got
+
+
+@pytest.mark.parametrize("spelling", PARTLY_ENCODED.values(), ids=PARTLY_ENCODED)
+def test_a_key_partly_encoded_fed_a_byte_at_a_time_is_masked(spelling):
+    """Attack: the same in a stream fed a byte per read, and in a header or a fault's words
+    (`KeyMask.text`). Got through on main with the answer above."""
+    mask = KeyMask(SLASH_CANARY)
+    text = ("before " + spelling + " after").encode()
+    out = b"".join(mask.feed(text[i : i + 1]) for i in range(len(text))) + mask.end()
+    assert out == b"before [REDACTED] after", out
+    assert mask.text(f"x {spelling} y") == "x [REDACTED] y"
+
+
+def test_a_stream_echoing_the_key_as_go_writes_a_path_never_shows_it(endpoint):
+    """Attack: Go's path escape of the key in a streamed event cut inside the key. Got
+    through on main (the spelling)."""
+    spelling = PARTLY_ENCODED["go-path-escape"]
+    delta = {"choices": [{"index": 0, "delta": {"content": "your key: " + spelling}}]}
+    event = b"data: " + json.dumps(delta).encode() + b"\n\n"
+    cut = event.index(b"Canary") + 3  # inside the key
+    endpoint.behaviour = sse([event[:cut], event[cut:], DONE])
+    got = streamed_with_the_key(endpoint, SLASH_CANARY)
+    assert spelling not in got and "Gx2Gx2Gx2" not in got, got
+
+
+def test_text_near_the_key_but_not_it_is_relayed_as_it_is():
+    """Held: escapes of the key's characters that never complete it (the key's start, then
+    other text; `%2F` and `\\/` of its own) pass unchanged, whole or a byte at a time."""
+    text = b"r19%2FCanary+Ke r19\\/Canary%2B r19/Canary+Key=Gx2 %2F \\/ " * 50
+    mask = KeyMask(SLASH_CANARY)
+    assert mask.whole(text) == text
+    out = b"".join(mask.feed(text[i : i + 7]) for i in range(0, len(text), 7)) + mask.end()
+    assert out == text
