@@ -103,3 +103,71 @@ def test_text_near_the_key_but_not_it_is_relayed_as_it_is():
     assert mask.whole(text) == text
     out = b"".join(mask.feed(text[i : i + 7]) for i in range(0, len(text), 7)) + mask.end()
     assert out == text
+
+
+# -- Gate0's ping: what it says, and what its thread does with what it cannot read ---------------
+
+
+def _pinged(url: str, key: str, monkeypatch) -> tuple[str | None, list]:
+    """Gate0's ping of `url` with `key`, and the exceptions that ended its thread unseen
+    (`threading.excepthook`, which prints them, tracebacks and words, to stderr)."""
+    monkeypatch.setattr(health, "PING_TIMEOUT", 5.0)
+    monkeypatch.setattr(health, "PING_GRACE", 60.0)  # a bound for a hang only
+    monkeypatch.setenv("R19_KEY", key)
+    died: list = []
+    monkeypatch.setattr(threading, "excepthook", died.append)
+    problem = health.endpoint_problem(LLMConfig(model="m", base_url=url, api_key="${R19_KEY}"))
+    return problem, died
+
+
+ECHOED_HEADS = {
+    "the-key-as-a-status": b"HTTP/1.1 2OO Bearer " + CANARY.encode() + b"\r\n\r\n",
+    "the-key-as-a-protocol": CANARY.encode() + b" 200 OK\r\n\r\n",
+    "the-key-partly-encoded-as-a-status": (
+        b"HTTP/1.1 2OO " + CANARY.replace("-", "%2D").encode() + b"\r\n\r\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("attack", ECHOED_HEADS)
+def test_gate0_never_repeats_a_key_the_endpoint_echoes_in_a_broken_head(
+    attack, endpoint, monkeypatch
+):
+    """Attack: an endpoint answers Gate0's ping with a status line that reflects the
+    request's `Authorization` header (a broken proxy), as the status, the protocol, or
+    percent-encoded. Got through on main: the ping's problem quoted `http.client`'s words,
+    which are the line as sent, the key in it, and Gate0 prints its problems (and the
+    Evolver's round records them). Stops it: the ping's words are masked for the role's key
+    (`KeyMask.text`, the gateway's)."""
+    endpoint.behaviour = _raw(ECHOED_HEADS[attack])
+    problem, died = _pinged(endpoint.url, CANARY, monkeypatch)
+    assert problem and "did not answer" in problem and "Hd8Hd8Hd8" not in problem, problem
+    assert not died
+
+
+def test_gate0_names_a_redirect_to_an_unreadable_location_in_one_line(endpoint, monkeypatch):
+    """Attack: the ping is answered `302` with `Location: http://[::1` (no closing bracket).
+    Got through on main: urllib's redirect handler reads the location before asking where
+    to go (and the project's handler refuses every redirect), `urlparse` raised ValueError,
+    which the ping did not catch: its thread died with a traceback on stderr, and Gate0 said
+    "did not answer within 15 s" of an endpoint that had answered at once. Stops it: the
+    ping's thread catches every error (its type named, its words masked)."""
+    head = b"HTTP/1.1 302 Found\r\nLocation: http://[::1\r\nContent-Length: 0\r\n\r\n"
+    endpoint.behaviour = _raw(head)
+    problem, died = _pinged(endpoint.url, CANARY, monkeypatch)
+    assert not died, died
+    assert problem and "within" not in problem and "Hd8Hd8Hd8" not in problem, problem
+
+
+def test_gate0_never_prints_a_key_holding_a_line_break(endpoint, monkeypatch, capsys):
+    """Attack: between two rounds the operator exports the key again, read from a file with
+    its newline (validate refuses it, round 15; the Evolver's Gate0 reads the environment
+    at each round). Got through on main: `http.client` refused the header with
+    "Invalid header value b'Bearer sk-…\\n'", an error the ping's thread did not catch:
+    the key was printed whole on stderr by Python's thread hook, and Gate0 said "did not
+    answer within 15 s". Stops it: a key no header can carry is left to the dry run to
+    report (`validation.key_problem`, as an unset key is), never sent."""
+    problem, died = _pinged(endpoint.url, CANARY + "\n", monkeypatch)
+    shown = capsys.readouterr()
+    assert not died and "Hd8Hd8Hd8" not in shown.out + shown.err + str(problem), died
+    assert problem is None or "within" not in problem, problem
