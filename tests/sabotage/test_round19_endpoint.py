@@ -171,3 +171,76 @@ def test_gate0_never_prints_a_key_holding_a_line_break(endpoint, monkeypatch, ca
     shown = capsys.readouterr()
     assert not died and "Hd8Hd8Hd8" not in shown.out + shown.err + str(problem), died
     assert problem is None or "within" not in problem, problem
+
+
+# -- a fault's cause: the key cut inside it, its size --------------------------------------------
+
+
+def _fault_of(endpoint, behaviour, stream: bool = False) -> tuple[str, str]:
+    """The cause the run's accounts keep for a chat call meeting `behaviour` (with `CANARY`
+    the role's key), and what the client was told; the call must have failed."""
+    endpoint.behaviour = behaviour
+    with Gateway() as gateway:
+        upstream = Upstream(endpoint.url, "chat", CANARY, timeout=TIMEOUT)
+        token = gateway.grant(experiment="x", role="target", run_id="r", upstream=upstream)
+        chat = openai_client(gateway, token).chat.completions
+        with pytest.raises(openai.APIError) as failed:
+            if stream:
+                list(chat.create(model="m", messages=USER, stream=True))
+            else:
+                chat.create(model="m", messages=USER)
+        used = gateway.revoke(token)
+    assert used.failed == 1 and used.last_fault, used
+    return used.last_fault, str(failed.value)
+
+
+def _twice(name: str) -> bytes:
+    """An answer holding the key `name` twice in one object."""
+    return json.dumps(chat_reply()).replace('"id":', f'"{name}": 1, "{name}": 2, "id":').encode()
+
+
+KEY_CUT = {
+    "the-key-as-a-name-given-twice": answer(200, _twice(CANARY)),
+    "the-key-after-100-characters-of-a-count": answer(
+        200, chat_reply(usage={"prompt_tokens": "x" * 100 + CANARY, "completion_tokens": 1})
+    ),
+}
+
+
+@pytest.mark.parametrize("attack", KEY_CUT)
+def test_a_fault_quoting_the_key_cut_short_never_shows_a_part_of_it(attack, endpoint):
+    """Attack: an answer the gateway refuses, whose refusal quotes the endpoint's words cut
+    short (40 characters of a name given twice, 120 of a count that is no number), the key
+    in them past the cut. Got through on main: the words were cut first, masked after, and
+    a cut key is no key to the mask: its first 26 or 20 characters went to the run's
+    accounts, the call log and the client's 502. Stops it: the answer is masked before it
+    is read (`KeyMask.whole`), so every word quoted from it is."""
+    cause, told = _fault_of(endpoint, KEY_CUT[attack])
+    assert "Hd8Hd8" not in cause + told, (cause, told)
+
+
+def test_a_stream_event_quoting_the_key_cut_short_never_shows_a_part_of_it(endpoint):
+    """Attack: the same in a streamed event (its key given twice). Got through on main."""
+    delta = {"choices": [{"index": 0, "delta": {"content": "sp"}}]}
+    event = json.dumps(delta).replace("{", f'{{"{CANARY}": 1, "{CANARY}": 2, ', 1)
+    cause, told = _fault_of(endpoint, sse([b"data: " + event.encode() + b"\n\n", DONE]), True)
+    assert "Hd8Hd8" not in cause + told, (cause, told)
+
+
+def test_a_usage_count_named_with_a_megabyte_is_a_fault_of_a_line(endpoint):
+    """Attack: an answer whose usage holds a count named with a megabyte of text (ending in
+    `_tokens`) and no number. Got through on main: the cause named the count whole, a
+    megabyte per call in the run's accounts (100 causes kept: 100 MB), the call log and
+    the client's 502. Stops it: the name is cut as the endpoint's other words are."""
+    usage = {"prompt_tokens": 1, "completion_tokens": 1, "x" * (1 << 20) + "_tokens": -1}
+    cause, told = _fault_of(endpoint, answer(200, chat_reply(usage=usage)))
+    assert len(cause) < 1000 and len(told) < 2000, (len(cause), len(told))
+
+
+def test_a_status_line_of_64_kb_is_a_fault_of_a_line(endpoint):
+    """Attack: an answer whose status line runs 64 KB (just under `http.client`'s bound),
+    not a status at all. Got through on main: the cause quoted `http.client`'s words, the
+    line whole: 64 KB per call in the run's accounts, the call log and the 502. Stops it:
+    a cause is cut (after the key is masked in it, so no part of a key is left)."""
+    cause, told = _fault_of(endpoint, _raw(b"HTTP/1.1 2OO " + b"y" * 65000 + b"\r\n\r\n"))
+    assert len(cause) < 1000 and len(told) < 2000, (len(cause), len(told))
