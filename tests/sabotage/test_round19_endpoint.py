@@ -244,3 +244,83 @@ def test_a_status_line_of_64_kb_is_a_fault_of_a_line(endpoint):
     a cause is cut (after the key is masked in it, so no part of a key is left)."""
     cause, told = _fault_of(endpoint, _raw(b"HTTP/1.1 2OO " + b"y" * 65000 + b"\r\n\r\n"))
     assert len(cause) < 1000 and len(told) < 2000, (len(cause), len(told))
+
+
+# -- the endpoint URL: keys of LLM providers' forms, hosts no client can reach --------------------
+
+LONG = SECRET + SECRET
+PROVIDER_KEYS = {
+    "an-nvidia-key-in-the-path": f"https://integrate.api.nvidia.com/nvapi-{LONG}/v1",
+    "a-perplexity-key-in-the-path": f"https://api.perplexity.ai/pplx-{LONG}/v1",
+    "a-cerebras-key-in-the-path": f"https://api.cerebras.ai/csk-{LONG}/v1",
+    "a-fireworks-key-in-the-path": f"https://api.fireworks.ai/fw_{LONG}/inference/v1",
+    "a-together-key-in-the-path": f"https://api.together.xyz/tgp_v1_{LONG}/v1",
+    "a-google-key-as-a-query-value": f"https://llm.example.com/v1?project=AIza{LONG}",
+    "a-groq-key-as-a-query-value": f"https://llm.example.com/v1?model=gsk_{LONG}",
+}
+
+
+@pytest.mark.parametrize("attack", PROVIDER_KEYS)
+def test_an_endpoint_url_holding_a_providers_key_is_refused_quietly(
+    attack, tmp_path, monkeypatch, capsys
+):
+    """Attack: a key of the form an OpenAI-compatible LLM provider issues, pasted into its
+    endpoint's URL path (NVIDIA's `nvapi-…`, Perplexity's `pplx-…`, Cerebras' `csk-…`,
+    Fireworks' `fw_…`, Together's `tgp_v1_…`), or a key of a form `KEY_IN_PATH` knows given
+    as a query value under an innocent name (`?project=AIza…`, `?model=gsk_…`). Got
+    through on main: the
+    path's list knew code hosts' and a few model hosts' forms, not these providers', and
+    query values were not looked at; each validated and was written with the config. Stops
+    it: those forms are known, and a query value is read as a path segment is."""
+    code, err = _validated_quietly(PROVIDER_KEYS[attack], tmp_path, monkeypatch, capsys, SECRET)
+    lines = [line for line in err.splitlines() if "agent.llm.base_url" in line]
+    assert code != 0 and len(lines) == 1 and "key" in lines[0], err
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://integrate.api.nvidia.com/v1",
+        "https://api.fireworks.ai/inference/v1",
+        "https://llm.example.com/nvapi/v1?model=hf_tiny",
+        "https://llm.example.com/v1?deployment=csk-eu",
+    ],
+    ids=["nvidia", "fireworks", "short-prefixes", "a-short-value"],
+)
+def test_a_providers_honest_endpoint_url_is_accepted(url, tmp_path, monkeypatch, capsys):
+    """Held: the providers' own endpoints, and their prefixes without a key's length after
+    them, validate."""
+    _, err = _validated_quietly(url, tmp_path, monkeypatch, capsys, SECRET)
+    assert "agent.llm.base_url" not in err, err
+
+
+UNREACHABLE_HOSTS = {
+    "an-empty-label-in-an-international-name": "https://ll\u00e9m..example.com/v1",
+    "a-label-of-70-characters": "https://" + "\u00e9" * 70 + ".example.com/v1",
+    "an-ascii-label-of-70-characters": "https://" + "a" * 70 + ".example.com/v1",
+}
+
+
+@pytest.mark.parametrize("attack", UNREACHABLE_HOSTS)
+def test_an_endpoint_host_no_client_can_encode_is_refused_at_validate(
+    attack, tmp_path, monkeypatch, capsys
+):
+    """Attack: a host name with an empty label or a label past DNS's 63 characters (a typo,
+    a pasted path). Got through on main: it validated, then every call failed in the
+    gateway on `UnicodeError` from the IDNA codec (a "gateway bug" 500), or on the
+    resolver; Gate0's ping thread died with a traceback. Stops it: validate encodes the
+    host as every client will (IDNA) and refuses it in one line, the URL not quoted."""
+    code, err = _validated_quietly(UNREACHABLE_HOSTS[attack], tmp_path, monkeypatch, capsys)
+    lines = [line for line in err.splitlines() if "agent.llm.base_url" in line]
+    assert code != 0 and len(lines) == 1 and "host" in lines[0], err
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://b\u00fccher.example/v1", "https://llm.example.com./v1", "http://localhost:8000/v1"],
+    ids=["international-name", "trailing-dot", "localhost"],
+)
+def test_an_endpoint_host_any_client_can_encode_is_accepted(url, tmp_path, monkeypatch, capsys):
+    """Held: an international name, a fully qualified name's trailing dot, localhost."""
+    _, err = _validated_quietly(url, tmp_path, monkeypatch, capsys)
+    assert "agent.llm.base_url" not in err, err
