@@ -70,6 +70,9 @@ NVIDIA's `nvapi-…`, Perplexity's `pplx-…`, Cerebras' `csk-…`, Fireworks' `
 `tgp_v1_…`): a secret in the URL, written with the config (`sk-…` is a literal secret to the
 config's own check)."""
 
+MODEL_ROUTES = ("/chat/completions", "/completions", "/responses", "/messages")
+"""The model calls' routes every client appends to `base_url`: no base ends in one."""
+
 
 def _integral(value: Any) -> Any:
     # YAML reads `1.0e+20` as a float; as a count it must fail on the key's maximum, not on
@@ -271,6 +274,14 @@ class LLMConfig(Section):
             ) from None
         if _userinfo_after_query(value):
             raise ValueError(_USERINFO)
+        if urlsplit(value).path.rstrip("/").endswith(MODEL_ROUTES):
+            # a provider's curl line pasted whole: every call went to `…/chat/completions/
+            # chat/completions`, each a 404 relayed as the model's answer
+            raise ValueError(
+                "an endpoint URL ending in a model call's route (`/chat/completions`, "
+                "`/responses`, `/messages`), which every client appends: give its base, "
+                "e.g. https://api.openai.com/v1"
+            )
         return value
 
     @field_validator("extra_body")

@@ -23,6 +23,7 @@ from tests.gateway.conftest import USER, openai_client
 from tests.gateway.misbehaving_endpoint import answer, chat_reply, sse
 from tests.sabotage.test_round12_endpoint import TIMEOUT, _raw
 from tests.sabotage.test_round13_endpoint import DONE
+from tests.sabotage.test_round15_endpoint import _validate
 from tests.sabotage.test_round16_endpoint import streamed_with_the_key
 from tests.sabotage.test_round17_endpoint import _validated_quietly
 
@@ -322,5 +323,41 @@ def test_an_endpoint_host_no_client_can_encode_is_refused_at_validate(
 )
 def test_an_endpoint_host_any_client_can_encode_is_accepted(url, tmp_path, monkeypatch, capsys):
     """Held: an international name, a fully qualified name's trailing dot, localhost."""
+    _, err = _validated_quietly(url, tmp_path, monkeypatch, capsys)
+    assert "agent.llm.base_url" not in err, err
+
+
+ROUTE_URLS = {
+    "chat-completions": ("https://api.openai.com/v1/chat/completions", "chat"),
+    "responses": ("https://api.openai.com/v1/responses/", "responses"),
+    "messages": ("https://api.anthropic.com/v1/messages", "anthropic"),
+}
+
+
+@pytest.mark.parametrize("attack", ROUTE_URLS)
+def test_an_endpoint_url_ending_in_its_apis_route_is_refused_at_validate(
+    attack, tmp_path, monkeypatch, capsys
+):
+    """Attack: the operator pastes the call's whole URL from a provider's curl example
+    (`…/v1/chat/completions`, `…/v1/responses`, `…/v1/messages`) as `base_url`. Got through
+    on main: it validated, and every client appends the route again (`…/chat/completions/
+    chat/completions`): every call of the role a 404, relayed as the model's answer, every
+    rollout an error. Stops it: a `base_url` whose path ends in a model call's route is
+    refused in one line, saying to give the base (`…/v1`)."""
+    url, api = ROUTE_URLS[attack]
+    code, _ = _validate(
+        tmp_path, monkeypatch, ["--agent.llm.base_url", url, "--agent.llm.api", api]
+    )
+    lines = [line for line in capsys.readouterr().err.splitlines() if "agent.llm" in line]
+    assert code != 0 and len(lines) == 1 and "route" in lines[0], lines
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://llm.example.com/messages-proxy/v1", "https://llm.example.com/responses/v1"],
+    ids=["a-word-of-a-route", "a-route-before-v1"],
+)
+def test_an_endpoint_url_holding_a_routes_word_is_accepted(url, tmp_path, monkeypatch, capsys):
+    """Held: a route's word elsewhere in the path is a deployment's name."""
     _, err = _validated_quietly(url, tmp_path, monkeypatch, capsys)
     assert "agent.llm.base_url" not in err, err
