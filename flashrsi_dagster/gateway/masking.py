@@ -55,6 +55,7 @@ class KeyMask:
         either = "".join("(?:" + "|".join(map(re.escape, forms)) + ")" for forms in chars)
         self._text_pattern = re.compile(either)
         self._pattern = re.compile(either.encode())
+        self._name_pattern = re.compile(either, re.IGNORECASE)  # HTTP/2 lowercases names
         # as text, also as Python quotes it (`repr`: a key holding a line break or a
         # non-ASCII character is written escaped in an exception's words)
         self._text_forms = (repr(key)[1:-1], repr(self._key)[2:-1]) if self._key else ()
@@ -72,7 +73,12 @@ class KeyMask:
         return self._text_pattern.sub(REDACTED, text)
 
     def headers(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
-        return [(name, self.text(value)) for name, value in headers]
+        """`headers` with the key masked in their values; a header named with the key (in
+        any case) is dropped: masked, its name would be no header name."""
+        if not self._key:
+            return headers
+        kept = [(name, value) for name, value in headers if not self._name_pattern.search(name)]
+        return [(name, self.text(value)) for name, value in kept]
 
     def feed(self, data: bytes) -> bytes:
         """What of the stream so far can be sent: masked, less a tail that may be the start

@@ -361,3 +361,31 @@ def test_an_endpoint_url_holding_a_routes_word_is_accepted(url, tmp_path, monkey
     """Held: a route's word elsewhere in the path is a deployment's name."""
     _, err = _validated_quietly(url, tmp_path, monkeypatch, capsys)
     assert "agent.llm.base_url" not in err, err
+
+
+# -- the key as a relayed header's name ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [CANARY, CANARY.replace("-", "%2D"), CANARY.lower()],
+    ids=["plain", "encoded", "lower-case"],
+)
+def test_a_header_named_with_the_key_is_never_relayed(spelling, endpoint):
+    """Attack: a 200 answer carrying a header whose name is the key (a proxy turning the
+    request's headers into names of its own), plainly, encoded (`%` is a token's
+    character) or lower-cased (as HTTP/2 writes every name). Got through on main:
+    `KeyMask.headers` masked values only, and the key is a well-formed header name: the
+    agent read it from the answer's headers. Stops it: a header whose name holds the key,
+    in any case, is dropped (masked, it would be no header name)."""
+    endpoint.behaviour = answer(200, json.dumps(chat_reply("hi")).encode(), **{spelling: "1"})
+    with Gateway() as gateway:
+        upstream = Upstream(endpoint.url, "chat", CANARY, timeout=TIMEOUT)
+        token = gateway.grant(experiment="x", role="target", run_id="r", upstream=upstream)
+        raw = openai_client(gateway, token).chat.completions.with_raw_response.create(
+            model="m", messages=USER
+        )
+        gateway.revoke(token)
+    names = " ".join(raw.headers.keys()).lower()
+    assert "hd8hd8hd8" not in names, raw.headers
+    assert raw.parse().choices[0].message.content == "hi"
