@@ -274,6 +274,15 @@ class LLMConfig(Section):
             ) from None
         if _userinfo_after_query(value):
             raise ValueError(_USERINFO)
+        after = urlsplit(value)._replace(scheme="", netloc="").geturl()
+        if not after.isascii() or any(c.isspace() or not c.isprintable() for c in value):
+            # no request line carries them: every call failed in the gateway (`InvalidURL`,
+            # or `UnicodeEncodeError`, "the gateway's own error")
+            raise ValueError(
+                "an endpoint URL with whitespace, a control character or a letter that is not "
+                "ASCII after its host, which no request line carries: percent-encode it "
+                "(`%20`, `%C3%A9`)"
+            )
         if urlsplit(value).path.rstrip("/").endswith(MODEL_ROUTES):
             # a provider's curl line pasted whole: every call went to `…/chat/completions/
             # chat/completions`, each a 404 relayed as the model's answer

@@ -389,3 +389,38 @@ def test_a_header_named_with_the_key_is_never_relayed(spelling, endpoint):
     names = " ".join(raw.headers.keys()).lower()
     assert "hd8hd8hd8" not in names, raw.headers
     assert raw.parse().choices[0].message.content == "hi"
+
+
+# -- the endpoint URL: characters no request line carries -----------------------------------------
+
+UNSENDABLE_URLS = {
+    "a-trailing-space": "https://llm.example.com/v1 ",
+    "a-space-in-the-path": "https://llm.example.com/my deployment/v1",
+    "a-space-in-the-query": "https://llm.example.com/v1?api-version=2024 06",
+    "a-trailing-no-break-space": "https://llm.example.com/v1\u00a0",
+    "a-delete-in-the-path": "https://llm.example.com/v\x7f1",
+    "an-accent-in-the-path": "https://llm.example.com/d\u00e9ploiement/v1",
+}
+
+
+@pytest.mark.parametrize("attack", UNSENDABLE_URLS)
+def test_an_endpoint_url_no_request_line_carries_is_refused_at_validate(
+    attack, tmp_path, monkeypatch, capsys
+):
+    """Attack: a `base_url` with a space, a no-break space or a control character after its
+    host, or a letter that is not ASCII in its path or query (a pasted name, a deployment
+    named in French). Got through on main: it validated; then every call of the role failed
+    in the gateway, `http.client` refusing the request line (`InvalidURL`, a 502 each) or
+    failing on it (`UnicodeEncodeError`: "the gateway's own error", a 500 each). Stops it:
+    validate refuses such a URL in one line (percent-encode the path; an international
+    host name is kept, IDNA-encoded by every client)."""
+    code, err = _validated_quietly(UNSENDABLE_URLS[attack], tmp_path, monkeypatch, capsys)
+    lines = [line for line in err.splitlines() if "agent.llm.base_url" in line]
+    assert code != 0 and len(lines) == 1 and "percent-encode" in lines[0], err
+
+
+def test_a_percent_encoded_path_is_accepted(tmp_path, monkeypatch, capsys):
+    """Held: the same path percent-encoded validates."""
+    url = "https://b\u00fccher.example/d%C3%A9ploiement/my%20deployment/v1"
+    _, err = _validated_quietly(url, tmp_path, monkeypatch, capsys)
+    assert "agent.llm.base_url" not in err, err
