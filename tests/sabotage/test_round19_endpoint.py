@@ -424,3 +424,20 @@ def test_a_percent_encoded_path_is_accepted(tmp_path, monkeypatch, capsys):
     url = "https://b\u00fccher.example/d%C3%A9ploiement/my%20deployment/v1"
     _, err = _validated_quietly(url, tmp_path, monkeypatch, capsys)
     assert "agent.llm.base_url" not in err, err
+
+
+def test_gate0_takes_a_claude_login_roles_endpoint_refusing_a_keyless_ping_as_healthy(
+    endpoint, monkeypatch
+):
+    """Attack (a careless operator's honest config): an Evolver role run by Claude Code with
+    `llm.auth: login` (no `api_key`: the Claude login's token is the credential, read by
+    the gateway at the call). Got through on main: Gate0 pinged the endpoint's model list
+    with the placeholder key `no-api-key-configured`, the endpoint refused it (401, as
+    Anthropic's does), and Gate0 called the environment unhealthy, "the key is refused",
+    before every round: a login role could never run the Evolver. Stops it: a login role's
+    ping carries no credential (the login stays where it lives), and a 401 or 403 to it is
+    an answer: the endpoint is up."""
+    endpoint.behaviour = answer(401, {"type": "error", "error": {"type": "authentication_error"}})
+    monkeypatch.setattr(health, "PING_TIMEOUT", 5.0)
+    llm = LLMConfig(model="claude-x", base_url=endpoint.url, api="anthropic", auth="login")
+    assert health.endpoint_problem(llm) is None

@@ -43,7 +43,9 @@ class Unhealthy(SystemicFault):
 def endpoint_problem(llm: LLMConfig) -> str | None:
     """None when the role's endpoint answers a model listing with its key; else why not. A
     key referenced but unset, or one no header can carry (a line break: `http.client`'s
-    refusal quotes it), is the dry run's to report, not a ping's."""
+    refusal quotes it), is the dry run's to report, not a ping's. A role on a native login
+    (`llm.auth: login`) pings without a credential: a 401 or 403 is an answer (the login is
+    the adapter's to check, and stays where it lives)."""
     try:
         key = resolve_key(llm)
     except Exception:
@@ -56,12 +58,15 @@ def endpoint_problem(llm: LLMConfig) -> str | None:
     else:
         url = with_path(openai_base_url(llm) or DEFAULT_OPENAI, "/models")
         headers = {"Authorization": f"Bearer {key}"}
+    login = llm.auth == "login"
+    if login:  # not the placeholder key, refused as the role's (Gate0 failed every round)
+        headers = {n: v for n, v in headers.items() if n not in ("x-api-key", "Authorization")}
     request = urllib.request.Request(url, headers=headers, method="GET")
     found: list[str | None] = []
     # In a thread of its own: the deadline shuts sockets, and name resolution has none (a
     # resolver that never answers held Gate0, the round with it, without a word). The
     # thread ends with the resolver; its socket, if any, is shut by then.
-    ping = threading.Thread(target=lambda: found.append(_ping(request)), daemon=True)
+    ping = threading.Thread(target=lambda: found.append(_ping(request, login)), daemon=True)
     ping.start()
     ping.join(PING_TIMEOUT + PING_GRACE)
     problem = found[0] if found else f"{url} did not answer within {PING_TIMEOUT:g} s"
@@ -69,7 +74,7 @@ def endpoint_problem(llm: LLMConfig) -> str | None:
     return KeyMask(key).text(problem) if problem is not None else None
 
 
-def _ping(request: urllib.request.Request) -> str | None:
+def _ping(request: urllib.request.Request, login: bool = False) -> str | None:
     url = request.full_url
     # with the key, to base_url only: not through the environment's proxy, not on to
     # wherever a redirect points (urllib would send the key there); within one deadline
@@ -82,6 +87,8 @@ def _ping(request: urllib.request.Request) -> str | None:
             refused = " (the key is refused)" if exc.code in (401, 403) else ""
             refused = " (a redirect, not followed)" if 300 <= exc.code < 400 else refused
             problem = f"{url} answered HTTP {exc.code}{refused}"
+            if login and exc.code in (401, 403):  # asked with no credential: it is up
+                problem = None
         except (urllib.error.URLError, TimeoutError, OSError, http.client.HTTPException) as exc:
             problem = f"{url} did not answer: {getattr(exc, 'reason', exc)}"
         except Exception as exc:  # the thread must end with a problem, never a traceback
