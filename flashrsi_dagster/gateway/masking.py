@@ -52,6 +52,7 @@ class KeyMask:
         chars = [spellings(char) for char in key] if self._key and key else []
         self._chars = [[form.encode() for form in forms] for forms in chars]
         self._longest = sum(len(forms[0]) for forms in self._chars)
+        self._firsts = {form[0] for form in self._chars[0]} if self._chars else set()
         either = "".join("(?:" + "|".join(map(re.escape, forms)) + ")" for forms in chars)
         self._text_pattern = re.compile(either)
         self._pattern = re.compile(either.encode())
@@ -88,7 +89,8 @@ class KeyMask:
         data = self.whole(self._held + data)
         keep = 0
         for start in range(max(0, len(data) - self._longest + 1), len(data)):
-            if _starts(data[start:], self._chars):  # the earliest: the longest tail
+            # the earliest: the longest tail (a byte no spelling starts with, passed quickly)
+            if data[start] in self._firsts and _starts(data[start:], self._chars):
                 keep = len(data) - start
                 break
         self._held = data[len(data) - keep :] if keep else b""
