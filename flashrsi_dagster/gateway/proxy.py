@@ -317,6 +317,9 @@ class Proxy:
             mask = KeyMask(upstream.key)
             out = mask.headers(response_headers(response))
             streamed = "text/event-stream" in (response.getheader("Content-Type") or "").lower()
+            # a refused key is read whole and answered in the gateway's words, however sent
+            # (a streamed 401 quoted part of the key, and was no refusal of it)
+            streamed = streamed and response.status not in (401, 403)
             answer = forward.route.kind is not None and 200 <= response.status < 300
             if answer and streamed != call.record.stream:
                 # The client parses what it asked for: SSE for JSON (or the reverse) breaks it.
