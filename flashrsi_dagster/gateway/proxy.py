@@ -309,7 +309,9 @@ class Proxy:
         reusable = False
         try:
             call.record.status = response.status
-            check_head(response.status, response.getheader("Content-Encoding"))
+            refused = response.status in (401, 403)
+            if not refused:  # a refused key is the status's, whatever the body's encoding
+                check_head(response.status, response.getheader("Content-Encoding"))
             if response.status in FAULT_STATUSES or response.status >= 500:
                 cause = f"the upstream answered HTTP {response.status}"
                 call.record.fault, call.record.error = "endpoint", cause
@@ -319,7 +321,7 @@ class Proxy:
             streamed = "text/event-stream" in (response.getheader("Content-Type") or "").lower()
             # a refused key is read whole and answered in the gateway's words, however sent
             # (a streamed 401 quoted part of the key, and was no refusal of it)
-            streamed = streamed and response.status not in (401, 403)
+            streamed = streamed and not refused
             answer = forward.route.kind is not None and 200 <= response.status < 300
             if answer and streamed != call.record.stream:
                 # The client parses what it asked for: SSE for JSON (or the reverse) breaks it.

@@ -8,6 +8,7 @@ SUMMARY
 
 from __future__ import annotations
 
+import gzip
 import json
 import threading
 import urllib.parse
@@ -446,41 +447,49 @@ def test_gate0_takes_a_claude_login_roles_endpoint_refusing_a_keyless_ping_as_he
 # -- a key refused in an event stream -------------------------------------------------------------
 
 REFUSED = b'data: {"error": {"message": "Incorrect API key provided: sk-r19-ca***Hd8"}}\n\n'
+REFUSALS = {
+    # as some OpenAI-compatible servers answer a streamed request they refuse
+    "an-event-stream": {"Content-Type": "text/event-stream"},
+    # compressed though the gateway asked for none (a CDN's doing)
+    "gzip": {"Content-Type": "application/json", "Content-Encoding": "gzip"},
+}
 
 
-def _refused_as_a_stream(status: int):
-    """A 401 or 403 whose body is an event stream quoting part of the key, as some
-    OpenAI-compatible servers answer a streamed request they refuse."""
-    fields = {"Content-Type": "text/event-stream", "Content-Length": str(len(REFUSED))}
+def _refusal(status: int, how: str):
+    """A 401 or 403 whose body quotes part of the key, sent as `how` says."""
+    fields = REFUSALS[how]
+    body = gzip.compress(REFUSED) if "Content-Encoding" in fields else REFUSED
+    fields = {**fields, "Content-Length": str(len(body))}
 
     def write(conn) -> bool:
-        conn.sendall(head(status, fields) + REFUSED)
+        conn.sendall(head(status, fields) + body)
         return True
 
     return write
 
 
+@pytest.mark.parametrize("how", REFUSALS)
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
 @pytest.mark.parametrize("status", [401, 403])
-def test_a_key_refused_in_an_event_stream_is_the_keys_refusal_never_quoted(
-    status, stream, endpoint
-):
-    """Attack: the endpoint refuses the role's key (401 or 403) with an event stream that
-    quotes part of the key (`sk-r19-ca***Hd8`, as OpenAI's message does). Got through on
-    main: only a whole refusal was read as the key's (`refuse_key`, which stops an
-    evaluation where every rollout sees it: no rerun helps) and replaced by the gateway's
-    words; a streamed one was relayed, the part of the key to the agent and into the
-    fault's cause, and counted as an ordinary fault, rerun by the ladder. Stops it: a 401 or
-    403 is read whole and answered as the key's refusal, whatever its content type."""
-    endpoint.behaviour = _refused_as_a_stream(status)
+def test_a_key_refused_in_any_body_is_the_keys_refusal_never_quoted(status, stream, how, endpoint):
+    """Attack: the endpoint refuses the role's key (401 or 403) with a body quoting part of
+    the key (`sk-r19-ca***Hd8`, as OpenAI's message does), sent as an event stream, or
+    gzip'd. Got through on main: only a plain whole refusal was read as the key's
+    (`refuse_key`, which stops an evaluation where every rollout sees it: no rerun helps)
+    and replaced by the gateway's words; a streamed one was relayed, the part of the key
+    to the agent and into the fault's cause, and a gzip'd one was "a body encoded": both
+    counted as ordinary faults, rerun by the ladder. Stops it: a 401 or 403 is read whole
+    and answered as the key's refusal, whatever its content type or encoding."""
+    endpoint.behaviour = _refusal(status, how)
     with Gateway() as gateway:
         upstream = Upstream(endpoint.url, "chat", CANARY, timeout=TIMEOUT)
         token = gateway.grant(experiment="x", role="target", run_id="r", upstream=upstream)
         chat = openai_client(gateway, token).chat.completions
         with pytest.raises(openai.APIStatusError) as refused:
-            list(chat.create(model="m", messages=USER, stream=True)) if stream else chat.create(
-                model="m", messages=USER
-            )
+            if stream:
+                list(chat.create(model="m", messages=USER, stream=True))
+            else:
+                chat.create(model="m", messages=USER)
         used = gateway.revoke(token)
     told = f"{refused.value} {refused.value.body} {used.last_fault} {used.faults}"
     assert used.key_refused == 1 and "Hd8" not in told, (used, told)
