@@ -1,9 +1,27 @@
 """Sabotage, nineteenth red-team pass (issue 22): a misbehaving endpoint and a careless
-operator, aimed at round 18's fixes (`test_round18_endpoint.py`): `masking` (the key's
+operator, aimed at rounds 17-18's fixes (`test_round18_endpoint.py`): `masking` (the key's
 spellings), the credential words and `KEY_IN_PATH`, Gate0's ping in its own thread; then
-the faults' causes (their size, the key in them) and endpoint URLs no client can reach.
+the faults' causes (their size, the key in them), a refused key, and endpoint URLs no
+client can send.
 
-SUMMARY
+Each attack is one test. One that got through on main was written here first, failing, then
+closed by the smallest fix; the others held on main and stay as tests. Of 62 cases, 50 got
+through on main: 13 new holes. (1) The key with only some characters percent-encoded (Go's
+`PathEscape`, PHP's `json_encode` of an encoded URL: `\\/` beside `%2B`, a letter encoded)
+reached the agent, whole, fed a byte per read, streamed (9). (2) Gate0's problem quoted a
+status line reflecting the key (3). (3) Gate0's ping thread died on what it did not catch
+(a `Location: http://[::1`; a key with a line break, printed whole on stderr), and Gate0
+said "did not answer within 15 s" (2). (4) A fault's words, cut short before the mask, held
+a key's first characters (a name given twice, a count that is no number; streamed too)
+(3). (5) A fault's cause was unbounded (a 64 KB status line, a count named with a megabyte)
+(2). (6) A key of an LLM provider's form in the URL path (`nvapi-`, `pplx-`, `csk-`, `fw_`,
+`tgp_v1_`) validated (5). (7) A key of a known form as a query value validated (2). (8) A
+host no client can encode (IDNA) validated (3). (9) A `base_url` ending in a model call's
+route validated, every call a 404 (3). (10) Whitespace, a control character or a non-ASCII
+letter after the host validated, every call failing in the gateway (6). (11) A header named
+with the key was relayed (3). (12) A Claude-login role failed Gate0 every round (1). (13)
+A 401/403 sent as an event stream or gzip'd was relayed or an ordinary fault, not the key's
+refusal (8). No limit declared.
 """
 
 from __future__ import annotations
@@ -355,8 +373,12 @@ def test_an_endpoint_url_ending_in_its_apis_route_is_refused_at_validate(
 
 @pytest.mark.parametrize(
     "url",
-    ["https://llm.example.com/messages-proxy/v1", "https://llm.example.com/responses/v1"],
-    ids=["a-word-of-a-route", "a-route-before-v1"],
+    [
+        "https://llm.example.com/messages-proxy/v1",
+        "https://llm.example.com/responses/v1",
+        "https://x.services.ai.azure.com/models?api-version=2024-05-01-preview",
+    ],
+    ids=["a-word-of-a-route", "a-route-before-v1", "azure-ai-models"],
 )
 def test_an_endpoint_url_holding_a_routes_word_is_accepted(url, tmp_path, monkeypatch, capsys):
     """Held: a route's word elsewhere in the path is a deployment's name."""
