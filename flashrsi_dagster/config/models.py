@@ -62,11 +62,16 @@ SECRET_QUERY_WORDS = frozenset(
 `api-version` and the like are kept."""
 KEY_IN_PATH = re.compile(
     r"AIza[\w-]{30,}|(hf|gsk|ghp|gho|r8)_[A-Za-z0-9]{16,}|github_pat_|xai-[A-Za-z0-9]{16,}"
-    r"|bot\d+:[\w-]{16,}"
+    r"|bot\d+:[\w-]{16,}|(nvapi|pplx|csk)-[\w-]{16,}|(fw|tgp_v1)_[\w-]{16,}"
 )
-"""A URL path segment of a known key form (Google's `AIza…`, Hugging Face's `hf_…`, Groq's
-`gsk_…`, GitHub's, xAI's, Replicate's, a Telegram bot's `bot<id>:<token>`): a secret in the
-path, written with the config (`sk-…` is a literal secret to the config's own check)."""
+"""A URL path segment or query value of a known key form (Google's `AIza…`, Hugging Face's
+`hf_…`, Groq's `gsk_…`, GitHub's, xAI's, Replicate's, a Telegram bot's `bot<id>:<token>`,
+NVIDIA's `nvapi-…`, Perplexity's `pplx-…`, Cerebras' `csk-…`, Fireworks' `fw_…`, Together's
+`tgp_v1_…`): a secret in the URL, written with the config (`sk-…` is a literal secret to the
+config's own check)."""
+
+MODEL_ROUTES = ("/chat/completions", "/completions", "/responses", "/messages")
+"""The model calls' routes every client appends to `base_url`: no base ends in one."""
 
 
 def _integral(value: Any) -> Any:
@@ -260,8 +265,32 @@ class LLMConfig(Section):
             raise ValueError("an endpoint URL with port 0, which no server listens on")
         if not host or not host.isprintable() or any(c.isspace() for c in host):
             raise ValueError("an http(s):// URL with no host, or whitespace in it")
+        try:  # as every client sends and resolves it: `ll\u00e9m..x` failed each call
+            host.encode("idna")
+        except UnicodeError:
+            raise ValueError(
+                "an endpoint URL whose host no client can encode (an empty label, or a label "
+                "past 63 characters)"
+            ) from None
         if _userinfo_after_query(value):
             raise ValueError(_USERINFO)
+        after = urlsplit(value)._replace(scheme="", netloc="").geturl()
+        if not after.isascii() or any(c.isspace() or not c.isprintable() for c in value):
+            # no request line carries them: every call failed in the gateway (`InvalidURL`,
+            # or `UnicodeEncodeError`, "the gateway's own error")
+            raise ValueError(
+                "an endpoint URL with whitespace, a control character or a letter that is not "
+                "ASCII after its host, which no request line carries: percent-encode it "
+                "(`%20`, `%C3%A9`)"
+            )
+        if urlsplit(value).path.rstrip("/").endswith(MODEL_ROUTES):
+            # a provider's curl line pasted whole: every call went to `…/chat/completions/
+            # chat/completions`, each a 404 relayed as the model's answer
+            raise ValueError(
+                "an endpoint URL ending in a model call's route (`/chat/completions`, "
+                "`/responses`, `/messages`), which every client appends: give its base, "
+                "e.g. https://api.openai.com/v1"
+            )
         return value
 
     @field_validator("extra_body")
@@ -322,7 +351,12 @@ def _credential_in_url(url: str) -> str | None:
     # `;` separates parameters too, for many servers: in the query (`?v=1;key=...`) and in
     # the path (`/v1;key=...`, RFC 3986's path parameters)
     params = [*parts.query.split(";"), *parts.path.split(";")[1:]]
-    for name, _ in parse_qsl("&".join(params), keep_blank_values=True):
+    for name, value in parse_qsl("&".join(params), keep_blank_values=True):
+        if KEY_IN_PATH.match(value):  # under an innocent name (`?project=AIza…`)
+            return (
+                "an endpoint URL whose query holds a value of a known key form, which would "
+                "be written with the config; give the key as api_key: ${ENV_VAR}"
+            )
         name = unicodedata.normalize("NFKC", name)  # a full-width KEY reads as KEY
         words = {w for w in re.split(r"[^a-z0-9]+", name.lower()) if w}
         if words & SECRET_QUERY_WORDS or name.lower().endswith(("key", "token")):

@@ -10,48 +10,60 @@ accounts, hence the records).
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-from urllib.parse import quote, quote_plus
 
 from flashrsi_dagster.records.redaction import MIN_SECRET_LENGTH, REDACTED
 
 _MARK = REDACTED.encode()
 
 
-def spellings(key: str) -> list[str]:
-    """`key` as an endpoint may write it back: as it is, JSON-escaped (PHP's `json_encode`
-    writes `/` as `\\/`), percent-encoded (upper or lower hex, `+` for a space) in a URL it
-    quotes. A base64 key (`/`, `+`, `=`) differs in each; longest first, so that no shorter
-    spelling is masked inside a longer one."""
-    escaped = json.dumps(key)[1:-1]
-    # each with `/` encoded or kept: `quote`'s default and a path's encoders keep it
-    encoded = [quote(key, safe=safe) for safe in ("", "/")]
-    encoded += [quote_plus(key, safe=safe) for safe in ("", "/")]
-    lower = [re.sub("%[0-9A-F]{2}", lambda hexa: hexa.group().lower(), form) for form in encoded]
-    forms = [key, escaped, escaped.replace("/", "\\/"), *encoded, *lower]
+def spellings(char: str) -> list[str]:
+    """`char`, one character of a key, as an endpoint may write it back: as it is,
+    JSON-escaped (PHP's `json_encode` writes `/` as `\\/`), percent-encoded in a URL it
+    quotes (hex in either case, `+` for a space). Per character, not per key: encoders
+    differ in which characters they encode (Go's `PathEscape` keeps `+` and `=`, Python's
+    `quote` keeps `/`, any may encode a letter), and a JSON-escaped URL mixes `\\/` with
+    `%2B`. Longest first."""
+    escaped = json.dumps(char)[1:-1]
+    cases = [
+        {
+            f"%{byte:02X}",
+            f"%{byte:02x}",
+            f"%{byte >> 4:X}{byte & 15:x}",
+            f"%{byte >> 4:x}{byte & 15:X}",
+        }
+        for byte in char.encode()
+    ]
+    forms = [char, escaped, *("".join(p) for p in itertools.product(*cases))]
+    forms += ["\\/"] if char == "/" else ["+"] if char == " " else []
     return sorted(dict.fromkeys(forms), key=len, reverse=True)
 
 
 class KeyMask:
-    """Masks one key, in each of its `spellings`, in a whole text or in a stream cut
-    anywhere (a key split across two reads is held back until it is known whole or not)."""
+    """Masks one key, each of its characters in any of its `spellings`, in a whole text or
+    in a stream cut anywhere (a key split across two reads is held back until it is known
+    whole or not)."""
 
     def __init__(self, key: str | None) -> None:
         # a key shorter than any real credential (a test's "k") would mask ordinary text
         self._key = key.encode() if key and len(key) >= MIN_SECRET_LENGTH else b""
-        self._forms = [form.encode() for form in spellings(key)] if self._key else []
-        # hex in either case, even mixed within one key (`%2f…%2B`): an endpoint's choice
-        either = b"|".join(_hex_either(form) for form in self._forms)
-        self._pattern, self._text_pattern = re.compile(either), re.compile(either.decode())
+        chars = [spellings(char) for char in key] if self._key and key else []
+        self._chars = [[form.encode() for form in forms] for forms in chars]
+        self._longest = sum(len(forms[0]) for forms in self._chars)
+        self._firsts = {form[0] for form in self._chars[0]} if self._chars else set()
+        either = "".join("(?:" + "|".join(map(re.escape, forms)) + ")" for forms in chars)
+        self._text_pattern = re.compile(either)
+        self._pattern = re.compile(either.encode())
+        self._name_pattern = re.compile(either, re.IGNORECASE)  # HTTP/2 lowercases names
         # as text, also as Python quotes it (`repr`: a key holding a line break or a
         # non-ASCII character is written escaped in an exception's words)
-        quoted = (repr(key)[1:-1], repr(self._key)[2:-1]) if self._key else ()
-        self._text_forms = list(dict.fromkeys((*(f.decode() for f in self._forms), *quoted)))
+        self._text_forms = (repr(key)[1:-1], repr(self._key)[2:-1]) if self._key else ()
         self._held = b""
 
     def whole(self, data: bytes) -> bytes:
-        return self._pattern.sub(_MARK, data) if self._forms else data
+        return self._pattern.sub(_MARK, data) if self._key else data
 
     def text(self, text: str) -> str:
         """`text` with the key masked in each of its spellings, also as Python quotes it."""
@@ -59,10 +71,15 @@ class KeyMask:
             return text
         for form in self._text_forms:
             text = text.replace(form, REDACTED)
-        return self._text_pattern.sub(REDACTED, text)  # the hex escapes in either case
+        return self._text_pattern.sub(REDACTED, text)
 
     def headers(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
-        return [(name, self.text(value)) for name, value in headers]
+        """`headers` with the key masked in their values; a header named with the key (in
+        any case) is dropped: masked, its name would be no header name."""
+        if not self._key:
+            return headers
+        kept = [(name, value) for name, value in headers if not self._name_pattern.search(name)]
+        return [(name, self.text(value)) for name, value in kept]
 
     def feed(self, data: bytes) -> bytes:
         """What of the stream so far can be sent: masked, less a tail that may be the start
@@ -70,10 +87,12 @@ class KeyMask:
         if not self._key:
             return data
         data = self.whole(self._held + data)
-        # compared in lower case (hex escapes in either case): a tail that only looks like a
-        # key's start is held one read longer, never lost (`whole` masks exactly)
-        tail = data[max(0, len(data) - len(self._forms[0])) :].lower()
-        keep = max(_partial_tail(tail, form.lower()) for form in self._forms)
+        keep = 0
+        for start in range(max(0, len(data) - self._longest + 1), len(data)):
+            # the earliest: the longest tail (a byte no spelling starts with, passed quickly)
+            if data[start] in self._firsts and _starts(data[start:], self._chars):
+                keep = len(data) - start
+                break
         self._held = data[len(data) - keep :] if keep else b""
         return data[: len(data) - keep]
 
@@ -83,20 +102,19 @@ class KeyMask:
         return held
 
 
-def _hex_either(form: bytes) -> bytes:
-    """A pattern of `form` whose `%XX` escapes match in upper or lower hex."""
-    parts = re.split(rb"(%[0-9A-Fa-f]{2})", form)
-    return b"".join(
-        b"%" + b"".join(b"[%c%c]" % (c, c ^ 0x20) if c > 0x40 else bytes([c]) for c in part[1:])
-        if index % 2
-        else re.escape(part)
-        for index, part in enumerate(parts)
-    )
-
-
-def _partial_tail(data: bytes, key: bytes) -> int:
-    """The length of the longest end of `data` that is a proper start of `key`."""
-    for size in range(min(len(key) - 1, len(data)), 0, -1):
-        if data.endswith(key[:size]):
-            return size
-    return 0
+def _starts(data: bytes, chars: list[list[bytes]]) -> bool:
+    """Whether `data` is a proper start of the key spelt with `chars` (each character's
+    spellings); walked without recursion (a key may be long)."""
+    todo, seen = [(0, 0)], set()
+    while todo:
+        at, index = todo.pop()
+        rest = data[at:]
+        if index == len(chars) or (at, index) in seen:
+            continue  # a whole key in `data` was masked already: no start of one
+        seen.add((at, index))
+        for form in chars[index]:
+            if form.startswith(rest):
+                return True
+            if rest.startswith(form):
+                todo.append((at + len(form), index + 1))
+    return False

@@ -52,6 +52,8 @@ FAULT_STATUSES = frozenset({408, 409, 429})
 conflict, a rate limit): every client the project runs retries them (`llm/client.py`, the
 Claude Code and Codex adapters), so they are infrastructure faults, as 5xx are."""
 _READ = 65536
+MAX_CAUSE = 400
+"""Characters of a fault's cause: the endpoint's words in it are quoted so far."""
 
 
 @dataclass
@@ -267,6 +269,9 @@ class Proxy:
         else:
             cause = f"failed: {type(exc).__name__}: {exc}"
         cause = KeyMask(upstream.key).text(cause)  # it quotes what the endpoint answered
+        # cut after the mask (a key cut is no key to it): a status line of 64 KB, a count
+        # named with a megabyte went whole to the accounts, the log and the 502
+        cause = cause if len(cause) <= MAX_CAUSE else cause[:MAX_CAUSE] + "..."
         if call.record.fault is None:
             call.record.fault = "endpoint"
             self._settle(forward, call, tokens or Tokens(), timed_out=timed_out)
@@ -304,7 +309,9 @@ class Proxy:
         reusable = False
         try:
             call.record.status = response.status
-            check_head(response.status, response.getheader("Content-Encoding"))
+            refused = response.status in (401, 403)
+            if not refused:  # a refused key is the status's, whatever the body's encoding
+                check_head(response.status, response.getheader("Content-Encoding"))
             if response.status in FAULT_STATUSES or response.status >= 500:
                 cause = f"the upstream answered HTTP {response.status}"
                 call.record.fault, call.record.error = "endpoint", cause
@@ -312,6 +319,9 @@ class Proxy:
             mask = KeyMask(upstream.key)
             out = mask.headers(response_headers(response))
             streamed = "text/event-stream" in (response.getheader("Content-Type") or "").lower()
+            # a refused key is read whole and answered in the gateway's words, however sent
+            # (a streamed 401 quoted part of the key, and was no refusal of it)
+            streamed = streamed and not refused
             answer = forward.route.kind is not None and 200 <= response.status < 300
             if answer and streamed != call.record.stream:
                 # The client parses what it asked for: SSE for JSON (or the reverse) breaks it.
@@ -334,7 +344,9 @@ class Proxy:
         self, h: Handler, forward: _Forward, response: http.client.HTTPResponse, out: Headers,
         call: _Call, mask: KeyMask,
     ) -> None:  # fmt: skip
-        body = self._read_whole(response, forward)
+        # masked before it is read: a fault's words quote the endpoint's, cut short (a key
+        # cut is no key to the mask)
+        body = mask.whole(self._read_whole(response, forward))
         tokens = Tokens()
         if response.status in (401, 403):
             self._accounts.refuse_key(forward.run)
@@ -353,7 +365,7 @@ class Proxy:
         else:
             check_depth(body)  # relayed as it is: the client will parse it
         self._settle(forward, call, tokens, answered=True)
-        _Client(h).send_whole(response.status, out, mask.whole(body))
+        _Client(h).send_whole(response.status, out, body)
 
     def _read_whole(self, response: http.client.HTTPResponse, forward: _Forward) -> bytes:
         """The answer's body, at most `max_answer` bytes, whole (a short one is a fault)."""
@@ -394,7 +406,7 @@ class Proxy:
             client.write(mask.end() + (event if meter else b"\n\n" + event))
             raise exc from None
         self._settle(forward, call, meter.tokens if meter else Tokens(), answered=True)
-        client.write(mask.end() + (meter.end() if meter else b""))
+        client.write(meter.end() if meter else b"")
         client.end_stream()
 
     def _relay_events(
@@ -409,12 +421,8 @@ class Proxy:
             size += len(data)
             if size > limit:
                 raise EndpointFault(f"a stream over the bound of {limit} bytes")
-            events = meter.feed(data) if meter else data
-            if meter is not None and meter.reported is not None and call.record.fault is None:
-                cause = mask.text(f"the upstream {meter.reported}")
-                call.record.fault, call.record.error = "endpoint", cause
-                self._accounts.fail(forward.run, cause)
-            client.write(mask.feed(events))
+            self._relay_read(mask.feed(data), forward, client, meter, call, mask)
+        self._relay_read(mask.end(), forward, client, meter, call, mask)
         if forward.conn is not None and self._pool.expired(forward.conn):
             raise TimeoutError
         if response.length:
@@ -423,6 +431,19 @@ class Proxy:
             meter.check_end()
             if 200 <= response.status < 300 and (problem := meter.incomplete()):
                 raise EndpointFault(problem)
+
+    def _relay_read(
+        self, data: bytes, forward: _Forward, client: _Client, meter: StreamMeter | None,
+        call: _Call, mask: KeyMask,
+    ) -> None:  # fmt: skip
+        """Meter and relay one read of the stream, masked before it is read (a fault's words
+        quote the endpoint's, cut short: a key cut is no key to the mask)."""
+        events = meter.feed(data) if meter else data
+        if meter is not None and meter.reported is not None and call.record.fault is None:
+            cause = mask.text(f"the upstream {meter.reported}")
+            call.record.fault, call.record.error = "endpoint", cause
+            self._accounts.fail(forward.run, cause)
+        client.write(events)
 
 
 class _Client:
