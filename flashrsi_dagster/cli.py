@@ -33,7 +33,7 @@ from flashrsi_dagster.lifecycle import (
     stop_wins,
 )
 from flashrsi_dagster.records import IntegrityError, RecordError
-from flashrsi_dagster.validation import dry_run, home_problems, one_line
+from flashrsi_dagster.validation import dry_run, home_problems, one_line, path_problem
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -235,6 +235,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         problem = name_problem(args.experiment) if hasattr(args, "experiment") else None
         if problem:  # before the home is read: `../other-home/x` must not reach another home
             print(f"error: --experiment: {problem}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        if problem := path_problem(args.home):  # stat would fail in each command's own way
+            print(f"error: --home: {problem}", file=sys.stderr)
             return EXIT_BAD_INPUT
         commands = {
             "resume": _resume,

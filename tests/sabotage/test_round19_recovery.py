@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import termios
@@ -20,10 +21,13 @@ from pathlib import Path
 
 import pytest
 
+from flashrsi_dagster.agents.miniagent.adapter import HARNESS
+from flashrsi_dagster.bounded_yaml import MAX_ALIAS_CHARS
+from flashrsi_dagster.cli import main
 from flashrsi_dagster.environments.jail import Jail, Mount
 from flashrsi_dagster.environments.joining import JAIL_UID
 from flashrsi_dagster.environments.runtime import python_runtime
-from tests.conftest import PATIENCE, needs_jails
+from tests.conftest import PATIENCE, VALID, needs_jails
 from tests.environments.test_jail import ENV
 
 # -- a joined CLI and the terminal it was started from ----------------------------------------
@@ -109,3 +113,95 @@ def test_a_joined_cli_leaves_the_host_s_terminal_as_it_was(from_a_terminal):
     found, echo = from_a_terminal
 
     assert echo, found
+
+
+# -- a home that can name no folder ------------------------------------------------------------
+
+LONG_PARTS = {
+    "a part past NAME_MAX (255 bytes)": "a" * 300,
+    "a path past PATH_MAX (4096 bytes)": "a/" * 2100,
+}
+
+
+@pytest.mark.parametrize("shape", LONG_PARTS)
+def test_a_config_s_home_that_names_no_folder_is_refused_at_validate(
+    shape, tmp_path, monkeypatch, capsys
+):
+    """Attack: `--experiment.home` with a part longer than a file name may be, or a path
+    longer than a path may be (as `/proc/x` before it: a home that cannot be one). Got
+    through on main: `validate` (and `run`, `init`, `eval`) ended in a traceback
+    (`OSError: [Errno 36] File name too long`, from the dry run's own `is_symlink`). Stops
+    it: `validation.home_problems` reads a failing stat as the home's problem, one line."""
+    _config_folder(tmp_path, monkeypatch)
+    home = str(tmp_path / LONG_PARTS[shape])
+
+    code = main(["validate", "--config", "exp.yaml", "--experiment.home", home])
+
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: experiment.home: "), err
+    assert len(err.splitlines()) == 1 and "File name too long" in err, err
+
+
+STORED = {
+    "resume": ["resume", "--experiment", "x"],
+    "finalize": ["finalize", "--experiment", "x"],
+    "rollback": ["rollback", "--experiment", "x", "--to", "abc"],
+    "archive-node": ["archive-node", "--experiment", "x", "--node", "r001.w1c1", "--reason", "r"],
+    "compare": ["compare", "--experiment", "x"],
+}
+
+
+@pytest.mark.parametrize("command", STORED)
+def test_a_stored_experiment_s_home_that_names_no_folder_is_refused(command, tmp_path, capsys):
+    """Attack: the same home given to the commands that read a stored experiment by name.
+    Got through on main: each ended in a traceback (`OSError: [Errno 36]`). Stops it: the
+    CLI checks `--home` once, as it checks `--experiment`, before any command reads it."""
+    home = str(tmp_path / LONG_PARTS["a part past NAME_MAX (255 bytes)"])
+
+    code = main([*STORED[command], "--home", home])
+
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: --home: "), err
+    assert len(err.splitlines()) == 1 and "File name too long" in err, err
+
+
+def _config_folder(tmp_path: Path, monkeypatch, config: str = VALID) -> None:
+    monkeypatch.setenv("FLASHRSI_TEST_CANARY_API_KEY", "sk-test-canary")
+    shutil.copytree(HARNESS, tmp_path / "harness")
+    (tmp_path / "exp.yaml").write_text(config)
+    monkeypatch.chdir(tmp_path)
+
+
+# -- YAML aliases of long scalars --------------------------------------------------------------
+
+
+def _aliased(text: str, times: int) -> str:
+    """`VALID` with `agent.llm.extra_body` holding `times` aliases of one anchored `text`."""
+    aliases = ", ".join(["*s"] * times)
+    body = f'    extra_body:\n      metadata:\n        s: &s "{text}"\n        l: [{aliases}]\n'
+    return VALID.replace("    base_url: offline\n", "    base_url: offline\n" + body, 1)
+
+
+def test_aliases_of_a_long_string_are_refused_at_validate(tmp_path, monkeypatch, capsys):
+    """Attack: an anchor bomb of breadth, not depth: nine thousand aliases of one 100 KB
+    string (a 137 KB config), within the bound on the nodes aliases add. Got through on
+    main: `validate` ran past two minutes and two gigabytes, writing 900 MB out (and `run`
+    would store it in `run_meta.json` and send it with every model call). Stops it:
+    `bounded_yaml` bounds the characters aliases add (`MAX_ALIAS_CHARS`) as it bounds their
+    nodes: refused at its line, one error."""
+    _config_folder(tmp_path, monkeypatch, _aliased("x" * 100_000, 9_000))
+
+    code = main(["validate", "--config", "exp.yaml"])
+
+    err = capsys.readouterr().err
+    assert code == 2 and "anchor bomb" in err and f"{MAX_ALIAS_CHARS}" in err, err[-2000:]
+
+
+def test_a_few_aliases_of_a_long_string_still_load(tmp_path, monkeypatch, capsys):
+    """Not an attack: a long text anchored once and repeated a few times (a prompt shared by
+    roles) loads as before."""
+    _config_folder(tmp_path, monkeypatch, _aliased("y" * 20_000, 5))
+
+    code = main(["validate", "--config", "exp.yaml"])
+
+    assert code == 0, capsys.readouterr().err[-2000:]
