@@ -392,6 +392,7 @@ def _rollback(args: argparse.Namespace) -> int:
     from flashrsi_dagster.decisions import RollbackError, rollback
     from flashrsi_dagster.decisions.rollback import WAIT
     from flashrsi_dagster.deployment.halting import experiment_runs
+    from flashrsi_dagster.deployment.postgres import StorageSettingError
 
     if args.wait is not None and not args.wait >= 0:
         print(f"error: --wait: expected seconds >= 0, got {args.wait:g}", file=sys.stderr)
@@ -408,6 +409,9 @@ def _rollback(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     except IntegrityError as exc:
         print(f"error: experiment {args.experiment!r} refused: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except StorageSettingError as exc:  # its database gone: said as `run` and `resume` say it
+        print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     finally:
         algorithm.close()

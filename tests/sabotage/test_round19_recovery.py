@@ -20,15 +20,20 @@ import termios
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import make_url
 
 from flashrsi_dagster.agents.miniagent.adapter import HARNESS
 from flashrsi_dagster.bounded_yaml import MAX_ALIAS_CHARS
 from flashrsi_dagster.cli import main
+from flashrsi_dagster.deployment.postgres import URL_ENV
 from flashrsi_dagster.environments.jail import Jail, Mount
 from flashrsi_dagster.environments.joining import JAIL_UID
 from flashrsi_dagster.environments.runtime import python_runtime
 from tests.conftest import PATIENCE, VALID, needs_jails
+from tests.dagster_instances import plain_url
+from tests.deployment.test_parallel_candidates import EXAMPLE
 from tests.environments.test_jail import ENV
+from tests.postgres import drop, fresh_database, needs_postgres
 
 # -- a joined CLI and the terminal it was started from ----------------------------------------
 
@@ -205,3 +210,45 @@ def test_a_few_aliases_of_a_long_string_still_load(tmp_path, monkeypatch, capsys
     code = main(["validate", "--config", "exp.yaml"])
 
     assert code == 0, capsys.readouterr().err[-2000:]
+
+
+# -- PostgreSQL: a roll-back on a home whose database is gone ---------------------------------
+
+
+@pytest.mark.slow
+@needs_postgres
+def test_a_rollback_whose_database_is_gone_says_so_in_one_line(tmp_path):
+    """Attack: the home's PostgreSQL database lost for good (dropped, a failover to a server
+    without it) between an experiment's run and an operator's `flashrsi rollback`. Got
+    through on main: a Python traceback ending in `StorageSettingError` (exit 1), where
+    `run`, `resume` and `finalize` say the same cause in one `error:` line. Stops it:
+    `_rollback` reports it as they do (exit 2, nothing restored)."""
+    home = tmp_path / "home"
+    with fresh_database("flashrsi_r19") as url:
+        environment = {**os.environ, URL_ENV: plain_url(url)}
+        small = ["--benchmark.limit", "2", "--algorithm.max_steps", "1"]
+        run = _flashrsi(
+            environment, "run", "--config", str(EXAMPLE), "--experiment.home", str(home), *small
+        )
+        assert run.returncode == 0, run.stdout + run.stderr
+        database = make_url(url).database
+        drop(url)
+        seed = _ledger(home / "meta-harness-demo")[-1]["baseline"]["snapshot_id"]
+        to = ["--experiment", "meta-harness-demo", "--to", seed]
+        back = _flashrsi(environment, "rollback", *to, "--home", str(home))
+
+    assert back.returncode == 2 and "Traceback" not in back.stderr, back.stderr[-3000:]
+    last = back.stderr.splitlines()[-1]
+    assert last.startswith("error: the Dagster instance's database ") and database in last, last
+
+
+def _flashrsi(environment: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    flashrsi = str(Path(sys.executable).parent / "flashrsi")
+    return subprocess.run(
+        [flashrsi, *args], env=environment, capture_output=True, text=True, timeout=900
+    )
+
+
+def _ledger(folder: Path) -> list[dict]:
+    lines = (folder / "records" / "ledger.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
