@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import termios
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,11 +30,13 @@ from flashrsi_dagster.deployment.postgres import URL_ENV
 from flashrsi_dagster.environments.jail import Jail, Mount
 from flashrsi_dagster.environments.joining import JAIL_UID
 from flashrsi_dagster.environments.runtime import python_runtime
+from flashrsi_dagster.gateway import Gateway
 from tests.conftest import PATIENCE, VALID, needs_jails
 from tests.dagster_instances import plain_url
 from tests.deployment.test_parallel_candidates import EXAMPLE
 from tests.environments.test_jail import ENV
 from tests.postgres import drop, fresh_database, needs_postgres
+from tests.sabotage.test_agent_adapters import _grant, _post
 
 # -- a joined CLI and the terminal it was started from ----------------------------------------
 
@@ -252,3 +255,69 @@ def _flashrsi(environment: dict[str, str], *args: str) -> subprocess.CompletedPr
 def _ledger(folder: Path) -> list[dict]:
     lines = (folder / "records" / "ledger.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines]
+
+
+# -- the provider's web search asked for by a request field, not a tool -----------------------
+
+SEARCH_FIELDS = {
+    "OpenAI chat's `web_search_options`": {"web_search_options": {}},
+    "OpenAI chat's `web_search_options` with a context size": {
+        "web_search_options": {"search_context_size": "high"}
+    },
+    "OpenRouter's web plugin": {"plugins": [{"id": "web", "max_results": 5}]},
+    "xAI's live search": {"search_parameters": {"mode": "on"}},
+}
+
+
+@pytest.fixture(scope="module")
+def gateway() -> Iterator[Gateway]:
+    with Gateway() as running:
+        yield running
+
+
+@pytest.mark.parametrize("field", SEARCH_FIELDS)
+def test_a_provider_search_asked_by_a_request_field_is_refused(gateway, field):
+    """Attack: the harness (evolvable code) asks the provider to search the web for it
+    through a request field rather than a tool: OpenAI chat's `web_search_options`,
+    OpenRouter's `plugins: [{id: web}]`, xAI's `search_parameters`. The provider reaches the
+    network past the jail and the role's web (`web.enabled` off): the benchmark's answers
+    are a search away. Got through on main: the gateway refused hosted tools only by a
+    tool's `type` and `mcp_servers`, and forwarded these. Stops it: the gateway refuses them
+    as hosted network tools (403, `denied`), and `llm.extra_body` may not set them."""
+    token = _grant(gateway, api="chat")
+    body = {"model": "simulator/echo", "messages": [{"role": "user", "content": "hi"}]}
+
+    answer = _post(gateway, token, "chat/completions", {**body, **SEARCH_FIELDS[field]})
+
+    assert answer.status_code == 403, answer.text
+    assert _post(gateway, token, "chat/completions", body).is_success
+    assert len(gateway.revoke(token).denied) == 1
+
+
+def test_honest_plugins_still_pass(gateway):
+    """Not an attack: an OpenRouter plugin that reaches no network (its PDF parser) is
+    relayed as before."""
+    token = _grant(gateway, api="chat")
+    body = {"model": "simulator/echo", "messages": [{"role": "user", "content": "hi"}]}
+
+    answer = _post(gateway, token, "chat/completions", {**body, "plugins": [{"id": "file-parser"}]})
+
+    assert answer.is_success, answer.text
+
+
+@pytest.mark.parametrize("field", SEARCH_FIELDS)
+def test_a_provider_search_in_extra_body_is_refused_at_validate(
+    field, tmp_path, monkeypatch, capsys
+):
+    """Attack: the same fields in the role's `llm.extra_body`, merged into every request:
+    the gateway now refuses every call, every task an error. Got through on main (valid,
+    and every call relayed to the provider's search). Stops it: `request_fields` refuses
+    them at validate, one line naming the key."""
+    _config_folder(tmp_path, monkeypatch)
+    given = json.dumps(SEARCH_FIELDS[field])
+
+    code = main(["validate", "--config", "exp.yaml", "--agent.llm.extra_body", given])
+
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "agent.llm.extra_body" in line]
+    assert code == 2 and len(lines) == 1 and "hosted network tool" in lines[0], err
