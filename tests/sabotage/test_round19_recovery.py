@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -33,6 +34,7 @@ from flashrsi_dagster.environments.runtime import python_runtime
 from flashrsi_dagster.gateway import Gateway
 from tests.conftest import PATIENCE, VALID, needs_jails
 from tests.dagster_instances import plain_url
+from tests.deployment.test_kill_resume import SEED, _kill_after, _outcome, _wait_until_gone
 from tests.deployment.test_parallel_candidates import EXAMPLE
 from tests.environments.test_jail import ENV
 from tests.postgres import drop, fresh_database, needs_postgres
@@ -321,3 +323,43 @@ def test_a_provider_search_in_extra_body_is_refused_at_validate(
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if "agent.llm.extra_body" in line]
     assert code == 2 and len(lines) == 1 and "hosted network tool" in lines[0], err
+
+
+# -- a roll-back killed at random moments ------------------------------------------------------
+
+ROLLBACK_KILLS = 4
+"""Moments a roll-back is killed at, each on a fresh copy of the finished experiment."""
+
+
+@pytest.mark.slow
+def test_a_rollback_killed_at_random_moments_is_done_once_when_asked_again(tmp_path):
+    """Attack: `flashrsi rollback` (to the seed of a finished Meta-Harness experiment) killed
+    with SIGKILL at a seeded random moment of its run (reading the ledger, verifying the
+    snapshots, appending its entry), then asked again. Held on main: nothing of it is alive
+    2 s later, the records' chain verifies, and the roll-back asked again ends with exactly
+    one `rollback` entry (or refuses, the seed being the baseline already, when the killed
+    one had written it): none lost, none twice."""
+    reference = tmp_path / "reference"
+    small = ["--benchmark.limit", "2", "--algorithm.max_steps", "1"]
+    _flashrsi_ok("run", "--config", str(EXAMPLE), "--experiment.home", str(reference), *small)
+    seed = _ledger(reference / "meta-harness-demo")[-1]["baseline"]["snapshot_id"]
+    draw = random.Random(f"{SEED}:rollback")
+    for moment in range(ROLLBACK_KILLS):
+        home = tmp_path / f"killed-{moment}"
+        shutil.copytree(reference, home, symlinks=True)
+        asked = ["rollback", "--experiment", "meta-harness-demo", "--to", seed, "--home", str(home)]
+        delay = draw.uniform(0, 4)
+        session, printed, _ = _kill_after(asked, 0, delay)
+        told = f"FLASHRSI_KILL_SEED={SEED}, killed after {delay:.2f} s\n{printed}"
+        assert _wait_until_gone(session, home) == [], told
+        again = _flashrsi_ok(*asked, allowed=(0, 2))
+        assert again.returncode == 0 or "the baseline already" in again.stderr, told + again.stderr
+        _outcome(home)  # the records' chain verifies, the experiment reads back
+        entries = [e for e in _ledger(home / "meta-harness-demo") if e["decision"] == "rollback"]
+        assert [e["candidate"]["snapshot_id"] for e in entries] == [seed], told
+
+
+def _flashrsi_ok(*args: str, allowed: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess:
+    done = _flashrsi(dict(os.environ), *args)
+    assert done.returncode in allowed, done.stdout + done.stderr
+    return done
