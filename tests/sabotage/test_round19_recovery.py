@@ -331,22 +331,29 @@ ROLLBACK_KILLS = 4
 """Moments a roll-back is killed at, each on a fresh copy of the finished experiment."""
 
 
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    """A home where a small Meta-Harness experiment ran to its end (its promotion adopted a
+    candidate, the seed the baseline before it); copy it, never change it."""
+    home = tmp_path_factory.mktemp("round19-finished") / "home"
+    small = ["--benchmark.limit", "2", "--algorithm.max_steps", "1"]
+    _flashrsi_ok("run", "--config", str(EXAMPLE), "--experiment.home", str(home), *small)
+    return home
+
+
 @pytest.mark.slow
-def test_a_rollback_killed_at_random_moments_is_done_once_when_asked_again(tmp_path):
+def test_a_rollback_killed_at_random_moments_is_done_once_when_asked_again(finished, tmp_path):
     """Attack: `flashrsi rollback` (to the seed of a finished Meta-Harness experiment) killed
     with SIGKILL at a seeded random moment of its run (reading the ledger, verifying the
     snapshots, appending its entry), then asked again. Held on main: nothing of it is alive
     2 s later, the records' chain verifies, and the roll-back asked again ends with exactly
     one `rollback` entry (or refuses, the seed being the baseline already, when the killed
     one had written it): none lost, none twice."""
-    reference = tmp_path / "reference"
-    small = ["--benchmark.limit", "2", "--algorithm.max_steps", "1"]
-    _flashrsi_ok("run", "--config", str(EXAMPLE), "--experiment.home", str(reference), *small)
-    seed = _ledger(reference / "meta-harness-demo")[-1]["baseline"]["snapshot_id"]
+    seed = _ledger(finished / "meta-harness-demo")[-1]["baseline"]["snapshot_id"]
     draw = random.Random(f"{SEED}:rollback")
     for moment in range(ROLLBACK_KILLS):
         home = tmp_path / f"killed-{moment}"
-        shutil.copytree(reference, home, symlinks=True)
+        shutil.copytree(finished, home, symlinks=True)
         asked = ["rollback", "--experiment", "meta-harness-demo", "--to", seed, "--home", str(home)]
         delay = draw.uniform(0, 4)
         session, printed, _ = _kill_after(asked, 0, delay)
@@ -357,6 +364,44 @@ def test_a_rollback_killed_at_random_moments_is_done_once_when_asked_again(tmp_p
         _outcome(home)  # the records' chain verifies, the experiment reads back
         entries = [e for e in _ledger(home / "meta-harness-demo") if e["decision"] == "rollback"]
         assert [e["candidate"]["snapshot_id"] for e in entries] == [seed], told
+
+
+GIT_REVISIONS = ["HEAD", "{snapshot}^", "{snapshot}~1", ":/seed", "@", "refs/snapshots/{full}",
+                 "{tree}", "{blob}"]  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("revision", GIT_REVISIONS)
+def test_eval_of_a_git_revision_that_is_no_snapshot_is_refused_leaving_nothing(
+    finished, tmp_path, revision
+):
+    """Attack: `eval --snapshot` given what git's `rev-parse` reads but no snapshot id is (a
+    ref, a parent, a message search, a tree or a blob of a snapshot): evaluated, it would be
+    some other tree, or crash midway leaving records. Held on main: refused in one line
+    (exit 2), no file added to the home."""
+    home = tmp_path / "home"
+    shutil.copytree(finished, home, symlinks=True)
+    store = home / "meta-harness-demo" / "snapshots"
+    full = _ledger(home / "meta-harness-demo")[-1]["candidate"]["snapshot_id"]
+    tree = _git(store, "rev-parse", f"{full}^{{tree}}")
+    blob = _git(store, "ls-tree", "-r", full).split()[2]
+    given = revision.format(snapshot=full[:12], full=full, tree=tree, blob=blob)
+    before = sorted(p for p in home.rglob("*") if p.is_file())
+
+    asked = ["--config", str(EXAMPLE), "--experiment.home", str(home), "--split", "dev"]
+    done = _flashrsi(
+        dict(os.environ), "eval", *asked, "--benchmark.limit", "2", "--snapshot", given
+    )
+
+    assert done.returncode == 2 and done.stderr.startswith("error: "), done.stderr[-2000:]
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert sorted(p for p in home.rglob("*") if p.is_file()) == before
+
+
+def _git(store: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(store), *args], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def _flashrsi_ok(*args: str, allowed: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess:
