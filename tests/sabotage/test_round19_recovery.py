@@ -1,12 +1,29 @@
 """Sabotage, nineteenth red-team pass (issue 22), on the kinds other than the content check and
 the endpoint: limits held outside evolvable code and the jail around a joined CLI, experiments
-that always recover, names, and the smaller items.
+that always recover, names and homes, PostgreSQL, and the smaller items.
 
-Aimed at: a jailed CLI (Claude Code's, joined by `environments/joining.py`) and the terminal
-it was started from; ...
+Aimed at: a jailed CLI (Claude Code's, started by its SDK in the caller's session through
+`environments/joining.py`) and the terminal `flashrsi run` was typed in; the web permission, a
+protected limit the gateway holds, asked past through request fields rather than tools;
+`--experiment.home` / `--home` paths no file can have, for `validate` and every command that
+reads a stored experiment; YAML anchor bombs of breadth (aliases of a long string); `flashrsi
+rollback` on a home whose PostgreSQL database is gone, and killed at random moments; `eval
+--snapshot` given git revisions that are no snapshot.
 
 Each attack is one test. One that got through on main was written here first, failing, then
-closed by the smallest fix; the others held on main and stay as tests.
+closed by the smallest fix; the others held on main and stay as tests. Of 32 cases, 19 got
+through on main (5 holes, all closed): (1) a command of a joined CLI read what the user typed
+at the host's terminal through `/dev/tty` and switched off its echo (2): `joining.py` gives the
+program a session of its own and no terminal among its streams; (2) a home path with a part
+past NAME_MAX or past PATH_MAX ended `validate` and the five stored-experiment commands in a
+traceback (7): refused in one line; (3) nine thousand aliases of a 100 KB string, a 137 KB
+config, held `validate` for ten minutes and gigabytes (1): `bounded_yaml.MAX_ALIAS_CHARS`;
+(4) `flashrsi rollback` with its database gone ended in a traceback (1): one line, as `run`
+and `resume`; (5) OpenAI chat's `web_search_options`, xAI's `search_parameters` and
+OpenRouter's `web` plugin were relayed, the provider searching past the jail and the role's
+web, and were valid in `llm.extra_body` (8): hosted network tools, refused by the gateway and
+at validate. Held: a roll-back killed at four random moments and asked again (done once, the
+chain whole, nothing alive), eight git revisions given as a snapshot, an honest plugin.
 """
 
 from __future__ import annotations
