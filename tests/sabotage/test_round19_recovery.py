@@ -11,7 +11,7 @@ rollback` on a home whose PostgreSQL database is gone, and killed at random mome
 --snapshot` given git revisions that are no snapshot.
 
 Each attack is one test. One that got through on main was written here first, failing, then
-closed by the smallest fix; the others held on main and stay as tests. Of 32 cases, 19 got
+closed by the smallest fix; the others held on main and stay as tests. Of 33 cases, 19 got
 through on main (5 holes, all closed): (1) a command of a joined CLI read what the user typed
 at the host's terminal through `/dev/tty` and switched off its echo (2): `joining.py` gives the
 program a session of its own and no terminal among its streams; (2) a home path with a part
@@ -22,8 +22,9 @@ config, held `validate` for ten minutes and gigabytes (1): `bounded_yaml.MAX_ALI
 and `resume`; (5) OpenAI chat's `web_search_options`, xAI's `search_parameters` and
 OpenRouter's `web` plugin were relayed, the provider searching past the jail and the role's
 web, and were valid in `llm.extra_body` (8): hosted network tools, refused by the gateway and
-at validate. Held: a roll-back killed at four random moments and asked again (done once, the
-chain whole, nothing alive), eight git revisions given as a snapshot, an honest plugin.
+at validate. Held: a roll-back under PostgreSQL sessions ended every 0.1 s; one killed at four
+random moments and asked again (done once, the chain whole, nothing alive); eight git
+revisions given as a snapshot; an honest plugin.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import shutil
 import subprocess
 import sys
 import termios
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -54,7 +56,7 @@ from tests.dagster_instances import plain_url
 from tests.deployment.test_kill_resume import SEED, _kill_after, _outcome, _wait_until_gone
 from tests.deployment.test_parallel_candidates import EXAMPLE
 from tests.environments.test_jail import ENV
-from tests.postgres import drop, fresh_database, needs_postgres
+from tests.postgres import drop, fresh_database, needs_postgres, terminate
 from tests.sabotage.test_agent_adapters import _grant, _post
 
 # -- a joined CLI and the terminal it was started from ----------------------------------------
@@ -262,6 +264,42 @@ def test_a_rollback_whose_database_is_gone_says_so_in_one_line(tmp_path):
     assert back.returncode == 2 and "Traceback" not in back.stderr, back.stderr[-3000:]
     last = back.stderr.splitlines()[-1]
     assert last.startswith("error: the Dagster instance's database ") and database in last, last
+
+
+@pytest.mark.slow
+@needs_postgres
+def test_a_rollback_whose_connections_are_ended_again_and_again_is_done(tmp_path):
+    """Attack: the home's PostgreSQL sessions ended (`pg_terminate_backend`) every 0.1 s
+    while `flashrsi rollback` reads the experiment's runs and restores the seed, as a restart
+    or an idle timeout ends them. Held on main: the storage reconnects; the roll-back is done
+    and recorded once."""
+    home = tmp_path / "home"
+    with fresh_database("flashrsi_r19") as url:
+        environment = {**os.environ, URL_ENV: plain_url(url)}
+        small = ["--benchmark.limit", "2", "--algorithm.max_steps", "1"]
+        run = _flashrsi(
+            environment, "run", "--config", str(EXAMPLE), "--experiment.home", str(home), *small
+        )
+        assert run.returncode == 0, run.stdout + run.stderr
+        seed = _ledger(home / "meta-harness-demo")[-1]["baseline"]["snapshot_id"]
+        stop = threading.Event()
+        ender = threading.Thread(target=lambda: _ending(url, stop), daemon=True)
+        ender.start()
+        try:
+            to = ["--experiment", "meta-harness-demo", "--to", seed]
+            back = _flashrsi(environment, "rollback", *to, "--home", str(home))
+        finally:
+            stop.set()
+            ender.join()
+
+    assert back.returncode == 0, back.stdout + back.stderr[-3000:]
+    entries = [e for e in _ledger(home / "meta-harness-demo") if e["decision"] == "rollback"]
+    assert [e["candidate"]["snapshot_id"] for e in entries] == [seed]
+
+
+def _ending(url: str, stop: threading.Event) -> None:
+    while not stop.wait(0.1):
+        terminate(url)
 
 
 def _flashrsi(environment: dict[str, str], *args: str) -> subprocess.CompletedProcess:
