@@ -11,7 +11,7 @@ rollback` on a home whose PostgreSQL database is gone, and killed at random mome
 --snapshot` given git revisions that are no snapshot.
 
 Each attack is one test. One that got through on main was written here first, failing, then
-closed by the smallest fix; the others held on main and stay as tests. Of 33 cases, 19 got
+closed by the smallest fix; the others held on main and stay as tests. Of 47 cases, 19 got
 through on main (5 holes, all closed): (1) a command of a joined CLI read what the user typed
 at the host's terminal through `/dev/tty` and switched off its echo (2): `joining.py` gives the
 program a session of its own and no terminal among its streams; (2) a home path with a part
@@ -22,15 +22,17 @@ config, held `validate` for ten minutes and gigabytes (1): `bounded_yaml.MAX_ALI
 and `resume`; (5) OpenAI chat's `web_search_options`, xAI's `search_parameters` and
 OpenRouter's `web` plugin were relayed, the provider searching past the jail and the role's
 web, and were valid in `llm.extra_body` (8): hosted network tools, refused by the gateway and
-at validate. Held: a roll-back under PostgreSQL sessions ended every 0.1 s; one killed at four
-random moments and asked again (done once, the chain whole, nothing alive); eight git
-revisions given as a snapshot; an honest plugin.
+at validate. Held: fourteen calls at the jail's limits not probed before; a roll-back under
+PostgreSQL sessions ended every 0.1 s; one killed at four random moments and asked again (done
+once, the chain whole, nothing alive); eight git revisions given as a snapshot; an honest
+plugin.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import platform
 import random
 import shutil
 import subprocess
@@ -142,6 +144,91 @@ def test_a_joined_cli_leaves_the_host_s_terminal_as_it_was(from_a_terminal):
     found, echo = from_a_terminal
 
     assert echo, found
+
+
+# -- the filter and the kernel's limits, on calls not probed before ---------------------------
+
+LIMITS_PROBE = """
+import ctypes, errno, json, os, resource
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def call(nr, *args):
+    if libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in args]) >= 0:
+        return "ALLOWED"
+    return errno.errorcode.get(ctypes.get_errno(), "?")
+def raised(limit):
+    soft, hard = resource.getrlimit(limit)
+    try:
+        resource.setrlimit(limit, (hard * 2, hard * 2))
+        return "ALLOWED"
+    except (ValueError, OSError):
+        return "EPERM"
+buf = ctypes.addressof(ctypes.create_string_buffer(128))
+found = {
+    "unshare(CLONE_NEWTIME)": call(272, 0x80),
+    "unshare(CLONE_NEWCGROUP)": call(272, 0x02000000),
+    "unshare(CLONE_NEWUSER), high bits set": call(272, 0x10000000 | 1 << 32),
+    "io_uring_enter": call(426, 0, 0, 0, 0, 0, 0),
+    "io_uring_register": call(427, 0, 0, 0, 0),
+    "lookup_dcookie": call(212, 0, 0, 0),
+    "vhangup": call(153),
+    "ioprio_set, the real-time class": call(251, 1, 0, 1 << 13),
+    "setpriority -20": call(141, 0, 0, -20 & 0xFFFFFFFF),
+    "prlimit64 on the jail's init": call(302, 1, 7, 0, buf),
+    "ptrace(PTRACE_TRACEME)": call(101, 0, 0, 0, 0),
+    "RLIMIT_FSIZE raised past its 1 GiB": raised(resource.RLIMIT_FSIZE),
+    "RLIMIT_NPROC raised": raised(resource.RLIMIT_NPROC),
+}
+try:
+    os.open("/dev/userfaultfd", os.O_RDWR)
+    found["/dev/userfaultfd"] = "OPENED"
+except OSError as exc:
+    found["/dev/userfaultfd"] = errno.errorcode[exc.errno]
+print("FOUND", json.dumps(found))
+"""
+LIMITS_REFUSED = {
+    "unshare(CLONE_NEWTIME)": ("EPERM",),
+    "unshare(CLONE_NEWCGROUP)": ("EPERM",),
+    "unshare(CLONE_NEWUSER), high bits set": ("EPERM",),
+    "io_uring_enter": ("EPERM",),
+    "io_uring_register": ("EPERM",),
+    "lookup_dcookie": ("EPERM", "ENOSYS"),
+    "vhangup": ("EPERM",),
+    "ioprio_set, the real-time class": ("EPERM",),
+    "setpriority -20": ("EACCES", "EPERM"),
+    "prlimit64 on the jail's init": ("EPERM",),
+    "ptrace(PTRACE_TRACEME)": ("EPERM",),
+    "RLIMIT_FSIZE raised past its 1 GiB": ("EPERM",),
+    "RLIMIT_NPROC raised": ("EPERM",),
+    "/dev/userfaultfd": ("ENOENT", "EACCES", "EPERM"),
+}
+
+
+@pytest.fixture(scope="module")
+def limits_probed(tmp_path_factory) -> dict[str, str]:
+    """The probe run once by a program joined to a real jail (as a CLI is), as the jail user."""
+    work = tmp_path_factory.mktemp("round19-limits")
+    os.chown(work, JAIL_UID, JAIL_UID)
+    (work / "probe.py").write_text(LIMITS_PROBE)
+    with Jail(python_runtime().with_mounts(Mount(work, writable=True))) as jail:
+        argv = jail.enter_argv([f"{sys.base_prefix}/bin/python3", "-I", "probe.py"], ENV, work)
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=PATIENCE)
+    assert "FOUND " in result.stdout, result
+    return json.loads(result.stdout.split("FOUND ", 1)[1])
+
+
+@needs_jails
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the probe's numbers are x86_64's")
+@pytest.mark.parametrize("attempt", LIMITS_REFUSED)
+def test_a_jailed_process_gets_none_of_the_limits_calls_not_probed_before(limits_probed, attempt):
+    """Attack: a hostile evolved harness reaches for what rounds 9-13 did not call: the
+    namespaces of time and of cgroups, a user namespace with high bits set, io_uring by its
+    other two calls, the `/dev/userfaultfd` device (a path the filter cannot see),
+    `lookup_dcookie`, `vhangup`, real-time I/O priority, a negative nice value, its jail's
+    init's limits, `PTRACE_TRACEME`, and its own hard limits raised (the 1 GiB file size the
+    launcher sets, the process count). Held on main: each is refused by the filter, the
+    kernel, or the jail's `/dev`."""
+    assert limits_probed[attempt] in LIMITS_REFUSED[attempt], limits_probed
 
 
 # -- a home that can name no folder ------------------------------------------------------------
