@@ -24,6 +24,10 @@ import yaml
 
 MAX_ALIAS_NODES = 10_000
 """Nodes that aliases may add to a document once expanded."""
+MAX_ALIAS_CHARS = 1_000_000
+"""Characters that aliases may add to a document's scalars once expanded: nine thousand
+aliases of one 100 KB string, within the node bound, made a 137 KB config that `validate`
+spent minutes and gigabytes writing out (red-team round 19)."""
 MAX_DEPTH = 100
 """Collections nested in one another; a config needs a handful, Python's stack ~300."""
 MAX_NODES = 100_000
@@ -38,9 +42,10 @@ class AliasBombError(yaml.MarkedYAMLError):
 
 def _expanded_size(root: yaml.Node) -> tuple[int, int, yaml.Node | None]:
     """Nodes of the document once aliases are expanded, its distinct nodes, and the first
-    node (innermost) whose expansion alone passes the bound, or a node on a cycle."""
-    sizes: dict[int, int] = {}
-    limit = MAX_ALIAS_NODES
+    node (innermost) whose expansion alone passes the bound (in nodes, or in the characters
+    of its scalars), or a node on a cycle."""
+    sizes: dict[int, tuple[int, int]] = {}  # a node's expansion: its nodes, its characters
+    distinct_chars = 0
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     open_nodes: set[int] = set()
     while stack:
@@ -56,10 +61,14 @@ def _expanded_size(root: yaml.Node) -> tuple[int, int, yaml.Node | None]:
             stack.extend((child, False) for child in children if id(child) not in sizes)
             continue
         open_nodes.discard(id(node))
-        sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
-        if sizes[id(node)] - len(sizes) > limit:
-            return sizes[id(node)], len(sizes), node
-    return sizes[id(root)], len(sizes), None
+        own = len(node.value) if isinstance(node, yaml.ScalarNode) else 0
+        distinct_chars += own
+        nodes = 1 + sum(sizes[id(child)][0] for child in children)
+        chars = own + sum(sizes[id(child)][1] for child in children)
+        sizes[id(node)] = nodes, chars
+        if nodes - len(sizes) > MAX_ALIAS_NODES or chars - distinct_chars > MAX_ALIAS_CHARS:
+            return nodes, len(sizes), node
+    return sizes[id(root)][0], len(sizes), None
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
@@ -83,7 +92,8 @@ def check_aliases(node: yaml.Node | None) -> None:
     else:
         problem = (
             f"aliases (`*name`) expand this document beyond {MAX_ALIAS_NODES} repeated nodes "
-            "(an anchor bomb?); write the values out or use fewer nested aliases"
+            f"or {MAX_ALIAS_CHARS} repeated characters (an anchor bomb?); write the values "
+            "out or use fewer aliases"
         )
     raise AliasBombError(problem=problem, problem_mark=where.start_mark)
 

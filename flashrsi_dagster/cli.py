@@ -33,7 +33,7 @@ from flashrsi_dagster.lifecycle import (
     stop_wins,
 )
 from flashrsi_dagster.records import IntegrityError, RecordError
-from flashrsi_dagster.validation import dry_run, home_problems, one_line
+from flashrsi_dagster.validation import dry_run, home_problems, one_line, path_problem
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -236,6 +236,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if problem:  # before the home is read: `../other-home/x` must not reach another home
             print(f"error: --experiment: {problem}", file=sys.stderr)
             return EXIT_BAD_INPUT
+        if problem := path_problem(args.home):  # stat would fail in each command's own way
+            print(f"error: --home: {problem}", file=sys.stderr)
+            return EXIT_BAD_INPUT
         commands = {
             "resume": _resume,
             "finalize": _resume,
@@ -389,6 +392,7 @@ def _rollback(args: argparse.Namespace) -> int:
     from flashrsi_dagster.decisions import RollbackError, rollback
     from flashrsi_dagster.decisions.rollback import WAIT
     from flashrsi_dagster.deployment.halting import experiment_runs
+    from flashrsi_dagster.deployment.postgres import StorageSettingError
 
     if args.wait is not None and not args.wait >= 0:
         print(f"error: --wait: expected seconds >= 0, got {args.wait:g}", file=sys.stderr)
@@ -405,6 +409,9 @@ def _rollback(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     except IntegrityError as exc:
         print(f"error: experiment {args.experiment!r} refused: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except StorageSettingError as exc:  # its database gone: said as `run` and `resume` say it
+        print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     finally:
         algorithm.close()

@@ -123,6 +123,23 @@ def home_problems(config: ExperimentConfig) -> list[str]:
     read-only or kernel filesystem would fail only once the run opens the experiment; a
     symbolic link would open another home's experiment."""
     folder = config.experiment.dir
+    try:
+        return _home_problems(folder)
+    except OSError as exc:  # a name past NAME_MAX or a path past PATH_MAX: stat itself fails
+        return [f"experiment.home: {folder} cannot hold an experiment: {exc.strerror or exc}"]
+
+
+def path_problem(path: Path) -> str | None:
+    """Why `path` can name no file at all (a part past NAME_MAX, the whole past PATH_MAX:
+    stat itself fails), else None; for the commands that read a home without a config."""
+    try:
+        path.exists()
+    except OSError as exc:
+        return f"{path} can name no folder: {exc.strerror or exc}"
+    return None
+
+
+def _home_problems(folder: Path) -> list[str]:
     if folder.is_symlink():  # run, init and eval would open, and write, the folder it names
         return [
             f"experiment.name: {folder} is a symbolic link (to {os.readlink(folder)}), not an "

@@ -13,8 +13,12 @@ from __future__ import annotations
 MODEL_FIELD = "model"
 TOOL_FIELDS = ("tools", "functions")
 """Where a request offers tools (checked against the run's permissions)."""
-HOSTED_TOOL_FIELDS = ("mcp_servers",)
-"""Hosted network tools, refused to every run."""
+HOSTED_TOOL_FIELDS = ("mcp_servers", "web_search_options", "search_parameters")
+"""Hosted network tools, refused to every run: Anthropic's remote MCP servers, and the
+provider's web search asked for by a field rather than a tool (OpenAI chat's
+`web_search_options`, xAI's `search_parameters`; red-team round 19)."""
+WEB_PLUGINS = ("web",)
+"""OpenRouter's `plugins` entries (by `id`) that search the web from its side."""
 STREAM_FIELD, STREAM_OPTIONS_FIELD = "stream", "stream_options"
 OUTPUT_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 """The call's output limit, by which the gateway reserves a role's caps."""
@@ -40,8 +44,14 @@ OWNED_REQUEST_FIELDS: dict[str, str] = {
 
 def owned_field_problems(extra_body: dict[str, object]) -> list[str]:
     """One line per key of `extra_body` the framework owns; empty when it owns none."""
-    return [
+    problems = [
         f"`{key}` may not be set here: {OWNED_REQUEST_FIELDS[key]}"
         for key in extra_body
         if key in OWNED_REQUEST_FIELDS
     ]
+    plugins = extra_body.get("plugins")
+    if isinstance(plugins, list) and any(
+        isinstance(p, dict) and p.get("id") in WEB_PLUGINS for p in plugins
+    ):  # the gateway would refuse every call
+        problems.append(f"`plugins`: {_GATEWAY}: a web plugin is a hosted network tool")
+    return problems

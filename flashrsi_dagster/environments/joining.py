@@ -98,6 +98,7 @@ def main(argv: list[str]) -> int:
         for fd in group_fds:
             os.close(fd)
         return _exit_like(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]))
+    _leave_the_terminal()
     drop_privileges({**env, "PWD": cwd}, seccomp_filter, group_fds)
     os.chdir(cwd)
     try:
@@ -105,6 +106,20 @@ def main(argv: list[str]) -> int:
     except OSError as exc:
         print(f"joining.py: cannot run {program[0]}: {exc}", file=sys.stderr)
         return 127
+
+
+def _leave_the_terminal() -> None:
+    """A session of its own, and no terminal among its standard streams: a CLI joined from a
+    terminal (Claude Code's SDK starts it in the caller's session, its stderr the caller's)
+    read what the user typed there through `/dev/tty` or fd 2, and switched off its echo
+    (red-team round 19). A stream that is a terminal reads and writes nothing instead, as
+    a MiniAgent run's (`_entry._child`)."""
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        if os.isatty(fd):
+            os.dup2(null, fd)
+    os.close(null)
 
 
 def _exit_like(code: int) -> int:

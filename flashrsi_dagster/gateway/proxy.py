@@ -19,6 +19,7 @@ from flashrsi_dagster.config.request_fields import (
     STREAM_FIELD,
     STREAM_OPTIONS_FIELD,
     TOOL_FIELDS,
+    WEB_PLUGINS,
 )
 from flashrsi_dagster.gateway import errors
 from flashrsi_dagster.gateway.accounts import Accounts, Run
@@ -506,7 +507,15 @@ def _denied_tools(request: dict[str, Any] | None, run: Run) -> list[str]:
         for tool in request[key]
         if isinstance(tool, dict)
     ]
-    names, hosted = [], [key for key in HOSTED_TOOL_FIELDS if request.get(key)]
+    # a field present asks for it: `web_search_options: {}` turns OpenAI's search on
+    names = []
+    hosted = [key for key in HOSTED_TOOL_FIELDS if request.get(key) not in (None, [], False)]
+    plugins = request.get("plugins")
+    hosted += [
+        f"plugins: {plugin['id']}"
+        for plugin in (plugins if isinstance(plugins, list) else [])
+        if isinstance(plugin, dict) and plugin.get("id") in WEB_PLUGINS
+    ]
     for tool in tools:
         function = tool.get("function")
         names.append(function.get("name") if isinstance(function, dict) else tool.get("name"))
