@@ -222,7 +222,7 @@ def _raw_digests(path: str, data: bytes, index: SecretIndex) -> Iterator[Found]:
         forms.append(text.encode("latin-1", "replace"))
     for form in forms:
         digests, width = index.raw_digests, RAW_PREFIX
-        for at in range(len(form) - width + 1):
+        for at in index.raw_keys().positions(form):
             task = digests.get(form[at : at + width])
             if task is not None:
                 line = data.count(b"\n", 0, at) + 1
@@ -238,7 +238,8 @@ def _matches(
     text, grams, reached = stream.text, index.grams[form], {}
     encoding = view.encoding if form == "normal" else f"{form}+{view.encoding}"
     spans = near if near is not None else [(0, len(text))]
-    for p in (p for first, last in spans for p in range(first, min(last, len(text) - GRAM + 1))):
+    keys = index.gram_keys(form)  # the positions that may hold a shingle, found in C
+    for p in (p for first, last in spans for p in keys.positions(text, first, last)):
         pairs = grams.get(text[p : p + GRAM])
         if not pairs:
             continue
