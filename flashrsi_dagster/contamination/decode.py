@@ -29,9 +29,11 @@ import re
 import unicodedata
 import zipfile
 import zlib
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from urllib.parse import unquote_to_bytes
 
 MAX_DEPTH = 3
@@ -570,9 +572,17 @@ def _span(data: bytes, source: bytes, match: re.Match, whole, squeezed: bool):
     if whole is not None:
         return whole
     if squeezed:  # positions of the squeezed bytes are not the file's: the whole file
-        return (1, data.count(b"\n") + 1)
-    first = source.count(b"\n", 0, match.start()) + 1
-    return (first, first + source.count(b"\n", match.start(), match.end()))
+        return (1, len(_newlines(data)) + 1)
+    breaks, start = _newlines(source), match.start()
+    first = bisect_left(breaks, start) + 1
+    return (first, first + bisect_left(breaks, match.end()) - bisect_left(breaks, start))
+
+
+@lru_cache(maxsize=4)
+def _newlines(data: bytes) -> list[int]:
+    """Where `data`'s newlines are, found once per file (or reading of it): counting them
+    from the file's start for each blob took seconds in a tree of code, many runs a file."""
+    return [match.start() for match in re.finditer(b"\n", data)]
 
 
 MAX_MAGIC_OFFSETS = 1024

@@ -18,6 +18,8 @@ import numpy as np
 
 _BASE = np.uint64(0x9E3779B97F4A7C15)
 """An odd 64-bit multiplier (the golden ratio's): arithmetic wraps modulo 2^64."""
+SHORT = 256
+"""Fewer positions than this are looked up one by one."""
 CHUNK = 1 << 18
 """Positions hashed at once: bounds the arrays (a few MB) whatever the text's length."""
 
@@ -27,7 +29,8 @@ class Keys:
 
     def __init__(self, keys: Iterable[str | bytes], width: int) -> None:
         self.width = width
-        codes = [_codes(key) for key in keys if len(key) == width]
+        self.keys = frozenset(key for key in keys if len(key) == width)
+        codes = [_codes(key) for key in self.keys]
         if codes:
             table = np.stack(codes)
             hashes = np.zeros(len(codes), np.uint64)
@@ -46,6 +49,10 @@ class Keys:
         end_of_data = len(data) - self.width + 1
         last = end_of_data if last is None else min(last, end_of_data)
         if not len(self.hashes):
+            return
+        if last - first < SHORT:  # a decoded blob's few characters: numpy's set-up costs more
+            width, keys = self.width, self.keys
+            yield from (p for p in range(first, last) if data[p : p + width] in keys)
             return
         for start in range(first, last, CHUNK):
             end = min(start + CHUNK, last)
