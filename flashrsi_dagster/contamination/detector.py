@@ -32,8 +32,10 @@ from __future__ import annotations
 import base64
 import contextlib
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import accumulate
 
 from flashrsi_dagster.contamination.decode import (
     CIPHERS,
@@ -271,7 +273,7 @@ Ascii85, so they are stripped too), read back to hex."""
 
 
 def _digests(view: View, index: SecretIndex) -> Iterator[Found]:
-    for number, line in view.lines:
+    for number, line in _with_tokens(view.lines):
         hexes = [t.lower() for t in _HEX_TOKEN.findall(line)]
         # a pickled or marshalled string's length byte may be a hex digit (`8` before 56)
         hexes += [t[1:] for t in hexes if len(t) % 2]
@@ -282,6 +284,24 @@ def _digests(view: View, index: SecretIndex) -> Iterator[Found]:
         for task in tasks:
             if task is not None:
                 yield Found("digest", task, "input", view.file, view.encoding, (number, number), 0)
+
+
+def _with_tokens(lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The lines that hold a token a digest could be (in order): the others yield nothing,
+    and a binary file's view has tens of thousands of them (five `findall`s a line cost
+    seconds). The tokens are found in all the lines joined by newlines, a few scans in C: no
+    token holds a newline, and each pattern reads one at a line's ends as it reads the line's
+    start or end."""
+    joined = "\n".join(line for _, line in lines)
+    if joined.count("\n") != max(len(lines) - 1, 0):  # a line held a newline: all of them
+        return lines
+    starts = list(accumulate((len(line) + 1 for _, line in lines[:-1]), initial=0))
+    held = {
+        bisect_right(starts, match.start()) - 1
+        for pattern in (_HEX_TOKEN, _B64_TOKEN, _B85_TOKEN, _A85_TOKEN)
+        for match in pattern.finditer(joined)
+    }
+    return [lines[at] for at in sorted(held)]
 
 
 def _other_digests(line: str) -> list[str]:

@@ -14,6 +14,13 @@ import pytest
 
 from flashrsi_dagster.contamination import windows
 from flashrsi_dagster.contamination.decode import _rot13, _unquote
+from flashrsi_dagster.contamination.detector import (
+    _A85_TOKEN,
+    _B64_TOKEN,
+    _B85_TOKEN,
+    _HEX_TOKEN,
+    _with_tokens,
+)
 from flashrsi_dagster.contamination.index import GRAM
 from flashrsi_dagster.contamination.normalise import (
     _DROPPED,
@@ -152,3 +159,20 @@ def test_a_table_gzip_d_in_the_middle_of_a_random_binary_is_caught(harness):
     verdict = harness.judge(_binary("skills/weights.bin", data))
 
     rejected(verdict, "beside its answer")
+
+
+def test_the_lines_holding_a_digest_s_token_are_found_together_as_each_alone():
+    """`_digests` reads only the lines `_with_tokens` keeps: every line in which one of the
+    token patterns finds something on its own."""
+    patterns = (_HEX_TOKEN, _B64_TOKEN, _B85_TOKEN, _A85_TOKEN)
+    pool = ["deadbeef", "0123456789abcdef0123", "QUJDREVGR0hJSktMTU5PUFFSU1RVVldY", "x", " "]
+    pool += ["'", '"', "!#$%&()*+-;<=>?@^_`{|}~", "é", "\r", "\x85", "g", "A" * 28, "\n"]
+    rng = random.Random(22)
+    for _ in range(3000):
+        lines = [
+            (n, "".join(rng.choice(pool) for _ in range(rng.randrange(6))))
+            for n in range(rng.randrange(6))
+        ]
+        alone = [(n, line) for n, line in lines if any(p.findall(line) for p in patterns)]
+        kept = _with_tokens(lines)
+        assert kept == alone or ("\n" in "".join(line for _, line in lines) and kept == lines)
