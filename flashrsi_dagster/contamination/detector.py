@@ -57,7 +57,9 @@ from flashrsi_dagster.contamination.normalise import FORMS, Stream
 
 LONG = 48
 MAX_JUDGED_BYTES = 4 << 20
-"""Bytes of a candidate's changed files one verdict searches, at most (`unread` past it)."""
+"""Bytes of a candidate's changed files one verdict searches, at most (`unread` past it). Kept
+at 4 MB with the faster search: a code tree still costs seconds a megabyte, and a random
+binary much past 3 MB spends the decoding budget on the magics it holds (docs/host-duties.md)."""
 MANY = 3
 FEW = 5
 """Tasks whose own fragments (shared with no other task) make a `fragments` hit."""
