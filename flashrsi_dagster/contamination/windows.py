@@ -12,7 +12,7 @@ a collision only adds a position the exact look-up then passes over.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterator
 
 import numpy as np
 
@@ -27,19 +27,20 @@ CHUNK = 1 << 18
 class Keys:
     """A set of keys of one width (all `str` or all `bytes`), by their windows' hashes."""
 
-    def __init__(self, keys: Iterable[str | bytes], width: int) -> None:
-        self.width = width
-        self.keys = frozenset(key for key in keys if len(key) == width)
-        codes = [_codes(key) for key in self.keys]
-        if codes:
-            table = np.stack(codes)
-            hashes = np.zeros(len(codes), np.uint64)
+    def __init__(self, keys: Collection[str | bytes], width: int) -> None:
+        """`keys`: a set or a mapping's keys, kept as it is (not copied) for the look-ups of
+        short texts; a key of another width is in no window."""
+        self.width, self.keys = width, keys
+        fitting = [key for key in keys if len(key) == width]
+        parts, batch = [np.zeros(0, np.uint64)], max(CHUNK // width, 1)
+        for at in range(0, len(fitting), batch):  # a few MB of codes at a time
+            table = np.stack([_codes(key) for key in fitting[at : at + batch]])
+            hashes = np.zeros(len(table), np.uint64)
             for column in range(width):
                 hashes *= _BASE
                 hashes += table[:, column]
-            self.hashes = np.unique(hashes)
-        else:
-            self.hashes = np.zeros(0, np.uint64)
+            parts.append(hashes)
+        self.hashes = np.unique(np.concatenate(parts))
 
     def positions(
         self, data: str | bytes, first: int = 0, last: int | None = None
