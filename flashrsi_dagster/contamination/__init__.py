@@ -8,8 +8,8 @@ splits), in the plain text and the texts a reader could recover from it, before 
 
 Modules: `normalise` (the compared form), `decode` (a file's texts: escapes, base64, hex,
 compression), `index` (the secrets as shingles and digests), `detector` (the search and the
-thresholds), `verdict` (the record and its Worker-safe line), `check` (what the algorithms
-call).
+thresholds), `windows` (where a text may hold a shingle, found at C speed), `verdict` (the
+record and its Worker-safe line), `check` (what the algorithms call).
 """
 
 from flashrsi_dagster.contamination.check import ContentCheck

@@ -29,10 +29,12 @@ import re
 import unicodedata
 import zipfile
 import zlib
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from urllib.parse import unquote, unquote_to_bytes
+from functools import lru_cache
+from urllib.parse import unquote_to_bytes
 
 MAX_DEPTH = 3
 """Encodings nested in one another, at most (base64 of gzip of base64 is 3)."""
@@ -154,7 +156,8 @@ def _views(file, data: bytes, encoding: str, span, depth: int, budget: Budget) -
     yield View(file, encoding, lines)
     if encoding == "plain":
         yield View(file, CIPHERS[0], [(n, line[::-1]) for n, line in reversed(lines)])
-        yield View(file, CIPHERS[1], [(n, codecs.encode(line, "rot13")) for n, line in lines])
+        rotated = _rot13(text).splitlines()  # rot13 keeps every line break where it is
+        yield View(file, CIPHERS[1], [(n, r) for (n, _), r in zip(lines, rotated, strict=True)])
         if (read := _ebcdic(data)) is not None and budget.take(read):
             yield from _views(file, read, "ebcdic", span, depth + 1, budget)
         if not data.isascii() and (inflated := _headerless(data, budget)) is not None:
@@ -169,7 +172,7 @@ def _views(file, data: bytes, encoding: str, span, depth: int, budget: Budget) -
         yield View(file, _join("chr()", encoding), _numbered(_CHR.sub(_chr, text), whole))
     web = text
     for _ in range(2):  # escaped twice: `html.escape` of `&#105;`, `quote(quote(text))`
-        if ("&" not in web and "%" not in web) or (read := unquote(html.unescape(web))) == web:
+        if ("&" not in web and "%" not in web) or (read := _unquote(html.unescape(web))) == web:
             break
         web = read
         yield View(file, _join("url/html", encoding), _numbered(web, whole))
@@ -183,6 +186,35 @@ def _views(file, data: bytes, encoding: str, span, depth: int, budget: Budget) -
         for inner, inner_kind in _unpacked(blob, budget, viewed=kind == "bytes"):
             name = _join(inner_kind, _join(kind, encoding))
             yield from _views(file, inner, name, blob_span, depth + 1, budget)
+
+
+_ROT13 = bytes.maketrans(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+    b"NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm",
+)
+
+
+def _rot13(text: str) -> str:
+    """`codecs.encode(text, "rot13")`, through UTF-8 bytes: the codec looks every character
+    up in a mapping one by one (seconds for a binary file's text); ASCII letters are single
+    bytes in UTF-8, and no other character's bytes are ASCII."""
+    return text.encode("utf-8", "surrogatepass").translate(_ROT13).decode("utf-8", "surrogatepass")
+
+
+_PERCENT_RUN = re.compile(r"(?:%[0-9a-fA-F]{2})+")
+
+
+def _unquote(text: str) -> str:
+    """`urllib.parse.unquote(text)`, each run of `%XX` decoded as UTF-8 (errors replaced) in
+    one regex pass: `unquote` cuts a text at every non-ASCII character and decodes each ASCII
+    piece through a generator, seconds for a binary file's views. The same text: an ASCII
+    character ends any UTF-8 sequence, so decoding the runs alone reads as decoding them
+    with the characters between."""
+    if "%" not in text:
+        return text
+    return _PERCENT_RUN.sub(
+        lambda run: unquote_to_bytes(run.group()).decode("utf-8", "replace"), text
+    )
 
 
 def _chr(match: re.Match) -> str:
@@ -255,13 +287,13 @@ def _blobs(
         yield raw, "escaped bytes", _span(data, data, match, whole, False)
     latin = unescape(text).encode("latin-1", "replace") if "\\" in text else b""
     for reading in (text, unescape(text)) if "\\" in text else (text,):
-        yield from _two_symbol_bits(reading, whole or (1, data.count(b"\n") + 1))
+        yield from _two_symbol_bits(reading, everything)
     yield from _other_alphabets(data, whole)
     if latin:  # an Ascii85 run is full of backslashes a string literal escapes
-        yield from _other_alphabets(latin, whole or (1, data.count(b"\n") + 1))
+        yield from _other_alphabets(latin, everything)
     for blob in (data, latin, *_latin_readings(data, text), *_web_bytes(data, text)):
         for offset in _magic_offsets(blob, budget):
-            yield blob[offset:], "bytes", whole or (1, data.count(b"\n") + 1)
+            yield blob[offset:], "bytes", everything
 
 
 _LETTERS = re.compile(rb"[A-Za-z]+=*")
@@ -540,9 +572,17 @@ def _span(data: bytes, source: bytes, match: re.Match, whole, squeezed: bool):
     if whole is not None:
         return whole
     if squeezed:  # positions of the squeezed bytes are not the file's: the whole file
-        return (1, data.count(b"\n") + 1)
-    first = source.count(b"\n", 0, match.start()) + 1
-    return (first, first + source.count(b"\n", match.start(), match.end()))
+        return (1, len(_newlines(data)) + 1)
+    breaks, start = _newlines(source), match.start()
+    first = bisect_left(breaks, start) + 1
+    return (first, first + bisect_left(breaks, match.end()) - bisect_left(breaks, start))
+
+
+@lru_cache(maxsize=4)
+def _newlines(data: bytes) -> list[int]:
+    """Where `data`'s newlines are, found once per file (or reading of it): counting them
+    from the file's start for each blob took seconds in a tree of code, many runs a file."""
+    return [match.start() for match in re.finditer(b"\n", data)]
 
 
 MAX_MAGIC_OFFSETS = 1024

@@ -32,8 +32,10 @@ from __future__ import annotations
 import base64
 import contextlib
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import accumulate
 
 from flashrsi_dagster.contamination.decode import (
     CIPHERS,
@@ -55,7 +57,9 @@ from flashrsi_dagster.contamination.normalise import FORMS, Stream
 
 LONG = 48
 MAX_JUDGED_BYTES = 4 << 20
-"""Bytes of a candidate's changed files one verdict searches, at most (`unread` past it)."""
+"""Bytes of a candidate's changed files one verdict searches, at most (`unread` past it). Kept
+at 4 MB with the faster search: a code tree still costs seconds a megabyte, and a random
+binary much past 3 MB spends the decoding budget on the magics it holds (docs/host-duties.md)."""
 MANY = 3
 FEW = 5
 """Tasks whose own fragments (shared with no other task) make a `fragments` hit."""
@@ -222,7 +226,7 @@ def _raw_digests(path: str, data: bytes, index: SecretIndex) -> Iterator[Found]:
         forms.append(text.encode("latin-1", "replace"))
     for form in forms:
         digests, width = index.raw_digests, RAW_PREFIX
-        for at in range(len(form) - width + 1):
+        for at in index.raw_keys().positions(form):
             task = digests.get(form[at : at + width])
             if task is not None:
                 line = data.count(b"\n", 0, at) + 1
@@ -238,7 +242,8 @@ def _matches(
     text, grams, reached = stream.text, index.grams[form], {}
     encoding = view.encoding if form == "normal" else f"{form}+{view.encoding}"
     spans = near if near is not None else [(0, len(text))]
-    for p in (p for first, last in spans for p in range(first, min(last, len(text) - GRAM + 1))):
+    keys = index.gram_keys(form)  # the positions that may hold a shingle, found in C
+    for p in (p for first, last in spans for p in keys.positions(text, first, last)):
         pairs = grams.get(text[p : p + GRAM])
         if not pairs:
             continue
@@ -270,7 +275,7 @@ Ascii85, so they are stripped too), read back to hex."""
 
 
 def _digests(view: View, index: SecretIndex) -> Iterator[Found]:
-    for number, line in view.lines:
+    for number, line in _with_tokens(view.lines):
         hexes = [t.lower() for t in _HEX_TOKEN.findall(line)]
         # a pickled or marshalled string's length byte may be a hex digit (`8` before 56)
         hexes += [t[1:] for t in hexes if len(t) % 2]
@@ -281,6 +286,24 @@ def _digests(view: View, index: SecretIndex) -> Iterator[Found]:
         for task in tasks:
             if task is not None:
                 yield Found("digest", task, "input", view.file, view.encoding, (number, number), 0)
+
+
+def _with_tokens(lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The lines that hold a token a digest could be (in order): the others yield nothing,
+    and a binary file's view has tens of thousands of them (five `findall`s a line cost
+    seconds). The tokens are found in all the lines joined by newlines, a few scans in C: no
+    token holds a newline, and each pattern reads one at a line's ends as it reads the line's
+    start or end."""
+    joined = "\n".join(line for _, line in lines)
+    if joined.count("\n") != max(len(lines) - 1, 0):  # a line held a newline: all of them
+        return lines
+    starts = list(accumulate((len(line) + 1 for _, line in lines[:-1]), initial=0))
+    held = {
+        bisect_right(starts, match.start()) - 1
+        for pattern in (_HEX_TOKEN, _B64_TOKEN, _B85_TOKEN, _A85_TOKEN)
+        for match in pattern.finditer(joined)
+    }
+    return [lines[at] for at in sorted(held)]
 
 
 def _other_digests(line: str) -> list[str]:

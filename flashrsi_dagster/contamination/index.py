@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from flashrsi_dagster.benchmarks.base import Secret
 from flashrsi_dagster.contamination.normalise import FORMS, letters, normalise
+from flashrsi_dagster.contamination.windows import Keys
 
 GRAM = 16
 STEP = 8
@@ -70,6 +71,7 @@ class SecretIndex:
     """The first `RAW_PREFIX` bytes of an input's digest, as bytes (`md5(text).digest()`) ->
     task; a 32-bit checksum is too short to tell apart from other bytes."""
     _holders: dict[str, int] = field(default_factory=dict)
+    _keys: dict[str, Keys] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -126,6 +128,19 @@ class SecretIndex:
         offsets = {*range(0, len(text) - GRAM + 1, STEP), len(text) - GRAM}
         for offset in sorted(offsets):
             grams.setdefault(text[offset : offset + GRAM], []).append((number, offset))
+
+    def gram_keys(self, form: str) -> Keys:
+        """The shingles of `form`, for finding where a text holds one (made once, on first
+        use: the index is complete by then)."""
+        if form not in self._keys:
+            self._keys[form] = Keys(self.grams[form], GRAM)
+        return self._keys[form]
+
+    def raw_keys(self) -> Keys:
+        """The raw digests' prefixes, for finding where a file's bytes hold one."""
+        if "raw" not in self._keys:
+            self._keys["raw"] = Keys(self.raw_digests, RAW_PREFIX)
+        return self._keys["raw"]
 
     def holders(self, fragment: str) -> int:
         """How many tasks' secrets hold `fragment` (a normal-form text): a fragment several

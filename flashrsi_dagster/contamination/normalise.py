@@ -21,6 +21,7 @@ import unicodedata
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 _DROPPED = re.compile(r"[\s'\"`\\+,()\[\]\x00]+")
 
@@ -33,8 +34,15 @@ _TAGS = {0xE0000 + code: code for code in range(0x20, 0x7F)}
 `chr(0xE0000 + ord(c))` away from the plain one ("ASCII smuggling")."""
 
 
+_TAG = re.compile("[\U000e0020-\U000e007e]")
+
+
 def _folded(text: str) -> str:
-    return unicodedata.normalize("NFKC", text.translate(_TAGS)).casefold()
+    # `translate` with a mapping looks every character of a non-ASCII text up one by one
+    # (seconds for a binary file's views): the few texts holding a tag character pay it
+    if not text.isascii() and _TAG.search(text):
+        text = text.translate(_TAGS)
+    return unicodedata.normalize("NFKC", text).casefold()
 
 
 def normalise(text: str) -> str:
@@ -52,6 +60,34 @@ def letters(text: str) -> str:
 FORMS: dict[str, Callable[[str], str]] = {"normal": normalise, "letters": letters}
 """The forms a text is compared in: every secret in the first, a task's input in both."""
 
+_SPACES = "".join(c for c in map(chr, range(0x3001)) if c.isspace() and c != "\n")
+"""What `\\s` matches (`str.isspace`, none past U+3000) but the newline."""
+_DROPPED_BUT_NEWLINE = re.compile("[" + re.escape(_SPACES) + r"'\"`\\+,()\[\]\x00]+")
+_NOT_ALNUM_BUT_NEWLINE = re.compile(r"[^\w\n]+|_+")
+_NFKC = partial(unicodedata.normalize, "NFKC")
+_NFKD = partial(unicodedata.normalize, "NFKD")
+
+
+def in_form(lines: list[str], form: str) -> list[str]:
+    """`[FORMS[form](line) for line in lines]` for lines without a newline in them, in a few
+    calls over them all joined by newlines (a binary file's view has tens of thousands of
+    lines: a call per line per step cost seconds). The tag mapping, case folding and the
+    characters dropped go character by character, and the newline is not dropped here, so
+    it cuts the lines apart again; NFKC and NFKD stay a call per line (a text that is
+    normal already is one quick check, and most lines are)."""
+    joined = "\n".join(lines)
+    if not joined.isascii() and _TAG.search(joined):
+        joined = joined.translate(_TAGS)
+    folded = "\n".join(map(_NFKC, joined.split("\n"))).casefold()
+    if form == "normal":
+        pieces = _DROPPED_BUT_NEWLINE.sub("", folded).split("\n")
+    else:
+        decomposed = "\n".join(map(_NFKD, folded.split("\n")))
+        pieces = _NOT_ALNUM_BUT_NEWLINE.sub("", decomposed).split("\n")
+    if len(pieces) != len(lines):  # a line held a newline: one at a time
+        return [FORMS[form](line) for line in lines]
+    return pieces
+
 
 @dataclass(frozen=True)
 class Stream:
@@ -65,8 +101,9 @@ class Stream:
     @classmethod
     def of(cls, lines: list[tuple[int, str]], form: str = "normal") -> Stream:
         pieces, starts, numbers, at = [], [], [], 0
-        for number, line in lines:
-            piece = FORMS[form](line)
+        for (number, _), piece in zip(
+            lines, in_form([line for _, line in lines], form), strict=True
+        ):
             if piece:
                 pieces.append(piece)
                 starts.append(at)
