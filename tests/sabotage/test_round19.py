@@ -1,0 +1,167 @@
+"""Sabotage, nineteenth red-team pass (issue 22), as a hostile Worker and a hostile evolved
+harness: rounds 17-18's fixes attacked first (the content check's search for compressed
+streams inside a file's bytes, `MAX_MAGIC_OFFSETS`, zip members read from their local
+headers, a stored body's own local headers), then the decoders those fixes feed: a stream
+inside a decoded or decompressed blob rather than a file, a stream that fails after the
+table, and honest files whose bytes hold a magic by chance.
+
+(The figures below are filled in at the end of the round.)
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import random
+import zipfile
+import zlib
+from collections.abc import Callable
+
+import pytest
+
+from flashrsi_dagster.contamination.decode import MAX_MAGIC_OFFSETS
+from flashrsi_dagster.contamination.detector import MAX_JUDGED_BYTES, RULES
+from tests.sabotage.test_round15 import _binary
+from tests.sabotage.test_round16 import TABLE_JSON, _zip
+from tests.sabotage.test_round17 import _in_code
+
+# -- the content check: a stream inside a decoded or decompressed blob -------------------------
+
+SCRIPT = b"#!/usr/bin/env python3\nimport zipapp\n"
+"""The front of a zipapp (`python app.pyz` runs the zip at its end)."""
+
+EMBEDDED = {
+    "a zipapp stored in a zip": _binary(
+        "skills/apps.zip", _zip([("app.pyz", SCRIPT + _zip([("t", TABLE_JSON)]))], zipfile.ZIP_STORED)
+    ),
+    "a zipapp deflated in a zip": _binary(
+        "skills/apps2.zip", _zip([("app.pyz", SCRIPT + _zip([("t", TABLE_JSON)]))])
+    ),
+    "a byte and a gzip stream, base64'd": _in_code(
+        "runtime/a.py", b"\x00" + gzip.compress(TABLE_JSON, mtime=0)
+    ),
+    "a byte and a zip, base64'd": _in_code("runtime/b.py", b"\x00" + _zip([("t", TABLE_JSON)])),
+    "two bytes and an xz stream, bzip2'd": _binary(
+        "skills/t.bz2", bz2.compress(b"\x01\x02" + lzma.compress(TABLE_JSON))
+    ),
+}
+
+
+@pytest.mark.parametrize("form", EMBEDDED)
+def test_a_stream_inside_a_decoded_blob_is_read(content_check, form):
+    """Attack: the table's stream a few bytes into a blob the check decodes or decompresses
+    (a zipapp kept in a zip, stored or deflated; a byte in front of a gzip stream or a zip,
+    base64'd in code; two bytes in front of an xz stream, bzip2'd): a harness drops the
+    bytes in front (`blob[1:]`, zipfile finds a zipapp's archive itself).
+    Got through on main: round 18 looks for a magic inside a file's bytes only; a decoded
+    or decompressed blob that is not text was read for its printable runs alone, so the
+    stream in it was never decompressed, the candidate judged clean. Stops it: such a blob
+    in which a stream opens past its start is read from there as a file's bytes are
+    (`decode._embedded`)."""
+    verdict = content_check.judge(EMBEDDED[form])
+
+    assert verdict.contaminated, verdict
+
+
+def test_a_jar_of_binary_members_is_searched(content_check):
+    """The honest side: a jar of 64 deflated members of random bytes (class files, icons),
+    some holding a compressor's magic by chance: clean, and not called unsearched."""
+    noise = random.Random(19)
+    members = [(f"p/C{i}.class", noise.randbytes(16 << 10)) for i in range(64)]
+
+    verdict = content_check.judge(_binary("skills/lib.jar", _zip(members)))
+
+    assert not verdict.contaminated and not verdict.rules, verdict
+
+
+# -- the content check: a stream that fails after the table ------------------------------------
+
+FILLER = b"".join(b"row %d of the harness's log, value %d\n" % (i, i * 7 % 1000) for i in range(40_000))
+"""About 1.4 MB of text after the table: more than one bzip2 block."""
+
+
+def _broken(stream: bytes, at: float) -> bytes:
+    """`stream` with 8 bytes inverted `at` its length (a fraction): it fails there."""
+    out, start = bytearray(stream), int(len(stream) * at)
+    out[start : start + 8] = bytes(b ^ 0xFF for b in out[start : start + 8])
+    return bytes(out)
+
+
+BROKEN: dict[str, tuple[bytes, Callable[[io.BytesIO], io.BufferedIOBase]]] = {
+    "gzip": (_broken(gzip.compress(TABLE_JSON + FILLER, mtime=0), 0.9), gzip.GzipFile),
+    "zlib": (
+        _broken(zlib.compress(TABLE_JSON + FILLER), 0.9),
+        lambda raw: io.BytesIO(zlib.decompressobj().decompress(raw.read(4096))),
+    ),
+    "bzip2": (_broken(bz2.compress(TABLE_JSON + FILLER), 0.9), bz2.BZ2File),
+    "xz": (_broken(lzma.compress(TABLE_JSON + FILLER), 0.5), lzma.LZMAFile),
+}
+
+
+@pytest.mark.parametrize("kind", BROKEN)
+def test_a_stream_that_fails_after_the_table_is_read_to_its_failure(content_check, kind):
+    """Attack: the table at the front of a gzip, zlib, bzip2 or xz stream broken further on
+    (eight bytes inverted): a harness reads it a piece at a time (`gzip.open(...).read(n)`,
+    `readline()`, `decompressobj().decompress(chunk)`) and has the table before the error.
+    Got through on main: each stream was decompressed in one call, which raised at the
+    break and kept nothing (a gzip or zlib stream read raw failed at the same place), the
+    candidate judged clean. Stops it: a stream that fails is read again a piece at a time,
+    and what it gave before the failure is searched (`decode._salvaged`)."""
+    stream, reader = BROKEN[kind]
+    assert reader(io.BytesIO(stream)).read(len(TABLE_JSON)) == TABLE_JSON  # what a harness has
+
+    verdict = content_check.judge(_binary(f"skills/t.{kind}", stream))
+
+    assert verdict.contaminated, verdict
+
+
+# -- the content check: magics by chance in honest files ---------------------------------------
+
+ALGEBRA = b"".join(b"Example %d: if f(x) = x^2 + %d then f'(x) = 2x.\n" % (i, i) for i in range(1100))
+"""A skill's worked examples: `x^` is the bytes `78 5e`, a zlib header, 1,100 times."""
+ALGEBRA_WEB = b"".join(
+    b"Example %d: f(x) = x^2 grows 50%% faster \xe2\x80\x94 n\n" % i for i in range(600)
+)
+"""The same, 600 times, with a `%` and a UTF-8 dash: read as bytes three ways."""
+
+
+@pytest.mark.parametrize("text", [ALGEBRA, ALGEBRA_WEB], ids=["ascii", "with % and UTF-8"])
+def test_notes_full_of_x_squared_are_searched(content_check, text):
+    """Attack (on the honest side): a skill's notes of worked algebra, `x^2` in every line
+    (40 KB, 600 to 1,100 lines). Got through on main (rejected as unsearched, an honest
+    harness refused): every `x^` is a zlib header, each tried as a stream: more than
+    `MAX_MAGIC_OFFSETS` of them in a reading, or each attempt charged 4 KB of the decoding
+    budget (600 in three readings of the bytes spend its 4 MB), made the candidate
+    unsearched. Stops it: a place is tried (and counted) only when a stream opens there, its
+    decompressor taking the first bytes without error (`decode._opens`): ASCII text fails
+    within a few bytes."""
+    verdict = content_check.judge(_binary("skills/algebra.md", text))
+
+    assert not verdict.contaminated and not verdict.rules, verdict
+
+
+def test_an_honest_binary_just_under_the_bound_is_searched(content_check):
+    """Attack (on the honest side): random bytes (a photo, a small model's weights) just
+    under the 4 MB the check reads: about 340 places where a magic starts by chance. Got
+    through on main (rejected as unsearched): each was tried and charged 4 KB of the budget,
+    in each reading of the bytes (as they are, as latin-1, unescaped, unquoted: random bytes
+    hold `\\` and `%`), more than its 4 MB in all. Stops it: a place no stream opens at is
+    not tried (`decode._opens`)."""
+    data = random.Random(1903).randbytes(MAX_JUDGED_BYTES - (64 << 10))
+
+    verdict = content_check.judge(_binary("skills/photo.jpg", data))
+
+    assert not verdict.contaminated and not verdict.rules, verdict
+
+
+def test_more_opening_decoys_than_the_check_tries_are_unsearched(content_check):
+    """Attack on this round's fix: decoys that do open, as many as `MAX_MAGIC_OFFSETS` and
+    one more (tiny zlib streams, each a real stream), before the table's gzip stream. Held:
+    each counts, and past the bound the candidate is unsearched, never clean."""
+    decoys = b"".join(zlib.compress(b"decoy %d" % i) for i in range(MAX_MAGIC_OFFSETS + 1))
+
+    verdict = content_check.judge(_binary("skills/d.bin", decoys + gzip.compress(TABLE_JSON)))
+
+    assert verdict.contaminated and RULES["undecoded"] in verdict.rules, verdict
