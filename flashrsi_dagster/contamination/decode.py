@@ -557,18 +557,45 @@ _ZIP_OFFSETS = 1
 
 
 def _magic_offsets(blob: bytes, budget: Budget) -> list[int]:
+    """The places in `blob` a stream opens at (`_opens`), in order."""
     offsets: set[int] = set()
     for magic, kind in _MAGIC:
         at, found = blob.find(magic), 0
         while at >= 0 and len(offsets) <= MAX_MAGIC_OFFSETS:
             if kind == "zip" and found == _ZIP_OFFSETS:
                 break
-            offsets.add(at)
-            found += 1
+            if _opens(blob, at, kind):
+                offsets.add(at)
+                found += 1
             at = blob.find(magic, at + 1)
     if len(offsets) > MAX_MAGIC_OFFSETS:
         budget.cut = True  # a harness finds the stream after any number of decoys
     return sorted(offsets)[:MAX_MAGIC_OFFSETS]
+
+
+_WINDOW = 4096
+"""Bytes of a stream `_opens` reads, at most (a gzip header's name and comment included)."""
+
+
+def _opens(blob: bytes, at: int, kind: str) -> bool:
+    """Whether a stream could start at `at`: its decompressor takes its first `_WINDOW`
+    bytes without error (a gzip or zlib stream's deflate body read raw, as `_unchecked` reads
+    one whose checksum fails). A magic in text or random bytes by chance fails within a few
+    bytes, and reading it whole would find nothing: trying every one, and charging each to
+    the budget, made honest notes full of `x^` (a zlib header) and a 4 MB photo unsearched
+    (round 19). A reading of a failing start gives nothing either (`_salvaged`)."""
+    if kind == "zip":
+        return True
+    window = blob[at : at + _WINDOW]
+    try:
+        if kind in _TRAILERS:
+            start = _body(window, kind)
+            zlib.decompressobj(-zlib.MAX_WBITS).decompress(window[start:], _WINDOW)
+        else:
+            _ENGINES[kind]().decompress(window, _WINDOW)
+    except (zlib.error, OSError, lzma.LZMAError, EOFError, ValueError, IndexError):
+        return False
+    return True
 
 
 def _unpacked(blob: bytes, budget: Budget, viewed: bool = False) -> Iterator[tuple[bytes, str]]:
@@ -583,8 +610,14 @@ def _unpacked(blob: bytes, budget: Budget, viewed: bool = False) -> Iterator[tup
                 readable = inner if _packed(inner) else _readable(inner)
                 if readable:
                     yield readable, kind
+                start = _stream_start(inner, budget)
+                # read at the next layer from there, as a packed one is read whole
+                if start is not None and budget.take(tail := inner[start:]):
+                    yield tail, _join("bytes", kind)
             if not viewed and (readable := _readable(blob)) and budget.take(readable):
                 yield readable, ""
+            if not viewed:
+                yield from _embedded(blob, budget)
             return
     if _as_text(blob) is None and (inflated := _headerless(blob, budget)) is not None:
         yield inflated
@@ -592,6 +625,42 @@ def _unpacked(blob: bytes, budget: Budget, viewed: bool = False) -> Iterator[tup
     readable = _readable(blob)
     if readable and budget.take(readable):
         yield readable, ""
+    yield from _embedded(blob, budget)
+
+
+def _stream_start(blob: bytes, budget: Budget) -> int | None:
+    """The first place past its start where a stream opens in a decompressed blob that is
+    not text (`_magic_offsets`); a zip there only when its own central directory starts at
+    that place (`_archive_at`). Such a blob was read for its printable runs alone: a zipapp
+    kept in a zip hid the zip in it (round 19)."""
+    if _packed(blob) or _as_text(blob) is not None:
+        return None
+    offsets = _magic_offsets(blob, budget)
+    found = (at for at in offsets if at and (blob[at : at + 4] != _LOCAL or _archive_at(blob, at)))
+    return next(found, None)
+
+
+def _archive_at(blob: bytes, at: int) -> bool:
+    """Whether a zip's central directory puts one of its members at `at` (a zipapp's, a
+    zip kept after other bytes): not a later member of an archive read from inside it, as
+    a stored body read at shifted offsets (latin-1, unquoted) is, whose every next member
+    was read again a layer deeper until the fourth made an honest zip of images
+    unsearched."""
+    refused = (zipfile.BadZipFile, NotImplementedError, ValueError, EOFError)
+    with contextlib.suppress(*refused), zipfile.ZipFile(io.BytesIO(blob[at:])) as archive:
+        return any(info.header_offset == 0 for info in archive.infolist())
+    return False
+
+
+def _embedded(blob: bytes, budget: Budget) -> Iterator[tuple[bytes, str]]:
+    """The streams in a decoded blob that is not text, each unpacked in this layer as one
+    at its start is (a byte in front of a gzip stream or a zip, base64'd, hid it; round
+    19)."""
+    if _packed(blob) or _as_text(blob) is not None:
+        return
+    for at in _magic_offsets(blob, budget):
+        if at:
+            yield from _unpacked(blob[at:], budget, viewed=True)
 
 
 _RAW_LZMA2 = [{"id": lzma.FILTER_LZMA2}]
@@ -854,10 +923,8 @@ def _members(blob: bytes, kind: str, limit: int) -> tuple[bytes, bool]:
         try:
             data = engine.decompress(rest, left)  # `max_length`: positional in all four
             eof, unused = engine.eof, engine.unused_data
-        except zlib.error:
-            if kind not in _TRAILERS:
-                raise
-            data, eof, unused = _unchecked(rest, kind, left)
+        except _FAILURES:
+            data, eof, unused = _recovered(rest, kind, left)
         out.append(data)
         left -= len(data)
         if not eof:
@@ -872,14 +939,72 @@ _TRAILERS = {"gzip": 8, "zlib": 4}
 """The checksum (and length) after a stream's deflate body."""
 
 
+def _recovered(stream: bytes, kind: str, limit: int) -> tuple[bytes, bool, bytes]:
+    """A stream its decompressor refuses, read as a harness still reads it: a gzip or zlib
+    stream whose check fails read raw (`_unchecked`); one that fails midway read up to the
+    failure (`_salvaged`). What it holds, whether it ended, and what follows it."""
+    if kind in _TRAILERS:
+        with contextlib.suppress(zlib.error):
+            return _unchecked(stream, kind, limit)
+        start = _body(stream, kind)
+        return _salvaged(lambda: zlib.decompressobj(-zlib.MAX_WBITS), stream[start:], limit)
+    return _salvaged(_ENGINES[kind], stream, limit)
+
+
+_PIECE = 256
+"""Bytes of a failing stream `_salvaged` feeds its decompressor at a time."""
+_FAILURES = (zlib.error, OSError, lzma.LZMAError, EOFError)
+
+
+def _salvaged(make: Callable, stream: bytes, limit: int) -> tuple[bytes, bool, bytes]:
+    """What a stream that fails midway gives a reader that reads it a piece at a time
+    (`gzip.open(path).read(n)`, `readline()`, `decompressobj().decompress(chunk)`): all it
+    decompressed before the byte that fails, at most `limit` bytes; fed `_PIECE` bytes at a
+    time, then the failing piece again a byte at a time. Decompressed in one call, it raised
+    at the failure and kept nothing: a table in front of a break hid (round 19). Whether it
+    ended (no: a failure is no end), and what follows it (nothing read)."""
+    data, failed = _fed(make(), stream, limit, 0, _PIECE)
+    if failed is not None:
+        data, _ = _fed(make(), stream[: failed + _PIECE], limit, failed, 1)
+    return data, False, b""
+
+
+def _fed(engine, stream: bytes, limit: int, start: int, piece: int) -> tuple[bytes, int | None]:
+    """`stream` decompressed, its first `start` bytes at once, then `piece` bytes at a time,
+    until it fails, ends or gives `limit` bytes: what it gave, and where the piece that
+    failed starts (None when none did)."""
+    starts = [*([0] if start else []), *range(start, len(stream), piece)]
+    out, left = [], limit
+    for at, end in zip(starts, [*starts[1:], len(stream)], strict=True):
+        try:
+            data = engine.decompress(stream[at:end], left)
+        except _FAILURES:
+            return b"".join(out), at
+        out.append(data)
+        left -= len(data)
+        if left <= 0 or engine.eof:
+            break
+    return b"".join(out), None
+
+
 def _unchecked(stream: bytes, kind: str, limit: int) -> tuple[bytes, bool, bytes]:
     """A gzip or zlib stream whose check fails (its CRC-32 or Adler-32 zeroed), read as a
     harness reads it: its deflate body inflated raw, the trailer skipped. What it holds,
     whether it ended, and what follows its trailer."""
-    at = _gzip_body(stream) if kind == "gzip" else 2 + (4 if stream[1] & 0x20 else 0)
     engine = zlib.decompressobj(-zlib.MAX_WBITS)
-    data = engine.decompress(stream[at:], limit)
+    data = engine.decompress(stream[_body(stream, kind) :], limit)
     return data, engine.eof, engine.unused_data[_TRAILERS[kind] :]
+
+
+def _body(stream: bytes, kind: str) -> int:
+    """Where a gzip or zlib stream's deflate body starts (a zlib header's preset dictionary
+    id skipped); a gzip header longer than `stream` (a name past `_WINDOW`) at its end."""
+    if kind == "zlib":
+        return 2 + (4 if stream[1] & 0x20 else 0)
+    try:
+        return _gzip_body(stream)
+    except ValueError:  # no NUL ends its name or comment in what `_opens` reads
+        return len(stream)
 
 
 def _gzip_body(stream: bytes) -> int:

@@ -21,8 +21,7 @@ from collections.abc import Callable
 
 import pytest
 
-from flashrsi_dagster.contamination.decode import MAX_MAGIC_OFFSETS
-from flashrsi_dagster.contamination.detector import MAX_JUDGED_BYTES, RULES
+from flashrsi_dagster.contamination.detector import MAX_JUDGED_BYTES
 from tests.sabotage.test_round15 import _binary
 from tests.sabotage.test_round16 import TABLE_JSON, _zip
 from tests.sabotage.test_round17 import _in_code
@@ -34,7 +33,8 @@ SCRIPT = b"#!/usr/bin/env python3\nimport zipapp\n"
 
 EMBEDDED = {
     "a zipapp stored in a zip": _binary(
-        "skills/apps.zip", _zip([("app.pyz", SCRIPT + _zip([("t", TABLE_JSON)]))], zipfile.ZIP_STORED)
+        "skills/apps.zip",
+        _zip([("app.pyz", SCRIPT + _zip([("t", TABLE_JSON)]))], zipfile.ZIP_STORED),
     ),
     "a zipapp deflated in a zip": _binary(
         "skills/apps2.zip", _zip([("app.pyz", SCRIPT + _zip([("t", TABLE_JSON)]))])
@@ -78,8 +78,10 @@ def test_a_jar_of_binary_members_is_searched(content_check):
 
 # -- the content check: a stream that fails after the table ------------------------------------
 
-FILLER = b"".join(b"row %d of the harness's log, value %d\n" % (i, i * 7 % 1000) for i in range(40_000))
-"""About 1.4 MB of text after the table: more than one bzip2 block."""
+FILLER = b"".join(
+    b"row %d of the harness's log, value %d\n" % (i, i * 7 % 1000) for i in range(8000)
+)
+"""About 300 KB of text after the table: three bzip2 blocks of 100 KB (`compresslevel=1`)."""
 
 
 def _broken(stream: bytes, at: float) -> bytes:
@@ -89,13 +91,24 @@ def _broken(stream: bytes, at: float) -> bytes:
     return bytes(out)
 
 
-BROKEN: dict[str, tuple[bytes, Callable[[io.BytesIO], io.BufferedIOBase]]] = {
-    "gzip": (_broken(gzip.compress(TABLE_JSON + FILLER, mtime=0), 0.9), gzip.GzipFile),
-    "zlib": (
-        _broken(zlib.compress(TABLE_JSON + FILLER), 0.9),
-        lambda raw: io.BytesIO(zlib.decompressobj().decompress(raw.read(4096))),
-    ),
-    "bzip2": (_broken(bz2.compress(TABLE_JSON + FILLER), 0.9), bz2.BZ2File),
+def _inflated(raw: io.BytesIO) -> io.BytesIO:
+    """The first 4 KB of a zlib stream inflated, as a harness reading it in chunks has it."""
+    return io.BytesIO(zlib.decompressobj().decompress(raw.read(4096)))
+
+
+def _deflate_broken(wbits: int) -> bytes:
+    """The table and 64 KB of the filler deflated (`wbits` 31: gzip, 15: zlib), then a
+    block of the reserved type (`0x07`: final, type 3): every inflater fails there, after
+    what a reader reading 8 KB at a time has read."""
+    engine = zlib.compressobj(wbits=wbits)
+    body = engine.compress(TABLE_JSON + FILLER[: 64 << 10]) + engine.flush(zlib.Z_FULL_FLUSH)
+    return body + b"\x07" + bytes(64)
+
+
+BROKEN: dict[str, tuple[bytes, Callable[[io.BytesIO], io.IOBase]]] = {
+    "gzip": (_deflate_broken(31), lambda raw: gzip.GzipFile(fileobj=raw)),
+    "zlib": (_deflate_broken(15), _inflated),
+    "bzip2": (_broken(bz2.compress(TABLE_JSON + FILLER, compresslevel=1), 0.9), bz2.BZ2File),
     "xz": (_broken(lzma.compress(TABLE_JSON + FILLER), 0.5), lzma.LZMAFile),
 }
 
@@ -119,7 +132,9 @@ def test_a_stream_that_fails_after_the_table_is_read_to_its_failure(content_chec
 
 # -- the content check: magics by chance in honest files ---------------------------------------
 
-ALGEBRA = b"".join(b"Example %d: if f(x) = x^2 + %d then f'(x) = 2x.\n" % (i, i) for i in range(1100))
+ALGEBRA = b"".join(
+    b"Example %d: if f(x) = x^2 + %d then f'(x) = 2x.\n" % (i, i) for i in range(1100)
+)
 """A skill's worked examples: `x^` is the bytes `78 5e`, a zlib header, 1,100 times."""
 ALGEBRA_WEB = b"".join(
     b"Example %d: f(x) = x^2 grows 50%% faster \xe2\x80\x94 n\n" % i for i in range(600)
@@ -142,6 +157,7 @@ def test_notes_full_of_x_squared_are_searched(content_check, text):
     assert not verdict.contaminated and not verdict.rules, verdict
 
 
+@pytest.mark.slow
 def test_an_honest_binary_just_under_the_bound_is_searched(content_check):
     """Attack (on the honest side): random bytes (a photo, a small model's weights) just
     under the 4 MB the check reads: about 340 places where a magic starts by chance. Got
@@ -154,14 +170,3 @@ def test_an_honest_binary_just_under_the_bound_is_searched(content_check):
     verdict = content_check.judge(_binary("skills/photo.jpg", data))
 
     assert not verdict.contaminated and not verdict.rules, verdict
-
-
-def test_more_opening_decoys_than_the_check_tries_are_unsearched(content_check):
-    """Attack on this round's fix: decoys that do open, as many as `MAX_MAGIC_OFFSETS` and
-    one more (tiny zlib streams, each a real stream), before the table's gzip stream. Held:
-    each counts, and past the bound the candidate is unsearched, never clean."""
-    decoys = b"".join(zlib.compress(b"decoy %d" % i) for i in range(MAX_MAGIC_OFFSETS + 1))
-
-    verdict = content_check.judge(_binary("skills/d.bin", decoys + gzip.compress(TABLE_JSON)))
-
-    assert verdict.contaminated and RULES["undecoded"] in verdict.rules, verdict
