@@ -15,6 +15,7 @@ import gzip
 import io
 import lzma
 import random
+import struct
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -168,5 +169,35 @@ def test_an_honest_binary_just_under_the_bound_is_searched(content_check):
     data = random.Random(1903).randbytes(MAX_JUDGED_BYTES - (64 << 10))
 
     verdict = content_check.judge(_binary("skills/photo.jpg", data))
+
+    assert not verdict.contaminated and not verdict.rules, verdict
+
+
+def _png(width: int, height: int) -> bytes:
+    """A real PNG of one colour (a screenshot's background): a few KB whose pixels, inflated,
+    are `3 * width * height` bytes."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data).to_bytes(4, "big")
+        return len(data).to_bytes(4, "big") + kind + data + crc
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    pixels = zlib.compress((b"\x00" + b"\xf0" * 3 * width) * height, 9)
+    chunks = chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    return b"\x89PNG\r\n\x1a\n" + chunks
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="declared limit (docs/host-duties.md, 'What it cannot see', the other way round): "
+    "an image whose pixels inflate past the 4 MB decoding budget is rejected as unsearched",
+)
+def test_an_honest_image_of_many_pixels_is_searched(content_check):
+    """Attack (on the honest side): a 7 KB PNG of 1,600 by 1,000 pixels of one colour
+    (4.8 MB of pixels): its image stream is a zlib stream in the file's bytes, read as any
+    other, past the decoding budget. Rejected as unsearched on main and now (5 of 30 real
+    PNGs sampled on the development machine were): pixels cannot be told from padding in
+    front of a table, a harness reads either with `zlib.decompress`. Strict xfail."""
+    verdict = content_check.judge(_binary("skills/screenshot.png", _png(1600, 1000)))
 
     assert not verdict.contaminated and not verdict.rules, verdict
