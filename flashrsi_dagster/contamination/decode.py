@@ -641,14 +641,17 @@ def _stream_start(blob: bytes, budget: Budget) -> int | None:
 
 
 def _archive_at(blob: bytes, at: int) -> bool:
-    """Whether a zip's central directory puts one of its members at `at` (a zipapp's, a
-    zip kept after other bytes): not a later member of an archive read from inside it, as
-    a stored body read at shifted offsets (latin-1, unquoted) is, whose every next member
+    """Whether a zip's central directory, read from `at` (the first local header's
+    signature: a stray one in a script's text may come first), puts a member at a local
+    header (a zipapp's, a zip kept after other bytes): not an archive read from inside it,
+    as a stored body read at shifted offsets (latin-1, unquoted) is, whose every next member
     was read again a layer deeper until the fourth made an honest zip of images
     unsearched."""
+    tail = blob[at:]
     refused = (zipfile.BadZipFile, NotImplementedError, ValueError, EOFError)
-    with contextlib.suppress(*refused), zipfile.ZipFile(io.BytesIO(blob[at:])) as archive:
-        return any(info.header_offset == 0 for info in archive.infolist())
+    with contextlib.suppress(*refused), zipfile.ZipFile(io.BytesIO(tail)) as archive:
+        offsets = [info.header_offset for info in archive.infolist()]
+        return any(tail[offset : offset + 4] == _LOCAL for offset in offsets if offset >= 0)
     return False
 
 

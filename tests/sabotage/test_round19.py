@@ -40,6 +40,10 @@ EMBEDDED = {
     "a zipapp deflated in a zip": _binary(
         "skills/apps2.zip", _zip([("app.pyz", SCRIPT + _zip([("t", TABLE_JSON)]))])
     ),
+    "a zipapp naming a local header's signature, stored in a zip": _binary(
+        "skills/apps3.zip",
+        _zip([("app.pyz", SCRIPT + b"# PK\x03\x04\n" + _zip([("t", TABLE_JSON)]))], 0),
+    ),
     "a byte and a gzip stream, base64'd": _in_code(
         "runtime/a.py", b"\x00" + gzip.compress(TABLE_JSON, mtime=0)
     ),
@@ -66,13 +70,24 @@ def test_a_stream_inside_a_decoded_blob_is_read(content_check, form):
     assert verdict.contaminated, verdict
 
 
-def test_a_jar_of_binary_members_is_searched(content_check):
-    """The honest side: a jar of 64 deflated members of random bytes (class files, icons),
-    some holding a compressor's magic by chance: clean, and not called unsearched."""
-    noise = random.Random(19)
-    members = [(f"p/C{i}.class", noise.randbytes(16 << 10)) for i in range(64)]
+def _image(seed: int) -> bytes:
+    """An image's bytes: a header, then its pixels (12 KB of noise) as a zlib stream."""
+    noise = random.Random(seed).randbytes(12 << 10)
+    return b"\x89PNG\r\n\x1a\n\x00\x00\x30\x00IDAT" + zlib.compress(noise)
 
-    verdict = content_check.judge(_binary("skills/lib.jar", _zip(members)))
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED])
+def test_a_jar_of_binary_members_is_searched(content_check, method):
+    """The honest side: a jar, deflated or stored, of 8 members of random bytes (class
+    files) some holding a compressor's magic by chance, and 8 images (a zlib stream a few
+    bytes in): clean, and not called unsearched. (This round's first fix called the stored
+    one unsearched: its bytes read as latin-1 shift every offset, and each stored image's
+    body ran on into the next member's local header, read again a layer deeper each time.)"""
+    noise = random.Random(19)
+    members = [(f"p/C{i}.class", noise.randbytes(16 << 10)) for i in range(8)]
+    members += [(f"icons/i{i}.png", _image(i)) for i in range(8)]
+
+    verdict = content_check.judge(_binary(f"skills/lib{method}.jar", _zip(members, method)))
 
     assert not verdict.contaminated and not verdict.rules, verdict
 
