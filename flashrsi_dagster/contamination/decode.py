@@ -580,21 +580,23 @@ _WINDOW = 4096
 def _opens(blob: bytes, at: int, kind: str) -> bool:
     """Whether a stream could start at `at`: its decompressor takes its first `_WINDOW`
     bytes without error (a gzip or zlib stream's deflate body read raw, as `_unchecked` reads
-    one whose checksum fails). A magic in text or random bytes by chance fails within a few
-    bytes, and reading it whole would find nothing: trying every one, and charging each to
-    the budget, made honest notes full of `x^` (a zlib header) and a 4 MB photo unsearched
-    (round 19). A reading of a failing start gives nothing either (`_salvaged`)."""
+    one whose checksum fails), or gives a shingle's length (`index.GRAM`, 16) before it fails
+    (`_salvaged`). A magic in text or random bytes by chance fails within a few bytes, and
+    reading it whole would find nothing: trying every one, and charging each to the budget,
+    made honest notes full of `x^` (a zlib header) and a 4 MB photo unsearched (round
+    19)."""
     if kind == "zip":
         return True
     window = blob[at : at + _WINDOW]
+    if kind in _TRAILERS:
+        window = window[_body(window, kind) :]
+        make: Callable = lambda: zlib.decompressobj(-zlib.MAX_WBITS)  # noqa: E731
+    else:
+        make = _ENGINES[kind]
     try:
-        if kind in _TRAILERS:
-            start = _body(window, kind)
-            zlib.decompressobj(-zlib.MAX_WBITS).decompress(window[start:], _WINDOW)
-        else:
-            _ENGINES[kind]().decompress(window, _WINDOW)
-    except (zlib.error, OSError, lzma.LZMAError, EOFError, ValueError, IndexError):
-        return False
+        make().decompress(window, _WINDOW)
+    except _FAILURES:
+        return len(_salvaged(make, window, _WINDOW)[0]) >= 16
     return True
 
 
@@ -915,10 +917,10 @@ MAX_MEMBERS = 1024
 
 def _members(blob: bytes, kind: str, limit: int) -> tuple[bytes, bool]:
     """The stream decompressed, and every stream of its kind right after it, as
-    `gzip.decompress`, `bz2.decompress` and `lzma.decompress` read them (sixteen empty members
-    in front of a table, or a table cut into a member a row, read whole); and whether all of
-    it was read within `limit` bytes and `MAX_MEMBERS` members."""
-    magic = next(m for m, k in _MAGIC if k == kind)
+    `gzip.decompress`, `bz2.decompress` and `lzma.decompress` read them, and zlib streams as a
+    harness's loop over `unused_data` does (sixteen empty members in front of a table, or a
+    table cut into a member a row, read whole); and whether all of it was read within
+    `limit` bytes and `MAX_MEMBERS` members."""
     out: list[bytes] = []
     rest, left = blob, limit
     for _ in range(MAX_MEMBERS):
@@ -933,9 +935,18 @@ def _members(blob: bytes, kind: str, limit: int) -> tuple[bytes, bool]:
         if not eof:
             return b"".join(out), left > 0
         rest = unused
-        if kind == "zlib" or not rest.startswith(magic) or left <= 0:
-            return b"".join(out), left > 0 or not rest.startswith(magic)
+        if not _next_member(rest, kind) or left <= 0:
+            return b"".join(out), left > 0 or not _next_member(rest, kind)
     return b"".join(out), False
+
+
+def _next_member(rest: bytes, kind: str) -> bool:
+    """Whether another stream of `kind` starts `rest`: its magic, or any zlib header (the
+    table cut into zlib streams of 12 characters, each read alone, was never a shingle long;
+    round 19)."""
+    if kind == "zlib":
+        return len(rest) >= 2 and rest[0] & 0x0F == 8 and (rest[0] << 8 | rest[1]) % 31 == 0
+    return rest.startswith(next(m for m, k in _MAGIC if k == kind))
 
 
 _TRAILERS = {"gzip": 8, "zlib": 4}
@@ -978,7 +989,7 @@ def _fed(engine, stream: bytes, limit: int, start: int, piece: int) -> tuple[byt
     failed starts (None when none did)."""
     starts = [*([0] if start else []), *range(start, len(stream), piece)]
     out, left = [], limit
-    for at, end in zip(starts, [*starts[1:], len(stream)], strict=True):
+    for at, end in zip(starts, [*starts[1:], len(stream)], strict=False):  # none: empty
         try:
             data = engine.decompress(stream[at:end], left)
         except _FAILURES:
@@ -1006,7 +1017,7 @@ def _body(stream: bytes, kind: str) -> int:
         return 2 + (4 if stream[1] & 0x20 else 0)
     try:
         return _gzip_body(stream)
-    except ValueError:  # no NUL ends its name or comment in what `_opens` reads
+    except (ValueError, IndexError):  # no NUL ends its name or comment, no flags: cut short
         return len(stream)
 
 

@@ -146,6 +146,26 @@ def test_a_stream_that_fails_after_the_table_is_read_to_its_failure(content_chec
     assert verdict.contaminated, verdict
 
 
+# -- the content check: a table cut into many streams ----------------------------------------
+
+
+@pytest.mark.parametrize("size", [8, 12])
+def test_a_table_cut_into_zlib_streams_is_read_whole(content_check, size):
+    """Attack: the table cut into pieces of 8 or 12 characters, each its own zlib stream,
+    the streams end to end: a harness reads them in a loop (`d = zlib.decompressobj();
+    out += d.decompress(data); data = d.unused_data`). Got through on main: gzip, bzip2
+    and xz streams end to end were read joined, as their modules read them, but a zlib
+    stream alone (`zlib.decompress` reads one), so each piece was searched by itself and
+    none was a shingle long, the candidate judged clean. Stops it: zlib streams end to end
+    are read joined too (`decode._next_member`), up to `MAX_MEMBERS`."""
+    pieces = [TABLE_JSON[at : at + size] for at in range(0, len(TABLE_JSON), size)]
+    data = b"".join(zlib.compress(piece) for piece in pieces)
+
+    verdict = content_check.judge(_binary(f"skills/t{size}.z", data))
+
+    assert verdict.contaminated, verdict
+
+
 # -- the content check: magics by chance in honest files ---------------------------------------
 
 ALGEBRA = b"".join(
