@@ -922,22 +922,42 @@ def _members(blob: bytes, kind: str, limit: int) -> tuple[bytes, bool]:
     table cut into a member a row, read whole); and whether all of it was read within
     `limit` bytes and `MAX_MEMBERS` members."""
     out: list[bytes] = []
-    rest, left = blob, limit
+    view, at, left = memoryview(blob), 0, limit
     for _ in range(MAX_MEMBERS):
-        engine = _ENGINES[kind]()
         try:
-            data = engine.decompress(rest, left)  # `max_length`: positional in all four
-            eof, unused = engine.eof, engine.unused_data
+            data, eof, used = _stream(_ENGINES[kind](), view[at:], left)
         except _FAILURES:
-            data, eof, unused = _recovered(rest, kind, left)
+            data, eof, used = _recovered(view[at:], kind, left)
         out.append(data)
         left -= len(data)
         if not eof:
             return b"".join(out), left > 0
-        rest = unused
-        if not _next_member(rest, kind) or left <= 0:
-            return b"".join(out), left > 0 or not _next_member(rest, kind)
+        at += used
+        more = _next_member(bytes(view[at : at + 8]), kind)
+        if not more or left <= 0:
+            return b"".join(out), left > 0 or not more
     return b"".join(out), False
+
+
+_CHUNK = 1 << 16
+
+
+def _stream(engine, stream: memoryview, limit: int) -> tuple[bytes, bool, int]:
+    """One stream from `stream`'s start, fed `_CHUNK` bytes at a time (fed whole, its
+    `unused_data` copied all that followed it, each member again: a thousand tiny members in
+    front of 4 MB took minutes; round 19): what it gave (at most `limit` bytes), whether it
+    ended, and the bytes it took."""
+    out, left = [], limit
+    for at in range(0, max(len(stream), 1), _CHUNK):
+        piece = stream[at : at + _CHUNK]
+        data = engine.decompress(piece, left)  # `max_length`: positional in all four
+        out.append(data)
+        left -= len(data)
+        if engine.eof:
+            return b"".join(out), True, at + len(piece) - len(engine.unused_data)
+        if left <= 0:
+            break
+    return b"".join(out), False, len(stream)
 
 
 def _next_member(rest: bytes, kind: str) -> bool:
@@ -953,37 +973,39 @@ _TRAILERS = {"gzip": 8, "zlib": 4}
 """The checksum (and length) after a stream's deflate body."""
 
 
-def _recovered(stream: bytes, kind: str, limit: int) -> tuple[bytes, bool, bytes]:
+def _recovered(stream: memoryview, kind: str, limit: int) -> tuple[bytes, bool, int]:
     """A stream its decompressor refuses, read as a harness still reads it: a gzip or zlib
     stream whose check fails read raw (`_unchecked`); one that fails midway read up to the
-    failure (`_salvaged`). What it holds, whether it ended, and what follows it."""
+    failure (`_salvaged`). What it holds, whether it ended, and the bytes it took."""
     if kind in _TRAILERS:
         with contextlib.suppress(zlib.error):
             return _unchecked(stream, kind, limit)
-        start = _body(stream, kind)
+        start = _body(bytes(stream[:_HEADER]), kind)
         return _salvaged(lambda: zlib.decompressobj(-zlib.MAX_WBITS), stream[start:], limit)
     return _salvaged(_ENGINES[kind], stream, limit)
 
 
+_HEADER = 1 << 16
+"""Bytes of a gzip stream its header (a name, a comment) is looked for in, at most."""
 _PIECE = 256
 """Bytes of a failing stream `_salvaged` feeds its decompressor at a time."""
 _FAILURES = (zlib.error, OSError, lzma.LZMAError, EOFError)
 
 
-def _salvaged(make: Callable, stream: bytes, limit: int) -> tuple[bytes, bool, bytes]:
+def _salvaged(make: Callable, stream, limit: int) -> tuple[bytes, bool, int]:
     """What a stream that fails midway gives a reader that reads it a piece at a time
     (`gzip.open(path).read(n)`, `readline()`, `decompressobj().decompress(chunk)`): all it
     decompressed before the byte that fails, at most `limit` bytes; fed `_PIECE` bytes at a
     time, then the failing piece again a byte at a time. Decompressed in one call, it raised
     at the failure and kept nothing: a table in front of a break hid (round 19). Whether it
-    ended (no: a failure is no end), and what follows it (nothing read)."""
+    ended (no: a failure is no end), and the bytes it took (all)."""
     data, failed = _fed(make(), stream, limit, 0, _PIECE)
     if failed is not None:
         data, _ = _fed(make(), stream[: failed + _PIECE], limit, failed, 1)
-    return data, False, b""
+    return data, False, len(stream)
 
 
-def _fed(engine, stream: bytes, limit: int, start: int, piece: int) -> tuple[bytes, int | None]:
+def _fed(engine, stream, limit: int, start: int, piece: int) -> tuple[bytes, int | None]:
     """`stream` decompressed, its first `start` bytes at once, then `piece` bytes at a time,
     until it fails, ends or gives `limit` bytes: what it gave, and where the piece that
     failed starts (None when none did)."""
@@ -1001,13 +1023,13 @@ def _fed(engine, stream: bytes, limit: int, start: int, piece: int) -> tuple[byt
     return b"".join(out), None
 
 
-def _unchecked(stream: bytes, kind: str, limit: int) -> tuple[bytes, bool, bytes]:
+def _unchecked(stream: memoryview, kind: str, limit: int) -> tuple[bytes, bool, int]:
     """A gzip or zlib stream whose check fails (its CRC-32 or Adler-32 zeroed), read as a
     harness reads it: its deflate body inflated raw, the trailer skipped. What it holds,
-    whether it ended, and what follows its trailer."""
-    engine = zlib.decompressobj(-zlib.MAX_WBITS)
-    data = engine.decompress(stream[_body(stream, kind) :], limit)
-    return data, engine.eof, engine.unused_data[_TRAILERS[kind] :]
+    whether it ended, and the bytes it took, its trailer's too."""
+    start = _body(bytes(stream[:_HEADER]), kind)
+    data, eof, used = _stream(zlib.decompressobj(-zlib.MAX_WBITS), stream[start:], limit)
+    return data, eof, start + used + _TRAILERS[kind]
 
 
 def _body(stream: bytes, kind: str) -> int:

@@ -3,10 +3,22 @@ harness: rounds 17-18's fixes attacked first (the content check's search for com
 streams inside a file's bytes, `MAX_MAGIC_OFFSETS`, zip members read from their local
 headers, a stored body's own local headers), then the decoders those fixes feed: a stream
 inside a decoded or decompressed blob rather than a file, a stream that fails after the
-table, and honest files whose bytes hold a magic by chance.
+table, a table cut into many small streams, and honest files whose bytes hold a magic by
+chance.
 
-(The figures below are filled in at the end of the round.)
-"""
+Each attack is one test, written here failing on main first, then closed in
+`contamination/decode.py`. Of 18 cases, 16 got through on main (4 holes, all closed; one
+honest false rejection declared): a stream a few bytes into a decoded or decompressed blob
+was never decompressed, only the blob's printable runs read (a zipapp kept in a zip, a byte
+before a gzip stream or a zip, base64'd, two bytes before an xz stream, bzip2'd) (6); a
+gzip, zlib, bzip2 or xz stream that fails after the table gave nothing, though a harness
+reading it a piece at a time has the table (4); a table cut into zlib streams of 8 or 12
+characters end to end was read a stream at a time, no piece a shingle long (2); honest
+files were rejected as unsearched, every chance magic tried and charged to the budget (notes
+of algebra, `x^` being a zlib header; a 4 MB photo) (3). Declared (strict xfail): an honest
+image whose pixels inflate past the decoding budget is rejected as unsearched, on main too.
+Round 18's test of decoys past `MAX_MAGIC_OFFSETS` now uses decoys that open (a magic no
+stream opens at is no longer tried)."""
 
 from __future__ import annotations
 
