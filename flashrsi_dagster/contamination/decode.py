@@ -597,18 +597,47 @@ _ZIP_OFFSETS = 1
 
 
 def _magic_offsets(blob: bytes, budget: Budget) -> list[int]:
+    """The places in `blob` a stream opens at (`_opens`), in order."""
     offsets: set[int] = set()
     for magic, kind in _MAGIC:
         at, found = blob.find(magic), 0
         while at >= 0 and len(offsets) <= MAX_MAGIC_OFFSETS:
             if kind == "zip" and found == _ZIP_OFFSETS:
                 break
-            offsets.add(at)
-            found += 1
+            if _opens(blob, at, kind):
+                offsets.add(at)
+                found += 1
             at = blob.find(magic, at + 1)
     if len(offsets) > MAX_MAGIC_OFFSETS:
         budget.cut = True  # a harness finds the stream after any number of decoys
     return sorted(offsets)[:MAX_MAGIC_OFFSETS]
+
+
+_WINDOW = 4096
+"""Bytes of a stream `_opens` reads, at most (a gzip header's name and comment included)."""
+
+
+def _opens(blob: bytes, at: int, kind: str) -> bool:
+    """Whether a stream could start at `at`: its decompressor takes its first `_WINDOW`
+    bytes without error (a gzip or zlib stream's deflate body read raw, as `_unchecked` reads
+    one whose checksum fails), or gives a shingle's length (`index.GRAM`, 16) before it fails
+    (`_salvaged`). A magic in text or random bytes by chance fails within a few bytes, and
+    reading it whole would find nothing: trying every one, and charging each to the budget,
+    made honest notes full of `x^` (a zlib header) and a 4 MB photo unsearched (round
+    19)."""
+    if kind == "zip":
+        return True
+    window = blob[at : at + _WINDOW]
+    if kind in _TRAILERS:
+        window = window[_body(window, kind) :]
+        make: Callable = lambda: zlib.decompressobj(-zlib.MAX_WBITS)  # noqa: E731
+    else:
+        make = _ENGINES[kind]
+    try:
+        make().decompress(window, _WINDOW)
+    except _FAILURES:
+        return len(_salvaged(make, window, _WINDOW)[0]) >= 16
+    return True
 
 
 def _unpacked(blob: bytes, budget: Budget, viewed: bool = False) -> Iterator[tuple[bytes, str]]:
@@ -623,8 +652,14 @@ def _unpacked(blob: bytes, budget: Budget, viewed: bool = False) -> Iterator[tup
                 readable = inner if _packed(inner) else _readable(inner)
                 if readable:
                     yield readable, kind
+                start = _stream_start(inner, budget)
+                # read at the next layer from there, as a packed one is read whole
+                if start is not None and budget.take(tail := inner[start:]):
+                    yield tail, _join("bytes", kind)
             if not viewed and (readable := _readable(blob)) and budget.take(readable):
                 yield readable, ""
+            if not viewed:
+                yield from _embedded(blob, budget)
             return
     if _as_text(blob) is None and (inflated := _headerless(blob, budget)) is not None:
         yield inflated
@@ -632,6 +667,45 @@ def _unpacked(blob: bytes, budget: Budget, viewed: bool = False) -> Iterator[tup
     readable = _readable(blob)
     if readable and budget.take(readable):
         yield readable, ""
+    yield from _embedded(blob, budget)
+
+
+def _stream_start(blob: bytes, budget: Budget) -> int | None:
+    """The first place past its start where a stream opens in a decompressed blob that is
+    not text (`_magic_offsets`); a zip there only when its own central directory starts at
+    that place (`_archive_at`). Such a blob was read for its printable runs alone: a zipapp
+    kept in a zip hid the zip in it (round 19)."""
+    if _packed(blob) or _as_text(blob) is not None:
+        return None
+    offsets = _magic_offsets(blob, budget)
+    found = (at for at in offsets if at and (blob[at : at + 4] != _LOCAL or _archive_at(blob, at)))
+    return next(found, None)
+
+
+def _archive_at(blob: bytes, at: int) -> bool:
+    """Whether a zip's central directory, read from `at` (the first local header's
+    signature: a stray one in a script's text may come first), puts a member at a local
+    header (a zipapp's, a zip kept after other bytes): not an archive read from inside it,
+    as a stored body read at shifted offsets (latin-1, unquoted) is, whose every next member
+    was read again a layer deeper until the fourth made an honest zip of images
+    unsearched."""
+    tail = blob[at:]
+    refused = (zipfile.BadZipFile, NotImplementedError, ValueError, EOFError)
+    with contextlib.suppress(*refused), zipfile.ZipFile(io.BytesIO(tail)) as archive:
+        offsets = [info.header_offset for info in archive.infolist()]
+        return any(tail[offset : offset + 4] == _LOCAL for offset in offsets if offset >= 0)
+    return False
+
+
+def _embedded(blob: bytes, budget: Budget) -> Iterator[tuple[bytes, str]]:
+    """The streams in a decoded blob that is not text, each unpacked in this layer as one
+    at its start is (a byte in front of a gzip stream or a zip, base64'd, hid it; round
+    19)."""
+    if _packed(blob) or _as_text(blob) is not None:
+        return
+    for at in _magic_offsets(blob, budget):
+        if at:
+            yield from _unpacked(blob[at:], budget, viewed=True)
 
 
 _RAW_LZMA2 = [{"id": lzma.FILTER_LZMA2}]
@@ -883,43 +957,130 @@ MAX_MEMBERS = 1024
 
 def _members(blob: bytes, kind: str, limit: int) -> tuple[bytes, bool]:
     """The stream decompressed, and every stream of its kind right after it, as
-    `gzip.decompress`, `bz2.decompress` and `lzma.decompress` read them (sixteen empty members
-    in front of a table, or a table cut into a member a row, read whole); and whether all of
-    it was read within `limit` bytes and `MAX_MEMBERS` members."""
-    magic = next(m for m, k in _MAGIC if k == kind)
+    `gzip.decompress`, `bz2.decompress` and `lzma.decompress` read them, and zlib streams as a
+    harness's loop over `unused_data` does (sixteen empty members in front of a table, or a
+    table cut into a member a row, read whole); and whether all of it was read within
+    `limit` bytes and `MAX_MEMBERS` members."""
     out: list[bytes] = []
-    rest, left = blob, limit
+    view, at, left = memoryview(blob), 0, limit
     for _ in range(MAX_MEMBERS):
-        engine = _ENGINES[kind]()
         try:
-            data = engine.decompress(rest, left)  # `max_length`: positional in all four
-            eof, unused = engine.eof, engine.unused_data
-        except zlib.error:
-            if kind not in _TRAILERS:
-                raise
-            data, eof, unused = _unchecked(rest, kind, left)
+            data, eof, used = _stream(_ENGINES[kind](), view[at:], left)
+        except _FAILURES:
+            data, eof, used = _recovered(view[at:], kind, left)
         out.append(data)
         left -= len(data)
         if not eof:
             return b"".join(out), left > 0
-        rest = unused
-        if kind == "zlib" or not rest.startswith(magic) or left <= 0:
-            return b"".join(out), left > 0 or not rest.startswith(magic)
+        at += used
+        more = _next_member(bytes(view[at : at + 8]), kind)
+        if not more or left <= 0:
+            return b"".join(out), left > 0 or not more
     return b"".join(out), False
+
+
+_CHUNK = 1 << 16
+
+
+def _stream(engine, stream: memoryview, limit: int) -> tuple[bytes, bool, int]:
+    """One stream from `stream`'s start, fed `_CHUNK` bytes at a time (fed whole, its
+    `unused_data` copied all that followed it, each member again: a thousand tiny members in
+    front of 4 MB took minutes; round 19): what it gave (at most `limit` bytes), whether it
+    ended, and the bytes it took."""
+    out, left = [], limit
+    for at in range(0, max(len(stream), 1), _CHUNK):
+        piece = stream[at : at + _CHUNK]
+        data = engine.decompress(piece, left)  # `max_length`: positional in all four
+        out.append(data)
+        left -= len(data)
+        if engine.eof:
+            return b"".join(out), True, at + len(piece) - len(engine.unused_data)
+        if left <= 0:
+            break
+    return b"".join(out), False, len(stream)
+
+
+def _next_member(rest: bytes, kind: str) -> bool:
+    """Whether another stream of `kind` starts `rest`: its magic, or any zlib header (the
+    table cut into zlib streams of 12 characters, each read alone, was never a shingle long;
+    round 19)."""
+    if kind == "zlib":
+        return len(rest) >= 2 and rest[0] & 0x0F == 8 and (rest[0] << 8 | rest[1]) % 31 == 0
+    return rest.startswith(next(m for m, k in _MAGIC if k == kind))
 
 
 _TRAILERS = {"gzip": 8, "zlib": 4}
 """The checksum (and length) after a stream's deflate body."""
 
 
-def _unchecked(stream: bytes, kind: str, limit: int) -> tuple[bytes, bool, bytes]:
+def _recovered(stream: memoryview, kind: str, limit: int) -> tuple[bytes, bool, int]:
+    """A stream its decompressor refuses, read as a harness still reads it: a gzip or zlib
+    stream whose check fails read raw (`_unchecked`); one that fails midway read up to the
+    failure (`_salvaged`). What it holds, whether it ended, and the bytes it took."""
+    if kind in _TRAILERS:
+        with contextlib.suppress(zlib.error):
+            return _unchecked(stream, kind, limit)
+        start = _body(bytes(stream[:_HEADER]), kind)
+        return _salvaged(lambda: zlib.decompressobj(-zlib.MAX_WBITS), stream[start:], limit)
+    return _salvaged(_ENGINES[kind], stream, limit)
+
+
+_HEADER = 1 << 16
+"""Bytes of a gzip stream its header (a name, a comment) is looked for in, at most."""
+_PIECE = 256
+"""Bytes of a failing stream `_salvaged` feeds its decompressor at a time."""
+_FAILURES = (zlib.error, OSError, lzma.LZMAError, EOFError)
+
+
+def _salvaged(make: Callable, stream, limit: int) -> tuple[bytes, bool, int]:
+    """What a stream that fails midway gives a reader that reads it a piece at a time
+    (`gzip.open(path).read(n)`, `readline()`, `decompressobj().decompress(chunk)`): all it
+    decompressed before the byte that fails, at most `limit` bytes; fed `_PIECE` bytes at a
+    time, then the failing piece again a byte at a time. Decompressed in one call, it raised
+    at the failure and kept nothing: a table in front of a break hid (round 19). Whether it
+    ended (no: a failure is no end), and the bytes it took (all)."""
+    data, failed = _fed(make(), stream, limit, 0, _PIECE)
+    if failed is not None:
+        data, _ = _fed(make(), stream[: failed + _PIECE], limit, failed, 1)
+    return data, False, len(stream)
+
+
+def _fed(engine, stream, limit: int, start: int, piece: int) -> tuple[bytes, int | None]:
+    """`stream` decompressed, its first `start` bytes at once, then `piece` bytes at a time,
+    until it fails, ends or gives `limit` bytes: what it gave, and where the piece that
+    failed starts (None when none did)."""
+    starts = [*([0] if start else []), *range(start, len(stream), piece)]
+    out, left = [], limit
+    for at, end in zip(starts, [*starts[1:], len(stream)], strict=False):  # none: empty
+        try:
+            data = engine.decompress(stream[at:end], left)
+        except _FAILURES:
+            return b"".join(out), at
+        out.append(data)
+        left -= len(data)
+        if left <= 0 or engine.eof:
+            break
+    return b"".join(out), None
+
+
+def _unchecked(stream: memoryview, kind: str, limit: int) -> tuple[bytes, bool, int]:
     """A gzip or zlib stream whose check fails (its CRC-32 or Adler-32 zeroed), read as a
     harness reads it: its deflate body inflated raw, the trailer skipped. What it holds,
-    whether it ended, and what follows its trailer."""
-    at = _gzip_body(stream) if kind == "gzip" else 2 + (4 if stream[1] & 0x20 else 0)
-    engine = zlib.decompressobj(-zlib.MAX_WBITS)
-    data = engine.decompress(stream[at:], limit)
-    return data, engine.eof, engine.unused_data[_TRAILERS[kind] :]
+    whether it ended, and the bytes it took, its trailer's too."""
+    start = _body(bytes(stream[:_HEADER]), kind)
+    data, eof, used = _stream(zlib.decompressobj(-zlib.MAX_WBITS), stream[start:], limit)
+    return data, eof, start + used + _TRAILERS[kind]
+
+
+def _body(stream: bytes, kind: str) -> int:
+    """Where a gzip or zlib stream's deflate body starts (a zlib header's preset dictionary
+    id skipped); a gzip header longer than `stream` (a name past `_WINDOW`) at its end."""
+    if kind == "zlib":
+        return 2 + (4 if stream[1] & 0x20 else 0)
+    try:
+        return _gzip_body(stream)
+    except (ValueError, IndexError):  # no NUL ends its name or comment, no flags: cut short
+        return len(stream)
 
 
 def _gzip_body(stream: bytes) -> int:
