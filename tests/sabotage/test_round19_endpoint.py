@@ -196,22 +196,28 @@ def test_gate0_never_prints_a_key_holding_a_line_break(endpoint, monkeypatch, ca
 # -- a fault's cause: the key cut inside it, its size --------------------------------------------
 
 
-def _fault_of(endpoint, behaviour, stream: bool = False) -> tuple[str, str]:
-    """The cause the run's accounts keep for a chat call meeting `behaviour` (with `CANARY`
-    the role's key), and what the client was told; the call must have failed."""
+def _failed_call(endpoint, behaviour, stream: bool = False, error=openai.APIError):
+    """A chat call (with `CANARY` the role's key) meeting `behaviour`, which must fail with
+    `error`: the role's accounts, and what the client was told."""
     endpoint.behaviour = behaviour
     with Gateway() as gateway:
         upstream = Upstream(endpoint.url, "chat", CANARY, timeout=TIMEOUT)
         token = gateway.grant(experiment="x", role="target", run_id="r", upstream=upstream)
         chat = openai_client(gateway, token).chat.completions
-        with pytest.raises(openai.APIError) as failed:
+        with pytest.raises(error) as failed:
             if stream:
                 list(chat.create(model="m", messages=USER, stream=True))
             else:
                 chat.create(model="m", messages=USER)
-        used = gateway.revoke(token)
+        return gateway.revoke(token), failed.value
+
+
+def _fault_of(endpoint, behaviour, stream: bool = False) -> tuple[str, str]:
+    """The cause the run's accounts keep for a chat call meeting `behaviour`, and what the
+    client was told; the call must have failed."""
+    used, told = _failed_call(endpoint, behaviour, stream)
     assert used.failed == 1 and used.last_fault, used
-    return used.last_fault, str(failed.value)
+    return used.last_fault, str(told)
 
 
 def _twice(name: str) -> bytes:
@@ -502,16 +508,6 @@ def test_a_key_refused_in_any_body_is_the_keys_refusal_never_quoted(status, stre
     to the agent and into the fault's cause, and a gzip'd one was "a body encoded": both
     counted as ordinary faults, rerun by the ladder. Stops it: a 401 or 403 is read whole
     and answered as the key's refusal, whatever its content type or encoding."""
-    endpoint.behaviour = _refusal(status, how)
-    with Gateway() as gateway:
-        upstream = Upstream(endpoint.url, "chat", CANARY, timeout=TIMEOUT)
-        token = gateway.grant(experiment="x", role="target", run_id="r", upstream=upstream)
-        chat = openai_client(gateway, token).chat.completions
-        with pytest.raises(openai.APIStatusError) as refused:
-            if stream:
-                list(chat.create(model="m", messages=USER, stream=True))
-            else:
-                chat.create(model="m", messages=USER)
-        used = gateway.revoke(token)
-    told = f"{refused.value} {refused.value.body} {used.last_fault} {used.faults}"
+    used, refused = _failed_call(endpoint, _refusal(status, how), stream, openai.APIStatusError)
+    told = f"{refused} {refused.body} {used.last_fault} {used.faults}"
     assert used.key_refused == 1 and "Hd8" not in told, (used, told)

@@ -337,14 +337,9 @@ def test_a_rollback_whose_database_is_gone_says_so_in_one_line(tmp_path):
     home = tmp_path / "home"
     with fresh_database("flashrsi_r19") as url:
         environment = {**os.environ, URL_ENV: plain_url(url)}
-        small = ["--benchmark.limit", "2", "--algorithm.max_steps", "1"]
-        run = _flashrsi(
-            environment, "run", "--config", str(EXAMPLE), "--experiment.home", str(home), *small
-        )
-        assert run.returncode == 0, run.stdout + run.stderr
+        seed = _small_run(environment, home)
         database = make_url(url).database
         drop(url)
-        seed = _ledger(home / "meta-harness-demo")[-1]["baseline"]["snapshot_id"]
         to = ["--experiment", "meta-harness-demo", "--to", seed]
         back = _flashrsi(environment, "rollback", *to, "--home", str(home))
 
@@ -363,12 +358,7 @@ def test_a_rollback_whose_connections_are_ended_again_and_again_is_done(tmp_path
     home = tmp_path / "home"
     with fresh_database("flashrsi_r19") as url:
         environment = {**os.environ, URL_ENV: plain_url(url)}
-        small = ["--benchmark.limit", "2", "--algorithm.max_steps", "1"]
-        run = _flashrsi(
-            environment, "run", "--config", str(EXAMPLE), "--experiment.home", str(home), *small
-        )
-        assert run.returncode == 0, run.stdout + run.stderr
-        seed = _ledger(home / "meta-harness-demo")[-1]["baseline"]["snapshot_id"]
+        seed = _small_run(environment, home)
         stop = threading.Event()
         ender = threading.Thread(target=lambda: _ending(url, stop), daemon=True)
         ender.start()
@@ -382,6 +372,16 @@ def test_a_rollback_whose_connections_are_ended_again_and_again_is_done(tmp_path
     assert back.returncode == 0, back.stdout + back.stderr[-3000:]
     entries = [e for e in _ledger(home / "meta-harness-demo") if e["decision"] == "rollback"]
     assert [e["candidate"]["snapshot_id"] for e in entries] == [seed]
+
+
+def _small_run(environment: dict[str, str], home: Path) -> str:
+    """A small Meta-Harness experiment run to its end in `home`: its seed's snapshot id."""
+    small = ["--benchmark.limit", "2", "--algorithm.max_steps", "1"]
+    run = _flashrsi(
+        environment, "run", "--config", str(EXAMPLE), "--experiment.home", str(home), *small
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    return _ledger(home / "meta-harness-demo")[-1]["baseline"]["snapshot_id"]
 
 
 def _ending(url: str, stop: threading.Event) -> None:
