@@ -1,0 +1,187 @@
+"""Sabotage, twentieth red-team pass (issue 22): a misbehaving endpoint and a careless
+operator, aimed at round 19's fixes (`test_round19_endpoint.py`): `KeyMask` matching the key
+character by character (a stream's held-back tail, long keys, multi-byte characters), an
+answer masked before it is read, `proxy.MAX_CAUSE`, a refused key read whole, Gate0's ping,
+and validate's new refusals of endpoint URLs, both ways.
+
+Each attack is one test. One that got through on main was written here first, failing, then
+closed by the smallest fix; the others held on main and stay as tests.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import urllib.parse
+
+import pytest
+
+from flashrsi_dagster.gateway.masking import KeyMask
+from flashrsi_dagster.records.redaction import REDACTED
+from tests.gateway.misbehaving_endpoint import answer, head
+from tests.sabotage.test_round12_endpoint import _raw, _then
+from tests.sabotage.test_round17_endpoint import _validated_quietly
+from tests.sabotage.test_round19_endpoint import (
+    CANARY,
+    SLASH_CANARY,
+    _fault_of,
+    _pinged,
+    _relayed,
+)
+
+MARK = "Hd8Hd8Hd8"
+"""A run of `CANARY` (round 19's key, the role's key in its helpers)."""
+
+
+def _fed(mask: KeyMask, data: bytes, step: int = 1) -> bytes:
+    """`data` through `mask` as a stream read `step` bytes at a time."""
+    return b"".join(mask.feed(data[i : i + step]) for i in range(0, len(data), step)) + mask.end()
+
+
+# -- an endpoint's header quoted in a fault's cause ----------------------------------------------
+
+
+def test_a_content_encoding_quoting_the_key_never_shows_a_part_of_it(endpoint):
+    """Attack: a 200 answer whose `Content-Encoding` is a few characters, then the key (a
+    proxy reflecting the request's headers into its own). Got through on main: the body is
+    masked before it is read (round 19), but the head is not: `check_head` quoted the
+    header's first 40 characters, lower-cased, and the mask, run on the cause afterwards,
+    met a cut, lower-cased key: 34 of its characters went to the run's accounts, the call
+    log and the client's 502. Stops it: the header is masked before it is quoted."""
+    cause, told = _fault_of(endpoint, answer(200, Content_Encoding="br, " + CANARY))
+    assert "hd8hd8" not in (cause + told).lower(), (cause, told)
+    assert "sk-r19-canary" not in (cause + told).lower(), (cause, told)
+
+
+def test_a_cause_cut_at_its_bound_beside_the_key_holds_no_part_of_it(endpoint):
+    """Held: a status line of 390 characters, then the key: the cause is cut at
+    `MAX_CAUSE`, after the mask, so the cut lands in `[REDACTED]` or past it, never in the
+    key."""
+    line = b"HTTP/1.1 2OO " + b"y" * 370 + CANARY.encode() + b"z" * 50 + b"\r\n\r\n"
+    cause, told = _fault_of(endpoint, _raw(line))
+    assert "Hd8" not in cause + told and "sk-r19" not in cause + told, (cause, told)
+
+
+def test_a_refusal_that_never_ends_is_a_timeout_of_the_endpoint(endpoint):
+    """Held: a 401 whose body never comes (a Content-Length, then silence) is read within
+    the upstream's deadline: the call fails as the endpoint's timeout, with its cause, and
+    is not the key's refusal."""
+    behaviour = _then(head(401, {"Content-Length": "100000"}) + b'{"error": ', "stall")
+    cause, told = _fault_of(endpoint, behaviour)
+    assert "did not answer within" in cause and "Hd8" not in cause + told, cause
+
+
+# -- Gate0's ping: the size of what it says ------------------------------------------------------
+
+
+def test_gate0_names_a_status_line_of_64_kb_in_a_line(endpoint, monkeypatch):
+    """Attack: the ping is answered with a status line of 64 KB (just under `http.client`'s
+    bound), no status at all. Got through on main: the gateway cuts a fault's cause
+    (`MAX_CAUSE`, round 19), Gate0 did not: its problem quoted `http.client`'s words, the
+    line whole, 64 KB printed by Gate0 and kept in the Evolver's round. Stops it: the
+    ping's problem is cut as the gateway's causes are (after the key is masked)."""
+    endpoint.behaviour = _raw(b"HTTP/1.1 2OO " + b"y" * 65000 + CANARY.encode() + b"\r\n\r\n")
+    problem, died = _pinged(endpoint.url, CANARY, monkeypatch)
+    assert not died and problem and len(problem) < 1000, len(problem or "")
+
+
+# -- the key written back in other letters or encoded again --------------------------------------
+
+
+def test_an_answer_echoing_the_key_lower_cased_never_shows_it(endpoint):
+    """Attack: a 200 answer quoting the key lower-cased (a proxy that folds the headers it
+    reflects, as HTTP/2 folds names, or a model asked to repeat the key in small letters).
+    Got through on main: the mask matched each letter in its own case only (its `%XX`
+    escape in either case): the key, less its letters' case, reached the agent, who needs
+    only try the cases of its letters. Stops it: the key is matched whatever its letters'
+    case (the whole key, over 20 characters: no honest text holds it in other letters)."""
+    got = _relayed(endpoint, SLASH_CANARY.lower())
+    assert "gx2gx2gx2" not in got.lower(), got
+
+
+@pytest.mark.parametrize("step", [1, 5, 64])
+def test_a_key_in_other_letters_cut_across_reads_is_masked(step):
+    """Attack: the key upper-cased, then lower-cased and encoded, in a stream fed `step`
+    bytes per read (a tail held back in other letters), and in a fault's words. Got
+    through on main with the answer above."""
+    mask = KeyMask(SLASH_CANARY)
+    spelling = urllib.parse.quote(SLASH_CANARY.lower(), safe="")
+    text = f"a {SLASH_CANARY.upper()} b {spelling} c".encode()
+    assert _fed(mask, text, step) == f"a {REDACTED} b {REDACTED} c".encode()
+    assert mask.text(f"x {SLASH_CANARY.upper()} y") == f"x {REDACTED} y"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="declared: docs/confinement.md 'What leaves an agent is redacted' (the key "
+    "encoded twice or in base64 is the endpoint's own encoding of it)",
+)
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        urllib.parse.quote(urllib.parse.quote(SLASH_CANARY, safe=""), safe=""),
+        base64.b64encode(SLASH_CANARY.encode()).decode(),
+    ],
+    ids=["percent-encoded-twice", "base64"],
+)
+def test_a_key_encoded_twice_or_in_base64_is_not_masked(spelling, endpoint):
+    """Attack: the key percent-encoded twice (`%252F`: a URL quoting a URL it had
+    encoded) or in base64 (an echoed `Basic` header). Got through on main, and stays
+    through: each is an encoding of the key's bytes the endpoint chose, as a hex dump or
+    a cipher would be; the mask follows the escapes a key takes as text (JSON's, a URL's),
+    and the list of encodings has no end. The records' redactor masks known keys in what
+    a run leaves; what an agent reads of an endpoint that encodes the key is declared."""
+    got = _relayed(endpoint, spelling)
+    assert spelling not in got and "Gx2Gx2Gx2" not in got, got
+
+
+# -- the mask on keys of other shapes ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("step", [1, 2, 3, 7])
+def test_a_key_of_multi_byte_characters_cut_inside_a_character_is_masked(step):
+    """Held: a key of Cyrillic letters and an emoji (validate refuses such a key; the mask
+    takes any), cut inside a character's bytes and inside its `%XX` escapes, is masked,
+    and text beside it is relayed whole."""
+    key = "r20-\u043a\u043b\u044e\u0447-\U0001f511-" + "Qz7" * 6
+    encoded = urllib.parse.quote(key, safe="")
+    text = f"\u043a {key} \U0001f511 {encoded} %F0%9F".encode()
+    got = _fed(KeyMask(key), text, step)
+    assert got == f"\u043a {REDACTED} \U0001f511 {REDACTED} %F0%9F".encode(), got
+
+
+def test_a_long_key_under_many_partial_matches_is_masked_and_text_kept():
+    """Held: a 2 KB key (a JWT-like access token) and a stream of 64 KB of partial matches
+    (its first 1 KB over and over, each spelt partly encoded), fed 257 bytes per read:
+    every partial match is relayed as it is, the whole key masked. The cost is measured
+    in bench/RESULTS.md, not asserted."""
+    key = "eyJ" + "aB3-_" * 409
+    part = key[:1000].replace("-", "%2D")
+    text = (part + " ") * 64 + key
+    got = _fed(KeyMask(key), text.encode(), 257)
+    assert got == ((part + " ") * 64 + REDACTED).encode()
+
+
+# -- endpoint URLs an operator gives honestly ----------------------------------------------------
+
+HONEST_URLS = {
+    "a-compose-service-with-an-underscore": "http://llm_server:8000/v1",
+    "an-ipv6-literal": "http://[::1]:8000/v1",
+    "cloudflare-ai-gateway": (
+        "https://gateway.ai.cloudflare.com/v1/0123456789abcdef0123456789abcdef/my-gw/openai"
+    ),
+    "azure-deployment": (
+        "https://x.openai.azure.com/openai/deployments/gpt-4o?api-version=2024-10-21"
+    ),
+    "a-route-word-in-a-deployment": "https://llm.example.com/v1/completions-gateway",
+    "a-fireworks-model-query": "https://llm.example.com/v1?model=accounts/fireworks/models/x",
+}
+
+
+@pytest.mark.parametrize("url", HONEST_URLS.values(), ids=HONEST_URLS)
+def test_an_honest_endpoint_url_is_accepted(url, tmp_path, monkeypatch, capsys):
+    """Held: endpoints operators give (a compose service's name with `_`, an IPv6 literal,
+    Cloudflare's AI gateway with its 32-hex account id, an Azure deployment, a route's word
+    in a name, a Fireworks model path as a query value) validate."""
+    _, err = _validated_quietly(url, tmp_path, monkeypatch, capsys)
+    assert "agent.llm.base_url" not in err, err
