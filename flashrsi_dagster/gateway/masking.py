@@ -17,6 +17,9 @@ import re
 from flashrsi_dagster.records.redaction import MIN_SECRET_LENGTH, REDACTED
 
 _MARK = REDACTED.encode()
+MAX_CAUSE = 400
+"""Characters of a fault's cause (the gateway's, Gate0's): the endpoint's words in it are
+quoted so far."""
 
 
 def spellings(char: str) -> list[str]:
@@ -72,6 +75,13 @@ class KeyMask:
         for form in self._text_forms:
             text = text.replace(form, REDACTED)
         return self._text_pattern.sub(REDACTED, text)
+
+    def quote(self, text: str) -> str:
+        """`text`, words an endpoint sent, masked, then cut at `MAX_CAUSE` (after the mask: a
+        key cut is no key to it): a 64 KB status line went whole to the accounts, the call
+        log, the 502 and Gate0's problem."""
+        text = self.text(text)
+        return text if len(text) <= MAX_CAUSE else text[:MAX_CAUSE] + "..."
 
     def headers(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """`headers` with the key masked in their values; a header named with the key (in
