@@ -11,7 +11,6 @@ closed by the smallest fix; the others held on main and stay as tests.
 from __future__ import annotations
 
 import base64
-import json
 import urllib.parse
 
 import pytest
@@ -28,9 +27,6 @@ from tests.sabotage.test_round19_endpoint import (
     _pinged,
     _relayed,
 )
-
-MARK = "Hd8Hd8Hd8"
-"""A run of `CANARY` (round 19's key, the role's key in its helpers)."""
 
 
 def _fed(mask: KeyMask, data: bytes, step: int = 1) -> bytes:
