@@ -11,14 +11,20 @@ closed by the smallest fix; the others held on main and stay as tests.
 from __future__ import annotations
 
 import base64
+import json
+import logging
 import urllib.parse
 
+import openai
 import pytest
 
+from flashrsi_dagster.gateway import Gateway, Upstream
 from flashrsi_dagster.gateway.masking import KeyMask
 from flashrsi_dagster.records.redaction import REDACTED
-from tests.gateway.misbehaving_endpoint import answer, head
-from tests.sabotage.test_round12_endpoint import _raw, _then
+from tests.gateway.conftest import USER, openai_client
+from tests.gateway.misbehaving_endpoint import _drip, _repeat, answer, chat_reply, head, sse
+from tests.sabotage.test_round12_endpoint import TIMEOUT, _raw, _then
+from tests.sabotage.test_round13_endpoint import DONE
 from tests.sabotage.test_round17_endpoint import _validated_quietly
 from tests.sabotage.test_round19_endpoint import (
     CANARY,
@@ -65,6 +71,29 @@ def test_a_refusal_that_never_ends_is_a_timeout_of_the_endpoint(endpoint):
     behaviour = _then(head(401, {"Content-Length": "100000"}) + b'{"error": ', "stall")
     cause, told = _fault_of(endpoint, behaviour)
     assert "did not answer within" in cause and "Hd8" not in cause + told, cause
+
+
+def _refusing_forever(every: float):
+    """A 401 as an event stream that never ends, each event quoting the key."""
+    event = b"data: {\"error\": \"bad key " + CANARY.encode() + b"\"}\n\n"
+
+    def write(conn) -> bool:
+        fields = {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"}
+        conn.sendall(head(401, fields))
+        _drip(conn, _repeat(b"%x\r\n%s\r\n" % (len(event), event), None), every)
+        return False
+
+    return write
+
+
+@pytest.mark.parametrize("every", [0.0, 0.2], ids=["past-the-bound", "past-the-deadline"])
+def test_a_refusal_streamed_forever_is_a_fault_with_its_cause(every, endpoint):
+    """Held: a 401 sent as an event stream that never ends, each event quoting the key,
+    fast (past the answer's bound) or slowly (past the deadline): read whole, it fails as
+    the endpoint's fault with its cause (the bound, the deadline), the key in none of it,
+    and the gateway goes on serving."""
+    cause, told = _fault_of(endpoint, _refusing_forever(every))
+    assert "Hd8" not in cause + told and ("bound" in cause or "within" in cause), cause
 
 
 # -- Gate0's ping: the size of what it says ------------------------------------------------------
@@ -181,3 +210,52 @@ def test_an_honest_endpoint_url_is_accepted(url, tmp_path, monkeypatch, capsys):
     in a name, a Fireworks model path as a query value) validate."""
     _, err = _validated_quietly(url, tmp_path, monkeypatch, capsys)
     assert "agent.llm.base_url" not in err, err
+
+
+# -- a canary key, looked for in every output ----------------------------------------------------
+
+CANARY20 = "sk-r20-canary-" + "Vq5" * 12
+"""A key no other test uses."""
+
+
+def _echoes(key: str) -> dict:
+    """Endpoint behaviours, each writing `key` back in a way rounds 19-20 met."""
+    low, up = key.lower(), key.upper()
+    delta = {"choices": [{"index": 0, "delta": {"content": "k: " + up}}]}
+    event = b"data: " + json.dumps(delta).encode() + b"\n\n"
+    return {
+        "a-reflected-content-encoding": answer(200, Content_Encoding="br, " + key),
+        "a-lower-cased-key-in-content": answer(200, chat_reply("your key: " + low)),
+        "a-lower-cased-key-in-a-header": answer(200, chat_reply("hi"), X_Echo="Bearer " + low),
+        "an-upper-cased-key-cut-in-a-stream": sse([event[:30], event[30:], DONE]),
+        "a-refusal-quoting-the-key": answer(401, {"error": {"message": "bad key " + key}}),
+        "a-status-line-of-the-key": _raw(b"HTTP/1.1 2OO " + key.encode() + b"\r\n\r\n"),
+    }
+
+
+def test_a_canary_key_echoed_every_way_is_in_no_output(endpoint, tmp_path, caplog, capfd):
+    """Attack: the endpoint writes a canary key back every way this round found (a header
+    quoted in a fault, lower-cased in content and in a header, upper-cased across a
+    stream's reads, a refusal, a status line), each call through the real openai SDK.
+    Got through on main (the first three ways). Stops it: the fixes above; then nothing
+    the client reads, the run's accounts, the call log, the gateway's log or the
+    process's output holds any run of the key in any case."""
+    caplog.set_level(logging.DEBUG)
+    seen: list[str] = []
+    with Gateway(log_path=tmp_path / "gateway.jsonl") as gateway:
+        for name, behaviour in _echoes(CANARY20).items():
+            endpoint.behaviour = behaviour
+            upstream = Upstream(endpoint.url, "chat", CANARY20, timeout=TIMEOUT)
+            token = gateway.grant(experiment="x", role="target", run_id=name, upstream=upstream)
+            chat = openai_client(gateway, token).chat.completions.with_raw_response
+            stream = name.endswith("stream")
+            try:
+                raw = chat.create(model="m", messages=USER, stream=stream)
+                seen += [str(raw.headers), raw.http_response.read().decode()]
+            except openai.APIError as exc:
+                seen.append(f"{exc} {exc.body}")
+            seen.append(repr(gateway.revoke(token)))
+    out = capfd.readouterr()
+    written = [p.read_text() for p in tmp_path.rglob("*") if p.is_file()]
+    everything = "\n".join([*seen, *written, caplog.text, out.out, out.err]).lower()
+    assert "vq5vq5" not in everything and "r20-canary" not in everything, everything
