@@ -28,6 +28,7 @@ from tests.sabotage.test_round13_endpoint import DONE
 from tests.sabotage.test_round17_endpoint import _validated_quietly
 from tests.sabotage.test_round19_endpoint import (
     CANARY,
+    SECRET,
     SLASH_CANARY,
     _fault_of,
     _pinged,
@@ -185,6 +186,34 @@ def test_a_long_key_under_many_partial_matches_is_masked_and_text_kept():
     text = (part + " ") * 64 + key
     got = _fed(KeyMask(key), text.encode(), 257)
     assert got == ((part + " ") * 64 + REDACTED).encode()
+
+
+# -- the endpoint URL: a key of a known form as a parameter's name -------------------------------
+
+LONG = SECRET + SECRET
+BARE_KEYS = {
+    "a-google-key-as-the-whole-query": (
+        f"https://generativelanguage.googleapis.com/v1beta/openai?AIza{LONG}"
+    ),
+    "a-groq-key-as-a-query-name": f"https://llm.example.com/v1?gsk_{LONG}&api-version=1",
+    "a-hugging-face-key-as-a-path-parameter": f"https://llm.example.com/v1;hf_{LONG}",
+    "an-nvidia-key-after-a-semicolon": f"https://llm.example.com/v1?x=1;nvapi-{LONG}",
+}
+
+
+@pytest.mark.parametrize("attack", BARE_KEYS)
+def test_an_endpoint_url_holding_a_known_key_as_a_name_is_refused_quietly(
+    attack, tmp_path, monkeypatch, capsys
+):
+    """Attack: a key of a known form given bare in the URL's query or as a path parameter,
+    with no `name=` before it (`?AIza…`, `?gsk_…&api-version=1`, `/v1;hf_…`, `?x=1;nvapi-…`:
+    the operator forgot `key=`). Got through on main: round 19 read a parameter's value
+    for a key's form, and its name for a credential's word; a bare key is a name with an
+    empty value, and no word: each validated and was written with the config. Stops it: a
+    parameter's name is read for a key's form as its value is."""
+    code, err = _validated_quietly(BARE_KEYS[attack], tmp_path, monkeypatch, capsys, SECRET)
+    lines = [line for line in err.splitlines() if "agent.llm.base_url" in line]
+    assert code != 0 and len(lines) == 1 and "key" in lines[0], err
 
 
 # -- endpoint URLs an operator gives honestly ----------------------------------------------------
