@@ -97,6 +97,19 @@ def test_a_refusal_streamed_forever_is_a_fault_with_its_cause(every, endpoint):
     assert "Hd8" not in cause + told and ("bound" in cause or "within" in cause), cause
 
 
+@pytest.mark.parametrize("status", [407, 421, 425])
+def test_a_status_of_the_way_to_the_endpoint_is_its_fault(status, endpoint):
+    """Attack: the endpoint answers 407 (a proxy on its way wants its own credentials), 421
+    (a request sent on a connection to the wrong server) or 425 (too early: replay it
+    later). Got through on main: only 408, 409, 429 and 5xx were the endpoint's faults; these
+    were relayed as the request's own 4xx and counted answered, so a rollout failing on the
+    way to the endpoint was the candidate's failure, not the infrastructure's. Stops it:
+    they are faults of the endpoint (`FAULT_STATUSES`), with their cause; still relayed."""
+    body = {"error": {"message": f"HTTP {status}", "type": "proxy_error"}}
+    cause, _ = _fault_of(endpoint, answer(status, body))
+    assert f"HTTP {status}" in cause, cause
+
+
 # -- Gate0's ping: the size of what it says ------------------------------------------------------
 
 
