@@ -48,10 +48,11 @@ from flashrsi_dagster.gateway.web import fetch_page, search_page
 logger = logging.getLogger("flashrsi.gateway")
 
 _JSON = [("Content-Type", "application/json")]
-FAULT_STATUSES = frozenset({408, 409, 429})
+FAULT_STATUSES = frozenset({407, 408, 409, 421, 425, 429})
 """4xx answers that are the endpoint's state, not the request's fault (a request timeout, a
-conflict, a rate limit): every client the project runs retries them (`llm/client.py`, the
-Claude Code and Codex adapters), so they are infrastructure faults, as 5xx are."""
+conflict, a rate limit: every client the project runs retries them, `llm/client.py`, the
+Claude Code and Codex adapters; a proxy on the way wanting its own credentials, a request
+sent to the wrong server, one too early to replay): infrastructure faults, as 5xx are."""
 _READ = 65536
 
 
