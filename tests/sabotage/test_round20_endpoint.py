@@ -5,7 +5,7 @@ answer masked before it is read, `MAX_CAUSE`, a refused key read whole, Gate0's 
 and validate's new refusals of endpoint URLs, both ways.
 
 Each attack is one test. One that got through on main was written here first, failing, then
-closed by the smallest fix; the others held on main and stay as tests. Of 31 cases, 15 got
+closed by the smallest fix; the others held on main and stay as tests. Of 35 cases, 15 got
 through on main (2 of them declared): 5 new holes. (1) A `Content-Encoding` reflecting the
 key was quoted cut short (and lower-cased) before the mask: 34 of its characters in the
 accounts, the log and the 502 (2, the canary case included). (2) Gate0's problem quoted a
@@ -250,6 +250,13 @@ HONEST_URLS = {
     ),
     "a-route-word-in-a-deployment": "https://llm.example.com/v1/completions-gateway",
     "a-fireworks-model-query": "https://llm.example.com/v1?model=accounts/fireworks/models/x",
+    "azure-v1": "https://res.openai.azure.com/openai/v1/",
+    "vertex-ai": (
+        "https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/us-central1"
+        "/endpoints/openapi"
+    ),
+    "baseten": "https://model-abc123.api.baseten.co/environments/production/sync/v1",
+    "a-link-local-ipv6-with-its-zone": "http://[fe80::1%25eth0]:8000/v1",
 }
 
 
@@ -257,7 +264,8 @@ HONEST_URLS = {
 def test_an_honest_endpoint_url_is_accepted(url, tmp_path, monkeypatch, capsys):
     """Held: endpoints operators give (a compose service's name with `_`, an IPv6 literal,
     Cloudflare's AI gateway with its 32-hex account id, an Azure deployment, a route's word
-    in a name, a Fireworks model path as a query value) validate."""
+    in a name, a Fireworks model path as a query value, Azure's v1, Vertex AI, Baseten, a
+    link-local IPv6 address with its zone) validate."""
     _, err = _validated_quietly(url, tmp_path, monkeypatch, capsys)
     assert "agent.llm.base_url" not in err, err
 
