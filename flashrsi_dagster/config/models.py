@@ -352,10 +352,12 @@ def _credential_in_url(url: str) -> str | None:
     # the path (`/v1;key=...`, RFC 3986's path parameters)
     params = [*parts.query.split(";"), *parts.path.split(";")[1:]]
     for name, value in parse_qsl("&".join(params), keep_blank_values=True):
-        if KEY_IN_PATH.match(value):  # under an innocent name (`?project=AIza…`)
+        # under an innocent name (`?project=AIza…`), or bare, a name with no value
+        # (`?AIza…`, `/v1;hf_…`: the operator forgot `key=`)
+        if KEY_IN_PATH.match(value) or KEY_IN_PATH.match(name):
             return (
-                "an endpoint URL whose query holds a value of a known key form, which would "
-                "be written with the config; give the key as api_key: ${ENV_VAR}"
+                "an endpoint URL whose query or parameters hold a value of a known key form, "
+                "which would be written with the config; give the key as api_key: ${ENV_VAR}"
             )
         name = unicodedata.normalize("NFKC", name)  # a full-width KEY reads as KEY
         words = {w for w in re.split(r"[^a-z0-9]+", name.lower()) if w}

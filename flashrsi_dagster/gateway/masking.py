@@ -17,6 +17,9 @@ import re
 from flashrsi_dagster.records.redaction import MIN_SECRET_LENGTH, REDACTED
 
 _MARK = REDACTED.encode()
+MAX_CAUSE = 400
+"""Characters of a fault's cause (the gateway's, Gate0's): the endpoint's words in it are
+quoted so far."""
 
 
 def spellings(char: str) -> list[str]:
@@ -42,21 +45,25 @@ def spellings(char: str) -> list[str]:
 
 
 class KeyMask:
-    """Masks one key, each of its characters in any of its `spellings`, in a whole text or
-    in a stream cut anywhere (a key split across two reads is held back until it is known
-    whole or not)."""
+    """Masks one key, each of its characters in any of its `spellings` and in any case, in
+    a whole text or in a stream cut anywhere (a key split across two reads is held back
+    until it is known whole or not)."""
 
     def __init__(self, key: str | None) -> None:
         # a key shorter than any real credential (a test's "k") would mask ordinary text
         self._key = key.encode() if key and len(key) >= MIN_SECRET_LENGTH else b""
         chars = [spellings(char) for char in key] if self._key and key else []
-        self._chars = [[form.encode() for form in forms] for forms in chars]
+        # in any case: an endpoint may write the key back lower-cased (as HTTP/2 writes
+        # header names), which leaves only its letters' case to try; no honest text holds
+        # a key's characters in other letters. A stream's tail is compared in lower case.
+        lowered = [dict.fromkeys(form.encode().lower() for form in forms) for forms in chars]
+        self._chars = [list(forms) for forms in lowered]
         self._longest = sum(len(forms[0]) for forms in self._chars)
-        self._firsts = {form[0] for form in self._chars[0]} if self._chars else set()
+        firsts = [form[:1] for form in self._chars[0]] if self._chars else []
+        self._firsts = {first[0] for form in firsts for first in (form, form.upper())}
         either = "".join("(?:" + "|".join(map(re.escape, forms)) + ")" for forms in chars)
-        self._text_pattern = re.compile(either)
-        self._pattern = re.compile(either.encode())
-        self._name_pattern = re.compile(either, re.IGNORECASE)  # HTTP/2 lowercases names
+        self._text_pattern = re.compile(either, re.IGNORECASE)
+        self._pattern = re.compile(either.encode(), re.IGNORECASE)
         # as text, also as Python quotes it (`repr`: a key holding a line break or a
         # non-ASCII character is written escaped in an exception's words)
         self._text_forms = (repr(key)[1:-1], repr(self._key)[2:-1]) if self._key else ()
@@ -73,12 +80,19 @@ class KeyMask:
             text = text.replace(form, REDACTED)
         return self._text_pattern.sub(REDACTED, text)
 
+    def quote(self, text: str) -> str:
+        """`text`, words an endpoint sent, masked, then cut at `MAX_CAUSE` (after the mask: a
+        key cut is no key to it): a 64 KB status line went whole to the accounts, the call
+        log, the 502 and Gate0's problem."""
+        text = self.text(text)
+        return text if len(text) <= MAX_CAUSE else text[:MAX_CAUSE] + "..."
+
     def headers(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """`headers` with the key masked in their values; a header named with the key (in
         any case) is dropped: masked, its name would be no header name."""
         if not self._key:
             return headers
-        kept = [(name, value) for name, value in headers if not self._name_pattern.search(name)]
+        kept = [(name, value) for name, value in headers if not self._text_pattern.search(name)]
         return [(name, self.text(value)) for name, value in kept]
 
     def feed(self, data: bytes) -> bytes:
@@ -90,7 +104,7 @@ class KeyMask:
         keep = 0
         for start in range(max(0, len(data) - self._longest + 1), len(data)):
             # the earliest: the longest tail (a byte no spelling starts with, passed quickly)
-            if data[start] in self._firsts and _starts(data[start:], self._chars):
+            if data[start] in self._firsts and _starts(data[start:].lower(), self._chars):
                 keep = len(data) - start
                 break
         self._held = data[len(data) - keep :] if keep else b""
@@ -104,7 +118,7 @@ class KeyMask:
 
 def _starts(data: bytes, chars: list[list[bytes]]) -> bool:
     """Whether `data` is a proper start of the key spelt with `chars` (each character's
-    spellings); walked without recursion (a key may be long)."""
+    spellings, both in lower case); walked without recursion (a key may be long)."""
     todo, seen = [(0, 0)], set()
     while todo:
         at, index = todo.pop()

@@ -48,13 +48,12 @@ from flashrsi_dagster.gateway.web import fetch_page, search_page
 logger = logging.getLogger("flashrsi.gateway")
 
 _JSON = [("Content-Type", "application/json")]
-FAULT_STATUSES = frozenset({408, 409, 429})
+FAULT_STATUSES = frozenset({407, 408, 409, 421, 425, 429})
 """4xx answers that are the endpoint's state, not the request's fault (a request timeout, a
-conflict, a rate limit): every client the project runs retries them (`llm/client.py`, the
-Claude Code and Codex adapters), so they are infrastructure faults, as 5xx are."""
+conflict, a rate limit: every client the project runs retries them, `llm/client.py`, the
+Claude Code and Codex adapters; a proxy on the way wanting its own credentials, a request
+sent to the wrong server, one too early to replay): infrastructure faults, as 5xx are."""
 _READ = 65536
-MAX_CAUSE = 400
-"""Characters of a fault's cause: the endpoint's words in it are quoted so far."""
 
 
 @dataclass
@@ -269,10 +268,8 @@ class Proxy:
             cause = f"answered {exc.cause}"
         else:
             cause = f"failed: {type(exc).__name__}: {exc}"
-        cause = KeyMask(upstream.key).text(cause)  # it quotes what the endpoint answered
-        # cut after the mask (a key cut is no key to it): a status line of 64 KB, a count
-        # named with a megabyte went whole to the accounts, the log and the 502
-        cause = cause if len(cause) <= MAX_CAUSE else cause[:MAX_CAUSE] + "..."
+        # it quotes what the endpoint answered (a count named with a megabyte)
+        cause = KeyMask(upstream.key).quote(cause)
         if call.record.fault is None:
             call.record.fault = "endpoint"
             self._settle(forward, call, tokens or Tokens(), timed_out=timed_out)
@@ -311,13 +308,15 @@ class Proxy:
         try:
             call.record.status = response.status
             refused = response.status in (401, 403)
+            mask = KeyMask(upstream.key)
             if not refused:  # a refused key is the status's, whatever the body's encoding
-                check_head(response.status, response.getheader("Content-Encoding"))
+                # masked before it is quoted, cut short (a key cut is no key to the mask)
+                encoding = response.getheader("Content-Encoding")
+                check_head(response.status, encoding and mask.text(encoding))
             if response.status in FAULT_STATUSES or response.status >= 500:
                 cause = f"the upstream answered HTTP {response.status}"
                 call.record.fault, call.record.error = "endpoint", cause
                 self._accounts.fail(forward.run, cause)
-            mask = KeyMask(upstream.key)
             out = mask.headers(response_headers(response))
             streamed = "text/event-stream" in (response.getheader("Content-Type") or "").lower()
             # a refused key is read whole and answered in the gateway's words, however sent

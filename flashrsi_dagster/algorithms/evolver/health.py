@@ -70,8 +70,9 @@ def endpoint_problem(llm: LLMConfig) -> str | None:
     ping.start()
     ping.join(PING_TIMEOUT + PING_GRACE)
     problem = found[0] if found else f"{url} did not answer within {PING_TIMEOUT:g} s"
-    # its words quote what the endpoint sent (a status line reflecting the key's header)
-    return KeyMask(key).text(problem) if problem is not None else None
+    # its words quote what the endpoint sent (a status line reflecting the key's header,
+    # one of 64 KB)
+    return KeyMask(key).quote(problem) if problem is not None else None
 
 
 def _ping(request: urllib.request.Request, login: bool = False) -> str | None:
