@@ -12,7 +12,7 @@ import re
 import unicodedata
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -69,6 +69,15 @@ KEY_IN_PATH = re.compile(
 NVIDIA's `nvapi-…`, Perplexity's `pplx-…`, Cerebras' `csk-…`, Fireworks' `fw_…`, Together's
 `tgp_v1_…`): a secret in the URL, written with the config (`sk-…` is a literal secret to the
 config's own check)."""
+
+_KEY_FORM = re.compile(rf"(?<![A-Za-z0-9])(?:{KEY_IN_PATH.pattern})")
+"""A known key form starting anywhere a word may (`/v1/key=AIza…`, `x-gsk_…`), not only at a
+segment's or a value's start."""
+
+
+def _holds_key_form(text: str) -> bool:
+    return _KEY_FORM.search(unquote(text)) is not None
+
 
 MODEL_ROUTES = ("/chat/completions", "/completions", "/responses", "/messages")
 """The model calls' routes every client appends to `base_url`: no base ends in one."""
@@ -354,7 +363,7 @@ def _credential_in_url(url: str) -> str | None:
     for name, value in parse_qsl("&".join(params), keep_blank_values=True):
         # under an innocent name (`?project=AIza…`), or bare, a name with no value
         # (`?AIza…`, `/v1;hf_…`: the operator forgot `key=`)
-        if KEY_IN_PATH.match(value) or KEY_IN_PATH.match(name):
+        if _holds_key_form(value) or _holds_key_form(name):
             return (
                 "an endpoint URL whose query or parameters hold a value of a known key form, "
                 "which would be written with the config; give the key as api_key: ${ENV_VAR}"
@@ -368,7 +377,7 @@ def _credential_in_url(url: str) -> str | None:
                 f"an endpoint URL whose query parameter named with {word!r} holds a credential, "
                 "which would be written with the config; give the key as api_key: ${ENV_VAR}"
             )
-    if any(KEY_IN_PATH.match(segment) for segment in parts.path.split("/")):
+    if any(_holds_key_form(segment) for segment in parts.path.split("/")):
         return (
             "an endpoint URL whose path holds a segment of a known key form, which would be "
             "written with the config; give the key as api_key: ${ENV_VAR}"

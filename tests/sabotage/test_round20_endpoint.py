@@ -218,6 +218,9 @@ BARE_KEYS = {
     "a-groq-key-as-a-query-name": f"https://llm.example.com/v1?gsk_{LONG}&api-version=1",
     "a-hugging-face-key-as-a-path-parameter": f"https://llm.example.com/v1;hf_{LONG}",
     "an-nvidia-key-after-a-semicolon": f"https://llm.example.com/v1?x=1;nvapi-{LONG}",
+    "a-google-key-after-key=-in-a-path-segment": f"https://llm.example.com/v1/key=AIza{LONG}",
+    "the-same-percent-encoded": f"https://llm.example.com/v1/key%3DAIza{LONG}",
+    "a-groq-key-inside-a-value": f"https://llm.example.com/v1?project=team-gsk_{LONG}",
 }
 
 
@@ -231,7 +234,10 @@ def test_an_endpoint_url_holding_a_known_key_as_a_name_is_refused_quietly(
     for a key's form, and its name for a credential's word; a bare key is a name with an
     empty value, and no word: three validated and were written with the config (`hf_…`
     held, a literal secret to the config's own check). Stops it: a parameter's name is
-    read for a key's form as its value is."""
+    read for a key's form as its value is. The last three (a key form after `key=` in a
+    path segment, percent-encoded too, or inside a value) got through round 20's fix, whose
+    forms were matched only at a segment's or a value's start: a form is now looked for
+    wherever a word may start, in the decoded text."""
     code, err = _validated_quietly(BARE_KEYS[attack], tmp_path, monkeypatch, capsys, SECRET)
     lines = [line for line in err.splitlines() if "agent.llm.base_url" in line]
     assert code != 0 and len(lines) == 1 and ("key" in lines[0] or "secret" in lines[0]), err
