@@ -372,25 +372,49 @@ def _unescaped_latin(span: bytes) -> bytes:
     return unescape(span.decode("utf-8")).encode("latin-1", "replace")
 
 
-_PICKLED_ESCAPE = re.compile(rb"\\u00([0-9a-fA-F]{2})")
-"""A byte a protocol-0 pickle escapes in its latin-1 text (`\\`, NUL, `\\n`, `\\r`, `\\x1a`
-as `\\u005c`, `\\u0000`, ...): the only escape its raw-unicode-escape writes for a byte."""
+_HEX_ESCAPE = re.compile(rb"\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}")
+"""An escape that names a byte or a character by its code (`\\x8b`, a protocol-0 pickle's
+`\\u000a`): one in about 10^7 random bytes, one in a few bytes of an escaped stream."""
+_ESCAPED_NEAR = 256
+"""Bytes between two such escapes of one escaped run, at most, and read on either side."""
+
+
+def _latin_unescaped(data: bytes) -> bytes:
+    """A file that is not UTF-8 read as latin-1 and unescaped in its escaped runs (8 or more
+    code escapes, each within `_ESCAPED_NEAR` bytes of the next: a str's repr in a latin-1
+    file, a protocol-0 pickle), its other bytes as they are: random bytes hold `\\` and a
+    character after it every few hundred bytes, and unescaping them changed every member of
+    a zip of random bytes, each read and charged again."""
+    runs: list[list[int]] = []
+    for match in _HEX_ESCAPE.finditer(data):
+        if runs and match.start() - runs[-1][1] <= _ESCAPED_NEAR:
+            runs[-1][1], runs[-1][2] = match.end(), runs[-1][2] + 1
+        else:
+            runs.append([match.start(), match.end(), 1])
+    pieces, at = [], 0
+    for start, end, count in runs:
+        if count < 8:
+            continue
+        start, end = max(start - _ESCAPED_NEAR, at), end + _ESCAPED_NEAR
+        escaped = unescape(data[start:end].decode("latin-1")).encode("latin-1", "replace")
+        pieces += [data[at:start], escaped]
+        at = end
+    return b"".join([*pieces, data[at:]])
 
 
 def _latin_readings(data: bytes, spans: _TextSpans) -> tuple[bytes, ...]:
     """Bytes kept as the text they are in latin-1: in a UTF-8 file
     (`write_text(data.decode("latin-1"))`, a pickle's protocol-2 bytes, whose opcodes around
     them are not UTF-8), and escaped in a binary one (a protocol-0 pickle's `\\u000a`). In a
-    file that is not UTF-8, the first is read in its text spans, the second for a pickle's
-    escapes alone: `\\` and the character after it, read as any escape, changed every member
-    of a zip of random bytes, each read (and charged) again."""
+    file that is not UTF-8, the first is read in its text spans, the second in its escaped
+    runs (`_latin_unescaped`)."""
     if data.isascii():
         return ()
     readings = [spans.read(lambda span: span.decode("utf-8").encode("latin-1", "replace"))]
     if b"\\" in data and spans.whole:
         readings.append(unescape(data.decode("latin-1")).encode("latin-1", "replace"))
     elif b"\\" in data:
-        readings.append(_PICKLED_ESCAPE.sub(lambda m: bytes([int(m.group(1), 16)]), data))
+        readings.append(_latin_unescaped(data))
     return tuple(readings)
 
 

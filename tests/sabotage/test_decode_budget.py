@@ -48,13 +48,18 @@ def test_an_honest_npz_is_searched(content_check):
         pytest.param(TABLE_JSON, id="plain"),
         pytest.param(gzip.compress(TABLE_JSON, mtime=0).decode("latin-1").encode(), id="latin-1"),
         pytest.param(quote_from_bytes(gzip.compress(TABLE_JSON, mtime=0)).encode(), id="quoted"),
+        pytest.param(
+            repr(gzip.compress(TABLE_JSON, mtime=0).decode("latin-1")).encode("latin-1"),
+            id="repr-in-latin-1",
+        ),
     ],
 )
 def test_a_table_in_one_member_of_an_npz_is_caught(content_check, form):
     """Attack: the same `.npz` with the table in the middle of one member's random bytes, as
-    it is, or gzip'd and kept as latin-1 text in UTF-8 or URL-quoted (a text span between
-    bytes that are not UTF-8). Caught on main. Still caught: the reading that undoes the
-    escaping is applied to the text span the stream is written in. (The gzip'd forms are
+    it is, or gzip'd and kept as latin-1 text in UTF-8, URL-quoted (a text span between
+    bytes that are not UTF-8) or as a str's repr in latin-1 (`\\x8b`, `\\n`, raw `ÿ`: no
+    UTF-8). Caught on main. Still caught: the reading that undoes the escaping is applied to
+    the text span, or the run of code escapes, the stream is written in. (The gzip'd forms are
     also called unsearched, as on main: the table's own text, found a layer deeper through
     the member, holds runs read as a fourth layer.)"""
     verdict = content_check.judge(_binary("skills/weights2.npz", _npz(table=form)))
