@@ -12,6 +12,8 @@ Kinds (each candidate a child of the built-in MiniAgent seed, in a real snapshot
 - `code`: a tree of Python files (dagster's own sources from the venv, sorted by path), a
   vendored library;
 - `zip`: a zip of random members (incompressible: it inflates to about its size);
+- `npz`: a stored zip of random members of 16 KB each, as `numpy.savez` writes a small
+  model's weights;
 - `wheel`: a zip (deflated) of the code tree's files, `--mb` of archive (it inflates to about
   four times that);
 - `magics`: random bytes with 600 compressor magics laid at random places (more than random
@@ -19,11 +21,11 @@ Kinds (each candidate a child of the built-in MiniAgent seed, in a real snapshot
 
 Each kind is also run `+table`: the table (`{text: label}` of every task, JSON) added the way
 that kind carries it (gzip'd in the middle of the random bytes, as a `.py` file in the tree, a
-member of the zip, gzip'd behind the magics). Each case runs in a fresh process (the seed's
-own scan done first, untimed), which reports the judge's seconds, its peak resident memory
-(`ru_maxrss`) and what it added to the process's peak. It prints a table and writes the
-report as JSON to bench/out/content_check_bench.json. A report, not a test: the exit code is 0
-unless it crashed.
+member of the zip, in the middle of one array of the npz, gzip'd behind the magics). Each
+case runs in a fresh process (the seed's own scan done first, untimed), which reports the
+judge's seconds, its peak resident memory (`ru_maxrss`) and what it added to the process's
+peak. It prints a table and writes the report as JSON to bench/out/content_check_bench.json.
+A report, not a test: the exit code is 0 unless it crashed.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from pathlib import Path
 from report import save
 
 ROOT = Path(__file__).resolve().parent.parent
-KINDS = ("random", "code", "zip", "wheel", "magics")
+KINDS = ("random", "code", "zip", "npz", "wheel", "magics")
 MAGICS = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"PK\x03\x04", b"\x78\x9c", b"\x78\xda")
 
 
@@ -73,9 +75,9 @@ def _code_files(size: int) -> dict[str, bytes]:
     return files
 
 
-def _zip(members: dict[str, bytes]) -> bytes:
+def _zip(members: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> bytes:
     buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+    with zipfile.ZipFile(buffer, "w", method) as archive:
         for name, data in members.items():
             archive.writestr(name, data)
     return buffer.getvalue()
@@ -120,6 +122,15 @@ def files_of(kind: str, size: int, table: bytes | None) -> dict[str, bytes]:
         if table is not None:
             members["assets/t.json"] = table
         return {"skills/assets.zip": _zip(members)}
+    if kind == "npz":
+        arrays = [rng.randbytes(16 << 10) for _ in range(max(size // (16 << 10), 8))]
+        if table is not None:
+            arrays[7] = arrays[7][: 8 << 10] + table + arrays[7][8 << 10 :]
+        return {
+            "skills/weights.npz": _zip(
+                {f"arr_{n}.npy": array for n, array in enumerate(arrays)}, zipfile.ZIP_STORED
+            )
+        }
     wheel = _wheel(size)
     if table is not None:
         wheel = _zip({"answers.json": table, "lib.zip": wheel})

@@ -285,14 +285,17 @@ def _blobs(
     for match in _ESCAPED_BYTES.finditer(data):
         raw = codecs.escape_decode(match.group())[0]
         yield raw, "escaped bytes", _span(data, data, match, whole, False)
-    latin = unescape(text).encode("latin-1", "replace") if "\\" in text else b""
+    spans = _TextSpans.of(data)
+    latin = spans.read(_unescaped_latin) if "\\" in text else b""
     for reading in (text, unescape(text)) if "\\" in text else (text,):
         yield from _two_symbol_bits(reading, everything)
     yield from _other_alphabets(data, whole)
     if latin:  # an Ascii85 run is full of backslashes a string literal escapes
         yield from _other_alphabets(latin, everything)
-    for blob in (data, latin, *_latin_readings(data, text), *_web_bytes(data, text)):
-        for offset in _magic_offsets(blob, budget):
+    # a reading the same as the bytes (or as another reading) finds the same streams: once
+    readings = dict.fromkeys((data, latin, *_latin_readings(data, spans), *_web_bytes(data, spans)))
+    for blob in readings:
+        for offset in _magic_offsets(blob, budget) if blob else ():
             yield blob[offset:], "bytes", everything
 
 
@@ -347,30 +350,113 @@ def _char(match: re.Match) -> str:
     return chr(value) if value < 0x110000 else "\ufffd"
 
 
-def _web_bytes(data: bytes, text: str) -> tuple[bytes, ...]:
+def _web_bytes(data: bytes, spans: _TextSpans) -> tuple[bytes, ...]:
     """Bytes escaped for the web or mail, read back as bytes (a compressed stream in
     `quote_from_bytes`, `&#x8b;` character references, quoted-printable): the text views
-    read them as UTF-8, which a stream is not."""
+    read them as UTF-8, which a stream is not. Read in the file's text spans alone."""
     readings = []
-    if "%" in text:
-        readings.append(unquote_to_bytes(text))
-    if "&#" in text:  # by code, not `html.unescape`: it maps &#x80;-&#x9f; as cp1252 does
-        readings.append(_CHAR_REF.sub(_char, text).encode("latin-1", "replace"))
+    if b"%" in data:
+        readings.append(spans.read(unquote_to_bytes))
+    if b"&#" in data:  # by code, not `html.unescape`: it maps &#x80;-&#x9f; as cp1252 does
+        readings.append(spans.read(_char_refs))
     if _QUOTED_PRINTABLE.search(data):
-        readings.append(quopri.decodestring(data))
+        readings.append(spans.read(quopri.decodestring))
     return tuple(readings)
 
 
-def _latin_readings(data: bytes, text: str) -> tuple[bytes, ...]:
+def _char_refs(span: bytes) -> bytes:
+    return _CHAR_REF.sub(_char, span.decode("utf-8")).encode("latin-1", "replace")
+
+
+def _unescaped_latin(span: bytes) -> bytes:
+    return unescape(span.decode("utf-8")).encode("latin-1", "replace")
+
+
+_HEX_ESCAPE = re.compile(rb"\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}")
+"""An escape that names a byte or a character by its code (`\\x8b`, a protocol-0 pickle's
+`\\u000a`): one in about 10^7 random bytes, one in a few bytes of an escaped stream."""
+_ESCAPED_NEAR = 256
+"""Bytes between two such escapes of one escaped run, at most, and read on either side."""
+
+
+def _latin_unescaped(data: bytes) -> bytes:
+    """A file that is not UTF-8 read as latin-1 and unescaped in its escaped runs (8 or more
+    code escapes, each within `_ESCAPED_NEAR` bytes of the next: a str's repr in a latin-1
+    file, a protocol-0 pickle), its other bytes as they are: random bytes hold `\\` and a
+    character after it every few hundred bytes, and unescaping them changed every member of
+    a zip of random bytes, each read and charged again."""
+    runs: list[list[int]] = []
+    for match in _HEX_ESCAPE.finditer(data):
+        if runs and match.start() - runs[-1][1] <= _ESCAPED_NEAR:
+            runs[-1][1], runs[-1][2] = match.end(), runs[-1][2] + 1
+        else:
+            runs.append([match.start(), match.end(), 1])
+    pieces, at = [], 0
+    for start, end, count in runs:
+        if count < 8:
+            continue
+        start, end = max(start - _ESCAPED_NEAR, at), end + _ESCAPED_NEAR
+        escaped = unescape(data[start:end].decode("latin-1")).encode("latin-1", "replace")
+        pieces += [data[at:start], escaped]
+        at = end
+    return b"".join([*pieces, data[at:]])
+
+
+def _latin_readings(data: bytes, spans: _TextSpans) -> tuple[bytes, ...]:
     """Bytes kept as the text they are in latin-1: in a UTF-8 file
     (`write_text(data.decode("latin-1"))`, a pickle's protocol-2 bytes, whose opcodes around
-    them are not UTF-8), and escaped in a binary one (a protocol-0 pickle's `\\u000a`)."""
+    them are not UTF-8), and escaped in a binary one (a protocol-0 pickle's `\\u000a`). In a
+    file that is not UTF-8, the first is read in its text spans, the second in its escaped
+    runs (`_latin_unescaped`)."""
     if data.isascii():
         return ()
-    readings = [text.encode("latin-1", "replace")]
-    if "\\" in text:
+    readings = [spans.read(lambda span: span.decode("utf-8").encode("latin-1", "replace"))]
+    if b"\\" in data and spans.whole:
         readings.append(unescape(data.decode("latin-1")).encode("latin-1", "replace"))
+    elif b"\\" in data:
+        readings.append(_latin_unescaped(data))
     return tuple(readings)
+
+
+_TEXT_SPAN = re.compile(f"[^\\udc80-\\udcff]{{{MIN_BLOB},}}")
+"""A run of valid UTF-8 (in the bytes decoded with `surrogateescape`, a byte that is not
+UTF-8 is a lone surrogate), long enough to hold an escaped blob."""
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")
+
+
+@dataclass(frozen=True)
+class _TextSpans:
+    """A file's bytes cut into its text (runs of valid UTF-8, at least `MIN_BLOB` bytes) and
+    what lies between. A reading that undoes a text's escaping (latin-1 kept as UTF-8, `\\`,
+    `%XX`, `&#..;`, `=XX`) is applied to the text spans and leaves the bytes between as they
+    are: read through the whole file's text, each byte that is not UTF-8 became `?` or
+    U+FFFD, so every stored member of a zip of random bytes (a `.npz`) differed from the
+    file's own, and was read and charged again in each reading (a 512 KB `.npz` was
+    unsearched). A text file is one span: read as before."""
+
+    pieces: tuple[tuple[str, bool], ...]
+    """The file's bytes as `surrogateescape` text, piece by piece; whether each is text."""
+    whole: bool
+    """The file is UTF-8 text end to end."""
+
+    @classmethod
+    def of(cls, data: bytes) -> _TextSpans:
+        decoded = data.decode("utf-8", "surrogateescape")
+        if not _NOT_UTF8.search(decoded):
+            return cls(((decoded, True),), whole=True)
+        pieces, at = [], 0
+        for match in _TEXT_SPAN.finditer(decoded):
+            pieces += [(decoded[at : match.start()], False), (match.group(), True)]
+            at = match.end()
+        pieces.append((decoded[at:], False))
+        return cls(tuple(piece for piece in pieces if piece[0]), whole=False)
+
+    def read(self, reading: Callable[[bytes], bytes]) -> bytes:
+        """The file read with `reading` in its text spans, its other bytes as they are."""
+        return b"".join(
+            reading(piece.encode("utf-8")) if text else piece.encode("utf-8", "surrogateescape")
+            for piece, text in self.pieces
+        )
 
 
 def _other_alphabets(data: bytes, whole) -> Iterator[tuple[bytes, str, tuple[int, int]]]:
