@@ -1,0 +1,75 @@
+"""Sabotage, twentieth red-team pass (issue 22), as a hostile Worker and a hostile evolved
+harness: round 19's fixes attacked first (a stream inside a decoded blob, a broken stream
+read a piece at a time, streams end to end read joined, `_opens`), then the search's speed
+work (the rolling-hash prefilter of `windows.py`, the batched normalising of
+`normalise.in_form`).
+
+Each attack is one test, written here failing on main first, then closed in
+`contamination/decode.py`. DOCSTRING-SUMMARY
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import struct
+import zlib
+
+import pytest
+
+from tests.sabotage.test_round15 import _binary
+from tests.sabotage.test_round16 import TABLE_JSON
+from tests.sabotage.test_round17 import _in_code
+
+PIECES = [TABLE_JSON[at : at + 12] for at in range(0, len(TABLE_JSON), 12)]
+"""The table cut into pieces of 12 characters, fewer than a shingle's 16."""
+
+# -- the content check: gzip members as the gzip module reads them -----------------------------
+
+
+@pytest.mark.parametrize("zeros", [1, 4096])
+def test_gzip_members_padded_with_zeros_are_read_whole(content_check, zeros):
+    """Attack: the table cut into 12-character pieces, each its own gzip member, one NUL
+    (or 4 KB of them) between members: `gzip.decompress` and `gzip.open(...).read()` skip
+    the zeros after a member (the format's padding) and give the table whole.
+    Got through on main: members were read joined only when the next one's magic follows
+    right after the last one's trailer, so each member was read alone (found by its magic),
+    none a shingle long, the candidate judged clean. Stops it: the zeros after a gzip
+    member are skipped before the next one is looked for, as the gzip module does."""
+    data = (b"\0" * zeros).join(gzip.compress(piece, mtime=0) for piece in PIECES)
+    assert gzip.decompress(data) == TABLE_JSON  # what a harness has
+
+    verdict = content_check.judge(_binary(f"skills/t{zeros}.gz", data))
+
+    assert verdict.contaminated, verdict
+
+
+def _named(data: bytes, name: int) -> bytes:
+    """`data` as a gzip member with a file name of `name` bytes and a zeroed CRC-32: the
+    gzip module reads it a piece at a time (`GzipFile.read(n)`) and fails only at the end."""
+    engine = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    body = engine.compress(data) + engine.flush()
+    header = b"\x1f\x8b\x08\x08" + bytes(6) + b"n" * name + b"\0"
+    return header + body + struct.pack("<II", 0, len(data))
+
+
+@pytest.mark.parametrize(
+    "form",
+    ["as a binary file", "base64'd in code"],
+)
+def test_a_gzip_member_with_a_long_name_and_a_bad_check_is_read(content_check, form):
+    """Attack: the table in a gzip member whose header names a file of 70,000 bytes and
+    whose CRC-32 is zeroed: `gzip.open(path).read(n)` parses the header itself (a name of
+    any length) and has the table before the check fails.
+    Got through on main: zlib refuses the stream at its check, so it is read raw
+    (`_unchecked`), its deflate body looked for in the first 64 KB alone: the name ran past
+    them, the body was taken to start inside the name, nothing inflated, the candidate
+    judged clean. Stops it: a header longer than that is read to its end."""
+    data = _named(TABLE_JSON, 70_000)
+    assert gzip.GzipFile(fileobj=io.BytesIO(data)).read(len(TABLE_JSON)) == TABLE_JSON
+    edit = _binary("skills/t.gz", data) if form == "as a binary file" else None
+    edit = edit or _in_code("runtime/t.py", data)
+
+    verdict = content_check.judge(edit)
+
+    assert verdict.contaminated, verdict
