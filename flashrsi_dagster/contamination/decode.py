@@ -973,12 +973,15 @@ def _members(blob: bytes, kind: str, limit: int) -> tuple[bytes, bool]:
         if not eof:
             return b"".join(out), left > 0
         at += used
+        if kind == "gzip":  # zeros pad a member: the gzip module skips them (round 20)
+            at = _ZEROS.match(blob, at).end()
         more = _next_member(bytes(view[at : at + 8]), kind)
         if not more or left <= 0:
             return b"".join(out), left > 0 or not more
     return b"".join(out), False
 
 
+_ZEROS = re.compile(rb"\0*")
 _CHUNK = 1 << 16
 
 
@@ -1020,7 +1023,7 @@ def _recovered(stream: memoryview, kind: str, limit: int) -> tuple[bytes, bool, 
     if kind in _TRAILERS:
         with contextlib.suppress(zlib.error):
             return _unchecked(stream, kind, limit)
-        start = _body(bytes(stream[:_HEADER]), kind)
+        start = _body(stream, kind)
         return _salvaged(lambda: zlib.decompressobj(-zlib.MAX_WBITS), stream[start:], limit)
     return _salvaged(_ENGINES[kind], stream, limit)
 
@@ -1067,20 +1070,24 @@ def _unchecked(stream: memoryview, kind: str, limit: int) -> tuple[bytes, bool, 
     """A gzip or zlib stream whose check fails (its CRC-32 or Adler-32 zeroed), read as a
     harness reads it: its deflate body inflated raw, the trailer skipped. What it holds,
     whether it ended, and the bytes it took, its trailer's too."""
-    start = _body(bytes(stream[:_HEADER]), kind)
+    start = _body(stream, kind)
     data, eof, used = _stream(zlib.decompressobj(-zlib.MAX_WBITS), stream[start:], limit)
     return data, eof, start + used + _TRAILERS[kind]
 
 
-def _body(stream: bytes, kind: str) -> int:
+def _body(stream, kind: str) -> int:
     """Where a gzip or zlib stream's deflate body starts (a zlib header's preset dictionary
-    id skipped); a gzip header longer than `stream` (a name past `_WINDOW`) at its end."""
+    id skipped); a gzip header is looked for in its first `_HEADER` bytes, then, past them
+    (a name of 70 KB: the gzip module reads any; round 20), in all of `stream`; a header
+    longer than `stream` (a name past `_WINDOW`) ends at its end."""
+    head = bytes(stream[:_HEADER])
     if kind == "zlib":
-        return 2 + (4 if stream[1] & 0x20 else 0)
-    try:
-        return _gzip_body(stream)
-    except (ValueError, IndexError):  # no NUL ends its name or comment, no flags: cut short
-        return len(stream)
+        return 2 + (4 if head[1] & 0x20 else 0)
+    with contextlib.suppress(ValueError, IndexError):  # no NUL ends its name, no flags
+        return _gzip_body(head)
+    with contextlib.suppress(ValueError, IndexError):
+        return _gzip_body(bytes(stream)) if len(stream) > len(head) else len(stream)
+    return len(stream)
 
 
 def _gzip_body(stream: bytes) -> int:
