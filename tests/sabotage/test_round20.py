@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import lzma
 import struct
 import zlib
 
@@ -73,3 +74,48 @@ def test_a_gzip_member_with_a_long_name_and_a_bad_check_is_read(content_check, f
     verdict = content_check.judge(edit)
 
     assert verdict.contaminated, verdict
+
+
+# -- the content check: headerless streams end to end ------------------------------------------
+
+
+def _small_window(piece: bytes) -> bytes:
+    """`piece` as a zlib stream of a 512-byte window: its header is `18 ..`, no magic."""
+    engine = zlib.compressobj(wbits=9)
+    return engine.compress(piece) + engine.flush()
+
+
+HEADERLESS = {
+    ".lzma streams (`lzma.decompress`)": lambda p: lzma.compress(p, format=lzma.FORMAT_ALONE),
+    "zlib streams of a small window (a loop over `unused_data`)": _small_window,
+}
+
+
+@pytest.mark.parametrize("kind", HEADERLESS)
+@pytest.mark.parametrize("form", ["as a binary file", "base64'd in code"])
+def test_a_table_cut_into_headerless_streams_is_read_whole(content_check, kind, form):
+    """Attack: the table cut into 12-character pieces, each a stream no magic names (the
+    legacy `.lzma` format, or zlib with a 512-byte window, header `18 95`), end to end:
+    `lzma.decompress(data)` reads `.lzma` streams end to end joined, and a harness's loop
+    (`d = zlib.decompressobj(); out += d.decompress(data); data = d.unused_data`) zlib ones
+    of any window. Got through on main: a headerless stream is read from the blob's start
+    alone (`_headerless`), its first 12 characters kept and what followed it never read, the
+    candidate judged clean. Stops it: the streams of its kind right after it are read
+    joined, as `_members` reads those a magic names."""
+    data = b"".join(HEADERLESS[kind](piece) for piece in PIECES)
+    read = lzma.decompress(data) if kind.startswith(".lzma") else _unused_data_loop(data)
+    assert read == TABLE_JSON  # what a harness has
+    edit = _binary("skills/t.bin", data) if form == "as a binary file" else None
+
+    verdict = content_check.judge(edit or _in_code("runtime/t.py", data))
+
+    assert verdict.contaminated, verdict
+
+
+def _unused_data_loop(data: bytes) -> bytes:
+    out = b""
+    while data:
+        engine = zlib.decompressobj()
+        out += engine.decompress(data)
+        data = engine.unused_data
+    return out
