@@ -735,19 +735,46 @@ def _headerless(blob: bytes, budget: Budget) -> tuple[bytes, str] | None:
             continue
         if kind == "lzma" and blob[0] > 224:  # the properties byte: at most (4*5+4)*9+8
             continue
-        engine = make()
         try:
-            data = engine.decompress(blob, limit)
-        except (zlib.error, lzma.LZMAError, EOFError, ValueError):
+            data, eof, used = _stream(make(), memoryview(blob), limit)
+        except _HEADERLESS_FAILURES:
             continue
-        if not engine.eof:
+        if not eof:
             if len(data) >= limit and _as_text(data[:4096]) is not None:
                 budget.cut = True  # a real stream, longer than what is left to read
             continue
-        text = _as_text(data)
+        more, whole = _following(make, memoryview(blob)[used:], limit - len(data))
+        text = _as_text(data + more)
+        budget.cut |= text is not None and not whole  # text, then past what can be read
         if text is not None and budget.take(text):
             return text, kind
     return None
+
+
+_HEADERLESS_FAILURES = (zlib.error, lzma.LZMAError, EOFError, ValueError)
+
+
+def _following(make: Callable, rest: memoryview, left: int) -> tuple[bytes, bool]:
+    """The streams of a headerless kind right after one, each read by a new decompressor
+    from where the last one ended, as `lzma.decompress` reads `.lzma` streams and a harness's
+    loop over `unused_data` reads zlib or deflate ones (a table cut into 12-character `.lzma`
+    streams was read a first piece alone; round 20); up to the first that fails or does not
+    end (trailing bytes: those readers stop there too). What they gave, and whether all of
+    it was read within `left` bytes and `MAX_MEMBERS` streams."""
+    out: list[bytes] = []
+    for _ in range(MAX_MEMBERS):
+        if not len(rest) or left <= 0:  # (zlib reads a limit of 0 as none)
+            return b"".join(out), not len(rest)
+        try:
+            data, eof, used = _stream(make(), rest, left)
+        except _HEADERLESS_FAILURES:
+            return b"".join(out), True
+        out.append(data)
+        if not eof:  # cut short: what it gave is what a harness's loop has
+            return b"".join(out), len(data) < left
+        left -= len(data)
+        rest = rest[used:]
+    return b"".join(out), not len(rest)
 
 
 def _packed(blob: bytes) -> bool:
