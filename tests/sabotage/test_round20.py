@@ -18,6 +18,7 @@ import zlib
 
 import pytest
 
+from flashrsi_dagster.contamination.windows import CHUNK
 from tests.sabotage.test_round15 import _binary
 from tests.sabotage.test_round16 import TABLE_JSON
 from tests.sabotage.test_round17 import _in_code
@@ -119,3 +120,36 @@ def _unused_data_loop(data: bytes) -> bytes:
         out += engine.decompress(data)
         data = engine.unused_data
     return out
+
+
+# -- the content check's prefilter: the rolling hash and the batched normal form ---------------
+
+NOTES = b"".join(b"- note %d: see the runbook, step %d\n" % (i, i % 7) for i in range(3000))
+"""About 100 KB of a skill's notes, 3,000 lines: a view long enough for numpy's path."""
+_FULLWIDTH = {c: c + 0xFEE0 for c in range(0x21, 0x7F)}
+
+PREFILTERED = {
+    "astride a chunk's seam": b"z" * (CHUNK - 600) + b"\n" + TABLE_JSON + b"\n",
+    "at the very end, no newline": NOTES + TABLE_JSON,
+    "in fullwidth letters among 3,000 lines": NOTES
+    + TABLE_JSON.decode().translate(_FULLWIDTH).encode()
+    + b"\n"
+    + NOTES,
+    "in tag characters among 3,000 lines": NOTES
+    + "".join(chr(0xE0000 + ord(c)) for c in TABLE_JSON.decode()).encode()
+    + b"\n"
+    + NOTES,
+}
+
+
+@pytest.mark.parametrize("form", PREFILTERED)
+def test_the_prefilter_passes_over_no_shingle(content_check, form):
+    """Attack: the table where the speed work cuts or joins a text: astride the seam of two
+    chunks the rolling hash computes apart (`windows.CHUNK` positions), in a file's last
+    characters, in fullwidth letters or Unicode tag characters on one line of 3,000 (put in
+    normal form in a few calls over them all, `normalise.in_form`). Held on main: each
+    chunk is hashed with the width's characters past its end, the last window is the last
+    position's, and the batched form is the one-by-one form, line for line."""
+    verdict = content_check.judge(_binary("skills/notes.md", PREFILTERED[form]))
+
+    assert verdict.contaminated, verdict
