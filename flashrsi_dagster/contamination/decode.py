@@ -1129,6 +1129,12 @@ def _gzip_body(stream: bytes) -> int:
     return at + (2 if flags & 2 else 0)
 
 
+_ZIP_ENGINES: dict[int, Callable] = {
+    zipfile.ZIP_DEFLATED: lambda: zlib.decompressobj(-zlib.MAX_WBITS),
+    zipfile.ZIP_BZIP2: bz2.BZ2Decompressor,
+}
+
+
 def _zip_member(blob: bytes, info: _Member, limit: int) -> bytes | None:
     """A zip member's bytes, at most `limit`, as a harness reads them: its body (the local
     header says where it starts) inflated raw to its end, whatever size and CRC-32 the
@@ -1147,10 +1153,14 @@ def _zip_member(blob: bytes, info: _Member, limit: int) -> bytes | None:
         return body[:limit]
     # deflate and bzip2 streams mark their own end: read to it, not to the claimed compressed
     # size (a member claiming 12 bytes of its body hid the rest; round 17)
-    if info.method == zipfile.ZIP_DEFLATED:
-        return zlib.decompressobj(-zlib.MAX_WBITS).decompress(rest, limit)
-    if info.method == zipfile.ZIP_BZIP2:
-        return bz2.BZ2Decompressor().decompress(rest, limit)
+    if (make := _ZIP_ENGINES.get(info.method)) is not None:
+        try:
+            return make().decompress(rest, limit)
+        except _FAILURES:
+            if blob[at : at + 4] != _LOCAL:
+                raise  # a central entry at no local header: no member a reader finds
+            # a reader has what the body gave before its break (a streamed one: round 20)
+            return _salvaged(make, rest, limit)[0]
     if info.method == zipfile.ZIP_LZMA:  # a version, the properties' size, them
         size = int.from_bytes(body[2:4], "little")
         lzma1 = lzma._decode_filter_properties(lzma.FILTER_LZMA1, body[4 : 4 + size])  # type: ignore[attr-defined]

@@ -22,6 +22,7 @@ from flashrsi_dagster.contamination.windows import CHUNK
 from tests.sabotage.test_round15 import _binary
 from tests.sabotage.test_round16 import TABLE_JSON
 from tests.sabotage.test_round17 import _in_code
+from tests.sabotage.test_round19 import _deflate_broken
 
 PIECES = [TABLE_JSON[at : at + 12] for at in range(0, len(TABLE_JSON), 12)]
 """The table cut into pieces of 12 characters, fewer than a shingle's 16."""
@@ -151,5 +152,33 @@ def test_the_prefilter_passes_over_no_shingle(content_check, form):
     chunk is hashed with the width's characters past its end, the last window is the last
     position's, and the batched form is the one-by-one form, line for line."""
     verdict = content_check.judge(_binary("skills/notes.md", PREFILTERED[form]))
+
+    assert verdict.contaminated, verdict
+
+
+# -- the content check: a zip member that fails after the table --------------------------------
+
+
+def _streamed_member(name: bytes, body: bytes) -> bytes:
+    """A zip's local header and deflated `body`, no central directory (as a streaming writer
+    that died leaves it): `unzip -` and Java's ZipInputStream read it from its header."""
+    header = struct.pack(
+        "<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, 8, 0, 0, 0, len(body), 0, len(name), 0
+    )
+    return header + name + body
+
+
+def test_a_streamed_zip_member_that_fails_after_the_table_is_read(content_check):
+    """Attack: a zip member found by its local header alone (no central directory), its
+    deflate body broken after the table and 64 KB of log (a block of the reserved type): a
+    streaming reader inflates it a piece at a time and has the table before the error.
+    Got through on main: the member was inflated in one call, which raised at the break;
+    a member no central directory lists that does not inflate was passed over as a stray
+    signature, the candidate judged clean. Stops it: a deflated member is read to its
+    failure as any other stream (`_salvaged`)."""
+    body = _deflate_broken(-zlib.MAX_WBITS)
+    assert zlib.decompressobj(-zlib.MAX_WBITS).decompress(body[:4096])[:20] == TABLE_JSON[:20]
+
+    verdict = content_check.judge(_binary("skills/t.zip", _streamed_member(b"t.json", body)))
 
     assert verdict.contaminated, verdict
