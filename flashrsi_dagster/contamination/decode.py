@@ -131,9 +131,7 @@ class Budget:
         as what an outer stream held: one digest for both read a zip in a zip, or a gzip
         stream in bzip2, as unpacked already, and its table went unsearched."""
         cost = len(data) if cost is None else cost
-        hashed = hashlib.sha1(b"unpack:" if unpacking else b"")
-        hashed.update(data)
-        digest = hashed.digest()
+        digest = _digest(data, unpacking)
         if digest in self.seen:
             return False
         if cost > self.left:
@@ -142,6 +140,18 @@ class Budget:
         self.seen.add(digest)
         self.left -= cost
         return True
+
+    def joined(self, stream: memoryview) -> None:
+        """`stream`, a stream read joined behind another, taken to be unpacked: read from its
+        own start it gives part of what was read. Each member of a bgzip file (a `.vcf.gz`)
+        was read again with all that follows it, past the budget: unsearched (round 20)."""
+        self.seen.add(_digest(stream, unpacking=True))
+
+
+def _digest(data: bytes | memoryview, unpacking: bool) -> bytes:
+    hashed = hashlib.sha1(b"unpack:" if unpacking else b"")
+    hashed.update(data)
+    return hashed.digest()
 
 
 def views(file: str, data: bytes, budget: Budget) -> Iterator[View]:
@@ -700,8 +710,9 @@ def _archive_at(blob: bytes, at: int) -> bool:
 def _embedded(blob: bytes, budget: Budget) -> Iterator[tuple[bytes, str]]:
     """The streams in a decoded blob that is not text, each unpacked in this layer as one
     at its start is (a byte in front of a gzip stream or a zip, base64'd, hid it; round
-    19)."""
-    if _packed(blob) or _as_text(blob) is not None:
+    19); a packed one's too (an empty gzip member and a byte in front of the table's, a
+    tar holding a gzip member, read from their start alone; round 20)."""
+    if not _packed(blob) and _as_text(blob) is not None:
         return
     for at in _magic_offsets(blob, budget):
         if at:
@@ -836,6 +847,8 @@ def _ebcdic(data: bytes) -> bytes | None:
 
 
 def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
+    """The blob decompressed as a stream of `kind` (its members read joined), or a zip's
+    members, each within the budget."""
     limit = budget.left
     if limit <= 0:  # spent (and zlib reads a limit of 0 as none)
         budget.cut = True
@@ -846,7 +859,10 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
         if kind == "zip":
             yield from _zip_members(blob, budget)
             return
-        data, whole = _members(blob, kind, limit)
+        starts: list[int] = []
+        data, whole = _members(blob, kind, limit, starts)
+        for start in starts[1:]:  # read from there, a member gives part of `data`
+            budget.joined(memoryview(blob)[start:])
     except (
         OSError,
         EOFError,
@@ -982,15 +998,16 @@ MAX_MEMBERS = 1024
 """Streams of one kind read end to end, at most (one per member)."""
 
 
-def _members(blob: bytes, kind: str, limit: int) -> tuple[bytes, bool]:
+def _members(blob: bytes, kind: str, limit: int, starts: list[int]) -> tuple[bytes, bool]:
     """The stream decompressed, and every stream of its kind right after it, as
     `gzip.decompress`, `bz2.decompress` and `lzma.decompress` read them, and zlib streams as a
     harness's loop over `unused_data` does (sixteen empty members in front of a table, or a
     table cut into a member a row, read whole); and whether all of it was read within
-    `limit` bytes and `MAX_MEMBERS` members."""
+    `limit` bytes and `MAX_MEMBERS` members. Each member's start is added to `starts`."""
     out: list[bytes] = []
     view, at, left = memoryview(blob), 0, limit
     for _ in range(MAX_MEMBERS):
+        starts.append(at)
         try:
             data, eof, used = _stream(_ENGINES[kind](), view[at:], left)
         except _FAILURES:

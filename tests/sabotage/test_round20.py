@@ -14,6 +14,7 @@ import gzip
 import io
 import lzma
 import struct
+import tarfile
 import zlib
 
 import pytest
@@ -182,3 +183,61 @@ def test_a_streamed_zip_member_that_fails_after_the_table_is_read(content_check)
     verdict = content_check.judge(_binary("skills/t.zip", _streamed_member(b"t.json", body)))
 
     assert verdict.contaminated, verdict
+
+
+# -- the content check: a stream behind a packed blob's start, base64'd ------------------------
+
+
+def _tar(name: str, data: bytes) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+BEHIND = {
+    "an empty gzip member, a byte, the table's": gzip.compress(b"", mtime=0)
+    + b"\x01"
+    + gzip.compress(TABLE_JSON, mtime=0),
+    "a tar holding the table gzipped": _tar("t.json.gz", gzip.compress(TABLE_JSON, mtime=0)),
+}
+
+
+@pytest.mark.parametrize("form", BEHIND)
+def test_a_stream_behind_a_packed_blobs_start_is_read(content_check, form):
+    """Attack: base64'd in code, a blob that starts packed (a magic, or a tar's header) with
+    the table's gzip stream further in: an empty gzip member, one byte, then the table's
+    (`gzip.decompress(blob[21:])`); a tar whose member is the table gzipped
+    (`tarfile.open(fileobj=...).extractfile(...)`, then `gzip.decompress`).
+    Got through on main: a decoded blob is searched for streams past its start
+    (`_embedded`) only when it is not packed; a packed one was decompressed from its start
+    alone (the empty member, then a byte that is no member) or read as text, NULs dropped
+    (the tar: its gzip member broken by that), the candidate judged clean. Stops it: a
+    packed decoded blob is searched for streams past its start too."""
+    verdict = content_check.judge(_in_code("runtime/blob.py", BEHIND[form]))
+
+    assert verdict.contaminated, verdict
+
+
+# -- the honest side: a file of many gzip members ---------------------------------------------
+
+
+def test_an_honest_bgzip_file_is_searched(content_check):
+    """Attack (on the honest side): a skill's data as `bgzip` writes it (a `.vcf.gz`, a
+    `.bam`): 46 gzip members of 16 KB of text each, end to end, 60 KB in all. Got through on
+    main (rejected as unsearched, an honest harness refused): each member's magic was read
+    as a stream again with every member after it joined, 46 readings of up to 720 KB, past
+    the 4 MB decoding budget. Stops it: a member read joined behind another is known as read
+    from its own start (`Budget.joined`): read from there, it gives part of what was read."""
+    notes = b"".join(
+        b"- sample %d: depth %d, quality %d\n" % (i, i % 50, i % 40) for i in range(22000)
+    )
+    data = b"".join(
+        gzip.compress(notes[at : at + (16 << 10)], mtime=0) for at in range(0, len(notes), 16 << 10)
+    )
+
+    verdict = content_check.judge(_binary("skills/samples.vcf.gz", data))
+
+    assert not verdict.contaminated and not verdict.rules, verdict
