@@ -5,7 +5,21 @@ work (the rolling-hash prefilter of `windows.py`, the batched normalising of
 `normalise.in_form`).
 
 Each attack is one test, written here failing on main first, then closed in
-`contamination/decode.py`. DOCSTRING-SUMMARY
+`contamination/decode.py`. Of 16 cases, 12 got through on main, 6 holes closed, no limit
+declared: gzip members padded with zeros (the gzip module skips them) were read a member at
+a time, a 12-character piece each (2); a gzip member whose 70 KB name ran past the 64 KB a
+header was looked for in, its check zeroed, was inflated from inside its name (2); a table
+cut into headerless streams end to end (legacy `.lzma`, which `lzma.decompress` reads
+joined; zlib with a small window, a loop over `unused_data`) was read a first piece alone
+(4); a zip member found by its local header whose body breaks after the table was passed
+over as a stray signature (1); a base64'd blob that starts packed (an empty gzip member and
+a byte in front of the table's; a tar holding a gzip member) was never searched for a
+stream past its start (2); on the honest side, a `bgzip` file of 46 members was rejected as
+unsearched, each member read again with every one after it (1). Held on main (4): the
+rolling-hash prefilter at a chunk's seam and a file's end, and the batched normal form of
+fullwidth and tag characters among 3,000 lines (and, outside these tests, 200 random texts
+of astral, surrogate and accented characters against a brute-force search, and 300 random
+line sets through `in_form` against the one-by-one forms: no difference).
 """
 
 from __future__ import annotations
