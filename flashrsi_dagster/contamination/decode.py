@@ -33,7 +33,7 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from urllib.parse import unquote_to_bytes
 
 MAX_DEPTH = 3
@@ -1170,20 +1170,21 @@ def _zip_member(blob: bytes, info: _Member, limit: int) -> bytes | None:
         return body[:limit]
     # deflate and bzip2 streams mark their own end: read to it, not to the claimed compressed
     # size (a member claiming 12 bytes of its body hid the rest; round 17)
-    if (make := _ZIP_ENGINES.get(info.method)) is not None:
-        try:
-            return make().decompress(rest, limit)
-        except _FAILURES:
-            if blob[at : at + 4] != _LOCAL:
-                raise  # a central entry at no local header: no member a reader finds
-            # a reader has what the body gave before its break (a streamed one: round 20)
-            return _salvaged(make, rest, limit)[0]
+    make = _ZIP_ENGINES.get(info.method)
     if info.method == zipfile.ZIP_LZMA:  # a version, the properties' size, them
         size = int.from_bytes(body[2:4], "little")
         lzma1 = lzma._decode_filter_properties(lzma.FILTER_LZMA1, body[4 : 4 + size])  # type: ignore[attr-defined]
-        engine = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[lzma1])
-        return engine.decompress(body[4 + size :], limit)
-    return None
+        make = partial(lzma.LZMADecompressor, lzma.FORMAT_RAW, filters=[lzma1])
+        rest = memoryview(body)[4 + size :]
+    if make is None:
+        return None
+    try:
+        return make().decompress(rest, limit)
+    except _FAILURES:
+        if blob[at : at + 4] != _LOCAL:
+            raise  # a central entry at no local header: no member a reader finds
+        # a reader has what the body gave before its break (a streamed one: round 20)
+        return _salvaged(make, rest, limit)[0]
 
 
 __all__ = ["CIPHERS", "Budget", "View", "unescape", "views"]

@@ -5,21 +5,22 @@ work (the rolling-hash prefilter of `windows.py`, the batched normalising of
 `normalise.in_form`).
 
 Each attack is one test, written here failing on main first, then closed in
-`contamination/decode.py`. Of 16 cases, 12 got through on main, 6 holes closed, no limit
+`contamination/decode.py`. Of 17 cases, 13 got through on main, 6 holes closed, no limit
 declared: gzip members padded with zeros (the gzip module skips them) were read a member at
 a time, a 12-character piece each (2); a gzip member whose 70 KB name ran past the 64 KB a
 header was looked for in, its check zeroed, was inflated from inside its name (2); a table
 cut into headerless streams end to end (legacy `.lzma`, which `lzma.decompress` reads
 joined; zlib with a small window, a loop over `unused_data`) was read a first piece alone
-(4); a zip member found by its local header whose body breaks after the table was passed
-over as a stray signature (1); a base64'd blob that starts packed (an empty gzip member and
-a byte in front of the table's; a tar holding a gzip member) was never searched for a
-stream past its start (2); on the honest side, a `bgzip` file of 46 members was rejected as
-unsearched, each member read again with every one after it (1). Held on main (4): the
-rolling-hash prefilter at a chunk's seam and a file's end, and the batched normal form of
-fullwidth and tag characters among 3,000 lines (and, outside these tests, 200 random texts
-of astral, surrogate and accented characters against a brute-force search, and 300 random
-line sets through `in_form` against the one-by-one forms: no difference).
+(4); a zip member found by its local header whose body (deflate or LZMA) breaks after the
+table was passed over as a stray signature (2); a base64'd blob that starts packed (an
+empty gzip member and a byte in front of the table's; a tar holding a gzip member) was
+never searched for a stream past its start (2); on the honest side, a `bgzip` file of 46
+members was rejected as unsearched, each member read again with every one after it (1).
+Held on main (4): the rolling-hash prefilter at a chunk's seam and a file's end, and the
+batched normal form of fullwidth and tag characters among 3,000 lines (and, outside these
+tests, 200 random texts of astral, surrogate and accented characters against a brute-force
+search, and 300 random line sets through `in_form` against the one-by-one forms: no
+difference).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import io
 import lzma
 import struct
 import tarfile
+import zipfile
 import zlib
 
 import pytest
@@ -37,7 +39,7 @@ from flashrsi_dagster.contamination.windows import CHUNK
 from tests.sabotage.test_round15 import _binary
 from tests.sabotage.test_round16 import TABLE_JSON
 from tests.sabotage.test_round17 import _in_code
-from tests.sabotage.test_round19 import _deflate_broken
+from tests.sabotage.test_round19 import FILLER, _broken, _deflate_broken
 
 PIECES = [TABLE_JSON[at : at + 12] for at in range(0, len(TABLE_JSON), 12)]
 """The table cut into pieces of 12 characters, fewer than a shingle's 16."""
@@ -174,27 +176,41 @@ def test_the_prefilter_passes_over_no_shingle(content_check, form):
 # -- the content check: a zip member that fails after the table --------------------------------
 
 
-def _streamed_member(name: bytes, body: bytes) -> bytes:
-    """A zip's local header and deflated `body`, no central directory (as a streaming writer
-    that died leaves it): `unzip -` and Java's ZipInputStream read it from its header."""
+def _streamed_member(name: bytes, body: bytes, method: int = zipfile.ZIP_DEFLATED) -> bytes:
+    """A zip's local header and compressed `body`, no central directory (as a streaming
+    writer that died leaves it): `unzip -` and Java's ZipInputStream read it from its header."""
     header = struct.pack(
-        "<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, 8, 0, 0, 0, len(body), 0, len(name), 0
+        "<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, method, 0, 0, 0, len(body), 0, len(name), 0
     )
     return header + name + body
 
 
-def test_a_streamed_zip_member_that_fails_after_the_table_is_read(content_check):
+def _lzma_broken() -> bytes:
+    """A zip member's LZMA body (a version, its properties' size, them, a raw LZMA1 stream) of
+    the table and the filler, broken half way."""
+    lzma1 = {"id": lzma.FILTER_LZMA1}
+    props = lzma._encode_filter_properties(lzma1)  # type: ignore[attr-defined]
+    raw = lzma.compress(TABLE_JSON + FILLER, format=lzma.FORMAT_RAW, filters=[lzma1])
+    return struct.pack("<BBH", 9, 20, len(props)) + props + _broken(raw, 0.5)
+
+
+STREAMED = {
+    "deflated": lambda: _streamed_member(b"t.json", _deflate_broken(-zlib.MAX_WBITS)),
+    "LZMA": lambda: _streamed_member(b"t.json", _lzma_broken(), zipfile.ZIP_LZMA),
+}
+
+
+@pytest.mark.parametrize("method", STREAMED)
+def test_a_streamed_zip_member_that_fails_after_the_table_is_read(content_check, method):
     """Attack: a zip member found by its local header alone (no central directory), its
-    deflate body broken after the table and 64 KB of log (a block of the reserved type): a
-    streaming reader inflates it a piece at a time and has the table before the error.
+    deflate body broken after the table and 64 KB of log (a block of the reserved type), or
+    its LZMA body broken half way: a streaming reader inflates it a piece at a time and has
+    the table before the error.
     Got through on main: the member was inflated in one call, which raised at the break;
     a member no central directory lists that does not inflate was passed over as a stray
-    signature, the candidate judged clean. Stops it: a deflated member is read to its
-    failure as any other stream (`_salvaged`)."""
-    body = _deflate_broken(-zlib.MAX_WBITS)
-    assert zlib.decompressobj(-zlib.MAX_WBITS).decompress(body[:4096])[:20] == TABLE_JSON[:20]
-
-    verdict = content_check.judge(_binary("skills/t.zip", _streamed_member(b"t.json", body)))
+    signature, the candidate judged clean. Stops it: a member at a local header is read to
+    its failure as any other stream (`_salvaged`)."""
+    verdict = content_check.judge(_binary(f"skills/t-{method}.zip", STREAMED[method]()))
 
     assert verdict.contaminated, verdict
 
