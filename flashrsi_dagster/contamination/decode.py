@@ -33,7 +33,7 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from urllib.parse import unquote_to_bytes
 
 MAX_DEPTH = 3
@@ -131,9 +131,7 @@ class Budget:
         as what an outer stream held: one digest for both read a zip in a zip, or a gzip
         stream in bzip2, as unpacked already, and its table went unsearched."""
         cost = len(data) if cost is None else cost
-        hashed = hashlib.sha1(b"unpack:" if unpacking else b"")
-        hashed.update(data)
-        digest = hashed.digest()
+        digest = _digest(data, unpacking)
         if digest in self.seen:
             return False
         if cost > self.left:
@@ -142,6 +140,18 @@ class Budget:
         self.seen.add(digest)
         self.left -= cost
         return True
+
+    def joined(self, stream: memoryview) -> None:
+        """`stream`, a stream read joined behind another, taken to be unpacked: read from its
+        own start it gives part of what was read. Each member of a bgzip file (a `.vcf.gz`)
+        was read again with all that follows it, past the budget: unsearched (round 20)."""
+        self.seen.add(_digest(stream, unpacking=True))
+
+
+def _digest(data: bytes | memoryview, unpacking: bool) -> bytes:
+    hashed = hashlib.sha1(b"unpack:" if unpacking else b"")
+    hashed.update(data)
+    return hashed.digest()
 
 
 def views(file: str, data: bytes, budget: Budget) -> Iterator[View]:
@@ -786,8 +796,9 @@ def _archive_at(blob: bytes, at: int) -> bool:
 def _embedded(blob: bytes, budget: Budget) -> Iterator[tuple[bytes, str]]:
     """The streams in a decoded blob that is not text, each unpacked in this layer as one
     at its start is (a byte in front of a gzip stream or a zip, base64'd, hid it; round
-    19)."""
-    if _packed(blob) or _as_text(blob) is not None:
+    19); a packed one's too (an empty gzip member and a byte in front of the table's, a
+    tar holding a gzip member, read from their start alone; round 20)."""
+    if not _packed(blob) and _as_text(blob) is not None:
         return
     for at in _magic_offsets(blob, budget):
         if at:
@@ -821,19 +832,46 @@ def _headerless(blob: bytes, budget: Budget) -> tuple[bytes, str] | None:
             continue
         if kind == "lzma" and blob[0] > 224:  # the properties byte: at most (4*5+4)*9+8
             continue
-        engine = make()
         try:
-            data = engine.decompress(blob, limit)
-        except (zlib.error, lzma.LZMAError, EOFError, ValueError):
+            data, eof, used = _stream(make(), memoryview(blob), limit)
+        except _HEADERLESS_FAILURES:
             continue
-        if not engine.eof:
+        if not eof:
             if len(data) >= limit and _as_text(data[:4096]) is not None:
                 budget.cut = True  # a real stream, longer than what is left to read
             continue
-        text = _as_text(data)
+        more, whole = _following(make, memoryview(blob)[used:], limit - len(data))
+        text = _as_text(data + more)
+        budget.cut |= text is not None and not whole  # text, then past what can be read
         if text is not None and budget.take(text):
             return text, kind
     return None
+
+
+_HEADERLESS_FAILURES = (zlib.error, lzma.LZMAError, EOFError, ValueError)
+
+
+def _following(make: Callable, rest: memoryview, left: int) -> tuple[bytes, bool]:
+    """The streams of a headerless kind right after one, each read by a new decompressor
+    from where the last one ended, as `lzma.decompress` reads `.lzma` streams and a harness's
+    loop over `unused_data` reads zlib or deflate ones (a table cut into 12-character `.lzma`
+    streams was read a first piece alone; round 20); up to the first that fails or does not
+    end (trailing bytes: those readers stop there too). What they gave, and whether all of
+    it was read within `left` bytes and `MAX_MEMBERS` streams."""
+    out: list[bytes] = []
+    for _ in range(MAX_MEMBERS):
+        if not len(rest) or left <= 0:  # (zlib reads a limit of 0 as none)
+            return b"".join(out), not len(rest)
+        try:
+            data, eof, used = _stream(make(), rest, left)
+        except _HEADERLESS_FAILURES:
+            return b"".join(out), True
+        out.append(data)
+        if not eof:  # cut short: what it gave is what a harness's loop has
+            return b"".join(out), len(data) < left
+        left -= len(data)
+        rest = rest[used:]
+    return b"".join(out), not len(rest)
 
 
 def _packed(blob: bytes) -> bool:
@@ -895,6 +933,8 @@ def _ebcdic(data: bytes) -> bytes | None:
 
 
 def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
+    """The blob decompressed as a stream of `kind` (its members read joined), or a zip's
+    members, each within the budget."""
     limit = budget.left
     if limit <= 0:  # spent (and zlib reads a limit of 0 as none)
         budget.cut = True
@@ -905,7 +945,10 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
         if kind == "zip":
             yield from _zip_members(blob, budget)
             return
-        data, whole = _members(blob, kind, limit)
+        starts: list[int] = []
+        data, whole = _members(blob, kind, limit, starts)
+        for start in starts[1:]:  # read from there, a member gives part of `data`
+            budget.joined(memoryview(blob)[start:])
     except (
         OSError,
         EOFError,
@@ -1041,15 +1084,16 @@ MAX_MEMBERS = 1024
 """Streams of one kind read end to end, at most (one per member)."""
 
 
-def _members(blob: bytes, kind: str, limit: int) -> tuple[bytes, bool]:
+def _members(blob: bytes, kind: str, limit: int, starts: list[int]) -> tuple[bytes, bool]:
     """The stream decompressed, and every stream of its kind right after it, as
     `gzip.decompress`, `bz2.decompress` and `lzma.decompress` read them, and zlib streams as a
     harness's loop over `unused_data` does (sixteen empty members in front of a table, or a
     table cut into a member a row, read whole); and whether all of it was read within
-    `limit` bytes and `MAX_MEMBERS` members."""
+    `limit` bytes and `MAX_MEMBERS` members. Each member's start is added to `starts`."""
     out: list[bytes] = []
     view, at, left = memoryview(blob), 0, limit
     for _ in range(MAX_MEMBERS):
+        starts.append(at)
         try:
             data, eof, used = _stream(_ENGINES[kind](), view[at:], left)
         except _FAILURES:
@@ -1059,12 +1103,15 @@ def _members(blob: bytes, kind: str, limit: int) -> tuple[bytes, bool]:
         if not eof:
             return b"".join(out), left > 0
         at += used
+        if kind == "gzip":  # zeros pad a member: the gzip module skips them (round 20)
+            at = _ZEROS.match(blob, at).end()
         more = _next_member(bytes(view[at : at + 8]), kind)
         if not more or left <= 0:
             return b"".join(out), left > 0 or not more
     return b"".join(out), False
 
 
+_ZEROS = re.compile(rb"\0*")
 _CHUNK = 1 << 16
 
 
@@ -1106,7 +1153,7 @@ def _recovered(stream: memoryview, kind: str, limit: int) -> tuple[bytes, bool, 
     if kind in _TRAILERS:
         with contextlib.suppress(zlib.error):
             return _unchecked(stream, kind, limit)
-        start = _body(bytes(stream[:_HEADER]), kind)
+        start = _body(stream, kind)
         return _salvaged(lambda: zlib.decompressobj(-zlib.MAX_WBITS), stream[start:], limit)
     return _salvaged(_ENGINES[kind], stream, limit)
 
@@ -1153,20 +1200,24 @@ def _unchecked(stream: memoryview, kind: str, limit: int) -> tuple[bytes, bool, 
     """A gzip or zlib stream whose check fails (its CRC-32 or Adler-32 zeroed), read as a
     harness reads it: its deflate body inflated raw, the trailer skipped. What it holds,
     whether it ended, and the bytes it took, its trailer's too."""
-    start = _body(bytes(stream[:_HEADER]), kind)
+    start = _body(stream, kind)
     data, eof, used = _stream(zlib.decompressobj(-zlib.MAX_WBITS), stream[start:], limit)
     return data, eof, start + used + _TRAILERS[kind]
 
 
-def _body(stream: bytes, kind: str) -> int:
+def _body(stream, kind: str) -> int:
     """Where a gzip or zlib stream's deflate body starts (a zlib header's preset dictionary
-    id skipped); a gzip header longer than `stream` (a name past `_WINDOW`) at its end."""
+    id skipped); a gzip header is looked for in its first `_HEADER` bytes, then, past them
+    (a name of 70 KB: the gzip module reads any; round 20), in all of `stream`; a header
+    longer than `stream` (a name past `_WINDOW`) ends at its end."""
+    head = bytes(stream[:_HEADER])
     if kind == "zlib":
-        return 2 + (4 if stream[1] & 0x20 else 0)
-    try:
-        return _gzip_body(stream)
-    except (ValueError, IndexError):  # no NUL ends its name or comment, no flags: cut short
-        return len(stream)
+        return 2 + (4 if head[1] & 0x20 else 0)
+    with contextlib.suppress(ValueError, IndexError):  # no NUL ends its name, no flags
+        return _gzip_body(head)
+    with contextlib.suppress(ValueError, IndexError):
+        return _gzip_body(bytes(stream)) if len(stream) > len(head) else len(stream)
+    return len(stream)
 
 
 def _gzip_body(stream: bytes) -> int:
@@ -1179,6 +1230,12 @@ def _gzip_body(stream: bytes) -> int:
         if flags & flag:
             at = stream.index(b"\0", at) + 1
     return at + (2 if flags & 2 else 0)
+
+
+_ZIP_ENGINES: dict[int, Callable] = {
+    zipfile.ZIP_DEFLATED: lambda: zlib.decompressobj(-zlib.MAX_WBITS),
+    zipfile.ZIP_BZIP2: bz2.BZ2Decompressor,
+}
 
 
 def _zip_member(blob: bytes, info: _Member, limit: int) -> bytes | None:
@@ -1199,16 +1256,21 @@ def _zip_member(blob: bytes, info: _Member, limit: int) -> bytes | None:
         return body[:limit]
     # deflate and bzip2 streams mark their own end: read to it, not to the claimed compressed
     # size (a member claiming 12 bytes of its body hid the rest; round 17)
-    if info.method == zipfile.ZIP_DEFLATED:
-        return zlib.decompressobj(-zlib.MAX_WBITS).decompress(rest, limit)
-    if info.method == zipfile.ZIP_BZIP2:
-        return bz2.BZ2Decompressor().decompress(rest, limit)
+    make = _ZIP_ENGINES.get(info.method)
     if info.method == zipfile.ZIP_LZMA:  # a version, the properties' size, them
         size = int.from_bytes(body[2:4], "little")
         lzma1 = lzma._decode_filter_properties(lzma.FILTER_LZMA1, body[4 : 4 + size])  # type: ignore[attr-defined]
-        engine = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[lzma1])
-        return engine.decompress(body[4 + size :], limit)
-    return None
+        make = partial(lzma.LZMADecompressor, lzma.FORMAT_RAW, filters=[lzma1])
+        rest = memoryview(body)[4 + size :]
+    if make is None:
+        return None
+    try:
+        return make().decompress(rest, limit)
+    except _FAILURES:
+        if blob[at : at + 4] != _LOCAL:
+            raise  # a central entry at no local header: no member a reader finds
+        # a reader has what the body gave before its break (a streamed one: round 20)
+        return _salvaged(make, rest, limit)[0]
 
 
 __all__ = ["CIPHERS", "Budget", "View", "unescape", "views"]
