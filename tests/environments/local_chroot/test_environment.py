@@ -68,6 +68,15 @@ def host_processes(marker: str) -> list[str]:
     return found
 
 
+async def processes_left(marker: str) -> list[str]:
+    """`host_processes(marker)` once they are gone, or after a minute: the group's SIGKILL is
+    sent at the timeout or cancel, and a loaded machine takes a moment to end its members."""
+    deadline = time.monotonic() + 60
+    while (left := host_processes(marker)) and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    return left
+
+
 def tar_gz(files: dict[str, str]) -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
@@ -174,7 +183,7 @@ def test_a_timed_out_command_loses_its_whole_process_group(tmp_path: Path):
         async with running(env):
             with pytest.raises(CommandTimeout, match="timed out after 1 seconds"):
                 await env.exec(f"sleep {tag} & sleep {tag}.5", timeout_sec=1)
-            return host_processes(f"sleep {tag}")
+            return await processes_left(f"sleep {tag}")
 
     assert asyncio.run(scenario()) == []
 
@@ -187,11 +196,7 @@ def test_a_cancelled_command_loses_its_whole_process_group_too(tmp_path: Path):
         async with running(env):
             with pytest.raises(TimeoutError):  # as when Harbor's agent timeout fires
                 await asyncio.wait_for(env.exec(f"sleep {tag} & sleep {tag}.5"), timeout=1)
-            # SIGKILL is sent at the cancel; a loaded machine takes a moment to end the group
-            deadline = time.monotonic() + 60
-            while (left := host_processes(f"sleep {tag}")) and time.monotonic() < deadline:
-                await asyncio.sleep(0.2)
-            return left
+            return await processes_left(f"sleep {tag}")
 
     assert asyncio.run(scenario()) == []
 
