@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import signal
 from pathlib import Path
 
 from flashrsi_dagster.scratch import process_space
@@ -134,8 +136,27 @@ def _sweep(parent: Path) -> None:
             continue
         pid = int(jail.split("-")[1])
         if not Path(f"/proc/{pid}").exists():
-            with contextlib.suppress(OSError):
-                folder.rmdir()
+            _end(folder)
+
+
+def _end(folder: Path) -> None:
+    """The group of a dead framework process's jail: removed, once what is left in it is
+    killed. A jail whose bubblewrap died (the framework killed) while its sandbox was still
+    being built leaves the sandbox's first process waiting forever for that parent, before it
+    could ask to die with it; nothing else ends it. Mostly still exiting here: removed by a
+    later sweep."""
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+        return
+    with contextlib.suppress(OSError):
+        if (folder / "cgroup.kill").exists():  # cgroup v2: the kernel kills them all at once
+            (folder / "cgroup.kill").write_text("1")
+        else:
+            for pid in _read(folder / "cgroup.procs").split():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        folder.rmdir()
 
 
 def _parents() -> dict[str, tuple[Path, str]]:

@@ -5,10 +5,16 @@ other's groups, an empty one just made included."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import sys
+import time
 
-from flashrsi_dagster.environments.cgroups import _sweep
+import pytest
+
+from flashrsi_dagster.environments.cgroups import JailGroup, _sweep
 from flashrsi_dagster.scratch import process_space
 
 
@@ -24,3 +30,33 @@ def test_the_sweep_removes_the_dead_groups_of_this_process_space_only(tmp_path):
     _sweep(tmp_path)
 
     assert sorted(p.name for p in tmp_path.iterdir()) == [elsewhere.name]
+
+
+def test_a_dead_framework_processs_jail_left_running_is_killed_by_the_next_sweep():
+    """A jail's sandbox stranded by its bubblewrap's death (the framework SIGKILLed while the
+    jail was being built: the sandbox's first process waits forever on its dead parent, seen
+    left alive by a killed test run) is killed, and its groups removed, when the next jail is
+    made on this machine."""
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()  # its pid names no process here now
+    dead = JailGroup.create(f"jail-{ended.pid}-0")
+    if dead is None:
+        pytest.skip("no pids cgroup can be made here")
+    stranded = subprocess.Popen(dead.argv(["sleep", "3600"]), start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not dead.members.read_text().split() and time.monotonic() < deadline:
+        time.sleep(0.05)  # until it has joined the group
+    assert dead.members.read_text().split(), "the process never joined its group"
+
+    try:
+        JailGroup.create(f"jail-{os.getpid()}-sweep-0").remove()
+        stranded.wait(timeout=60)  # killed by that sweep, maybe still exiting as it ended
+        JailGroup.create(f"jail-{os.getpid()}-sweep-1").remove()
+
+        assert stranded.returncode == -signal.SIGKILL
+        assert not any(folder.exists() for folder in dead.folders.values())
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            stranded.kill()
+        stranded.wait()
+        dead.remove()
