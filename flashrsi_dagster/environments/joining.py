@@ -14,11 +14,13 @@ all of that for a program of its own (a CLI, the Codex core) and executes it: `J
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import importlib.util
 import os
 import resource
 import signal
 import sys
+import termios
 from collections.abc import Sequence
 
 JAIL_UID = 65534
@@ -109,17 +111,27 @@ def main(argv: list[str]) -> int:
 
 
 def _leave_the_terminal() -> None:
-    """A session of its own, and no terminal among its standard streams: a CLI joined from a
-    terminal (Claude Code's SDK starts it in the caller's session, its stderr the caller's)
+    """No controlling terminal, and no terminal among its standard streams: a CLI joined from
+    a terminal (Claude Code's SDK starts it in the caller's session, its stderr the caller's)
     read what the user typed there through `/dev/tty` or fd 2, and switched off its echo
-    (red-team round 19). A stream that is a terminal reads and writes nothing instead, as
-    a MiniAgent run's (`_entry._child`)."""
-    os.setsid()
+    (red-team round 19). The terminal is given up (`TIOCNOTTY`, for this process and what it
+    starts) rather than the session left: a new session is a new process group too, which the
+    signals an adapter sends the launcher's group (Codex's SIGTERM to cancel) would not reach.
+    A stream that is a terminal reads and writes nothing instead, as a MiniAgent run's
+    (`_entry._child`)."""
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         if os.isatty(fd):
             os.dup2(null, fd)
     os.close(null)
+    try:
+        terminal = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
+    except OSError:  # no controlling terminal: nothing to give up
+        return
+    try:
+        fcntl.ioctl(terminal, termios.TIOCNOTTY)
+    finally:
+        os.close(terminal)
 
 
 def _exit_like(code: int) -> int:

@@ -9,7 +9,7 @@ quota (`quotactl`, `quotactl_fd`), reboot, `acct`, `syslog`, `open_by_handle_at`
 and the like, `clone` with `CLONE_PARENT` (a command's child would pass for a new command of
 the agent's), vsock sockets (EAFNOSUPPORT: no network namespace holds them), and the
 `ioctl`s that type into a terminal (`TIOCSTI`, `TIOCLINUX`: a second guard; a CLI joined to a
-jail gets a session of its own and no terminal among its streams, `joining.py`), and
+jail gives up its controlling terminal and has none among its streams, `joining.py`), and
 `prctl(PR_SET_CHILD_SUBREAPER)` (the shell watchdog reads a command's lineage from its
 parent). `clone3` answers ENOSYS: its flags sit in memory the filter cannot read, and libc
 then falls back to `clone`, whose flags it can (what Docker and Flatpak do). Threads and plain

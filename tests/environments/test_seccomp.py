@@ -135,7 +135,7 @@ import ctypes, os, termios
 libc = ctypes.CDLL(None, use_errno=True)
 try:
     fd = os.open("/dev/tty", os.O_RDWR)
-except OSError:  # no controlling terminal (a session of its own): the filter on a pty of its own
+except OSError:  # no controlling terminal (given up): the filter on a pty of its own
     fd = os.openpty()[1]
 for request in (termios.TIOCSTI, termios.TIOCSTI | 1 << 32):  # high bits: CVE-2019-10063
     result = libc.syscall(16, fd, ctypes.c_ulong(request), ctypes.c_char_p(b"INJECTED"))
@@ -145,9 +145,9 @@ for request in (termios.TIOCSTI, termios.TIOCSTI | 1 << 32):  # high bits: CVE-2
 
 @pytest.mark.skipif(shutil.which("setsid") is None, reason="util-linux setsid is not installed")
 def test_a_process_joined_to_the_jail_cannot_type_into_the_hosts_terminal(jail: Jail, work: Path):
-    """A CLI joined from a terminal gets a session of its own (no `/dev/tty`) and no terminal
-    among its streams (`tests/sabotage/test_round19_recovery.py`); `TIOCSTI` is refused by the
-    filter besides, on any terminal."""
+    """A CLI joined from a terminal gives up its controlling terminal (no `/dev/tty`) and has
+    none among its streams (`tests/sabotage/test_round19_recovery.py`); `TIOCSTI` is refused
+    by the filter besides, on any terminal."""
     (work / "type.py").write_text(TYPE_INTO_TERMINAL)
     argv = jail.enter_argv([f"{sys.base_prefix}/bin/python3", "-I", "type.py"], ENV, work)
     terminal, side = os.openpty()

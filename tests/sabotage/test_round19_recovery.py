@@ -14,7 +14,7 @@ Each attack is one test. One that got through on main was written here first, fa
 closed by the smallest fix; the others held on main and stay as tests. Of 47 cases, 19 got
 through on main (5 holes, all closed): (1) a command of a joined CLI read what the user typed
 at the host's terminal through `/dev/tty` and switched off its echo (2): `joining.py` gives the
-program a session of its own and no terminal among its streams; (2) a home path with a part
+program no controlling terminal and no terminal among its streams; (2) a home path with a part
 past NAME_MAX or past PATH_MAX ended `validate` and the five stored-experiment commands in a
 traceback (7): refused in one line; (3) nine thousand aliases of a 100 KB string, a 137 KB
 config, held `validate` for ten minutes and gigabytes (1): `bounded_yaml.MAX_ALIAS_CHARS`;
@@ -128,7 +128,7 @@ def test_a_joined_cli_reads_nothing_the_user_types_at_the_host_s_terminal(from_a
     inherited standard stream: what the user types while `flashrsi run` runs (a password
     typed ahead included). Got through on main through `/dev/tty` (the line typed was read:
     the launcher kept the caller's session, and only `TIOCSTI` was filtered). Stops it:
-    `joining.py` gives the program a session of its own (no controlling terminal) and a
+    `joining.py` gives up the program's controlling terminal (`TIOCNOTTY`) and a
     terminal among its standard streams is replaced by `/dev/null`."""
     found, _ = from_a_terminal
 
