@@ -154,8 +154,12 @@ def _zip(members: list[tuple[str, bytes]], method: int = zipfile.ZIP_DEFLATED) -
 
 
 def _tar_xz(name: str, data: bytes) -> bytes:
+    return _tar(name, data, "w:xz")
+
+
+def _tar(name: str, data: bytes, mode: str = "w") -> bytes:
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:xz") as archive:
+    with tarfile.open(fileobj=buffer, mode=mode) as archive:
         info = tarfile.TarInfo(name)
         info.size = len(data)
         archive.addfile(info, io.BytesIO(data))

@@ -29,7 +29,6 @@ import gzip
 import io
 import lzma
 import struct
-import tarfile
 import zipfile
 import zlib
 
@@ -37,7 +36,7 @@ import pytest
 
 from flashrsi_dagster.contamination.windows import CHUNK
 from tests.sabotage.test_round15 import _binary
-from tests.sabotage.test_round16 import TABLE_JSON
+from tests.sabotage.test_round16 import TABLE_JSON, _tar
 from tests.sabotage.test_round17 import _in_code
 from tests.sabotage.test_round19 import FILLER, _broken, _deflate_broken
 
@@ -216,15 +215,6 @@ def test_a_streamed_zip_member_that_fails_after_the_table_is_read(content_check,
 
 
 # -- the content check: a stream behind a packed blob's start, base64'd ------------------------
-
-
-def _tar(name: str, data: bytes) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
-        info = tarfile.TarInfo(name)
-        info.size = len(data)
-        archive.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 BEHIND = {
