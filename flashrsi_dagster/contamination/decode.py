@@ -40,6 +40,10 @@ MAX_DEPTH = 3
 """Encodings nested in one another, at most (base64 of gzip of base64 is 3)."""
 MAX_DECODED_BYTES = 4 << 20
 """Bytes decoded or decompressed per snapshot, at most: what is past it is not searched."""
+MAX_REWORK_BYTES = 64 * MAX_DECODED_BYTES
+"""Bytes decoded or hashed again per snapshot for nothing new, at most (`Budget.again`): past
+it, the file being read ends unsearched. 256 MB: an honest stream of many members (a `bgzip`
+file, a log gzip'd a run a member) hashes each member's rest once (`Budget.joined`)."""
 CIPHERS = ("reversed", "rot13")
 """Views of the plain text only: the two cheapest ciphers a table could be written in."""
 MIN_BLOB = 24
@@ -120,6 +124,10 @@ class Budget:
     """What may still be decoded in one snapshot, and the blobs decoded already."""
 
     left: int = MAX_DECODED_BYTES
+    rework: int = MAX_REWORK_BYTES
+    """What may still be decoded or hashed again for nothing new: bytes known already (a
+    zip's thousand members of one body, a stream's members read joined) are not charged to
+    `left`, but reading them is work all the same (gigabytes, for a few KB of file)."""
     seen: set[bytes] = field(default_factory=set)
     cut: bool = False
     """Something was left undecoded for want of budget: what it holds was not searched."""
@@ -132,7 +140,8 @@ class Budget:
         stream in bzip2, as unpacked already, and its table went unsearched."""
         cost = len(data) if cost is None else cost
         digest = _digest(data, unpacking)
-        if digest in self.seen:
+        if digest in self.seen:  # read again: what it would cost new is charged as rework
+            self.again(cost)
             return False
         if cost > self.left:
             self.cut = True
@@ -145,7 +154,23 @@ class Budget:
         """`stream`, a stream read joined behind another, taken to be unpacked: read from its
         own start it gives part of what was read. Each member of a bgzip file (a `.vcf.gz`)
         was read again with all that follows it, past the budget: unsearched (round 20)."""
+        self.again(len(stream))
         self.seen.add(_digest(stream, unpacking=True))
+
+    def again(self, work: int) -> None:
+        """Charge `work` (bytes decoded or hashed that gave nothing new) to `rework`; past
+        it, the file ends unsearched (`Reworked`, caught by `views`): a zip of 1,024
+        members of one 1.5 MB body inflated 1.5 GB and hashed as much, for 1.5 MB of file,
+        and 1,000 gzip members in front of 4 MB hashed 8 GB (`joined`), each charged nothing."""
+        self.rework -= work
+        if self.rework < 0:
+            self.cut = True
+            raise Reworked
+
+
+class Reworked(Exception):
+    """The snapshot's rework allowance (`MAX_REWORK_BYTES`) is spent: the file being read
+    ends here, unsearched, never clean."""
 
 
 def _digest(data: bytes | memoryview, unpacking: bool) -> bytes:
@@ -155,8 +180,10 @@ def _digest(data: bytes | memoryview, unpacking: bool) -> bytes:
 
 
 def views(file: str, data: bytes, budget: Budget) -> Iterator[View]:
-    """Every text of `file` (bytes `data`), the plain one first."""
-    yield from _views(file, data, "plain", (1, data.count(b"\n") + 1), 0, budget)
+    """Every text of `file` (bytes `data`), the plain one first; those up to where the
+    rework allowance ran out (`Reworked`), the budget then `cut`."""
+    with contextlib.suppress(Reworked):
+        yield from _views(file, data, "plain", (1, data.count(b"\n") + 1), 0, budget)
 
 
 def _views(file, data: bytes, encoding: str, span, depth: int, budget: Budget) -> Iterator[View]:
