@@ -40,8 +40,8 @@ DECODE = ROOT / "flashrsi_dagster/contamination/decode.py"
 def _zip(members: list[tuple[str, bytes]], method: int = zipfile.ZIP_DEFLATED) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", method) as archive:
-        for name, data in members:
-            archive.writestr(name, data)
+        for name, data in members:  # a fixed date: the same bytes in every run
+            archive.writestr(zipfile.ZipInfo(name, (1980, 1, 1, 0, 0, 0)), data, method)
     return buffer.getvalue()
 
 
