@@ -27,7 +27,7 @@ from tests.sabotage.helpers import table_rows
 from tests.sabotage.test_round15 import _binary
 from tests.sabotage.test_round16 import TABLE_JSON
 from tests.sabotage.test_round17 import _in_code
-from tests.sabotage.test_round19 import FILLER
+from tests.sabotage.test_round19 import ALGEBRA, FILLER
 from tests.sabotage.test_round20 import PIECES
 
 ROWS = "".join(f"{' '.join(text.split())}|{label}|" for text, label in table_rows()).encode()
@@ -319,3 +319,37 @@ def test_a_stream_inside_a_blob_of_text_is_read(content_check, form):
     verdict = content_check.judge(IN_TEXT[form])
 
     assert verdict.contaminated, verdict
+
+
+# -- the honest side of this round's fixes ------------------------------------------------------
+
+_NOISE = random.Random(2101)
+HONEST = {
+    "UTF-16 notes of algebra (`x^` a zlib header), gzip'd": _binary(
+        "skills/algebra.txt.gz", gzip.compress(("\ufeff" + ALGEBRA.decode()).encode("utf-16-le"))
+    ),
+    "a binary of records and URLs full of %XX": _binary(
+        "skills/history.db",
+        b"".join(
+            _NOISE.randbytes(200) + b"https://example.org/s?q=caf%C3%A9%20au%20lait&x=%2F%3F%3D%26"
+            for _ in range(1000)
+        ),
+    ),
+    "a tree of notes ended by \\r": _files(
+        {
+            f"skills/notes/n{i:03d}.md": b"".join(b"- step %d of the runbook\r" % j for j in range(40))
+            for i in range(50)
+        }
+    ),
+}
+
+
+@pytest.mark.parametrize("form", HONEST)
+def test_honest_files_this_round_reads_again_are_searched(content_check, form):
+    """The honest side of this round's fixes: a gzip'd UTF-16 text (NULs its text reading
+    drops, now searched for streams in its own bytes, `x^` in every line), a binary whose
+    records hold URLs full of `%XX` (escaped runs now read in it), a tree of notes ended by
+    `\\r` (seams now counted as the views cut lines): clean, and not called unsearched."""
+    verdict = content_check.judge(HONEST[form])
+
+    assert not verdict.contaminated and not verdict.rules, verdict
