@@ -10,6 +10,7 @@ Each attack is one test, written here failing on main first, then closed in
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import lzma
 import quopri
@@ -28,7 +29,7 @@ from tests.sabotage.test_round15 import _binary
 from tests.sabotage.test_round16 import TABLE_JSON
 from tests.sabotage.test_round17 import _in_code
 from tests.sabotage.test_round19 import ALGEBRA, FILLER
-from tests.sabotage.test_round20 import PIECES
+from tests.sabotage.test_round20 import PIECES, _streamed_member
 
 ROWS = "".join(f"{' '.join(text.split())}|{label}|" for text, label in table_rows()).encode()
 """The table as rows of `text|label|`, one line, no backslash, `%` or `&`: nothing but the
@@ -321,6 +322,32 @@ def test_a_stream_inside_a_blob_of_text_is_read(content_check, form):
     assert verdict.contaminated, verdict
 
 
+def _streamed_zip() -> bytes:
+    """The table in a zip's one member as a streaming writer leaves it: no central directory."""
+    return _streamed_member(b"t.json", _raw_deflate(TABLE_JSON))
+
+
+STREAMED_INSIDE = {
+    "300 random bytes and it, bzip2'd": bz2.compress(NOISE[:300] + _streamed_zip()),
+    "it in the middle of a log, gzip'd": gzip.compress(_NOTES + _streamed_zip() + _NOTES),
+}
+
+
+@pytest.mark.parametrize("form", STREAMED_INSIDE)
+def test_a_streamed_zip_inside_a_decompressed_blob_is_read(content_check, form):
+    """Attack: the table's zip written by a streaming writer (a local header and a deflated
+    body, no central directory) 300 random bytes into a bzip2'd blob, or in the middle of a
+    gzip'd log: a harness decompresses it and reads the member from its local header.
+    Got through on main: in a decompressed blob, a zip past its start is read only when a
+    central directory puts a member at its local header (`_archive_at`), so a streamed one
+    never was (the log's text reading also dropped its NULs), the candidate judged clean.
+    Stops it: a zip with no central directory after it is read from its local headers
+    there too, as one in a file's bytes is."""
+    verdict = content_check.judge(_binary("skills/t.bin", STREAMED_INSIDE[form]))
+
+    assert verdict.contaminated, verdict
+
+
 # -- the honest side of this round's fixes ------------------------------------------------------
 
 _NOISE = random.Random(2101)
@@ -337,7 +364,9 @@ HONEST = {
     ),
     "a tree of notes ended by \\r": _files(
         {
-            f"skills/notes/n{i:03d}.md": b"".join(b"- step %d of the runbook\r" % j for j in range(40))
+            f"skills/notes/n{i:03d}.md": b"".join(
+                b"- step %d of the runbook\r" % j for j in range(40)
+            )
             for i in range(50)
         }
     ),
