@@ -400,10 +400,12 @@ class Proxy:
             exc = TimeoutError() if expired else exc
             used = meter.tokens if meter else Tokens()
             cause = self._fault(forward, call, exc, used if used.known else Tokens())
-            # The client learns why in its own dialect, then the cut (no clean end).
+            # The client learns why in its own dialect, then the cut (no clean end). The tail
+            # the mask holds back is dropped with the event it belongs to: it may be a key cut
+            # by the cut, and glued to the error event it made that no event.
             reason = f"gateway: the upstream's stream was cut: it {cause}"
             event = errors.error_event(dialect_of(h.path, h.headers), reason)
-            client.write(mask.end() + (event if meter else b"\n\n" + event))
+            client.write(event if meter else b"\n\n" + event)
             raise exc from None
         self._settle(forward, call, meter.tokens if meter else Tokens(), answered=True)
         client.write(meter.end() if meter else b"")
