@@ -424,11 +424,13 @@ class Proxy:
             if size > limit:
                 raise EndpointFault(f"a stream over the bound of {limit} bytes")
             self._relay_read(mask.feed(data), forward, client, meter, call, mask)
-        self._relay_read(mask.end(), forward, client, meter, call, mask)
+        # a stream cut (its deadline, a close short of its length) is known before the held
+        # tail goes out: it may be a key the cut cut
         if forward.conn is not None and self._pool.expired(forward.conn):
             raise TimeoutError
         if response.length:
             raise EndpointFault(f"a stream {response.length} bytes short of its Content-Length")
+        self._relay_read(mask.end(), forward, client, meter, call, mask)
         if meter is not None:
             meter.check_end()
             if 200 <= response.status < 300 and (problem := meter.incomplete()):

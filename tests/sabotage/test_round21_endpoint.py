@@ -5,11 +5,19 @@ drops or masks (a redirect's `Location`, `Set-Cookie`, a challenge, trailers), f
 event stream, and validate's reading of an endpoint URL's host.
 
 Each attack is one test. One that got through on main was written here first, failing, then
-closed by the smallest fix; the others held on main and stay as tests.
+closed by the smallest fix; the others held on main and stay as tests. Of 47 cases, 10 got
+through on main (1 of them declared): 4 new holes. (1) A stream cut inside the key (its
+deadline, a reset) relayed the tail the mask held back, the key less its last characters,
+glued to the error event, which was then no event (3). (2) A stream closed short of its
+Content-Length relayed that tail as its last bytes before its length was checked (1). (3)
+A host holding `ß` or `ς` validated, and the gateway (IDNA 2003) sent the key to another
+name than IDNA 2008 clients reach (2). (4) A key of a known form as the host, a label or an
+IPv6 zone validated (3). Declared: the key cut across a tool call's argument deltas (1).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import socket
@@ -46,7 +54,9 @@ def _chunk(data: bytes, extension: bytes = b"") -> bytes:
 
 
 def _delta(content: str) -> bytes:
-    return b"data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": content}}]}).encode()
+    return (
+        b"data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": content}}]}).encode()
+    )
 
 
 def _grant(gateway: Gateway, endpoint, key: str = CANARY) -> str:
@@ -153,6 +163,41 @@ def test_a_stream_cut_inside_the_key_relays_no_part_of_it(ending, endpoint):
     assert RUN not in got.decode().lower() and ended is not None, got
     assert "stream was cut" in str(told.value), told.value
     assert used.failed == 2 and RUN not in str(used).lower(), used
+
+
+def _closed_inside_the_key(conn) -> bool:
+    """An event stream with a Content-Length, closed two characters before the key's end."""
+    event = _delta("your key: " + CANARY)
+    part = event[: event.index(CANARY.encode()) + len(CANARY) - 2]
+    fields = {"Content-Type": "text/event-stream", "Content-Length": str(len(event) + 2)}
+    conn.sendall(head(200, fields) + part)
+    return False
+
+
+@pytest.mark.parametrize("ending", ["reset", "closed-short-of-its-length"])
+def test_a_model_list_streamed_and_cut_inside_the_key_relays_no_part_of_it(ending, endpoint):
+    """Attack: the same on a route the gateway relays unmetered (`GET /v1/models` answered
+    as an event stream), cut inside the key by a reset, or by a close short of its
+    Content-Length (which `http.client` reads as a quiet end). Got through on main: the
+    held tail went out before the error event; on the quiet end, as the stream's last
+    bytes, before the gateway checked the length. Stops it: the fix above, and the stream's
+    end is checked (its deadline, its length) before the held tail is relayed."""
+    endpoint.behaviour = (
+        _cut_inside_the_key("reset") if ending == "reset" else _closed_inside_the_key
+    )
+    with Gateway() as gateway:
+        token = _grant(gateway, endpoint)
+        auth = {"Authorization": f"Bearer {token}"}
+        got, ended = b"", None
+        with httpx.stream("GET", f"{gateway.url}/v1/models", headers=auth, timeout=60) as answer_:
+            try:
+                for data in answer_.iter_raw():
+                    got += data
+            except httpx.HTTPError as exc:
+                ended = type(exc).__name__
+        used = gateway.revoke(token)
+    assert RUN not in got.decode().lower() and b"stream was cut" in got, got
+    assert ended is not None and used.failed == 1, used
 
 
 # -- the key split by the transfer coding, or in its trailers ------------------------------------
@@ -270,7 +315,7 @@ def _argument_events(key: str) -> list[bytes]:
     arguments = json.dumps({"command": f"curl -H 'Authorization: Bearer {key}'"})
     cuts = [0, arguments.index(key) + 5, arguments.index(key) + 20, len(arguments)]
     events = []
-    for start, end in zip(cuts, cuts[1:], strict=False):
+    for start, end in itertools.pairwise(cuts):
         call = {"index": 0, "id": "c1", "function": {"name": "bash", "arguments": ""}}
         call["function"]["arguments"] = arguments[start:end]
         delta = {"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}
@@ -366,11 +411,12 @@ def test_an_endpoint_host_clients_encode_differently_is_refused(
 ):
     """Attack: a host holding `ß` or a final `ς` (a German or Greek name, written as
     registered). Got through on main: it validated, encodable by IDNA; but Python's codec
-    (IDNA 2003, the gateway's and Gate0's) maps `ß` to `ss` and `ς` to `σ`, while IDNA 2008
-    (UTS 46, as browsers, curl and the `idna` package encode it) keeps them: the gateway
-    sent every call, the key with it, to `strasse.example`, another name, which anyone may
-    own (TLS checks that name's certificate, not the one meant). Stops it: such a host is
-    refused in one line, asking for its `xn--` form, which every client sends as it is."""
+    (IDNA 2003, the gateway's and Gate0's) maps `ß` to `ss` and `ς` to a medial sigma,
+    while IDNA 2008 (UTS 46, as browsers, curl and the `idna` package encode it) keeps
+    them: the gateway sent every call, the key with it, to `strasse.example`, another name,
+    which anyone may own (TLS checks that name's certificate, not the one meant). Stops it:
+    such a host is refused in one line, asking for its `xn--` form, which every client
+    sends as it is."""
     code, err = _validated_quietly(DEVIATING_HOSTS[attack], tmp_path, monkeypatch, capsys)
     lines = [line for line in err.splitlines() if "agent.llm.base_url" in line]
     assert code != 0 and len(lines) == 1 and "xn--" in lines[0], err
@@ -380,6 +426,7 @@ KEYS_IN_HOSTS = {
     "a-groq-key-as-a-subdomain": f"https://gsk_{LONG}.example.com/v1",
     "a-hugging-face-key-as-the-host": f"http://hf_{LONG}:8000/v1",
     "an-nvidia-key-as-a-label": f"https://nvapi-{LONG}.api.example.com/v1",
+    "a-groq-key-as-an-ipv6-zone": f"http://[fe80::1%25gsk_{LONG}]:8000/v1",
 }
 
 
@@ -425,6 +472,7 @@ HONEST_HOSTS = {
     "a-hugging-face-endpoint": "https://abc123xyz.us-east-1.aws.endpoints.huggingface.cloud/v1",
     "a-route-of-the-hugging-face-router": "https://router.huggingface.co/hf-inference/v1",
     "an-ipv6-address": "http://[2001:db8::1]:8000/v1",
+    "a-providers-prefix-as-a-label": "https://nvapi-gateway.example.com/v1",
 }
 
 
@@ -451,15 +499,14 @@ def _echoes(key: str) -> dict:
         "a-reason-phrase": _raw(f"HTTP/1.1 500 {key}\r\n{fields}".encode() + body, keep=True),
         "a-redirect": answer(307, b"", Location=f"https://x.example/?k={key}"),
         "an-event-id-stream": sse([event, DONE]),
-        "a-cut-stream": _cut_inside_the_key("reset"),
     }
 
 
 def test_a_canary_key_echoed_every_way_is_in_no_output(endpoint, tmp_path, caplog, capfd):
-    """Held (but for the cut stream, fixed above): the endpoint writes a canary key back
-    every way this round tried, each call through the real openai SDK; nothing the client
-    reads, the run's accounts, the call log, the gateway's log or the process's output
-    holds a run of the key in any case."""
+    """Held: the endpoint writes a canary key back in the headers and fields this round
+    tried, each call through the real openai SDK; nothing the client reads, the run's
+    accounts, the call log, the gateway's log or the process's output holds a run of the
+    key in any case."""
     caplog.set_level(logging.DEBUG)
     seen: list[str] = []
     with Gateway(log_path=tmp_path / "gateway.jsonl") as gateway:
