@@ -34,6 +34,7 @@ from flashrsi_dagster.gateway.masking import MAX_CAUSE, KeyMask
 from flashrsi_dagster.records.redaction import REDACTED
 from tests.gateway.conftest import USER, openai_client
 from tests.gateway.misbehaving_endpoint import answer, chat_reply, head, sse
+from tests.sabotage import test_round19_endpoint as round19
 from tests.sabotage.test_round12_endpoint import TIMEOUT, _raw
 from tests.sabotage.test_round13_endpoint import DONE
 from tests.sabotage.test_round17_endpoint import _validated_quietly
@@ -95,26 +96,13 @@ def _relayed_whole(endpoint, behaviour) -> tuple[str, str]:
 
 
 def _failed_call(endpoint, behaviour, stream: bool = False, error=openai.APIError):
-    """A chat call (with `CANARY` the role's key) meeting `behaviour`, which must fail with
-    `error`: the role's accounts, and what the client was told."""
-    endpoint.behaviour = behaviour
-    with Gateway() as gateway:
-        token = _grant(gateway, endpoint)
-        chat = openai_client(gateway, token).chat.completions
-        with pytest.raises(error) as failed:
-            if stream:
-                list(chat.create(model="m", messages=USER, stream=True))
-            else:
-                chat.create(model="m", messages=USER)
-        return gateway.revoke(token), failed.value
+    """Round 19's failed call, with this round's key."""
+    return round19._failed_call(endpoint, behaviour, stream, error, key=CANARY)
 
 
 def _fault_of(endpoint, behaviour, stream: bool = False) -> tuple[str, str]:
-    """The cause the run's accounts keep for a chat call meeting `behaviour`, and what the
-    client was told; the call must have failed."""
-    used, told = _failed_call(endpoint, behaviour, stream)
-    assert used.failed == 1 and used.last_fault, used
-    return used.last_fault, f"{told} {used}"
+    """Round 19's fault of a call, with this round's key."""
+    return round19._fault_of(endpoint, behaviour, stream, key=CANARY)
 
 
 # -- a stream cut while the key is being written ------------------------------------------------
