@@ -7,7 +7,15 @@ terminal, the sweep judging another process's live jail, a jail filling its `/tm
 machine's tables, and two drivers of one experiment at once.
 
 Each attack is one test; one that got through on main was written here first, failing, then
-closed by the smallest fix (see each docstring).
+closed by the smallest fix (see each docstring). Of 18 attacks (and 2 checks that an
+adapter's cancel still reaches a jailed program), 3 got through on main: 2 holes, closed —
+(1) a jailed CLI's command signalled its caller's process group, `kill(0, …)`, and so every
+other jail's program started in it (`joining.py`: a group of the program's own, signals
+relayed); (2) the sweep judged a dead owner by its pid alone, so a reused pid kept a stranded
+jail alive (`cgroups.owner`: pid and start time) — and 1 declared: one jail can take the
+machine's file table. Held: escapes from the launcher's group, a terminal of the jail's own,
+`kill(-1)`, another process's live jail through the sweep, `/tmp` filled with inodes, two
+drivers of one experiment at once.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from flashrsi_dagster.environments.jail import Jail
 from flashrsi_dagster.environments.joining import JAIL_UID
 from flashrsi_dagster.environments.runtime import python_runtime
 from flashrsi_dagster.orchestration.tags import TITLE_TAG
+from flashrsi_dagster.scratch import start_time
 from tests.conftest import PATIENCE, needs_jails, wait_until
 from tests.deployment.test_kill_resume import (
     EXAMPLES,
@@ -105,14 +114,7 @@ def test_a_joined_program_cannot_signal_another_jail_s_program_through_the_calle
     group, giving up only its terminal). Stops it: `joining.py` puts the program in a process
     group of its own (holding only its jail's processes) and relays the signals the launcher
     gets to it, so an adapter's cancel still reaches it."""
-    with Jail(python_runtime()) as one, Jail(python_runtime()) as other:
-        victim = _watching(one)  # in this process's group, as the SDK starts the CLI
-        try:
-            argv = other.enter_argv([PYTHON, "-I", "-c", SIGNALS_ITS_GROUP], ENV, Path("/"))
-            attacker = subprocess.run(argv, capture_output=True, text=True, timeout=PATIENCE)
-            assert "SENT" in attacker.stdout, attacker
-        finally:
-            said = _said(victim)
+    said = _signalled_from_another_jail(SIGNALS_ITS_GROUP)
 
     assert said == "END\n", said
 
@@ -126,16 +128,23 @@ def test_a_joined_program_s_signal_to_every_process_reaches_its_own_jail_only():
     SIGTERM)`), looking for another jail's program or a host process of the jail user. Held
     on main: the kernel signals only the processes the sender's PID namespace shows, its own
     jail's."""
+    said = _signalled_from_another_jail(SIGNALS_EVERY_PROCESS)
+
+    assert said == "END\n", said
+
+
+def _signalled_from_another_jail(attack: str) -> str:
+    """What a `WATCHES_SIGTERM` program printed while `attack` ran in another jail, both
+    started in this process's group (as Claude Code's SDK starts its CLI)."""
     with Jail(python_runtime()) as one, Jail(python_runtime()) as other:
         victim = _watching(one)
         try:
-            argv = other.enter_argv([PYTHON, "-I", "-c", SIGNALS_EVERY_PROCESS], ENV, Path("/"))
+            argv = other.enter_argv([PYTHON, "-I", "-c", attack], ENV, Path("/"))
             attacker = subprocess.run(argv, capture_output=True, text=True, timeout=PATIENCE)
             assert "SENT" in attacker.stdout, attacker
         finally:
             said = _said(victim)
-
-    assert said == "END\n", said
+    return said
 
 
 @needs_jails
@@ -226,17 +235,9 @@ def test_a_process_that_left_the_launcher_s_group_ends_with_the_jail(escape):
         done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         assert done.returncode == 0, done
         wait_until(lambda: _jail_users(jail), "the escaped process runs in the jail")
-        left = {pid: _started(pid) for pid in _jail_users(jail)}
+        left = {pid: start_time(pid) for pid in _jail_users(jail)}
 
-    wait_until(lambda: not any(_started(pid) == at for pid, at in left.items()), "all ended")
-
-
-def _started(pid: int) -> str | None:
-    """Process `pid`'s start time (None: no such process), telling it from a later one."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
+    wait_until(lambda: not any(start_time(pid) == at for pid, at in left.items()), "all ended")
 
 
 # -- a terminal of the jail's own ------------------------------------------------------------
@@ -525,7 +526,8 @@ def _whole_file_table() -> bool:
 @pytest.mark.xfail(
     _whole_file_table(),
     strict=True,
-    reason="declared: docs/confinement.md, A jail per run (the machine's file table)",
+    reason="declared limit (docs/confinement.md, 'Limits per jail'): the kernel counts open "
+    "files per process and per machine, never per cgroup (the machine's file table)",
 )
 def test_one_jail_cannot_take_the_machine_s_file_table():
     """Attack: a run's 512 processes each open files up to their hard limit (inherited from
