@@ -41,6 +41,7 @@ from flashrsi_dagster.environments.cgroups import MAX_PIDS, JailGroup
 from flashrsi_dagster.environments.jail import Jail
 from flashrsi_dagster.environments.joining import JAIL_UID
 from flashrsi_dagster.environments.runtime import python_runtime
+from flashrsi_dagster.environments.watchdog import ShellWatchdog
 from flashrsi_dagster.orchestration.tags import TITLE_TAG
 from flashrsi_dagster.scratch import start_time
 from tests.conftest import PATIENCE, needs_jails, wait_until
@@ -411,6 +412,7 @@ from flashrsi_dagster.cli import EXIT_FAILED
 from flashrsi_dagster.environments.cgroups import MAX_PIDS, JailGroup
 from flashrsi_dagster.environments.jail import Jail
 from flashrsi_dagster.environments.runtime import python_runtime
+from flashrsi_dagster.environments.watchdog import ShellWatchdog
 with Jail(python_runtime()) as jail:
     argv = jail.enter_argv(["/bin/sleep", "3600"], {"PATH": "/usr/bin:/bin"}, Path("/"))
     program = subprocess.Popen(argv)
@@ -550,3 +552,31 @@ def test_one_jail_cannot_take_the_machine_s_file_table():
     table = int(Path("/proc/sys/fs/file-max").read_text())
 
     assert MAX_PIDS * int(done.stdout) <= table // 4, (done.stdout, table)
+
+
+# -- a huge command line ---------------------------------------------------------------------
+
+LONG_COMMAND = """
+import subprocess, sys
+args = ["x" * 100_000] * 20  # 2 MB of arguments (the kernel's bound with an 8 MiB stack)
+done = subprocess.run([sys.executable, "-c", "import time; time.sleep(3600)", *args])
+print("KILLED BY", -done.returncode, flush=True)
+"""
+
+
+@needs_jails
+def test_a_command_with_a_huge_command_line_is_killed_and_recorded_cut():
+    """Attack: a command past the shell timeout carries megabytes of arguments: the host's
+    watchdog reads each command line it kills for the trajectory's record (a huge one read
+    every look, or recorded whole, would cost the framework's memory and the records). Held
+    on main: the watchdog kills it (SIGKILL) and records its command cut to 200 characters,
+    reading it once, at the kill."""
+    with Jail(python_runtime()) as jail:
+        watchdog = ShellWatchdog(jail, limit=0.5)
+        argv = jail.enter_argv([PYTHON, "-I", "-c", LONG_COMMAND], ENV, Path("/"))
+        main = subprocess.run(argv, capture_output=True, text=True, timeout=PATIENCE)
+        kills = watchdog.close()
+
+    assert main.stdout == f"KILLED BY {signal.SIGKILL}\n", main.stderr[-2000:]
+    assert [len(k.command) for k in kills] == [200], [k.command[:80] for k in kills]
+    assert "time.sleep(3600) xxx" in kills[0].command, kills[0].command
