@@ -4,10 +4,10 @@ giving up its terminal with `TIOCNOTTY` (it stays in its caller's process group)
 leaving the session, and the sweep that kills what a dead framework process's jail left — and
 at ground not probed before: processes that leave the launcher's group or re-acquire a
 terminal, the sweep judging another process's live jail, a jail filling its `/tmp` or the
-machine's tables, and two drivers of one experiment at once.
+machine's tables, two drivers of one experiment at once, and a command of megabytes.
 
 Each attack is one test; one that got through on main was written here first, failing, then
-closed by the smallest fix (see each docstring). Of 18 attacks (and 2 checks that an
+closed by the smallest fix (see each docstring). Of 19 attacks (and 2 checks that an
 adapter's cancel still reaches a jailed program), 3 got through on main: 2 holes, closed —
 (1) a jailed CLI's command signalled its caller's process group, `kill(0, …)`, and so every
 other jail's program started in it (`joining.py`: a group of the program's own, signals
@@ -15,7 +15,7 @@ relayed); (2) the sweep judged a dead owner by its pid alone, so a reused pid ke
 jail alive (`cgroups.owner`: pid and start time) — and 1 declared: one jail can take the
 machine's file table. Held: escapes from the launcher's group, a terminal of the jail's own,
 `kill(-1)`, another process's live jail through the sweep, `/tmp` filled with inodes, two
-drivers of one experiment at once.
+drivers of one experiment at once, a command of megabytes killed by the watchdog.
 """
 
 from __future__ import annotations
