@@ -64,11 +64,16 @@ KEY_IN_PATH = re.compile(
     r"AIza[\w-]{30,}|(hf|gsk|ghp|gho|r8)_[A-Za-z0-9]{16,}|github_pat_|xai-[A-Za-z0-9]{16,}"
     r"|bot\d+:[\w-]{16,}|(nvapi|pplx|csk)-[\w-]{16,}|(fw|tgp_v1)_[\w-]{16,}"
 )
-"""A URL path segment or query value of a known key form (Google's `AIza…`, Hugging Face's
+"""A URL host, path segment or query value of a known key form (Google's `AIza…`, Hugging Face's
 `hf_…`, Groq's `gsk_…`, GitHub's, xAI's, Replicate's, a Telegram bot's `bot<id>:<token>`,
 NVIDIA's `nvapi-…`, Perplexity's `pplx-…`, Cerebras' `csk-…`, Fireworks' `fw_…`, Together's
 `tgp_v1_…`): a secret in the URL, written with the config (`sk-…` is a literal secret to the
 config's own check)."""
+
+IDNA_DEVIATIONS = frozenset("\u00df\u03c2")
+"""Letters IDNA 2003 maps (`ß` to `ss`, the final `ς` to a medial sigma) and IDNA 2008
+keeps: a host holding one names two hosts (the joiners, the other two, are no printable host
+characters)."""
 
 _KEY_FORM = re.compile(rf"(?<![A-Za-z0-9])(?:{KEY_IN_PATH.pattern})")
 """A known key form starting anywhere a word may (`/v1/key=AIza…`, `x-gsk_…`), not only at a
@@ -281,6 +286,14 @@ class LLMConfig(Section):
                 "an endpoint URL whose host no client can encode (an empty label, or a label "
                 "past 63 characters)"
             ) from None
+        if set(host) & IDNA_DEVIATIONS:
+            # Python's codec (IDNA 2003: the gateway's, Gate0's) writes `strasse`, IDNA 2008
+            # (browsers, curl) `xn--strae-oqa`: the key went to a name no one meant
+            raise ValueError(
+                "an endpoint URL whose host holds `\u00df` or `\u03c2`, which clients encode "
+                "differently (IDNA 2003 as `ss` and a medial sigma; 2008 keeps them), so calls "
+                "and the key could go to another host: give the host in its xn-- form"
+            )
         if _userinfo_after_query(value):
             raise ValueError(_USERINFO)
         after = urlsplit(value)._replace(scheme="", netloc="").geturl()
@@ -377,6 +390,11 @@ def _credential_in_url(url: str) -> str | None:
                 f"an endpoint URL whose query parameter named with {word!r} holds a credential, "
                 "which would be written with the config; give the key as api_key: ${ENV_VAR}"
             )
+    if _holds_key_form(parts.netloc.rpartition("@")[2]):  # pasted as the host: as it is typed
+        return (
+            "an endpoint URL whose host holds a known key form, which would be written with "
+            "the config; give the key as api_key: ${ENV_VAR}"
+        )
     if any(_holds_key_form(segment) for segment in parts.path.split("/")):
         return (
             "an endpoint URL whose path holds a segment of a known key form, which would be "

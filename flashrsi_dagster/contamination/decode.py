@@ -171,7 +171,8 @@ def _views(file, data: bytes, encoding: str, span, depth: int, budget: Budget) -
         if (read := _ebcdic(data)) is not None and budget.take(read):
             yield from _views(file, read, "ebcdic", span, depth + 1, budget)
         if not data.isascii() and (inflated := _headerless(data, budget)) is not None:
-            yield from _views(file, inflated[0], inflated[1], span, depth + 1, budget)
+            for read, kind in _readings(*inflated[:2], budget):
+                yield from _views(file, read, kind, span, depth + 1, budget)
     escaped = text
     for _ in range(2):  # a JSON string inside a Python string is escaped twice
         if "\\" not in escaped:
@@ -363,19 +364,31 @@ def _char(match: re.Match) -> str:
 def _web_bytes(data: bytes, spans: _TextSpans) -> tuple[bytes, ...]:
     """Bytes escaped for the web or mail, read back as bytes (a compressed stream in
     `quote_from_bytes`, `&#x8b;` character references, quoted-printable): the text views
-    read them as UTF-8, which a stream is not. Read in the file's text spans alone."""
+    read them as UTF-8, which a stream is not. Read in the file's text spans; in a file
+    that is not UTF-8, in its escaped runs too, raw bytes kept (`_in_escaped_runs`): a
+    stream's bytes from 0x80 up left raw among its escapes cut it into spans too short to
+    be read, and `unquote_to_bytes(data)` passes them through (round 21)."""
     readings = []
     if b"%" in data:
-        readings.append(spans.read(unquote_to_bytes))
+        readings.append((_PERCENT, unquote_to_bytes, unquote_to_bytes))
     if b"&#" in data:  # by code, not `html.unescape`: it maps &#x80;-&#x9f; as cp1252 does
-        readings.append(spans.read(_char_refs))
+        readings.append((_CHAR_REF_BYTES, _char_refs, partial(_char_refs, codec="latin-1")))
     if _QUOTED_PRINTABLE.search(data):
-        readings.append(spans.read(quopri.decodestring))
-    return tuple(readings)
+        readings.append((_QUOTED_PRINTABLE, quopri.decodestring, quopri.decodestring))
+    found = [spans.read(reading) for _, reading, _ in readings]
+    if not spans.whole:
+        found += [_in_escaped_runs(data, escape, raw) for escape, _, raw in readings]
+    return tuple(found)
 
 
-def _char_refs(span: bytes) -> bytes:
-    return _CHAR_REF.sub(_char, span.decode("utf-8")).encode("latin-1", "replace")
+_PERCENT = re.compile(rb"%[0-9a-fA-F]{2}")
+_CHAR_REF_BYTES = re.compile(rb"&#(?:[xX][0-9a-fA-F]{1,6}|[0-9]{1,7});")
+
+
+def _char_refs(span: bytes, codec: str = "utf-8") -> bytes:
+    """`span` (text in `codec`: latin-1 keeps a raw byte as it is) with its character
+    references read as the bytes they name."""
+    return _CHAR_REF.sub(_char, span.decode(codec)).encode("latin-1", "replace")
 
 
 def _unescaped_latin(span: bytes) -> bytes:
@@ -390,13 +403,23 @@ _ESCAPED_NEAR = 256
 
 
 def _latin_unescaped(data: bytes) -> bytes:
-    """A file that is not UTF-8 read as latin-1 and unescaped in its escaped runs (8 or more
-    code escapes, each within `_ESCAPED_NEAR` bytes of the next: a str's repr in a latin-1
-    file, a protocol-0 pickle), its other bytes as they are: random bytes hold `\\` and a
-    character after it every few hundred bytes, and unescaping them changed every member of
-    a zip of random bytes, each read and charged again."""
+    """A file that is not UTF-8 read as latin-1 and unescaped in its escaped runs (a str's
+    repr in a latin-1 file, a protocol-0 pickle), its other bytes as they are: random bytes
+    hold `\\` and a character after it every few hundred bytes, and unescaping them changed
+    every member of a zip of random bytes, each read and charged again."""
+    return _in_escaped_runs(
+        data,
+        _HEX_ESCAPE,
+        lambda run: unescape(run.decode("latin-1")).encode("latin-1", "replace"),
+    )
+
+
+def _in_escaped_runs(data: bytes, escape: re.Pattern, reading: Callable[[bytes], bytes]):
+    """`data` read with `reading` in its runs of `escape` (8 or more, each within
+    `_ESCAPED_NEAR` bytes of the next, and that many bytes on either side), its other bytes
+    as they are."""
     runs: list[list[int]] = []
-    for match in _HEX_ESCAPE.finditer(data):
+    for match in escape.finditer(data):
         if runs and match.start() - runs[-1][1] <= _ESCAPED_NEAR:
             runs[-1][1], runs[-1][2] = match.end(), runs[-1][2] + 1
         else:
@@ -406,8 +429,7 @@ def _latin_unescaped(data: bytes) -> bytes:
         if count < 8:
             continue
         start, end = max(start - _ESCAPED_NEAR, at), end + _ESCAPED_NEAR
-        escaped = unescape(data[start:end].decode("latin-1")).encode("latin-1", "replace")
-        pieces += [data[at:start], escaped]
+        pieces += [data[at:start], reading(data[start:end])]
         at = end
     return b"".join([*pieces, data[at:]])
 
@@ -745,33 +767,41 @@ def _unpacked(blob: bytes, budget: Budget, viewed: bool = False) -> Iterator[tup
     for magic, kind in _MAGIC:
         if blob.startswith(magic):
             for inner in _decompress(blob, kind, budget):
-                readable = inner if _packed(inner) else _readable(inner)
-                if readable:
-                    yield readable, kind
-                start = _stream_start(inner, budget)
-                # read at the next layer from there, as a packed one is read whole
-                if start is not None and budget.take(tail := inner[start:]):
-                    yield tail, _join("bytes", kind)
+                yield from _readings(inner, kind, budget)
             if not viewed and (readable := _readable(blob)) and budget.take(readable):
                 yield readable, ""
             if not viewed:
                 yield from _embedded(blob, budget)
             return
     if _as_text(blob) is None and (inflated := _headerless(blob, budget)) is not None:
-        yield inflated
-        return
+        yield from _readings(*inflated[:2], budget)
+        if inflated[2]:  # text: the blob was that stream (noise, then a table: maybe not)
+            return
     readable = _readable(blob)
     if readable and budget.take(readable):
         yield readable, ""
     yield from _embedded(blob, budget)
 
 
+def _readings(inner: bytes, kind: str, budget: Budget) -> Iterator[tuple[bytes, str]]:
+    """What a decompressed blob gives the next layer: itself when packed, else what reads
+    as text in it (`_readable`); and, read from there, a stream that opens past its start
+    (`_stream_start`), as a packed one is read whole."""
+    readable = inner if _packed(inner) else _readable(inner)
+    if readable:
+        yield readable, kind
+    start = _stream_start(inner, budget)
+    if start is not None and budget.take(tail := inner[start:]):
+        yield tail, _join("bytes", kind)
+
+
 def _stream_start(blob: bytes, budget: Budget) -> int | None:
     """The first place past its start where a stream opens in a decompressed blob that is
     not text (`_magic_offsets`); a zip there only when its own central directory starts at
     that place (`_archive_at`). Such a blob was read for its printable runs alone: a zipapp
-    kept in a zip hid the zip in it (round 19)."""
-    if _packed(blob) or _as_text(blob) is not None:
+    kept in a zip hid the zip in it (round 19); a text read with its NULs dropped is not
+    the blob, and a gzip stream in 40 KB of text lost its NULs, and the table (round 21)."""
+    if _packed(blob) or _as_text(blob) == blob:
         return None
     offsets = _magic_offsets(blob, budget)
     found = (at for at in offsets if at and (blob[at : at + 4] != _LOCAL or _archive_at(blob, at)))
@@ -784,8 +814,12 @@ def _archive_at(blob: bytes, at: int) -> bool:
     header (a zipapp's, a zip kept after other bytes): not an archive read from inside it,
     as a stored body read at shifted offsets (latin-1, unquoted) is, whose every next member
     was read again a layer deeper until the fourth made an honest zip of images
-    unsearched."""
+    unsearched. A zip with no central directory after `at` is a streaming writer's, read
+    from its local headers (`_local`): one in the middle of a decompressed log or past a
+    blob's first bytes was never read (round 21)."""
     tail = blob[at:]
+    if b"PK\x05\x06" not in tail:
+        return True
     refused = (zipfile.BadZipFile, NotImplementedError, ValueError, EOFError)
     with contextlib.suppress(*refused), zipfile.ZipFile(io.BytesIO(tail)) as archive:
         offsets = [info.header_offset for info in archive.infolist()]
@@ -797,8 +831,9 @@ def _embedded(blob: bytes, budget: Budget) -> Iterator[tuple[bytes, str]]:
     """The streams in a decoded blob that is not text, each unpacked in this layer as one
     at its start is (a byte in front of a gzip stream or a zip, base64'd, hid it; round
     19); a packed one's too (an empty gzip member and a byte in front of the table's, a
-    tar holding a gzip member, read from their start alone; round 20)."""
-    if not _packed(blob) and _as_text(blob) is not None:
+    tar holding a gzip member, read from their start alone; round 20), and a text's whose
+    NULs its reading drops (`_stream_start`)."""
+    if not _packed(blob) and _as_text(blob) == blob:
         return
     for at in _magic_offsets(blob, budget):
         if at:
@@ -818,13 +853,15 @@ _HEADERLESS = (
 )
 
 
-def _headerless(blob: bytes, budget: Budget) -> tuple[bytes, str] | None:
+def _headerless(blob: bytes, budget: Budget) -> tuple[bytes, str, bool] | None:
     """A compressed stream whose start no magic of `_MAGIC` names: raw deflate
     (`zlib.compress(d, wbits=-15)`), zlib with a smaller window (a header other than `78 ..`),
-    the legacy `.lzma` format, a raw LZMA or LZMA2 stream. Kept only when it decompresses,
-    whole, to text (bytes that are no such stream seldom end one cleanly); a stream past the
-    budget is `cut`."""
-    limit = budget.left
+    the legacy `.lzma` format, a raw LZMA or LZMA2 stream: what it gives, its kind, and
+    whether it is text. Kept when it decompresses to text without an error (ended or not: a
+    reader is not told; bytes that are no such stream seldom take their whole length), else
+    when it ends cleanly (noise in front of a table, sliced off: round 21; a blob whose
+    stream is not text may hold more, read on). A stream past the budget is `cut`."""
+    limit, runs = budget.left, None
     if limit <= 0 or len(blob) < 8:
         return None
     for kind, make in _HEADERLESS:
@@ -836,15 +873,21 @@ def _headerless(blob: bytes, budget: Budget) -> tuple[bytes, str] | None:
             data, eof, used = _stream(make(), memoryview(blob), limit)
         except _HEADERLESS_FAILURES:
             continue
-        if not eof:
-            if len(data) >= limit and _as_text(data[:4096]) is not None:
-                budget.cut = True  # a real stream, longer than what is left to read
+        if len(data) >= limit and not eof:
+            budget.cut |= _as_text(data[:4096]) is not None  # a real stream, past the budget
             continue
+        # one that takes all its bytes without an error gives a reader what it holds, ended
+        # or not (a raw deflate stream sync-flushed, never finished; round 21)
         more, whole = _following(make, memoryview(blob)[used:], limit - len(data))
-        text = _as_text(data + more)
-        budget.cut |= text is not None and not whole  # text, then past what can be read
-        if text is not None and budget.take(text):
-            return text, kind
+        read, text = data + more, _as_text(data + more) is not None
+        budget.cut |= text and not whole  # text, then past what can be read
+        if text and budget.take(read):
+            return read, kind, True
+        if eof and runs is None:  # noise and a table in one stream, sliced off (round 21)
+            runs = read, kind, whole
+    if runs and _readable(runs[0]) and budget.take(runs[0]):
+        budget.cut |= not runs[2]
+        return runs[0], runs[1], False
     return None
 
 
@@ -1039,10 +1082,15 @@ def _stored_body(blob: bytes, member: _Member) -> tuple[int, int]:
     """Where a listed stored member's body lies: a local header's signature inside it is
     that member's bytes (a nested jar's, in a fat jar), read as its data and unpacked from
     there, no member of this archive (1,200 such made an honest fat jar unsearched; round
-    18)."""
+    18). Its extent is the shorter of what its local header and its central entry claim: a
+    streaming reader goes by the first, and found the table's member behind a body of one
+    byte that the central entry claimed ran past it (round 21); a local header's size of 0
+    with a data descriptor is no claim."""
     at = member.at
     start = at + 30 + _le(blob, at + 26, 2) + _le(blob, at + 28, 2)
-    return start, start + member.size
+    local = _le(blob, at + 18, 4)
+    described = _le(blob, at + 6, 2) & 8 and not local
+    return start, start + (member.size if described else min(member.size, local))
 
 
 def _local(blob: bytes, listed: set[int], skipped: list[tuple[int, int]]) -> Iterator[_Member]:
@@ -1091,21 +1139,21 @@ def _members(blob: bytes, kind: str, limit: int, starts: list[int]) -> tuple[byt
     table cut into a member a row, read whole); and whether all of it was read within
     `limit` bytes and `MAX_MEMBERS` members. Each member's start is added to `starts`."""
     out: list[bytes] = []
-    view, at, left = memoryview(blob), 0, limit
+    view, at, left, member = memoryview(blob), 0, limit, kind
     for _ in range(MAX_MEMBERS):
         starts.append(at)
         try:
-            data, eof, used = _stream(_ENGINES[kind](), view[at:], left)
+            data, eof, used = _stream(_ENGINES[member](), view[at:], left)
         except _FAILURES:
-            data, eof, used = _recovered(view[at:], kind, left)
+            data, eof, used = _recovered(view[at:], member, left)
         out.append(data)
         left -= len(data)
         if not eof:
             return b"".join(out), left > 0
         at += used
-        if kind == "gzip":  # zeros pad a member: the gzip module skips them (round 20)
+        if member == "gzip":  # zeros pad a member: the gzip module skips them (round 20)
             at = _ZEROS.match(blob, at).end()
-        more = _next_member(bytes(view[at : at + 8]), kind)
+        more = member = _next_member(bytes(view[at : at + 8]), kind)
         if not more or left <= 0:
             return b"".join(out), left > 0 or not more
     return b"".join(out), False
@@ -1133,13 +1181,19 @@ def _stream(engine, stream: memoryview, limit: int) -> tuple[bytes, bool, int]:
     return b"".join(out), False, len(stream)
 
 
-def _next_member(rest: bytes, kind: str) -> bool:
-    """Whether another stream of `kind` starts `rest`: its magic, or any zlib header (the
-    table cut into zlib streams of 12 characters, each read alone, was never a shingle long;
-    round 19)."""
-    if kind == "zlib":
-        return len(rest) >= 2 and rest[0] & 0x0F == 8 and (rest[0] << 8 | rest[1]) % 31 == 0
-    return rest.startswith(next(m for m, k in _MAGIC if k == kind))
+def _next_member(rest: bytes, kind: str) -> str | None:
+    """The kind of the stream that starts `rest` which a reader of streams of `kind` end to
+    end takes next, if any: its magic, or any zlib header (the table cut into zlib streams of
+    12 characters, each read alone, was never a shingle long; round 19); after gzip or zlib,
+    either (`zlib.decompressobj(47)` takes both headers), and after xz a legacy `.lzma`
+    header too (`lzma.decompress` tells the two apart at each stream): streams of two kinds
+    in turn were each read alone (round 21)."""
+    if kind in _TRAILERS:
+        zlib_header = len(rest) >= 2 and rest[0] & 0x0F == 8 and (rest[0] << 8 | rest[1]) % 31 == 0
+        return "gzip" if rest.startswith(b"\x1f\x8b") else "zlib" if zlib_header else None
+    if kind == "xz" and len(rest) >= 8 and rest[0] <= 224:  # `.lzma`'s properties byte
+        return kind  # (its decompressor, `FORMAT_AUTO`, reads either)
+    return kind if rest.startswith(next(m for m, k in _MAGIC if k == kind)) else None
 
 
 _TRAILERS = {"gzip": 8, "zlib": 4}

@@ -30,6 +30,7 @@ not its Worker's doing.
 from __future__ import annotations
 
 import base64
+import codecs
 import contextlib
 import re
 from bisect import bisect_right
@@ -158,11 +159,19 @@ def _joined(files: Mapping[str, bytes], index: SecretIndex, budget: Budget, cove
 
 def _seams(files: Mapping[str, bytes]) -> set[int]:
     """The lines of the joined text on either side of where one file ends and the next
-    begins (one line when a file does not end with a newline)."""
-    seams, line = set(), 1
-    for path in sorted(files):
+    begins (one line when a file does not end with a line break), numbered as its views
+    number them: the text decoded (a file's bytes as the joined whole decodes them) and cut
+    by `str.splitlines`. Counted by `\\n` alone, every seam of files ended by `\\r`, a form
+    feed or U+2028 was taken to be on the first line, and a table cut into such files was
+    never searched (round 21)."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    pieces = [decoder.decode(files[path]) for path in sorted(files)]
+    text = "".join(pieces) + decoder.decode(b"", final=True)
+    breaks = list(accumulate(map(len, text.splitlines(keepends=True))))
+    seams = set()
+    for at in accumulate(map(len, pieces[:-1]), initial=0):
+        line = bisect_right(breaks, at) + 1  # the line the next file's first character is on
         seams.update((line - 1, line))
-        line += files[path].count(b"\n")
     return seams
 
 

@@ -10,9 +10,11 @@ accounts, hence the records).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
+from typing import NamedTuple
 
 from flashrsi_dagster.records.redaction import MIN_SECRET_LENGTH, REDACTED
 
@@ -44,6 +46,39 @@ def spellings(char: str) -> list[str]:
     return sorted(dict.fromkeys(forms), key=len, reverse=True)
 
 
+class _Spelt(NamedTuple):
+    """What a `KeyMask` matches one key with (compiled once per key: ~2 ms for a 160-character
+    key, and a call made one mask or more)."""
+
+    chars: list[list[bytes]]
+    longest: int
+    firsts: set[int]
+    text_pattern: re.Pattern[str]
+    pattern: re.Pattern[bytes]
+    text_forms: tuple[str, str]
+
+
+@functools.lru_cache(maxsize=32)
+def _spelt(key: str) -> _Spelt:
+    chars = [spellings(char) for char in key]
+    # in any case: an endpoint may write the key back lower-cased (as HTTP/2 writes header
+    # names), which leaves only its letters' case to try; no honest text holds a key's
+    # characters in other letters. A stream's tail is compared in lower case.
+    lowered = [list(dict.fromkeys(form.encode().lower() for form in forms)) for forms in chars]
+    firsts = {first[0] for form in lowered[0] for first in (form[:1], form[:1].upper())}
+    either = "".join("(?:" + "|".join(map(re.escape, forms)) + ")" for forms in chars)
+    return _Spelt(
+        chars=lowered,
+        longest=sum(len(forms[0]) for forms in lowered),
+        firsts=firsts,
+        text_pattern=re.compile(either, re.IGNORECASE),
+        pattern=re.compile(either.encode(), re.IGNORECASE),
+        # as text, also as Python quotes it (`repr`: a key holding a line break or a
+        # non-ASCII character is written escaped in an exception's words)
+        text_forms=(repr(key)[1:-1], repr(key.encode())[2:-1]),
+    )
+
+
 class KeyMask:
     """Masks one key, each of its characters in any of its `spellings` and in any case, in
     a whole text or in a stream cut anywhere (a key split across two reads is held back
@@ -52,21 +87,11 @@ class KeyMask:
     def __init__(self, key: str | None) -> None:
         # a key shorter than any real credential (a test's "k") would mask ordinary text
         self._key = key.encode() if key and len(key) >= MIN_SECRET_LENGTH else b""
-        chars = [spellings(char) for char in key] if self._key and key else []
-        # in any case: an endpoint may write the key back lower-cased (as HTTP/2 writes
-        # header names), which leaves only its letters' case to try; no honest text holds
-        # a key's characters in other letters. A stream's tail is compared in lower case.
-        lowered = [dict.fromkeys(form.encode().lower() for form in forms) for forms in chars]
-        self._chars = [list(forms) for forms in lowered]
-        self._longest = sum(len(forms[0]) for forms in self._chars)
-        firsts = [form[:1] for form in self._chars[0]] if self._chars else []
-        self._firsts = {first[0] for form in firsts for first in (form, form.upper())}
-        either = "".join("(?:" + "|".join(map(re.escape, forms)) + ")" for forms in chars)
-        self._text_pattern = re.compile(either, re.IGNORECASE)
-        self._pattern = re.compile(either.encode(), re.IGNORECASE)
-        # as text, also as Python quotes it (`repr`: a key holding a line break or a
-        # non-ASCII character is written escaped in an exception's words)
-        self._text_forms = (repr(key)[1:-1], repr(self._key)[2:-1]) if self._key else ()
+        if key and self._key:
+            spelt = _spelt(key)
+            self._chars, self._longest, self._firsts = spelt.chars, spelt.longest, spelt.firsts
+            self._text_pattern, self._pattern = spelt.text_pattern, spelt.pattern
+            self._text_forms: tuple[str, ...] = spelt.text_forms
         self._held = b""
 
     def whole(self, data: bytes) -> bytes:

@@ -400,10 +400,12 @@ class Proxy:
             exc = TimeoutError() if expired else exc
             used = meter.tokens if meter else Tokens()
             cause = self._fault(forward, call, exc, used if used.known else Tokens())
-            # The client learns why in its own dialect, then the cut (no clean end).
+            # The client learns why in its own dialect, then the cut (no clean end). The tail
+            # the mask holds back is dropped with the event it belongs to: it may be a key cut
+            # by the cut, and glued to the error event it made that no event.
             reason = f"gateway: the upstream's stream was cut: it {cause}"
             event = errors.error_event(dialect_of(h.path, h.headers), reason)
-            client.write(mask.end() + (event if meter else b"\n\n" + event))
+            client.write(event if meter else b"\n\n" + event)
             raise exc from None
         self._settle(forward, call, meter.tokens if meter else Tokens(), answered=True)
         client.write(meter.end() if meter else b"")
@@ -422,11 +424,13 @@ class Proxy:
             if size > limit:
                 raise EndpointFault(f"a stream over the bound of {limit} bytes")
             self._relay_read(mask.feed(data), forward, client, meter, call, mask)
-        self._relay_read(mask.end(), forward, client, meter, call, mask)
+        # a stream cut (its deadline, a close short of its length) is known before the held
+        # tail goes out: it may be a key the cut cut
         if forward.conn is not None and self._pool.expired(forward.conn):
             raise TimeoutError
         if response.length:
             raise EndpointFault(f"a stream {response.length} bytes short of its Content-Length")
+        self._relay_read(mask.end(), forward, client, meter, call, mask)
         if meter is not None:
             meter.check_end()
             if 200 <= response.status < 300 and (problem := meter.incomplete()):

@@ -196,12 +196,14 @@ def test_gate0_never_prints_a_key_holding_a_line_break(endpoint, monkeypatch, ca
 # -- a fault's cause: the key cut inside it, its size --------------------------------------------
 
 
-def _failed_call(endpoint, behaviour, stream: bool = False, error=openai.APIError):
-    """A chat call (with `CANARY` the role's key) meeting `behaviour`, which must fail with
+def _failed_call(
+    endpoint, behaviour, stream: bool = False, error=openai.APIError, key: str = CANARY
+):
+    """A chat call (with `key` the role's) meeting `behaviour`, which must fail with
     `error`: the role's accounts, and what the client was told."""
     endpoint.behaviour = behaviour
     with Gateway() as gateway:
-        upstream = Upstream(endpoint.url, "chat", CANARY, timeout=TIMEOUT)
+        upstream = Upstream(endpoint.url, "chat", key, timeout=TIMEOUT)
         token = gateway.grant(experiment="x", role="target", run_id="r", upstream=upstream)
         chat = openai_client(gateway, token).chat.completions
         with pytest.raises(error) as failed:
@@ -212,10 +214,10 @@ def _failed_call(endpoint, behaviour, stream: bool = False, error=openai.APIErro
         return gateway.revoke(token), failed.value
 
 
-def _fault_of(endpoint, behaviour, stream: bool = False) -> tuple[str, str]:
+def _fault_of(endpoint, behaviour, stream: bool = False, key: str = CANARY) -> tuple[str, str]:
     """The cause the run's accounts keep for a chat call meeting `behaviour`, and what the
     client was told; the call must have failed."""
-    used, told = _failed_call(endpoint, behaviour, stream)
+    used, told = _failed_call(endpoint, behaviour, stream, key=key)
     assert used.failed == 1 and used.last_fault, used
     return used.last_fault, str(told)
 
