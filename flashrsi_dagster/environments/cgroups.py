@@ -172,10 +172,26 @@ def _end(folder: Path) -> None:
             (folder / "cgroup.kill").write_text("1")
         else:
             for pid in _read(folder / "cgroup.procs").split():
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(pid), signal.SIGKILL)
+                _kill_member(int(pid), folder)
     with contextlib.suppress(OSError):
         folder.rmdir()
+
+
+def _kill_member(pid: int, folder: Path) -> None:
+    """SIGKILL to process `pid` if it is still in the group `folder`: read, then killed, a
+    process that ended between the two could have given its pid to any other (red-team
+    round 21). Pinned by a pidfd first, so the process checked is the process killed."""
+    try:
+        pinned = os.pidfd_open(pid)
+    except OSError:  # gone (or no pidfds: a kernel before 5.3, where nothing is killed)
+        return
+    try:
+        if f"/{folder.parent.name}/{folder.name}\n" in _read(Path(f"/proc/{pid}/cgroup")):
+            signal.pidfd_send_signal(pinned, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    finally:
+        os.close(pinned)
 
 
 def _parents() -> dict[str, tuple[Path, str]]:

@@ -7,13 +7,14 @@ terminal, the sweep judging another process's live jail, a jail filling its `/tm
 machine's tables, two drivers of one experiment at once, and a command of megabytes.
 
 Each attack is one test; one that got through on main was written here first, failing, then
-closed by the smallest fix (see each docstring). Of 19 attacks (and 2 checks that an
-adapter's cancel still reaches a jailed program), 3 got through on main: 2 holes, closed —
+closed by the smallest fix (see each docstring). Of 20 attacks (and 2 checks that an
+adapter's cancel still reaches a jailed program), 4 got through on main: 3 holes, closed —
 (1) a jailed CLI's command signalled its caller's process group, `kill(0, …)`, and so every
 other jail's program started in it (`joining.py`: a group of the program's own, signals
 relayed); (2) the sweep judged a dead owner by its pid alone, so a reused pid kept a stranded
-jail alive (`cgroups.owner`: pid and start time) — and 1 declared: one jail can take the
-machine's file table. Held: escapes from the launcher's group, a terminal of the jail's own,
+jail alive (`cgroups.owner`: pid and start time); (3) on cgroup v1 the sweep killed the pids
+it had read, so a pid reused meanwhile named a stranger it killed (`cgroups._kill_member`) —
+and 1 declared: one jail can take the machine's file table. Held: escapes from the launcher's group, a terminal of the jail's own,
 `kill(-1)`, another process's live jail through the sweep, `/tmp` filled with inodes, two
 drivers of one experiment at once, a command of megabytes killed by the watchdog.
 """
@@ -37,6 +38,7 @@ import dagster as dg
 import pytest
 
 from flashrsi_dagster.cli import EXIT_FAILED
+from flashrsi_dagster.environments import cgroups
 from flashrsi_dagster.environments.cgroups import MAX_PIDS, JailGroup
 from flashrsi_dagster.environments.jail import Jail
 from flashrsi_dagster.environments.joining import JAIL_UID
@@ -409,6 +411,7 @@ ANOTHER_FRAMEWORK = """
 import subprocess, sys
 from pathlib import Path
 from flashrsi_dagster.cli import EXIT_FAILED
+from flashrsi_dagster.environments import cgroups
 from flashrsi_dagster.environments.cgroups import MAX_PIDS, JailGroup
 from flashrsi_dagster.environments.jail import Jail
 from flashrsi_dagster.environments.runtime import python_runtime
@@ -580,3 +583,43 @@ def test_a_command_with_a_huge_command_line_is_killed_and_recorded_cut():
     assert main.stdout == f"KILLED BY {signal.SIGKILL}\n", main.stderr[-2000:]
     assert [len(k.command) for k in kills] == [200], [k.command[:80] for k in kills]
     assert "time.sleep(3600) xxx" in kills[0].command, kills[0].command
+
+
+@needs_jails
+def test_the_sweep_kills_no_process_that_left_a_dead_jail_s_group(monkeypatch):
+    """Attack: the sweep of a dead framework process's group (cgroup v1: no `cgroup.kill`)
+    reads the pids in it, then kills each: a process that ended between the two has its pid
+    given to another, which the sweep killed — any process of the machine, the framework's
+    own included (simulated: the group's listing names a process outside it, as a stale
+    read would). Got through on main (that process was SIGKILLed). Stops it: the sweep pins
+    each listed process (a pidfd) and kills it only if it is still in the group."""
+    stranger = subprocess.Popen(["sleep", "3600"])  # outside every jail's group
+    ended = subprocess.Popen(["true"])
+    ended.wait()  # its pid names no process here now: the group's owner is gone
+    dead = JailGroup.create(f"jail-{ended.pid}-0")  # as main names it
+    assert dead is not None, "no pids cgroup can be made here"
+    stranded = subprocess.Popen(dead.argv(["sleep", "3600"]), start_new_session=True)
+    try:
+        wait_until(lambda: dead.members.read_text().split(), "the stranded process joined")
+        listed = cgroups._read
+
+        def stale(path: Path) -> str:
+            read = listed(path)
+            return read + f"{stranger.pid}\n" if path.name == "cgroup.procs" else read
+
+        monkeypatch.setattr(cgroups, "_read", stale)
+        monkeypatch.setattr(Path, "exists", _no_cgroup_kill(Path.exists))
+        Jail(python_runtime()).close()  # a new jail: the sweep
+
+        wait_until(lambda: stranded.poll() is not None, "the stranded process was killed")
+        assert stranger.poll() is None, "a process outside the group was killed"
+    finally:
+        for process in (stranger, stranded):
+            process.kill()
+            process.wait()
+        dead.remove()
+
+
+def _no_cgroup_kill(exists):
+    """`Path.exists` as on cgroup v1, where a group has no `cgroup.kill`."""
+    return lambda path: path.name != "cgroup.kill" and exists(path)
