@@ -14,9 +14,10 @@ other jail's program started in it (`joining.py`: a group of the program's own, 
 relayed); (2) the sweep judged a dead owner by its pid alone, so a reused pid kept a stranded
 jail alive (`cgroups.owner`: pid and start time); (3) on cgroup v1 the sweep killed the pids
 it had read, so a pid reused meanwhile named a stranger it killed (`cgroups._kill_member`) —
-and 1 declared: one jail can take the machine's file table. Held: escapes from the launcher's group, a terminal of the jail's own,
-`kill(-1)`, another process's live jail through the sweep, `/tmp` filled with inodes, two
-drivers of one experiment at once, a command of megabytes killed by the watchdog.
+and 1 declared: one jail can take the machine's file table. Held: escapes from the
+launcher's group, a terminal of the jail's own, `kill(-1)`, another process's live jail
+through the sweep, `/tmp` filled with inodes, two drivers of one experiment at once, a
+command of megabytes killed by the watchdog.
 """
 
 from __future__ import annotations
