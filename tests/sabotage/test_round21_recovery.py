@@ -7,7 +7,7 @@ terminal, the sweep judging another process's live jail, a jail filling its `/tm
 machine's tables, two drivers of one experiment at once, and a command of megabytes.
 
 Each attack is one test; one that got through on main was written here first, failing, then
-closed by the smallest fix (see each docstring). Of 20 attacks (and 2 checks that an
+closed by the smallest fix (see each docstring). Of 21 attacks (and 2 checks that an
 adapter's cancel still reaches a jailed program), 4 got through on main: 3 holes, closed —
 (1) a jailed CLI's command signalled its caller's process group, `kill(0, …)`, and so every
 other jail's program started in it (`joining.py`: a group of the program's own, signals
@@ -15,7 +15,7 @@ relayed); (2) the sweep judged a dead owner by its pid alone, so a reused pid ke
 jail alive (`cgroups.owner`: pid and start time); (3) on cgroup v1 the sweep killed the pids
 it had read, so a pid reused meanwhile named a stranger it killed (`cgroups._kill_member`) —
 and 1 declared: one jail can take the machine's file table. Held: escapes from the
-launcher's group, a terminal of the jail's own, `kill(-1)`, another process's live jail
+launcher's group or its cgroups, a terminal of the jail's own, `kill(-1)`, another live jail
 through the sweep, `/tmp` filled with inodes, two drivers of one experiment at once, a
 command of megabytes killed by the watchdog.
 """
@@ -624,3 +624,33 @@ def test_the_sweep_kills_no_process_that_left_a_dead_jail_s_group(monkeypatch):
 def _no_cgroup_kill(exists):
     """`Path.exists` as on cgroup v1, where a group has no `cgroup.kill`."""
     return lambda path: path.name != "cgroup.kill" and exists(path)
+
+
+LEAVES_ITS_GROUP = """
+import errno, json, os
+found = {}
+for path in ("/sys/fs/cgroup/pids/cgroup.procs", "/sys/fs/cgroup/cgroup.procs",
+             "/sys/fs/cgroup/unified/cgroup.procs"):
+    try:
+        with open(path, "w") as procs:
+            procs.write("0")
+        found[path] = "MOVED"
+    except OSError as exc:
+        found[path] = errno.errorcode.get(exc.errno, str(exc.errno))
+print("FOUND", json.dumps(found))
+"""
+
+
+@needs_jails
+def test_a_jailed_process_cannot_leave_its_jail_s_cgroups():
+    """Attack: a command moves itself out of its jail's groups (writing its pid to a root
+    group's `cgroup.procs`), to escape the process and memory limits, the watchdog's
+    listing and the sweep's kill. Held on main: the jail shows no cgroup file system (no
+    `/sys`), and mounting one is refused by the filter."""
+    with Jail(python_runtime()) as jail:
+        argv = jail.enter_argv([PYTHON, "-I", "-c", LEAVES_ITS_GROUP], ENV, Path("/"))
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=PATIENCE)
+    assert "FOUND " in done.stdout, done
+    found = json.loads(done.stdout.split("FOUND ", 1)[1])
+
+    assert "MOVED" not in found.values(), found
