@@ -22,7 +22,7 @@ import os
 import signal
 from pathlib import Path
 
-from flashrsi_dagster.scratch import process_space
+from flashrsi_dagster.scratch import process_space, start_time
 
 MAX_PIDS = 512
 MAX_MEMORY_BYTES = 4 << 30
@@ -48,6 +48,12 @@ logger = logging.getLogger("flashrsi.environments")
 _warned: set[str] = set()
 
 
+def owner() -> str:
+    """This process as a group's name holds it, `<pid>.<start time>`: a pid alone could be
+    reused (see `_owner_gone`)."""
+    return f"{os.getpid()}.{start_time(os.getpid())}"
+
+
 class JailGroup:
     """One jail's groups. `procs`: the files a process writes its pid (or `0`) to, to join
     every one; `members`: the file listing the jail's processes (the pids group's)."""
@@ -59,8 +65,9 @@ class JailGroup:
 
     @classmethod
     def create(cls, name: str) -> JailGroup | None:
-        """The groups `<name>@<process space>` (`name`: `jail-<pid>-…`), made under each
-        controller's folder after sweeping it; None where no `pids` group could be made."""
+        """The groups `<name>@<process space>` (`name`: `jail-<owner()>-…`), made under
+        each controller's folder after sweeping it; None where no `pids` group could be
+        made."""
         folders: dict[str, Path] = {}
         name = f"{name}@{process_space()}"  # its pid means something in this space only
         for controller, (parent, limit_file) in _parents().items():
@@ -134,9 +141,21 @@ def _sweep(parent: Path) -> None:
         jail, _, space = folder.name.partition("@")
         if space not in ("", process_space()):  # another pid namespace's, sharing the cgroupfs
             continue
-        pid = int(jail.split("-")[1])
-        if not Path(f"/proc/{pid}").exists():
+        if _owner_gone(jail.split("-")[1]):
             _end(folder)
+
+
+def _owner_gone(owner: str) -> bool:
+    """Whether the framework process a group names (`<pid>.<start time>`, or a pid alone as
+    groups were named before round 21) is gone. Its pid alone could name a later process
+    the kernel gave it to, which left a jail stranded by its owner's death alive as long as
+    that stranger lived."""
+    pid, _, started = owner.partition(".")
+    if not pid.isdigit():
+        return False  # not a group of ours to judge
+    if started:
+        return start_time(int(pid)) != started
+    return not Path(f"/proc/{pid}").exists()
 
 
 def _end(folder: Path) -> None:
@@ -153,10 +172,26 @@ def _end(folder: Path) -> None:
             (folder / "cgroup.kill").write_text("1")
         else:
             for pid in _read(folder / "cgroup.procs").split():
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(pid), signal.SIGKILL)
+                _kill_member(int(pid), folder)
     with contextlib.suppress(OSError):
         folder.rmdir()
+
+
+def _kill_member(pid: int, folder: Path) -> None:
+    """SIGKILL to process `pid` if it is still in the group `folder`: read, then killed, a
+    process that ended between the two could have given its pid to any other (red-team
+    round 21). Pinned by a pidfd first, so the process checked is the process killed."""
+    try:
+        pinned = os.pidfd_open(pid)
+    except OSError:  # gone (or no pidfds: a kernel before 5.3, where nothing is killed)
+        return
+    try:
+        if f"/{folder.parent.name}/{folder.name}\n" in _read(Path(f"/proc/{pid}/cgroup")):
+            signal.pidfd_send_signal(pinned, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    finally:
+        os.close(pinned)
 
 
 def _parents() -> dict[str, tuple[Path, str]]:

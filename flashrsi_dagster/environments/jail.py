@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flashrsi_dagster.environments import joining, seccomp
-from flashrsi_dagster.environments.cgroups import JailGroup
+from flashrsi_dagster.environments.cgroups import JailGroup, owner
 from flashrsi_dagster.environments.joining import JAIL_UID
 
 JAIL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -113,7 +113,7 @@ class Jail:
 
     def __init__(self, spec: JailSpec) -> None:
         self.spec = spec
-        self.group = JailGroup.create(f"jail-{os.getpid()}-{next(_ids)}")
+        self.group = JailGroup.create(f"jail-{owner()}-{next(_ids)}")
         info_r, info_w = os.pipe()
         rules = _filter_file()
         try:

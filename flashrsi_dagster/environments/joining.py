@@ -13,6 +13,7 @@ all of that for a program of its own (a CLI, the Codex core) and executes it: `J
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import importlib.util
@@ -28,8 +29,12 @@ JAIL_UID = 65534
 NAMESPACES = ("ipc", "uts", "net", "pid", "mnt")  # mnt last: it changes what /proc shows
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_CAPBSET_DROP = 24
+_PR_SET_PDEATHSIG = 1
 _CAP_LAST = 63  # a drop of a capability the kernel does not have is a harmless EINVAL
 MAX_FILE_BYTES = 1 << 30
+RELAYED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
+           signal.SIGUSR2)  # fmt: skip
+"""The signals a joined program's launcher passes on to the program's process group."""
 
 
 def enter(pid: int) -> None:
@@ -95,19 +100,44 @@ def main(argv: list[str]) -> int:
     group_fds = [os.open(path, os.O_WRONLY) for path in group.split(":")] if group != "-" else []
     seccomp_filter = seccomp().prepare()
     enter(int(pid))
+    signal.pthread_sigmask(signal.SIG_BLOCK, RELAYED)  # until the relay is in place
     child = os.fork()
     if child:
         for fd in group_fds:
             os.close(fd)
+        _relay_to(child)
         return _exit_like(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]))
+    os.setpgid(0, 0)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, RELAYED)  # an executed program keeps its mask
     _leave_the_terminal()
     drop_privileges({**env, "PWD": cwd}, seccomp_filter, group_fds)
+    # Killed with the launcher (an adapter's SIGKILL to its group no longer reaches it); set
+    # here: a change of user clears it.
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     os.chdir(cwd)
     try:
         os.execvpe(program[0], program, env={**env, "PWD": cwd})
     except OSError as exc:
         print(f"joining.py: cannot run {program[0]}: {exc}", file=sys.stderr)
         return 127
+
+
+def _relay_to(child: int) -> None:
+    """The program runs in a process group of its own (holding only its jail's processes):
+    in its caller's, a `kill(0, …)` of one of its commands reached every process of that
+    group it may signal, whatever their PID namespace — the programs of the caller's other
+    jails, all the jail user's (red-team round 21). The signals an adapter sends the
+    launcher, or the launcher's group (Codex's SIGTERM to cancel), are passed on to it."""
+
+    def relay(signum: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child, signum)
+
+    with contextlib.suppress(OSError):  # before the child's own `setpgid`, or after it ran
+        os.setpgid(child, child)
+    for signum in RELAYED:
+        signal.signal(signum, relay)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, RELAYED)
 
 
 def _leave_the_terminal() -> None:

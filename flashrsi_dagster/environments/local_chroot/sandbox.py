@@ -36,7 +36,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from flashrsi_dagster.environments.cgroups import JailGroup
+from flashrsi_dagster.environments.cgroups import JailGroup, owner
 
 # Docker's default capability set, minus the two that would let root leave or extend the root.
 CAPABILITIES = (
@@ -252,7 +252,7 @@ class Holder:
             "-c",
             script,
         ]
-        self.group = JailGroup.create(f"jail-{os.getpid()}-trial-{next(_trials)}")
+        self.group = JailGroup.create(f"jail-{owner()}-trial-{next(_trials)}")
         argv = self.group.argv(argv) if self.group is not None else argv
         with self.log_path.open("wb") as log:
             self._proc = await asyncio.create_subprocess_exec(
