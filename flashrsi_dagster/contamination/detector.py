@@ -42,6 +42,7 @@ from flashrsi_dagster.contamination.decode import (
     CIPHERS,
     MAX_DECODED_BYTES,
     MAX_DEPTH,
+    MAX_REWORK_BYTES,
     Budget,
     View,
     unescape,
@@ -74,7 +75,8 @@ RULES = {
     "fragments": f"fragments only one task's input holds, of {FEW} or more tasks",
     "digest": "a digest of a task's input",
     "undecoded": f"more encoded or compressed data than the check decodes "
-    f"({MAX_DECODED_BYTES >> 20} MB, {MAX_DEPTH} layers deep): unsearched",
+    f"({MAX_DECODED_BYTES >> 20} MB, {MAX_DEPTH} layers deep, "
+    f"{MAX_REWORK_BYTES >> 20} MB decoded again): unsearched",
     "unread": f"more changed bytes than the check reads ({MAX_JUDGED_BYTES >> 20} MB): unsearched",
 }
 _HEX_TOKEN = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{8,160}(?![0-9a-fA-F])")
