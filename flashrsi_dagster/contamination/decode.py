@@ -869,34 +869,16 @@ def _readings(inner: bytes, kind: str, budget: Budget) -> Iterator[tuple[bytes, 
 
 def _stream_start(blob: bytes, budget: Budget) -> int | None:
     """The first place past its start where a stream opens in a decompressed blob that is
-    not text (`_magic_offsets`); a zip there only when its own central directory starts at
-    that place (`_archive_at`). Such a blob was read for its printable runs alone: a zipapp
-    kept in a zip hid the zip in it (round 19); a text read with its NULs dropped is not
-    the blob, and a gzip stream in 40 KB of text lost its NULs, and the table (round 21)."""
+    not text (`_magic_offsets`), a zip's first local header whatever central directory
+    follows (a streaming reader reads from there). Such a blob was read for its printable
+    runs alone: a zipapp kept in a zip hid the zip in it (round 19); a text read with its
+    NULs dropped is not the blob, and a gzip stream in 40 KB of text lost its NULs, and the
+    table (round 21). A zip there was read only when no central directory followed it or
+    one put a member at a local header: a streamed zip before a stray end signature, or
+    before a central directory of one entry pointing nowhere, was never read (round 22)."""
     if _packed(blob) or _as_text(blob) == blob:
         return None
-    offsets = _magic_offsets(blob, budget)
-    found = (at for at in offsets if at and (blob[at : at + 4] != _LOCAL or _archive_at(blob, at)))
-    return next(found, None)
-
-
-def _archive_at(blob: bytes, at: int) -> bool:
-    """Whether a zip's central directory, read from `at` (the first local header's
-    signature: a stray one in a script's text may come first), puts a member at a local
-    header (a zipapp's, a zip kept after other bytes): not an archive read from inside it,
-    as a stored body read at shifted offsets (latin-1, unquoted) is, whose every next member
-    was read again a layer deeper until the fourth made an honest zip of images
-    unsearched. A zip with no central directory after `at` is a streaming writer's, read
-    from its local headers (`_local`): one in the middle of a decompressed log or past a
-    blob's first bytes was never read (round 21)."""
-    tail = blob[at:]
-    if b"PK\x05\x06" not in tail:
-        return True
-    refused = (zipfile.BadZipFile, NotImplementedError, ValueError, EOFError)
-    with contextlib.suppress(*refused), zipfile.ZipFile(io.BytesIO(tail)) as archive:
-        offsets = [info.header_offset for info in archive.infolist()]
-        return any(tail[offset : offset + 4] == _LOCAL for offset in offsets if offset >= 0)
-    return True
+    return next((at for at in _magic_offsets(blob, budget) if at), None)
 
 
 def _embedded(blob: bytes, budget: Budget) -> Iterator[tuple[bytes, str]]:
@@ -931,8 +913,9 @@ def _headerless(blob: bytes, budget: Budget) -> tuple[bytes, str, bool] | None:
     the legacy `.lzma` format, a raw LZMA or LZMA2 stream: what it gives, its kind, and
     whether it is text. Kept when it decompresses to text without an error (ended or not: a
     reader is not told; bytes that are no such stream seldom take their whole length), else
-    when it ends cleanly (noise in front of a table, sliced off: round 21; a blob whose
-    stream is not text may hold more, read on). A stream past the budget is `cut`."""
+    for its printable runs (noise in front of a table, sliced off: round 21; ended or not:
+    one sync-flushed, never finished, was dropped, round 22; a blob whose stream is not
+    text may hold more, read on). A stream past the budget is `cut`."""
     limit, runs = budget.left, None
     if limit <= 0 or len(blob) < 8:
         return None
