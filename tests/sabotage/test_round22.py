@@ -17,7 +17,8 @@ local header names LZMA where its central entry says stored was read raw (1). He
 (5): a table cut into files whose `\\r\\n` straddles each seam, empty files between; one
 cut into files each led by a byte order mark (UTF-8, UTF-16); a stored member whose local
 header defers its size to a zip64 field; a gzip stream behind a headerless stream of text,
-base64'd; the rework allowance spent by one file before the table's file. And the honest side of this round's fixes (2): clean and searched.
+base64'd; the rework allowance spent by one file before the table's file. And the honest
+side of this round's fixes (2): clean and searched.
 """
 
 from __future__ import annotations
