@@ -6,7 +6,7 @@ read for its printable runs (`_headerless`), streams of two kinds read joined
 shorter extent (`_stored_body`), a zip with no central directory in a decompressed blob
 (`_archive_at`), and the rework allowance (`Budget.again`).
 
-Each attack is one test, written here failing on main first, then closed. Of 10 cases, 5 got
+Each attack is one test, written here failing on main first, then closed. Of 11 cases, 5 got
 through on main, 5 holes closed, none declared: a headerless stream of noise and the table
 that does not end (sync-flushed, cut short) was dropped (2 forms); a compressor's magic hidden
 by a few escapes (`%1F%8B`, `=1F=8B`, `&#31;&#139;`, `\\x1f\\x8b`, `%XX` and `=XX` in turn), the
@@ -14,11 +14,12 @@ stream after them raw, was never read (5); a stream escaped as `=XX` and `%XX` i
 read one kind at a time (2); a streamed zip in a decompressed blob before a stray end
 signature or a central directory pointing nowhere was never read (3); a listed member whose
 local header names LZMA where its central entry says stored was read raw (1). Held on main
-(5): a table cut into files whose `\\r\\n` straddles each seam, empty files between; one
+(6): a table cut into files whose `\\r\\n` straddles each seam, empty files between; one
 cut into files each led by a byte order mark (UTF-8, UTF-16); a stored member whose local
 header defers its size to a zip64 field; a gzip stream behind a headerless stream of text,
-base64'd; the rework allowance spent by one file before the table's file. And the honest
-side of this round's fixes (2): clean and searched.
+base64'd; the rework allowance spent by one file before the table's file; 1,024 zip
+entries at one body told apart by their claimed sizes alone (bounded). And the honest side
+of this round's fixes (2): clean and searched.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from urllib.parse import unquote_to_bytes
 
 import pytest
 
+from flashrsi_dagster.contamination.detector import RULES
+from tests.sabotage import test_decode_rework
 from tests.sabotage.test_round15 import _binary
 from tests.sabotage.test_round16 import TABLE_JSON, _zip
 from tests.sabotage.test_round17 import _in_code
@@ -44,6 +47,8 @@ from tests.sabotage.test_round20 import _streamed_member
 from tests.sabotage.test_round21 import NOISE, ROWS, _files, _raw_deflate
 
 _GZIPPED = gzip.compress(TABLE_JSON, mtime=0)
+work = test_decode_rework.work
+"""Bytes inflated and hashed (the fixture of `test_decode_rework.py`)."""
 
 # -- the content check: a headerless stream of noise and the table that does not end ------------
 
@@ -341,3 +346,34 @@ def test_honest_files_this_round_reads_again_are_searched(content_check, form):
     verdict = content_check.judge(HONEST[form])
 
     assert not verdict.contaminated and not verdict.rules, verdict
+
+
+def _one_body_many_claims(count: int = 1024) -> bytes:
+    """A zip of one deflated member (1.5 MB of zeros) and `count` central entries all at its
+    local header, each claiming another compressed size (a reader inflates the body to its
+    stream's end whatever size is claimed): entries alike but for that field."""
+    body = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    deflated = body.compress(bytes(3 << 19)) + body.flush()
+    local = _local_header(b"m", zipfile.ZIP_DEFLATED, deflated, len(deflated))
+    central = b"".join(
+        struct.pack(
+            "<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 20, 20, 0, 8, 0, 0, 0,
+            len(deflated) - n, 3 << 19, 1, 0, 0, 0, 0, 0, 0,
+        ) + b"m"
+        for n in range(count)
+    )  # fmt: skip
+    end = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, count, count, len(central), len(local), 0)
+    return local + central + end
+
+
+def test_entries_of_one_body_told_apart_by_a_claimed_size_are_bounded(content_check, work):
+    """Attack on the rework allowance's dedup of zip entries (`dict.fromkeys` of members:
+    entries alike at one local header are read once): 1,024 central entries at one
+    deflated member of 1.5 MB of zeros, each claiming another compressed size, so that no
+    two are alike, each inflated to its stream's end, 1.5 GB for a 50 KB file. Held on
+    main: each is found known and charged to the rework allowance, past which the file ends
+    unsearched; the work stays within the bound of `test_decode_rework.py`."""
+    verdict = content_check.judge(_binary("skills/frames.zip", _one_body_many_claims()))
+
+    assert verdict.contaminated and RULES["undecoded"] in verdict.rules, verdict
+    assert work["inflated"] + work["hashed"] <= test_decode_rework.BOUND, work
