@@ -75,6 +75,19 @@ IDNA_DEVIATIONS = frozenset("\u00df\u03c2")
 keeps: a host holding one names two hosts (the joiners, the other two, are no printable host
 characters)."""
 
+
+def _idnas_disagree(host: str) -> bool:
+    """Whether IDNA 2008 (UTS 46: NFKC, lower case) names another host with `host` than
+    Python's codec (IDNA 2003) does: it holds a deviation, as written or lower-cased, or a
+    letter newer than Unicode 3.2, which IDNA 2003 reads unassigned and encodes as it is
+    (`\U0001f130pi`, a squared `A`, is `api` to UTS 46 and `xn--pi-0n52a` to Python)."""
+    mapped = "".join(char.lower() for char in unicodedata.normalize("NFKC", host))
+    try:
+        return bool(set(mapped) & IDNA_DEVIATIONS) or mapped.encode("idna") != host.encode("idna")
+    except UnicodeError:  # mapped, it is no name: no client reaches what it names
+        return True
+
+
 _KEY_FORM = re.compile(rf"(?<![A-Za-z0-9])(?:{KEY_IN_PATH.pattern})")
 """A known key form starting anywhere a word may (`/v1/key=AIza…`, `x-gsk_…`), not only at a
 segment's or a value's start."""
@@ -286,13 +299,14 @@ class LLMConfig(Section):
                 "an endpoint URL whose host no client can encode (an empty label, or a label "
                 "past 63 characters)"
             ) from None
-        if set(host) & IDNA_DEVIATIONS:
+        if _idnas_disagree(host):
             # Python's codec (IDNA 2003: the gateway's, Gate0's) writes `strasse`, IDNA 2008
             # (browsers, curl) `xn--strae-oqa`: the key went to a name no one meant
             raise ValueError(
-                "an endpoint URL whose host holds `\u00df` or `\u03c2`, which clients encode "
-                "differently (IDNA 2003 as `ss` and a medial sigma; 2008 keeps them), so calls "
-                "and the key could go to another host: give the host in its xn-- form"
+                "an endpoint URL whose host holds `\u00df`, `\u03c2` or a letter newer than "
+                "IDNA 2003, which clients encode differently (IDNA 2003 writes `ss`, a medial "
+                "sigma, the new letter as it is; 2008 keeps the first two, maps the last), so "
+                "calls and the key could go to another host: give the host in its xn-- form"
             )
         if _userinfo_after_query(value):
             raise ValueError(_USERINFO)
