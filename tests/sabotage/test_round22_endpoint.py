@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import idna
 import openai
 import pytest
@@ -29,6 +28,7 @@ from flashrsi_dagster.records.redaction import REDACTED
 from tests.gateway.conftest import USER, openai_client
 from tests.gateway.misbehaving_endpoint import head, sse
 from tests.sabotage import test_round19_endpoint as round19
+from tests.sabotage import test_round21_endpoint as round21
 from tests.sabotage.test_round12_endpoint import TIMEOUT, _raw
 from tests.sabotage.test_round13_endpoint import DONE
 from tests.sabotage.test_round17_endpoint import _validated_quietly
@@ -55,20 +55,9 @@ def _grant(gateway: Gateway, endpoint, key: str = CANARY) -> str:
 
 
 def _listed(endpoint, behaviour) -> tuple[bytes, str | None, str]:
-    """What a client reads of `GET /v1/models` (a route relayed unmetered) meeting
-    `behaviour`, how the read ended, and the run's accounts."""
-    endpoint.behaviour = behaviour
-    with Gateway() as gateway:
-        token = _grant(gateway, endpoint)
-        auth = {"Authorization": f"Bearer {token}"}
-        got, ended = b"", None
-        with httpx.stream("GET", f"{gateway.url}/v1/models", headers=auth, timeout=60) as answer_:
-            try:
-                for data in answer_.iter_raw():
-                    got += data
-            except httpx.HTTPError as exc:
-                ended = type(exc).__name__
-        return got, ended, repr(gateway.revoke(token))
+    """Round 21's read of `GET /v1/models`, with this round's key (the accounts as text)."""
+    got, ended, used = round21._listed(endpoint, behaviour, key=CANARY)
+    return got, ended, repr(used)
 
 
 # -- the held tail on a clean end ----------------------------------------------------------------
