@@ -5,10 +5,10 @@ hosts IDNA 2003 and 2008 encode differently, and faults of an endpoint the candi
 be charged with.
 
 Each attack is one test. One that got through on main was written here first, failing, then
-closed by the smallest fix; the others held on main and stay as tests. Of 19 cases, 3 got
+closed by the smallest fix; the others held on main and stay as tests. Of 20 cases, 4 got
 through on main: 2 new holes. (1) A stream's last event ended without its blank line (the
 `finish_reason` chunk, a closing event) was relayed as it came, and the SDKs drop it: the
-gateway took the call for a whole answer, the client had half of one (1). (2) A host holding
+gateway took the call for a whole answer, the client had half of one (2). (2) A host holding
 a letter newer than Unicode 3.2 that IDNA 2008 maps (`🄰`, `ⱼ`) validated, and the gateway
 (IDNA 2003) sent the key to another name than other clients reach (2). No limit declared.
 """
@@ -30,7 +30,7 @@ from tests.gateway.misbehaving_endpoint import head, sse
 from tests.sabotage import test_round19_endpoint as round19
 from tests.sabotage import test_round21_endpoint as round21
 from tests.sabotage.test_round12_endpoint import TIMEOUT, _raw
-from tests.sabotage.test_round13_endpoint import DONE
+from tests.sabotage.test_round13_endpoint import DONE, _event
 from tests.sabotage.test_round17_endpoint import _validated_quietly
 
 CANARY = "sk-r22-canary-" + "Qv7" * 12
@@ -168,6 +168,25 @@ def test_a_streams_last_event_without_its_blank_line_reaches_the_client(endpoint
     finishes = [c.choices[0].finish_reason for c in chunks if not isinstance(c, Exception)]
     failed = "failed=1" in used and isinstance(chunks[-1], openai.APIError)
     assert "stop" in finishes or failed, (chunks, used)
+
+
+def test_a_responses_streams_closing_event_without_its_blank_line_reaches_the_client(endpoint):
+    """Attack: the same on a Responses stream, its `response.completed` (the usage, the
+    end) without its blank line. Got through on main: the SDK never saw the closing event
+    (its stream helper raises on that), the gateway took the call for a whole answer.
+    Stops it: the fix above."""
+    created = {"type": "response.created", "response": {"id": "r", "output": []}}
+    delta = {"type": "response.output_text.delta", "delta": "ok"}
+    done = {"type": "response.completed", "response": {"id": "r", "output": []}}
+    events = [_event(e, e["type"]) for e in (created, delta)]
+    endpoint.behaviour = sse([*events, _event(done, done["type"]).rstrip(b"\n") + b"\n"])
+    with Gateway() as gateway:
+        upstream = Upstream(endpoint.url, "responses", CANARY, timeout=TIMEOUT)
+        token = gateway.grant(experiment="x", role="target", run_id="r", upstream=upstream)
+        stream = openai_client(gateway, token).responses.create(model="m", input="hi", stream=True)
+        kinds = [event.type for event in stream]
+        used = gateway.revoke(token)
+    assert kinds[-1] == "response.completed" and used.failed == 0, (kinds, used)
 
 
 CLOSE_DELIMITED = b"HTTP/1.0 200 X\r\nContent-Type: text/event-stream\r\n\r\n"
