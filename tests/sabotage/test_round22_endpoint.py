@@ -5,12 +5,13 @@ hosts IDNA 2003 and 2008 encode differently, and faults of an endpoint the candi
 be charged with.
 
 Each attack is one test. One that got through on main was written here first, failing, then
-closed by the smallest fix; the others held on main and stay as tests. Of 20 cases, 4 got
+closed by the smallest fix; the others held on main and stay as tests. Of 22 cases, 6 got
 through on main: 2 new holes. (1) A stream's last event ended without its blank line (the
 `finish_reason` chunk, a closing event) was relayed as it came, and the SDKs drop it: the
 gateway took the call for a whole answer, the client had half of one (2). (2) A host holding
-a letter newer than Unicode 3.2 that IDNA 2008 maps (`🄰`, `ⱼ`) validated, and the gateway
-(IDNA 2003) sent the key to another name than other clients reach (2). No limit declared.
+a letter IDNA 2003 and 2008 map otherwise (`🄰`, `ⱼ`, newer than Unicode 3.2; Cherokee,
+case-folded otherwise) validated, and the gateway (IDNA 2003) sent the key to another name
+than other clients reach (4). No limit declared.
 """
 
 from __future__ import annotations
@@ -233,28 +234,37 @@ def test_a_whole_answer_closed_http_1_0_short_is_the_endpoints_fault(endpoint):
 
 # -- the endpoint URL's host ----------------------------------------------------------------------
 
-MAPPED_SINCE_2003 = {
+MAPPED_OTHERWISE = {
     # Unicode 6.0's squared `A` (NFKC: `A`), 5.1's subscript `j`: unassigned in Unicode 3.2,
     # which IDNA 2003 reads, so Python's codec encodes them as they are
     "a-squared-letter": "https://\U0001f130pi.example.com/v1",
     "a-subscript-letter": "https://\u2c7cx.example.com/v1",
+    # Cherokee: UTS 46 case-folds a small letter to its capital, nameprep lower-cases
+    # (`.lower()`, today's Unicode) the capital to the small one
+    "a-cherokee-letter": "https://\u13a0x.example/v1",
+    # Unicode 9's rounded `в`: UTS 46 folds it to `в`, nameprep keeps it
+    "a-cyrillic-letter-variant": "https://\u1c80x.example/v1",
     # held: Unicode 5.1's capital sharp s, lower-cased to `ß` by urllib (refused in round 21)
     "a-capital-sharp-s": "https://stra\u1e9ee.example/v1",
 }
 
 
-@pytest.mark.parametrize("attack", MAPPED_SINCE_2003)
-def test_an_endpoint_host_mapped_since_idna_2003_is_refused(attack, tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("attack", MAPPED_OTHERWISE)
+def test_an_endpoint_host_the_two_idnas_map_otherwise_is_refused(
+    attack, tmp_path, monkeypatch, capsys
+):
     """Attack: a host holding a letter Unicode added after 3.2 that UTS 46 maps (`🄰` to
-    `a`, `ⱼ` to `j`), or a capital sharp s (`ẞ`). Got through on main (the first two): it
-    validated (encodable, no `ß` or `ς` as written); but Python's codec (IDNA 2003 on
-    Unicode 3.2: the gateway's, Gate0's, http.client's Host header) encodes the letter as it
-    is (`xn--pi-0n52a…`), while UTS 46 (browsers, curl, the `idna` package) writes `api…`,
-    `jx…`: the key went to another name than the one every other client reaches, which
-    anyone may register. `ẞ` held: urllib lower-cases the host to `ß`, refused. Stops it:
-    a host whose NFKC form, lower-cased, holds `ß` or `ς` or encodes to another name is
-    refused in one line, asking for its `xn--` form."""
-    code, err = _validated_quietly(MAPPED_SINCE_2003[attack], tmp_path, monkeypatch, capsys)
+    `a`, `ⱼ` to `j`, U+1C80 to `в`), a Cherokee letter (UTS 46 folds case to the capital,
+    Python to the small letter), or a capital sharp s (`ẞ`). Got through on main (all but
+    `ẞ`): it validated (encodable, no `ß` or `ς` as written); but Python's codec (IDNA 2003
+    on Unicode 3.2: the gateway's, Gate0's, http.client's Host header) encodes the letter
+    as it is (`xn--pi-0n52a…`) or lower-cased, while UTS 46 (browsers, curl, the `idna`
+    package) writes `api…`, `jx…`, the capital: the key went to another name than the one
+    every other client reaches, which anyone may register. `ẞ` held: urllib lower-cases
+    the host to `ß`, refused. Stops it: a host a label of which nameprep maps otherwise
+    than NFKC and case folding (or holding `ß` or `ς` lower-cased) is refused in one line,
+    asking for its `xn--` form."""
+    code, err = _validated_quietly(MAPPED_OTHERWISE[attack], tmp_path, monkeypatch, capsys)
     lines = [line for line in err.splitlines() if "agent.llm.base_url" in line]
     assert code != 0 and len(lines) == 1 and "xn--" in lines[0], err
 
