@@ -6,6 +6,7 @@ Relative paths resolve against the YAML file's folder (passed as validation cont
 
 from __future__ import annotations
 
+import encodings.idna
 import json
 import math
 import re
@@ -74,6 +75,26 @@ IDNA_DEVIATIONS = frozenset("\u00df\u03c2")
 """Letters IDNA 2003 maps (`ß` to `ss`, the final `ς` to a medial sigma) and IDNA 2008
 keeps: a host holding one names two hosts (the joiners, the other two, are no printable host
 characters)."""
+
+
+def _idnas_disagree(host: str) -> bool:
+    """Whether IDNA 2008 (UTS 46: NFKC, case-folded) names another host with `host` than
+    Python's codec (IDNA 2003's nameprep) does: it holds a deviation, as written or
+    lower-cased, or a letter the two map otherwise. Nameprep reads Unicode 3.2, where a later
+    letter is unassigned and kept (`\U0001f130pi`, a squared `A`, is `api` to UTS 46), and
+    lower-cases where UTS 46 case-folds (Cherokee folds to its capitals)."""
+    lowered = "".join(char.lower() for char in unicodedata.normalize("NFKC", host))
+    if set(lowered) & IDNA_DEVIATIONS:
+        return True
+    for label in encodings.idna.dots.split(host):
+        folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", label).casefold())
+        try:  # an ASCII label goes as it is (its case is DNS's)
+            if not label.isascii() and encodings.idna.nameprep(label) != folded:
+                return True
+        except UnicodeError:  # a letter nameprep refuses: no host it names
+            return True
+    return False
+
 
 _KEY_FORM = re.compile(rf"(?<![A-Za-z0-9])(?:{KEY_IN_PATH.pattern})")
 """A known key form starting anywhere a word may (`/v1/key=AIza…`, `x-gsk_…`), not only at a
@@ -286,13 +307,15 @@ class LLMConfig(Section):
                 "an endpoint URL whose host no client can encode (an empty label, or a label "
                 "past 63 characters)"
             ) from None
-        if set(host) & IDNA_DEVIATIONS:
+        if _idnas_disagree(host):
             # Python's codec (IDNA 2003: the gateway's, Gate0's) writes `strasse`, IDNA 2008
             # (browsers, curl) `xn--strae-oqa`: the key went to a name no one meant
             raise ValueError(
-                "an endpoint URL whose host holds `\u00df` or `\u03c2`, which clients encode "
-                "differently (IDNA 2003 as `ss` and a medial sigma; 2008 keeps them), so calls "
-                "and the key could go to another host: give the host in its xn-- form"
+                "an endpoint URL whose host holds `\u00df`, `\u03c2` or a letter IDNA 2003 and "
+                "2008 map otherwise (2003 writes `ss` and a medial sigma, keeps a letter newer "
+                "than Unicode 3.2, lower-cases Cherokee; 2008 keeps the first two, maps the "
+                "new letter, folds Cherokee to capitals), so calls and the key could go to "
+                "another host: give the host in its xn-- form"
             )
         if _userinfo_after_query(value):
             raise ValueError(_USERINFO)

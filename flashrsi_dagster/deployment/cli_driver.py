@@ -46,6 +46,7 @@ from flashrsi_dagster.orchestration.dagster_internals import (
     RUN_KEY_TAG,
     InstigatorStatus,
     InstigatorType,
+    TickStatus,
 )
 from flashrsi_dagster.orchestration.owner import fail_dead_runs, identity, this_process
 from flashrsi_dagster.orchestration.ready import ACTIVE, not_active
@@ -98,16 +99,17 @@ def drive_on(
     a wait without a sign of life for `wait_limit` seconds ends with `Stalled`."""
     experiment.records.verify()
     with driving(experiment.paths.root):
-        _refuse_beside_the_sensor(instance, experiment.config.experiment.name)
+        _refuse_beside_the_sensor(instance, experiment.config.experiment.name, say)
         return _drive_held(instance, experiment, say, only, wait_limit)
 
 
-def _refuse_beside_the_sensor(instance: dg.DagsterInstance, name: str) -> None:
+def _refuse_beside_the_sensor(instance: dg.DagsterInstance, name: str, say: Say) -> None:
     """One driver per experiment: where the round driver sensor runs (on, its daemon alive),
     it drives; this process would race it. The sensor is on by default: it is off only where
     it was turned off in the UI (a stored state, none of it running). Checked with the driver
     lock held, which the sensor respects, so a sensor turned on later leaves this experiment
-    alone."""
+    alone; a tick it began before (turned off while it ran) is waited for, its runs then
+    adopted as this driver's."""
     states = [
         s
         for s in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR)
@@ -122,6 +124,37 @@ def _refuse_beside_the_sensor(instance: dg.DagsterInstance, name: str) -> None:
             "it drives this home's experiments (watch them in `flashrsi ui`); stop the "
             "sensor there (Automation tab) to drive from the command line"
         )
+    if alive:
+        _await_ticks(instance, states, name, say)
+
+
+TICK_WAIT = 120.0
+"""Seconds a driver waits for a round driver tick in flight as it starts (a tick of many
+experiments takes seconds); past it, it is refused rather than racing the tick."""
+
+
+def _await_ticks(instance: dg.DagsterInstance, states: list, name: str, say: Say) -> None:
+    """Waits for the sensor's ticks in flight: one that read this experiment before the
+    driver lock was taken submits its runs when it ends (Dagster records a tick before it
+    evaluates, so a tick not recorded yet will find the lock)."""
+
+    def in_flight() -> bool:
+        return any(
+            tick.status == TickStatus.STARTED
+            for s in states
+            for tick in instance.get_ticks(s.instigator_origin_id, s.selector_id, limit=1)
+        )
+
+    deadline = time.monotonic() + TICK_WAIT
+    if in_flight():
+        say(f"   waiting for the {round_driver.name} sensor's tick in flight to end")
+    while in_flight():
+        if time.monotonic() > deadline:
+            raise DriverBusy(
+                f"experiment {name!r}: a tick of the {round_driver.name} sensor, turned off "
+                f"while it ran, has not ended in {TICK_WAIT:.0f} s; run again once it has"
+            )
+        time.sleep(0.2)
 
 
 _ON = {InstigatorStatus.RUNNING, InstigatorStatus.DECLARED_IN_CODE}

@@ -32,6 +32,11 @@ _PR_CAPBSET_DROP = 24
 _PR_SET_PDEATHSIG = 1
 _CAP_LAST = 63  # a drop of a capability the kernel does not have is a harmless EINVAL
 MAX_FILE_BYTES = 1 << 30
+MAX_OPEN_FILES = 1024
+"""Open files per jail process (hard limit). The kernel counts open files per process and per
+machine (`fs.file-max`), never per cgroup: inheriting the framework's limit (20,000 here, a
+million on many hosts), a jail's 512 processes could hold the whole table, and every
+unprivileged process of the machine, a sibling candidate's included, would get ENFILE."""
 RELAYED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
            signal.SIGUSR2)  # fmt: skip
 """The signals a joined program's launcher passes on to the program's process group."""
@@ -73,6 +78,7 @@ def drop_privileges(
         os.close(fd)
     # No file the run writes (its stderr on the host included) grows past this.
     resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
+    resource.setrlimit(resource.RLIMIT_NOFILE, _at_most(resource.RLIMIT_NOFILE, MAX_OPEN_FILES))
     os.setgroups([])
     os.setresgid(JAIL_UID, JAIL_UID, JAIL_UID)
     os.setresuid(JAIL_UID, JAIL_UID, JAIL_UID)
@@ -85,6 +91,13 @@ def drop_privileges(
     os.umask(0o022)
     os.environ.clear()
     os.environ.update(env)
+
+
+def _at_most(limit: int, bound: int) -> tuple[int, int]:
+    """`limit`'s soft and hard values lowered to `bound` (never raised: a host may set less)."""
+    soft, hard = resource.getrlimit(limit)
+    hard = bound if hard == resource.RLIM_INFINITY else min(hard, bound)
+    return (hard if soft == resource.RLIM_INFINITY else min(soft, hard)), hard
 
 
 def main(argv: list[str]) -> int:

@@ -79,10 +79,12 @@ class StreamMeter:
         return b"".join(out)
 
     def check_end(self) -> None:
-        """The stream ended: its last event (one without its blank line) checked and held."""
+        """The stream ended: its last event (one without its blank line) checked and held,
+        its blank line given (the SDKs drop an event the stream ends before it ends: the
+        `finish_reason` or closing event the gateway read, the client never saw)."""
         rest, self._pending = self._pending, b""
         if rest.strip() and self._keep(rest):
-            self._held.append(rest)
+            self._held.append(rest.rstrip(b"\r\n") + b"\n\n")
 
     def incomplete(self) -> str | None:
         """What a 2xx stream that has ended lacks to be an answer, or None."""

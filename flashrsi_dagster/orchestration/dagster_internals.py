@@ -31,7 +31,7 @@ from dagster._core.execution.execute_in_process import merge_run_tags
 from dagster._core.executor.base import Executor
 from dagster._core.executor.init import InitExecutorContext
 from dagster._core.run_coordinator import QueuedRunCoordinator, SubmitRunContext
-from dagster._core.scheduler.instigation import InstigatorStatus, InstigatorType
+from dagster._core.scheduler.instigation import InstigatorStatus, InstigatorType, TickStatus
 from dagster._core.storage.base_storage import DagsterStorage
 from dagster._core.storage.event_log import SqlEventLogStorageMetadata
 from dagster._core.storage.event_log.sqlite import sqlite_event_log
@@ -110,6 +110,7 @@ __all__ = [
     "StringSource",
     "SubmitRunContext",
     "TargetMaterialization",
+    "TickStatus",
     "WorkspaceProcessContext",
     "dagster_cli",
     "find_free_port",

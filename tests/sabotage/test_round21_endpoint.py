@@ -162,19 +162,12 @@ def _closed_inside_the_key(conn) -> bool:
     return False
 
 
-@pytest.mark.parametrize("ending", ["reset", "closed-short-of-its-length"])
-def test_a_model_list_streamed_and_cut_inside_the_key_relays_no_part_of_it(ending, endpoint):
-    """Attack: the same on a route the gateway relays unmetered (`GET /v1/models` answered
-    as an event stream), cut inside the key by a reset, or by a close short of its
-    Content-Length (which `http.client` reads as a quiet end). Got through on main: the
-    held tail went out before the error event; on the quiet end, as the stream's last
-    bytes, before the gateway checked the length. Stops it: the fix above, and the stream's
-    end is checked (its deadline, its length) before the held tail is relayed."""
-    endpoint.behaviour = (
-        _cut_inside_the_key("reset") if ending == "reset" else _closed_inside_the_key
-    )
+def _listed(endpoint, behaviour, key: str = CANARY):
+    """What a client reads of `GET /v1/models` (a route relayed unmetered) meeting
+    `behaviour`, how the read ended, and the run's accounts."""
+    endpoint.behaviour = behaviour
     with Gateway() as gateway:
-        token = _grant(gateway, endpoint)
+        token = _grant(gateway, endpoint, key)
         auth = {"Authorization": f"Bearer {token}"}
         got, ended = b"", None
         with httpx.stream("GET", f"{gateway.url}/v1/models", headers=auth, timeout=60) as answer_:
@@ -183,7 +176,19 @@ def test_a_model_list_streamed_and_cut_inside_the_key_relays_no_part_of_it(endin
                     got += data
             except httpx.HTTPError as exc:
                 ended = type(exc).__name__
-        used = gateway.revoke(token)
+        return got, ended, gateway.revoke(token)
+
+
+@pytest.mark.parametrize("ending", ["reset", "closed-short-of-its-length"])
+def test_a_model_list_streamed_and_cut_inside_the_key_relays_no_part_of_it(ending, endpoint):
+    """Attack: the same on a route the gateway relays unmetered (`GET /v1/models` answered
+    as an event stream), cut inside the key by a reset, or by a close short of its
+    Content-Length (which `http.client` reads as a quiet end). Got through on main: the
+    held tail went out before the error event; on the quiet end, as the stream's last
+    bytes, before the gateway checked the length. Stops it: the fix above, and the stream's
+    end is checked (its deadline, its length) before the held tail is relayed."""
+    behaviour = _cut_inside_the_key("reset") if ending == "reset" else _closed_inside_the_key
+    got, ended, used = _listed(endpoint, behaviour)
     assert RUN not in got.decode().lower() and b"stream was cut" in got, got
     assert ended is not None and used.failed == 1, used
 
