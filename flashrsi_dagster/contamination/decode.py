@@ -32,7 +32,7 @@ import zlib
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 from urllib.parse import unquote_to_bytes
 
@@ -424,10 +424,24 @@ def _web_bytes(data: bytes, spans: _TextSpans) -> tuple[bytes, ...]:
         readings.append((_CHAR_REF_BYTES, _char_refs, partial(_char_refs, codec="latin-1")))
     if _QUOTED_PRINTABLE.search(data):
         readings.append((_QUOTED_PRINTABLE, quopri.decodestring, quopri.decodestring))
+    if len(readings) > 1:  # nested, one kind in the other's (`%3D8B`), in either order
+        either = re.compile(b"|".join(escape.pattern for escape, _, _ in readings))
+        raws = [raw for _, _, raw in readings]
+        composed = [partial(_composed, order) for order in (raws, raws[::-1])]
+        readings += [(either, reading, reading) for reading in composed]
     found = [spans.read(reading) for _, reading, _ in readings]
     if not spans.whole:
         found += [_in_escaped_runs(data, escape, raw) for escape, _, raw in readings]
     return tuple(found)
+
+
+def _composed(readings: list[Callable[[bytes], bytes]], data: bytes) -> bytes:
+    """`data` read with each of `readings` in turn: a stream's bytes escaped as `%XX` and
+    `=XX` in turn, `quopri.decodestring(unquote_to_bytes(data))`, read by each alone, kept
+    the other's escapes and no magic (round 22)."""
+    for reading in readings:
+        data = reading(data)
+    return data
 
 
 _PERCENT = re.compile(rb"%[0-9a-fA-F]{2}")
@@ -475,12 +489,21 @@ def _in_escaped_runs(data: bytes, escape: re.Pattern, reading: Callable[[bytes],
             runs.append([match.start(), match.end(), 1])
     pieces, at = [], 0
     for start, end, count in runs:
-        if count < 8:
+        if count < 8 and not _unhides_magic(data, start, end, reading):
             continue
         start, end = max(start - _ESCAPED_NEAR, at), end + _ESCAPED_NEAR
         pieces += [data[at:start], reading(data[start:end])]
         at = end
     return b"".join([*pieces, data[at:]])
+
+
+def _unhides_magic(data: bytes, start: int, end: int, reading: Callable[[bytes], bytes]):
+    """Whether a run of fewer than 8 escapes, read, shows a compressor's magic its bytes
+    hide: `%1F%8B%08%00` and the rest of a gzip stream raw, which `unquote_to_bytes(data)`
+    gives whole, hid the stream from every reading (round 22)."""
+    window = data[max(start - 8, 0) : end + 8]
+    read = reading(window)
+    return any(magic in read and magic not in window for magic, _ in _MAGIC)
 
 
 def _latin_readings(data: bytes, spans: _TextSpans) -> tuple[bytes, ...]:
@@ -846,34 +869,16 @@ def _readings(inner: bytes, kind: str, budget: Budget) -> Iterator[tuple[bytes, 
 
 def _stream_start(blob: bytes, budget: Budget) -> int | None:
     """The first place past its start where a stream opens in a decompressed blob that is
-    not text (`_magic_offsets`); a zip there only when its own central directory starts at
-    that place (`_archive_at`). Such a blob was read for its printable runs alone: a zipapp
-    kept in a zip hid the zip in it (round 19); a text read with its NULs dropped is not
-    the blob, and a gzip stream in 40 KB of text lost its NULs, and the table (round 21)."""
+    not text (`_magic_offsets`), a zip's first local header whatever central directory
+    follows (a streaming reader reads from there). Such a blob was read for its printable
+    runs alone: a zipapp kept in a zip hid the zip in it (round 19); a text read with its
+    NULs dropped is not the blob, and a gzip stream in 40 KB of text lost its NULs, and the
+    table (round 21). A zip there was read only when no central directory followed it or
+    one put a member at a local header: a streamed zip before a stray end signature, or
+    before a central directory of one entry pointing nowhere, was never read (round 22)."""
     if _packed(blob) or _as_text(blob) == blob:
         return None
-    offsets = _magic_offsets(blob, budget)
-    found = (at for at in offsets if at and (blob[at : at + 4] != _LOCAL or _archive_at(blob, at)))
-    return next(found, None)
-
-
-def _archive_at(blob: bytes, at: int) -> bool:
-    """Whether a zip's central directory, read from `at` (the first local header's
-    signature: a stray one in a script's text may come first), puts a member at a local
-    header (a zipapp's, a zip kept after other bytes): not an archive read from inside it,
-    as a stored body read at shifted offsets (latin-1, unquoted) is, whose every next member
-    was read again a layer deeper until the fourth made an honest zip of images
-    unsearched. A zip with no central directory after `at` is a streaming writer's, read
-    from its local headers (`_local`): one in the middle of a decompressed log or past a
-    blob's first bytes was never read (round 21)."""
-    tail = blob[at:]
-    if b"PK\x05\x06" not in tail:
-        return True
-    refused = (zipfile.BadZipFile, NotImplementedError, ValueError, EOFError)
-    with contextlib.suppress(*refused), zipfile.ZipFile(io.BytesIO(tail)) as archive:
-        offsets = [info.header_offset for info in archive.infolist()]
-        return any(tail[offset : offset + 4] == _LOCAL for offset in offsets if offset >= 0)
-    return False
+    return next((at for at in _magic_offsets(blob, budget) if at), None)
 
 
 def _embedded(blob: bytes, budget: Budget) -> Iterator[tuple[bytes, str]]:
@@ -908,8 +913,9 @@ def _headerless(blob: bytes, budget: Budget) -> tuple[bytes, str, bool] | None:
     the legacy `.lzma` format, a raw LZMA or LZMA2 stream: what it gives, its kind, and
     whether it is text. Kept when it decompresses to text without an error (ended or not: a
     reader is not told; bytes that are no such stream seldom take their whole length), else
-    when it ends cleanly (noise in front of a table, sliced off: round 21; a blob whose
-    stream is not text may hold more, read on). A stream past the budget is `cut`."""
+    for its printable runs (noise in front of a table, sliced off: round 21; ended or not:
+    one sync-flushed, never finished, was dropped, round 22; a blob whose stream is not
+    text may hold more, read on). A stream past the budget is `cut`."""
     limit, runs = budget.left, None
     if limit <= 0 or len(blob) < 8:
         return None
@@ -932,8 +938,8 @@ def _headerless(blob: bytes, budget: Budget) -> tuple[bytes, str, bool] | None:
         budget.cut |= text and not whole  # text, then past what can be read
         if text and budget.take(read):
             return read, kind, True
-        if eof and runs is None:  # noise and a table in one stream, sliced off (round 21)
-            runs = read, kind, whole
+        if runs is None:  # noise and a table in one stream, sliced off, ended or not
+            runs = read, kind, whole  # (random bytes fail every kind within their length)
     if runs and _readable(runs[0]) and budget.take(runs[0]):
         budget.cut |= not runs[2]
         return runs[0], runs[1], False
@@ -1079,6 +1085,7 @@ def _zip_members(blob: bytes, budget: Budget) -> Iterator[bytes]:
     if archive is not None:
         with archive:
             members = [_Member.of(info) for info in archive.infolist()]
+        members += _by_local_method(blob, members)
     listed = {m.at for m in members}
     stored = [m for m in members[: MAX_ZIP_MEMBERS + 1] if m.method == zipfile.ZIP_STORED]
     inside = [_stored_body(blob, m) for m in stored]
@@ -1126,6 +1133,19 @@ class _Member:
 
 
 _LOCAL = b"PK\x03\x04"
+
+
+def _by_local_method(blob: bytes, members: list[_Member]) -> list[_Member]:
+    """Listed members read again by the method their local header names where it is not
+    their central entry's, as a streaming reader (`bsdtar -xf -`, a harness's own loop)
+    reads them: an LZMA body its central entry called stored was read as raw bytes, the
+    table in it unsearched (round 22). Unlisted: one that does not read is skipped."""
+    found = []
+    for member in members:
+        local = _le(blob, member.at + 8, 2)
+        if blob[member.at : member.at + 4] == _LOCAL and local != member.method:
+            found.append(replace(member, method=local, listed=False))
+    return found
 
 
 def _stored_body(blob: bytes, member: _Member) -> tuple[int, int]:
