@@ -445,7 +445,7 @@ def _composed(readings: list[Callable[[bytes], bytes]], data: bytes) -> bytes:
 
 
 _PERCENT = re.compile(rb"%[0-9a-fA-F]{2}")
-_CHAR_REF_BYTES = re.compile(rb"&#(?:[xX][0-9a-fA-F]{1,6}|[0-9]{1,7});")
+_CHAR_REF_BYTES = re.compile(_CHAR_REF.pattern.encode())
 
 
 def _char_refs(span: bytes, codec: str = "utf-8") -> bytes:
@@ -454,8 +454,9 @@ def _char_refs(span: bytes, codec: str = "utf-8") -> bytes:
     return _CHAR_REF.sub(_char, span.decode(codec)).encode("latin-1", "replace")
 
 
-def _unescaped_latin(span: bytes) -> bytes:
-    return unescape(span.decode("utf-8")).encode("latin-1", "replace")
+def _unescaped_latin(span: bytes, codec: str = "utf-8") -> bytes:
+    """`span` (text in `codec`) unescaped, the bytes its escapes name kept as bytes."""
+    return unescape(span.decode(codec)).encode("latin-1", "replace")
 
 
 _HEX_ESCAPE = re.compile(rb"\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}")
@@ -470,11 +471,7 @@ def _latin_unescaped(data: bytes) -> bytes:
     repr in a latin-1 file, a protocol-0 pickle), its other bytes as they are: random bytes
     hold `\\` and a character after it every few hundred bytes, and unescaping them changed
     every member of a zip of random bytes, each read and charged again."""
-    return _in_escaped_runs(
-        data,
-        _HEX_ESCAPE,
-        lambda run: unescape(run.decode("latin-1")).encode("latin-1", "replace"),
-    )
+    return _in_escaped_runs(data, _HEX_ESCAPE, partial(_unescaped_latin, codec="latin-1"))
 
 
 def _in_escaped_runs(data: bytes, escape: re.Pattern, reading: Callable[[bytes], bytes]):
@@ -516,7 +513,7 @@ def _latin_readings(data: bytes, spans: _TextSpans) -> tuple[bytes, ...]:
         return ()
     readings = [spans.read(lambda span: span.decode("utf-8").encode("latin-1", "replace"))]
     if b"\\" in data and spans.whole:
-        readings.append(unescape(data.decode("latin-1")).encode("latin-1", "replace"))
+        readings.append(_unescaped_latin(data, codec="latin-1"))
     elif b"\\" in data:
         readings.append(_latin_unescaped(data))
     return tuple(readings)

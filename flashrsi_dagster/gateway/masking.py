@@ -86,24 +86,19 @@ class KeyMask:
 
     def __init__(self, key: str | None) -> None:
         # a key shorter than any real credential (a test's "k") would mask ordinary text
-        self._key = key.encode() if key and len(key) >= MIN_SECRET_LENGTH else b""
-        if key and self._key:
-            spelt = _spelt(key)
-            self._chars, self._longest, self._firsts = spelt.chars, spelt.longest, spelt.firsts
-            self._text_pattern, self._pattern = spelt.text_pattern, spelt.pattern
-            self._text_forms: tuple[str, ...] = spelt.text_forms
+        self._spelt = _spelt(key) if key and len(key) >= MIN_SECRET_LENGTH else None
         self._held = b""
 
     def whole(self, data: bytes) -> bytes:
-        return self._pattern.sub(_MARK, data) if self._key else data
+        return data if self._spelt is None else self._spelt.pattern.sub(_MARK, data)
 
     def text(self, text: str) -> str:
         """`text` with the key masked in each of its spellings, also as Python quotes it."""
-        if not self._key:
+        if self._spelt is None:
             return text
-        for form in self._text_forms:
+        for form in self._spelt.text_forms:
             text = text.replace(form, REDACTED)
-        return self._text_pattern.sub(REDACTED, text)
+        return self._spelt.text_pattern.sub(REDACTED, text)
 
     def quote(self, text: str) -> str:
         """`text`, words an endpoint sent, masked, then cut at `MAX_CAUSE` (after the mask: a
@@ -115,21 +110,21 @@ class KeyMask:
     def headers(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """`headers` with the key masked in their values; a header named with the key (in
         any case) is dropped: masked, its name would be no header name."""
-        if not self._key:
+        if self._spelt is None:
             return headers
-        kept = [(name, value) for name, value in headers if not self._text_pattern.search(name)]
+        named = self._spelt.text_pattern.search
+        kept = [(name, value) for name, value in headers if not named(name)]
         return [(name, self.text(value)) for name, value in kept]
 
     def feed(self, data: bytes) -> bytes:
         """What of the stream so far can be sent: masked, less a tail that may be the start
         of a key the next read completes."""
-        if not self._key:
+        if self._spelt is None:
             return data
-        data = self.whole(self._held + data)
-        keep = 0
-        for start in range(max(0, len(data) - self._longest + 1), len(data)):
+        data, spelt, keep = self.whole(self._held + data), self._spelt, 0
+        for start in range(max(0, len(data) - spelt.longest + 1), len(data)):
             # the earliest: the longest tail (a byte no spelling starts with, passed quickly)
-            if data[start] in self._firsts and _starts(data[start:].lower(), self._chars):
+            if data[start] in spelt.firsts and _starts(data[start:].lower(), spelt.chars):
                 keep = len(data) - start
                 break
         self._held = data[len(data) - keep :] if keep else b""
