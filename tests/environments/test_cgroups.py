@@ -37,16 +37,7 @@ def test_a_dead_framework_processs_jail_left_running_is_killed_by_the_next_sweep
     jail was being built: the sandbox's first process waits forever on its dead parent, seen
     left alive by a killed test run) is killed, and its groups removed, when the next jail is
     made on this machine."""
-    ended = subprocess.Popen([sys.executable, "-c", "pass"])
-    ended.wait()  # its pid names no process here now
-    dead = JailGroup.create(f"jail-{ended.pid}-0")
-    if dead is None:
-        pytest.skip("no pids cgroup can be made here")
-    stranded = subprocess.Popen(dead.argv(["sleep", "3600"]), start_new_session=True)
-    deadline = time.monotonic() + 60
-    while not dead.members.read_text().split() and time.monotonic() < deadline:
-        time.sleep(0.05)  # until it has joined the group
-    assert dead.members.read_text().split(), "the process never joined its group"
+    dead, stranded = stranded_by_a_dead_owner()
 
     try:
         JailGroup.create(f"jail-{os.getpid()}-sweep-0").remove()
@@ -60,3 +51,23 @@ def test_a_dead_framework_processs_jail_left_running_is_killed_by_the_next_sweep
             stranded.kill()
         stranded.wait()
         dead.remove()
+
+
+def stranded_by_a_dead_owner() -> tuple[JailGroup, subprocess.Popen]:
+    """A jail's group whose framework process died once the jail's first process (`sleep`)
+    had joined it. The owner, a stand-in, lives until then: a dead owner's group still
+    empty is removed at once by any sweep, another test's jail's on the other worker."""
+    owner = subprocess.Popen(["sleep", "3600"])
+    try:
+        group = JailGroup.create(f"jail-{owner.pid}-0")
+        if group is None:
+            pytest.skip("no pids cgroup can be made here")
+        stranded = subprocess.Popen(group.argv(["sleep", "3600"]), start_new_session=True)
+        deadline = time.monotonic() + 60
+        while not group.members.read_text().split() and time.monotonic() < deadline:
+            time.sleep(0.05)  # until it has joined the group
+        assert group.members.read_text().split(), "the process never joined its group"
+    finally:
+        owner.kill()
+        owner.wait()  # its pid names no process here now
+    return group, stranded

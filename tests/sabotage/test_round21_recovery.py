@@ -57,6 +57,7 @@ from tests.deployment.test_kill_resume import (
     _wait_until_gone,
 )
 from tests.deployment.test_sensors import _tick
+from tests.environments.test_cgroups import stranded_by_a_dead_owner
 from tests.environments.test_jail import ENV
 
 PYTHON = f"{sys.base_prefix}/bin/python3"
@@ -599,13 +600,8 @@ def test_the_sweep_kills_no_process_that_left_a_dead_jail_s_group(monkeypatch):
     read would). Got through on main (that process was SIGKILLed). Stops it: the sweep pins
     each listed process (a pidfd) and kills it only if it is still in the group."""
     stranger = subprocess.Popen(["sleep", "3600"])  # outside every jail's group
-    ended = subprocess.Popen(["true"])
-    ended.wait()  # its pid names no process here now: the group's owner is gone
-    dead = JailGroup.create(f"jail-{ended.pid}-0")  # as main names it
-    assert dead is not None, "no pids cgroup can be made here"
-    stranded = subprocess.Popen(dead.argv(["sleep", "3600"]), start_new_session=True)
+    dead, stranded = stranded_by_a_dead_owner()  # named as main names it
     try:
-        wait_until(lambda: dead.members.read_text().split(), "the stranded process joined")
         listed = cgroups._read
 
         def stale(path: Path) -> str:
