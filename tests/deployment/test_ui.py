@@ -35,10 +35,12 @@ MODULAR = Path(__file__).parents[2] / "examples" / "modular_rsi.yaml"
 MODULAR_DEMO = "modular-rsi-demo"
 EVOLVER = Path(__file__).parents[2] / "examples" / "evolver.yaml"
 EVOLVER_DEMO = "evolver-demo"
-EVOLVER_LIMITS = (  # the demo cut down: 12 train tasks, one WHY x two candidates, one round
+EVOLVER_LIMITS = (  # the demo cut down: 12 train tasks, one WHY x two candidates, one round,
+    # each task run once (K = 1: the same candidates, gates and decision as at the demo's K = 3,
+    # the offline model being deterministic; a third of the rollouts)
     *("--benchmark.split_counts.train", "12", "--benchmark.split_counts.test", "6"),
     *("--algorithm.max_why_per_round", "1", "--algorithm.candidates_per_why", "2"),
-    *("--algorithm.max_rounds", "1", "--algorithm.patience", "1"),
+    *("--algorithm.max_rounds", "1", "--algorithm.patience", "1", "--algorithm.k", "1"),
 )
 BIN = Path(sys.executable).parent
 DEMO, OTHER, FROM_UI = "meta-harness-demo", "other", "from-ui"
