@@ -7,6 +7,7 @@ Relative paths resolve against the YAML file's folder (passed as validation cont
 from __future__ import annotations
 
 import encodings.idna
+import ipaddress
 import json
 import math
 import re
@@ -94,6 +95,19 @@ def _idnas_disagree(host: str) -> bool:
         except UnicodeError:  # a letter nameprep refuses: no host it names
             return True
     return False
+
+
+_HOST_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+"""A host name as resolvers look it up, IDNA-encoded (`_`: a Docker service's name)."""
+
+
+def _host_name(host: str) -> bool:
+    """Whether `host` (urllib's, encodable) is an IP address or a host name (`_HOST_NAME`)."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return _HOST_NAME.fullmatch(host.encode("idna").decode("ascii")) is not None
+    return True
 
 
 _KEY_FORM = re.compile(rf"(?<![A-Za-z0-9])(?:{KEY_IN_PATH.pattern})")
@@ -307,6 +321,13 @@ class LLMConfig(Section):
                 "an endpoint URL whose host no client can encode (an empty label, or a label "
                 "past 63 characters)"
             ) from None
+        if not _host_name(host):
+            # `api.openai,com`, `%61`: urllib reads it, no resolver does (a browser decodes
+            # the `%`, Python does not): every call failed, each an infrastructure fault
+            raise ValueError(
+                "an endpoint URL whose host is neither an IP address nor a name of letters, "
+                "digits, `-`, `_` and dots (a `,`, a `%`, a `!`), which no resolver looks up"
+            )
         if _idnas_disagree(host):
             # Python's codec (IDNA 2003: the gateway's, Gate0's) writes `strasse`, IDNA 2008
             # (browsers, curl) `xn--strae-oqa`: the key went to a name no one meant
