@@ -18,6 +18,7 @@ MAX_EVENT = 4 << 20
 endpoint's fault."""
 # A line's end then an empty line's; a CR with nothing after it yet may be a CRLF's start.
 _BLANK_LINE = re.compile(rb"\r\n\r\n|\r\n\n|\n\r\n|\n\n|\r\r|\n\r(?=[^\n])")
+_BOM = b"\xef\xbb\xbf"
 # The events that close a stream (the usage has been seen by then).
 _LAST = frozenset(
     {b"message_stop", b"response.completed", b"response.incomplete", b"response.failed"}
@@ -47,6 +48,10 @@ class StreamMeter:
         self._pending = b""
         self._held: list[bytes] = []
         self._usage: dict[str, Any] = {}
+        self._fresh = True
+        """Nothing read yet: a byte order mark may start the stream."""
+        self._stopped = False
+        """A `[DONE]` was read, where the OpenAI SDK stops reading."""
         self._last_id = False
         """An `id:` field was seen (the OpenAI SDK keeps it, and from then on reads every
         empty line as an event of no data)."""
@@ -67,6 +72,13 @@ class StreamMeter:
 
     def feed(self, data: bytes) -> bytes:
         buffer = self._pending + data if self._pending else data
+        if self._fresh:
+            # The SSE spec drops one byte order mark at a stream's start, the SDKs do not:
+            # the first line's field (`\ufeffdata`) was no field to them, its event lost.
+            if len(buffer) < len(_BOM) and _BOM.startswith(buffer):
+                self._pending = buffer
+                return b""
+            buffer, self._fresh = buffer.removeprefix(_BOM), False
         out: list[bytes] = []
         start = 0
         # What was pending held no event's end: the search starts where the new bytes do.
@@ -115,13 +127,16 @@ class StreamMeter:
         if not isinstance(data, dict):
             # `[DONE]` ends a chat stream; the Responses and Messages SDKs need their event
             self.closed = self.closed or (fields.done and self._kind == "chat")
+            self._stopped = self._stopped or (fields.done and self._kind != "messages")
             return True
         if (problem := fields.misread(self._kind, data)) is not None:
             raise EndpointFault(f"a stream event its SDK reads otherwise ({problem})")
         if (problem := event_problem(self._kind, data)) is not None:
             raise EndpointFault(f"a stream event of the wrong shape for its API ({problem})")
         self.answering += _ANSWERING[self._kind](data)
-        self.closed = self.closed or str(data.get("type")).encode() in _LAST or _finished(data)
+        # none after a `[DONE]`: the OpenAI SDK never reads it
+        closing = str(data.get("type")).encode() in _LAST or _finished(data)
+        self.closed = self.closed or (closing and not self._stopped)
         # `"error": null` is no error (a whole answer holding one is an answer too)
         if self.reported is None and (data.get("type") == "error" or data.get("error") is not None):
             self.reported = f"reported an error in its stream: {_error_of(data)}"

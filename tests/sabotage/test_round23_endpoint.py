@@ -5,8 +5,8 @@ reads them (`event:`, `id:`, `retry:`, a bare `data`, `[DONE]`), the usage the m
 an answer's head, the Anthropic and Responses streams, and endpoint hosts.
 
 Each attack is one test. One that got through on main was written here first, failing, then
-closed by the smallest fix; the others held on main and stay as tests. Of 31 cases, 17 got
-through on main: 5 new holes. (1) An event the OpenAI SDK dispatches with no data (an
+closed by the smallest fix; the others held on main and stay as tests. Of 37 cases, 23 got
+through on main: 7 new holes. (1) An event the OpenAI SDK dispatches with no data (an
 `event:`, `retry:` or kept `id:` alone, a bare `data` line, an empty line after an `id:`),
 or one named `thread.*`, or `data:  [DONE]`, was relayed as the model's: the SDK raised
 `JSONDecodeError` in the harness (or wrapped the chunk into another object), the call
@@ -15,9 +15,12 @@ and the usage chunk the gateway asked for reached a client that had not (1). (3)
 Messages event whose `event:` name is not its data's type (none, `ping`), or a routed name
 with no data (`message_stop`, `error`), was read by its data, while the Anthropic SDKs
 route by the name: an answer the SDK skipped (or failed on) counted whole (4). (4) `[DONE]`
-closed a Responses or Messages stream, whose SDKs need their closing event (2). (5) A host
+closed a Responses or Messages stream, whose SDKs need their closing event, and a
+Responses close after `[DONE]` counted, though the SDK stops reading there (3). (5) A host
 no resolver looks up (`api.openai,com`, `%61`, `!`) validated, and every call failed (3).
-No limit declared.
+(6) A stream started by a byte order mark lost its first event to the SDKs (2). (7) Round
+22's IDNA check missed 247 characters that draw nothing (a Hangul filler), which IDNA 2008
+drops and IDNA 2003 keeps (3). No limit declared.
 """
 
 from __future__ import annotations
@@ -155,6 +158,20 @@ def test_ids_on_every_event_without_an_extra_line_are_relayed(endpoint):
     assert seen == ["ok", ""] and "failed=0" in used, (seen, used)
 
 
+@pytest.mark.parametrize("step", [1, 64])
+def test_a_stream_started_by_a_byte_order_mark_is_read_whole(step, endpoint):
+    """Attack: a chat stream whose first bytes are a UTF-8 byte order mark (the SSE spec
+    drops one there), read a byte at a time or whole. Got through on main: the gateway
+    relayed it as it came; the OpenAI SDK reads `\\ufeffdata` as an unknown field, the
+    first event (the answer's first words) lost, the call counted whole. Stops it: the
+    meter drops the mark, as the spec does, and the client reads every event."""
+    data = b"\xef\xbb\xbf" + b"".join(ANSWER)
+    seen, used = _chunks_seen(
+        endpoint, sse([data[i : i + step] for i in range(0, len(data), step)])
+    )
+    assert seen == ["ok", ""] and "failed=0" in used, (seen, used)
+
+
 def test_a_chat_event_named_thread_is_the_endpoints_fault(endpoint):
     """Attack: a chat chunk named `event: thread.message`. Got through on main: the gateway
     read its data; the OpenAI SDK reads an event named `thread.*` as its Assistants API's,
@@ -257,6 +274,18 @@ def test_done_in_place_of_the_closing_event_is_the_endpoints_fault(api, endpoint
     assert "failed=1" in used and "closing event" in used, used
 
 
+def test_a_responses_close_after_done_is_the_endpoints_fault(endpoint):
+    """Attack: a Responses stream sending `data: [DONE]` before its `response.completed`.
+    Got through on main: the gateway read the close after it; the OpenAI SDK stops reading
+    at `[DONE]` and never sees it (its stream helper raises on that). Stops it: nothing
+    after a `[DONE]` closes a stream the OpenAI SDK reads."""
+    created = {"type": "response.created", "response": {"id": "r", "output": []}}
+    delta = {"type": "response.output_text.delta", "delta": "ok"}
+    done = {"type": "response.completed", "response": {"id": "r", "output": []}}
+    _, used = _streamed(endpoint, "responses", [*_messages(created, delta), DONE, *_messages(done)])
+    assert "failed=1" in used and "closing event" in used, used
+
+
 @pytest.mark.parametrize("count", [-5, 7.0, "7"])
 def test_a_messages_delta_with_a_lying_count_is_the_endpoints_fault(count, endpoint):
     """Held: a Messages stream's `message_delta` whose `output_tokens` is negative (a
@@ -334,6 +363,29 @@ def test_an_endpoint_host_no_resolver_looks_up_is_refused(attack, tmp_path, monk
     code, err = _validated_quietly(UNRESOLVABLE[attack], tmp_path, monkeypatch, capsys)
     lines = [line for line in err.splitlines() if "agent.llm.base_url" in line]
     assert code != 0 and len(lines) == 1 and "resolver" in lines[0], err
+
+
+DRAWING_NOTHING = {
+    "a-hangul-filler": "https://a\u3164b.example.com/v1",
+    "a-variation-selector-past-the-16th": "https://api\U000e0100.example.com/v1",
+    "a-mongolian-variation-selector": "https://a\u180fb.example/v1",
+}
+
+
+@pytest.mark.parametrize("attack", DRAWING_NOTHING)
+def test_an_endpoint_host_holding_a_character_that_draws_nothing_is_refused(
+    attack, tmp_path, monkeypatch, capsys
+):
+    """Attack: round 22's fix swept over every character: a host holding one that draws
+    nothing (a Hangul filler, U+3164; a variation selector past the 16th; Mongolian's
+    fourth): 247 such characters. Got through on main: UTS 46 drops it (`api.example.com`
+    to browsers, curl, `idna`), nameprep keeps it (`xn--api-…` to Python, the gateway),
+    and the case-fold and NFKC comparison does not see it (the two agree on the character,
+    not on dropping it). Stops it: a host holding a default-ignorable code point (Unicode's
+    stable list) is refused, asking for its `xn--` form."""
+    code, err = _validated_quietly(DRAWING_NOTHING[attack], tmp_path, monkeypatch, capsys)
+    lines = [line for line in err.splitlines() if "agent.llm.base_url" in line]
+    assert code != 0 and len(lines) == 1 and "xn--" in lines[0], err
 
 
 @pytest.mark.parametrize(
