@@ -179,6 +179,8 @@ class StreamMeter:
             if data is None and name in _ROUTED:
                 raise EndpointFault(f"a stream event {fields.named} without data")
             return fields
+        if self._stopped:  # past `[DONE]`: the OpenAI SDK reads no more
+            return fields
         if (data is None and (name or retry or self._last_id)) or (self_blank and after_id):
             raise EndpointFault(
                 "a stream event without data (an `event:`, `retry:` or `id:` field alone, or "
