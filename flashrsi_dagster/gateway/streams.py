@@ -270,9 +270,10 @@ _ROUTED = _LAST | {
 
 
 def _integer(value: bytes) -> bool:
-    """Whether Python's `int` reads `value` (the OpenAI SDK keeps a `retry:` it reads)."""
+    """Whether Python's `int` reads `value` as text, as the OpenAI SDK reads a `retry:` (any
+    script's digits: `١٢` is 12)."""
     try:
-        int(value)
+        int(value.decode("utf-8"))
     except ValueError:
         return False
     return True

@@ -5,12 +5,12 @@ reads them (`event:`, `id:`, `retry:`, a bare `data`, `[DONE]`), the usage the m
 an answer's head, the Anthropic and Responses streams, and endpoint hosts.
 
 Each attack is one test. One that got through on main was written here first, failing, then
-closed by the smallest fix; the others held on main and stay as tests. Of 38 cases, 23 got
+closed by the smallest fix; the others held on main and stay as tests. Of 42 cases, 24 got
 through on main: 7 new holes. (1) An event the OpenAI SDK dispatches with no data (an
 `event:`, `retry:` or kept `id:` alone, a bare `data` line, an empty line after an `id:`),
 or one named `thread.*`, or `data:  [DONE]`, was relayed as the model's: the SDK raised
 `JSONDecodeError` in the harness (or wrapped the chunk into another object), the call
-counted answered (7). (2) A usage key written escaped (`"\\u0075sage"`) was not metered,
+counted answered (8). (2) A usage key written escaped (`"\\u0075sage"`) was not metered,
 and the usage chunk the gateway asked for reached a client that had not (1). (3) A
 Messages event whose `event:` name is not its data's type (none, `ping`), or a routed name
 with no data (`message_stop`, `error`), was read by its data, while the Anthropic SDKs
@@ -25,6 +25,7 @@ drops and IDNA 2003 keeps (3). No limit declared.
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import httpx2
@@ -35,7 +36,7 @@ from flashrsi_dagster.config.models import LLMConfig
 from flashrsi_dagster.gateway import Gateway, Upstream
 from flashrsi_dagster.records.redaction import REDACTED
 from tests.gateway.conftest import USER, openai_client
-from tests.gateway.misbehaving_endpoint import answer, chat_reply, head, sse
+from tests.gateway.misbehaving_endpoint import _drip, answer, chat_reply, head, sse
 from tests.sabotage import test_round21_endpoint as round21
 from tests.sabotage.test_round12_endpoint import TIMEOUT, _raw
 from tests.sabotage.test_round13_endpoint import DONE, _event
@@ -120,6 +121,7 @@ WITHOUT_DATA = {
     "an-event-name-alone": b"event: ping\n\n",
     "an-id-alone": b"id: 7\n\n",
     "a-retry-alone": b"retry: 1000\n\n",
+    "a-retry-in-arabic-indic-digits": "retry: \u0661\u0662\n\n".encode(),
     "a-bare-data-line": b"data\n\n",
 }
 
@@ -127,7 +129,8 @@ WITHOUT_DATA = {
 @pytest.mark.parametrize("attack", WITHOUT_DATA)
 def test_an_event_the_sdk_dispatches_without_data_is_the_endpoints_fault(attack, endpoint):
     """Attack: a chat stream whose first event holds an `event:` name, an `id:`, a
-    `retry:` alone, or a bare `data` line (no colon: a data line of nothing). Got through
+    `retry:` alone (in ASCII or Arabic-Indic digits, which Python's `int` reads too), or a
+    bare `data` line (no colon: a data line of nothing). Got through
     on main: the gateway read an event without a `data:` line as a comment and relayed it;
     the OpenAI SDK dispatches any event with one of those fields and parses its data ("")
     as JSON: `JSONDecodeError` in the harness, the call counted answered, the candidate
@@ -342,6 +345,36 @@ def test_a_body_chunked_under_another_coding_is_the_endpoints_fault(endpoint):
     data = head(200, {"Content-Type": "application/json", "Transfer-Encoding": "gzip, chunked"})
     told, used = _whole(endpoint, _raw(data + chunked))
     assert "failed=1" in used and "spam" not in told, (told, used)
+
+
+def test_a_gzip_body_labelled_identity_is_the_endpoints_fault(endpoint):
+    """Held: a gzip'd answer whose `Content-Encoding` says `identity` (a lying label): the
+    gateway never inflates it, the bytes are no JSON, the endpoint's fault."""
+    told, used = _whole(endpoint, answer(200, gzip.compress(json.dumps(chat_reply()).encode()),
+                                         Content_Encoding="identity"))  # fmt: skip
+    assert "failed=1" in used and "not valid JSON" in used and "spam" not in told, used
+
+
+def test_a_head_sent_a_byte_at_a_time_is_cut_at_the_deadline(endpoint):
+    """Held: a slowloris endpoint writing its head a byte every 0.3 s, each read in time
+    (no read's timeout passes): the call's one deadline (`llm.timeout`) cuts it, the
+    endpoint's fault."""
+    body = json.dumps(chat_reply()).encode()
+    data = head(200, {"Content-Type": "application/json", "Content-Length": str(len(body))})
+
+    def write(conn) -> bool:
+        _drip(conn, [data[i : i + 1] for i in range(len(data))] + [body], 0.3)
+        return False
+
+    told, used = _whole(endpoint, write)
+    assert "timed_out=1" in used and "failed=1" in used and "spam" not in told, used
+
+
+def test_the_key_as_an_answers_json_key_is_masked(endpoint):
+    """Held: a whole answer holding the key as an object's key (a proxy echoing the request's
+    headers as a map): masked, the answer still JSON the client reads, the key nowhere."""
+    told, used = _whole(endpoint, answer(200, chat_reply(echo={CANARY: "Authorization"})))
+    assert "spam" in told and "failed=0" in used and RUN not in (told + used).lower(), told
 
 
 def test_an_identity_encoding_in_any_case_is_relayed(endpoint):
