@@ -11,6 +11,7 @@ import ipaddress
 import json
 import math
 import re
+import socket
 import unicodedata
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
@@ -109,14 +110,25 @@ def _idnas_disagree(host: str) -> bool:
 
 _HOST_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 """A host name as resolvers look it up, IDNA-encoded (`_`: a Docker service's name)."""
+_NUMBER = re.compile(r"[0-9]+|0[xX][0-9a-fA-F]*")
+"""A label that is a number (decimal, octal, hex), as an IPv4 address's parts are read."""
 
 
 def _host_name(host: str) -> bool:
-    """Whether `host` (urllib's, encodable) is an IP address or a host name (`_HOST_NAME`)."""
+    """Whether `host` (urllib's, encodable) is an IP address or a host name (`_HOST_NAME`)
+    not ending in a number (no top-level domain is one: such a host is an IPv4 address,
+    which libc's resolver reads as `inet_aton` does, `127.1` too, or none: `256.1.1.1`)."""
     try:
         ipaddress.ip_address(host)
     except ValueError:
-        return _HOST_NAME.fullmatch(host.encode("idna").decode("ascii")) is not None
+        name = host.encode("idna").decode("ascii").rstrip(".")
+        if _HOST_NAME.fullmatch(name) is None:
+            return False
+        if _NUMBER.fullmatch(name.rpartition(".")[2]):
+            try:
+                socket.inet_aton(name)
+            except OSError:
+                return False
     return True
 
 
@@ -336,7 +348,8 @@ class LLMConfig(Section):
             # the `%`, Python does not): every call failed, each an infrastructure fault
             raise ValueError(
                 "an endpoint URL whose host is neither an IP address nor a name of letters, "
-                "digits, `-`, `_` and dots (a `,`, a `%`, a `!`), which no resolver looks up"
+                "digits, `-`, `_` and dots (a `,`, a `%`, a `!`; `256.1.1.1`, five numbers), "
+                "which no resolver looks up"
             )
         if _idnas_disagree(host):
             # Python's codec (IDNA 2003: the gateway's, Gate0's) writes `strasse`, IDNA 2008

@@ -5,7 +5,7 @@ reads them (`event:`, `id:`, `retry:`, a bare `data`, `[DONE]`), the usage the m
 an answer's head, the Anthropic and Responses streams, and endpoint hosts.
 
 Each attack is one test. One that got through on main was written here first, failing, then
-closed by the smallest fix; the others held on main and stay as tests. Of 42 cases, 24 got
+closed by the smallest fix; the others held on main and stay as tests. Of 45 cases, 26 got
 through on main: 7 new holes. (1) An event the OpenAI SDK dispatches with no data (an
 `event:`, `retry:` or kept `id:` alone, a bare `data` line, an empty line after an `id:`),
 or one named `thread.*`, or `data:  [DONE]`, was relayed as the model's: the SDK raised
@@ -17,7 +17,7 @@ with no data (`message_stop`, `error`), was read by its data, while the Anthropi
 route by the name: an answer the SDK skipped (or failed on) counted whole (4). (4) `[DONE]`
 closed a Responses or Messages stream, whose SDKs need their closing event, and a
 Responses close after `[DONE]` counted, though the SDK stops reading there (3). (5) A host
-no resolver looks up (`api.openai,com`, `%61`, `!`) validated, and every call failed (3).
+no resolver looks up (`api.openai,com`, `%61`, `!`) validated, and every call failed (5).
 (6) A stream started by a byte order mark lost its first event to the SDKs (2). (7) Round
 22's IDNA check missed 247 characters that draw nothing (a Hangul filler), which IDNA 2008
 drops and IDNA 2003 keeps (3). No limit declared.
@@ -390,17 +390,22 @@ UNRESOLVABLE = {
     "a-comma-for-a-dot": "https://api.openai,com/v1",
     "a-percent-encoded-letter": "https://api.open%61i.com/v1",
     "an-exclamation-mark": "https://llm!.example.com/v1",
+    "an-ipv4-address-past-255": "http://10.0.256.1:8000/v1",
+    "an-ipv4-address-of-five-numbers": "http://10.0.0.1.5:8000/v1",
 }
 
 
 @pytest.mark.parametrize("attack", UNRESOLVABLE)
 def test_an_endpoint_host_no_resolver_looks_up_is_refused(attack, tmp_path, monkeypatch, capsys):
     """Attack: a host holding a character no host name holds: a comma typed for a dot, a
-    percent-encoded letter (a browser decodes it, Python's resolver does not), a `!`. Got
+    percent-encoded letter (a browser decodes it, Python's resolver does not), a `!`; or an
+    IPv4 address with a typo (a part past 255, five parts: no top-level domain is a number,
+    so it names no host). Got
     through on main: urllib reads such a host, validate accepted it, and every call of the
     role failed to resolve it, each an infrastructure fault the ladder reran. Stops it: a
     host that is neither an IP address nor (IDNA-encoded) a name of letters, digits, `-`,
-    `_` and dots is refused in one line."""
+    `_` and dots, not ending in a number unless libc reads it as an IPv4 address, is
+    refused in one line."""
     code, err = _validated_quietly(UNRESOLVABLE[attack], tmp_path, monkeypatch, capsys)
     lines = [line for line in err.splitlines() if "agent.llm.base_url" in line]
     assert code != 0 and len(lines) == 1 and "resolver" in lines[0], err
@@ -430,9 +435,15 @@ def test_an_endpoint_host_holding_a_character_that_draws_nothing_is_refused(
 
 
 @pytest.mark.parametrize(
-    "url", ["http://llm_server:8000/v1", "http://[fe80::1%25eth0]:8000/v1", "http://[::1]:8/v1"]
+    "url",
+    [
+        "http://127.1:8000/v1",
+        "http://llm_server:8000/v1",
+        "http://[fe80::1%25eth0]:8000/v1",
+        "http://[::1]:8/v1",
+    ],
 )
 def test_an_endpoint_host_of_an_underscore_or_an_ip_literal_is_accepted(url):
-    """Held: a Docker service's name with `_`, an IPv6 literal with a zone, the IPv6
-    loopback: hosts a resolver reads, accepted."""
+    """Held: `127.1` (libc reads it as 127.0.0.1), a Docker service's name with `_`, an IPv6
+    literal with a zone, the IPv6 loopback: hosts a resolver reads, accepted."""
     assert LLMConfig(model="m", base_url=url).base_url == url
