@@ -37,8 +37,9 @@ class StreamMeter:
     (`stream_options.include_usage`), so the final usage-only chunk is taken out again.
 
     Every event must be UTF-8 text, its data a JSON object (or `[DONE]`) that every client
-    reads alike (`endpoint_json`), and its usage counts: anything else raises `EndpointFault`
-    before the event is relayed. An error the endpoint reports in the stream itself is relayed
+    reads alike (`endpoint_json`), and its usage counts; its fields are read as the SDKs read
+    them (`_fields`, `_Fields.misread`): anything else raises `EndpointFault` before the event
+    is relayed. An error the endpoint reports in the stream itself is relayed
     and kept in `reported`.
     """
 
@@ -160,7 +161,7 @@ class StreamMeter:
         `retry:` or a kept `id:` without `data`, or an empty line after an `id:` (the SDK
         keeps the last id, and then reads every empty line as an event)."""
         name, data, retry = None, None, False
-        after_id, self_blank = self._last_id, event[:1] in (b"\r", b"\n")
+        after_id, leading_blank = self._last_id, event[:1] in (b"\r", b"\n")
         for line in event.splitlines():
             if not line or line.startswith(b":"):
                 continue
@@ -181,7 +182,7 @@ class StreamMeter:
             return fields
         if self._stopped:  # past `[DONE]`: the OpenAI SDK reads no more
             return fields
-        if (data is None and (name or retry or self._last_id)) or (self_blank and after_id):
+        if (data is None and (name or retry or self._last_id)) or (leading_blank and after_id):
             raise EndpointFault(
                 "a stream event without data (an `event:`, `retry:` or `id:` field alone, or "
                 "an empty line after an `id:`), which the OpenAI SDK parses as JSON and fails on"
@@ -257,15 +258,10 @@ _ANSWERING = {
 Messages event), not an unrelated JSON object."""
 
 
-_ROUTED = _LAST | {
-    b"message_start",
-    b"message_delta",
-    b"content_block_start",
-    b"content_block_delta",
-    b"content_block_stop",
-    b"completion",
-    b"error",
-}
+_ROUTED = frozenset(
+    {b"message_start", b"message_delta", b"message_stop", b"content_block_start",
+     b"content_block_delta", b"content_block_stop", b"completion", b"error"}
+)  # fmt: skip
 """Events the Anthropic SDKs parse, by their name (they skip others)."""
 
 
