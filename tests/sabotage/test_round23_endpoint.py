@@ -17,7 +17,8 @@ with no data (`message_stop`, `error`), was read by its data, while the Anthropi
 route by the name: an answer the SDK skipped (or failed on) counted whole (4). (4) `[DONE]`
 closed a Responses or Messages stream, whose SDKs need their closing event, and a
 Responses close after `[DONE]` counted, though the SDK stops reading there (3). (5) A host
-no resolver looks up (`api.openai,com`, `%61`, `!`) validated, and every call failed (5).
+no resolver looks up (`api.openai,com`, `%61`, `!`, `10.0.256.1`) validated, and every
+call failed (5).
 (6) A stream started by a byte order mark lost its first event to the SDKs (2). (7) Round
 22's IDNA check missed 247 characters that draw nothing (a Hangul filler), which IDNA 2008
 drops and IDNA 2003 keeps (3). No limit declared.
