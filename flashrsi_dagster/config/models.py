@@ -31,6 +31,7 @@ from pydantic import (
 from flashrsi_dagster.config.names import NAME_RULE, name_problem
 from flashrsi_dagster.config.request_fields import owned_field_problems
 from flashrsi_dagster.config.secrets import SecretRef
+from flashrsi_dagster.records.redaction import MIN_SECRET_LENGTH
 
 _ADAPTER_TYPE = re.compile(r"[a-z][a-z0-9_-]*|[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
@@ -430,6 +431,11 @@ def _userinfo_after_query(url: str) -> bool:
     return any("@" in name for name in names) or ("@" in parts.query and parts.netloc.endswith(":"))
 
 
+_PLAIN_NAME = re.compile(r"[A-Za-z_.-]{1,40}")
+"""A query parameter's name of words alone: one holding a digit, a `=` or a `:` may hold a
+secret itself (`?key%3D<secret>` decodes to the name `key=<secret>`, its value empty)."""
+
+
 def _credential_in_url(url: str) -> str | None:
     """Why `url` may not name an endpoint because it carries a credential (never quoting
     it), or None. A query parameter named as a key or token is sent with every call, and
@@ -451,6 +457,8 @@ def _credential_in_url(url: str) -> str | None:
             )
         name = unicodedata.normalize("NFKC", name)  # a full-width KEY reads as KEY
         words = {w for w in re.split(r"[^a-z0-9]+", name.lower()) if w}
+        if len(value) < MIN_SECRET_LENGTH and _PLAIN_NAME.fullmatch(name):
+            continue  # `?max_token=512`, `?auth=none`: no secret is this short (the mask's rule)
         if words & SECRET_QUERY_WORDS or name.lower().endswith(("key", "token")):
             # the word only: a name decoded from `key%3D<secret>` holds the secret itself
             word = min(words & SECRET_QUERY_WORDS or {"key" if "key" in name.lower() else "token"})
