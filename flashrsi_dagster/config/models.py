@@ -7,9 +7,11 @@ Relative paths resolve against the YAML file's folder (passed as validation cont
 from __future__ import annotations
 
 import encodings.idna
+import ipaddress
 import json
 import math
 import re
+import socket
 import unicodedata
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
@@ -29,6 +31,7 @@ from pydantic import (
 from flashrsi_dagster.config.names import NAME_RULE, name_problem
 from flashrsi_dagster.config.request_fields import owned_field_problems
 from flashrsi_dagster.config.secrets import SecretRef
+from flashrsi_dagster.records.redaction import MIN_SECRET_LENGTH
 
 _ADAPTER_TYPE = re.compile(r"[a-z][a-z0-9_-]*|[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
@@ -76,15 +79,25 @@ IDNA_DEVIATIONS = frozenset("\u00df\u03c2")
 keeps: a host holding one names two hosts (the joiners, the other two, are no printable host
 characters)."""
 
+IGNORABLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
+"""Unicode's default-ignorable code points (a stable list): characters that draw nothing.
+IDNA 2008 drops each from a host; IDNA 2003 keeps some (a Hangul filler, U+3164, a
+variation selector past the 16th): `a\u3164b` is `ab` to one, `xn--ab-luk` to the other."""
+
 
 def _idnas_disagree(host: str) -> bool:
     """Whether IDNA 2008 (UTS 46: NFKC, case-folded) names another host with `host` than
     Python's codec (IDNA 2003's nameprep) does: it holds a deviation, as written or
     lower-cased, or a letter the two map otherwise. Nameprep reads Unicode 3.2, where a later
     letter is unassigned and kept (`\U0001f130pi`, a squared `A`, is `api` to UTS 46), and
-    lower-cases where UTS 46 case-folds (Cherokee folds to its capitals)."""
+    lower-cases where UTS 46 case-folds (Cherokee folds to its capitals); or a character
+    that draws nothing (`IGNORABLE`), which UTS 46 drops and nameprep may keep."""
     lowered = "".join(char.lower() for char in unicodedata.normalize("NFKC", host))
-    if set(lowered) & IDNA_DEVIATIONS:
+    if set(lowered) & IDNA_DEVIATIONS or IGNORABLE.search(host + lowered):
         return True
     for label in encodings.idna.dots.split(host):
         folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", label).casefold())
@@ -94,6 +107,30 @@ def _idnas_disagree(host: str) -> bool:
         except UnicodeError:  # a letter nameprep refuses: no host it names
             return True
     return False
+
+
+_HOST_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+"""A host name as resolvers look it up, IDNA-encoded (`_`: a Docker service's name)."""
+_NUMBER = re.compile(r"[0-9]+|0[xX][0-9a-fA-F]*")
+"""A label that is a number (decimal, octal, hex), as an IPv4 address's parts are read."""
+
+
+def _host_name(host: str) -> bool:
+    """Whether `host` (urllib's, encodable) is an IP address or a host name (`_HOST_NAME`)
+    not ending in a number (no top-level domain is one: such a host is an IPv4 address,
+    which libc's resolver reads as `inet_aton` does, `127.1` too, or none: `256.1.1.1`)."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        name = host.encode("idna").decode("ascii").rstrip(".")
+        if _HOST_NAME.fullmatch(name) is None:
+            return False
+        if _NUMBER.fullmatch(name.rpartition(".")[2]):
+            try:
+                socket.inet_aton(name)
+            except OSError:
+                return False
+    return True
 
 
 _KEY_FORM = re.compile(rf"(?<![A-Za-z0-9])(?:{KEY_IN_PATH.pattern})")
@@ -307,6 +344,14 @@ class LLMConfig(Section):
                 "an endpoint URL whose host no client can encode (an empty label, or a label "
                 "past 63 characters)"
             ) from None
+        if not _host_name(host):
+            # `api.openai,com`, `%61`: urllib reads it, no resolver does (a browser decodes
+            # the `%`, Python does not): every call failed, each an infrastructure fault
+            raise ValueError(
+                "an endpoint URL whose host is neither an IP address nor a name of letters, "
+                "digits, `-`, `_` and dots (a `,`, a `%`, a `!`; `256.1.1.1`, five numbers), "
+                "which no resolver looks up"
+            )
         if _idnas_disagree(host):
             # Python's codec (IDNA 2003: the gateway's, Gate0's) writes `strasse`, IDNA 2008
             # (browsers, curl) `xn--strae-oqa`: the key went to a name no one meant
@@ -314,8 +359,9 @@ class LLMConfig(Section):
                 "an endpoint URL whose host holds `\u00df`, `\u03c2` or a letter IDNA 2003 and "
                 "2008 map otherwise (2003 writes `ss` and a medial sigma, keeps a letter newer "
                 "than Unicode 3.2, lower-cases Cherokee; 2008 keeps the first two, maps the "
-                "new letter, folds Cherokee to capitals), so calls and the key could go to "
-                "another host: give the host in its xn-- form"
+                "new letter, folds Cherokee to capitals) or one that draws nothing (a Hangul "
+                "filler, which 2008 drops), so calls and the key could go to another host: "
+                "give the host in its xn-- form"
             )
         if _userinfo_after_query(value):
             raise ValueError(_USERINFO)
@@ -385,6 +431,11 @@ def _userinfo_after_query(url: str) -> bool:
     return any("@" in name for name in names) or ("@" in parts.query and parts.netloc.endswith(":"))
 
 
+_PLAIN_NAME = re.compile(r"[A-Za-z_.-]{1,40}")
+"""A query parameter's name of words alone: one holding a digit, a `=` or a `:` may hold a
+secret itself (`?key%3D<secret>` decodes to the name `key=<secret>`, its value empty)."""
+
+
 def _credential_in_url(url: str) -> str | None:
     """Why `url` may not name an endpoint because it carries a credential (never quoting
     it), or None. A query parameter named as a key or token is sent with every call, and
@@ -406,6 +457,8 @@ def _credential_in_url(url: str) -> str | None:
             )
         name = unicodedata.normalize("NFKC", name)  # a full-width KEY reads as KEY
         words = {w for w in re.split(r"[^a-z0-9]+", name.lower()) if w}
+        if len(value) < MIN_SECRET_LENGTH and _PLAIN_NAME.fullmatch(name):
+            continue  # `?max_token=512`, `?auth=none`: no secret is this short (the mask's rule)
         if words & SECRET_QUERY_WORDS or name.lower().endswith(("key", "token")):
             # the word only: a name decoded from `key%3D<secret>` holds the secret itself
             word = min(words & SECRET_QUERY_WORDS or {"key" if "key" in name.lower() else "token"})

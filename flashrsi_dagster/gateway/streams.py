@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from flashrsi_dagster.gateway.answers import (
     EndpointFault,
@@ -18,6 +18,7 @@ MAX_EVENT = 4 << 20
 endpoint's fault."""
 # A line's end then an empty line's; a CR with nothing after it yet may be a CRLF's start.
 _BLANK_LINE = re.compile(rb"\r\n\r\n|\r\n\n|\n\r\n|\n\n|\r\r|\n\r(?=[^\n])")
+_BOM = b"\xef\xbb\xbf"
 # The events that close a stream (the usage has been seen by then).
 _LAST = frozenset(
     {b"message_stop", b"response.completed", b"response.incomplete", b"response.failed"}
@@ -36,8 +37,9 @@ class StreamMeter:
     (`stream_options.include_usage`), so the final usage-only chunk is taken out again.
 
     Every event must be UTF-8 text, its data a JSON object (or `[DONE]`) that every client
-    reads alike (`endpoint_json`), and its usage counts: anything else raises `EndpointFault`
-    before the event is relayed. An error the endpoint reports in the stream itself is relayed
+    reads alike (`endpoint_json`), and its usage counts; its fields are read as the SDKs read
+    them (`_fields`, `_Fields.misread`): anything else raises `EndpointFault` before the event
+    is relayed. An error the endpoint reports in the stream itself is relayed
     and kept in `reported`.
     """
 
@@ -47,6 +49,13 @@ class StreamMeter:
         self._pending = b""
         self._held: list[bytes] = []
         self._usage: dict[str, Any] = {}
+        self._fresh = True
+        """Nothing read yet: a byte order mark may start the stream."""
+        self._stopped = False
+        """A `[DONE]` was read, where the OpenAI SDK stops reading."""
+        self._last_id = False
+        """An `id:` field was seen (the OpenAI SDK keeps it, and from then on reads every
+        empty line as an event of no data)."""
         self.reported: str | None = None
         self.answering = 0
         """Events of the API's shape (`_ANSWERING`): a 2xx stream with none answered nothing."""
@@ -64,6 +73,13 @@ class StreamMeter:
 
     def feed(self, data: bytes) -> bytes:
         buffer = self._pending + data if self._pending else data
+        if self._fresh:
+            # The SSE spec drops one byte order mark at a stream's start, the SDKs do not:
+            # the first line's field (`\ufeffdata`) was no field to them, its event lost.
+            if len(buffer) < len(_BOM) and _BOM.startswith(buffer):
+                self._pending = buffer
+                return b""
+            buffer, self._fresh = buffer.removeprefix(_BOM), False
         out: list[bytes] = []
         start = 0
         # What was pending held no event's end: the search starts where the new bytes do.
@@ -107,14 +123,21 @@ class StreamMeter:
             event.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise EndpointFault(f"a stream event that is not UTF-8 text ({exc.reason})") from None
-        data = self._data_of(event)
+        fields = self._fields(event)
+        data = self._data_of(fields.data)
         if not isinstance(data, dict):
-            self.closed = self.closed or _is_last(event)
+            # `[DONE]` ends a chat stream; the Responses and Messages SDKs need their event
+            self.closed = self.closed or (fields.done and self._kind == "chat")
+            self._stopped = self._stopped or (fields.done and self._kind != "messages")
             return True
+        if (problem := fields.misread(self._kind, data)) is not None:
+            raise EndpointFault(f"a stream event its SDK reads otherwise ({problem})")
         if (problem := event_problem(self._kind, data)) is not None:
             raise EndpointFault(f"a stream event of the wrong shape for its API ({problem})")
         self.answering += _ANSWERING[self._kind](data)
-        self.closed = self.closed or str(data.get("type")).encode() in _LAST or _finished(data)
+        # none after a `[DONE]`: the OpenAI SDK never reads it
+        closing = str(data.get("type")).encode() in _LAST or _finished(data)
+        self.closed = self.closed or (closing and not self._stopped)
         # `"error": null` is no error (a whole answer holding one is an answer too)
         if self.reported is None and (data.get("type") == "error" or data.get("error") is not None):
             self.reported = f"reported an error in its stream: {_error_of(data)}"
@@ -124,24 +147,54 @@ class StreamMeter:
             failed = data.get("response")
             error = _error_of(failed) if isinstance(failed, dict) else "no error object"
             self.reported = f"reported a failed response in its stream: {error}"
-        usage = usage_of_event(self._kind, data) if b'"usage"' in event else None
+        # read from the parsed data: the key may be written escaped (`"\\u0075sage"`)
+        usage = usage_of_event(self._kind, data)
         if usage is None:
             return True
         usage_tokens(self._kind, usage)  # odd counts raise
         self._usage.update({k: v for k, v in usage.items() if v is not None})
         return not (self._drop and data.get("choices") == [])
 
-    @staticmethod
-    def _data_of(event: bytes) -> Any:
+    def _fields(self, event: bytes) -> _Fields:
+        """The event read line by line as the SSE clients read it (`_Fields`). One the
+        OpenAI SDK parses as JSON though it holds no data is a fault: an `event:`, a
+        `retry:` or a kept `id:` without `data`, or an empty line after an `id:` (the SDK
+        keeps the last id, and then reads every empty line as an event)."""
+        name, data, retry = None, None, False
+        after_id, leading_blank = self._last_id, event[:1] in (b"\r", b"\n")
+        for line in event.splitlines():
+            if not line or line.startswith(b":"):
+                continue
+            field, _, value = line.partition(b":")
+            value = value.removeprefix(b" ")
+            if field == b"data":  # a bare `data` line is a data line too
+                data = value if data is None else data + b"\n" + value
+            elif field == b"event":
+                name = value or None
+            elif field == b"id" and b"\0" not in value:
+                self._last_id = bool(value)
+            elif field == b"retry":
+                retry = retry or _integer(value)
+        fields = _Fields(name, data)
+        if self._kind == "messages":
+            if data is None and name in _ROUTED:
+                raise EndpointFault(f"a stream event {fields.named} without data")
+            return fields
+        if self._stopped:  # past `[DONE]`: the OpenAI SDK reads no more
+            return fields
+        if (data is None and (name or retry or self._last_id)) or (leading_blank and after_id):
+            raise EndpointFault(
+                "a stream event without data (an `event:`, `retry:` or `id:` field alone, or "
+                "an empty line after an `id:`), which the OpenAI SDK parses as JSON and fails on"
+            )
+        return fields
+
+    def _data_of(self, raw: bytes | None) -> Any:
         """The event's data as JSON; None for an event without data, or `[DONE]`."""
-        lines = [
-            line[5:].removeprefix(b" ") for line in event.splitlines() if line.startswith(b"data:")
-        ]
-        if not lines:
+        if raw is None:
             return None
-        raw = b"\n".join(lines)
-        if raw.strip() == b"[DONE]":
-            return None
+        if raw.startswith(b"[DONE]"):
+            return None  # where the OpenAI SDK stops reading (a prefix: so does it)
         try:
             data = endpoint_json(raw)
         except ValueError as exc:
@@ -149,6 +202,36 @@ class StreamMeter:
         if not isinstance(data, dict):
             raise EndpointFault(f"a stream event that is a JSON {type(data).__name__}")
         return data
+
+
+class _Fields(NamedTuple):
+    """An event's name (its last `event:` field) and data (its `data` lines joined), as an
+    SSE client reads them (one space after the colon dropped)."""
+
+    name: bytes | None
+    data: bytes | None
+
+    @property
+    def named(self) -> str:
+        return repr(self.name[:40].decode(errors="replace")) if self.name else "without a name"
+
+    @property
+    def done(self) -> bool:
+        return self.data is not None and self.data.startswith(b"[DONE]")
+
+    def misread(self, kind: Kind, data: dict[str, Any]) -> str | None:
+        """How the client's SDK reads the event otherwise than its data says, or None. The
+        OpenAI SDK wraps an event named `thread.*` (its Assistants API) into another object;
+        the Anthropic SDKs (Python's, Claude Code's) route an event by its name, never its
+        data's `type`, and skip one they do not know."""
+        if kind != "messages":
+            if self.name is not None and self.name.startswith(b"thread."):
+                return f"named {self.named}"
+            return None
+        kind_of = data.get("type")
+        if self.name != (kind_of.encode() if isinstance(kind_of, str) else None):
+            return f"named {self.named}, its data's type {str(kind_of)[:40]!r}"
+        return None
 
 
 class _EventEnds:
@@ -173,6 +256,23 @@ _ANSWERING = {
 }
 """Whether an event's data is part of an answer of the API (a chat chunk, a Responses or a
 Messages event), not an unrelated JSON object."""
+
+
+_ROUTED = frozenset(
+    {b"message_start", b"message_delta", b"message_stop", b"content_block_start",
+     b"content_block_delta", b"content_block_stop", b"completion", b"error"}
+)  # fmt: skip
+"""Events the Anthropic SDKs parse, by their name (they skip others)."""
+
+
+def _integer(value: bytes) -> bool:
+    """Whether Python's `int` reads `value` as text, as the OpenAI SDK reads a `retry:` (any
+    script's digits: `١٢` is 12)."""
+    try:
+        int(value.decode("utf-8"))
+    except ValueError:
+        return False
+    return True
 
 
 def _is_last(event: bytes) -> bool:

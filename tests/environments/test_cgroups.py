@@ -15,7 +15,7 @@ import time
 import pytest
 
 from flashrsi_dagster.environments.cgroups import JailGroup, _sweep
-from flashrsi_dagster.scratch import process_space
+from flashrsi_dagster.scratch import process_space, start_time
 
 
 def test_the_sweep_removes_the_dead_groups_of_this_process_space_only(tmp_path):
@@ -53,13 +53,18 @@ def test_a_dead_framework_processs_jail_left_running_is_killed_by_the_next_sweep
         dead.remove()
 
 
-def stranded_by_a_dead_owner() -> tuple[JailGroup, subprocess.Popen]:
+def stranded_by_a_dead_owner(
+    reused_by: subprocess.Popen | None = None,
+) -> tuple[JailGroup, subprocess.Popen]:
     """A jail's group whose framework process died once the jail's first process (`sleep`)
     had joined it. The owner, a stand-in, lives until then: a dead owner's group still
-    empty is removed at once by any sweep, another test's jail's on the other worker."""
-    owner = subprocess.Popen(["sleep", "3600"])
+    empty is removed at once by any sweep, another test's jail's on the other worker.
+    `reused_by`: a live process that holds the dead owner's pid now; the group, made in its
+    name, is renamed once joined to claim an earlier start time (tick 1) than its own."""
+    owner = reused_by or subprocess.Popen(["sleep", "3600"])
+    started = start_time(owner.pid) if reused_by else None
     try:
-        group = JailGroup.create(f"jail-{owner.pid}-0")
+        group = JailGroup.create(f"jail-{owner.pid}{f'.{started}' if started else ''}-0")
         if group is None:
             pytest.skip("no pids cgroup can be made here")
         stranded = subprocess.Popen(group.argv(["sleep", "3600"]), start_new_session=True)
@@ -68,6 +73,17 @@ def stranded_by_a_dead_owner() -> tuple[JailGroup, subprocess.Popen]:
             time.sleep(0.05)  # until it has joined the group
         assert group.members.read_text().split(), "the process never joined its group"
     finally:
-        owner.kill()
-        owner.wait()  # its pid names no process here now
+        if not reused_by:
+            owner.kill()
+            owner.wait()  # its pid names no process here now
+    if reused_by:
+        group = _renamed(group, group.name.replace(f".{started}-", ".1-", 1))
     return group, stranded
+
+
+def _renamed(group: JailGroup, name: str) -> JailGroup:
+    """`group` under `name`: each of its folders renamed (a cgroup folder may be, with its
+    processes in it)."""
+    folders = set(group.folders.values())
+    moved = {folder: folder.rename(folder.with_name(name)) for folder in folders}
+    return JailGroup(name, {kind: moved[folder] for kind, folder in group.folders.items()})

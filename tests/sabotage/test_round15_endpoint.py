@@ -640,10 +640,22 @@ def test_a_credential_in_the_endpoint_url_is_refused_and_never_written(
 
 
 @pytest.mark.parametrize(
-    "query", ["api-version=2024-02-01", "deployment=gpt-4o&api-version=2024-10-21", "v=1"]
+    "query",
+    [
+        "api-version=2024-02-01",
+        "deployment=gpt-4o&api-version=2024-10-21",
+        "v=1",
+        "max_token=512",
+        "auth=none",
+        "session_affinity=1",
+        "token=",
+    ],
 )
 def test_an_endpoint_url_with_an_honest_query_is_accepted(query, tmp_path, monkeypatch, capsys):
-    """The other way round: Azure's `api-version`, a deployment, a version are no secrets."""
+    """The other way round: Azure's `api-version`, a deployment, a version are no secrets;
+    nor is a value under 8 characters under a credential's name (`?max_token=512`,
+    `?auth=none`, refused until the fourth stop of 2026-12-05): no key is that short, the
+    mask's and the redactor's rule (`MIN_SECRET_LENGTH`)."""
     args = ["--agent.llm.base_url", f"https://llm.example.com/v1?{query}"]
 
     _validate(tmp_path, monkeypatch, args)

@@ -40,7 +40,7 @@ import pytest
 
 from flashrsi_dagster.cli import EXIT_FAILED
 from flashrsi_dagster.environments import cgroups
-from flashrsi_dagster.environments.cgroups import MAX_PIDS, JailGroup
+from flashrsi_dagster.environments.cgroups import MAX_PIDS
 from flashrsi_dagster.environments.jail import Jail
 from flashrsi_dagster.environments.joining import JAIL_UID, MAX_OPEN_FILES
 from flashrsi_dagster.environments.runtime import python_runtime
@@ -472,11 +472,8 @@ def test_a_stranded_jail_whose_owner_s_pid_was_reused_is_swept(tmp_path):
     carry their owner's start time beside its pid, and the sweep judges both, as the
     scratch folders do."""
     stranger = subprocess.Popen(["sleep", "3600"])  # holds the dead owner's pid now
-    dead = JailGroup.create(f"jail-{stranger.pid}.1-0")  # its owner started at tick 1
-    assert dead is not None, "no pids cgroup can be made here"
-    stranded = subprocess.Popen(dead.argv(["sleep", "3600"]), start_new_session=True)
+    dead, stranded = stranded_by_a_dead_owner(reused_by=stranger)  # owner started at tick 1
     try:
-        wait_until(lambda: dead.members.read_text().split(), "the stranded process joined")
         Jail(python_runtime()).close()  # a new jail: the sweep
 
         wait_until(lambda: stranded.poll() is not None, "the stranded process was killed")
