@@ -25,6 +25,21 @@ from tests.postgres import fresh_database, needs_postgres, rows
 
 NAMESPACES = os.geteuid() == 0 and all(shutil.which(c) for c in ("unshare", "nsenter"))
 SPACE = "from flashrsi_dagster import scratch; print(scratch.process_space())"
+SILENT = 30
+"""Seconds without a heartbeat after which the resume takes the killed host's runs for dead:
+`owner.SILENT_FOR` (120, room for hosts' clocks that differ) lowered for the resume alone,
+the two hosts here sharing one clock. Its runs beat every `owner.BEAT` seconds until the
+kill; the bound's own value is `tests/orchestration/test_owner.py`'s. (At 120 the resume
+waited two minutes for them, most of this test's time.)"""
+RESUME = f"""
+import sys
+from flashrsi_dagster.cli import main
+from flashrsi_dagster.orchestration import owner
+owner.SILENT_FOR = {SILENT}
+sys.argv[0] = "flashrsi"  # how the experiment's lock names its holder
+sys.exit(main(sys.argv[1:]))
+"""
+"""`flashrsi` (argv[1:]) with the heartbeats' bound at `SILENT`."""
 
 
 class Host:
@@ -173,7 +188,8 @@ def test_each_host_launches_its_own_runs_and_a_killed_hosts_experiment_ends_as_u
             assert left.returncode == 0, printed_left
             assert _spaces(url, "left") == {space_a}, printed_left  # none launched on b
 
-            code, resumed = a.run(FLASHRSI, "resume", "--experiment", "right", "--home", str(home))
+            resume = ["resume", "--experiment", "right", "--home", str(home)]
+            code, resumed = a.run(sys.executable, "-c", RESUME, *resume)
             assert code == 0, printed_right + resumed
             assert "marked failed" in resumed, resumed  # b's runs, once their heartbeat stopped
             assert set(_statuses(url, "right", run_ids=stranded).values()) == {"FAILURE"}

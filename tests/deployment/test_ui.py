@@ -1,5 +1,6 @@
 """The Dagster UI on two finished demo experiments: a real `dagster-webserver` and daemon on the
-home `flashrsi run` wrote, read through GraphQL and through Debian's headless Chromium.
+home `flashrsi run` wrote, the code location served by our code server as under `flashrsi ui`,
+read through GraphQL and through Debian's headless Chromium.
 
 Every page the test looks at is saved as a screenshot (and its DOM) under a folder the run
 prints, copied to `$FLASHRSI_UI_SCREENSHOTS` when set; what a screenshot should show is also
@@ -25,6 +26,7 @@ import dagster as dg
 import pytest
 import yaml
 
+from flashrsi_dagster.deployment.code_server import CodeServer
 from flashrsi_dagster.deployment.instance import instance_dir
 from flashrsi_dagster.orchestration.resources import ExperimentsResource
 from tests.conftest import PATIENCE, free_port, wait_until
@@ -35,10 +37,12 @@ MODULAR = Path(__file__).parents[2] / "examples" / "modular_rsi.yaml"
 MODULAR_DEMO = "modular-rsi-demo"
 EVOLVER = Path(__file__).parents[2] / "examples" / "evolver.yaml"
 EVOLVER_DEMO = "evolver-demo"
-EVOLVER_LIMITS = (  # the demo cut down: 12 train tasks, one WHY x two candidates, one round
+EVOLVER_LIMITS = (  # the demo cut down: 12 train tasks, one WHY x two candidates, one round,
+    # each task run once (K = 1: the same candidates, gates and decision as at the demo's K = 3,
+    # the offline model being deterministic; a third of the rollouts)
     *("--benchmark.split_counts.train", "12", "--benchmark.split_counts.test", "6"),
     *("--algorithm.max_why_per_round", "1", "--algorithm.candidates_per_why", "2"),
-    *("--algorithm.max_rounds", "1", "--algorithm.patience", "1"),
+    *("--algorithm.max_rounds", "1", "--algorithm.patience", "1", "--algorithm.k", "1"),
 )
 BIN = Path(sys.executable).parent
 DEMO, OTHER, FROM_UI = "meta-harness-demo", "other", "from-ui"
@@ -128,6 +132,21 @@ def _process(command: list[str], root: Path, log: str):
         process.wait(timeout=60)
 
 
+@contextlib.contextmanager
+def _code_server(root: Path):
+    """The code location served as `flashrsi ui` serves it, to the webserver and the daemon
+    both (`workspace.yaml` in `root`): our code server, whose run workers start warm
+    (`code_server.py`), not a server of Dagster's own for each, each run a cold process."""
+    env = {**os.environ, "DAGSTER_HOME": str(root / ".flashrsi" / ".dagster")}
+    server = CodeServer(root / ".flashrsi", env)
+    server.start()
+    try:
+        (root / "workspace.yaml").write_text(server.workspace())
+        yield
+    finally:
+        server.close()
+
+
 def _wait_for(url: str, server: subprocess.Popen, log: Path) -> None:
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
@@ -166,11 +185,11 @@ def ui(tmp_path_factory):
     # where the home's runs execute: what a run launched from the UI is given (in process
     # here, as without the file)
     (root / ".flashrsi" / "execution.yaml").write_text("in_process: {}\n")
-    port = free_port()
-    module = ["-m", "flashrsi_dagster.definitions"]
-    webserver = [str(BIN / "dagster-webserver"), *module, "-h", "127.0.0.1", "-p", str(port)]
-    daemon = [str(BIN / "dagster-daemon"), "run", *module]
+    port, workspace = free_port(), ["-w", str(root / "workspace.yaml")]
+    webserver = [str(BIN / "dagster-webserver"), *workspace, "-h", "127.0.0.1", "-p", str(port)]
+    daemon = [str(BIN / "dagster-daemon"), "run", *workspace]
     with (
+        _code_server(root),
         _process(webserver, root, "webserver.log") as server,
         _process(daemon, root, "daemon.log"),
     ):

@@ -15,6 +15,7 @@ import pytest
 
 from flashrsi_dagster import scratch
 from flashrsi_dagster.deployment.waiting import Stalled, Watch
+from flashrsi_dagster.orchestration import owner
 from flashrsi_dagster.orchestration.context import EXPERIMENT_TAG
 from flashrsi_dagster.orchestration.owner import (
     HEARTBEAT_TAG,
@@ -137,6 +138,21 @@ def test_a_run_of_another_host_is_failed_once_its_heartbeat_stops():
         assert fail_dead_runs(instance, "exp") == [silent]
         alive = {beating_run, never_beat}
         assert {r.run_id for r in instance.get_runs() if not r.is_finished} == alive
+
+
+def test_the_bound_on_silence_is_read_when_a_run_is_judged(monkeypatch):
+    """`SILENT_FOR` is read at each judgement, not fixed at import: a process may lower it
+    before it judges (`tests/deployment/test_several_hosts.py`'s resume does)."""
+    now = time.time()
+    with dg.instance_for_test() as instance:
+        quiet = _run(
+            instance,
+            dg.DagsterRunStatus.STARTED,
+            **{PROCESS_TAG: "other-host.1:42:7", HEARTBEAT_TAG: f"{now - 60:.0f}"},
+        )
+        assert fail_dead_runs(instance, "exp") == []  # 60 s: within the default bound
+        monkeypatch.setattr(owner, "SILENT_FOR", 30)
+        assert fail_dead_runs(instance, "exp") == [quiet]
 
 
 def test_a_run_another_host_launched_is_failed_if_it_never_beat_since_its_launch():
