@@ -34,8 +34,9 @@ benchmark = TextClassification()
 tasks = benchmark.tasks()
 splits = {t.id: "train" for t in tasks[:9]} | {t.id: "dev" for t in tasks[9:18]}
 store = SnapshotStore(root / "store")
-seed = store.create_seed(HARNESS) if not (root / "seed").exists() else store.get((root / "seed").read_text())
-(root / "seed").write_text(seed.id)
+known = root / "seed"
+seed = store.get(known.read_text()) if known.exists() else store.create_seed(HARNESS)
+known.write_text(seed.id)
 folder = store.check_out(seed, root / f"edit-{time.monotonic_ns()}")
 table = {benchmark.secrets(t)[0].text: t.verifier["label"] for t in tasks}
 line = f"ANSWERS = {table!r}" if kind == "contaminated" else f"# honest {time.time_ns()}"
