@@ -16,6 +16,7 @@ import hashlib
 import marshal
 import os
 import tempfile
+from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from functools import cache
 from pathlib import Path
@@ -42,6 +43,15 @@ def key_of(*parts: Any) -> str:
     """The digest of `parts` (plain data marshal writes: str, bytes, int, tuples, lists,
     dicts) and of the package's source."""
     return hashlib.sha256(source_digest().encode() + marshal.dumps(parts)).hexdigest()
+
+
+def files_digest(files: Mapping[str, bytes]) -> str:
+    """The digest of a tree's paths and bytes (read in place: a seed's files are not copied)."""
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        digest.update(marshal.dumps((path, len(files[path]))))
+        digest.update(files[path])
+    return digest.hexdigest()
 
 
 def load(path: Path, key: str) -> Any | None:

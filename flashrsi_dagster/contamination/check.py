@@ -71,7 +71,7 @@ class ContentCheck:
         """The seed's scan: made once per process, kept on disk for the next."""
         if seed not in self._baselines:
             index = self.index
-            key = cache.key_of(self._key, sorted(files.items()))
+            key = cache.key_of(self._key, cache.files_digest(files))
             made = lambda: scan(files, index)  # noqa: E731
             kept = self._kept(f"seed-{seed}", key, made, cache.plain_scan, cache.scan_of)
             self._baselines[seed] = kept
