@@ -49,16 +49,19 @@ class ContentCheck:
 
     @cached_property
     def index(self) -> SecretIndex:
+        """The pool's secrets indexed: built once per process, or read from `kept` where a
+        process before built it from the same inputs."""
         secrets = getattr(self.benchmark, "secrets", task_secrets)
         unique = {(t.id, t.checksum): t for t in self._pool()}
         found = [(t.id, secrets(t)) for t in unique.values()]
         prompts = {t.id: t.instruction for t in unique.values()}
-        self._key = cache.key_of(
-            [*unique],
-            [(task, [(s.kind, s.name, s.text) for s in them]) for task, them in found],
-            sorted(self.splits.items()),
-            sorted(prompts.items()),
-        )
+        if self.kept is not None:
+            self._key = cache.key_of(
+                [*unique],
+                [(task, [(s.kind, s.name, s.text) for s in them]) for task, them in found],
+                sorted(self.splits.items()),
+                sorted(prompts.items()),
+            )
         return self._kept(
             "index",
             self._key,
@@ -71,7 +74,7 @@ class ContentCheck:
         """The seed's scan: made once per process, kept on disk for the next."""
         if seed not in self._baselines:
             index = self.index
-            key = cache.key_of(self._key, cache.files_digest(files))
+            key = cache.key_of(self._key, cache.files_digest(files)) if self.kept else ""
             made = lambda: scan(files, index)  # noqa: E731
             kept = self._kept(f"seed-{seed}", key, made, cache.plain_scan, cache.scan_of)
             self._baselines[seed] = kept
