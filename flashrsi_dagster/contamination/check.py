@@ -1,6 +1,7 @@
 """The contamination check as the algorithms call it: one `ContentCheck` per opened
-experiment, its secret index built once (from the benchmark's whole pool: every split), and a
-verdict per candidate written once as a record and read back after a crash or a re-run.
+experiment, its secret index built once (from the benchmark's whole pool: every split) and
+kept with the seeds' scans for the next process (`cache`: each candidate's run worker is one),
+and a verdict per candidate written once as a record and read back after a crash or a re-run.
 
 The candidate is judged against its seed (the root of its lineage): what the seed holds is
 the user's harness, never a Worker's doing; whatever any Worker added since is judged, so a
