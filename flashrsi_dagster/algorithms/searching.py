@@ -92,7 +92,8 @@ class Searching:
         splits = self.splits
         named = {t.id: "train" for t in splits.train} | {t.id: "dev" for t in splits.dev}
         pool = lambda: [*self.benchmark.tasks(), *splits.train, *splits.dev]  # noqa: E731
-        return ContentCheck(self.benchmark, pool, named, log=self.log)
+        kept = self.experiment.paths.cache / "contamination"
+        return ContentCheck(self.benchmark, pool, named, log=self.log, kept=kept)
 
     def check_content(self, candidate: Snapshot, path: Path) -> ContentVerdict:
         """The candidate's contamination verdict, recorded at `path` (read back once made).

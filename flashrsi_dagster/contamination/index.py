@@ -95,6 +95,17 @@ class SecretIndex:
                 index._add_digests(number, prompts[task_id], normalise(prompts[task_id]))
         return index
 
+    def data(self) -> tuple:
+        """The index as plain data (`contamination.cache`), read back by `of_data`."""
+        entries = [(e.task, e.kind, e.name, e.text, e.form) for e in self.entries]
+        return self.tasks, entries, self.grams, self.answers, self.digests, self.raw_digests
+
+    @classmethod
+    def of_data(cls, data: tuple) -> SecretIndex:
+        tasks, entries, grams, answers, digests, raw_digests = data
+        entries = [Entry(*entry) for entry in entries]
+        return cls(tasks, entries, grams, answers, digests, raw_digests)
+
     def _add(self, task: int, secret: Secret) -> None:
         text = normalise(secret.text)
         if secret.kind == "answer":

@@ -22,6 +22,8 @@ class ExperimentPaths:
         chain.head      its last entry's seq and hash
       dagster/          asset values the IO manager keeps (derived; chained too)
       logs/             redacted logs, outside the chain
+      cache/            derived data a process rebuilds when absent or stale: the
+                        contamination check's index and seed scans (contamination/cache.py)
         gateway.jsonl   the model gateway's call log: one line per model call (gateway/log.py)
         gateway.reserved/  each live gateway's calls in flight, held against role caps
                         (gateway/shared.py)
@@ -41,6 +43,11 @@ class ExperimentPaths:
     @property
     def records(self) -> Path:
         return self.root / "records"
+
+    @property
+    def cache(self) -> Path:
+        """Host-only, outside the chain: a Worker's jail never sees the home."""
+        return self.root / "cache"
 
     @property
     def logs(self) -> Path:

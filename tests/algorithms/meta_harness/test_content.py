@@ -79,6 +79,8 @@ def test_a_memorised_label_table_is_rejected_before_evaluation_and_never_promote
     assert verdict.tasks["held_out"] > 0
     clean = read_record(layout.content(1, "c1"), ContentVerdict)
     assert not clean.contaminated and clean.hits == []
+    kept = run.experiment.paths.cache / "contamination"  # read back by the next process
+    assert sorted(p.name for p in kept.iterdir())[0] == "index.marshal"
 
     entry = next(e for e in Ledger.of(run.experiment).entries() if e.id.endswith("r001.c0"))
     assert entry.decision == "reject" and entry.candidate.snapshot_id == run.edit(1).snapshot_id
