@@ -22,11 +22,11 @@ class ExperimentPaths:
         chain.head      its last entry's seq and hash
       dagster/          asset values the IO manager keeps (derived; chained too)
       logs/             redacted logs, outside the chain
-      cache/            derived data a process rebuilds when absent or stale: the
-                        contamination check's index and seed scans (contamination/cache.py)
         gateway.jsonl   the model gateway's call log: one line per model call (gateway/log.py)
         gateway.reserved/  each live gateway's calls in flight, held against role caps
                         (gateway/shared.py)
+      cache/            derived data a process rebuilds when absent or stale: the
+                        contamination check's index and seed scans (contamination/cache.py)
       step.lock         held by the step being taken: one at a time (experiment/lock.py)
     """
 
