@@ -44,9 +44,10 @@ by a printable byte in three, and of UTF-16 by a character in three."""
 DENSE = 44
 """Distinct byte values in a window from which it looks compressed or encrypted: random
 bytes hold 57 on average (56 of them 50), text in a legacy code page 40 at most."""
-DIGEST = 64
-"""A decoded blob this long or shorter is not measured: a digest (sha512 is 64 bytes), a key,
-a signature in a lock file or a test is random by design and holds too little to matter."""
+DIGEST = 80
+"""A decoded blob this long or shorter is not measured: a digest (sha512 is 64 bytes, and
+`sha512-` before its base64 in a lock file decodes with it), a key, a signature is random by
+design and holds too little to matter."""
 _TEXT = re.compile("[^\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\udc80-\udcff]{16,}")
 """Printable UTF-8 (with the bytes that are not UTF-8 decoded as lone surrogates), 16 or more
 characters: random bytes hold such a run once in some 10^7 places."""

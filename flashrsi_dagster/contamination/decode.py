@@ -333,7 +333,8 @@ def _blobs(
             wordy = _wordy(match.group())
             for decoded in _base64(match.group(), squeezed):
                 if not wordy or _packed(decoded) or _as_text(decoded) is not None:
-                    _audited(budget, decoded, not squeezed)
+                    # a digest in hex is a base64 run too: measured in its hex reading
+                    _audited(budget, decoded, not squeezed and not _HEX.fullmatch(match.group()))
                     yield decoded, "base64", _span(data, source, match, whole, squeezed)
         for match in _HEX.finditer(source):
             raw, span = (
@@ -859,6 +860,7 @@ def _unpacked(blob: bytes, budget: Budget, viewed: bool = False) -> Iterator[tup
     for magic, kind in _MAGIC:
         if blob.startswith(magic):
             for inner in _decompress(blob, kind, budget):
+                _audited(budget, inner)  # what a stream a magic names holds: measured
                 yield from _readings(inner, kind, budget)
             if not viewed and (readable := _readable(blob)) and budget.take(readable):
                 yield readable, ""
@@ -879,7 +881,6 @@ def _readings(inner: bytes, kind: str, budget: Budget) -> Iterator[tuple[bytes, 
     """What a decompressed blob gives the next layer: itself when packed, else what reads
     as text in it (`_readable`); and, read from there, a stream that opens past its start
     (`_stream_start`), as a packed one is read whole."""
-    _audited(budget, inner)
     readable = inner if _packed(inner) else _readable(inner)
     if readable:
         yield readable, kind
@@ -961,10 +962,9 @@ def _headerless(blob: bytes, budget: Budget) -> tuple[bytes, str, bool] | None:
             budget.consumed[blob[:used]] = None
             return read, kind, True
         if runs is None:  # noise and a table in one stream, sliced off, ended or not
-            runs = read, kind, whole, used  # (random bytes fail every kind within their length)
+            runs = read, kind, whole  # (random bytes fail every kind within their length)
     if runs and _readable(runs[0]) and budget.take(runs[0]):
-        budget.cut |= not runs[2]
-        budget.consumed[blob[: runs[3]]] = None
+        budget.cut |= not runs[2]  # (noise read as a stream: its bytes not accounted for)
         return runs[0], runs[1], False
     return None
 
