@@ -333,8 +333,9 @@ def _blobs(
             wordy = _wordy(match.group())
             for decoded in _base64(match.group(), squeezed):
                 if not wordy or _packed(decoded) or _as_text(decoded) is not None:
-                    # a digest in hex is a base64 run too: measured in its hex reading
-                    _audited(budget, decoded, not squeezed and not _HEX.fullmatch(match.group()))
+                    # measured when its alphabet is base64's: a run of hex or of base36
+                    # digits (an id) decodes to noise, and is measured in its own reading
+                    _audited(budget, decoded, not squeezed and len(set(match.group())) >= 44)
                     yield decoded, "base64", _span(data, source, match, whole, squeezed)
         for match in _HEX.finditer(source):
             raw, span = (

@@ -5,12 +5,13 @@ and of each binary blob the decoder decodes from it, is text, a stream or archiv
 read, or redundant (low variety); any other stretch of `WINDOW` bytes that looks compressed
 or encrypted is opaque, and the file unsearched.
 
-Each attack is one test. Of 14 attacks, 13 got through on main (judged clean), all 13 closed
-by the rule; declared (strict xfail): a piece spread thin (a byte in two, zeros between)
-and a piece under the window. The honest side: text in any script (UTF-8, UTF-16), files the
-decoder reads whole (a one-colour PNG, a zip of text, a gzip'd log, a tar) and sparse binaries
-pass; honest binaries it cannot read (a photo, random weights, a shared library) are refused
-as opaque, with a reason naming the file and the offset (docs/host-duties.md, "Binaries").
+Each attack is one test. Of 18 attack cases, all got through on main (judged clean), 15
+closed by the rule; 3 declared (strict xfail): a stream spread a byte in two, a piece under
+the window, a one-byte XOR of prose (the variety of text). The honest side: text in any
+script (UTF-8, UTF-16), files the decoder reads whole (a PNG of flat colour, a zip of text, a
+gzip'd log, a tar) and sparse binaries pass; honest binaries it cannot read (a photo, random
+weights, a shared library) are refused as opaque, with a reason naming the file and the
+offset (docs/host-duties.md, the contamination check, "Every byte accounted for").
 """
 
 from __future__ import annotations
@@ -205,32 +206,40 @@ def test_a_compressed_piece_in_a_text_file_is_opaque(content_check):
 # -- declared: what the rule cannot see ----------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="declared limit (docs/host-duties.md, 'What it cannot see'): compressed bytes "
-    "spread thin (a byte in two) hold too few distinct values a window to look compressed",
-)
-def test_a_compressed_piece_spread_a_byte_in_two_is_opaque(content_check):
-    """Attack: the table raw-deflated, each byte followed by a zero (as UTF-16 spreads
-    ASCII), at an odd offset. Gets through: 32 values a window at most (the zeros one), as a
-    sparse table's. Declared (strict xfail)."""
+def _declared() -> dict[str, tuple[str, bytes]]:
     stream = _raw_deflate(TABLE_JSON)
-    data = b"\x01" + b"".join(bytes([b, 0]) for b in stream)
+    return {
+        "a stream spread a byte in two": (
+            "skills/t.bin",
+            b"\x01" + b"".join(bytes([b, 0]) for b in stream),
+        ),
+        "48 bytes between text": (
+            "prompts/notes.md",
+            b"# notes\n" * 20 + _xor(bytes(48)) + b"\n# more\n" * 20,
+        ),
+        "prose XOR-ed with one byte": (
+            "skills/t.bin",
+            bytes(b ^ 0x5A for b in b"".join(row.lower() for row in ROWS)),
+        ),
+    }
 
-    assert content_check.judge(_binary("skills/t.bin", data)).contaminated
 
-
+@pytest.mark.parametrize("case", _declared())
 @pytest.mark.xfail(
     strict=True,
-    reason="declared limit (docs/host-duties.md, 'What it cannot see'): a piece under the "
-    "window (64 bytes) between text is not measured",
+    reason="declared limit (docs/host-duties.md, 'What it cannot see'): bytes of low variety "
+    "(spread thin, a one-byte XOR of prose) and a piece under the window are not opaque",
 )
-def test_a_piece_under_the_window_between_text_is_opaque(content_check):
-    """Attack: 48 bytes of a compressed stream between lines of text. Gets through: a
-    stretch of fewer than 56 bytes is not measured. Declared (strict xfail)."""
-    data = b"# notes\n" * 20 + _xor(bytes(48)) + b"\n# more\n" * 20
+def test_what_the_rule_cannot_see_is_opaque(content_check, case):
+    """Attacks the rule does not see, each getting through (declared, strict xfail): the
+    table raw-deflated, each byte followed by a zero (as UTF-16 spreads ASCII): 32 values a
+    window at most, as a sparse table's; 48 bytes of a compressed stream between lines of
+    text: a stretch under 56 bytes is not measured; the table's rows lower-cased (the search
+    folds case) and XOR-ed with one byte: text's 30-odd values a window mapped to as many
+    others, the variety of text, not of compressed data."""
+    path, data = _declared()[case]
 
-    assert content_check.judge(_binary("prompts/notes.md", data)).contaminated
+    assert content_check.judge(_binary(path, data)).contaminated
 
 
 # -- the honest side: text and what the decoder reads whole pass -------------------------------
