@@ -365,6 +365,8 @@ def _blobs(
         yield blob, kind, span
     if latin:  # an Ascii85 run is full of backslashes a string literal escapes
         yield from _other_alphabets(latin, everything)
+    if data.startswith(_PNG) and (image := _png_image(data, budget)) is not None:
+        yield image, "png", everything
     # a reading the same as the bytes (or as another reading) finds the same streams: once
     readings = dict.fromkeys((data, latin, *_latin_readings(data, spans), *_web_bytes(data, spans)))
     for blob in readings:
@@ -382,6 +384,40 @@ def _audited(budget: Budget, blob: bytes, audited: bool = True) -> None:
     is (squeezed, a base64 run is decoded at four alignments, three of them noise)."""
     if audited:
         budget.decoded.append(blob)
+
+
+_PNG = b"\x89PNG\r\n\x1a\n"
+_DRAWN = (b"IHDR", b"PLTE", b"tRNS", b"IEND")
+"""A PNG's chunks besides its image that a viewer draws it from, the first of each: the
+palette (768 bytes at most) is structure. Others (a profile, text) are measured as bytes."""
+
+
+def _png_image(data: bytes, budget: Budget) -> bytes | None:
+    """A PNG's image: the data of its IDAT chunks joined, one zlib stream of any window (an
+    encoder cuts it into chunks of 8 KB; a small one's header is often not `78 ..`),
+    inflated within the budget; then the chunks a viewer draws it from (`_DRAWN`: the image,
+    its palette) are consumed (`coverage`). None when its stream does not end, or past the
+    budget (`cut`)."""
+    chunks: dict[bytes, list[tuple[int, int]]] = {}
+    at = len(_PNG)
+    while at + 12 <= len(data):
+        end = at + 12 + int.from_bytes(data[at : at + 4], "big")
+        chunks.setdefault(data[at + 4 : at + 8], []).append((at, end))
+        at = end
+    engine = zlib.decompressobj()
+    try:
+        stream = b"".join(data[a + 8 : e - 4] for a, e in chunks.get(b"IDAT", ()))
+        image = engine.decompress(stream, budget.left)
+    except zlib.error:
+        return None
+    budget.cut |= not engine.eof and len(image) >= budget.left  # pixels past the budget
+    if not engine.eof or not budget.take(image):
+        return None
+    drawn = (data[a:e] for kind in _DRAWN for a, e in chunks.get(kind, ())[:1] or ())
+    budget.consumed.update(dict.fromkeys(drawn))
+    budget.consumed.update(dict.fromkeys(data[a:e] for a, e in chunks[b"IDAT"]))
+    _audited(budget, image)
+    return image
 
 
 _LETTERS = re.compile(rb"[A-Za-z]+=*")
