@@ -4,9 +4,9 @@ with or without separators, `\\x` escapes, lists of character codes in any of th
 in zero-width characters or in spaces and tabs, a
 whole text as one long number in decimal, octal, binary or hex, digit separators and all,
 UTF-16, EBCDIC) and decompressed (gzip, zlib, bzip2, xz, zip, raw deflate, legacy and raw
-lzma; a tar archive read as it is; a gzip or zlib stream or a zip member that fails only its
-checksum inflated raw, as a harness can), to a bounded depth and size, so a decompression bomb costs
-at most `MAX_DECODED_BYTES`.
+lzma; a PNG's image, its IDAT chunks joined; a tar archive read as it is; a gzip or zlib
+stream or a zip member that fails only its checksum inflated raw, as a harness can), to a
+bounded depth and size, so a decompression bomb costs at most `MAX_DECODED_BYTES`.
 
 Each text is a `View`: the file, the chain of encodings that led to it (`gzip+base64`), and
 its lines, each numbered by the line of the file it came from (a decoded blob's lines all

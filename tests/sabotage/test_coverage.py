@@ -5,7 +5,7 @@ and of each binary blob the decoder decodes from it, is text, a stream or archiv
 read, or redundant (low variety); any other stretch of `WINDOW` bytes that looks compressed
 or encrypted is opaque, and the file unsearched.
 
-Each attack is one test. Of 18 attack cases, all got through on main (judged clean), 15
+Each attack is one test. Of 20 attack cases, all got through on main (judged clean), 17
 closed by the rule; 3 declared (strict xfail): a stream spread a byte in two, a piece under
 the window, a one-byte XOR of prose (the variety of text). The honest side: text in any
 script (UTF-8, UTF-16), files the decoder reads whole (a PNG of flat colour, a zip of text, a
@@ -194,6 +194,36 @@ def test_a_table_in_a_jpeg_body_is_opaque(content_check):
     assert _opaque(content_check.judge(_binary("skills/cat.jpg", _jpeg(body))))
 
 
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    """A PNG chunk: its length, kind, data and CRC-32."""
+    return len(data).to_bytes(4, "big") + kind + data + zlib.crc32(kind + data).to_bytes(4, "big")
+
+
+def _png_holding(kind: bytes, data: bytes, pixels: bytes = bytes(64 * 64)) -> bytes:
+    """A grey 64 x 64 PNG with a chunk of `kind` holding `data`, its image `pixels`."""
+    header = struct.pack(">IIBBBBB", 64, 64, 8, 0, 0, 0, 0)
+    image = _chunk(b"IDAT", zlib.compress(pixels))
+    return b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header) + _chunk(kind, data) + image
+
+
+PNG_PLACES = {
+    "a private chunk": _png_holding(b"tAbL", _raw_deflate(TABLE_JSON)),
+    "the pixels": _png_holding(b"tEXt", b"Comment\0icon", _xor(gzip.compress(TABLE_JSON))),
+}
+
+
+@pytest.mark.parametrize("place", PNG_PLACES)
+def test_a_table_in_a_png_is_opaque(content_check, place):
+    """Attack: the table compressed (and, in the pixels, encrypted) in a PNG that a viewer
+    draws as a grey square: in a private chunk (`tAbL`), or as the image's own bytes. Got
+    through on main: the chunk's raw deflate has no magic, the pixels are read for their
+    printable runs. Stops it: the PNG's image is read (its IDAT chunks joined) and measured
+    as a decoded blob, and a chunk no viewer draws is measured as bytes: opaque."""
+    verdict = content_check.judge(_binary("skills/icon.png", PNG_PLACES[place]))
+
+    assert _opaque(verdict), verdict
+
+
 def test_a_compressed_piece_in_a_text_file_is_opaque(content_check):
     """Attack: the table raw-deflated, written raw in the middle of a text file of notes
     (`data[data.index(b"<<") + 2:]`). Got through on main: the file is read as text, the
@@ -263,6 +293,19 @@ def test_text_in_every_script_passes(content_check, codec):
     assert not verdict.contaminated, verdict
 
 
+def _chunked_png(width: int, height: int) -> bytes:
+    """A PNG as encoders write a small one: a zlib stream of a small window (its header not
+    `78 ..`) cut into IDAT chunks of 64 bytes, after a palette of 16 colours."""
+    header = struct.pack(">IIBBBBB", width, height, 8, 3, 0, 0, 0)
+    palette = bytes(random.Random(4).randbytes(48))
+    rows = b"".join(b"\x00" + bytes((x // 8) % 16 for x in range(width)) for _ in range(height))
+    engine = zlib.compressobj(9, zlib.DEFLATED, 10)
+    stream = engine.compress(rows) + engine.flush()
+    image = b"".join(_chunk(b"IDAT", stream[at : at + 64]) for at in range(0, len(stream), 64))
+    body = _chunk(b"IHDR", header) + _chunk(b"PLTE", palette) + image + _chunk(b"IEND", b"")
+    return b"\x89PNG\r\n\x1a\n" + body
+
+
 def _zipped(members: dict[str, bytes]) -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -278,6 +321,7 @@ HONEST = {
         "skills/docs.zip",
         _zipped({f"docs/page{i}.md": NOTES[i * 500 :] for i in range(8)}),
     ),
+    "a PNG of many chunks and a small window": ("skills/icon.png", _chunked_png(120, 80)),
     "a gzip'd log": ("skills/run.log.gz", gzip.compress(NOTES)),
     "a tar of text": ("skills/docs.tar", None),
     "a sparse array": ("skills/ids.npy", b"".join(struct.pack("<q", i) for i in range(4000))),
