@@ -1,6 +1,7 @@
 """Benchmark report for the work the content check's decoder does again for nothing new
-(`decode.Budget.rework`): bytes inflated and hashed, CPU seconds, and the verdict (searched or
-unsearched), on hostile files and honest ones, for this tree's `decode.py` and another's.
+(`decode.Budget.rework`): bytes inflated and hashed, CPU seconds, and the verdict (searched,
+unsearched, or opaque by the coverage rule and the seconds it took, `contamination/coverage.py`)
+on hostile files and honest ones, for this tree's `decode.py` and another's.
 
 Run from the project root::
 
@@ -172,14 +173,17 @@ def run_case(name: str, decode_path: Path) -> dict:
     decode._digest = counted
     files = CASES[name]()
     budget = decode.Budget()
-    started = time.process_time()
+    started, blobs = time.process_time(), {}
     for path in sorted(files):
+        decoded = len(getattr(budget, "decoded", ()))
         for _ in decode.views(path, files[path], budget):
             pass
+        blobs[path] = [files[path], *getattr(budget, "decoded", [])[decoded:]]
     if len(files) > 1:
         for _ in decode.views("(joined)", b"".join(files[p] for p in sorted(files)), budget):
             pass
     seconds = time.process_time() - started
+    opaque, measured = _opaque(blobs, budget)
     limit = getattr(decode, "MAX_REWORK_BYTES", None)
     return {
         "case": name,
@@ -189,7 +193,25 @@ def run_case(name: str, decode_path: Path) -> dict:
         "hashed_mb": round(counts["hashed"] / (1 << 20), 1),
         "rework_mb": None if limit is None else round((limit - budget.rework) / (1 << 20), 1),
         "unsearched": budget.cut,
+        "opaque": opaque,
+        "coverage_s": measured,
     }
+
+
+def _opaque(blobs: dict[str, list[bytes]], budget) -> tuple[bool | None, float | None]:
+    """Whether the coverage rule finds an opaque stretch (None for a decode.py without it),
+    and its CPU seconds."""
+    if not hasattr(budget, "consumed"):
+        return None, None
+    from flashrsi_dagster.contamination import coverage
+
+    started = time.process_time()
+    reasons = coverage.unaccounted(blobs, budget.consumed)
+    return bool(reasons), round(time.process_time() - started, 2)
+
+
+def _verdict(row: dict) -> str:
+    return "UNSEARCHED" if row["unsearched"] else "OPAQUE" if row["opaque"] else "searched"
 
 
 def main() -> int:
@@ -203,7 +225,10 @@ def main() -> int:
         return 0
     load = Path("/proc/loadavg").read_text().split()[:3]
     print(f"{args.name} ({args.decode}); load {' '.join(load)}")
-    print(f"{'cpu s':>7} {'inflated MB':>11} {'hashed MB':>10} {'rework MB':>9}  verdict  case")
+    print(
+        f"{'cpu s':>7} {'inflated MB':>11} {'hashed MB':>10} {'rework MB':>9} "
+        f"{'cover s':>7}  verdict  case"
+    )
     rows = []
     for name in CASES:
         command = [sys.executable, __file__, "--decode", str(args.decode), "--one", name]
@@ -212,8 +237,9 @@ def main() -> int:
         rows.append(row)
         print(
             f"{row['cpu_s']:>7.2f} {row['inflated_mb']:>11.1f} {row['hashed_mb']:>10.1f} "
-            f"{row['rework_mb'] if row['rework_mb'] is not None else '-':>9}  "
-            f"{'UNSEARCHED' if row['unsearched'] else 'searched':<10} {row['case']}"
+            f"{row['rework_mb'] if row['rework_mb'] is not None else '-':>9} "
+            f"{row['coverage_s'] if row['coverage_s'] is not None else '-':>7}  "
+            f"{_verdict(row):<10} {row['case']}"
         )
     end = Path("/proc/loadavg").read_text().split()[:3]
     print(f"load at the end {' '.join(end)}")

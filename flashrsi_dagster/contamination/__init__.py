@@ -7,9 +7,10 @@ benchmark's `secrets(task)`: inputs, answers, reference solutions, test files, p
 splits), in the plain text and the texts a reader could recover from it, before it is scored.
 
 Modules: `normalise` (the compared form), `decode` (a file's texts: escapes, base64, hex,
-compression), `index` (the secrets as shingles and digests), `detector` (the search and the
-thresholds), `windows` (where a text may hold a shingle, found at C speed), `verdict` (the
-record and its Worker-safe line), `check` (what the algorithms call).
+compression), `coverage` (every byte accounted for, or the file unsearched), `index` (the
+secrets as shingles and digests), `detector` (the search and the thresholds), `windows`
+(where a text may hold a shingle, found at C speed), `verdict` (the record and its
+Worker-safe line), `check` (what the algorithms call).
 """
 
 from flashrsi_dagster.contamination.check import ContentCheck

@@ -4,9 +4,9 @@ with or without separators, `\\x` escapes, lists of character codes in any of th
 in zero-width characters or in spaces and tabs, a
 whole text as one long number in decimal, octal, binary or hex, digit separators and all,
 UTF-16, EBCDIC) and decompressed (gzip, zlib, bzip2, xz, zip, raw deflate, legacy and raw
-lzma; a tar archive read as it is; a gzip or zlib stream or a zip member that fails only its
-checksum inflated raw, as a harness can), to a bounded depth and size, so a decompression bomb costs
-at most `MAX_DECODED_BYTES`.
+lzma; a PNG's image, its IDAT chunks joined; a tar archive read as it is; a gzip or zlib
+stream or a zip member that fails only its checksum inflated raw, as a harness can), to a
+bounded depth and size, so a decompression bomb costs at most `MAX_DECODED_BYTES`.
 
 Each text is a `View`: the file, the chain of encodings that led to it (`gzip+base64`), and
 its lines, each numbered by the line of the file it came from (a decoded blob's lines all
@@ -135,6 +135,12 @@ class Budget:
     stream and where in it the rest starts."""
     cut: bool = False
     """Something was left undecoded for want of budget: what it holds was not searched."""
+    consumed: dict[bytes, None] = field(default_factory=dict)
+    """The bytes of each stream and archive member read (`coverage`: they are accounted for
+    wherever they lie)."""
+    decoded: list[bytes] = field(default_factory=list)
+    """The binary blobs decoded or decompressed, in order (`coverage` measures what no
+    reading of them consumed)."""
 
     def take(self, data: bytes, cost: int | None = None, *, unpacking: bool = False) -> bool:
         """Whether `data` is new (known by the digest of all its bytes: a decoy of the same
@@ -327,12 +333,16 @@ def _blobs(
             wordy = _wordy(match.group())
             for decoded in _base64(match.group(), squeezed):
                 if not wordy or _packed(decoded) or _as_text(decoded) is not None:
+                    # measured when its alphabet is base64's: a run of hex or of base36
+                    # digits (an id) decodes to noise, and is measured in its own reading
+                    _audited(budget, decoded, not squeezed and len(set(match.group())) >= 44)
                     yield decoded, "base64", _span(data, source, match, whole, squeezed)
         for match in _HEX.finditer(source):
             raw, span = (
                 bytes.fromhex(match.group().decode()),
                 _span(data, source, match, whole, squeezed),
             )
+            _audited(budget, raw, not squeezed)
             yield raw, "hex", span
             if source[max(match.start() - 2, 0) : match.start()] in (b"0x", b"0X"):
                 yield raw[::-1], "number", span  # `hex(int.from_bytes(data, "little"))`
@@ -344,19 +354,70 @@ def _blobs(
         yield _separated_hex(match.group()), "hex", everything
     for match in _ESCAPED_BYTES.finditer(data):
         raw = codecs.escape_decode(match.group())[0]
+        _audited(budget, raw)
         yield raw, "escaped bytes", _span(data, data, match, whole, False)
     spans = _TextSpans.of(data)
     latin = spans.read(_unescaped_latin) if "\\" in text else b""
     for reading in (text, unescape(text)) if "\\" in text else (text,):
         yield from _two_symbol_bits(reading, everything)
-    yield from _other_alphabets(data, whole)
+    for blob, kind, span in _other_alphabets(data, whole):
+        _audited(budget, blob, kind in _AUDITED)
+        yield blob, kind, span
     if latin:  # an Ascii85 run is full of backslashes a string literal escapes
         yield from _other_alphabets(latin, everything)
+    if data.startswith(_PNG) and (image := _png_image(data, budget)) is not None:
+        yield image, "png", everything
     # a reading the same as the bytes (or as another reading) finds the same streams: once
     readings = dict.fromkeys((data, latin, *_latin_readings(data, spans), *_web_bytes(data, spans)))
     for blob in readings:
         for offset in _magic_offsets(blob, budget) if blob else ():
             yield blob[offset:], "bytes", everything
+
+
+_AUDITED = ("base32", "base32hex", "hex", "ascii85", "uuencode")
+"""The other alphabets whose blobs `coverage` measures: read one way (a list of codes, bits,
+a bare base85 run are read many ways, each but one noise; docs/host-duties.md)."""
+
+
+def _audited(budget: Budget, blob: bytes, audited: bool = True) -> None:
+    """`blob` handed to `coverage` to measure, when `audited`: a reading of the file as it
+    is (squeezed, a base64 run is decoded at four alignments, three of them noise)."""
+    if audited:
+        budget.decoded.append(blob)
+
+
+_PNG = b"\x89PNG\r\n\x1a\n"
+_DRAWN = (b"IHDR", b"PLTE", b"tRNS", b"IEND")
+"""A PNG's chunks besides its image that a viewer draws it from, the first of each: the
+palette (768 bytes at most) is structure. Others (a profile, text) are measured as bytes."""
+
+
+def _png_image(data: bytes, budget: Budget) -> bytes | None:
+    """A PNG's image: the data of its IDAT chunks joined, one zlib stream of any window (an
+    encoder cuts it into chunks of 8 KB; a small one's header is often not `78 ..`),
+    inflated within the budget; then the chunks a viewer draws it from (`_DRAWN`: the image,
+    its palette) are consumed (`coverage`). None when its stream does not end, or past the
+    budget (`cut`)."""
+    chunks: dict[bytes, list[tuple[int, int]]] = {}
+    at = len(_PNG)
+    while at + 12 <= len(data):
+        end = at + 12 + int.from_bytes(data[at : at + 4], "big")
+        chunks.setdefault(data[at + 4 : at + 8], []).append((at, end))
+        at = end
+    engine = zlib.decompressobj()
+    try:
+        stream = b"".join(data[a + 8 : e - 4] for a, e in chunks.get(b"IDAT", ()))
+        image = engine.decompress(stream, budget.left)
+    except zlib.error:
+        return None
+    budget.cut |= not engine.eof and len(image) >= budget.left  # pixels past the budget
+    if not engine.eof or not budget.take(image):
+        return None
+    drawn = (data[a:e] for kind in _DRAWN for a, e in chunks.get(kind, ())[:1] or ())
+    budget.consumed.update(dict.fromkeys(drawn))
+    budget.consumed.update(dict.fromkeys(data[a:e] for a, e in chunks[b"IDAT"]))
+    _audited(budget, image)
+    return image
 
 
 _LETTERS = re.compile(rb"[A-Za-z]+=*")
@@ -836,6 +897,7 @@ def _unpacked(blob: bytes, budget: Budget, viewed: bool = False) -> Iterator[tup
     for magic, kind in _MAGIC:
         if blob.startswith(magic):
             for inner in _decompress(blob, kind, budget):
+                _audited(budget, inner)  # what a stream a magic names holds: measured
                 yield from _readings(inner, kind, budget)
             if not viewed and (readable := _readable(blob)) and budget.take(readable):
                 yield readable, ""
@@ -930,15 +992,16 @@ def _headerless(blob: bytes, budget: Budget) -> tuple[bytes, str, bool] | None:
             continue
         # one that takes all its bytes without an error gives a reader what it holds, ended
         # or not (a raw deflate stream sync-flushed, never finished; round 21)
-        more, whole = _following(make, memoryview(blob)[used:], limit - len(data))
+        more, whole, used = _following(make, memoryview(blob)[used:], limit - len(data), used)
         read, text = data + more, _as_text(data + more) is not None
         budget.cut |= text and not whole  # text, then past what can be read
         if text and budget.take(read):
+            budget.consumed[blob[:used]] = None
             return read, kind, True
         if runs is None:  # noise and a table in one stream, sliced off, ended or not
             runs = read, kind, whole  # (random bytes fail every kind within their length)
     if runs and _readable(runs[0]) and budget.take(runs[0]):
-        budget.cut |= not runs[2]
+        budget.cut |= not runs[2]  # (noise read as a stream: its bytes not accounted for)
         return runs[0], runs[1], False
     return None
 
@@ -946,27 +1009,28 @@ def _headerless(blob: bytes, budget: Budget) -> tuple[bytes, str, bool] | None:
 _HEADERLESS_FAILURES = (zlib.error, lzma.LZMAError, EOFError, ValueError)
 
 
-def _following(make: Callable, rest: memoryview, left: int) -> tuple[bytes, bool]:
+def _following(make: Callable, rest: memoryview, left: int, used: int) -> tuple[bytes, bool, int]:
     """The streams of a headerless kind right after one, each read by a new decompressor
     from where the last one ended, as `lzma.decompress` reads `.lzma` streams and a harness's
     loop over `unused_data` reads zlib or deflate ones (a table cut into 12-character `.lzma`
     streams was read a first piece alone; round 20); up to the first that fails or does not
-    end (trailing bytes: those readers stop there too). What they gave, and whether all of
-    it was read within `left` bytes and `MAX_MEMBERS` streams."""
+    end (trailing bytes: those readers stop there too). What they gave, whether all of it
+    was read within `left` bytes and `MAX_MEMBERS` streams, and where the last one read
+    ended (`used`, the bytes read before `rest`, and those read since)."""
     out: list[bytes] = []
     for _ in range(MAX_MEMBERS):
         if not len(rest) or left <= 0:  # (zlib reads a limit of 0 as none)
-            return b"".join(out), not len(rest)
+            return b"".join(out), not len(rest), used
         try:
-            data, eof, used = _stream(make(), rest, left)
+            data, eof, taken = _stream(make(), rest, left)
         except _HEADERLESS_FAILURES:
-            return b"".join(out), True
+            return b"".join(out), True, used
         out.append(data)
         if not eof:  # cut short: what it gave is what a harness's loop has
-            return b"".join(out), len(data) < left
+            return b"".join(out), len(data) < left, used + taken
         left -= len(data)
-        rest = rest[used:]
-    return b"".join(out), not len(rest)
+        rest, used = rest[taken:], used + taken
+    return b"".join(out), not len(rest), used
 
 
 def _packed(blob: bytes) -> bool:
@@ -1042,6 +1106,7 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
             return
         starts: list[int] = []
         data, whole = _members(blob, kind, limit, starts)
+        budget.consumed[blob[: starts.pop()]] = None  # (`_members` ends it with where it stopped)
         budget.joined(blob, starts[1:])  # read from there, a member gives part of `data`
     except (
         OSError,
@@ -1082,6 +1147,7 @@ def _zip_members(blob: bytes, budget: Budget) -> Iterator[bytes]:
     if archive is not None:
         with archive:
             members = [_Member.of(info) for info in archive.infolist()]
+            budget.consumed[_directory(blob, archive.start_dir)] = None
         members += _by_local_method(blob, members)
     listed = {m.at for m in members}
     stored = [m for m in members[: MAX_ZIP_MEMBERS + 1] if m.method == zipfile.ZIP_STORED]
@@ -1093,7 +1159,7 @@ def _zip_members(blob: bytes, budget: Budget) -> Iterator[bytes]:
     # "overlapping files", 1,000 entries of one body, read it 1,000 times, 300 MB)
     for member in dict.fromkeys(members[:MAX_ZIP_MEMBERS]):
         try:
-            data = _zip_member(blob, member, budget.left + 1)
+            data, end = _zip_member(blob, member, budget.left + 1)
         except (OSError, EOFError, ValueError, IndexError, zlib.error, lzma.LZMAError):
             data = None  # a body that does not inflate: what follows it may
         if data is None and (not member.listed or blob[member.at : member.at + 4] != _LOCAL):
@@ -1108,6 +1174,7 @@ def _zip_members(blob: bytes, budget: Budget) -> Iterator[bytes]:
             # overlapping entries) would each be inflated to the budget again
             budget.cut = True
             return
+        budget.consumed[blob[member.at : end]] = None  # its local header and its body
         if budget.take(data):
             yield data
 
@@ -1185,6 +1252,13 @@ def _local(blob: bytes, listed: set[int], skipped: list[tuple[int, int]]) -> Ite
         at = blob.find(_LOCAL, at + 4)
 
 
+def _directory(blob: bytes, start: int) -> bytes:
+    """A zip's central directory and its end record (up to its comment, which is measured
+    as any bytes are): what zipfile read of it."""
+    end = blob.find(b"PK\x05\x06", start)
+    return blob[start : end + 22] if end >= 0 else b""
+
+
 def _le(blob: bytes, at: int, width: int) -> int:
     return int.from_bytes(blob[at : at + width], "little")
 
@@ -1204,7 +1278,8 @@ def _members(blob: bytes, kind: str, limit: int, starts: list[int]) -> tuple[byt
     `gzip.decompress`, `bz2.decompress` and `lzma.decompress` read them, and zlib streams as a
     harness's loop over `unused_data` does (sixteen empty members in front of a table, or a
     table cut into a member a row, read whole); and whether all of it was read within
-    `limit` bytes and `MAX_MEMBERS` members. Each member's start is added to `starts`."""
+    `limit` bytes and `MAX_MEMBERS` members. Each member's start is added to `starts`, then
+    where the reading stopped (the bytes it consumed end there)."""
     out: list[bytes] = []
     view, at, left, member = memoryview(blob), 0, limit, kind
     for _ in range(MAX_MEMBERS):
@@ -1215,14 +1290,17 @@ def _members(blob: bytes, kind: str, limit: int, starts: list[int]) -> tuple[byt
             data, eof, used = _recovered(view[at:], member, left)
         out.append(data)
         left -= len(data)
-        if not eof:
-            return b"".join(out), left > 0
         at += used
+        if not eof:
+            starts.append(at)
+            return b"".join(out), left > 0
         if member == "gzip":  # zeros pad a member: the gzip module skips them (round 20)
             at = _ZEROS.match(blob, at).end()
         more = member = _next_member(bytes(view[at : at + 8]), kind)
         if not more or left <= 0:
+            starts.append(at)
             return b"".join(out), left > 0 or not more
+    starts.append(at)
     return b"".join(out), False
 
 
@@ -1275,7 +1353,9 @@ def _recovered(stream: memoryview, kind: str, limit: int) -> tuple[bytes, bool, 
         with contextlib.suppress(zlib.error):
             return _unchecked(stream, kind, limit)
         start = _body(stream, kind)
-        return _salvaged(lambda: zlib.decompressobj(-zlib.MAX_WBITS), stream[start:], limit)
+        raw = lambda: zlib.decompressobj(-zlib.MAX_WBITS)  # noqa: E731
+        data, eof, used = _salvaged(raw, stream[start:], limit)
+        return data, eof, start + used
     return _salvaged(_ENGINES[kind], stream, limit)
 
 
@@ -1292,11 +1372,11 @@ def _salvaged(make: Callable, stream, limit: int) -> tuple[bytes, bool, int]:
     decompressed before the byte that fails, at most `limit` bytes; fed `_PIECE` bytes at a
     time, then the failing piece again a byte at a time. Decompressed in one call, it raised
     at the failure and kept nothing: a table in front of a break hid (round 19). Whether it
-    ended (no: a failure is no end), and the bytes it took (all)."""
+    ended (no: a failure is no end), and the bytes it took (those before the failure)."""
     data, failed = _fed(make(), stream, limit, 0, _PIECE)
     if failed is not None:
-        data, _ = _fed(make(), stream[: failed + _PIECE], limit, failed, 1)
-    return data, False, len(stream)
+        data, failed = _fed(make(), stream[: failed + _PIECE], limit, failed, 1)
+    return data, False, len(stream) if failed is None else failed
 
 
 def _fed(engine, stream, limit: int, start: int, piece: int) -> tuple[bytes, int | None]:
@@ -1359,22 +1439,24 @@ _ZIP_ENGINES: dict[int, Callable] = {
 }
 
 
-def _zip_member(blob: bytes, info: _Member, limit: int) -> bytes | None:
+def _zip_member(blob: bytes, info: _Member, limit: int) -> tuple[bytes | None, int]:
     """A zip member's bytes, at most `limit`, as a harness reads them: its body (the local
     header says where it starts) inflated raw to its end, whatever size and CRC-32 the
     headers claim (a deflate or bzip2 body to its stream's end, past the claimed compressed
     size). zipfile stops at the claimed size and checks the CRC-32 of that much: a
     member claiming its first 2 bytes (their CRC-32 given) hid the rest, and a bomb claiming
-    2 bytes was inflated whole in memory. None for an encrypted member or another method."""
+    2 bytes was inflated whole in memory. None for an encrypted member or another method.
+    And where in `blob` what was read of its body ends."""
     if info.flags & 1:
-        return None
+        return None, info.at
     at = info.at
     names = int.from_bytes(blob[at + 26 : at + 28], "little")
     extra = int.from_bytes(blob[at + 28 : at + 30], "little")
-    rest = memoryview(blob)[at + 30 + names + extra :]
+    start = at + 30 + names + extra
+    rest = memoryview(blob)[start:]
     body = bytes(rest[: info.size])
     if info.method == zipfile.ZIP_STORED:
-        return body[:limit]
+        return body[:limit], start + len(body)
     # deflate and bzip2 streams mark their own end: read to it, not to the claimed compressed
     # size (a member claiming 12 bytes of its body hid the rest; round 17)
     make = _ZIP_ENGINES.get(info.method)
@@ -1382,16 +1464,19 @@ def _zip_member(blob: bytes, info: _Member, limit: int) -> bytes | None:
         size = int.from_bytes(body[2:4], "little")
         lzma1 = lzma._decode_filter_properties(lzma.FILTER_LZMA1, body[4 : 4 + size])  # type: ignore[attr-defined]
         make = partial(lzma.LZMADecompressor, lzma.FORMAT_RAW, filters=[lzma1])
-        rest = memoryview(body)[4 + size :]
+        start, rest = start + 4 + size, memoryview(body)[4 + size :]
     if make is None:
-        return None
+        return None, at
     try:
-        return make().decompress(rest, limit)
+        engine = make()
+        data = engine.decompress(rest, limit)
+        return data, start + len(rest) - len(engine.unused_data if engine.eof else b"")
     except _FAILURES:
         if blob[at : at + 4] != _LOCAL:
             raise  # a central entry at no local header: no member a reader finds
         # a reader has what the body gave before its break (a streamed one: round 20)
-        return _salvaged(make, rest, limit)[0]
+        data, _, used = _salvaged(make, rest, limit)
+        return data, start + used
 
 
 __all__ = ["CIPHERS", "Budget", "View", "unescape", "views"]

@@ -17,6 +17,9 @@ What is evidence (each rule names a way a harness can carry answers; none is a w
 - `undecoded`: encoded or compressed data past the decoding budget (a stream that inflates to
   more, a blob too large, a layer below the third): what it holds cannot be searched, so it
   is not let through.
+- `opaque`: bytes that look compressed or encrypted (in a file, or in a blob it decodes)
+  that no reading consumed (`coverage`): what they hold cannot be searched, so it is not
+  let through.
 - `unread`: more changed bytes than the check reads (`MAX_JUDGED_BYTES`): a search costs
   seconds per megabyte (tens of seconds for a megabyte of digits, each run read as a number in
   three bases), so a candidate of 100 MB would stall the host for half an hour; not searched,
@@ -38,6 +41,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
 
+from flashrsi_dagster.contamination import coverage
 from flashrsi_dagster.contamination.decode import (
     CIPHERS,
     MAX_DECODED_BYTES,
@@ -118,12 +122,16 @@ class Scan:
     digests: list[Found] = field(default_factory=list)
     cut: bool = False
     """Some encoded data was left undecoded (`Budget.cut`)."""
+    opaque: list[str] = field(default_factory=list)
+    """A reason per file that holds bytes no reading accounts for (`coverage`)."""
 
 
 def scan(files: Mapping[str, bytes], index: SecretIndex) -> Scan:
-    """Every match of every file's views."""
+    """Every match of every file's views, and the files it could not read whole."""
     found, budget = Scan(), Budget()
+    blobs: dict[str, list[bytes]] = {}
     for path in sorted(files):
+        decoded = len(budget.decoded)
         for view in views(path, files[path], budget):
             _search(found, view, index)
         # a file's name is content too: a harness can list its folder and read a table there
@@ -132,9 +140,13 @@ def scan(files: Mapping[str, bytes], index: SecretIndex) -> Scan:
         names = " ".join([*path.split("/"), *_joined_names(path)])
         found.digests += _digests(View(path, NAME, [(1, names)]), index)
         found.digests += _raw_digests(path, files[path], index)
+        blobs[path] = [files[path], *budget.decoded[decoded:]]
     if len(files) > 1:
+        decoded = len(budget.decoded)
         found.matches += _joined(files, index, budget, _coverage(found.matches))
+        blobs[JOINED] = [b"", *budget.decoded[decoded:]]  # each file's bytes: measured alone
     found.cut = budget.cut
+    found.opaque = coverage.unaccounted(blobs, budget.consumed)
     return found
 
 
@@ -358,6 +370,7 @@ def judge(candidate: Scan, baseline: Scan, index: SecretIndex) -> tuple[list[Fou
     broken = [RULES[rule] for rule in RULES if any(f.rule == rule for f in found)]
     if candidate.cut:  # a table past 4 MB of padding in one gzip stream would pass unread
         broken.append(RULES["undecoded"])
+    broken += candidate.opaque  # a table in bytes no reading knows would pass unread
     return found, broken
 
 

@@ -777,20 +777,25 @@ def test_a_headerless_stream_past_the_budget_is_rejected_as_unsearched(harness):
     rejected(harness.judge(write_bytes("skills/t.bin", padded)), "unsearched")
 
 
-def test_binary_data_passes(harness):
-    """A binary file (random bytes: most of them are printable in EBCDIC) is no table."""
+def test_binary_data_is_refused_as_opaque(harness):
+    """A binary file of random bytes (a model's weights) is no table, but its bytes look
+    compressed or encrypted and no reading consumes them: unsearched, never clean (the
+    coverage rule; a Worker's harness is text, binaries belong in the seed)."""
     noise = random.Random(1).randbytes(2_000_000)
     verdict = harness.judge(write_bytes("skills/model.bin", noise))
-    assert not verdict.contaminated, verdict.reason
+    assert verdict.contaminated and not verdict.hits, verdict.reason
+    assert "skills/model.bin: opaque bytes at offset 0x" in verdict.reason, verdict.reason
 
 
-def test_an_image_embedded_in_base64_passes(harness):
-    """Binary data decoded from base64 is read only for its printable runs: an icon is not
-    searched as text, nor charged to the decoding budget as if it were."""
+def test_an_image_embedded_in_base64_is_refused_as_opaque(harness):
+    """Binary data decoded from base64 is measured as a file's bytes are (the coverage
+    rule): random bytes (a photo's) are opaque, the file unsearched, not charged to the
+    decoding budget as if they were text."""
     image = random.Random(0).randbytes(300_000)
     blob = base64.b64encode(image).decode()
     verdict = harness.judge(append("runtime/icon.py", f"ICON = {blob!r}\n"))
-    assert not verdict.contaminated, verdict.reason
+    assert verdict.contaminated and not verdict.hits, verdict.reason
+    assert "of a blob it decodes" in verdict.reason, verdict.reason
 
 
 def test_two_short_quotes_of_texts_without_labels_pass(harness):

@@ -274,6 +274,13 @@ def section(messages: list[dict], label: str) -> str:
 # -- answer tables, as a Worker that memorised the corpus writes them ------------------------
 
 
+def refused_as_opaque(verdict) -> bool:
+    """Refused by the coverage rule alone (`contamination/coverage.py`): no evidence, and
+    every rule an opaque stretch of bytes (the decoding budget not spent on it)."""
+    rules = verdict.rules
+    return bool(rules) and not verdict.hits and all("opaque bytes at offset" in r for r in rules)
+
+
 def table_rows(count: int = 12) -> list[tuple[str, str]]:
     """The first `count` rows of the built-in corpus: (text, label)."""
     return list(TABLE.items())[:count]

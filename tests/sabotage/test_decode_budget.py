@@ -14,6 +14,7 @@ from urllib.parse import quote_from_bytes
 import pytest
 
 from flashrsi_dagster.contamination.detector import RULES
+from tests.sabotage.helpers import refused_as_opaque
 from tests.sabotage.test_round15 import _binary
 from tests.sabotage.test_round16 import TABLE_JSON, _zip
 
@@ -29,17 +30,18 @@ def _npz(members: int = 32, size: int = 16 << 10, seed: int = 0, table: bytes = 
     return _zip(named, zipfile.ZIP_STORED)
 
 
-def test_an_honest_npz_is_searched(content_check):
+def test_an_honest_npz_is_not_undecoded(content_check):
     """Attack (on the honest side): a stored zip of 32 members of 16 KB of random bytes
     (512 KB, a small model's weights in `.npz`). Got through on main (rejected as unsearched):
     each reading of the file through its UTF-8 text (latin-1, unescaped, unquoted) turned
     every byte that is not UTF-8 into `?` or U+FFFD, so each stored member differed from the
     file's own and was read and charged again, 4 MB in all. Stops it: those readings are
     applied to the file's text spans alone, its other bytes kept as they are; a member
-    read again is the same bytes, known by its digest, not charged."""
+    read again is the same bytes, known by its digest, not charged. Since the coverage rule
+    it is refused all the same, as opaque (random weights: no reading consumes them)."""
     verdict = content_check.judge(_binary("skills/weights.npz", _npz()))
 
-    assert not verdict.contaminated and not verdict.rules, verdict
+    assert refused_as_opaque(verdict), verdict
 
 
 @pytest.mark.parametrize(

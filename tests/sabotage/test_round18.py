@@ -20,6 +20,7 @@ import pytest
 
 from flashrsi_dagster.contamination.decode import MAX_MAGIC_OFFSETS
 from flashrsi_dagster.contamination.detector import RULES
+from tests.sabotage.helpers import refused_as_opaque
 from tests.sabotage.test_round15 import _binary
 from tests.sabotage.test_round16 import TABLE_JSON, _zip
 from tests.sabotage.test_round17 import _in_code
@@ -64,12 +65,13 @@ def test_a_file_of_more_decoy_magics_than_the_check_tries_is_unsearched(content_
 def test_an_honest_binary_holding_magics_at_random_is_searched(content_check):
     """The honest side: 512 KB of random bytes (an image, a model's weights) hold a two-byte
     magic in about 37 places (more than the 16 tried before), under the bound: the file is
-    searched, not called unsearched."""
+    searched, not called undecoded; since the coverage rule, refused as opaque (its bytes
+    look compressed and no reading consumes them)."""
     data = random.Random(18).randbytes(512 << 10)
 
     verdict = content_check.judge(_binary("skills/weights.bin", data))
 
-    assert not verdict.contaminated and not verdict.rules, verdict
+    assert refused_as_opaque(verdict), verdict
 
 
 # -- the content check: local headers inside a stored member (round 17's `_local`) ------------

@@ -37,6 +37,7 @@ from collections.abc import Callable
 import pytest
 
 from flashrsi_dagster.contamination.detector import MAX_JUDGED_BYTES
+from tests.sabotage.helpers import refused_as_opaque
 from tests.sabotage.test_round15 import _binary
 from tests.sabotage.test_round16 import TABLE_JSON, _zip
 from tests.sabotage.test_round17 import _in_code
@@ -94,16 +95,18 @@ def _image(seed: int) -> bytes:
 def test_a_jar_of_binary_members_is_searched(content_check, method):
     """The honest side: a jar, deflated or stored, of 8 members of random bytes (class
     files) some holding a compressor's magic by chance, and 8 images (a zlib stream a few
-    bytes in): clean, and not called unsearched. (This round's first fix called the stored
-    one unsearched: its bytes read as latin-1 shift every offset, and each stored image's
-    body ran on into the next member's local header, read again a layer deeper each time.)"""
+    bytes in): not called undecoded. (This round's first fix called the stored one
+    unsearched: its bytes read as latin-1 shift every offset, and each stored image's body
+    ran on into the next member's local header, read again a layer deeper each time.) Since
+    the coverage rule, refused as opaque all the same: its members' random bytes are read by
+    no reading (a Worker's harness is text; binaries belong in the seed)."""
     noise = random.Random(19)
     members = [(f"p/C{i}.class", noise.randbytes(16 << 10)) for i in range(8)]
     members += [(f"icons/i{i}.png", _image(i)) for i in range(8)]
 
     verdict = content_check.judge(_binary(f"skills/lib{method}.jar", _zip(members, method)))
 
-    assert not verdict.contaminated and not verdict.rules, verdict
+    assert refused_as_opaque(verdict), verdict
 
 
 # -- the content check: a stream that fails after the table ------------------------------------
@@ -235,18 +238,19 @@ def test_notes_full_of_x_squared_are_searched(content_check, text):
 
 
 @pytest.mark.slow
-def test_an_honest_binary_just_under_the_bound_is_searched(content_check):
+def test_an_honest_binary_just_under_the_bound_is_refused_as_opaque(content_check):
     """Attack (on the honest side): random bytes (a photo, a small model's weights) just
     under the 4 MB the check reads: about 340 places where a magic starts by chance. Got
     through on main (rejected as unsearched): each was tried and charged 4 KB of the budget,
     in each reading of the bytes (as they are, as latin-1, unescaped, unquoted: random bytes
     hold `\\` and `%`), more than its 4 MB in all. Stops it: a place no stream opens at is
-    not tried (`decode._opens`)."""
+    not tried (`decode._opens`). Since the coverage rule it is refused all the same, as
+    opaque (a photo's bytes look compressed and no reading consumes them), not undecoded."""
     data = random.Random(1903).randbytes(MAX_JUDGED_BYTES - (64 << 10))
 
     verdict = content_check.judge(_binary("skills/photo.jpg", data))
 
-    assert not verdict.contaminated and not verdict.rules, verdict
+    assert refused_as_opaque(verdict), verdict
 
 
 def _png(width: int, height: int) -> bytes:

@@ -36,7 +36,7 @@ from urllib.parse import unquote_to_bytes
 
 import pytest
 
-from tests.sabotage.helpers import table_rows
+from tests.sabotage.helpers import refused_as_opaque, table_rows
 from tests.sabotage.test_round15 import _binary
 from tests.sabotage.test_round16 import TABLE_JSON
 from tests.sabotage.test_round17 import _in_code
@@ -139,20 +139,16 @@ def test_a_headerless_stream_that_does_not_end_is_read(content_check, kind):
     assert verdict.contaminated, verdict
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="declared limit (docs/host-duties.md, 'What it cannot see'): a stream no magic "
-    "names that starts past the first byte of a file or decoded blob is not found",
-)
 def test_a_headerless_stream_a_byte_in_is_read(content_check):
     """Attack: one byte, then the table as a raw deflate stream, as a binary file
-    (`zlib.decompress(data[1:], -15)`). Got through on main and still does: a stream no
-    magic names is tried at a blob's start alone; found elsewhere only by trying every
-    offset with five decompressors (a 4 MB binary: 20 million tries). Declared (strict
-    xfail), with the other headerless streams a harness must know the place of."""
+    (`zlib.decompress(data[1:], -15)`). Got through on main (declared, a strict xfail): a
+    stream no magic names is tried at a blob's start alone; found elsewhere only by trying
+    every offset with five decompressors (a 4 MB binary: 20 million tries). Stops it now:
+    the coverage rule (`contamination/coverage.py`): the stream's bytes look compressed and
+    no reading consumed them, so the file is unsearched (more: `test_coverage.py`)."""
     verdict = content_check.judge(_binary("skills/t.bin", b"\x01" + _raw_deflate(TABLE_JSON)))
 
-    assert verdict.contaminated, verdict
+    assert refused_as_opaque(verdict), verdict
 
 
 def _member(piece: bytes, flags: int, extra: bytes = b"") -> bytes:
@@ -417,7 +413,11 @@ def test_honest_files_this_round_reads_again_are_searched(content_check, form):
     """The honest side of this round's fixes: a gzip'd UTF-16 text (NULs its text reading
     drops, now searched for streams in its own bytes, `x^` in every line), a binary whose
     records hold URLs full of `%XX` (escaped runs now read in it), a tree of notes ended by
-    `\\r` (seams now counted as the views cut lines): clean, and not called unsearched."""
+    `\\r` (seams now counted as the views cut lines): clean, and not called unsearched; the
+    binary, whose records are random bytes, refused as opaque since the coverage rule."""
     verdict = content_check.judge(HONEST[form])
 
-    assert not verdict.contaminated and not verdict.rules, verdict
+    if "binary" in form:
+        assert refused_as_opaque(verdict), verdict
+    else:
+        assert not verdict.contaminated and not verdict.rules, verdict

@@ -39,6 +39,7 @@ import pytest
 
 from flashrsi_dagster.contamination.detector import RULES
 from tests.sabotage import test_decode_rework
+from tests.sabotage.helpers import refused_as_opaque
 from tests.sabotage.test_round15 import _binary
 from tests.sabotage.test_round16 import TABLE_JSON, _zip
 from tests.sabotage.test_round17 import _in_code
@@ -342,10 +343,12 @@ HONEST = {
 def test_honest_files_this_round_reads_again_are_searched(content_check, form):
     """The honest side of this round's fixes: a binary whose records hold URLs and mail
     headers full of `%XX` and `=XX` (now also read with both in turn), a zip of notes (its
-    local headers read for their methods, which agree): clean, and not called unsearched."""
+    local headers read for their methods, which agree): not called unsearched; both refused
+    as opaque since the coverage rule (their random records and member: binary data no
+    reading consumes)."""
     verdict = content_check.judge(HONEST[form])
 
-    assert not verdict.contaminated and not verdict.rules, verdict
+    assert refused_as_opaque(verdict), verdict
 
 
 def _one_body_many_claims(count: int = 1024) -> bytes:
