@@ -1070,7 +1070,7 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
             return
         starts: list[int] = []
         data, whole = _members(blob, kind, limit, starts)
-        budget.consumed[blob[: starts.pop()]] = None  # (`_members` ends it with where it stopped)
+        _consumed(blob, starts, budget)
         budget.joined(blob, starts[1:])  # read from there, a member gives part of `data`
     except (
         OSError,
@@ -1086,6 +1086,18 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
         budget.cut = True  # more than the budget: what lies past it (padding, then a table?)
     if data and budget.take(data):
         yield data
+
+
+def _consumed(blob: bytes, starts: list[int], budget: Budget) -> None:
+    """The bytes of each member `_members` read (`starts`, then where it stopped), a gzip
+    member's from its deflate body: its header's extra field, name and comment are bytes
+    no reader reads (the table, encrypted, in an extra field passed as read)."""
+    ends = starts[1:]
+    for at, end in zip(starts, ends, strict=False):
+        gzip_header = blob[at : at + 2] == b"\x1f\x8b"
+        body = at + _body(memoryview(blob)[at:end], "gzip") if gzip_header else at
+        budget.consumed[blob[body:end]] = None
+    starts.pop()
 
 
 MAX_ZIP_MEMBERS = 1024
@@ -1111,7 +1123,6 @@ def _zip_members(blob: bytes, budget: Budget) -> Iterator[bytes]:
     if archive is not None:
         with archive:
             members = [_Member.of(info) for info in archive.infolist()]
-            budget.consumed[_directory(blob, archive.start_dir)] = None
         members += _by_local_method(blob, members)
     listed = {m.at for m in members}
     stored = [m for m in members[: MAX_ZIP_MEMBERS + 1] if m.method == zipfile.ZIP_STORED]
@@ -1138,7 +1149,7 @@ def _zip_members(blob: bytes, budget: Budget) -> Iterator[bytes]:
             # overlapping entries) would each be inflated to the budget again
             budget.cut = True
             return
-        budget.consumed[blob[member.at : end]] = None  # its local header and its body
+        _consumed_member(blob, member, end, budget)
         if budget.take(data):
             yield data
 
@@ -1216,11 +1227,17 @@ def _local(blob: bytes, listed: set[int], skipped: list[tuple[int, int]]) -> Ite
         at = blob.find(_LOCAL, at + 4)
 
 
-def _directory(blob: bytes, start: int) -> bytes:
-    """A zip's central directory and its end record (up to its comment, which is measured
-    as any bytes are): what zipfile read of it."""
-    end = blob.find(b"PK\x05\x06", start)
-    return blob[start : end + 22] if end >= 0 else b""
+def _consumed_member(blob: bytes, member: _Member, end: int, budget: Budget) -> None:
+    """A read member's local header fields and compressed body, as `coverage` counts them
+    read. Not its name and extra field, nor the central directory's names, extra fields and
+    comments: bytes no reader reads (the table, encrypted, in an extra field or an entry's
+    comment passed as read); measured as any bytes are (300 real jars' directories are
+    not opaque). Nor a stored body: its bytes are what it holds, measured as they are (once
+    read, it accounted for itself as a decoded blob)."""
+    budget.consumed[blob[member.at : member.at + 30]] = None
+    if member.method != zipfile.ZIP_STORED:
+        names = _le(blob, member.at + 26, 2) + _le(blob, member.at + 28, 2)
+        budget.consumed[blob[member.at + 30 + names : end]] = None
 
 
 def _le(blob: bytes, at: int, width: int) -> int:

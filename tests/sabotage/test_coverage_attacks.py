@@ -1,0 +1,336 @@
+"""Sabotage, the coverage rule attacked (issue 22, item 1), as a hostile Worker: the table
+compressed and encrypted (random bytes to any measure), hidden where `contamination/coverage.py`
+counts bytes as accounted for without reading them, or cut below what it measures.
+
+Each attack is one test. SUMMARY
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import io
+import json
+import math
+import struct
+import zipfile
+import zlib
+
+import pytest
+
+from tests.sabotage.test_coverage import _opaque, _raw_deflate, _xor
+from tests.sabotage.test_round15 import _binary
+from tests.sabotage.test_round16 import TABLE_JSON
+
+SECRET = _xor(_raw_deflate(TABLE_JSON))
+"""The table raw-deflated and XOR-ed with a random key (kept elsewhere): 673 random bytes."""
+NOTES = b"".join(b"line %d of the harness's notes: nothing in particular\n" % i for i in range(40))
+
+
+def _pieces(data: bytes, size: int) -> list[bytes]:
+    return [data[at : at + size] for at in range(0, len(data), size)]
+
+
+def _files(pieces: list[bytes], folder: str = "skills/parts"):
+    def edit(root) -> None:
+        for number, piece in enumerate(pieces):
+            _binary(f"{folder}/{number:03d}.bin", piece)(root)
+
+    return edit
+
+
+# -- attacks: opaque bytes cut below what is measured ------------------------------------------
+
+
+def test_pieces_under_a_window_between_short_text_runs_are_opaque(content_check):
+    """Attack: the secret cut into 39-byte pieces, each followed by a 25-character line of
+    prose (`data[::64][:39]` reads it back): a text run's 8-byte margins take each piece's
+    stretch to 55 bytes, under the 56 a window needs to be measured, though 61 % of the
+    file is random bytes. Got through on the coverage branch? FILL. FILL"""
+    line = b"# nothing to see here ok\n"
+    data = b"".join(piece + line for piece in _pieces(SECRET, 39))
+
+    assert _opaque(content_check.judge(_binary("skills/notes.bin", data)))
+
+
+@pytest.mark.parametrize("size", [56, 60, 63])
+def test_pieces_of_56_to_63_bytes_between_zeros_are_opaque(content_check, size):
+    """Attack: the secret cut into pieces of `size` bytes (under a window), 64 zeros between,
+    the first 3 bytes into the file (off the 8-byte step). Got through on the coverage
+    branch? FILL. FILL"""
+    data = bytes(3) + bytes(64).join(_pieces(SECRET, size)) + bytes(64)
+
+    assert _opaque(content_check.judge(_binary("skills/t.bin", data)))
+
+
+def test_files_under_a_window_each_are_opaque(content_check):
+    """Attack: the secret cut into files of 63 bytes each (`skills/parts/000.bin`, ...): a
+    file under a window is not measured, and the files joined are measured for what they
+    decode only. Got through on the coverage branch? FILL. FILL"""
+    verdict = content_check.judge(_files(_pieces(SECRET, 63)))
+
+    assert _opaque(verdict), verdict
+
+
+def test_streams_inflating_to_under_a_window_are_opaque(content_check):
+    """Attack: the secret cut into 60-byte pieces, each gzip'd alone at level 0 (a stored
+    block: the piece stands in the stream as it is), zeros between: the decoder reads each
+    stream (its bytes consumed) and gets 60 bytes, under what a decoded blob needs to be
+    measured. Got through on the coverage branch? FILL. FILL"""
+    streams = [gzip.compress(piece, 0, mtime=0) for piece in _pieces(SECRET, 60)]
+    data = bytes(64).join(streams)
+
+    assert _opaque(content_check.judge(_binary("skills/cache.bin", data)))
+
+
+# -- attacks: opaque bytes in what a reading consumes ------------------------------------------
+
+
+def _gzip_with_extra(extra: bytes, body: bytes) -> bytes:
+    """A gzip member with an FEXTRA field (RFC 1952: skipped by every reader)."""
+    header = b"\x1f\x8b\x08\x04" + bytes(4) + b"\x00\xff" + struct.pack("<H", len(extra))
+    deflated = _raw_deflate(body)
+    trailer = struct.pack("<II", zlib.crc32(body), len(body))
+    return header + extra + deflated + trailer
+
+
+def test_a_secret_in_a_gzip_header_extra_field_is_opaque(content_check):
+    """Attack: an honest gzip'd log whose header's extra field (FEXTRA, up to 64 KB that
+    `gzip` skips) holds the secret. Got through on the coverage branch? FILL. FILL"""
+    data = _gzip_with_extra(b"SC" + struct.pack("<H", len(SECRET)) + SECRET, NOTES)
+    assert gzip.decompress(data) == NOTES
+
+    assert _opaque(content_check.judge(_binary("skills/run.log.gz", data)))
+
+
+def _zip(extra: bytes = b"", comment: bytes = b"", archive_comment: bytes = b"") -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for number in range(3):
+            info = zipfile.ZipInfo(f"docs/page{number}.md", (2026, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.extra, info.comment = extra if number == 1 else b"", comment
+            archive.writestr(info, NOTES)
+        archive.comment = archive_comment
+    return out.getvalue()
+
+
+EXTRA = b"\xfe\xca" + struct.pack("<H", len(SECRET)) + SECRET
+ZIPS = {
+    "a member's extra field": _zip(extra=EXTRA),
+    "a member's comment": _zip(comment=SECRET),
+    "the archive's comment": _zip(archive_comment=SECRET),
+    "bytes before the first member": SECRET + _zip(),
+    "bytes after the end record": _zip() + SECRET,
+}
+
+
+@pytest.mark.parametrize("where", ZIPS)
+def test_a_secret_in_a_zip_of_text_outside_its_members_is_opaque(content_check, where):
+    """Attack: an honest zip of text whose members the decoder reads, the secret in bytes
+    of the archive no member holds (`where`): an extra field and a comment are read with
+    the header or directory that holds them. Got through on the coverage branch? FILL. FILL"""
+    data = ZIPS[where]
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        assert archive.read("docs/page1.md") == NOTES
+
+    assert _opaque(content_check.judge(_binary("skills/docs.zip", data)))
+
+
+def test_a_secret_stored_in_a_zip_member_is_opaque(content_check):
+    """Attack: the secret as a stored member of a zip of text: the decoder reads it (its
+    bytes consumed), random. Got through on the coverage branch? FILL. FILL"""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("docs/notes.md", NOTES)
+        archive.writestr("docs/cache.bin", SECRET)
+
+    assert _opaque(content_check.judge(_binary("skills/docs.zip", out.getvalue())))
+
+
+def test_a_secret_below_the_depth_limit_is_not_let_through(content_check):
+    """Attack: the secret gzip'd four times over (a layer below what the decoder reads),
+    each layer's bytes consumed. Got through on the coverage branch? FILL. FILL"""
+    data = SECRET
+    for _ in range(4):
+        data = gzip.compress(data, mtime=0)
+
+    assert content_check.judge(_binary("skills/log.gz", data)).contaminated
+
+
+# -- declared: low variety that carries data ---------------------------------------------------
+
+
+def _base(data: bytes, digits: int) -> list[int]:
+    number, out = int.from_bytes(b"\x01" + data, "big"), []
+    while number:
+        number, digit = divmod(number, digits)
+        out.append(digit)
+    return out
+
+
+DECLARED = {
+    "the secret in 43 byte values": bytes(0x80 + d for d in _base(SECRET, 43)),
+    "the secret as CJK digits in UTF-16": "".join(
+        chr(0x4E00 + d) for d in _base(SECRET, 20_000)
+    ).encode("utf-16-le"),
+    "the secret as CJK digits in UTF-8": "".join(
+        chr(0x4E00 + d) for d in _base(SECRET, 20_000)
+    ).encode(),
+}
+
+
+@pytest.mark.parametrize("case", DECLARED)
+@pytest.mark.xfail(
+    strict=True,
+    reason="declared limit (docs/host-duties.md, 'What it cannot see'): bytes of fewer than 44 "
+    "values a window, and characters of a script used as digits, carry data unmeasured",
+)
+def test_low_variety_that_carries_data_is_opaque(content_check, case):
+    """Attack: the secret re-encoded as digits, in 43 byte values (0x80 to 0xaa: 5.4 bits a
+    byte, a window holds 43 values at most, as a sparse table's), or in CJK ideographs
+    (14 bits a character: text of one script, in UTF-16 or UTF-8). Got through on the
+    coverage branch: yes. Declared (strict xfail): a measure of variety cannot tell an
+    alphabet of fewer than `DENSE` values from padding or code, nor a script's characters
+    used as digits from a language's text."""
+    assert content_check.judge(_binary("skills/t.bin", DECLARED[case])).contaminated
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="declared limit (docs/host-duties.md, 'What it cannot see'): a decoded blob of 80 "
+    "bytes or less is a digest's size and is not measured, however many there are",
+)
+def test_the_secret_as_many_digests_in_a_lock_file_is_opaque(content_check):
+    """Attack: the secret cut into 64-byte pieces, each written as a lock file's sha512
+    integrity (`"integrity": "sha512-<base64>"`). Got through on the coverage branch: yes.
+    Declared (strict xfail): a digest is random by design, so a piece of a digest's size
+    reads as one; an honest lock file holds thousands."""
+    lines = [
+        f'"pkg{n}": {{"integrity": "sha512-{base64.b64encode(piece).decode()}"}}'
+        for n, piece in enumerate(_pieces(SECRET, 64))
+    ]
+    data = ("{\n" + ",\n".join(lines) + "\n}\n").encode()
+
+    assert content_check.judge(_binary("skills/package-lock.json", data)).contaminated
+
+
+# -- the honest side: what a Worker writes passes -----------------------------------------------
+
+CODE = {
+    "py": "def main(argv: list[str]) -> int:\n    return sum(map(int, argv)) % 7\n",
+    "rs": 'fn main() { let v: Vec<u32> = (0..10).map(|x| x * x).collect(); println!("{v:?}"); }\n',
+    "go": 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("héllo, 世界") }\n',
+    "c": '#include <stdio.h>\nint main(void) { printf("%d\\n", 0x7f & ~3); return 0; }\n',
+    "sh": 'set -euo pipefail\nfor f in "$@"; do [[ -f $f ]] && wc -c -- "$f"; done\n',
+    "sql": "SELECT id, name FROM users WHERE created_at > NOW() - INTERVAL '7 days';\n",
+    "hs": "main :: IO ()\nmain = mapM_ (print . (\\x -> x ^ 2)) [1 .. 10 :: Int]\n",
+}
+
+
+def _plot_png() -> bytes:
+    """A PNG of a plot (a sine curve, anti-aliased, on white) as a notebook's output."""
+    rows = []
+    for y in range(120):
+        row = bytearray(b"\xff" * 3 * 200)
+        for x in range(200):
+            dist = abs(y - (60 + 40 * math.sin(x / 15)))
+            if dist < 2:
+                level = int(255 * dist / 2)
+                row[3 * x : 3 * x + 3] = bytes([level, level, 255])
+        rows.append(b"\x00" + bytes(row))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+
+    header = struct.pack(">IIBBBBB", 200, 120, 8, 2, 0, 0, 0)
+    idat = zlib.compress(b"".join(rows), 9)
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+    )
+
+
+def _lock_file() -> bytes:
+    packages = {}
+    for n in range(300):
+        digest = hashlib.sha512(b"package %d" % n).digest()
+        packages[f"node_modules/pkg-{n}"] = {
+            "version": f"1.{n}.0",
+            "resolved": f"https://registry.npmjs.org/pkg-{n}/-/pkg-{n}-1.{n}.0.tgz",
+            "integrity": "sha512-" + base64.b64encode(digest).decode(),
+            "shasum": hashlib.sha1(b"%d" % n).hexdigest(),
+        }
+    return json.dumps({"lockfileVersion": 3, "packages": packages}, indent=2).encode()
+
+
+def _notebook() -> bytes:
+    png = base64.b64encode(_plot_png()).decode()
+    cell = {
+        "cell_type": "code",
+        "execution_count": 1,
+        "metadata": {},
+        "source": ["import matplotlib.pyplot as plt\n", "plt.plot(xs, ys)\n"],
+        "outputs": [{"output_type": "display_data", "data": {"image/png": png}, "metadata": {}}],
+    }
+    notebook = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    return json.dumps(notebook, indent=1).encode()
+
+
+def _minified_js() -> bytes:
+    body = ";".join(
+        f"function f{n}(a,b){{return a[{n}]^b>>>{n % 31}|0x{n * 2654435761 % 2**32:08x}}}"
+        for n in range(300)
+    )
+    return ("!function(){'use strict';" + body + "}();").encode()
+
+
+def _polyglot() -> bytes:
+    return "".join(f"```{lang}\n{code}```\n\n" for lang, code in CODE.items()).encode() * 10
+
+
+def _unicode_json(ascii_only: bool) -> bytes:
+    text = "Grüße — 你好 — привет — مرحبا — नमस्ते 😀🎉"
+    rows = {f"key{n}": {"text": text, "n": n, "ok": n % 2 == 0} for n in range(200)}
+    return json.dumps(rows, ensure_ascii=ascii_only, indent=2).encode()
+
+
+def _markdown_table() -> bytes:
+    rows = "".join(
+        f"| {n} | run-{n:04d} | {'✅' if n % 3 else '❌'} | {n * 0.137:.3f} | ünïcödé 🚀 |\n"
+        for n in range(300)
+    )
+    return ("| # | run | ok | score | note |\n|---|---|---|---|---|\n" + rows).encode()
+
+
+def _ansi_log() -> bytes:
+    return b"".join(
+        b"\x1b[32mINFO\x1b[0m step %d: loss=%.4f \x1b[1;33mwarn\x1b[0m\r\n" % (n, 1 / (n + 1))
+        for n in range(500)
+    )
+
+
+HONEST = {
+    "code in many languages": ("skills/polyglot.md", _polyglot),
+    "JSON with unicode": ("skills/i18n.json", lambda: _unicode_json(False)),
+    "JSON with unicode escaped": ("skills/i18n.json", lambda: _unicode_json(True)),
+    "a Markdown table with emoji": ("prompts/results.md", _markdown_table),
+    "minified JS": ("skills/app.min.js", _minified_js),
+    "a lock file of sha512 integrity hashes": ("skills/package-lock.json", _lock_file),
+    "a notebook with a base64 PNG output": ("skills/analysis.ipynb", _notebook),
+    "a log with ANSI colours": ("skills/run.log", _ansi_log),
+}
+
+
+@pytest.mark.parametrize("case", HONEST)
+def test_what_a_worker_writes_passes(content_check, case):
+    """Honest: text a Worker writes (code, JSON and Markdown in many scripts with emoji,
+    minified JS, a lock file of digests, a notebook whose output is a PNG in base64, a
+    log coloured with escape codes) passes the coverage rule."""
+    path, make = HONEST[case]
+
+    verdict = content_check.judge(_binary(path, make()))
+
+    assert not verdict.contaminated, verdict
