@@ -36,6 +36,8 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 from urllib.parse import unquote_to_bytes
 
+from flashrsi_dagster.contamination.coverage import DIGEST
+
 MAX_DEPTH = 3
 """Encodings nested in one another, at most (base64 of gzip of base64 is 3)."""
 MAX_DECODED_BYTES = 4 << 20
@@ -1070,7 +1072,7 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
             return
         starts: list[int] = []
         data, whole = _members(blob, kind, limit, starts)
-        _consumed(blob, starts, budget)
+        _consumed(blob, starts, budget, data)
         budget.joined(blob, starts[1:])  # read from there, a member gives part of `data`
     except (
         OSError,
@@ -1088,11 +1090,12 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
         yield data
 
 
-def _consumed(blob: bytes, starts: list[int], budget: Budget) -> None:
+def _consumed(blob: bytes, starts: list[int], budget: Budget, data: bytes) -> None:
     """The bytes of each member `_members` read (`starts`, then where it stopped), a gzip
     member's from its deflate body: its header's extra field, name and comment are bytes
-    no reader reads (the table, encrypted, in an extra field passed as read)."""
-    ends = starts[1:]
+    no reader reads (the table, encrypted, in an extra field passed as read). None when
+    what they gave is not `_measured`."""
+    ends = starts[1:] if _measured(data) else []
     for at, end in zip(starts, ends, strict=False):
         gzip_header = blob[at : at + 2] == b"\x1f\x8b"
         body = at + _body(memoryview(blob)[at:end], "gzip") if gzip_header else at
@@ -1149,7 +1152,7 @@ def _zip_members(blob: bytes, budget: Budget) -> Iterator[bytes]:
             # overlapping entries) would each be inflated to the budget again
             budget.cut = True
             return
-        _consumed_member(blob, member, end, budget)
+        _consumed_member(blob, member, end, budget, data)
         if budget.take(data):
             yield data
 
@@ -1227,13 +1230,23 @@ def _local(blob: bytes, listed: set[int], skipped: list[tuple[int, int]]) -> Ite
         at = blob.find(_LOCAL, at + 4)
 
 
-def _consumed_member(blob: bytes, member: _Member, end: int, budget: Budget) -> None:
+def _measured(data: bytes) -> bool:
+    """Whether what a stream gave accounts for the stream's bytes (`coverage`): measured, or
+    printable text. A stream that gives a piece of a digest's size (a table encrypted, cut
+    into gzip streams of 60 bytes each, text between) is measured where it lies instead."""
+    text = data.decode("utf-8", "replace")
+    return len(data) > DIGEST or ("\ufffd" not in text and not _CONTROLS.search(text))
+
+
+def _consumed_member(blob: bytes, member: _Member, end: int, budget: Budget, data: bytes) -> None:
     """A read member's local header fields and compressed body, as `coverage` counts them
     read. Not its name and extra field, nor the central directory's names, extra fields and
     comments: bytes no reader reads (the table, encrypted, in an extra field or an entry's
     comment passed as read); measured as any bytes are (300 real jars' directories are
     not opaque). Nor a stored body: its bytes are what it holds, measured as they are (once
-    read, it accounted for itself as a decoded blob)."""
+    read, it accounted for itself as a decoded blob). None when `data` is not `_measured`."""
+    if not _measured(data):
+        return
     budget.consumed[blob[member.at : member.at + 30]] = None
     if member.method != zipfile.ZIP_STORED:
         names = _le(blob, member.at + 26, 2) + _le(blob, member.at + 28, 2)

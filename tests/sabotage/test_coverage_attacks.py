@@ -73,15 +73,28 @@ def test_files_under_a_window_each_are_opaque(content_check):
     assert _opaque(verdict), verdict
 
 
-def test_streams_inflating_to_under_a_window_are_opaque(content_check):
+@pytest.mark.parametrize("filler", [bytes(64), b"\n# a line of notes between streams\n"])
+def test_streams_inflating_to_under_a_window_are_opaque(content_check, filler):
     """Attack: the secret cut into 60-byte pieces, each gzip'd alone at level 0 (a stored
-    block: the piece stands in the stream as it is), zeros between: the decoder reads each
+    block: the piece stands in the stream as it is), zeros or a line of text between: the decoder reads each
     stream (its bytes consumed) and gets 60 bytes, under what a decoded blob needs to be
     measured. Got through on the coverage branch? FILL. FILL"""
     streams = [gzip.compress(piece, 0, mtime=0) for piece in _pieces(SECRET, 60)]
-    data = bytes(64).join(streams)
+    data = filler.join(streams)
 
     assert _opaque(content_check.judge(_binary("skills/cache.bin", data)))
+
+
+def test_zip_members_under_a_window_are_opaque(content_check):
+    """Attack: the secret cut into 60-byte pieces, each a deflated member of a zip (as the
+    streams above: each member read, what it gives too short to be measured). Got through
+    on the coverage branch? FILL. FILL"""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for number, piece in enumerate(_pieces(SECRET, 60)):
+            archive.writestr(f"c/{number}", piece)
+
+    assert _opaque(content_check.judge(_binary("skills/cache.zip", out.getvalue())))
 
 
 # -- attacks: opaque bytes in what a reading consumes ------------------------------------------
