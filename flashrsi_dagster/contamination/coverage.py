@@ -7,13 +7,15 @@ when it is
 
 - text: a run of printable UTF-8, or of UTF-16 in a few scripts (the views read the first;
   the second is a language's text, never flagged);
-- consumed: a byte of a compressed stream or an archive's member or directory that the
-  decoder read (`Budget.consumed`), wherever those same bytes lie;
+- consumed: a byte of a compressed stream or an archive's member that the decoder read
+  (`Budget.consumed`: not a header's name, extra field or comment, nor a zip's directory),
+  wherever those same bytes lie;
 - redundant: in a window of `WINDOW` bytes holding fewer than `DENSE` distinct values (zero
   padding, sparse tables, code): too little variety for compressed or encrypted data.
 
 What is left, a window of `WINDOW` bytes of nothing accounted for holding `DENSE` distinct
-values or more, is opaque: it looks compressed or encrypted, and no reading consumed it. The
+values or more, is opaque: it looks compressed or encrypted, and no reading consumed it (the
+stretches under a window are measured joined, and the files under a window too). The
 same holds for each binary blob the decoder decoded (`Budget.audit`: base64, hex, escapes,
 what a stream inflated to), longer than `DIGEST` bytes.
 

@@ -141,6 +141,10 @@ class Budget:
     """The bytes of each stream and archive member read (`coverage`: they are accounted for
     wherever they lie)."""
     decoded: list[bytes] = field(default_factory=list)
+    small: list[bytes] = field(default_factory=list)
+    """What each stream or archive member too short for `coverage` to measure alone gave (a
+    table encrypted, cut into gzip streams or zip members of 60 bytes each, passed): measured
+    joined (streams whose check holds: a magic in noise inflates to a few bytes of noise)."""
     """The binary blobs decoded or decompressed, in order (`coverage` measures what no
     reading of them consumed)."""
 
@@ -1072,7 +1076,9 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
             return
         starts: list[int] = []
         data, whole = _members(blob, kind, limit, starts)
-        _consumed(blob, starts, budget, data)
+        if len(data) <= DIGEST and _checked(blob[: starts[-1]], kind, data):
+            budget.small.append(data)  # too short to measure alone: joined (`Budget.small`)
+        _consumed(blob, starts, budget)
         budget.joined(blob, starts[1:])  # read from there, a member gives part of `data`
     except (
         OSError,
@@ -1090,12 +1096,11 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
         yield data
 
 
-def _consumed(blob: bytes, starts: list[int], budget: Budget, data: bytes) -> None:
+def _consumed(blob: bytes, starts: list[int], budget: Budget) -> None:
     """The bytes of each member `_members` read (`starts`, then where it stopped), a gzip
     member's from its deflate body: its header's extra field, name and comment are bytes
-    no reader reads (the table, encrypted, in an extra field passed as read). None when
-    what they gave is not `_measured`."""
-    ends = starts[1:] if _measured(data) else []
+    no reader reads (the table, encrypted, in an extra field passed as read)."""
+    ends = starts[1:]
     for at, end in zip(starts, ends, strict=False):
         gzip_header = blob[at : at + 2] == b"\x1f\x8b"
         body = at + _body(memoryview(blob)[at:end], "gzip") if gzip_header else at
@@ -1153,6 +1158,8 @@ def _zip_members(blob: bytes, budget: Budget) -> Iterator[bytes]:
             budget.cut = True
             return
         _consumed_member(blob, member, end, budget, data)
+        if len(data) <= DIGEST:  # too short to measure alone: joined (`Budget.small`)
+            budget.small.append(data)
         if budget.take(data):
             yield data
 
@@ -1230,12 +1237,22 @@ def _local(blob: bytes, listed: set[int], skipped: list[tuple[int, int]]) -> Ite
         at = blob.find(_LOCAL, at + 4)
 
 
-def _measured(data: bytes) -> bool:
-    """Whether what a stream gave accounts for the stream's bytes (`coverage`): measured, or
-    printable text. A stream that gives a piece of a digest's size (a table encrypted, cut
-    into gzip streams of 60 bytes each, text between) is measured where it lies instead."""
-    text = data.decode("utf-8", "replace")
-    return len(data) > DIGEST or ("\ufffd" not in text and not _CONTROLS.search(text))
+def _checked(stream: bytes, kind: str, data: bytes) -> bool:
+    """Whether `stream` ends with the check of the end of `data` (its last member's CRC-32
+    and size, or Adler-32), or is of a kind whose magic noise does not start (bzip2, xz):
+    a real stream, not a magic's two bytes in noise that inflate to a few bytes of it."""
+    if kind == "gzip":  # (zeros after a member are read past: its end is among them)
+        end = len(stream.rstrip(b"\0"))
+        return any(_gzip_trailer(stream[:at], data) for at in range(end, end + 9))
+    if kind == "zlib":
+        adler = int.from_bytes(stream[-4:], "big")
+        return any(zlib.adler32(data[at:]) == adler for at in range(len(data) + 1))
+    return kind in ("bzip2", "xz")
+
+
+def _gzip_trailer(stream: bytes, data: bytes) -> bool:
+    crc, size = _le(stream, len(stream) - 8, 4), _le(stream, len(stream) - 4, 4)
+    return len(stream) >= 8 and size <= len(data) and zlib.crc32(data[len(data) - size :]) == crc
 
 
 def _consumed_member(blob: bytes, member: _Member, end: int, budget: Budget, data: bytes) -> None:
@@ -1244,13 +1261,19 @@ def _consumed_member(blob: bytes, member: _Member, end: int, budget: Budget, dat
     comments: bytes no reader reads (the table, encrypted, in an extra field or an entry's
     comment passed as read); measured as any bytes are (300 real jars' directories are
     not opaque). Nor a stored body: its bytes are what it holds, measured as they are (once
-    read, it accounted for itself as a decoded blob). None when `data` is not `_measured`."""
-    if not _measured(data):
-        return
-    budget.consumed[blob[member.at : member.at + 30]] = None
+    read, it accounted for itself as a decoded blob). Its header's CRC-32 and sizes only
+    when they are what was read (or zeros, a data descriptor's): a raw reader skips them
+    (the table, 16 bytes in each of 43 empty members' headers, passed as read); nor its
+    signature, version, flags, method, time and date (measured: low variety in a jar)."""
+    body = member.at + 30 + _le(blob, member.at + 26, 2) + _le(blob, member.at + 28, 2)
+    checked = zlib.crc32(data).to_bytes(4, "little") + (end - body).to_bytes(4, "little")
+    if blob[member.at + 14 : member.at + 26] in (
+        bytes(12),
+        checked + len(data).to_bytes(4, "little"),
+    ):
+        budget.consumed[blob[member.at + 14 : member.at + 30]] = None
     if member.method != zipfile.ZIP_STORED:
-        names = _le(blob, member.at + 26, 2) + _le(blob, member.at + 28, 2)
-        budget.consumed[blob[member.at + 30 + names : end]] = None
+        budget.consumed[blob[body:end]] = None
 
 
 def _le(blob: bytes, at: int, width: int) -> int:
