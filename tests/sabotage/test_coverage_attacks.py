@@ -10,7 +10,7 @@ text, between) or zip members of 60 bytes each (read, what each gave too short t
 what such streams give is measured joined, 3); the secret in a gzip header's extra field, a
 zip member's extra field, a zip member's comment, 43 empty members' local header fields
 (counted read with the header or the directory: a gzip member counts from its body, a zip
-header's CRC-32 and sizes only when they check, names, extra fields and the directory are
+local header only when its CRC-32 and sizes check, names, extra fields and the directory are
 measured, 4). Held (9): pieces of 56, 60 and 63 bytes between zeros; streams between zeros
 (one gzip of many members); the archive's
 comment, bytes before the first member or after the end record; a stored member; a layer
@@ -202,9 +202,10 @@ def test_a_secret_in_zip_local_header_fields_is_opaque(content_check):
     """Attack: a zip of 43 empty members, the secret in their local headers' time, date,
     CRC-32 and size fields, 16 bytes each (a harness reads them raw; zipfile lists the
     members from the honest central directory). Got through on the coverage branch: yes
-    (each header counted read with its member). Stops it: a header's CRC-32 and sizes count
-    read only when they are those of what was read, its other fields never
-    (`decode._consumed_member`): measured, opaque."""
+    (each header counted read with its member). Stops it: a local header counts read only
+    when its CRC-32 and sizes are those of what was read (`decode._consumed_member`; its
+    time, date and version, 6 bytes a member, still count read: declared): measured,
+    opaque."""
     data = _in_local_headers(SECRET)
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         assert len(archive.infolist()) == 43
