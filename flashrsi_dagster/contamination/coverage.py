@@ -7,13 +7,15 @@ when it is
 
 - text: a run of printable UTF-8, or of UTF-16 in a few scripts (the views read the first;
   the second is a language's text, never flagged);
-- consumed: a byte of a compressed stream or an archive's member or directory that the
-  decoder read (`Budget.consumed`), wherever those same bytes lie;
+- consumed: a byte of a compressed stream or an archive's member that the decoder read
+  (`Budget.consumed`: not a header's name, extra field or comment, nor a zip's directory),
+  wherever those same bytes lie;
 - redundant: in a window of `WINDOW` bytes holding fewer than `DENSE` distinct values (zero
   padding, sparse tables, code): too little variety for compressed or encrypted data.
 
 What is left, a window of `WINDOW` bytes of nothing accounted for holding `DENSE` distinct
-values or more, is opaque: it looks compressed or encrypted, and no reading consumed it. The
+values or more, is opaque: it looks compressed or encrypted, and no reading consumed it (the
+stretches under a window are measured joined, and the files under a window too). The
 same holds for each binary blob the decoder decoded (`Budget.audit`: base64, hex, escapes,
 what a stream inflated to), longer than `DIGEST` bytes.
 
@@ -27,7 +29,9 @@ text in an encoding of one's own (docs/host-duties.md, "What it cannot see").
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping
+from itertools import accumulate
 
 WINDOW = 64
 """Bytes one measure looks at: the smallest opaque piece flagged (at any offset, between
@@ -74,7 +78,7 @@ def opaque(data: bytes, consumed: Iterable[bytes]) -> tuple[int, int] | None:
         found = _dense(data, start, end)
         if found is not None:
             return found
-    return None
+    return _scattered(data, accounted)
 
 
 def unaccounted(blobs: Mapping[str, list[bytes]], consumed: Iterable[bytes]) -> list[str]:
@@ -85,13 +89,25 @@ def unaccounted(blobs: Mapping[str, list[bytes]], consumed: Iterable[bytes]) -> 
         measured = [data, *(blob for blob in dict.fromkeys(decoded) if len(blob) > DIGEST)]
         for number, blob in enumerate(measured):
             if (found := opaque(blob, pieces)) is not None:
-                reasons.append(_reason(file, *found, decoded=number > 0))
+                reasons.append(_reason(file, *found, " of a blob it decodes" if number else ""))
                 break
-    return reasons
+    return reasons + _small_files({file: data for file, (data, *_) in blobs.items()}, pieces)
 
 
-def _reason(file: str, at: int, length: int, decoded: bool) -> str:
-    where = " of a blob it decodes" if decoded else ""
+def _small_files(files: Mapping[str, bytes], pieces: list[bytes]) -> list[str]:
+    """A reason when the files under a window, joined, hold an opaque stretch: each is too
+    short to be measured alone, and a table cut into files of 63 bytes is read back whole."""
+    small = {file: data for file, data in files.items() if len(data) < WINDOW}
+    found = opaque(b"".join(small.values()), pieces)
+    if found is None:
+        return []
+    ends = [0, *accumulate(map(len, small.values()))]
+    number = bisect_right(ends, found[0]) - 1
+    where = f" of the files under {WINDOW} bytes joined"
+    return [_reason([*small][number], found[0] - ends[number], found[1], where)]
+
+
+def _reason(file: str, at: int, length: int, where: str = "") -> str:
     return (
         f"{file}: opaque bytes at offset {at:#x}{where} ({length} bytes that look compressed "
         "or encrypted; the check cannot read them): unsearched"
@@ -164,6 +180,20 @@ def _unaccounted(accounted: bytearray) -> Iterator[tuple[int, int]]:
     """The stretches of `SHARE` bytes or more that nothing accounts for."""
     for m in re.finditer(rb"\0{%d,}" % SHARE, accounted):
         yield m.span()
+
+
+def _scattered(data: bytes, accounted: bytearray) -> tuple[int, int] | None:
+    """The first dense window of the stretches under `SHARE` bytes, joined: pieces under a
+    window each, between short text runs or what a reading consumed (39 bytes after each
+    line of 25 characters: a run's margins take each stretch to 55 bytes), carry a table as
+    well as one piece does. Where the first of them starts, and their bytes joined."""
+    spans = [m.span() for m in re.finditer(rb"\0+", accounted) if len(m.group()) < SHARE]
+    joined = b"".join(data[start:end] for start, end in spans)
+    found = _dense(joined, 0, len(joined)) if len(joined) >= WINDOW else None
+    if found is None:
+        return None
+    ends = list(accumulate(end - start for start, end in spans))
+    return spans[bisect_right(ends, found[0])][0], found[1]
 
 
 def _dense(data: bytes, start: int, end: int) -> tuple[int, int] | None:

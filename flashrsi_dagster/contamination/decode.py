@@ -36,6 +36,8 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 from urllib.parse import unquote_to_bytes
 
+from flashrsi_dagster.contamination.coverage import DIGEST
+
 MAX_DEPTH = 3
 """Encodings nested in one another, at most (base64 of gzip of base64 is 3)."""
 MAX_DECODED_BYTES = 4 << 20
@@ -139,6 +141,10 @@ class Budget:
     """The bytes of each stream and archive member read (`coverage`: they are accounted for
     wherever they lie)."""
     decoded: list[bytes] = field(default_factory=list)
+    small: list[bytes] = field(default_factory=list)
+    """What each stream or archive member too short for `coverage` to measure alone gave (a
+    table encrypted, cut into gzip streams or zip members of 60 bytes each, passed): measured
+    joined (streams whose check holds: a magic in noise inflates to a few bytes of noise)."""
     """The binary blobs decoded or decompressed, in order (`coverage` measures what no
     reading of them consumed)."""
 
@@ -1106,7 +1112,9 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
             return
         starts: list[int] = []
         data, whole = _members(blob, kind, limit, starts)
-        budget.consumed[blob[: starts.pop()]] = None  # (`_members` ends it with where it stopped)
+        if len(data) <= DIGEST and _checked(blob[: starts[-1]], kind, data):
+            budget.small.append(data)  # too short to measure alone: joined (`Budget.small`)
+        _consumed(blob, starts, budget)
         budget.joined(blob, starts[1:])  # read from there, a member gives part of `data`
     except (
         OSError,
@@ -1122,6 +1130,18 @@ def _decompress(blob: bytes, kind: str, budget: Budget) -> Iterator[bytes]:
         budget.cut = True  # more than the budget: what lies past it (padding, then a table?)
     if data and budget.take(data):
         yield data
+
+
+def _consumed(blob: bytes, starts: list[int], budget: Budget) -> None:
+    """The bytes of each member `_members` read (`starts`, then where it stopped), a gzip
+    member's from its deflate body: its header's extra field, name and comment are bytes
+    no reader reads (the table, encrypted, in an extra field passed as read)."""
+    ends = starts[1:]
+    for at, end in zip(starts, ends, strict=False):
+        gzip_header = blob[at : at + 2] == b"\x1f\x8b"
+        body = at + _body(memoryview(blob)[at:end], "gzip") if gzip_header else at
+        budget.consumed[blob[body:end]] = None
+    starts.pop()
 
 
 MAX_ZIP_MEMBERS = 1024
@@ -1147,7 +1167,6 @@ def _zip_members(blob: bytes, budget: Budget) -> Iterator[bytes]:
     if archive is not None:
         with archive:
             members = [_Member.of(info) for info in archive.infolist()]
-            budget.consumed[_directory(blob, archive.start_dir)] = None
         members += _by_local_method(blob, members)
     listed = {m.at for m in members}
     stored = [m for m in members[: MAX_ZIP_MEMBERS + 1] if m.method == zipfile.ZIP_STORED]
@@ -1174,7 +1193,9 @@ def _zip_members(blob: bytes, budget: Budget) -> Iterator[bytes]:
             # overlapping entries) would each be inflated to the budget again
             budget.cut = True
             return
-        budget.consumed[blob[member.at : end]] = None  # its local header and its body
+        _consumed_member(blob, member, end, budget, data)
+        if len(data) <= DIGEST:  # too short to measure alone: joined (`Budget.small`)
+            budget.small.append(data)
         if budget.take(data):
             yield data
 
@@ -1252,11 +1273,43 @@ def _local(blob: bytes, listed: set[int], skipped: list[tuple[int, int]]) -> Ite
         at = blob.find(_LOCAL, at + 4)
 
 
-def _directory(blob: bytes, start: int) -> bytes:
-    """A zip's central directory and its end record (up to its comment, which is measured
-    as any bytes are): what zipfile read of it."""
-    end = blob.find(b"PK\x05\x06", start)
-    return blob[start : end + 22] if end >= 0 else b""
+def _checked(stream: bytes, kind: str, data: bytes) -> bool:
+    """Whether `stream` ends with the check of the end of `data` (its last member's CRC-32
+    and size, or Adler-32), or is of a kind whose magic noise does not start (bzip2, xz):
+    a real stream, not a magic's two bytes in noise that inflate to a few bytes of it."""
+    if kind == "gzip":  # (zeros after a member are read past: its end is among them)
+        end = len(stream.rstrip(b"\0"))
+        return any(_gzip_trailer(stream[:at], data) for at in range(end, end + 9))
+    if kind == "zlib":
+        adler = int.from_bytes(stream[-4:], "big")
+        return any(zlib.adler32(data[at:]) == adler for at in range(len(data) + 1))
+    return kind in ("bzip2", "xz")
+
+
+def _gzip_trailer(stream: bytes, data: bytes) -> bool:
+    crc, size = _le(stream, len(stream) - 8, 4), _le(stream, len(stream) - 4, 4)
+    return len(stream) >= 8 and size <= len(data) and zlib.crc32(data[len(data) - size :]) == crc
+
+
+def _consumed_member(blob: bytes, member: _Member, end: int, budget: Budget, data: bytes) -> None:
+    """A read member's local header fields and compressed body, as `coverage` counts them
+    read. Not its name and extra field, nor the central directory's names, extra fields and
+    comments: bytes no reader reads (the table, encrypted, in an extra field or an entry's
+    comment passed as read); measured as any bytes are (300 real jars' directories are
+    not opaque). Nor a stored body: its bytes are what it holds, measured as they are (once
+    read, it accounted for itself as a decoded blob). Its header's CRC-32 and sizes only
+    when they are what was read (or zeros, a data descriptor's): a raw reader skips them
+    (the table, 16 bytes in each of 43 empty members' headers, passed as read). (Its time,
+    date and version, 6 bytes a member no reader checks, count read with it: declared.)"""
+    body = member.at + 30 + _le(blob, member.at + 26, 2) + _le(blob, member.at + 28, 2)
+    checked = zlib.crc32(data).to_bytes(4, "little") + (end - body).to_bytes(4, "little")
+    if blob[member.at + 14 : member.at + 26] in (
+        bytes(12),
+        checked + len(data).to_bytes(4, "little"),
+    ):
+        budget.consumed[blob[member.at : member.at + 30]] = None
+    if member.method != zipfile.ZIP_STORED:
+        budget.consumed[blob[body:end]] = None
 
 
 def _le(blob: bytes, at: int, width: int) -> int:

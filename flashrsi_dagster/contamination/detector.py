@@ -131,7 +131,7 @@ def scan(files: Mapping[str, bytes], index: SecretIndex) -> Scan:
     found, budget = Scan(), Budget()
     blobs: dict[str, list[bytes]] = {}
     for path in sorted(files):
-        decoded = len(budget.decoded)
+        decoded, small = len(budget.decoded), len(budget.small)
         for view in views(path, files[path], budget):
             _search(found, view, index)
         # a file's name is content too: a harness can list its folder and read a table there
@@ -140,7 +140,7 @@ def scan(files: Mapping[str, bytes], index: SecretIndex) -> Scan:
         names = " ".join([*path.split("/"), *_joined_names(path)])
         found.digests += _digests(View(path, NAME, [(1, names)]), index)
         found.digests += _raw_digests(path, files[path], index)
-        blobs[path] = [files[path], *budget.decoded[decoded:]]
+        blobs[path] = [files[path], *budget.decoded[decoded:], b"".join(budget.small[small:])]
     if len(files) > 1:
         decoded = len(budget.decoded)
         found.matches += _joined(files, index, budget, _coverage(found.matches))
