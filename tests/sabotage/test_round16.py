@@ -49,7 +49,7 @@ from flashrsi_dagster.gateway import Gateway, Upstream, WebAccess, web
 from flashrsi_dagster.records import Status
 from tests.contamination.test_detector import both
 from tests.gateway.misbehaving_endpoint import answer
-from tests.sabotage.helpers import table_rows
+from tests.sabotage.helpers import refused_as_opaque, table_rows
 from tests.sabotage.test_round15 import (
     _binary,
     _call_quietly,
@@ -212,12 +212,14 @@ def test_a_table_past_the_members_the_check_opens_is_unsearched(content_check):
     Got through on main: the members past the 64th were dropped without a word, the
     candidate judged clean. Stops it: the check opens up to `decode.MAX_ZIP_MEMBERS` (now
     1,024: a vendored wheel holds hundreds, their bytes bounded by the budget anyway), and
-    an archive of more is unsearched data, the `undecoded` rule."""
+    an archive of more is unsearched data, the `undecoded` rule (and the member left
+    unread is opaque bytes to the coverage rule since the fourth stop of 2026-12-05)."""
     members = [(f"m{i}.txt", f"filler {i}\n".encode()) for i in range(MAX_ZIP_MEMBERS)]
 
     verdict = content_check.judge(_binary("skills/many.zip", _zip([*members, ("t", TABLE_JSON)])))
 
-    assert verdict.contaminated and verdict.rules == [RULES["undecoded"]], verdict
+    assert verdict.contaminated and verdict.rules[0] == RULES["undecoded"], verdict
+    assert all("opaque bytes at offset" in rule for rule in verdict.rules[1:]), verdict
 
 
 ARCHIVES: dict[str, Callable[[Path], None]] = {
@@ -271,21 +273,16 @@ def _zstd(data: bytes) -> bytes:
     return subprocess.run([zstd, "-q", "-c"], input=data, capture_output=True, check=True).stdout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="declared limit (docs/host-duties.md, 'What no check here can tell'): a table "
-    "written in a form the content check does not read (... a compressor the check does not "
-    "know, such as zstd, lz4 or brotli, whose command-line tool the jail may show)",
-)
 def test_a_table_in_a_compressor_the_check_does_not_know(content_check):
     """Attack: the table compressed with zstd (the jail shows the host's `/usr`, and with it
     `/usr/bin/zstd` where the host has it; a harness pipes the file through `zstd -d`). Not
-    closable by adding formats: a compressor is a cipher the check has not heard of, as a
-    one-byte XOR is (round 12); what closes it is data the Worker's model cannot have seen
-    (private dev and test). The candidate is judged clean: strict xfail."""
+    closable by adding formats: a compressor is a cipher the check has not heard of. Got
+    through on main until the fourth stop of 2026-12-05 (judged clean; a strict xfail).
+    Stops it: the coverage rule (`contamination/coverage.py`): zstd's output is opaque bytes
+    no reading accounts for, so the file is unsearched and the candidate rejected."""
     verdict = content_check.judge(_binary("skills/table.zst", _zstd(TABLE_JSON)))
 
-    assert verdict.contaminated, verdict
+    assert verdict.contaminated and refused_as_opaque(verdict), verdict
 
 
 # -- the gateway: tool results of other shapes -----------------------------------------------
