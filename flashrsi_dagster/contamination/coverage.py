@@ -168,8 +168,8 @@ def _block(code: int) -> int:
 def _found(data: bytes, consumed: Iterable[bytes]) -> Iterator[tuple[int, int]]:
     """Every place `data` holds a piece a reading consumed: the same bytes read the same."""
     for piece in consumed:
-        if len(piece) > len(data):
-            continue
+        if not piece or len(piece) > len(data):
+            continue  # an empty piece is found everywhere, and accounts for nothing
         at = data.find(piece)
         while at >= 0:
             yield at, at + len(piece)
