@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterable, Mapping
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 
 from flashrsi_dagster.benchmarks.base import Benchmark, Task, task_secrets
@@ -76,7 +76,7 @@ class ContentCheck:
         if seed not in self._baselines:
             index = self.index
             key = cache.key_of(self._key, cache.files_digest(files)) if self.kept else ""
-            made = lambda: scan(files, index)  # noqa: E731
+            made = partial(scan, files, index)
             kept = self._kept(f"seed-{seed}", key, made, cache.plain_scan, cache.scan_of)
             self._baselines[seed] = kept
         return self._baselines[seed]

@@ -189,7 +189,8 @@ class StreamMeter:
             )
         return fields
 
-    def _data_of(self, raw: bytes | None) -> Any:
+    @staticmethod
+    def _data_of(raw: bytes | None) -> Any:
         """The event's data as JSON; None for an event without data, or `[DONE]`."""
         if raw is None:
             return None
